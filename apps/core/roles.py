@@ -1,0 +1,75 @@
+"""The three roles of gpufleet and the permissions each one holds.
+
+Everyone who can log in reads everything; a role adds the right to change one part of
+the fleet. Only superusers administer users. Each app's data migration calls
+``grant_role_permissions`` for the permissions it introduces, so groups always hold
+exactly what this table says once migrations have run.
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Role:
+    name: str
+    description: str
+    permissions: tuple[str, ...]  # "app_label.codename"
+
+
+TECHNICAL_LEAD = Role(
+    name="Technical lead",
+    description="Edits pools and workloads.",
+    permissions=(
+        "pools.add_pool",
+        "pools.change_pool",
+        "pools.delete_pool",
+        "pools.add_workload",
+        "pools.change_workload",
+        "pools.delete_workload",
+    ),
+)
+OPS = Role(
+    name="Ops",
+    description="Edits backup policies and records restore drills.",
+    permissions=(),  # backup models arrive with the backups issue
+)
+PROCUREMENT = Role(
+    name="Procurement",
+    description="Edits comparison scenarios and exports reports.",
+    permissions=(),  # scenario models arrive with the procurement issue
+)
+ROLES = (TECHNICAL_LEAD, OPS, PROCUREMENT)
+
+
+def role_names_of(user) -> list[str]:
+    """Names shown next to the user in the header."""
+    if user.is_superuser:
+        return ["Administrator"]
+    role_names = {role.name for role in ROLES}
+    return sorted(group.name for group in user.groups.all() if group.name in role_names)
+
+
+def grant_role_permissions(apps, schema_editor=None):
+    """Create the role groups and give them their permissions (used by data migrations).
+
+    Works on the historical models ``apps`` passes in; permissions that do not exist yet
+    (their app has not migrated) are skipped and granted by that app's own migration.
+    """
+    from django.contrib.auth.management import create_permissions
+
+    for app_config in apps.get_app_configs():
+        app_config.models_module = True
+        create_permissions(app_config, apps=apps, verbosity=0)
+        app_config.models_module = None
+
+    group_model = apps.get_model("auth", "Group")
+    permission_model = apps.get_model("auth", "Permission")
+    for role in ROLES:
+        group, _ = group_model.objects.get_or_create(name=role.name)
+        for dotted in role.permissions:
+            app_label, codename = dotted.split(".", 1)
+            permission = permission_model.objects.filter(
+                content_type__app_label=app_label, codename=codename
+            ).first()
+            if permission is not None:
+                group.permissions.add(permission)

@@ -1,0 +1,24 @@
+import os
+import socket
+
+from celery import shared_task
+from django.db.models import F
+from django.utils import timezone
+
+from apps.core.models import WorkerHeartbeat
+
+
+@shared_task(name="core.record_worker_heartbeat", time_limit=30, soft_time_limit=20)
+def record_worker_heartbeat(hostname: str | None = None) -> dict:
+    """Record that a worker ran a task and reached the database; returns what it wrote."""
+    hostname = hostname or record_worker_heartbeat.request.hostname or socket.gethostname()
+    now = timezone.now()
+    heartbeat, created = WorkerHeartbeat.objects.get_or_create(
+        hostname=hostname,
+        defaults={"process_id": os.getpid(), "last_seen_at": now, "beats": 1},
+    )
+    if not created:
+        WorkerHeartbeat.objects.filter(pk=heartbeat.pk).update(
+            process_id=os.getpid(), last_seen_at=now, beats=F("beats") + 1
+        )
+    return {"hostname": hostname, "process_id": os.getpid(), "at": now.isoformat()}

@@ -1,0 +1,29 @@
+from django.db import models
+from django.db.models import Count, DecimalField, ExpressionWrapper, F, Sum
+
+
+class PoolQuerySet(models.QuerySet):
+    def with_workload_counts(self):
+        return self.annotate(workload_count=Count("workloads"))
+
+    def totals(self) -> dict:
+        """GPUs and price per hour summed in SQL over the (filtered) pools."""
+        price_per_hour = ExpressionWrapper(
+            F("price_per_gpu_hour_usd") * F("gpu_count"),
+            output_field=DecimalField(max_digits=16, decimal_places=4),
+        )
+        return self.aggregate(
+            pool_count=Count("id"),
+            gpu_total=Sum("gpu_count"),
+            price_per_hour_usd_total=Sum(price_per_hour),
+        )
+
+    def gpus_by_purpose(self) -> dict[str, int]:
+        """GPU count per purpose, summed in SQL; purposes without pools are absent."""
+        rows = self.order_by().values("purpose").annotate(gpus=Sum("gpu_count"))
+        return {row["purpose"]: row["gpus"] for row in rows}
+
+
+class WorkloadQuerySet(models.QuerySet):
+    def with_pool(self):
+        return self.select_related("pool", "owner")

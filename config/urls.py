@@ -1,0 +1,22 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+
+from apps.core.views import healthz
+
+urlpatterns = [
+    path("", include("apps.core.urls")),
+    path("", include("apps.pools.urls")),
+    path("account/", include("apps.accounts.urls")),
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("healthz", login_not_required(healthz), name="healthz"),
+    path("api/v1/", include("config.api_urls")),
+    path("api/v1/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path(
+        "api/v1/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"
+    ),
+    path("admin/", admin.site.urls),
+]
