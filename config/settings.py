@@ -201,6 +201,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # The schema and its docs are for signed-in users, like every page.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
 }
 API_TOKEN_DEFAULT_LIFETIME_DAYS = env.int("API_TOKEN_DEFAULT_LIFETIME_DAYS", default=90)
 

@@ -5,3 +5,6 @@ class AccountsConfig(AppConfig):
     name = "apps.accounts"
     label = "accounts"
     verbose_name = "Accounts and API tokens"
+
+    def ready(self):
+        from apps.accounts import schema  # noqa: F401 - registers the OpenAPI extension

@@ -14,14 +14,15 @@ PAGE_SIZE = 25
 
 @require_GET
 def pool_list(request):
-    pools = Pool.objects.with_workload_counts().select_related("owner")
+    filtered_pools = Pool.objects.all()
     purpose = request.GET.get("purpose", "")
     if purpose in Purpose.values:
-        pools = pools.filter(purpose=purpose)
+        filtered_pools = filtered_pools.filter(purpose=purpose)
+    pools = filtered_pools.with_workload_counts().select_related("owner").order_by("name")
     page = Paginator(pools, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
         "page": page,
-        "totals": pools.totals(),
+        "totals": filtered_pools.totals(),
         "purpose": purpose,
         "purposes": Purpose.choices,
         "deployments": Deployment.choices,

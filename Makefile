@@ -1,0 +1,59 @@
+# gpufleet — two commands do everything:
+#   make run    install, migrate, load demo data, serve http://127.0.0.1:8000
+#   make test   install, check services, lint, migrations check, collectstatic, pytest
+# on PostgreSQL + Redis (defaults below; override TEST_DATABASE_URL / TEST_REDIS_URL).
+
+SHELL := /bin/bash
+PYTHON ?= $(shell for candidate in python3.13 python3.12 python3.11 python3; do \
+	if command -v $$candidate >/dev/null 2>&1 && $$candidate -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then \
+	echo $$candidate; break; fi; done)
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/gpufleet
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
+TEST_ENV := DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
+	CELERY_BROKER_URL=$(TEST_REDIS_URL) DJANGO_SETTINGS_MODULE=config.settings
+
+.PHONY: run test install lint format clean
+
+$(INSTALLED): pyproject.toml
+	@test -n "$(PYTHON)" || { echo "error: gpufleet needs Python 3.11 or newer (python3.11+ not found on PATH)"; exit 1; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(INSTALLED)
+
+install: $(INSTALLED)
+
+run: $(INSTALLED)
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py seed_demo
+	@echo
+	@echo "  gpufleet is starting on http://$(HOST):$(PORT)/"
+	@echo "  Sign in as lead, ops, procurement or admin, password gpufleet-demo"
+	@echo
+	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+test: $(INSTALLED)
+	PYTHON=$(BIN)/python scripts/ensure_services.sh
+	scripts/ensure_chromium.sh
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(TEST_ENV) $(BIN)/python manage.py makemigrations --check --dry-run
+	$(TEST_ENV) $(BIN)/python manage.py collectstatic --noinput --verbosity 0
+	$(TEST_ENV) $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(INSTALLED)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(INSTALLED)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+clean:
+	rm -rf $(VENV) var/staticfiles test-artifacts .pytest_cache .ruff_cache

@@ -1,0 +1,87 @@
+"""Headless Chromium (Debian's, through Playwright): every role signs in, walks the
+navigation, sees the overview chart drawn as SVG, and leaves a screenshot behind."""
+
+import pytest
+from django.core.management import call_command
+from playwright.sync_api import expect
+
+from tests.conftest import TEST_PASSWORD
+
+NAVIGATION = ["Overview", "Pools", "Workloads", "Backups", "Reports", "Procurement"]
+
+
+@pytest.fixture
+def demo_fleet(transactional_db, role_groups):
+    call_command("seed_demo", verbosity=0)
+
+
+def _sign_in(page, live_server, user):
+    page.goto(f"{live_server.url}/")
+    expect(page).to_have_url(f"{live_server.url}/login/?next=/")
+    page.fill("#id_username", user.username)
+    page.fill("#id_password", TEST_PASSWORD)
+    page.click("button[type=submit]")
+    expect(page.locator("#current-user")).to_be_visible()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("role_key", ["lead", "ops", "procurement", "reader", "admin"])
+def test_each_role_signs_in_navigates_and_sees_the_chart(
+    page, live_server, make_user, demo_fleet, role_key, screenshot_dir
+):
+    console_errors = []
+    page.on(
+        "console", lambda message: message.type == "error" and console_errors.append(message.text)
+    )
+    page.set_viewport_size({"width": 1400, "height": 900})
+    user = make_user(role_key)
+    _sign_in(page, live_server, user)
+
+    expected_role = {
+        "lead": "Technical lead",
+        "ops": "Ops",
+        "procurement": "Procurement",
+        "reader": "Read-only",
+        "admin": "Administrator",
+    }[role_key]
+    expect(page.locator("#current-roles")).to_have_text(expected_role)
+
+    # The overview's charts are drawn by plotly.js from the wheel: real SVG, no CDN.
+    for chart_id in ("chart-gpus-by-purpose", "chart-pool-price"):
+        expect(page.locator(f"#{chart_id} svg.main-svg").first).to_be_attached(timeout=15_000)
+    expect(page.locator("#chart-pool-price")).to_contain_text("USD per hour")
+    page.screenshot(path=str(screenshot_dir / f"overview-{role_key}.png"), full_page=True)
+
+    for label in NAVIGATION[1:]:
+        page.locator("#main-nav").get_by_role("link", name=label, exact=True).click()
+        expect(page.locator(".page-title").first).to_be_visible()
+        expect(page.locator("#main-nav .nav-item.active")).to_have_text(label)
+    page.screenshot(path=str(screenshot_dir / f"procurement-{role_key}.png"))
+
+    # Only a technical lead is offered to add a pool.
+    page.locator("#main-nav").get_by_role("link", name="Pools", exact=True).click()
+    add_pool = page.get_by_role("link", name="Add a pool")
+    if role_key in ("lead", "admin"):
+        expect(add_pool).to_be_visible()
+    else:
+        expect(add_pool).to_have_count(0)
+
+    page.locator("[aria-label='Open user menu']").click()
+    page.locator("#logout-button").click()
+    expect(page).to_have_url(f"{live_server.url}/login/")
+    assert not console_errors, console_errors
+
+
+@pytest.mark.browser
+def test_pool_filter_updates_table_without_reload(page, live_server, make_user, demo_fleet):
+    _sign_in(page, live_server, make_user("reader"))
+    page.goto(f"{live_server.url}/pools/")
+    page.evaluate("window.__noReload = true")
+    expect(page.locator("#pool-table tbody tr")).to_have_count(6)
+    page.select_option("#filter-purpose", "inference")
+    expect(page.locator("#pool-table tbody tr")).to_have_count(3)
+    expect(page.locator("#pool-table tfoot")).to_contain_text("3 pools")
+    # 24 L40S + 8 A10 + 8 T4 in the demo fleet
+    expect(page.locator("#pool-table tfoot")).to_contain_text("40")
+    assert page.evaluate("window.__noReload") is True, "the page reloaded"
+    expect(page).to_have_url(f"{live_server.url}/pools/?purpose=inference")

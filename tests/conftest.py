@@ -1,0 +1,195 @@
+"""Shared fixtures: role users, demo objects, a real Celery worker, and Chromium.
+
+The suite runs against PostgreSQL and Redis (``make test`` sets DATABASE_URL and
+REDIS_URL); tests that need committed rows across processes (worker, browser) use
+``transaction=True``.
+"""
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from django.apps import apps as django_apps
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+
+from apps.core.roles import OPS, PROCUREMENT, TECHNICAL_LEAD, grant_role_permissions
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS_DIR = REPO_ROOT / "test-artifacts"
+
+# Playwright's sync API runs an event loop in this thread; Django's ORM would otherwise
+# refuse to run in the same thread as a live loop.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+ROLE_NAMES = {
+    "lead": TECHNICAL_LEAD.name,
+    "ops": OPS.name,
+    "procurement": PROCUREMENT.name,
+    "reader": None,  # signed in, no role: reads everything, changes nothing
+    "admin": None,  # superuser
+}
+TEST_PASSWORD = "correct-horse-battery-staple"
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """PBKDF2's deliberate slowness would dominate a suite that creates many users."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def role_groups(db):
+    """The role groups as the data migrations leave them (transactional tests flush them)."""
+    grant_role_permissions(django_apps)
+    return {group.name: group for group in Group.objects.all()}
+
+
+@pytest.fixture
+def make_user(role_groups):
+    def make(role: str):
+        user_model = get_user_model()
+        user = user_model.objects.create_user(
+            username=f"{role}-{uuid.uuid4().hex[:6]}",
+            password=TEST_PASSWORD,
+            first_name=role.capitalize(),
+            is_superuser=role == "admin",
+            is_staff=role == "admin",
+        )
+        if ROLE_NAMES[role]:
+            user.groups.add(role_groups[ROLE_NAMES[role]])
+        return user
+
+    return make
+
+
+@pytest.fixture
+def pool(db):
+    from apps.pools.models import Deployment, Pool, Purpose
+
+    return Pool.objects.create(
+        name="Test H100 training",
+        slug="test-h100-training",
+        purpose=Purpose.TRAINING,
+        deployment=Deployment.CLOUD_ON_DEMAND,
+        gpu_model_name="H100 SXM",
+        gpu_count=16,
+        gpus_per_node=8,
+        price_per_gpu_hour_usd=Decimal("2.99"),
+    )
+
+
+@pytest.fixture
+def workload(pool):
+    from apps.pools.models import Workload, WorkloadKind
+
+    return Workload.objects.create(
+        name="Test fine-tune",
+        slug="test-fine-tune",
+        kind=WorkloadKind.FULL_FINE_TUNE,
+        pool=pool,
+        gpu_count=8,
+    )
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, django_db_blocker):
+    """A real ``celery worker`` process on Redis, writing to the test database.
+
+    It consumes a queue of its own, so no other worker on the same Redis steals tasks.
+    """
+    from django.conf import settings
+    from django.db import connection
+
+    from config.celery_app import app as celery_app
+
+    if settings.CELERY_TASK_ALWAYS_EAGER or not settings.CELERY_BROKER_URL:
+        pytest.fail("The worker tests need CELERY_BROKER_URL (make test sets it to Redis).")
+    queue = f"gpufleet-test-{uuid.uuid4().hex[:8]}"
+    database = connection.settings_dict
+    environment = {
+        **os.environ,
+        "DATABASE_URL": (
+            f"postgres://{database['USER']}@{database['HOST'] or '127.0.0.1'}:"
+            f"{database['PORT'] or 5432}/{database['NAME']}"
+        ),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+    }
+    log_path = ARTIFACTS_DIR / "celery-worker.log"
+    ARTIFACTS_DIR.mkdir(exist_ok=True)
+    log_file = log_path.open("w")
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config.celery_app",
+            "worker",
+            "--pool=solo",
+            "--loglevel=INFO",
+            "--without-gossip",
+            "--without-mingle",
+            "-Q",
+            queue,
+            "-n",
+            f"{queue}@%h",
+        ],
+        cwd=REPO_ROOT,
+        env=environment,
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
+    )
+    previous_queue = celery_app.conf.task_default_queue
+    celery_app.conf.task_default_queue = queue
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if worker.poll() is not None:
+                pytest.fail(f"celery worker exited early; see {log_path}:\n{log_path.read_text()}")
+            replies = celery_app.control.ping(
+                destination=[f"{queue}@{os.uname().nodename}"], timeout=1
+            )
+            if replies:
+                break
+        else:
+            pytest.fail(f"celery worker did not answer a ping within 60 s; see {log_path}")
+        yield {"queue": queue, "pid": worker.pid, "name": f"{queue}@{os.uname().nodename}"}
+    finally:
+        celery_app.conf.task_default_queue = previous_queue
+        worker.terminate()
+        try:
+            worker.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+        log_file.close()
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    """Drive Debian's Chromium; Playwright's own browser download is not possible here."""
+    return {
+        **browser_type_launch_args,
+        "executable_path": os.environ.get("CHROMIUM", "/usr/bin/chromium"),
+        "args": [
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--disable-quic",
+        ],
+    }
+
+
+@pytest.fixture(scope="session")
+def screenshot_dir():
+    path = ARTIFACTS_DIR / "screenshots"
+    path.mkdir(parents=True, exist_ok=True)
+    return path

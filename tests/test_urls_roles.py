@@ -1,0 +1,163 @@
+"""Every URL name × every role: anonymous users are sent to log in, roles get 200 or
+403 exactly as apps/core/roles.py says, and htmx requests get a fragment, not a page.
+
+A URL name added without an entry in ROUTES fails ``test_every_url_name_is_covered``,
+so a new view cannot ship without its permission being tested.
+"""
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+
+from apps.accounts.models import ApiToken
+from apps.core.roles import OPS, PROCUREMENT, TECHNICAL_LEAD
+
+EVERYONE = "everyone"
+SUPERUSER = "superuser"
+
+# URL name → (kwargs kind, who may GET it: EVERYONE, SUPERUSER or a permission)
+ROUTES = {
+    "core:overview": (None, EVERYONE),
+    "core:backups": (None, EVERYONE),
+    "core:reports": (None, EVERYONE),
+    "core:procurement": (None, EVERYONE),
+    "core:user_list": (None, SUPERUSER),
+    "pools:pool_list": (None, EVERYONE),
+    "pools:pool_detail": ("pool", EVERYONE),
+    "pools:pool_create": (None, "pools.add_pool"),
+    "pools:pool_edit": ("pool", "pools.change_pool"),
+    "pools:pool_delete": ("pool", "pools.delete_pool"),
+    "pools:workload_list": (None, EVERYONE),
+    "pools:workload_detail": ("workload", EVERYONE),
+    "pools:workload_create": (None, "pools.add_workload"),
+    "pools:workload_edit": ("workload", "pools.change_workload"),
+    "pools:workload_delete": ("workload", "pools.delete_workload"),
+    "accounts:token_list": (None, EVERYONE),
+    "accounts:token_create": (None, EVERYONE),
+    "accounts:token_delete": ("own_token", EVERYONE),
+}
+# REST endpoints: anonymous → 401; every signed-in role may read.
+API_ROUTES = {
+    "api-root": None,
+    "api-me": None,
+    "api-schema": None,
+    "api-docs": None,
+    "pool-list": None,
+    "pool-detail": "pool",
+    "workload-list": None,
+    "workload-detail": "workload",
+}
+# Not walked, with the reason.
+EXCLUDED = {
+    "login": "the login page itself is public",
+    "logout": "POST-only; covered by the browser test",
+    "healthz": "public JSON probe for load balancers; covered by test_health",
+}
+EXCLUDED_NAMESPACES = {"admin": "Django's admin checks is_staff itself"}
+
+ROLE_KEYS = ["lead", "ops", "procurement", "reader", "admin"]
+
+
+def _all_url_names(resolver=None, namespace=""):
+    resolver = resolver or get_resolver()
+    for pattern in resolver.url_patterns:
+        if isinstance(pattern, URLResolver):
+            child_namespace = pattern.namespace or ""
+            if child_namespace in EXCLUDED_NAMESPACES:
+                continue
+            prefix = f"{namespace}{child_namespace}:" if child_namespace else namespace
+            yield from _all_url_names(pattern, prefix)
+        elif isinstance(pattern, URLPattern) and pattern.name:
+            yield f"{namespace}{pattern.name}"
+
+
+def test_every_url_name_is_covered():
+    names = set(_all_url_names())
+    uncovered = names - set(ROUTES) - set(API_ROUTES) - set(EXCLUDED)
+    assert not uncovered, f"URL names without a role expectation: {sorted(uncovered)}"
+    stale = (set(ROUTES) | set(API_ROUTES)) - names
+    assert not stale, f"ROUTES lists names that no longer exist: {sorted(stale)}"
+
+
+def _role_may(role_key, user, rule) -> bool:
+    if rule == EVERYONE:
+        return True
+    if rule == SUPERUSER:
+        return user.is_superuser
+    return user.has_perm(rule)
+
+
+def _expected_from_roles_table(role_key, rule) -> bool:
+    """The same answer, read from the roles table instead of the database."""
+    if role_key == "admin" or rule == EVERYONE:
+        return True
+    if rule == SUPERUSER:
+        return False
+    role = {"lead": TECHNICAL_LEAD, "ops": OPS, "procurement": PROCUREMENT}.get(role_key)
+    return role is not None and rule in role.permissions
+
+
+def _url(name, kind, *, pool, workload, user):
+    if kind is None:
+        return reverse(name)
+    if kind == "pool":
+        return reverse(name, kwargs={"slug": pool.slug})
+    if kind == "workload":
+        return reverse(name, kwargs={"slug": workload.slug})
+    if kind == "own_token":
+        token, _ = ApiToken.issue(
+            user=user, description="walk", lifetime=_one_day(), read_only=True
+        )
+        return reverse(name, kwargs={"key_id": token.key_id})
+    raise AssertionError(kind)
+
+
+def _one_day():
+    from datetime import timedelta
+
+    return timedelta(days=1)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", sorted(ROUTES))
+def test_anonymous_is_sent_to_login(client, name, pool, workload, make_user):
+    kind, _ = ROUTES[name]
+    url = _url(name, kind, pool=pool, workload=workload, user=make_user("reader"))
+    response = client.get(url)
+    assert response.status_code == 302
+    assert response.url.startswith(reverse("login"))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role_key", ROLE_KEYS)
+@pytest.mark.parametrize("name", sorted(ROUTES))
+def test_role_gets_200_or_403_and_htmx_gets_a_fragment(
+    client, name, role_key, pool, workload, make_user
+):
+    kind, rule = ROUTES[name]
+    user = make_user(role_key)
+    client.force_login(user)
+    url = _url(name, kind, pool=pool, workload=workload, user=user)
+    allowed = _role_may(role_key, user, rule)
+    assert allowed == _expected_from_roles_table(role_key, rule)
+
+    response = client.get(url)
+    assert response.status_code == (200 if allowed else 403), response.content[:500]
+
+    fragment = client.get(url, headers={"HX-Request": "true"})
+    assert fragment.status_code == (200 if allowed else 403)
+    if allowed:
+        body = fragment.content.decode()
+        assert "<html" not in body and "<body" not in body
+        assert body.strip(), "an htmx fragment must not be empty"
+        assert "<html" in response.content.decode(), "the plain request must get the full page"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", sorted(API_ROUTES))
+def test_api_refuses_anonymous_and_serves_every_role(client, name, pool, workload, make_user):
+    url = _url(name, API_ROUTES[name], pool=pool, workload=workload, user=None)
+    anonymous = client.get(url)
+    assert anonymous.status_code in (401, 403)
+    for role_key in ROLE_KEYS:
+        client.force_login(make_user(role_key))
+        assert client.get(url).status_code == 200, (name, role_key)
