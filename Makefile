@@ -39,7 +39,7 @@ run: $(INSTALLED)
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
 test: $(INSTALLED)
-	PYTHON=$(BIN)/python scripts/ensure_services.sh
+	PYTHON=$(BIN)/python DATABASE_URL=$(TEST_DATABASE_URL) scripts/ensure_services.sh
 	scripts/ensure_chromium.sh
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

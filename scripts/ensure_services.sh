@@ -72,3 +72,24 @@ MSG
   wait_for Redis "$REDIS_HOST" "$REDIS_PORT"
   echo "Redis: started"
 fi
+
+# The test database itself is created by pytest-django; the named one must exist too,
+# or manage.py commands run against it (makemigrations --check) warn that it is missing.
+if [ -n "${DATABASE_URL:-}" ]; then
+  "$PYTHON" - "$DATABASE_URL" <<'PY'
+import sys
+from urllib.parse import urlsplit
+
+import psycopg
+from psycopg import sql
+
+url = urlsplit(sys.argv[1])
+name = url.path.lstrip("/")
+admin_url = url._replace(path="/postgres").geturl()
+with psycopg.connect(admin_url, autocommit=True) as connection:
+    exists = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
+    if not exists:
+        connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        print(f"PostgreSQL: created database {name}")
+PY
+fi

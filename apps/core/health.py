@@ -18,11 +18,11 @@ def check_database() -> dict:
     return {"ok": True, "vendor": connection.vendor}
 
 
-def check_broker() -> dict:
+def check_broker(broker_url: str) -> dict:
     if settings.CELERY_TASK_ALWAYS_EAGER:
         return {"ok": True, "mode": "eager", "detail": "no broker configured: tasks run inline"}
     try:
-        with celery_app.connection_for_write() as broker_connection:
+        with celery_app.connection_for_write(url=broker_url) as broker_connection:
             broker_connection.ensure_connection(max_retries=1, timeout=2)
             transport = broker_connection.transport_cls
     except Exception as error:  # noqa: BLE001
@@ -55,7 +55,11 @@ def health_report() -> tuple[dict, int]:
     Missing workers make the report "degraded" but keep 200, so a load balancer keeps
     sending page traffic to a web node whose background jobs are merely delayed.
     """
-    database, broker, workers = check_database(), check_broker(), check_workers()
+    database, broker = check_database(), check_broker(settings.CELERY_BROKER_URL)
+    if broker["ok"]:
+        workers = check_workers()
+    else:
+        workers = {"ok": False, "count": 0, "error": "broker unreachable: workers not asked"}
     if not (database["ok"] and broker["ok"]):
         status, http_status = "down", 503
     elif not workers["ok"]:
