@@ -4,10 +4,17 @@ from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from apps.accounts.api import MeView
-from apps.pools.api import PoolViewSet, WorkloadViewSet
+from apps.catalog.api import GpuModelViewSet, ModelArchitectureViewSet
+from apps.pools.api import MemoryEstimateView, PoolViewSet, WorkloadViewSet
 
 router = DefaultRouter()
 router.register("pools", PoolViewSet, basename="pool")
 router.register("workloads", WorkloadViewSet, basename="workload")
+router.register("gpu-models", GpuModelViewSet, basename="gpu-model")
+router.register("model-architectures", ModelArchitectureViewSet, basename="model-architecture")
 
-urlpatterns = [path("me/", MeView.as_view(), name="api-me"), *router.urls]
+urlpatterns = [
+    path("me/", MeView.as_view(), name="api-me"),
+    path("estimates/memory/", MemoryEstimateView.as_view(), name="api-estimate-memory"),
+    *router.urls,
+]

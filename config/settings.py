@@ -42,11 +42,13 @@ INSTALLED_APPS = [
     "template_partials",
     "csp",
     "axes",
+    "django_filters",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "apps.core",
     "apps.accounts",
+    "apps.catalog",
     "apps.pools",
 ]
 
@@ -185,6 +187,7 @@ REST_FRAMEWORK = {
         "anon": env.str("API_THROTTLE_ANON", default="60/minute"),
         "user": env.str("API_THROTTLE_USER", default="1200/minute"),
     },
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -201,6 +204,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # One enum per choice set, however many fields share it.
+    "ENUM_NAME_OVERRIDES": {
+        "InferencePrecisionEnum": "apps.pools.models.InferencePrecision",
+        "TrainingPrecisionEnum": "apps.pools.models.TrainingPrecision",
+    },
     # The schema and its docs are for signed-in users, like every page.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
 }

@@ -69,31 +69,63 @@ def make_user(role_groups):
 
 
 @pytest.fixture
-def pool(db):
+def catalog(db):
+    """The seeded catalog (apps/catalog/data/). Its data migration fills it; transactional
+    tests flush it, so it is restored here when missing."""
+    from apps.catalog.models import GpuModel, ModelArchitecture
+    from apps.catalog.seed import load_gpu_models, load_model_architectures
+
+    load_gpu_models(GpuModel, overwrite=False)
+    load_model_architectures(ModelArchitecture, overwrite=False)
+
+
+@pytest.fixture
+def gpu_model(catalog):
+    """H100 SXM as the catalog seeds it."""
+    from apps.catalog.models import GpuModel
+
+    return GpuModel.objects.get(slug="h100-sxm")
+
+
+@pytest.fixture
+def architecture(catalog):
+    from apps.catalog.models import ModelArchitecture
+
+    return ModelArchitecture.objects.get(slug="llama-3-8b")
+
+
+@pytest.fixture
+def pool(gpu_model):
     from apps.pools.models import Deployment, Pool, Purpose
 
-    return Pool.objects.create(
+    pool = Pool(
         name="Test H100 training",
         slug="test-h100-training",
         purpose=Purpose.TRAINING,
         deployment=Deployment.CLOUD_ON_DEMAND,
-        gpu_model_name="H100 SXM",
+        gpu_model=gpu_model,
         gpu_count=16,
         gpus_per_node=8,
-        price_per_gpu_hour_usd=Decimal("2.99"),
+        on_demand_price_per_gpu_hour_usd=Decimal("2.99"),
     )
+    pool.refresh_effective_price()
+    pool.save()
+    return pool
 
 
 @pytest.fixture
-def workload(pool):
+def workload(pool, architecture):
     from apps.pools.models import Workload, WorkloadKind
 
     return Workload.objects.create(
         name="Test fine-tune",
         slug="test-fine-tune",
         kind=WorkloadKind.FULL_FINE_TUNE,
+        model_architecture=architecture,
         pool=pool,
         gpu_count=8,
+        data_parallel=8,
+        zero_stage=3,
     )
 
 

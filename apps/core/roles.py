@@ -18,8 +18,14 @@ class Role:
 
 TECHNICAL_LEAD = Role(
     name="Technical lead",
-    description="Edits pools and workloads.",
+    description="Edits pools, workloads and the GPU and model catalogs.",
     permissions=(
+        "catalog.add_gpumodel",
+        "catalog.change_gpumodel",
+        "catalog.delete_gpumodel",
+        "catalog.add_modelarchitecture",
+        "catalog.change_modelarchitecture",
+        "catalog.delete_modelarchitecture",
         "pools.add_pool",
         "pools.change_pool",
         "pools.delete_pool",

@@ -5,17 +5,15 @@ from apps.pools.models import Pool, Workload
 
 @admin.register(Pool)
 class PoolAdmin(admin.ModelAdmin):
-    list_display = [
-        "name",
-        "purpose",
-        "deployment",
-        "gpu_model_name",
-        "gpu_count",
-        "price_per_gpu_hour_usd",
-    ]
-    list_filter = ["purpose", "deployment"]
+    list_display = ["name", "purpose", "deployment", "gpu_model", "gpu_count"]
+    list_filter = ["purpose", "deployment", "compliance_zone"]
     prepopulated_fields = {"slug": ["name"]}
+    readonly_fields = ["effective_price_per_gpu_hour_usd"]
     search_fields = ["name", "slug", "region"]
+
+    def save_model(self, request, obj, form, change):
+        obj.refresh_effective_price()
+        super().save_model(request, obj, form, change)
 
 
 @admin.register(Workload)

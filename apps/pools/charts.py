@@ -49,7 +49,8 @@ def build_pool_hourly_price_figure(pools) -> go.Figure:
                 x=[float(pool.price_per_hour_usd) for pool in of_purpose],
                 marker_color=colour,
                 customdata=[
-                    [pool.gpu_count, float(pool.price_per_gpu_hour_usd)] for pool in of_purpose
+                    [pool.gpu_count, float(pool.effective_price_per_gpu_hour_usd)]
+                    for pool in of_purpose
                 ],
                 hovertemplate=(
                     "%{y}: $%{x:,.2f}/h<br>%{customdata[0]} GPUs × $%{customdata[1]:.2f}/GPU-h"
@@ -63,6 +64,61 @@ def build_pool_hourly_price_figure(pools) -> go.Figure:
         yaxis={"automargin": True, "categoryorder": "total ascending"},
         barmode="stack",
         legend_traceorder="normal",
+        **_BASE_LAYOUT,
+    )
+    return figure
+
+
+MEMORY_LINE_COLOURS = {
+    "weights": "#206bc4",
+    "gradients": "#4299e1",
+    "optimizer_states": "#ae3ec9",
+    "activations": "#f59f00",
+    "kv_cache": "#2fb344",
+    "overhead": "#868e96",
+}
+MEMORY_LINE_LABELS = {
+    "weights": "Weights",
+    "gradients": "Gradients",
+    "optimizer_states": "Optimizer states",
+    "activations": "Activations",
+    "kv_cache": "KV cache",
+    "overhead": "Runtime overhead",
+}
+
+
+def build_memory_breakdown_figure(breakdown, gpu_model, title="Memory per GPU") -> go.Figure:
+    """One stacked bar of per-GPU memory by line, in GB (10⁹ bytes), against the GPU's
+    memory as a dashed line — the vendor's GB, as the fit engine compares."""
+    lines = breakdown.as_dict()
+    figure = go.Figure()
+    for key, label in MEMORY_LINE_LABELS.items():
+        value_bytes = lines.get(key) or 0
+        if not value_bytes:
+            continue
+        figure.add_trace(
+            go.Bar(
+                name=label,
+                x=["Needed per GPU"],
+                y=[value_bytes / 1e9],
+                marker_color=MEMORY_LINE_COLOURS[key],
+                hovertemplate=f"{label}: %{{y:,.2f}} GB<extra></extra>",
+            )
+        )
+    gpu_memory_gb = gpu_model.memory_bytes / 1e9
+    figure.add_hline(
+        y=gpu_memory_gb,
+        line_dash="dash",
+        line_color="#d63939",
+        annotation_text=f"{gpu_model.name}: {gpu_memory_gb:,.0f} GB",
+        annotation_position="top left",
+    )
+    total_gb = (lines.get("total") or 0) / 1e9
+    figure.update_layout(
+        title=title,
+        barmode="stack",
+        yaxis_title="GB per GPU (10⁹ bytes)",
+        yaxis_range=[0, max(total_gb, gpu_memory_gb) * 1.15],
         **_BASE_LAYOUT,
     )
     return figure

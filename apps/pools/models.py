@@ -7,10 +7,11 @@ adds GPU and model catalogs, cost inputs and the fit engine.
 from decimal import Decimal
 
 from django.conf import settings
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.urls import reverse
 
+from apps.pools import costing
 from apps.pools.querysets import PoolQuerySet, WorkloadQuerySet
 
 
@@ -27,6 +28,40 @@ class Deployment(models.TextChoices):
     ON_PREMISES = "on_premises", "On-premises"
 
 
+class ComplianceZone(models.TextChoices):
+    MAINLAND_CHINA = "mainland_china", "Mainland China (ICP filing required)"
+    HONG_KONG = "hong_kong", "Hong Kong"
+    UNITED_STATES = "united_states", "United States"
+    EUROPEAN_UNION = "european_union", "European Union"
+    OTHER = "other", "Other"
+
+
+# Serving a public site from a mainland-China node needs an ICP filing; Hong Kong, US
+# and EU nodes do not (PRODUCT.md, "Region and compliance").
+ZONES_NEEDING_ICP_FILING = frozenset({ComplianceZone.MAINLAND_CHINA})
+
+
+class Interconnect(models.TextChoices):
+    NVLINK_INFINIBAND = "nvlink_infiniband", "NVLink in nodes + InfiniBand/RoCE across"
+    NVLINK = "nvlink", "NVLink in nodes, Ethernet across"
+    PCIE = "pcie", "PCIe only"
+
+
+OWNED_DEPLOYMENTS = frozenset({Deployment.BARE_METAL, Deployment.ON_PREMISES})
+
+
+def _money(label, **kwargs):
+    return models.DecimalField(
+        label,
+        max_digits=14,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0"))],
+        **kwargs,
+    )
+
+
 class Pool(models.Model):
     name = models.CharField(max_length=100, unique=True)
     slug = models.SlugField(max_length=100, unique=True, help_text="Stable id used by the API.")
@@ -34,17 +69,25 @@ class Pool(models.Model):
     deployment = models.CharField(max_length=20, choices=Deployment.choices)
     provider = models.CharField(max_length=100, blank=True)
     region = models.CharField(max_length=100, blank=True)
-    gpu_model_name = models.CharField("GPU model", max_length=100)
+    compliance_zone = models.CharField(
+        max_length=20, choices=ComplianceZone.choices, default=ComplianceZone.OTHER
+    )
+    gpu_model = models.ForeignKey(
+        "catalog.GpuModel", on_delete=models.PROTECT, related_name="pools", verbose_name="GPU model"
+    )
     gpu_count = models.PositiveIntegerField("GPUs", validators=[MinValueValidator(1)])
     gpus_per_node = models.PositiveIntegerField(
         "GPUs per node", default=8, validators=[MinValueValidator(1)]
     )
-    price_per_gpu_hour_usd = models.DecimalField(
-        "Price per GPU-hour (USD)",
-        max_digits=10,
-        decimal_places=4,
-        validators=[MinValueValidator(Decimal("0"))],
-        help_text="Effective price of one GPU for one hour, in US dollars.",
+    interconnect = models.CharField(
+        max_length=20, choices=Interconnect.choices, default=Interconnect.NVLINK_INFINIBAND
+    )
+    driver_version = models.CharField(max_length=50, blank=True, help_text="e.g. 550.54.15")
+    cuda_version = models.CharField(
+        "CUDA version", max_length=50, blank=True, help_text="e.g. 12.4"
+    )
+    framework_versions = models.CharField(
+        max_length=200, blank=True, help_text="e.g. torch 2.4.1, vLLM 0.6.3"
     )
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -54,6 +97,40 @@ class Pool(models.Model):
         related_name="owned_pools",
     )
     description = models.TextField(blank=True)
+
+    # Cost inputs: cloud pools fill a price, owned pools their purchase and running costs.
+    on_demand_price_per_gpu_hour_usd = _money("On-demand price per GPU-hour (USD)")
+    reserved_price_per_gpu_hour_usd = _money("Reserved price per GPU-hour (USD)")
+    reserved_term_months = models.PositiveIntegerField(
+        "Reservation term (months)", null=True, blank=True
+    )
+    purchase_price_per_gpu_usd = _money(
+        "Purchase price per GPU (USD)", help_text="Server share included: server price ÷ GPUs."
+    )
+    amortisation_months = models.PositiveIntegerField(
+        "Amortisation (months)", null=True, blank=True, validators=[MinValueValidator(1)]
+    )
+    power_price_per_kwh_usd = _money("Power price per kWh (USD)")
+    pue = models.DecimalField(
+        "PUE",
+        max_digits=4,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("1.00"))],
+        help_text="Facility power ÷ IT power; 1.1–1.6 is typical.",
+    )
+    operations_per_month_usd = _money("Operations per month (USD)", help_text="Whole pool.")
+    colocation_per_month_usd = _money("Colocation per month (USD)", help_text="Whole pool.")
+    # Derived from the inputs above by refresh_effective_price(); stored so lists, totals
+    # and reports can sum it in SQL.
+    effective_price_per_gpu_hour_usd = models.DecimalField(
+        "Effective price per GPU-hour (USD)",
+        max_digits=12,
+        decimal_places=4,
+        editable=False,
+        default=Decimal("0"),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -69,9 +146,67 @@ class Pool(models.Model):
         return reverse("pools:pool_detail", kwargs={"slug": self.slug})
 
     @property
+    def is_owned(self) -> bool:
+        return self.deployment in OWNED_DEPLOYMENTS
+
+    @property
+    def needs_icp_filing(self) -> bool:
+        return self.compliance_zone in ZONES_NEEDING_ICP_FILING
+
+    @property
+    def software_pinned(self) -> bool:
+        return bool(self.driver_version and self.cuda_version and self.framework_versions)
+
+    @property
+    def node_count(self) -> int:
+        return -(-self.gpu_count // self.gpus_per_node)
+
+    def price_breakdown(self) -> costing.PriceBreakdown | None:
+        """The effective price's lines, or None while the deployment's inputs are missing."""
+        if self.deployment == Deployment.CLOUD_ON_DEMAND:
+            if self.on_demand_price_per_gpu_hour_usd is None:
+                return None
+            return costing.cloud_price_breakdown(
+                price_per_gpu_hour_usd=float(self.on_demand_price_per_gpu_hour_usd),
+                label="On-demand price",
+            )
+        if self.deployment == Deployment.CLOUD_RESERVED:
+            if self.reserved_price_per_gpu_hour_usd is None:
+                return None
+            term = f" ({self.reserved_term_months}-month term)" if self.reserved_term_months else ""
+            return costing.cloud_price_breakdown(
+                price_per_gpu_hour_usd=float(self.reserved_price_per_gpu_hour_usd),
+                label=f"Reserved price{term}",
+            )
+        required = (
+            self.purchase_price_per_gpu_usd,
+            self.amortisation_months,
+            self.pue,
+            self.power_price_per_kwh_usd,
+        )
+        if any(value is None for value in required):
+            return None
+        return costing.owned_price_breakdown(
+            purchase_price_per_gpu_usd=float(self.purchase_price_per_gpu_usd),
+            amortisation_months=self.amortisation_months,
+            tdp_watts=self.gpu_model.tdp_watts,
+            pue=float(self.pue),
+            power_price_per_kwh_usd=float(self.power_price_per_kwh_usd),
+            operations_per_month_usd=float(self.operations_per_month_usd or 0),
+            colocation_per_month_usd=float(self.colocation_per_month_usd or 0),
+            gpu_count=self.gpu_count,
+        )
+
+    def refresh_effective_price(self):
+        """Recompute the stored effective price from the cost inputs (call before save)."""
+        breakdown = self.price_breakdown()
+        usd = breakdown.usd_per_gpu_hour if breakdown else 0
+        self.effective_price_per_gpu_hour_usd = Decimal(str(round(usd, 4)))
+
+    @property
     def price_per_hour_usd(self) -> Decimal:
         """What the whole pool costs per wall-clock hour."""
-        return self.price_per_gpu_hour_usd * self.gpu_count
+        return self.effective_price_per_gpu_hour_usd * self.gpu_count
 
 
 class WorkloadKind(models.TextChoices):
@@ -102,13 +237,63 @@ class WorkloadStatus(models.TextChoices):
     FINISHED = "finished", "Finished"
 
 
+class TrainingPrecision(models.TextChoices):
+    FP32 = "fp32", "FP32"
+    TF32 = "tf32", "TF32"
+    BF16 = "bf16", "BF16 mixed precision"
+    FP16 = "fp16", "FP16 mixed precision"
+    FP8 = "fp8", "FP8 mixed precision"
+
+
+class Optimizer(models.TextChoices):
+    ADAMW = "adamw", "AdamW"
+    ADAMW_8BIT = "adamw_8bit", "8-bit AdamW"
+    SGD_MOMENTUM = "sgd_momentum", "SGD with momentum"
+
+
+class Recompute(models.TextChoices):
+    NONE = "none", "None (attention scores stored)"
+    # FlashAttention never materialises the s×s attention scores, which is what
+    # Korthikanti et al.'s selective recompute saves too: the two cost the same memory.
+    SELECTIVE = "selective", "Selective, or FlashAttention"
+    FULL = "full", "Full (layer inputs only)"
+
+
+class InferencePrecision(models.TextChoices):
+    FP32 = "fp32", "FP32"
+    FP16 = "fp16", "FP16"
+    BF16 = "bf16", "BF16"
+    FP8 = "fp8", "FP8"
+    INT8 = "int8", "INT8"
+    INT4 = "int4", "INT4"
+
+
+ONLINE_INFERENCE_KINDS = frozenset({WorkloadKind.ONLINE_INFERENCE, WorkloadKind.API_SERVICE})
+
+
+def _positive(label, default, **kwargs):
+    return models.PositiveIntegerField(
+        label, default=default, validators=[MinValueValidator(1)], **kwargs
+    )
+
+
 class Workload(models.Model):
     name = models.CharField(max_length=100, unique=True)
     slug = models.SlugField(max_length=100, unique=True, help_text="Stable id used by the API.")
     kind = models.CharField(max_length=30, choices=WorkloadKind.choices)
+    model_architecture = models.ForeignKey(
+        "catalog.ModelArchitecture",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="workloads",
+    )
     pool = models.ForeignKey(Pool, on_delete=models.PROTECT, related_name="workloads")
     gpu_count = models.PositiveIntegerField(
-        "GPUs used", default=1, validators=[MinValueValidator(1)]
+        "GPUs used",
+        default=1,
+        validators=[MinValueValidator(1)],
+        help_text="Training: data × tensor × pipeline parallel. Inference: all replicas.",
     )
     status = models.CharField(
         max_length=20, choices=WorkloadStatus.choices, default=WorkloadStatus.PLANNED
@@ -121,6 +306,69 @@ class Workload(models.Model):
         related_name="owned_workloads",
     )
     description = models.TextField(blank=True)
+
+    # Training settings
+    precision = models.CharField(
+        max_length=10, choices=TrainingPrecision.choices, default=TrainingPrecision.BF16
+    )
+    optimizer = models.CharField(max_length=20, choices=Optimizer.choices, default=Optimizer.ADAMW)
+    zero_stage = models.PositiveSmallIntegerField(
+        "ZeRO stage", default=0, validators=[MaxValueValidator(3)]
+    )
+    data_parallel = _positive("Data-parallel degree", 1)
+    tensor_parallel = _positive("Tensor-parallel degree", 1)
+    pipeline_parallel = _positive("Pipeline-parallel degree", 1)
+    sequence_parallel = models.BooleanField(default=False)
+    recompute = models.CharField(
+        "Activation recompute", max_length=10, choices=Recompute.choices, default=Recompute.NONE
+    )
+    micro_batch_size = _positive("Micro-batch size (sequences)", 1)
+    seq_len = _positive("Sequence length (tokens)", 4096)
+    tokens_to_train = models.PositiveBigIntegerField(
+        "Tokens to train", null=True, blank=True, help_text="D in 6·N·D."
+    )
+    expected_mfu = models.DecimalField(
+        "Expected MFU",
+        max_digits=4,
+        decimal_places=3,
+        default=Decimal("0.400"),
+        validators=[MinValueValidator(Decimal("0.001")), MaxValueValidator(Decimal("1"))],
+        help_text="Model FLOPs utilisation, 0–1; 0.35–0.45 is typical for large dense models.",
+    )
+
+    # Inference settings
+    weight_precision = models.CharField(
+        max_length=10, choices=InferencePrecision.choices, default=InferencePrecision.BF16
+    )
+    kv_cache_precision = models.CharField(
+        "KV-cache precision",
+        max_length=10,
+        choices=InferencePrecision.choices,
+        default=InferencePrecision.BF16,
+    )
+    context_length = _positive("Context length (tokens)", 4096)
+    concurrent_sequences = _positive("Concurrent sequences per replica", 8)
+    inference_tensor_parallel = _positive("Tensor-parallel degree (per replica)", 1)
+    target_ttft_ms = models.PositiveIntegerField(
+        "Target time to first token (ms)", null=True, blank=True
+    )
+    target_p95_latency_ms = models.PositiveIntegerField(
+        "Target p95 latency (ms)", null=True, blank=True
+    )
+    expected_peak_requests_per_second = models.DecimalField(
+        "Expected peak requests per second",
+        max_digits=10,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0"))],
+    )
+    quantization_validated = models.BooleanField(
+        "Quantized variant validated",
+        default=False,
+        help_text="An accuracy validation on an evaluation set is on record.",
+    )
+
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -138,3 +386,12 @@ class Workload(models.Model):
     @property
     def is_training(self) -> bool:
         return self.kind in TRAINING_KINDS
+
+    @property
+    def is_online_inference(self) -> bool:
+        return self.kind in ONLINE_INFERENCE_KINDS
+
+    @property
+    def replicas(self) -> int:
+        """Inference replicas of ``inference_tensor_parallel`` GPUs each."""
+        return max(1, self.gpu_count // self.inference_tensor_parallel)

@@ -9,7 +9,7 @@ class PoolQuerySet(models.QuerySet):
     def totals(self) -> dict:
         """GPUs and price per hour summed in SQL over the (filtered) pools."""
         price_per_hour = ExpressionWrapper(
-            F("price_per_gpu_hour_usd") * F("gpu_count"),
+            F("effective_price_per_gpu_hour_usd") * F("gpu_count"),
             output_field=DecimalField(max_digits=16, decimal_places=4),
         )
         return self.aggregate(
@@ -26,4 +26,4 @@ class PoolQuerySet(models.QuerySet):
 
 class WorkloadQuerySet(models.QuerySet):
     def with_pool(self):
-        return self.select_related("pool", "owner")
+        return self.select_related("pool__gpu_model", "owner", "model_architecture")

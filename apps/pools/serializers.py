@@ -1,11 +1,24 @@
 from rest_framework import serializers
 
-from apps.pools.models import Pool, Workload
+from apps.catalog.models import GpuModel, ModelArchitecture
+from apps.pools.forms import REQUIRED_COST_FIELDS, workload_consistency_errors
+from apps.pools.models import Deployment, Pool, Workload
+
+
+class PriceLineSerializer(serializers.Serializer):
+    label = serializers.CharField()
+    usd_per_gpu_hour = serializers.FloatField()
+    formula = serializers.CharField()
 
 
 class PoolSerializer(serializers.ModelSerializer):
-    price_per_hour_usd = serializers.DecimalField(max_digits=16, decimal_places=4, read_only=True)
+    gpu_model = serializers.SlugRelatedField(slug_field="slug", queryset=GpuModel.objects.all())
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    price_per_hour_usd = serializers.DecimalField(
+        max_digits=16, decimal_places=4, read_only=True, help_text="Whole pool, USD per hour."
+    )
+    price_breakdown = serializers.SerializerMethodField()
+    needs_icp_filing = serializers.BooleanField(read_only=True)
 
     class Meta:
         model = Pool
@@ -16,30 +29,72 @@ class PoolSerializer(serializers.ModelSerializer):
             "deployment",
             "provider",
             "region",
-            "gpu_model_name",
+            "compliance_zone",
+            "needs_icp_filing",
+            "gpu_model",
             "gpu_count",
             "gpus_per_node",
-            "price_per_gpu_hour_usd",
-            "price_per_hour_usd",
+            "interconnect",
+            "driver_version",
+            "cuda_version",
+            "framework_versions",
             "owner",
             "description",
+            "on_demand_price_per_gpu_hour_usd",
+            "reserved_price_per_gpu_hour_usd",
+            "reserved_term_months",
+            "purchase_price_per_gpu_usd",
+            "amortisation_months",
+            "power_price_per_kwh_usd",
+            "pue",
+            "operations_per_month_usd",
+            "colocation_per_month_usd",
+            "effective_price_per_gpu_hour_usd",
+            "price_per_hour_usd",
+            "price_breakdown",
             "created_at",
             "updated_at",
         ]
-        read_only_fields = ["created_at", "updated_at"]
+        read_only_fields = ["effective_price_per_gpu_hour_usd", "created_at", "updated_at"]
+
+    def get_price_breakdown(self, pool) -> list[dict]:
+        breakdown = pool.price_breakdown()
+        return PriceLineSerializer(breakdown.lines if breakdown else [], many=True).data
 
     def validate(self, attrs):
-        gpu_count = attrs.get("gpu_count", getattr(self.instance, "gpu_count", None))
-        gpus_per_node = attrs.get("gpus_per_node", getattr(self.instance, "gpus_per_node", 8))
-        if gpu_count and gpus_per_node and gpu_count % gpus_per_node:
-            raise serializers.ValidationError(
-                {"gpu_count": f"{gpu_count} GPUs do not fill whole nodes of {gpus_per_node}."}
-            )
+        def current(name):
+            return attrs.get(name, getattr(self.instance, name, None))
+
+        errors = {}
+        gpu_count, gpus_per_node = current("gpu_count"), current("gpus_per_node") or 8
+        if gpu_count and gpu_count % gpus_per_node:
+            errors["gpu_count"] = f"{gpu_count} GPUs do not fill whole nodes of {gpus_per_node}."
+        deployment = current("deployment")
+        for name in REQUIRED_COST_FIELDS.get(deployment, []):
+            if current(name) is None:
+                errors[name] = (
+                    f"Required for a {Deployment(deployment).label.lower()} pool to have an "
+                    "effective price."
+                )
+        if errors:
+            raise serializers.ValidationError(errors)
         return attrs
+
+    def save(self, **kwargs):
+        pool = super().save(**kwargs)
+        pool.refresh_effective_price()
+        pool.save(update_fields=["effective_price_per_gpu_hour_usd"])
+        return pool
 
 
 class WorkloadSerializer(serializers.ModelSerializer):
     pool = serializers.SlugRelatedField(slug_field="slug", queryset=Pool.objects.all())
+    model_architecture = serializers.SlugRelatedField(
+        slug_field="slug",
+        queryset=ModelArchitecture.objects.all(),
+        allow_null=True,
+        required=False,
+    )
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
 
     class Meta:
@@ -48,12 +103,55 @@ class WorkloadSerializer(serializers.ModelSerializer):
             "slug",
             "name",
             "kind",
+            "model_architecture",
             "pool",
             "gpu_count",
             "status",
             "owner",
             "description",
+            "precision",
+            "optimizer",
+            "zero_stage",
+            "data_parallel",
+            "tensor_parallel",
+            "pipeline_parallel",
+            "sequence_parallel",
+            "recompute",
+            "micro_batch_size",
+            "seq_len",
+            "tokens_to_train",
+            "expected_mfu",
+            "weight_precision",
+            "kv_cache_precision",
+            "context_length",
+            "concurrent_sequences",
+            "inference_tensor_parallel",
+            "target_ttft_ms",
+            "target_p95_latency_ms",
+            "expected_peak_requests_per_second",
+            "quantization_validated",
             "created_at",
             "updated_at",
         ]
         read_only_fields = ["created_at", "updated_at"]
+
+    def validate(self, attrs):
+        values = {
+            name: attrs.get(name, getattr(self.instance, name, None))
+            for name in (
+                "pool",
+                "gpu_count",
+                "kind",
+                "data_parallel",
+                "tensor_parallel",
+                "pipeline_parallel",
+                "inference_tensor_parallel",
+                "model_architecture",
+            )
+        }
+        errors = {}
+        for field, message in workload_consistency_errors(values):
+            errors.setdefault(field, message)
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs

@@ -9,6 +9,7 @@ urlpatterns = [
     path("pools/<slug:slug>/", views.pool_detail, name="pool_detail"),
     path("pools/<slug:slug>/edit/", views.pool_edit, name="pool_edit"),
     path("pools/<slug:slug>/delete/", views.pool_delete, name="pool_delete"),
+    path("calculator/", views.calculator, name="calculator"),
     path("workloads/", views.workload_list, name="workload_list"),
     path("workloads/new/", views.workload_create, name="workload_create"),
     path("workloads/<slug:slug>/", views.workload_detail, name="workload_detail"),

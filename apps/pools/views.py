@@ -5,27 +5,42 @@ from django.db.models import ProtectedError
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_GET, require_http_methods
 
+from apps.catalog.models import GpuModel
 from apps.core.htmx import render_page
-from apps.pools.forms import PoolForm, WorkloadForm
-from apps.pools.models import Deployment, Pool, Purpose, Workload
+from apps.pools.assessment import assess_workload
+from apps.pools.charts import build_memory_breakdown_figure
+from apps.pools.estimates import EstimateError, run_memory_estimate
+from apps.pools.filters import POOL_SORTS, PoolFilter
+from apps.pools.forms import CalculatorForm, PoolForm, WorkloadForm
+from apps.pools.models import Pool, Workload
 
 PAGE_SIZE = 25
 
 
 @require_GET
 def pool_list(request):
-    filtered_pools = Pool.objects.all()
-    purpose = request.GET.get("purpose", "")
-    if purpose in Purpose.values:
-        filtered_pools = filtered_pools.filter(purpose=purpose)
-    pools = filtered_pools.with_workload_counts().select_related("owner").order_by("name")
+    pool_filter = PoolFilter(request.GET, queryset=Pool.objects.all())
+    filtered_pools = pool_filter.qs
+    sort = request.GET.get("sort", "name")
+    ordering = POOL_SORTS.get(sort, "name")
+    pools = (
+        filtered_pools.with_workload_counts()
+        .select_related("owner", "gpu_model")
+        .order_by(ordering, "name")
+    )
     page = Paginator(pools, PAGE_SIZE).get_page(request.GET.get("page"))
+    query_without_page = request.GET.copy()
+    query_without_page.pop("page", None)
+    query_without_sort = query_without_page.copy()
+    query_without_sort.pop("sort", None)
     context = {
         "page": page,
+        "filter": pool_filter,
         "totals": filtered_pools.totals(),
-        "purpose": purpose,
-        "purposes": Purpose.choices,
-        "deployments": Deployment.choices,
+        "sort": sort,
+        "query_without_page": query_without_page.urlencode(),
+        "query_without_sort": query_without_sort.urlencode(),
+        "is_filtered": any(request.GET.get(name) for name in pool_filter.form.fields),
     }
     # The filter form swaps only the table; any other htmx request gets the whole column.
     partial = "table" if request.htmx and request.htmx.target == "pool-table" else "content"
@@ -34,9 +49,20 @@ def pool_list(request):
 
 @require_GET
 def pool_detail(request, slug):
-    pool = get_object_or_404(Pool.objects.select_related("owner"), slug=slug)
-    workloads = pool.workloads.select_related("owner")
-    return render_page(request, "pools/pool_detail.html", {"pool": pool, "workloads": workloads})
+    pool = get_object_or_404(Pool.objects.select_related("owner", "gpu_model"), slug=slug)
+    workloads = list(pool.workloads.select_related("owner", "model_architecture"))
+    gpu_catalog = list(GpuModel.objects.all())
+    rows = []
+    for workload in workloads:
+        workload.pool = pool  # already loaded: saves one query per workload
+        rows.append((workload, assess_workload(workload, gpu_catalog=gpu_catalog)))
+    context = {
+        "pool": pool,
+        "rows": rows,
+        "price_breakdown": pool.price_breakdown(),
+        "findings_count": sum(len(assessment.findings) for _, assessment in rows),
+    }
+    return render_page(request, "pools/pool_detail.html", context)
 
 
 @permission_required("pools.add_pool", raise_exception=True)
@@ -84,15 +110,27 @@ def pool_delete(request, slug):
 
 @require_GET
 def workload_list(request):
-    workloads = Workload.objects.with_pool()
+    workloads = Workload.objects.with_pool().order_by("name")
     page = Paginator(workloads, PAGE_SIZE).get_page(request.GET.get("page"))
-    return render_page(request, "pools/workload_list.html", {"page": page})
+    gpu_catalog = list(GpuModel.objects.all())
+    rows = [(workload, assess_workload(workload, gpu_catalog=gpu_catalog)) for workload in page]
+    return render_page(request, "pools/workload_list.html", {"page": page, "rows": rows})
 
 
 @require_GET
 def workload_detail(request, slug):
     workload = get_object_or_404(Workload.objects.with_pool(), slug=slug)
-    return render_page(request, "pools/workload_detail.html", {"workload": workload})
+    assessment = assess_workload(workload)
+    context = {
+        "workload": workload,
+        "assessment": assessment,
+        "memory_figure": build_memory_breakdown_figure(
+            assessment.breakdown, workload.pool.gpu_model
+        )
+        if assessment.breakdown
+        else None,
+    }
+    return render_page(request, "pools/workload_detail.html", context)
 
 
 @permission_required("pools.add_workload", raise_exception=True)
@@ -132,3 +170,53 @@ def workload_delete(request, slug):
         "pools/confirm_delete.html",
         {"object": workload, "blocking": [], "cancel_url": workload.get_absolute_url()},
     )
+
+
+@require_GET
+def calculator(request):
+    """What-if: recompute memory as fields change (htmx), without editing anything."""
+    estimate = None
+    if request.GET.get("mode"):
+        form = CalculatorForm(request.GET)
+        if form.is_valid():
+            try:
+                estimate = run_memory_estimate(form.cleaned_data)
+            except EstimateError as error:
+                form.add_error(error.field if error.field in form.fields else None, str(error))
+    else:
+        initial = {"mode": "inference", "model": "llama-3-8b", "gpu_model": "h100-sxm"}
+        workload = Workload.objects.with_pool().filter(slug=request.GET.get("workload")).first()
+        if workload is not None:
+            initial = CalculatorForm.initial_from_workload(workload)
+        elif request.GET.get("model"):
+            initial["model"] = request.GET["model"]
+        form = CalculatorForm.with_defaults(initial)
+        if form.is_valid():
+            estimate = run_memory_estimate(form.cleaned_data)
+    context = {
+        "form": form,
+        "field_groups": [
+            (
+                "Custom shape",
+                "custom-shape",
+                form.grouped(form.shape_fields),
+                "Used when no architecture is chosen.",
+            ),
+            ("Hardware", "hardware", form.grouped(("gpu_model", "gpus", "tensor_parallel")), ""),
+            ("Training settings", "training", form.grouped(form.training_fields), ""),
+            ("Inference settings", "inference", form.grouped(form.inference_fields), ""),
+        ],
+        "estimate": estimate,
+        "error_lines": [
+            (name, form.fields[name].label if name in form.fields else None, error)
+            for name, errors in form.errors.items()
+            for error in errors
+        ],
+        "memory_figure": (
+            build_memory_breakdown_figure(estimate["breakdown"], estimate["gpu"])
+            if estimate and estimate["gpu"]
+            else None
+        ),
+    }
+    partial = "result" if request.htmx and request.htmx.target == "calculator-result" else "content"
+    return render_page(request, "pools/calculator.html", context, partial=partial)

@@ -17,10 +17,10 @@ NEW_POOL = {
     "name": "API-made pool",
     "purpose": "inference",
     "deployment": "cloud_on_demand",
-    "gpu_model_name": "L4",
+    "gpu_model": "l4",
     "gpu_count": 8,
     "gpus_per_node": 8,
-    "price_per_gpu_hour_usd": "0.80",
+    "on_demand_price_per_gpu_hour_usd": "0.80",
 }
 
 
@@ -119,6 +119,7 @@ def test_write_token_writes_with_the_users_role_only(client, make_user):
         reverse("pool-list"), NEW_POOL, content_type="application/json", headers=_bearer(lead_token)
     )
     assert created.status_code == 201, created.content
+    assert created.json()["effective_price_per_gpu_hour_usd"] == "0.8000"
     assert created.json()["price_per_hour_usd"] == "6.4000"  # 8 GPUs × $0.80
     assert Pool.objects.get(slug=NEW_POOL["slug"]).gpu_count == 8
 

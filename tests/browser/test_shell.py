@@ -5,9 +5,18 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect
 
+from apps.pools.management.commands.seed_demo import DEMO_POOLS
 from tests.conftest import TEST_PASSWORD
 
-NAVIGATION = ["Overview", "Pools", "Workloads", "Backups", "Reports", "Procurement"]
+NAVIGATION = [
+    "Overview",
+    "Pools",
+    "Workloads",
+    "Catalog",
+    "Backups",
+    "Reports",
+    "Procurement",
+]
 
 
 @pytest.fixture
@@ -77,11 +86,24 @@ def test_pool_filter_updates_table_without_reload(page, live_server, make_user, 
     _sign_in(page, live_server, make_user("reader"))
     page.goto(f"{live_server.url}/pools/")
     page.evaluate("window.__noReload = true")
-    expect(page.locator("#pool-table tbody tr")).to_have_count(6)
-    page.select_option("#filter-purpose", "inference")
-    expect(page.locator("#pool-table tbody tr")).to_have_count(3)
-    expect(page.locator("#pool-table tfoot")).to_contain_text("3 pools")
-    # 24 L40S + 8 A10 + 8 T4 in the demo fleet
-    expect(page.locator("#pool-table tfoot")).to_contain_text("40")
+    demo_inference = [spec for spec in DEMO_POOLS if spec["purpose"] == "inference"]
+    expect(page.locator("#pool-table tbody tr")).to_have_count(len(DEMO_POOLS))
+    page.select_option("#id_purpose", "inference")
+    expect(page.locator("#pool-table tbody tr")).to_have_count(len(demo_inference))
+    expect(page.locator("#pool-totals")).to_contain_text(f"{len(demo_inference)} pools")
+    gpus = sum(spec["gpu_count"] for spec in demo_inference)
+    expect(page.locator("#pool-totals")).to_contain_text(f"{gpus} GPUs")
+    # A second filter narrows further: inference pools that are owned on premises.
+    page.select_option("#id_deployment", "on_premises")
+    on_premises = [spec for spec in demo_inference if spec["deployment"] == "on_premises"]
+    expect(page.locator("#pool-table tbody tr")).to_have_count(len(on_premises))
+    # Sorting by GPUs, descending, keeps the filters.
+    page.locator("#pool-table th a", has_text="GPUs").click()
+    page.locator("#pool-table th a", has_text="GPUs").click()
+    first = max(on_premises, key=lambda spec: spec["gpu_count"])
+    expect(page.locator("#pool-table tbody tr").first).to_contain_text(first["name"])
     assert page.evaluate("window.__noReload") is True, "the page reloaded"
-    expect(page).to_have_url(f"{live_server.url}/pools/?purpose=inference")
+    expect(page).to_have_url(
+        f"{live_server.url}/pools/?purpose=inference&deployment=on_premises"
+        "&region=&gpu_model=&q=&sort=-gpus"
+    )

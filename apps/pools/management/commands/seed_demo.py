@@ -3,7 +3,7 @@
 Idempotent (objects are matched by slug or username and updated in place) and
 deterministic (no clock or randomness decides what is created). Cloud prices are the
 Lambda on-demand list prices in SkyPilot's catalog (tests/data/gpu-specs/), per GPU;
-owned pools carry an effective price until the cost model arrives.
+owned pools carry purchase and running costs from which the effective price follows.
 """
 
 from decimal import Decimal
@@ -13,8 +13,19 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from apps.catalog.models import GpuModel, ModelArchitecture
+from apps.catalog.seed import load_gpu_models, load_model_architectures
 from apps.core.roles import OPS, PROCUREMENT, TECHNICAL_LEAD
-from apps.pools.models import Deployment, Pool, Purpose, Workload, WorkloadKind, WorkloadStatus
+from apps.pools.models import (
+    ComplianceZone,
+    Deployment,
+    Interconnect,
+    Pool,
+    Purpose,
+    Workload,
+    WorkloadKind,
+    WorkloadStatus,
+)
 
 DEMO_PASSWORD = "gpufleet-demo"  # noqa: S105 - printed for the demo on purpose
 DEMO_USERS = (
@@ -25,6 +36,20 @@ DEMO_USERS = (
     ("admin", "Ada Admin", None),
 )
 
+PINNED_H100 = {
+    "driver_version": "550.54.15",
+    "cuda_version": "12.4",
+    "framework_versions": "torch 2.4.1, Megatron-Core 0.8.0",
+}
+PINNED_SERVING = {
+    "driver_version": "550.90.07",
+    "cuda_version": "12.4",
+    "framework_versions": "vLLM 0.6.3, torch 2.4.0",
+}
+OWNED_DEFAULTS = {"amortisation_months": 48, "pue": Decimal("1.30")}
+
+# Pools of every purpose and deployment. Cloud prices: Lambda's list prices in SkyPilot's
+# catalog (apps/catalog/data/) where it has the GPU, else a plausible regional price.
 DEMO_POOLS = (
     {
         "slug": "train-h100-sh",
@@ -33,10 +58,17 @@ DEMO_POOLS = (
         "deployment": Deployment.BARE_METAL,
         "provider": "Own racks (colocation)",
         "region": "cn-shanghai",
-        "gpu_model_name": "H100 SXM",
+        "compliance_zone": ComplianceZone.MAINLAND_CHINA,
+        "gpu_model": "h100-sxm",
         "gpu_count": 64,
         "gpus_per_node": 8,
-        "price_per_gpu_hour_usd": Decimal("1.85"),
+        "interconnect": Interconnect.NVLINK_INFINIBAND,
+        **PINNED_H100,
+        **OWNED_DEFAULTS,
+        "purchase_price_per_gpu_usd": Decimal("30000"),
+        "power_price_per_kwh_usd": Decimal("0.0900"),
+        "operations_per_month_usd": Decimal("40000"),
+        "colocation_per_month_usd": Decimal("25000"),
         "description": "Pre-training and full fine-tunes. NVLink within nodes, InfiniBand across.",
     },
     {
@@ -46,12 +78,34 @@ DEMO_POOLS = (
         "deployment": Deployment.CLOUD_ON_DEMAND,
         "provider": "Lambda",
         "region": "us-east-1",
-        "gpu_model_name": "H100 SXM",
+        "compliance_zone": ComplianceZone.UNITED_STATES,
+        "gpu_model": "h100-sxm",
         "gpu_count": 16,
         "gpus_per_node": 8,
+        "interconnect": Interconnect.NVLINK_INFINIBAND,
+        **PINNED_H100,
         # gpu_8x_h100_sxm5 at $23.92/h ÷ 8 GPUs
-        "price_per_gpu_hour_usd": Decimal("2.99"),
+        "on_demand_price_per_gpu_hour_usd": Decimal("2.99"),
         "description": "On-demand capacity for deadline bursts; released between projects.",
+    },
+    {
+        "slug": "train-a100-eu",
+        "name": "Training · A100 80GB · EU reserved",
+        "purpose": Purpose.TRAINING,
+        "deployment": Deployment.CLOUD_RESERVED,
+        "provider": "European cloud",
+        "region": "eu-central",
+        "compliance_zone": ComplianceZone.EUROPEAN_UNION,
+        "gpu_model": "a100-sxm-80gb",
+        "gpu_count": 32,
+        "gpus_per_node": 8,
+        "interconnect": Interconnect.NVLINK_INFINIBAND,
+        "driver_version": "535.183.01",
+        "cuda_version": "12.2",
+        "framework_versions": "",
+        "reserved_price_per_gpu_hour_usd": Decimal("1.45"),
+        "reserved_term_months": 12,
+        "description": "Fine-tunes on EU customer data; data stays in the EU.",
     },
     {
         "slug": "infer-l40s-hk",
@@ -60,11 +114,36 @@ DEMO_POOLS = (
         "deployment": Deployment.CLOUD_RESERVED,
         "provider": "Regional cloud",
         "region": "ap-east-1 (Hong Kong)",
-        "gpu_model_name": "L40S",
+        "compliance_zone": ComplianceZone.HONG_KONG,
+        "gpu_model": "l40s",
         "gpu_count": 24,
         "gpus_per_node": 4,
-        "price_per_gpu_hour_usd": Decimal("1.10"),
+        "interconnect": Interconnect.PCIE,
+        **PINNED_SERVING,
+        "reserved_price_per_gpu_hour_usd": Decimal("1.10"),
+        "reserved_term_months": 12,
         "description": "Online chat API for Asia; 1-year reservation.",
+    },
+    {
+        "slug": "infer-h100-bj",
+        "name": "Inference · H100 PCIe · Beijing",
+        "purpose": Purpose.INFERENCE,
+        "deployment": Deployment.ON_PREMISES,
+        "provider": "Own data centre",
+        "region": "cn-beijing",
+        "compliance_zone": ComplianceZone.MAINLAND_CHINA,
+        "gpu_model": "h100-pcie",
+        "gpu_count": 16,
+        "gpus_per_node": 8,
+        "interconnect": Interconnect.PCIE,
+        **PINNED_SERVING,
+        **OWNED_DEFAULTS,
+        "purchase_price_per_gpu_usd": Decimal("25000"),
+        "power_price_per_kwh_usd": Decimal("0.0800"),
+        "pue": Decimal("1.40"),
+        "operations_per_month_usd": Decimal("8000"),
+        "colocation_per_month_usd": Decimal("6000"),
+        "description": "Public chat service for mainland users (ICP filing on record).",
     },
     {
         "slug": "infer-a10-eu",
@@ -73,11 +152,14 @@ DEMO_POOLS = (
         "deployment": Deployment.CLOUD_ON_DEMAND,
         "provider": "Lambda",
         "region": "europe-central-1",
-        "gpu_model_name": "A10",
+        "compliance_zone": ComplianceZone.EUROPEAN_UNION,
+        "gpu_model": "a10",
         "gpu_count": 8,
         "gpus_per_node": 1,
+        "interconnect": Interconnect.PCIE,
+        **PINNED_SERVING,
         # gpu_1x_a10 at $0.75/h
-        "price_per_gpu_hour_usd": Decimal("0.75"),
+        "on_demand_price_per_gpu_hour_usd": Decimal("0.75"),
         "description": "Embedding and small-model endpoints, scaled with traffic.",
     },
     {
@@ -86,11 +168,19 @@ DEMO_POOLS = (
         "purpose": Purpose.MIXED,
         "deployment": Deployment.ON_PREMISES,
         "provider": "Own data centre",
-        "region": "cn-beijing",
-        "gpu_model_name": "A100 SXM 80GB",
+        "region": "cn-hangzhou",
+        "compliance_zone": ComplianceZone.MAINLAND_CHINA,
+        "gpu_model": "a100-sxm-80gb",
         "gpu_count": 32,
         "gpus_per_node": 8,
-        "price_per_gpu_hour_usd": Decimal("1.05"),
+        "interconnect": Interconnect.NVLINK,
+        **PINNED_H100,
+        **OWNED_DEFAULTS,
+        "purchase_price_per_gpu_usd": Decimal("15000"),
+        "power_price_per_kwh_usd": Decimal("0.1000"),
+        "pue": Decimal("1.50"),
+        "operations_per_month_usd": Decimal("12000"),
+        "colocation_per_month_usd": Decimal("9000"),
         "description": "Shared research cluster: fine-tunes by day, batch inference by night.",
     },
     {
@@ -100,79 +190,215 @@ DEMO_POOLS = (
         "deployment": Deployment.ON_PREMISES,
         "provider": "Store servers",
         "region": "on-site",
-        "gpu_model_name": "T4",
+        "compliance_zone": ComplianceZone.OTHER,
+        "gpu_model": "t4",
         "gpu_count": 8,
         "gpus_per_node": 1,
-        "price_per_gpu_hour_usd": Decimal("0.18"),
-        "description": "Quantized vision and speech models at the edge.",
+        "interconnect": Interconnect.PCIE,
+        "amortisation_months": 36,
+        "pue": Decimal("1.60"),
+        "purchase_price_per_gpu_usd": Decimal("2000"),
+        "power_price_per_kwh_usd": Decimal("0.1500"),
+        "operations_per_month_usd": Decimal("2000"),
+        "colocation_per_month_usd": Decimal("0"),
+        "description": "Quantized assistants in stores; versions drift from store to store.",
     },
 )
 
+TRAINING = {"precision": "bf16", "optimizer": "adamw", "micro_batch_size": 1}
+# Each workload shows something a lead must see: fits, does not fit, wrong pool…
 DEMO_WORKLOADS = (
-    (
-        "llama3-70b-pretrain",
-        "Llama-3-70B continued pre-training",
-        WorkloadKind.PRE_TRAINING,
-        "train-h100-sh",
-        64,
-        WorkloadStatus.RUNNING,
-    ),
-    (
-        "qwen25-72b-sft",
-        "Qwen2.5-72B full fine-tune",
-        WorkloadKind.FULL_FINE_TUNE,
-        "train-burst-h100-us",
-        16,
-        WorkloadStatus.PLANNED,
-    ),
-    (
-        "mistral-7b-lora-support",
-        "Mistral-7B LoRA (support tickets)",
-        WorkloadKind.LORA_FINE_TUNE,
-        "mixed-a100-onprem",
-        8,
-        WorkloadStatus.RUNNING,
-    ),
-    (
-        "chat-api-asia",
-        "Chat API · Asia",
-        WorkloadKind.ONLINE_INFERENCE,
-        "infer-l40s-hk",
-        24,
-        WorkloadStatus.RUNNING,
-    ),
-    (
-        "embeddings-eu",
-        "Embeddings service · EU",
-        WorkloadKind.API_SERVICE,
-        "infer-a10-eu",
-        4,
-        WorkloadStatus.RUNNING,
-    ),
-    (
-        "nightly-batch-summaries",
-        "Nightly batch summaries",
-        WorkloadKind.BATCH_INFERENCE,
-        "mixed-a100-onprem",
-        16,
-        WorkloadStatus.RUNNING,
-    ),
-    (
-        "search-rerank-online",
-        "Search re-ranker (online)",
-        WorkloadKind.ONLINE_INFERENCE,
-        "mixed-a100-onprem",
-        8,
-        WorkloadStatus.RUNNING,
-    ),
-    (
-        "store-vision-int8",
-        "Store shelf vision (INT8)",
-        WorkloadKind.EDGE_INFERENCE,
-        "edge-t4",
-        8,
-        WorkloadStatus.RUNNING,
-    ),
+    {
+        "slug": "llama3-70b-pretrain",
+        "name": "Llama-3-70B continued pre-training",
+        "kind": WorkloadKind.PRE_TRAINING,
+        "model": "llama-3-70b",
+        "pool": "train-h100-sh",
+        "gpu_count": 64,
+        "status": WorkloadStatus.RUNNING,
+        **TRAINING,
+        "zero_stage": 1,
+        "data_parallel": 4,
+        "tensor_parallel": 8,
+        "pipeline_parallel": 2,
+        "sequence_parallel": True,
+        "recompute": "selective",
+        "seq_len": 8192,
+        "tokens_to_train": 200_000_000_000,
+        "expected_mfu": Decimal("0.400"),
+    },
+    {
+        "slug": "qwen25-72b-sft",
+        "name": "Qwen2.5-72B full fine-tune",
+        "kind": WorkloadKind.FULL_FINE_TUNE,
+        "model": "qwen2-5-72b",
+        "pool": "train-burst-h100-us",
+        "gpu_count": 16,
+        "status": WorkloadStatus.PLANNED,
+        **TRAINING,
+        "zero_stage": 0,
+        "data_parallel": 2,
+        "tensor_parallel": 8,
+        "pipeline_parallel": 1,
+        "seq_len": 4096,
+        "tokens_to_train": 2_000_000_000,
+        "expected_mfu": Decimal("0.350"),
+    },
+    {
+        "slug": "llama31-8b-sft-eu",
+        "name": "Llama-3.1-8B support fine-tune (EU)",
+        "kind": WorkloadKind.FULL_FINE_TUNE,
+        "model": "llama-3-1-8b",
+        "pool": "train-a100-eu",
+        "gpu_count": 16,
+        "status": WorkloadStatus.RUNNING,
+        **TRAINING,
+        "zero_stage": 2,
+        "data_parallel": 16,
+        "seq_len": 8192,
+        "recompute": "selective",
+        "tokens_to_train": 5_000_000_000,
+        "expected_mfu": Decimal("0.450"),
+    },
+    {
+        "slug": "eval-sweeps-70b",
+        "name": "Llama-3.1-70B eval sweeps",
+        "kind": WorkloadKind.BATCH_INFERENCE,
+        "model": "llama-3-1-70b",
+        "pool": "train-a100-eu",
+        "gpu_count": 8,
+        "status": WorkloadStatus.RUNNING,
+        "weight_precision": "bf16",
+        "kv_cache_precision": "bf16",
+        "context_length": 8192,
+        "concurrent_sequences": 16,
+        "inference_tensor_parallel": 4,
+    },
+    {
+        "slug": "llama3-8b-domain-adapt",
+        "name": "Llama-3-8B domain adaptation",
+        "kind": WorkloadKind.FULL_FINE_TUNE,
+        "model": "llama-3-8b",
+        "pool": "infer-l40s-hk",
+        "gpu_count": 8,
+        "status": WorkloadStatus.PAUSED,
+        **TRAINING,
+        "zero_stage": 3,
+        "data_parallel": 8,
+        "seq_len": 4096,
+        "recompute": "full",
+        "tokens_to_train": 1_000_000_000,
+        "expected_mfu": Decimal("0.300"),
+    },
+    {
+        "slug": "chat-api-asia",
+        "name": "Chat API · Asia",
+        "kind": WorkloadKind.ONLINE_INFERENCE,
+        "model": "llama-3-70b",
+        "pool": "infer-l40s-hk",
+        "gpu_count": 16,
+        "status": WorkloadStatus.RUNNING,
+        "weight_precision": "fp8",
+        "kv_cache_precision": "fp8",
+        "context_length": 8192,
+        "concurrent_sequences": 16,
+        "inference_tensor_parallel": 4,
+        "quantization_validated": True,
+        "target_ttft_ms": 800,
+        "target_p95_latency_ms": 4000,
+        "expected_peak_requests_per_second": Decimal("12.00"),
+    },
+    {
+        "slug": "chat-api-cn",
+        "name": "Chat API · mainland",
+        "kind": WorkloadKind.API_SERVICE,
+        "model": "qwen2-5-32b",
+        "pool": "infer-h100-bj",
+        "gpu_count": 16,
+        "status": WorkloadStatus.RUNNING,
+        "weight_precision": "bf16",
+        "kv_cache_precision": "bf16",
+        "context_length": 8192,
+        "concurrent_sequences": 16,
+        "inference_tensor_parallel": 2,
+        "target_ttft_ms": 600,
+        "target_p95_latency_ms": 3000,
+        "expected_peak_requests_per_second": Decimal("20.00"),
+    },
+    {
+        "slug": "embeddings-eu",
+        "name": "Embeddings service · EU",
+        "kind": WorkloadKind.API_SERVICE,
+        "model": "mistral-7b-v0-1",
+        "pool": "infer-a10-eu",
+        "gpu_count": 4,
+        "status": WorkloadStatus.RUNNING,
+        "weight_precision": "bf16",
+        "kv_cache_precision": "bf16",
+        "context_length": 8192,
+        "concurrent_sequences": 4,
+        "inference_tensor_parallel": 1,
+    },
+    {
+        "slug": "mistral-7b-lora-support",
+        "name": "Mistral-7B LoRA (support tickets)",
+        "kind": WorkloadKind.LORA_FINE_TUNE,
+        "model": "mistral-7b-v0-1",
+        "pool": "mixed-a100-onprem",
+        "gpu_count": 8,
+        "status": WorkloadStatus.RUNNING,
+        **TRAINING,
+        "zero_stage": 2,
+        "data_parallel": 8,
+        "seq_len": 4096,
+        "recompute": "selective",
+        "tokens_to_train": 300_000_000,
+        "expected_mfu": Decimal("0.350"),
+    },
+    {
+        "slug": "nightly-batch-summaries",
+        "name": "Nightly batch summaries",
+        "kind": WorkloadKind.BATCH_INFERENCE,
+        "model": "qwen2-5-72b",
+        "pool": "mixed-a100-onprem",
+        "gpu_count": 16,
+        "status": WorkloadStatus.RUNNING,
+        "weight_precision": "bf16",
+        "kv_cache_precision": "bf16",
+        "context_length": 16384,
+        "concurrent_sequences": 32,
+        "inference_tensor_parallel": 4,
+    },
+    {
+        "slug": "search-rerank-online",
+        "name": "Search re-ranker (online)",
+        "kind": WorkloadKind.ONLINE_INFERENCE,
+        "model": "qwen2-5-7b",
+        "pool": "mixed-a100-onprem",
+        "gpu_count": 8,
+        "status": WorkloadStatus.RUNNING,
+        "weight_precision": "bf16",
+        "kv_cache_precision": "bf16",
+        "context_length": 4096,
+        "concurrent_sequences": 8,
+        "inference_tensor_parallel": 1,
+        "target_p95_latency_ms": 300,
+    },
+    {
+        "slug": "store-assistant-int8",
+        "name": "Store assistant (INT8)",
+        "kind": WorkloadKind.EDGE_INFERENCE,
+        "model": "llama-3-1-8b",
+        "pool": "edge-t4",
+        "gpu_count": 8,
+        "status": WorkloadStatus.RUNNING,
+        "weight_precision": "int8",
+        "kv_cache_precision": "fp16",
+        "context_length": 4096,
+        "concurrent_sequences": 2,
+        "inference_tensor_parallel": 1,
+        "quantization_validated": False,
+    },
 )
 
 
@@ -211,22 +437,26 @@ class Command(BaseCommand):
         return users
 
     def seed_fleet(self, *, owner):
+        # The catalog arrives with its data migration; restore rows missing since (e.g.
+        # deleted by hand, or flushed by a test) without touching edited ones.
+        load_gpu_models(GpuModel, overwrite=False)
+        load_model_architectures(ModelArchitecture, overwrite=False)
+        gpu_models = {gpu.slug: gpu for gpu in GpuModel.objects.all()}
+        architectures = {model.slug: model for model in ModelArchitecture.objects.all()}
         pools = {}
         for spec in DEMO_POOLS:
             spec = dict(spec)
+            spec["gpu_model"] = gpu_models[spec["gpu_model"]]
             pool, _ = Pool.objects.update_or_create(
                 slug=spec.pop("slug"), defaults={**spec, "owner": owner}
             )
+            pool.refresh_effective_price()
+            pool.save(update_fields=["effective_price_per_gpu_hour_usd"])
             pools[pool.slug] = pool
-        for slug, name, kind, pool_slug, gpu_count, status in DEMO_WORKLOADS:
+        for spec in DEMO_WORKLOADS:
+            spec = dict(spec)
+            spec["pool"] = pools[spec["pool"]]
+            spec["model_architecture"] = architectures[spec.pop("model")]
             Workload.objects.update_or_create(
-                slug=slug,
-                defaults={
-                    "name": name,
-                    "kind": kind,
-                    "pool": pools[pool_slug],
-                    "gpu_count": gpu_count,
-                    "status": status,
-                    "owner": owner,
-                },
+                slug=spec.pop("slug"), defaults={**spec, "owner": owner}
             )

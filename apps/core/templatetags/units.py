@@ -1,0 +1,49 @@
+"""Numbers with their units, the same way on every page."""
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def gigabytes(value_bytes):
+    """Bytes as GB (10⁹ bytes, the vendors' unit): 80000000000 → "80.0 GB"."""
+    if value_bytes is None or value_bytes == "":
+        return "—"
+    return f"{value_bytes / 1e9:,.1f} GB"
+
+
+@register.filter
+def gibibytes(value_bytes):
+    if value_bytes is None or value_bytes == "":
+        return "—"
+    return f"{value_bytes / 2**30:,.1f} GiB"
+
+
+@register.filter
+def duration(seconds):
+    """Seconds as the largest sensible unit: "3.2 days", "5.0 h", "12 min"."""
+    if seconds is None:
+        return "—"
+    seconds = float(seconds)
+    if seconds >= 2 * 86400:
+        return f"{seconds / 86400:,.1f} days"
+    if seconds >= 2 * 3600:
+        return f"{seconds / 3600:,.1f} h"
+    if seconds >= 120:
+        return f"{seconds / 60:,.0f} min"
+    return f"{seconds:,.0f} s"
+
+
+@register.filter
+def usd(value, places=2):
+    if value is None or value == "":
+        return "—"
+    return f"${float(value):,.{int(places)}f}"
+
+
+@register.filter
+def percent(fraction, places=0):
+    if fraction is None:
+        return "—"
+    return f"{float(fraction) * 100:,.{int(places)}f} %"

@@ -1,0 +1,63 @@
+"""The technical lead's review in Chromium: the live what-if calculator and the workload
+page's memory chart."""
+
+import pytest
+from django.core.management import call_command
+from playwright.sync_api import expect
+
+from tests.conftest import TEST_PASSWORD
+
+
+@pytest.fixture
+def signed_in_lead(page, live_server, make_user, transactional_db, role_groups):
+    call_command("seed_demo", verbosity=0)
+    user = make_user("lead")
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.goto(f"{live_server.url}/login/")
+    page.fill("#id_username", user.username)
+    page.fill("#id_password", TEST_PASSWORD)
+    page.click("form button[type=submit]")
+    expect(page.locator("#current-user")).to_be_visible()
+    return page
+
+
+@pytest.mark.browser
+def test_calculator_recomputes_live_as_fields_change(signed_in_lead, live_server, screenshot_dir):
+    page = signed_in_lead
+    page.goto(f"{live_server.url}/calculator/")
+    page.evaluate("window.__noReload = true")
+    expect(page.locator("#estimate-fits")).to_have_text("fits")
+    expect(page.locator("#chart-calculator-memory svg.main-svg").first).to_be_attached()
+    expect(page.locator("#group-training")).to_be_hidden()
+
+    # A 128k context for 64 sequences of Llama-3-8B cannot fit on one 80 GB GPU.
+    page.fill("#id_context_length", "131072")
+    page.fill("#id_concurrent_sequences", "64")
+    expect(page.locator("#estimate-fits")).to_have_text("does not fit")
+    expect(page.locator("#chart-calculator-memory svg.main-svg").first).to_be_attached()
+
+    # Switching to training shows the training settings and recomputes.
+    page.select_option("#id_mode", "training")
+    expect(page.locator("#group-training")).to_be_visible()
+    expect(page.locator("#group-inference")).to_be_hidden()
+    page.select_option("#id_zero_stage", "3")
+    expect(page.locator("#memory-breakdown")).to_contain_text("Optimizer states")
+
+    # A bad value is named, not swallowed.
+    page.fill("#id_tensor_parallel", "3")
+    expect(page.locator("#calculator-errors")).to_contain_text("tensor_parallel")
+    page.screenshot(path=str(screenshot_dir / "calculator.png"), full_page=True)
+    assert page.evaluate("window.__noReload") is True, "the page reloaded"
+    assert "tensor_parallel=3" in page.url, "the URL keeps the inputs so they can be shared"
+
+
+@pytest.mark.browser
+def test_workload_page_draws_the_memory_chart_against_the_gpu(
+    signed_in_lead, live_server, screenshot_dir
+):
+    page = signed_in_lead
+    page.goto(f"{live_server.url}/workloads/nightly-batch-summaries/")
+    expect(page.locator("#chart-memory svg.main-svg").first).to_be_attached()
+    expect(page.locator("#chart-memory")).to_contain_text("A100 SXM 80GB: 80 GB")
+    expect(page.locator("#recommendations tbody tr").first).to_be_visible()
+    page.screenshot(path=str(screenshot_dir / "workload-does-not-fit.png"), full_page=True)
