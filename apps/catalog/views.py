@@ -1,15 +1,15 @@
 from dataclasses import dataclass
 
-from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
-from django.db.models import Count, ProtectedError, RestrictedError
-from django.shortcuts import get_object_or_404, redirect
+from django.db.models import Count
+from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from apps.catalog.architecture import ParameterCounts, parameter_counts
 from apps.catalog.forms import GpuModelForm, ModelArchitectureForm
 from apps.catalog.models import GpuModel, ModelArchitecture
+from apps.core.crud import delete_page, form_page
 from apps.core.htmx import render_page
 
 
@@ -99,13 +99,6 @@ def parameter_lines(architecture: ModelArchitecture, counts: ParameterCounts):
     return lines
 
 
-def _blocked_delete_message(name, error):
-    objects = list(getattr(error, "protected_objects", None) or error.restricted_objects)
-    used_by = ", ".join(str(obj) for obj in objects[:5])
-    more = f" and {len(objects) - 5} more" if len(objects) > 5 else ""
-    return f"{name} is still used by {used_by}{more}; it was kept."
-
-
 # GPU models
 
 
@@ -124,65 +117,52 @@ def gpu_model_detail(request, slug):
     )
 
 
+GPU_FORM_CONTEXT = {
+    "pretitle": "GPU catalog",
+    "new_title": "New GPU model",
+    "submit_label": "Save GPU model",
+}
+
+
 @permission_required("catalog.add_gpumodel", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def gpu_model_create(request):
-    form = GpuModelForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        gpu_model = form.save()
-        messages.success(request, f"GPU model {gpu_model.name} created.")
-        return redirect(gpu_model)
-    return render_page(request, "catalog/catalog_form.html", _gpu_form_context(form, None))
+    return form_page(
+        request,
+        form_class=GpuModelForm,
+        noun="GPU model",
+        template="catalog/catalog_form.html",
+        context={**GPU_FORM_CONTEXT, "cancel_url": reverse("catalog:gpu_model_list")},
+    )
 
 
 @permission_required("catalog.change_gpumodel", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def gpu_model_edit(request, slug):
     gpu_model = get_object_or_404(GpuModel, slug=slug)
-    form = GpuModelForm(request.POST or None, instance=gpu_model)
-    if request.method == "POST" and form.is_valid():
-        form.save()
-        messages.success(request, f"GPU model {gpu_model.name} saved.")
-        return redirect(gpu_model)
-    return render_page(request, "catalog/catalog_form.html", _gpu_form_context(form, gpu_model))
-
-
-def _gpu_form_context(form, gpu_model):
-    return {
-        "form": form,
-        "object": gpu_model,
-        "pretitle": "GPU catalog",
-        "new_title": "New GPU model",
-        "submit_label": "Save GPU model",
-        "cancel_url": gpu_model.get_absolute_url()
-        if gpu_model
-        else reverse("catalog:gpu_model_list"),
-    }
+    return form_page(
+        request,
+        form_class=GpuModelForm,
+        noun="GPU model",
+        template="catalog/catalog_form.html",
+        instance=gpu_model,
+        context={**GPU_FORM_CONTEXT, "cancel_url": gpu_model.get_absolute_url()},
+    )
 
 
 @permission_required("catalog.delete_gpumodel", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def gpu_model_delete(request, slug):
     gpu_model = get_object_or_404(GpuModel, slug=slug)
-    blocking_pools = list(gpu_model.pools.order_by("name"))
-    if request.method == "POST" and not blocking_pools:
-        try:
-            gpu_model.delete()
-        except (ProtectedError, RestrictedError) as error:  # used since the page was shown
-            messages.error(request, _blocked_delete_message(f"GPU model {gpu_model.name}", error))
-            return redirect(gpu_model)
-        messages.success(request, f"GPU model {gpu_model.name} deleted.")
-        return redirect("catalog:gpu_model_list")
-    return render_page(
+    return delete_page(
         request,
-        "catalog/confirm_delete.html",
-        {
-            "object": gpu_model,
-            "blocking": blocking_pools,
-            "blocking_label": "pools",
-            "pretitle": "GPU catalog",
-            "cancel_url": gpu_model.get_absolute_url(),
-        },
+        obj=gpu_model,
+        noun="GPU model",
+        blocking=list(gpu_model.pools.order_by("name")),
+        blocking_label="pools",
+        list_url="catalog:gpu_model_list",
+        cancel_url=gpu_model.get_absolute_url(),
+        pretitle="GPU catalog",
     )
 
 
@@ -229,67 +209,50 @@ def architecture_detail(request, slug):
     return render_page(request, "catalog/architecture_detail.html", context)
 
 
+ARCHITECTURE_FORM_CONTEXT = {
+    "pretitle": "Model architectures",
+    "new_title": "New model architecture",
+    "submit_label": "Save architecture",
+}
+
+
 @permission_required("catalog.add_modelarchitecture", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def architecture_create(request):
-    form = ModelArchitectureForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        architecture = form.save()
-        messages.success(request, f"Model architecture {architecture.name} created.")
-        return redirect(architecture)
-    return render_page(request, "catalog/catalog_form.html", _architecture_form_context(form, None))
+    return form_page(
+        request,
+        form_class=ModelArchitectureForm,
+        noun="Model architecture",
+        template="catalog/catalog_form.html",
+        context={**ARCHITECTURE_FORM_CONTEXT, "cancel_url": reverse("catalog:architecture_list")},
+    )
 
 
 @permission_required("catalog.change_modelarchitecture", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def architecture_edit(request, slug):
     architecture = get_object_or_404(ModelArchitecture, slug=slug)
-    form = ModelArchitectureForm(request.POST or None, instance=architecture)
-    if request.method == "POST" and form.is_valid():
-        form.save()
-        messages.success(request, f"Model architecture {architecture.name} saved.")
-        return redirect(architecture)
-    return render_page(
-        request, "catalog/catalog_form.html", _architecture_form_context(form, architecture)
+    return form_page(
+        request,
+        form_class=ModelArchitectureForm,
+        noun="Model architecture",
+        template="catalog/catalog_form.html",
+        instance=architecture,
+        context={**ARCHITECTURE_FORM_CONTEXT, "cancel_url": architecture.get_absolute_url()},
     )
-
-
-def _architecture_form_context(form, architecture):
-    return {
-        "form": form,
-        "object": architecture,
-        "pretitle": "Model architectures",
-        "new_title": "New model architecture",
-        "submit_label": "Save architecture",
-        "cancel_url": architecture.get_absolute_url()
-        if architecture
-        else reverse("catalog:architecture_list"),
-    }
 
 
 @permission_required("catalog.delete_modelarchitecture", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def architecture_delete(request, slug):
     architecture = get_object_or_404(ModelArchitecture, slug=slug)
-    blocking_workloads = list(architecture.workloads.order_by("name"))
-    if request.method == "POST" and not blocking_workloads:
-        try:
-            architecture.delete()
-        except (ProtectedError, RestrictedError) as error:  # used since the page was shown
-            messages.error(
-                request, _blocked_delete_message(f"Model architecture {architecture.name}", error)
-            )
-            return redirect(architecture)
-        messages.success(request, f"Model architecture {architecture.name} deleted.")
-        return redirect("catalog:architecture_list")
-    return render_page(
+    return delete_page(
         request,
-        "catalog/confirm_delete.html",
-        {
-            "object": architecture,
-            "blocking": blocking_workloads,
-            "blocking_label": "workloads",
-            "pretitle": "Model architectures",
-            "cancel_url": architecture.get_absolute_url(),
-        },
+        obj=architecture,
+        noun="Model architecture",
+        blocking=list(architecture.workloads.order_by("name")),
+        blocking_label="workloads",
+        list_url="catalog:architecture_list",
+        cancel_url=architecture.get_absolute_url(),
+        pretitle="Model architectures",
     )

@@ -1,11 +1,10 @@
-from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.paginator import Paginator
-from django.db.models import ProtectedError
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET, require_http_methods
 
 from apps.catalog.models import GpuModel
+from apps.core.crud import delete_page, form_page
 from apps.core.htmx import render_page
 from apps.pools.assessment import assess_workload
 from apps.pools.charts import build_memory_breakdown_figure
@@ -68,43 +67,31 @@ def pool_detail(request, slug):
 @permission_required("pools.add_pool", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def pool_create(request):
-    form = PoolForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        pool = form.save()
-        messages.success(request, f"Pool {pool.name} created.")
-        return redirect(pool)
-    return render_page(request, "pools/pool_form.html", {"form": form, "pool": None})
+    return form_page(request, form_class=PoolForm, noun="Pool", template="pools/pool_form.html")
 
 
 @permission_required("pools.change_pool", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def pool_edit(request, slug):
     pool = get_object_or_404(Pool, slug=slug)
-    form = PoolForm(request.POST or None, instance=pool)
-    if request.method == "POST" and form.is_valid():
-        form.save()
-        messages.success(request, f"Pool {pool.name} saved.")
-        return redirect(pool)
-    return render_page(request, "pools/pool_form.html", {"form": form, "pool": pool})
+    return form_page(
+        request, form_class=PoolForm, noun="Pool", template="pools/pool_form.html", instance=pool
+    )
 
 
 @permission_required("pools.delete_pool", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def pool_delete(request, slug):
     pool = get_object_or_404(Pool, slug=slug)
-    blocking_workloads = list(pool.workloads.all())
-    if request.method == "POST" and not blocking_workloads:
-        try:
-            pool.delete()
-        except ProtectedError:  # a workload was added between the page and the click
-            messages.error(request, f"Pool {pool.name} still has workloads; it was kept.")
-            return redirect(pool)
-        messages.success(request, f"Pool {pool.name} deleted.")
-        return redirect("pools:pool_list")
-    return render_page(
+    return delete_page(
         request,
-        "pools/confirm_delete.html",
-        {"object": pool, "blocking": blocking_workloads, "cancel_url": pool.get_absolute_url()},
+        obj=pool,
+        noun="Pool",
+        blocking=list(pool.workloads.order_by("name")),
+        blocking_label="workloads",
+        list_url="pools:pool_list",
+        cancel_url=pool.get_absolute_url(),
+        pretitle="Pools",
     )
 
 
@@ -136,39 +123,42 @@ def workload_detail(request, slug):
 @permission_required("pools.add_workload", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def workload_create(request):
-    initial = {"pool": request.GET.get("pool")} if request.GET.get("pool") else None
-    form = WorkloadForm(request.POST or None, initial=initial)
-    if request.method == "POST" and form.is_valid():
-        workload = form.save()
-        messages.success(request, f"Workload {workload.name} created.")
-        return redirect(workload)
-    return render_page(request, "pools/workload_form.html", {"form": form, "workload": None})
+    initial = {"pool": request.GET["pool"]} if request.GET.get("pool") else None
+    return form_page(
+        request,
+        form_class=WorkloadForm,
+        noun="Workload",
+        template="pools/workload_form.html",
+        initial=initial,
+    )
 
 
 @permission_required("pools.change_workload", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def workload_edit(request, slug):
     workload = get_object_or_404(Workload, slug=slug)
-    form = WorkloadForm(request.POST or None, instance=workload)
-    if request.method == "POST" and form.is_valid():
-        form.save()
-        messages.success(request, f"Workload {workload.name} saved.")
-        return redirect(workload)
-    return render_page(request, "pools/workload_form.html", {"form": form, "workload": workload})
+    return form_page(
+        request,
+        form_class=WorkloadForm,
+        noun="Workload",
+        template="pools/workload_form.html",
+        instance=workload,
+    )
 
 
 @permission_required("pools.delete_workload", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def workload_delete(request, slug):
     workload = get_object_or_404(Workload, slug=slug)
-    if request.method == "POST":
-        workload.delete()
-        messages.success(request, f"Workload {workload.name} deleted.")
-        return redirect("pools:workload_list")
-    return render_page(
+    return delete_page(
         request,
-        "pools/confirm_delete.html",
-        {"object": workload, "blocking": [], "cancel_url": workload.get_absolute_url()},
+        obj=workload,
+        noun="Workload",
+        blocking=[],
+        blocking_label="",
+        list_url="pools:workload_list",
+        cancel_url=workload.get_absolute_url(),
+        pretitle="Workloads",
     )
 
 

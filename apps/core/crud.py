@@ -1,0 +1,53 @@
+"""Create, edit and delete views shared by every catalogued model (pools, workloads, GPU
+models, architectures): the fourth copy of the same view asked for one helper.
+
+Permission checks stay on the calling view (``@permission_required``): these helpers
+only run after it passed.
+"""
+
+from django.contrib import messages
+from django.db.models import ProtectedError, RestrictedError
+from django.shortcuts import redirect
+
+from apps.core.htmx import render_page
+
+
+def form_page(request, *, form_class, noun, template, instance=None, initial=None, context=None):
+    """GET shows the form; a valid POST saves, says so and redirects to the object."""
+    form = form_class(request.POST or None, instance=instance, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        saved = form.save()
+        verb = "saved" if instance else "created"
+        messages.success(request, f"{noun} {saved} {verb}.")
+        return redirect(saved)
+    return render_page(request, template, {"form": form, "object": instance, **(context or {})})
+
+
+def delete_page(request, *, obj, noun, blocking, blocking_label, list_url, cancel_url, pretitle=""):
+    """GET asks for confirmation (or lists what blocks the delete); POST deletes."""
+    if request.method == "POST" and not blocking:
+        try:
+            obj.delete()
+        except (ProtectedError, RestrictedError) as error:  # used since the page was shown
+            messages.error(request, _blocked_message(f"{noun} {obj}", error))
+            return redirect(cancel_url)
+        messages.success(request, f"{noun} {obj} deleted.")
+        return redirect(list_url)
+    return render_page(
+        request,
+        "components/confirm_delete.html",
+        {
+            "object": obj,
+            "blocking": blocking,
+            "blocking_label": blocking_label,
+            "cancel_url": cancel_url,
+            "pretitle": pretitle,
+        },
+    )
+
+
+def _blocked_message(name, error):
+    objects = list(getattr(error, "protected_objects", None) or error.restricted_objects)
+    used_by = ", ".join(str(obj) for obj in objects[:5])
+    more = f" and {len(objects) - 5} more" if len(objects) > 5 else ""
+    return f"{name} is still used by {used_by}{more}; it was kept."
