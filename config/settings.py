@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "csp",
     "axes",
     "django_filters",
+    "simple_history",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -63,6 +64,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Records who made each change kept in the objects' history.
+    "simple_history.middleware.HistoryRequestMiddleware",
     "csp.middleware.CSPMiddleware",
     # Axes must come last: it turns lockouts raised by the auth backend into responses.
     "axes.middleware.AxesMiddleware",

@@ -6,6 +6,7 @@ from decimal import Decimal
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.urls import reverse
+from simple_history.models import HistoricalRecords
 
 from apps.catalog.architecture import ArchitectureShape, parameter_counts
 
@@ -61,6 +62,8 @@ class GpuModel(models.Model):
     source_note = models.TextField(
         blank=True, help_text="Where the figures come from and how far to trust them."
     )
+
+    history = HistoricalRecords()
 
     class Meta:
         ordering = ["vendor", "name"]
@@ -127,6 +130,8 @@ class ModelArchitecture(models.Model):
         null=True, blank=True, help_text="The parameter count the model card states."
     )
     source_note = models.TextField(blank=True)
+
+    history = HistoricalRecords()
 
     class Meta:
         ordering = ["family", "name"]

@@ -10,6 +10,7 @@ from apps.catalog.architecture import ParameterCounts, parameter_counts
 from apps.catalog.forms import GpuModelForm, ModelArchitectureForm
 from apps.catalog.models import GpuModel, ModelArchitecture
 from apps.core.crud import delete_page, form_page
+from apps.core.history import history_rows
 from apps.core.htmx import render_page
 
 
@@ -113,7 +114,9 @@ def gpu_model_detail(request, slug):
     gpu_model = get_object_or_404(GpuModel, slug=slug)
     pools = gpu_model.pools.order_by("name")
     return render_page(
-        request, "catalog/gpu_model_detail.html", {"gpu_model": gpu_model, "pools": pools}
+        request,
+        "catalog/gpu_model_detail.html",
+        {"gpu_model": gpu_model, "pools": pools, "history": history_rows(gpu_model)},
     )
 
 
@@ -205,6 +208,7 @@ def architecture_detail(request, slug):
         "active_billions": counts.active / 1e9,
         "difference": published_difference(architecture, counts),
         "workloads": workloads,
+        "history": history_rows(architecture),
     }
     return render_page(request, "catalog/architecture_detail.html", context)
 

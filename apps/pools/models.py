@@ -10,6 +10,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.urls import reverse
+from simple_history.models import HistoricalRecords
 
 from apps.pools import costing
 from apps.pools.querysets import PoolQuerySet, WorkloadQuerySet
@@ -135,6 +136,8 @@ class Pool(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     objects = PoolQuerySet.as_manager()
+
+    history = HistoricalRecords(excluded_fields=["updated_at"])
 
     class Meta:
         ordering = ["name"]
@@ -373,6 +376,8 @@ class Workload(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     objects = WorkloadQuerySet.as_manager()
+
+    history = HistoricalRecords(excluded_fields=["updated_at"])
 
     class Meta:
         ordering = ["name"]

@@ -5,6 +5,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from apps.catalog.models import GpuModel
 from apps.core.crud import delete_page, form_page
+from apps.core.history import history_rows
 from apps.core.htmx import render_page
 from apps.pools.assessment import assess_workload
 from apps.pools.charts import build_memory_breakdown_figure
@@ -60,6 +61,7 @@ def pool_detail(request, slug):
         "rows": rows,
         "price_breakdown": pool.price_breakdown(),
         "findings_count": sum(len(assessment.findings) for _, assessment in rows),
+        "history": history_rows(pool),
     }
     return render_page(request, "pools/pool_detail.html", context)
 
@@ -111,6 +113,7 @@ def workload_detail(request, slug):
     context = {
         "workload": workload,
         "assessment": assessment,
+        "history": history_rows(workload),
         "memory_figure": build_memory_breakdown_figure(
             assessment.breakdown, workload.pool.gpu_model
         )

@@ -445,18 +445,31 @@ class Command(BaseCommand):
         architectures = {model.slug: model for model in ModelArchitecture.objects.all()}
         pools = {}
         for spec in DEMO_POOLS:
-            spec = dict(spec)
-            spec["gpu_model"] = gpu_models[spec["gpu_model"]]
-            pool, _ = Pool.objects.update_or_create(
-                slug=spec.pop("slug"), defaults={**spec, "owner": owner}
-            )
-            pool.refresh_effective_price()
-            pool.save(update_fields=["effective_price_per_gpu_hour_usd"])
-            pools[pool.slug] = pool
+            values = {**spec, "gpu_model": gpu_models[spec["gpu_model"]], "owner": owner}
+            pools[spec["slug"]] = _save_if_changed(Pool, values, Pool.refresh_effective_price)
         for spec in DEMO_WORKLOADS:
-            spec = dict(spec)
-            spec["pool"] = pools[spec["pool"]]
-            spec["model_architecture"] = architectures[spec.pop("model")]
-            Workload.objects.update_or_create(
-                slug=spec.pop("slug"), defaults={**spec, "owner": owner}
-            )
+            values = {**spec, "pool": pools[spec["pool"]], "owner": owner}
+            values["model_architecture"] = architectures[values.pop("model")]
+            _save_if_changed(Workload, values)
+
+
+def _save_if_changed(model, values, prepare=None):
+    """Create or update by slug, saving only when something differs, so running the
+    command again adds no entries to the objects' change history."""
+    instance = model.objects.filter(slug=values["slug"]).first() or model()
+    for name, value in values.items():
+        setattr(instance, name, value)
+    if prepare is not None:
+        prepare(instance)
+    if instance.pk is None or _differs_from_stored(instance):
+        instance.save()
+    return instance
+
+
+def _differs_from_stored(instance) -> bool:
+    stored = type(instance).objects.get(pk=instance.pk)
+    return any(
+        getattr(stored, field.attname) != getattr(instance, field.attname)
+        for field in instance._meta.concrete_fields
+        if field.name not in ("created_at", "updated_at")
+    )

@@ -1,0 +1,67 @@
+"""What changed, when and by whom: rows for the history card on detail pages, from
+django-simple-history's records (one query for the records and their users)."""
+
+from dataclasses import dataclass, field
+
+HISTORY_LIMIT = 10
+_ACTIONS = {"+": "created", "~": "changed", "-": "deleted"}
+
+
+@dataclass
+class FieldChange:
+    label: str
+    old: str
+    new: str
+
+
+@dataclass
+class HistoryRow:
+    when: object
+    who: str
+    action: str
+    changes: list[FieldChange] = field(default_factory=list)
+
+
+def _display(record, field_name):
+    value = getattr(record, field_name, None)
+    if value is None or value == "":
+        return "—"
+    display = getattr(record, f"get_{field_name}_display", None)
+    return str(display()) if callable(display) else str(value)
+
+
+def history_rows(obj, limit=HISTORY_LIMIT) -> list[HistoryRow]:
+    """Newest first. Each change is diffed against the record before it."""
+    records = list(
+        obj.history.select_related("history_user").order_by("-history_date")[: limit + 1]
+    )
+    # All stored fields, the derived ones (editable=False) included: a changed effective
+    # price is worth seeing. Timestamps change on every save and say nothing.
+    tracked = [
+        model_field
+        for model_field in obj._meta.concrete_fields
+        if not model_field.primary_key and model_field.name not in ("created_at", "updated_at")
+    ]
+    rows = []
+    for index, record in enumerate(records[:limit]):
+        user = record.history_user
+        row = HistoryRow(
+            when=record.history_date,
+            who=(user.get_full_name() or user.get_username()) if user else "system",
+            action=_ACTIONS.get(record.history_type, record.history_type),
+        )
+        previous = records[index + 1] if index + 1 < len(records) else None
+        if previous is not None and record.history_type == "~":
+            for model_field in tracked:
+                if getattr(previous, model_field.attname) == getattr(record, model_field.attname):
+                    continue
+                label = str(model_field.verbose_name)
+                row.changes.append(
+                    FieldChange(
+                        label=label[:1].upper() + label[1:],
+                        old=_display(previous, model_field.name),
+                        new=_display(record, model_field.name),
+                    )
+                )
+        rows.append(row)
+    return rows
