@@ -21,3 +21,5 @@ urlpatterns = [
     ),
     path("admin/", admin.site.urls),
 ]
+
+handler404 = "apps.core.errors.page_not_found"

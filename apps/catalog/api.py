@@ -1,7 +1,17 @@
+import django_filters
 from rest_framework import viewsets
 
 from apps.catalog.models import GpuModel, ModelArchitecture
 from apps.catalog.serializers import GpuModelSerializer, ModelArchitectureSerializer
+from apps.core.serializers import StrictBooleanFilter
+
+
+class GpuModelFilter(django_filters.FilterSet):
+    mig_support = StrictBooleanFilter()
+
+    class Meta:
+        model = GpuModel
+        fields = ["vendor", "mig_support"]
 
 
 class GpuModelViewSet(viewsets.ModelViewSet):
@@ -10,7 +20,8 @@ class GpuModelViewSet(viewsets.ModelViewSet):
     queryset = GpuModel.objects.order_by("vendor", "name")
     serializer_class = GpuModelSerializer
     lookup_field = "slug"
-    filterset_fields = ["vendor", "mig_support"]
+    lookup_value_regex = "[-a-zA-Z0-9_]+"
+    filterset_class = GpuModelFilter
 
 
 class ModelArchitectureViewSet(viewsets.ModelViewSet):
@@ -19,4 +30,5 @@ class ModelArchitectureViewSet(viewsets.ModelViewSet):
     queryset = ModelArchitecture.objects.order_by("family", "name")
     serializer_class = ModelArchitectureSerializer
     lookup_field = "slug"
+    lookup_value_regex = "[-a-zA-Z0-9_]+"
     filterset_fields = ["family"]

@@ -1,9 +1,10 @@
 from rest_framework import serializers
 
 from apps.catalog.models import GpuModel, ModelArchitecture
+from apps.core.serializers import StrictModelSerializer
 
 
-class GpuModelSerializer(serializers.ModelSerializer):
+class GpuModelSerializer(StrictModelSerializer):
     memory_bytes = serializers.IntegerField(read_only=True, help_text="memory_gb × 10⁹.")
 
     class Meta:
@@ -29,7 +30,7 @@ class GpuModelSerializer(serializers.ModelSerializer):
         ]
 
 
-class ModelArchitectureSerializer(serializers.ModelSerializer):
+class ModelArchitectureSerializer(StrictModelSerializer):
     total_params = serializers.IntegerField(read_only=True, help_text="Counted from the shape.")
     active_params = serializers.IntegerField(
         read_only=True, help_text="Used per token (below total for mixture-of-experts)."

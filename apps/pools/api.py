@@ -21,6 +21,7 @@ class PoolViewSet(viewsets.ModelViewSet):
     filterset_fields = ["purpose", "deployment", "region", "compliance_zone"]
     serializer_class = PoolSerializer
     lookup_field = "slug"
+    lookup_value_regex = "[-a-zA-Z0-9_]+"
 
 
 class WorkloadViewSet(viewsets.ModelViewSet):
@@ -30,6 +31,7 @@ class WorkloadViewSet(viewsets.ModelViewSet):
     filterset_fields = ["kind", "status"]
     serializer_class = WorkloadSerializer
     lookup_field = "slug"
+    lookup_value_regex = "[-a-zA-Z0-9_]+"
 
 
 class MemoryEstimateView(APIView):

@@ -1,6 +1,7 @@
 from rest_framework import serializers
 
 from apps.catalog.models import GpuModel, ModelArchitecture
+from apps.core.serializers import SlugReferenceField, StrictModelSerializer
 from apps.pools.forms import REQUIRED_COST_FIELDS, workload_consistency_errors
 from apps.pools.models import Deployment, Pool, Workload
 
@@ -11,9 +12,9 @@ class PriceLineSerializer(serializers.Serializer):
     formula = serializers.CharField()
 
 
-class PoolSerializer(serializers.ModelSerializer):
-    gpu_model = serializers.SlugRelatedField(slug_field="slug", queryset=GpuModel.objects.all())
-    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+class PoolSerializer(StrictModelSerializer):
+    gpu_model = SlugReferenceField(slug_field="slug", queryset=GpuModel.objects.all())
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     price_per_hour_usd = serializers.DecimalField(
         max_digits=16, decimal_places=4, read_only=True, help_text="Whole pool, USD per hour."
     )
@@ -87,15 +88,15 @@ class PoolSerializer(serializers.ModelSerializer):
         return pool
 
 
-class WorkloadSerializer(serializers.ModelSerializer):
-    pool = serializers.SlugRelatedField(slug_field="slug", queryset=Pool.objects.all())
-    model_architecture = serializers.SlugRelatedField(
+class WorkloadSerializer(StrictModelSerializer):
+    pool = SlugReferenceField(slug_field="slug", queryset=Pool.objects.all())
+    model_architecture = SlugReferenceField(
         slug_field="slug",
         queryset=ModelArchitecture.objects.all(),
         allow_null=True,
         required=False,
     )
-    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
 
     class Meta:
         model = Workload
