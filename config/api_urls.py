@@ -6,6 +6,12 @@ from rest_framework.routers import DefaultRouter
 from apps.accounts.api import MeView
 from apps.catalog.api import GpuModelViewSet, ModelArchitectureViewSet
 from apps.pools.api import MemoryEstimateView, PoolViewSet, WorkloadViewSet
+from apps.telemetry.api import (
+    GpuIngestView,
+    PoolHourlyUsageView,
+    RequestIngestView,
+    WorkloadHourlyRequestsView,
+)
 
 router = DefaultRouter()
 router.register("pools", PoolViewSet, basename="pool")
@@ -16,5 +22,13 @@ router.register("model-architectures", ModelArchitectureViewSet, basename="model
 urlpatterns = [
     path("me/", MeView.as_view(), name="api-me"),
     path("estimates/memory/", MemoryEstimateView.as_view(), name="api-estimate-memory"),
+    path("usage/hourly/", PoolHourlyUsageView.as_view(), name="api-usage-hourly"),
+    path(
+        "usage/requests/hourly/",
+        WorkloadHourlyRequestsView.as_view(),
+        name="api-usage-requests-hourly",
+    ),
+    path("telemetry/gpu/", GpuIngestView.as_view(), name="api-ingest-gpu"),
+    path("telemetry/requests/", RequestIngestView.as_view(), name="api-ingest-requests"),
     *router.urls,
 ]

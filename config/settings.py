@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "apps.accounts",
     "apps.catalog",
     "apps.pools",
+    "apps.telemetry",
 ]
 
 MIDDLEWARE = [
@@ -239,12 +240,28 @@ CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=25 
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="gpufleet")
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A task whose worker died unacknowledged goes back to the queue after this long (Redis
+# has no consumer heartbeat); it must exceed the longest task's time limit.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT_SECONDS", default=2 * 60 * 60)
+}
 CELERY_BEAT_SCHEDULE = {
     "worker-heartbeat": {
         "task": "core.record_worker_heartbeat",
         "schedule": timedelta(seconds=60),
     },
 }
+CELERY_BEAT_SCHEDULE["purge-raw-telemetry"] = {
+    "task": "telemetry.purge_raw_samples",
+    "schedule": timedelta(hours=24),
+}
+CELERY_BEAT_SCHEDULE["pull-telemetry-sources"] = {
+    "task": "telemetry.pull_due_sources",
+    "schedule": timedelta(seconds=30),
+    "options": {"expires": 25},
+}
+# Raw GPU samples are kept this long; hourly rollups forever.
+TELEMETRY_RAW_RETENTION_DAYS = env.int("TELEMETRY_RAW_RETENTION_DAYS", default=14)
 # A worker whose last heartbeat is older than this is reported as not alive on /healthz.
 WORKER_HEARTBEAT_MAX_AGE = timedelta(minutes=3)
 

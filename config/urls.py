@@ -10,6 +10,7 @@ urlpatterns = [
     path("", include("apps.core.urls")),
     path("", include("apps.pools.urls")),
     path("catalog/", include("apps.catalog.urls")),
+    path("telemetry/", include("apps.telemetry.urls")),
     path("account/", include("apps.accounts.urls")),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

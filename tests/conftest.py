@@ -6,6 +6,7 @@ REDIS_URL); tests that need committed rows across processes (worker, browser) us
 """
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -129,77 +130,97 @@ def workload(pool, architecture):
     )
 
 
+class CeleryWorker:
+    """A real ``celery worker`` process (solo pool) on its own queue, using the test
+    database; tests can kill it. ``name`` is the worker's node name."""
+
+    def __init__(self, queue: str, log_name: str, extra_env: dict | None = None):
+        from django.db import connection
+
+        database = connection.settings_dict
+        self.queue = queue
+        self.name = f"{queue}@{socket.gethostname()}"
+        self.log_path = ARTIFACTS_DIR / log_name
+        ARTIFACTS_DIR.mkdir(exist_ok=True)
+        self._log = self.log_path.open("w")
+        environment = {
+            **os.environ,
+            "DATABASE_URL": (
+                f"postgres://{database['USER']}@{database['HOST'] or '127.0.0.1'}:"
+                f"{database['PORT'] or 5432}/{database['NAME']}"
+            ),
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            # Tasks the worker itself enqueues (rollups after an import) stay on its queue.
+            "CELERY_TASK_DEFAULT_QUEUE": queue,
+            **(extra_env or {}),
+        }
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config.celery_app",
+                "worker",
+                "--pool=solo",
+                "--loglevel=INFO",
+                "--without-gossip",
+                "--without-mingle",
+                "-Q",
+                queue,
+                "-n",
+                f"{queue}@%h",
+            ],
+            cwd=REPO_ROOT,
+            env=environment,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        self.pid = self.process.pid
+
+    def wait_until_ready(self, timeout_seconds=60):
+        from config.celery_app import app as celery_app
+
+        deadline = time.monotonic() + timeout_seconds
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                pytest.fail(f"celery worker exited early:\n{self.log_path.read_text()}")
+            if celery_app.control.ping(destination=[self.name], timeout=1):
+                return
+        pytest.fail(f"celery worker did not answer a ping within {timeout_seconds} s")
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=20)
+        self._log.close()
+
+
 @pytest.fixture(scope="session")
 def celery_worker_process(django_db_setup, django_db_blocker):
-    """A real ``celery worker`` process on Redis, writing to the test database.
+    """A real worker on Redis, writing to the test database, for the whole session.
 
     It consumes a queue of its own, so no other worker on the same Redis steals tasks.
     """
     from django.conf import settings
-    from django.db import connection
 
     from config.celery_app import app as celery_app
 
     if settings.CELERY_TASK_ALWAYS_EAGER or not settings.CELERY_BROKER_URL:
         pytest.fail("The worker tests need CELERY_BROKER_URL (make test sets it to Redis).")
-    queue = f"gpufleet-test-{uuid.uuid4().hex[:8]}"
-    database = connection.settings_dict
-    environment = {
-        **os.environ,
-        "DATABASE_URL": (
-            f"postgres://{database['USER']}@{database['HOST'] or '127.0.0.1'}:"
-            f"{database['PORT'] or 5432}/{database['NAME']}"
-        ),
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-    }
-    log_path = ARTIFACTS_DIR / "celery-worker.log"
-    ARTIFACTS_DIR.mkdir(exist_ok=True)
-    log_file = log_path.open("w")
-    worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "config.celery_app",
-            "worker",
-            "--pool=solo",
-            "--loglevel=INFO",
-            "--without-gossip",
-            "--without-mingle",
-            "-Q",
-            queue,
-            "-n",
-            f"{queue}@%h",
-        ],
-        cwd=REPO_ROOT,
-        env=environment,
-        stdout=log_file,
-        stderr=subprocess.STDOUT,
-    )
+    worker = CeleryWorker(f"gpufleet-test-{uuid.uuid4().hex[:8]}", "celery-worker.log")
     previous_queue = celery_app.conf.task_default_queue
-    celery_app.conf.task_default_queue = queue
+    celery_app.conf.task_default_queue = worker.queue
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if worker.poll() is not None:
-                pytest.fail(f"celery worker exited early; see {log_path}:\n{log_path.read_text()}")
-            replies = celery_app.control.ping(
-                destination=[f"{queue}@{os.uname().nodename}"], timeout=1
-            )
-            if replies:
-                break
-        else:
-            pytest.fail(f"celery worker did not answer a ping within 60 s; see {log_path}")
-        yield {"queue": queue, "pid": worker.pid, "name": f"{queue}@{os.uname().nodename}"}
+        worker.wait_until_ready()
+        yield {"queue": worker.queue, "pid": worker.pid, "name": worker.name}
     finally:
         celery_app.conf.task_default_queue = previous_queue
-        worker.terminate()
-        try:
-            worker.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-        log_file.close()
+        worker.stop()
 
 
 @pytest.fixture(scope="session")

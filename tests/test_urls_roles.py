@@ -10,6 +10,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from apps.accounts.models import ApiToken
 from apps.core.roles import OPS, PROCUREMENT, TECHNICAL_LEAD
+from apps.telemetry.models import HostnameRule, ImportRun
 
 EVERYONE = "everyone"
 SUPERUSER = "superuser"
@@ -42,6 +43,13 @@ ROUTES = {
     "catalog:architecture_create": (None, "catalog.add_modelarchitecture"),
     "catalog:architecture_edit": ("architecture", "catalog.change_modelarchitecture"),
     "catalog:architecture_delete": ("architecture", "catalog.delete_modelarchitecture"),
+    "telemetry:import_list": (None, EVERYONE),
+    "telemetry:import_create": (None, "telemetry.add_importrun"),
+    "telemetry:import_detail": ("import_run", EVERYONE),
+    "telemetry:device_unassigned": (None, EVERYONE),
+    "telemetry:rule_list": (None, EVERYONE),
+    "telemetry:rule_create": (None, "telemetry.add_hostnamerule"),
+    "telemetry:rule_delete": ("hostname_rule", "telemetry.delete_hostnamerule"),
     "accounts:token_list": (None, EVERYONE),
     "accounts:token_create": (None, EVERYONE),
     "accounts:token_delete": ("own_token", EVERYONE),
@@ -61,13 +69,21 @@ API_ROUTES = {
     "model-architecture-list": None,
     "model-architecture-detail": "architecture",
 }
-# POST-only API endpoints: walked by tests/pools/test_estimates_api.py.
-POST_ONLY_API = {"api-estimate-memory"}
+# POST-only or query-required API endpoints, each walked by its own tests:
+# tests/pools/test_estimates_api.py and tests/telemetry/test_api.py.
+POST_ONLY_API = {
+    "api-estimate-memory",
+    "api-ingest-gpu",
+    "api-ingest-requests",
+    "api-usage-hourly",
+    "api-usage-requests-hourly",
+}
 # Not walked, with the reason.
 EXCLUDED = {
     "login": "the login page itself is public",
     "logout": "POST-only; covered by the browser test",
     "healthz": "public JSON probe for load balancers; covered by test_health",
+    "telemetry:device_assign": "POST-only; covered by tests/telemetry/test_views.py",
 }
 EXCLUDED_NAMESPACES = {"admin": "Django's admin checks is_staff itself"}
 
@@ -120,6 +136,14 @@ def _url(name, kind, *, pool, workload, user):
         return reverse(name, kwargs={"slug": pool.slug})
     if kind == "workload":
         return reverse(name, kwargs={"slug": workload.slug})
+    if kind == "import_run":
+        run = ImportRun.objects.create(
+            kind="gpu", format="dcgm", source="upload", filename="walk.prom", pool=pool
+        )
+        return reverse(name, kwargs={"pk": run.pk})
+    if kind == "hostname_rule":
+        rule = HostnameRule.objects.create(pool=pool, hostname_pattern="walk-*")
+        return reverse(name, kwargs={"pk": rule.pk})
     if kind == "gpu_model":
         return reverse(name, kwargs={"slug": pool.gpu_model.slug})
     if kind == "architecture":

@@ -6,6 +6,7 @@ NAVIGATION = (
     ("Pools", "pools:pool_list", ("pools:pool_",)),
     ("Workloads", "pools:workload_list", ("pools:workload_", "pools:calculator")),
     ("Catalog", "catalog:gpu_model_list", ("catalog:",)),
+    ("Telemetry", "telemetry:import_list", ("telemetry:",)),
     ("Backups", "core:backups", ("core:backups",)),
     ("Reports", "core:reports", ("core:reports",)),
     ("Procurement", "core:procurement", ("core:procurement",)),

@@ -32,12 +32,17 @@ TECHNICAL_LEAD = Role(
         "pools.add_workload",
         "pools.change_workload",
         "pools.delete_workload",
+        "telemetry.add_importrun",
+        "telemetry.change_gpudevice",
+        "telemetry.add_hostnamerule",
+        "telemetry.change_hostnamerule",
+        "telemetry.delete_hostnamerule",
     ),
 )
 OPS = Role(
     name="Ops",
-    description="Edits backup policies and records restore drills.",
-    permissions=(),  # backup models arrive with the backups issue
+    description="Edits backup policies, records restore drills and imports telemetry.",
+    permissions=("telemetry.add_importrun",),  # backup models arrive with the backups issue
 )
 PROCUREMENT = Role(
     name="Procurement",

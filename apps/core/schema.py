@@ -36,7 +36,12 @@ class GpufleetAutoSchema(AutoSchema):
             "403": _error("Not allowed (a read-only token writing, a role without permission)."),
             "429": _error("Throttled."),
         }
-        if has_body or self._get_filter_parameters() or self._get_pagination_parameters():
+        if (
+            has_body
+            or self._get_filter_parameters()
+            or self._get_pagination_parameters()
+            or self.get_override_parameters()
+        ):
             errors["400"] = VALIDATION_ERROR
         if "{" in self.path:
             errors["404"] = _error("No such object.")

@@ -1,6 +1,9 @@
+from datetime import timedelta
+
 from django.contrib.auth.decorators import permission_required
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from apps.catalog.models import GpuModel
@@ -13,8 +16,11 @@ from apps.pools.estimates import EstimateError, run_memory_estimate
 from apps.pools.filters import POOL_SORTS, PoolFilter
 from apps.pools.forms import CalculatorForm, PoolForm, WorkloadForm
 from apps.pools.models import Pool, Workload
+from apps.telemetry.charts import build_pool_utilization_figure
 
 PAGE_SIZE = 25
+# How far back the pool page's utilization chart looks.
+UTILIZATION_WINDOW = timedelta(days=14)
 
 
 @require_GET
@@ -62,6 +68,17 @@ def pool_detail(request, slug):
         "price_breakdown": pool.price_breakdown(),
         "findings_count": sum(len(assessment.findings) for _, assessment in rows),
         "history": history_rows(pool),
+        "utilization_figure": build_pool_utilization_figure(
+            pool.hourly_usage.filter(hour__gte=timezone.now() - UTILIZATION_WINDOW)
+            .order_by("hour")
+            .values(
+                "hour",
+                "avg_utilization_pct",
+                "max_utilization_pct",
+                "reporting_gpus",
+                "capacity_gpu_hours",
+            )
+        ),
     }
     return render_page(request, "pools/pool_detail.html", context)
 

@@ -1,0 +1,292 @@
+"""Telemetry over the API: agents push scrapes and request logs; scripts read the
+hourly rollups."""
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.core.schema import ErrorSerializer
+from apps.core.serializers import SlugReferenceField, StrictBooleanField, StrictCharField
+from apps.pools.models import Pool, Workload
+from apps.telemetry import services
+from apps.telemetry.models import ImportRun, PoolHourlyUsage, WorkloadHourlyRequests
+from apps.telemetry.parsers import GPU_CSV_FIELDS, REQUEST_CSV_FIELDS, TelemetryFormatError
+from apps.telemetry.tasks import schedule_rollups
+
+MAX_TEXT_CHARACTERS = 20_000_000
+
+
+class _RangeSerializer(serializers.Serializer):
+    """Rows with start ≤ hour < end; an end at or before the start selects nothing."""
+
+    start = serializers.DateTimeField(required=False, help_text="ISO 8601; inclusive.")
+    end = serializers.DateTimeField(required=False, help_text="ISO 8601; exclusive.")
+
+
+class PoolUsageQuerySerializer(_RangeSerializer):
+    pool = serializers.SlugField(help_text="The pool's slug.")
+
+
+class RequestUsageQuerySerializer(_RangeSerializer):
+    workload = serializers.SlugField(help_text="The workload's slug.")
+
+
+def _by_slug(model, slug):
+    """A 404 naming what is missing: the query was well formed, the object is not there."""
+    found = model.objects.filter(slug=slug).first()
+    if found is None:
+        raise NotFound(f"No {model._meta.verbose_name} with slug “{slug}”.")
+    return found
+
+
+NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No object with that slug.")
+
+
+class PoolHourlyUsageSerializer(serializers.ModelSerializer):
+    hour = serializers.DateTimeField(help_text="Start of the UTC hour.")
+
+    class Meta:
+        model = PoolHourlyUsage
+        fields = [
+            "hour",
+            "reporting_gpus",
+            "capacity_gpu_hours",
+            "busy_gpu_hours",
+            "avg_utilization_pct",
+            "max_utilization_pct",
+            "max_memory_used_mib",
+            "energy_kwh",
+        ]
+
+
+class WorkloadHourlyRequestsSerializer(serializers.ModelSerializer):
+    hour = serializers.DateTimeField(help_text="Start of the UTC hour.")
+
+    class Meta:
+        model = WorkloadHourlyRequests
+        fields = ["hour", "requests", "input_tokens", "output_tokens", "errors", "p95_latency_ms"]
+
+
+def _in_range(queryset, params):
+    if params.get("start"):
+        queryset = queryset.filter(hour__gte=params["start"])
+    if params.get("end"):
+        queryset = queryset.filter(hour__lt=params["end"])
+    return queryset
+
+
+class PoolHourlyUsageView(APIView):
+    """Hourly utilization of one pool (definitions in apps/telemetry/rollups.py)."""
+
+    @extend_schema(
+        parameters=[PoolUsageQuerySerializer],
+        responses={200: PoolHourlyUsageSerializer(many=True), 404: NOT_FOUND},
+    )
+    def get(self, request):
+        query = PoolUsageQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        params = query.validated_data
+        pool = _by_slug(Pool, params["pool"])
+        rows = _in_range(PoolHourlyUsage.objects.filter(pool=pool), params)
+        return Response(PoolHourlyUsageSerializer(rows.order_by("hour"), many=True).data)
+
+
+class WorkloadHourlyRequestsView(APIView):
+    """Hourly requests, tokens, errors and p95 latency of one workload."""
+
+    @extend_schema(
+        parameters=[RequestUsageQuerySerializer],
+        responses={200: WorkloadHourlyRequestsSerializer(many=True), 404: NOT_FOUND},
+    )
+    def get(self, request):
+        query = RequestUsageQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        params = query.validated_data
+        workload = _by_slug(Workload, params["workload"])
+        rows = _in_range(WorkloadHourlyRequests.objects.filter(workload=workload), params)
+        return Response(WorkloadHourlyRequestsSerializer(rows.order_by("hour"), many=True).data)
+
+
+class RowErrorSerializer(serializers.Serializer):
+    line = serializers.IntegerField()
+    message = serializers.CharField()
+
+
+class ImportResultSerializer(serializers.Serializer):
+    import_run = serializers.IntegerField()
+    status = serializers.CharField()
+    accepted = serializers.IntegerField()
+    duplicates = serializers.IntegerField()
+    rejected = serializers.IntegerField()
+    errors = RowErrorSerializer(many=True)
+    message = serializers.CharField()
+
+
+class _IngestSerializer(serializers.Serializer):
+    text = StrictCharField(
+        max_length=MAX_TEXT_CHARACTERS,
+        trim_whitespace=False,
+        help_text="The file's content: a /metrics scrape, an nvidia-smi or other CSV.",
+    )
+    columns = serializers.DictField(
+        child=StrictCharField(),
+        required=False,
+        default=dict,
+        help_text="CSV only: our field name → the file's header.",
+    )
+    time_zone = StrictCharField(required=False, default="UTC")
+    skip_bad_rows = StrictBooleanField(required=False, default=False)
+
+    def validate_time_zone(self, value):
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            return ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as error:
+            raise ValidationError(f"unknown time zone “{value}”") from error
+
+
+class GpuIngestSerializer(_IngestSerializer):
+    format = serializers.ChoiceField(choices=services.GPU_FORMATS)
+    pool = SlugReferenceField(
+        slug_field="slug",
+        queryset=Pool.objects.all(),
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Devices first seen here join this pool.",
+    )
+    scraped_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="dcgm: when the scrape was taken (default: now).",
+    )
+
+    def validate_columns(self, value):
+        unknown = set(value) - set(GPU_CSV_FIELDS)
+        if unknown:
+            raise ValidationError(f"unknown fields {sorted(unknown)}; known: {GPU_CSV_FIELDS}")
+        return value
+
+
+class RequestIngestSerializer(_IngestSerializer):
+    format = serializers.ChoiceField(choices=services.REQUEST_FORMATS)
+    workload = SlugReferenceField(slug_field="slug", queryset=Workload.objects.all())
+
+    def validate_columns(self, value):
+        unknown = set(value) - set(REQUEST_CSV_FIELDS)
+        if unknown:
+            raise ValidationError(f"unknown fields {sorted(unknown)}; known: {REQUEST_CSV_FIELDS}")
+        return value
+
+
+def _result(run: ImportRun) -> dict:
+    return {
+        "import_run": run.pk,
+        "status": run.status,
+        "accepted": run.rows_accepted,
+        "duplicates": run.rows_duplicate,
+        "rejected": run.rows_rejected,
+        "errors": run.errors,
+        "message": run.message,
+    }
+
+
+class _IngestView(APIView):
+    permission_classes = [IsAuthenticated]
+    kind = ""
+
+    def check_permissions(self, request):
+        super().check_permissions(request)
+        # Read-only tokens are refused by the default ReadOnlyTokenPermission; this
+        # endpoint replaces the defaults, so it checks again.
+        from apps.accounts.permissions import ReadOnlyTokenPermission
+
+        if not ReadOnlyTokenPermission().has_permission(request, self):
+            raise PermissionDenied(ReadOnlyTokenPermission.message)
+        if not request.user.has_perm("telemetry.add_importrun"):
+            raise PermissionDenied("Importing telemetry needs the Technical lead or Ops role.")
+
+    def _ingest(self, request, serializer_class, parse, store):
+        serializer = serializer_class(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        run = ImportRun.objects.create(
+            kind=self.kind,
+            format=data["format"],
+            source=ImportRun.Source.API,
+            created_by=request.user,
+            pool=data.get("pool"),
+            workload=data.get("workload"),
+            skip_bad_rows=data["skip_bad_rows"],
+            status=ImportRun.Status.RUNNING,
+        )
+        try:
+            result = parse(data)
+        except TelemetryFormatError as error:
+            run.status, run.message, run.progress_pct = ImportRun.Status.REJECTED, str(error), 100
+            run.save()
+            raise ValidationError({"text": [str(error)]}) from error
+        summary = store(result, data)
+        services.record_import_run(run, summary)
+        if summary.rejected_whole:
+            return Response(_result(run), status=422)
+        schedule_rollups(summary)
+        return Response(_result(run), status=201)
+
+
+class GpuIngestView(_IngestView):
+    """Push GPU telemetry (what an agent scraped). Rows are keyed by (device, timestamp):
+    pushing the same text twice stores nothing the second time. 422 when the text has bad
+    rows and ``skip_bad_rows`` is false (nothing is stored; the errors say which lines)."""
+
+    kind = "gpu"
+
+    @extend_schema(
+        request=GpuIngestSerializer,
+        responses={201: ImportResultSerializer, 422: ImportResultSerializer},
+    )
+    def post(self, request):
+        return self._ingest(
+            request,
+            GpuIngestSerializer,
+            lambda data: services.parse_gpu_text(
+                data["text"],
+                format=data["format"],
+                columns=data["columns"],
+                tz=data["time_zone"],
+                scraped_at=data["scraped_at"],
+            ),
+            lambda result, data: services.import_gpu_samples(
+                result, pool=data["pool"], skip_bad_rows=data["skip_bad_rows"]
+            ),
+        )
+
+
+class RequestIngestView(_IngestView):
+    """Push an inference request log for a workload (Azure LLM trace format or CSV)."""
+
+    kind = "requests"
+
+    @extend_schema(
+        request=RequestIngestSerializer,
+        responses={201: ImportResultSerializer, 422: ImportResultSerializer},
+    )
+    def post(self, request):
+        return self._ingest(
+            request,
+            RequestIngestSerializer,
+            lambda data: services.parse_request_text(
+                data["text"],
+                format=data["format"],
+                columns=data["columns"],
+                tz=data["time_zone"],
+            ),
+            lambda result, data: services.import_requests(
+                result, workload=data["workload"], skip_bad_rows=data["skip_bad_rows"]
+            ),
+        )

@@ -1,0 +1,79 @@
+"""Figures for telemetry. Pure builders: rollup rows in, ``go.Figure`` out."""
+
+from datetime import timedelta
+
+import plotly.graph_objects as go
+
+from apps.pools.charts import _BASE_LAYOUT
+
+AVERAGE_COLOUR = "#206bc4"
+BUSIEST_COLOUR = "#f59f00"
+_ONE_HOUR = timedelta(hours=1)
+
+
+def _with_gaps(rows: list[dict]) -> list[dict | None]:
+    """A None between hours that are not adjacent, so the line breaks where no GPU
+    reported instead of drawing a straight line across the silence."""
+    out: list[dict | None] = []
+    for row in rows:
+        if out and row["hour"] - out[-1]["hour"] > _ONE_HOUR:
+            out.append(None)
+        out.append(row)
+    return out
+
+
+def build_pool_utilization_figure(rows) -> go.Figure:
+    """A pool's hourly utilization from PoolHourlyUsage rows (dicts with ``hour``,
+    ``avg_utilization_pct``, and optionally ``max_utilization_pct``, ``reporting_gpus``,
+    ``capacity_gpu_hours``), ordered by hour.
+
+    ``avg_utilization_pct`` = 100 × busy GPU-hours ÷ reporting GPUs (apps/telemetry/
+    rollups.py), so the line is the mean over the GPUs that reported, not over the pool's
+    capacity; the hover says how many reported. No rows → a figure without data, which
+    ``{% plotly_chart %}`` renders as its empty state.
+    """
+    rows = list(rows)
+    figure = go.Figure()
+    if not rows:
+        return figure
+    points = _with_gaps(rows)
+    hours = [point["hour"] if point else None for point in points]
+    reporting = [
+        [point.get("reporting_gpus"), point.get("capacity_gpu_hours")] if point else [None, None]
+        for point in points
+    ]
+    figure.add_trace(
+        go.Scatter(
+            name="Average of reporting GPUs",
+            x=hours,
+            y=[point["avg_utilization_pct"] if point else None for point in points],
+            customdata=reporting,
+            mode="lines+markers" if len(rows) < 48 else "lines",
+            line={"color": AVERAGE_COLOUR, "width": 2},
+            connectgaps=False,
+            hovertemplate=(
+                "%{x|%Y-%m-%d %H:00} UTC<br>Average %{y:.1f} %<br>"
+                "%{customdata[0]} of %{customdata[1]:.0f} GPUs reporting<extra></extra>"
+            ),
+        )
+    )
+    if any(point.get("max_utilization_pct") is not None for point in rows):
+        figure.add_trace(
+            go.Scatter(
+                name="Busiest GPU",
+                x=hours,
+                y=[point.get("max_utilization_pct") if point else None for point in points],
+                mode="lines",
+                line={"color": BUSIEST_COLOUR, "width": 1, "dash": "dot"},
+                connectgaps=False,
+                hovertemplate="%{x|%Y-%m-%d %H:00} UTC<br>Busiest GPU %{y:.1f} %<extra></extra>",
+            )
+        )
+    figure.update_layout(
+        title="GPU utilization per hour",
+        xaxis_title="Hour (UTC)",
+        yaxis={"title": "Utilization (%)", "range": [0, 105], "ticksuffix": " %"},
+        showlegend=True,
+        **_BASE_LAYOUT,
+    )
+    return figure

@@ -1,0 +1,216 @@
+"""Upload forms for telemetry and request logs, hostname rules, and the triage form.
+
+The forms check what can be checked before the file is read (mapping syntax and field
+names, time zone, size); the rows themselves are checked by the parsers in the import
+task, which name the line.
+"""
+
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from django import forms
+from django.conf import settings
+
+from apps.core.forms import TablerFormMixin
+from apps.pools.models import Pool, Workload
+from apps.telemetry import services
+from apps.telemetry.models import GpuDevice, HostnameRule
+from apps.telemetry.parsers import GPU_CSV_FIELDS, REQUEST_CSV_FIELDS
+
+DEFAULT_UPLOAD_MAX_BYTES = 200 * 1000 * 1000  # 200 MB
+
+
+def upload_max_bytes() -> int:
+    return getattr(settings, "TELEMETRY_UPLOAD_MAX_BYTES", DEFAULT_UPLOAD_MAX_BYTES)
+
+
+def _size(size_bytes: int) -> str:
+    """Bytes in the largest sensible decimal unit: 200 MB, 1.5 MB, 2 kB, 512 bytes."""
+    if size_bytes >= 10e6:
+        return f"{size_bytes / 1e6:,.0f} MB"
+    if size_bytes >= 1e6:
+        return f"{size_bytes / 1e6:,.1f} MB"
+    if size_bytes >= 1e3:
+        return f"{size_bytes / 1e3:,.0f} kB"
+    return f"{size_bytes} bytes"
+
+
+class _ImportForm(TablerFormMixin, forms.Form):
+    """The fields every upload shares; subclasses say what kind of data and which formats."""
+
+    kind = ""  # ImportRun.kind
+    known_fields: tuple[str, ...] = ()
+    required_fields: tuple[str, ...] = ()
+    mapping_example = ""
+
+    file = forms.FileField(label="File")
+    columns = forms.CharField(
+        label="Column mapping",
+        required=False,
+        widget=forms.TextInput(attrs={"spellcheck": "false", "autocomplete": "off"}),
+    )
+    time_zone = forms.CharField(
+        label="Time zone of naive timestamps",
+        initial="UTC",
+        help_text="Timestamps without an offset are read in this zone, e.g. UTC, Asia/Shanghai.",
+    )
+    skip_bad_rows = forms.BooleanField(
+        label="Skip bad rows (keep the good ones and list each rejected line)",
+        required=False,
+        help_text="Unticked, a file with any bad row is rejected whole and nothing is stored.",
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["columns"].help_text = (
+            f"Generic CSV only: field=header pairs, comma-separated, e.g. "
+            f"{self.mapping_example}. Fields: {', '.join(self.known_fields)}; "
+            f"required: {', '.join(self.required_fields)}."
+        )
+        self.fields["file"].help_text = (
+            f"UTF-8 text, at most {_size(upload_max_bytes())}. Larger files: "
+            "use the import commands on the server."
+        )
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        limit = upload_max_bytes()
+        if upload.size > limit:
+            raise forms.ValidationError(
+                f"The file is {_size(upload.size)}; uploads are limited to "
+                f"{_size(limit)}. Split it, or import it on the server with the "
+                "import command."
+            )
+        return upload
+
+    def clean_time_zone(self):
+        name = self.cleaned_data["time_zone"].strip()
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError) as error:
+            raise forms.ValidationError(
+                f"Unknown time zone “{name}”: use an IANA name such as UTC or Asia/Shanghai."
+            ) from error
+        return name
+
+    def clean_columns(self):
+        try:
+            mapping = services.parse_column_mapping(self.cleaned_data["columns"])
+        except ValueError as error:
+            raise forms.ValidationError(
+                f"Column mapping: {error}; expected field=header pairs such as "
+                f"{self.mapping_example}."
+            ) from error
+        unknown = [name for name in mapping if name not in self.known_fields]
+        if unknown:
+            raise forms.ValidationError(
+                f"Unknown field(s) in the column mapping: {', '.join(unknown)}. "
+                f"Known fields: {', '.join(self.known_fields)}."
+            )
+        return mapping
+
+    def clean(self):
+        cleaned_data = super().clean()
+        mapping = cleaned_data.get("columns")
+        if cleaned_data.get("format") == "csv" and "columns" not in self.errors:
+            if not mapping:
+                self.add_error(
+                    "columns",
+                    f"A generic CSV needs a column mapping, e.g. {self.mapping_example}.",
+                )
+            else:
+                missing = [name for name in self.required_fields if name not in mapping]
+                if missing:
+                    self.add_error(
+                        "columns",
+                        f"The column mapping lacks {', '.join(missing)} "
+                        f"(required: {', '.join(self.required_fields)}).",
+                    )
+        return cleaned_data
+
+    def task_columns(self) -> dict | None:
+        """The mapping to hand to the import task: only a generic CSV uses one."""
+        if self.cleaned_data["format"] != "csv":
+            return None
+        return self.cleaned_data["columns"] or None
+
+
+class GpuImportForm(_ImportForm):
+    kind = "gpu"
+    known_fields = GPU_CSV_FIELDS
+    required_fields = ("timestamp", "device", "utilization_pct")
+    mapping_example = "timestamp=time,device=gpu_uuid,utilization_pct=util"
+
+    format = forms.ChoiceField(
+        label="Format",
+        choices=[
+            ("dcgm", "dcgm-exporter scrape (Prometheus text from /metrics)"),
+            ("nvidia-smi", "nvidia-smi --query-gpu … --format=csv"),
+            ("csv", "Generic CSV with a column mapping"),
+        ],
+    )
+    pool = forms.ModelChoiceField(
+        label="Pool",
+        queryset=Pool.objects.order_by("name"),
+        required=False,
+        empty_label="By hostname rules (or wait unassigned)",
+        help_text="GPUs first seen in this file join this pool. Without one, hostname rules "
+        "decide, and GPUs no rule matches wait on the Unassigned GPUs page.",
+    )
+
+    field_order = ["file", "format", "pool", "columns", "time_zone", "skip_bad_rows"]
+
+
+class RequestImportForm(_ImportForm):
+    kind = "requests"
+    known_fields = REQUEST_CSV_FIELDS
+    required_fields = ("timestamp", "input_tokens", "output_tokens")
+    mapping_example = "timestamp=ts,input_tokens=prompt,output_tokens=completion,latency_ms=lat"
+
+    format = forms.ChoiceField(
+        label="Format",
+        choices=[
+            ("azure-llm", "Azure LLM inference trace (TIMESTAMP,ContextTokens,GeneratedTokens)"),
+            ("csv", "Generic CSV with a column mapping"),
+        ],
+    )
+    workload = forms.ModelChoiceField(
+        label="Workload",
+        queryset=Workload.objects.order_by("name"),
+        help_text="The requests in the file were served by this workload.",
+    )
+
+    field_order = ["file", "format", "workload", "columns", "time_zone", "skip_bad_rows"]
+
+
+class HostnameRuleForm(TablerFormMixin, forms.ModelForm):
+    class Meta:
+        model = HostnameRule
+        fields = ["pool", "hostname_pattern", "priority"]
+        labels = {"hostname_pattern": "Hostname pattern"}
+        help_texts = {
+            "hostname_pattern": "Shell-style: gpu-sh-* matches gpu-sh-01; node-1? matches node-12.",
+            "priority": "Lower numbers are tried first; the first matching rule wins.",
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["pool"].queryset = Pool.objects.order_by("name")
+
+    def clean_hostname_pattern(self):
+        pattern = self.cleaned_data["hostname_pattern"].strip()
+        if not pattern:
+            raise forms.ValidationError("Enter a hostname or a pattern such as gpu-sh-*.")
+        return pattern
+
+
+class DeviceAssignForm(TablerFormMixin, forms.Form):
+    """The triage page's bulk form: these devices go to that pool."""
+
+    pool = forms.ModelChoiceField(
+        queryset=Pool.objects.order_by("name"), label="Pool", empty_label="Choose a pool"
+    )
+    devices = forms.ModelMultipleChoiceField(
+        queryset=GpuDevice.objects.all(),
+        label="GPUs",
+        error_messages={"required": "Tick at least one GPU to assign."},
+    )

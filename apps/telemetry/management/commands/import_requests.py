@@ -1,0 +1,65 @@
+"""``manage.py import_requests PATH --workload SLUG --format {azure-llm,csv}
+[--columns timestamp=H,input_tokens=H,output_tokens=H,latency_ms=H,status=H]``"""
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from apps.pools.models import Workload
+from apps.telemetry import services
+from apps.telemetry.management.commands.import_telemetry import read_text, time_zone
+from apps.telemetry.models import ImportRun
+from apps.telemetry.parsers import TelemetryFormatError
+from apps.telemetry.tasks import schedule_rollups
+
+
+class Command(BaseCommand):
+    help = "Import an inference request log for a workload (Azure LLM trace or CSV)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("path")
+        parser.add_argument("--workload", required=True)
+        parser.add_argument("--format", required=True, choices=services.REQUEST_FORMATS)
+        parser.add_argument("--columns", help="CSV: field=header pairs, comma-separated.")
+        parser.add_argument("--tz", default="UTC")
+        parser.add_argument("--skip-bad-rows", action="store_true")
+
+    def handle(self, *args, **options):
+        workload = Workload.objects.filter(slug=options["workload"]).first()
+        if workload is None:
+            raise CommandError(f"--workload: no workload with slug “{options['workload']}”")
+        try:
+            columns = services.parse_column_mapping(options["columns"])
+        except ValueError as error:
+            raise CommandError(f"--columns: {error}") from error
+        text = read_text(options["path"])
+        run = ImportRun.objects.create(
+            kind="requests",
+            format=options["format"],
+            source=ImportRun.Source.COMMAND,
+            filename=Path(options["path"]).name,
+            workload=workload,
+            skip_bad_rows=options["skip_bad_rows"],
+            status=ImportRun.Status.RUNNING,
+        )
+        try:
+            result = services.parse_request_text(
+                text, format=options["format"], columns=columns, tz=time_zone(options["tz"])
+            )
+        except TelemetryFormatError as error:
+            run.status, run.message = ImportRun.Status.REJECTED, str(error)
+            run.save()
+            raise CommandError(f"{options['path']}: {error}") from error
+        summary = services.import_requests(
+            result, workload=workload, skip_bad_rows=options["skip_bad_rows"]
+        )
+        services.record_import_run(run, summary)
+        for error in summary.errors:
+            self.stderr.write(error.message)
+        if summary.rejected_whole:
+            raise CommandError(summary.describe())
+        schedule_rollups(summary)
+        self.stdout.write(
+            f"{summary.accepted} rows accepted, {summary.duplicates} duplicates skipped, "
+            f"{summary.rejected} rows rejected"
+        )

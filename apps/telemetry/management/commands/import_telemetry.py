@@ -1,0 +1,117 @@
+"""``manage.py import_telemetry PATH --format {dcgm,nvidia-smi,csv} [--pool SLUG]
+[--columns timestamp=H,device=H,utilization_pct=H[,memory_used_mib=H,power_w=H]] [--tz ZONE]``
+
+For cron: prints rows accepted, duplicates skipped and rows rejected, and exits non-zero
+when the file is refused. The hours it touched are rolled up by Celery (inline when no
+broker is configured).
+"""
+
+from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from django.core.management.base import BaseCommand, CommandError
+
+from apps.pools.models import Pool
+from apps.telemetry import services
+from apps.telemetry.models import ImportRun
+from apps.telemetry.parsers import TelemetryFormatError
+from apps.telemetry.tasks import schedule_rollups
+
+
+def time_zone(name: str):
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as error:
+        raise CommandError(f"--tz: unknown time zone “{name}” (e.g. UTC, Asia/Shanghai)") from error
+
+
+def read_text(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8-sig")
+    except FileNotFoundError as error:
+        raise CommandError(f"{path}: no such file") from error
+    except UnicodeDecodeError as error:
+        raise CommandError(
+            f"{path}: not UTF-8 text ({error.reason} at byte {error.start})"
+        ) from error
+
+
+class Command(BaseCommand):
+    help = "Import GPU telemetry from a file (dcgm-exporter scrape, nvidia-smi CSV, or CSV)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("path")
+        parser.add_argument("--format", required=True, choices=services.GPU_FORMATS)
+        parser.add_argument("--pool", help="Assign devices first seen in this file to the pool.")
+        parser.add_argument("--columns", help="Generic CSV: field=header pairs, comma-separated.")
+        parser.add_argument("--tz", default="UTC", help="Zone of naive timestamps (default UTC).")
+        parser.add_argument(
+            "--skip-bad-rows",
+            action="store_true",
+            help="Keep the good rows of a file with bad ones (each rejected line is reported).",
+        )
+        parser.add_argument(
+            "--scraped-at",
+            help="dcgm: when the scrape was taken (ISO 8601); default the file's modified time.",
+        )
+
+    def handle(self, *args, **options):
+        pool = None
+        if options["pool"]:
+            pool = Pool.objects.filter(slug=options["pool"]).first()
+            if pool is None:
+                raise CommandError(f"--pool: no pool with slug “{options['pool']}”")
+        try:
+            columns = services.parse_column_mapping(options["columns"])
+        except ValueError as error:
+            raise CommandError(f"--columns: {error}") from error
+        text = read_text(options["path"])
+        scraped_at = None
+        if options["format"] == "dcgm":
+            if options["scraped_at"]:
+                try:
+                    scraped_at = datetime.fromisoformat(options["scraped_at"])
+                except ValueError as error:
+                    raise CommandError("--scraped-at: expected ISO 8601") from error
+                if scraped_at.tzinfo is None:
+                    scraped_at = scraped_at.replace(tzinfo=time_zone(options["tz"]))
+            else:
+                modified = Path(options["path"]).stat().st_mtime
+                scraped_at = datetime.fromtimestamp(modified, tz=UTC)
+        run = ImportRun.objects.create(
+            kind="gpu",
+            format=options["format"],
+            source=ImportRun.Source.COMMAND,
+            filename=Path(options["path"]).name,
+            pool=pool,
+            skip_bad_rows=options["skip_bad_rows"],
+            status=ImportRun.Status.RUNNING,
+        )
+        try:
+            result = services.parse_gpu_text(
+                text,
+                format=options["format"],
+                columns=columns,
+                tz=time_zone(options["tz"]),
+                scraped_at=scraped_at,
+            )
+        except TelemetryFormatError as error:
+            run.status, run.message = ImportRun.Status.REJECTED, str(error)
+            run.save()
+            raise CommandError(f"{options['path']}: {error}") from error
+        summary = services.import_gpu_samples(
+            result, pool=pool, skip_bad_rows=options["skip_bad_rows"]
+        )
+        services.record_import_run(run, summary)
+        for error in summary.errors:
+            self.stderr.write(error.message)
+        if summary.rejected_whole:
+            raise CommandError(summary.describe())
+        schedule_rollups(summary)
+        self.stdout.write(
+            f"{summary.accepted} rows accepted, {summary.duplicates} duplicates skipped, "
+            f"{summary.rejected} rows rejected"
+        )
+        if summary.new_devices or summary.unassigned_devices:
+            self.stdout.write(summary.describe())

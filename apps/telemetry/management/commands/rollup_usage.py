@@ -1,0 +1,44 @@
+"""``manage.py rollup_usage [--all]``: recompute hourly rollups synchronously.
+
+Without ``--all`` only the last 48 hours of every pool and workload with data are redone
+(what a late import usually touches); ``--all`` recomputes everything from the samples.
+"""
+
+from datetime import timedelta
+
+from django.core.management.base import BaseCommand
+from django.utils import timezone
+
+from apps.telemetry import rollups
+from apps.telemetry.models import GpuSample, RequestSample
+from apps.telemetry.services import hour_of
+
+
+class Command(BaseCommand):
+    help = "Recompute hourly utilization and request rollups."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--all", action="store_true", help="From the first sample on.")
+
+    def handle(self, *args, **options):
+        if options["all"]:
+            pool_rows, workload_rows = rollups.rollup_everything()
+        else:
+            end = hour_of(timezone.now()) + timedelta(hours=1)
+            start = end - timedelta(hours=48)
+            pool_ids = (
+                GpuSample.objects.filter(timestamp__gte=start, device__pool__isnull=False)
+                .values_list("device__pool_id", flat=True)
+                .distinct()
+            )
+            workload_ids = (
+                RequestSample.objects.filter(timestamp__gte=start)
+                .values_list("workload_id", flat=True)
+                .distinct()
+            )
+            pool_rows = sum(rollups.rollup_pool_hours(pool_id, start, end) for pool_id in pool_ids)
+            workload_rows = sum(
+                rollups.rollup_workload_hours(workload_id, start, end)
+                for workload_id in workload_ids
+            )
+        self.stdout.write(f"{pool_rows} pool-hours and {workload_rows} workload-hours rolled up.")

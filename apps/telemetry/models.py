@@ -1,0 +1,245 @@
+"""GPU devices, their samples, request logs, imports and the hourly rollups.
+
+Raw samples are kept for a retention window; hourly rollups are kept forever and are
+what reports read. Keys make every write idempotent: a sample is unique per (device,
+timestamp), a rollup per (pool, hour), so a retried import or rollup changes nothing.
+"""
+
+from django.conf import settings
+from django.db import models
+
+
+class GpuDevice(models.Model):
+    """A GPU, or a MIG slice of one (UUID + GPU instance id), registered on first sight."""
+
+    class Assignment(models.TextChoices):
+        UNASSIGNED = "unassigned", "Unassigned"
+        RULE = "rule", "By hostname rule"
+        IMPORT = "import", "By the import's pool"
+        MANUAL = "manual", "By hand"
+
+    # "GPU-…" for a whole GPU, "GPU-…/3" for MIG instance 3: one unique text key keeps
+    # uniqueness simple on every database (NULL instance ids are never equal in SQL).
+    key = models.CharField(max_length=120, unique=True)
+    uuid = models.CharField("UUID", max_length=100, db_index=True)
+    gpu_instance_id = models.PositiveIntegerField("MIG GPU instance", null=True, blank=True)
+    mig_profile = models.CharField("MIG profile", max_length=50, blank=True)
+    hostname = models.CharField(max_length=255, blank=True, db_index=True)
+    gpu_index = models.PositiveIntegerField("GPU index", null=True, blank=True)
+    model_name = models.CharField("Reported model", max_length=100, blank=True)
+    driver_version = models.CharField(max_length=50, blank=True)
+    pool = models.ForeignKey(
+        "pools.Pool", null=True, blank=True, on_delete=models.SET_NULL, related_name="devices"
+    )
+    assignment = models.CharField(
+        max_length=12, choices=Assignment.choices, default=Assignment.UNASSIGNED
+    )
+    first_seen_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["hostname", "gpu_index", "key"]
+        verbose_name = "GPU device"
+
+    def __str__(self):
+        where = f"{self.hostname} #{self.gpu_index}" if self.hostname else self.uuid
+        return (
+            f"{where} (MIG {self.gpu_instance_id})" if self.gpu_instance_id is not None else where
+        )
+
+    @staticmethod
+    def key_for(uuid: str, gpu_instance_id: int | None) -> str:
+        return uuid if gpu_instance_id is None else f"{uuid}/{gpu_instance_id}"
+
+
+class HostnameRule(models.Model):
+    """Devices whose hostname matches the pattern (shell-style, e.g. ``gpu-sh-*``) join the
+    pool. Lower priority numbers are tried first."""
+
+    pool = models.ForeignKey("pools.Pool", on_delete=models.CASCADE, related_name="hostname_rules")
+    hostname_pattern = models.CharField(max_length=255, help_text="Shell-style: gpu-sh-*, node-1?")
+    priority = models.PositiveIntegerField(default=100)
+
+    class Meta:
+        ordering = ["priority", "id"]
+
+    def __str__(self):
+        return f"{self.hostname_pattern} → {self.pool}"
+
+
+class GpuSample(models.Model):
+    id = models.BigAutoField(primary_key=True)
+    device = models.ForeignKey(GpuDevice, on_delete=models.CASCADE, related_name="samples")
+    timestamp = models.DateTimeField()
+    utilization_pct = models.FloatField(null=True)
+    memory_used_mib = models.FloatField(null=True)
+    memory_free_mib = models.FloatField(null=True)
+    power_w = models.FloatField(null=True)
+    energy_mj = models.FloatField(null=True, help_text="Energy counter since boot, mJ.")
+    temperature_c = models.FloatField(null=True)
+    pod = models.CharField(max_length=255, blank=True)
+    namespace = models.CharField(max_length=255, blank=True)
+    container = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["device", "timestamp"], name="gpu_sample_unique")
+        ]
+        indexes = [models.Index(fields=["timestamp"], name="gpu_sample_timestamp")]
+
+    def __str__(self):
+        return f"{self.device_id} at {self.timestamp:%Y-%m-%d %H:%M:%S}"
+
+
+class RequestSample(models.Model):
+    id = models.BigAutoField(primary_key=True)
+    workload = models.ForeignKey(
+        "pools.Workload", on_delete=models.CASCADE, related_name="request_samples"
+    )
+    timestamp = models.DateTimeField()
+    input_tokens = models.PositiveIntegerField()
+    output_tokens = models.PositiveIntegerField()
+    latency_ms = models.FloatField(null=True)
+    status = models.CharField(max_length=50, blank=True)
+    count = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        constraints = [
+            # Request logs have no id; the same request imported twice has the same
+            # time and token counts.
+            models.UniqueConstraint(
+                fields=["workload", "timestamp", "input_tokens", "output_tokens"],
+                name="request_sample_unique",
+            )
+        ]
+        indexes = [models.Index(fields=["timestamp"], name="request_sample_timestamp")]
+
+    def __str__(self):
+        return f"{self.count} request(s) at {self.timestamp:%Y-%m-%d %H:%M:%S}"
+
+
+class ImportRun(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        REJECTED = "rejected", "Rejected"
+        FAILED = "failed", "Failed"
+
+    class Source(models.TextChoices):
+        UPLOAD = "upload", "Web upload"
+        API = "api", "API"
+        COMMAND = "command", "Command line"
+        SCRAPE = "scrape", "dcgm-exporter scrape"
+        PROMETHEUS = "prometheus", "Prometheus query"
+
+    kind = models.CharField(
+        max_length=10, choices=[("gpu", "GPU telemetry"), ("requests", "Requests")]
+    )
+    format = models.CharField(max_length=20)
+    source = models.CharField(max_length=12, choices=Source.choices)
+    filename = models.CharField(max_length=255, blank=True)
+    pool = models.ForeignKey("pools.Pool", null=True, blank=True, on_delete=models.SET_NULL)
+    workload = models.ForeignKey("pools.Workload", null=True, blank=True, on_delete=models.SET_NULL)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    skip_bad_rows = models.BooleanField(default=False)
+    rows_total = models.PositiveIntegerField(default=0)
+    rows_accepted = models.PositiveIntegerField(default=0)
+    rows_duplicate = models.PositiveIntegerField(default=0)
+    rows_rejected = models.PositiveIntegerField(default=0)
+    progress_pct = models.PositiveSmallIntegerField(default=0)
+    errors = models.JSONField(default=list, blank=True, help_text="The first rejected lines.")
+    message = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.get_kind_display()} import #{self.pk} ({self.get_status_display()})"
+
+
+class PoolHourlyUsage(models.Model):
+    """One pool in one UTC hour (definitions in apps/telemetry/rollups.py)."""
+
+    pool = models.ForeignKey("pools.Pool", on_delete=models.CASCADE, related_name="hourly_usage")
+    hour = models.DateTimeField()
+    reporting_gpus = models.PositiveIntegerField()
+    capacity_gpu_hours = models.FloatField()
+    busy_gpu_hours = models.FloatField()
+    avg_utilization_pct = models.FloatField(null=True)
+    max_utilization_pct = models.FloatField(null=True)
+    max_memory_used_mib = models.FloatField(null=True)
+    energy_kwh = models.FloatField(null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["pool", "hour"], name="pool_hourly_usage_unique")
+        ]
+        ordering = ["pool", "hour"]
+
+    def __str__(self):
+        return f"{self.pool_id} {self.hour:%Y-%m-%d %H:00}"
+
+
+class WorkloadHourlyRequests(models.Model):
+    workload = models.ForeignKey(
+        "pools.Workload", on_delete=models.CASCADE, related_name="hourly_requests"
+    )
+    hour = models.DateTimeField()
+    requests = models.PositiveIntegerField()
+    input_tokens = models.PositiveBigIntegerField()
+    output_tokens = models.PositiveBigIntegerField()
+    errors = models.PositiveIntegerField()
+    p95_latency_ms = models.FloatField(null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workload", "hour"], name="workload_hourly_requests_unique"
+            )
+        ]
+        ordering = ["workload", "hour"]
+
+    def __str__(self):
+        return f"{self.workload_id} {self.hour:%Y-%m-%d %H:00}"
+
+
+class PullSource(models.Model):
+    """Where Celery beat pulls telemetry from: a dcgm-exporter ``/metrics`` endpoint, or a
+    Prometheus server's ``query_range`` API holding DCGM metrics."""
+
+    class Kind(models.TextChoices):
+        DCGM_EXPORTER = "dcgm_exporter", "dcgm-exporter endpoint"
+        PROMETHEUS = "prometheus", "Prometheus server"
+
+    name = models.CharField(max_length=100, unique=True)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    url = models.URLField(
+        max_length=500,
+        help_text="dcgm-exporter: http://node:9400/metrics. Prometheus: http://prom:9090",
+    )
+    pool = models.ForeignKey(
+        "pools.Pool",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        help_text="Devices first seen through this source join this pool.",
+    )
+    interval_seconds = models.PositiveIntegerField(default=60)
+    enabled = models.BooleanField(default=True)
+    last_pulled_at = models.DateTimeField(null=True, blank=True)
+    # Prometheus: the end of the last range fetched, so the next pull continues there.
+    pulled_until = models.DateTimeField(null=True, blank=True)
+    last_status = models.CharField(max_length=20, blank=True)
+    last_message = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name

@@ -1,0 +1,87 @@
+"""Azure LLM inference traces (AzurePublicDataset, 2023) → RequestRow.
+
+``TIMESTAMP,ContextTokens,GeneratedTokens`` with CRLF line ends, no final newline and
+7-digit fractional seconds without a time zone (``2023-11-16 18:15:46.6805900``), read as
+UTC. Python keeps microseconds, so the 7th digit is dropped; it is 0 throughout the
+published files. Format: Azure/AzurePublicDataset, AzureLLMInferenceDataset2023.md.
+"""
+
+from datetime import UTC, datetime
+
+from ._common import future_error, latest_allowed, pausing_gc
+from .rows import ParseResult, RequestRow, RowError, TelemetryFormatError
+
+HEADER = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+
+
+def _tokens(text: str, column: str, line_number: int, errors: list[RowError]) -> int | None:
+    try:
+        tokens = int(text)
+    except ValueError:
+        errors.append(
+            RowError(line_number, f"line {line_number}: {column} '{text}' is not a whole number")
+        )
+        return None
+    if tokens < 0:
+        errors.append(RowError(line_number, f"line {line_number}: {column} '{text}' is negative"))
+        return None
+    return tokens
+
+
+@pausing_gc
+def parse_azure_llm(text: str, *, now: datetime | None = None) -> ParseResult:
+    """One RequestRow per line: ContextTokens → input_tokens, GeneratedTokens →
+    output_tokens, count 1, no latency or status (the trace has neither).
+
+    Errors (the line is left out): not three cells, a timestamp that does not parse or is
+    more than 1 day after ``now``, a token count that is not a whole number ≥ 0.
+    Raises TelemetryFormatError when the first line is not the trace's header.
+    """
+    now, latest = latest_allowed(now)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.split("\n")
+    header = tuple(cell.strip() for cell in lines[0].split(","))
+    if header != HEADER:
+        raise TelemetryFormatError(
+            f"line 1: expected the Azure LLM trace header {','.join(HEADER)}, "
+            f"found {lines[0].strip()[:200]!r}"
+        )
+    rows: list[RequestRow] = []
+    errors: list[RowError] = []
+    for line_number, line in enumerate(lines[1:], 2):
+        cells = line.split(",")
+        if len(cells) != 3:
+            if not line.strip():
+                continue
+            errors.append(
+                RowError(
+                    line_number, f"line {line_number}: {len(cells)} cells where 3 are expected"
+                )
+            )
+            continue
+        timestamp_text, context_text, generated_text = cells
+        try:
+            timestamp = datetime.fromisoformat(timestamp_text.strip())
+        except ValueError:
+            errors.append(
+                RowError(
+                    line_number,
+                    f"line {line_number}: TIMESTAMP '{timestamp_text.strip()}' is not like "
+                    "2023-11-16 18:15:46.6805900",
+                )
+            )
+            continue
+        timestamp = (
+            timestamp.replace(tzinfo=UTC) if timestamp.tzinfo is None else timestamp.astimezone(UTC)
+        )
+        error_count = len(errors)
+        input_tokens = _tokens(context_text.strip(), "ContextTokens", line_number, errors)
+        output_tokens = _tokens(generated_text.strip(), "GeneratedTokens", line_number, errors)
+        if len(errors) != error_count:
+            continue
+        if timestamp > latest:
+            errors.append(future_error(line_number, timestamp, now))
+            continue
+        rows.append(RequestRow(line_number, timestamp, input_tokens, output_tokens))
+    return ParseResult(rows=rows, errors=errors)

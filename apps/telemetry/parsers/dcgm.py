@@ -1,0 +1,365 @@
+"""dcgm-exporter ``/metrics`` scrapes (Prometheus text exposition format) → GpuSampleRow.
+
+One pass over the lines, no regex per line. What makes it fast:
+
+- a line's metric name is looked up before anything else, and the ~80% of lines that carry
+  metrics we do not store (clocks, PCIe, ECC, HELP/TYPE comments…) are dropped right there;
+- every metric of one GPU repeats the same label set, so the text between ``{`` and the
+  last ``}`` of the line is parsed once and then found in a dict;
+- the ``}`` closing the label set is the *last* one on the line, because only a number and
+  an optional integer timestamp may follow it, so label values holding ``}`` or ``,``
+  need no quote-aware scan on the hot path.
+
+Format reference: Prometheus "Exposition formats", text-based format
+(https://prometheus.io/docs/instrumenting/exposition_formats/); label names and DCGM field
+semantics from NVIDIA dcgm-exporter (``etc/default-counters.csv``,
+``etc/1.x-compatibility-metrics.csv``) and DCGM's ``dcgm_structs.h`` (blank sentinels).
+"""
+
+import re
+from datetime import UTC, datetime, timedelta
+
+from ._common import aware_utc, future_error, latest_allowed, pausing_gc
+from .rows import (
+    DeviceKey,
+    GpuSampleRow,
+    ParseResult,
+    RowError,
+    TelemetryFormatError,
+)
+
+# Slots of a sample's readings, in this order.
+_GPU_UTIL, _GR_ENGINE_ACTIVE, _FB_USED, _FB_FREE, _FB_RESERVED = 0, 1, 2, 3, 4
+_POWER, _ENERGY, _GPU_TEMP, _MEMORY_TEMP = 5, 6, 7, 8
+_SLOT_COUNT = 9
+_FIRST_SLOT = 3  # a sample record is [first line, context, has_error, *readings]
+
+_METRIC_SLOTS = {
+    "DCGM_FI_DEV_GPU_UTIL": _GPU_UTIL,
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": _GR_ENGINE_ACTIVE,
+    "DCGM_FI_DEV_FB_USED": _FB_USED,
+    "DCGM_FI_DEV_FB_FREE": _FB_FREE,
+    "DCGM_FI_DEV_FB_RESERVED": _FB_RESERVED,
+    "DCGM_FI_DEV_POWER_USAGE": _POWER,
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": _ENERGY,
+    "DCGM_FI_DEV_GPU_TEMP": _GPU_TEMP,
+    "DCGM_FI_DEV_MEMORY_TEMP": _MEMORY_TEMP,
+    # dcgm-exporter's 1.x-compatibility names (etc/1.x-compatibility-metrics.csv), which
+    # come with the old label names uuid/pod_name/pod_namespace/container_name. Same DCGM
+    # fields, same units: gr_engine_active is still a 0–1 ratio despite its "(in %)" help.
+    "dcgm_gpu_utilization": _GPU_UTIL,
+    "dcgm_fi_prof_gr_engine_active": _GR_ENGINE_ACTIVE,
+    "dcgm_fb_used": _FB_USED,
+    "dcgm_fb_free": _FB_FREE,
+    "dcgm_power_usage": _POWER,
+    "dcgm_total_energy_consumption": _ENERGY,
+    "dcgm_gpu_temp": _GPU_TEMP,
+    "dcgm_memory_temp": _MEMORY_TEMP,
+}
+METRIC_NAMES = tuple(_METRIC_SLOTS)
+
+# DCGM reports "no value" in-band. Int64 fields: DCGM_INT64_BLANK = 0x7ffffffffffffff0 and
+# NOT_FOUND/NOT_SUPPORTED/NOT_PERMISSIONED = BLANK+1…+3 (9223372036854775794 is the
+# "not supported" one seen in scrapes); anything that large is no reading. Double fields
+# (power, GR_ENGINE_ACTIVE): DCGM_FP64_BLANK = 2^47 = 140737488355328.0, and +1…+3.
+_INT64_SENTINEL_FLOOR = 9.2e18
+_FP64_SENTINELS = frozenset(float(2**47 + offset) for offset in range(4))
+_FP64_SENTINEL_MIN = float(2**47)
+_NEGATIVE_INFINITY = float("-inf")
+
+# One match per label pair; the value is matched as runs of plain characters between
+# escapes ("unrolled loop"), not one alternation per character.
+_LABEL_PAIR = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"([^"\\]*(?:\\.[^"\\]*)*)"\s*(?:,|$)')
+_ESCAPE = re.compile(r'\\[\\n"]')
+_ESCAPES = {"\\\\": "\\", "\\n": "\n", '\\"': '"'}
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# Line timestamps are milliseconds; a GPU sample from before 2000 is a unit mistake (seconds),
+# and year 10000 is where Python's datetime ends.
+_EARLIEST_MS = 946_684_800_000
+_YEAR_10000_MS = 253_402_300_800_000
+
+
+def _unescape(value: str) -> str:
+    # Only \\, \n and \" are escapes in the text format; any other backslash is literal.
+    return _ESCAPE.sub(lambda match: _ESCAPES[match.group(0)], value)
+
+
+def _parse_labels(label_text: str) -> dict[str, str] | None:
+    """The label set between the braces as a dict, or None when it is malformed."""
+    labels: dict[str, str] = {}
+    position, end = 0, len(label_text)
+    while position < end:
+        match = _LABEL_PAIR.match(label_text, position)
+        if match is None:
+            if label_text[position:].strip():
+                return None
+            break
+        value = match.group(2)
+        if "\\" in value:
+            value = _unescape(value)
+        labels[match.group(1)] = value
+        position = match.end()
+    return labels
+
+
+def _device_context(label_text: str) -> tuple | str:
+    """(device, hostname, gpu_index, model, driver, mig_profile, pod, namespace, container,
+    (uuid, gpu_instance_id)) for a label set, or why it cannot identify a device (message
+    tail). The last item groups lines: a plain tuple hashes in C, a DeviceKey in Python."""
+    labels = _parse_labels(label_text)
+    if labels is None:
+        return f"malformed label set {{{label_text}}}"
+    get = labels.get
+    uuid = get("UUID") or get("uuid")
+    if not uuid:
+        return "has no UUID label (nor the old uuid), so the GPU cannot be identified"
+    instance_text = get("GPU_I_ID") or ""
+    gpu_instance_id = None
+    if instance_text:
+        try:
+            gpu_instance_id = int(instance_text)
+        except ValueError:
+            return f"label GPU_I_ID '{instance_text}' is not a whole number"
+    index_text = get("gpu") or ""
+    gpu_index = None
+    if index_text:
+        try:
+            gpu_index = int(index_text)
+        except ValueError:
+            return f"label gpu '{index_text}' is not a whole number"
+    return (
+        DeviceKey(uuid, gpu_instance_id),
+        get("Hostname") or get("hostname") or "",
+        gpu_index,
+        get("modelName") or "",
+        get("DCGM_FI_DRIVER_VERSION") or "",
+        get("GPU_I_PROFILE") or "",
+        get("pod") or get("pod_name") or "",
+        get("namespace") or get("pod_namespace") or "",
+        get("container") or get("container_name") or "",
+        (uuid, gpu_instance_id),
+    )
+
+
+@pausing_gc
+def parse_dcgm(text: str, *, scraped_at: datetime, now: datetime | None = None) -> ParseResult:
+    """Parse one or more dcgm-exporter scrapes into one GpuSampleRow per (device, timestamp).
+
+    ``scraped_at`` (timezone-aware) stamps every line that carries no timestamp of its own;
+    a line's own timestamp (integer milliseconds since the epoch, as the text format
+    defines it) overrides it. Lines with the same device and timestamp form one sample,
+    whose ``line_number`` is its first line.
+
+    Stored metrics: DCGM_FI_DEV_GPU_UTIL (%), DCGM_FI_PROF_GR_ENGINE_ACTIVE (0–1 ratio, ×100,
+    preferred for ``utilization_pct`` when present: it exists per MIG slice, GPU_UTIL does
+    not), DCGM_FI_DEV_FB_USED/FREE/RESERVED (MiB), DCGM_FI_DEV_POWER_USAGE (W),
+    DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ), DCGM_FI_DEV_GPU_TEMP and _MEMORY_TEMP (°C),
+    plus their 1.x-compatibility names (``dcgm_gpu_utilization``…); other metrics are
+    ignored, so a device seen only in ignored metrics yields no row.
+
+    Labels: ``UUID``/``uuid``, ``gpu``, ``Hostname``/``hostname``, ``modelName``,
+    ``DCGM_FI_DRIVER_VERSION``, MIG ``GPU_I_PROFILE``/``GPU_I_ID``, and
+    ``pod``/``pod_name``, ``namespace``/``pod_namespace``, ``container``/``container_name``.
+
+    Missing, not errors: DCGM's blank/"not supported" sentinels (≥ 9.2e18, and 2^47…2^47+3
+    for double fields), NaN and ±Inf. Errors (the sample is left out of ``rows``): a value or
+    timestamp that is not a number, a line timestamp before 2000 (seconds, not ms),
+    utilization outside 0–100 (0–1 for the ratio), a stored metric without a UUID label, two
+    different values for one metric of one sample, a timestamp more than 1 day after ``now``.
+    A sample with no readable metric (e.g. a MIG slice without GR_ENGINE_ACTIVE) is still
+    returned: see ``GpuSampleRow``.
+
+    Raises TelemetryFormatError when the text holds none of the stored metrics.
+    """
+    now, latest = latest_allowed(now)
+    default_timestamp = aware_utc(scraped_at, "scraped_at")
+    errors: list[RowError] = []
+    contexts: dict[str, tuple | str] = {}
+    samples: dict[tuple, list] = {}
+    metric_slot = _METRIC_SLOTS.get
+    stored_lines = 0
+
+    for line_number, line in enumerate(text.split("\n"), 1):
+        if not line:
+            continue
+        first_character = line[0]
+        if first_character == "#":
+            continue
+        if first_character in " \t\r":
+            line = line.strip()
+            if not line or line[0] == "#":
+                continue
+        brace = line.find("{")
+        if brace == -1:
+            name = line.split(None, 1)[0]
+            if metric_slot(name) is not None:
+                stored_lines += 1
+                errors.append(
+                    RowError(
+                        line_number,
+                        f"line {line_number}: {name} has no labels, so the GPU cannot be "
+                        "identified",
+                    )
+                )
+            continue
+        name = line[:brace]
+        slot = metric_slot(name)
+        if slot is None:
+            if name[-1:] not in (" ", "\t"):
+                continue
+            name = name.rstrip()
+            slot = metric_slot(name)
+            if slot is None:
+                continue
+        stored_lines += 1
+
+        close = line.rfind("}")
+        if close < brace:
+            errors.append(
+                RowError(line_number, f"line {line_number}: {name} has an unterminated label set")
+            )
+            continue
+        label_text = line[brace + 1 : close]
+        context = contexts.get(label_text)
+        if context is None:
+            context = contexts[label_text] = _device_context(label_text)
+        if context.__class__ is str:
+            errors.append(RowError(line_number, f"line {line_number}: {name} {context}"))
+            continue
+
+        tokens = line[close + 1 :].split()
+        token_count = len(tokens)
+        timestamp_ms = None
+        if token_count != 1:
+            if token_count == 0:
+                errors.append(RowError(line_number, f"line {line_number}: {name} has no value"))
+                continue
+            try:
+                timestamp_ms = int(tokens[1])
+            except ValueError:
+                timestamp_ms = None
+                problem = "is not a whole number of milliseconds"
+            else:
+                if _EARLIEST_MS <= timestamp_ms < _YEAR_10000_MS:
+                    problem = ""
+                elif 0 <= timestamp_ms < _EARLIEST_MS:
+                    problem = "is before 2000: seconds instead of milliseconds?"
+                else:
+                    problem = "is out of range"
+            if problem:
+                errors.append(
+                    RowError(
+                        line_number,
+                        f"line {line_number}: {name} timestamp '{tokens[1]}' {problem}",
+                    )
+                )
+                continue
+
+        key = (context[9], timestamp_ms)
+        record = samples.get(key)
+        if record is None:
+            record = samples[key] = [line_number, context, False, *([None] * _SLOT_COUNT)]
+
+        value_text = tokens[0]
+        try:
+            value = float(value_text)
+        except ValueError:
+            errors.append(
+                RowError(line_number, f"line {line_number}: {name} '{value_text}' is not a number")
+            )
+            record[2] = True
+            continue
+        if not _NEGATIVE_INFINITY < value < _FP64_SENTINEL_MIN and (
+            value >= _INT64_SENTINEL_FLOOR
+            or value in _FP64_SENTINELS
+            or value != value
+            or value == _NEGATIVE_INFINITY
+        ):
+            continue  # DCGM's "no value" sentinels, NaN, ±Inf: missing, not an error
+        if slot < _FB_USED:
+            if slot == _GPU_UTIL:
+                if not 0.0 <= value <= 100.0:
+                    errors.append(
+                        RowError(
+                            line_number,
+                            f"line {line_number}: {name} '{value_text}' is outside 0–100",
+                        )
+                    )
+                    record[2] = True
+                    continue
+            elif not 0.0 <= value <= 1.0:
+                errors.append(
+                    RowError(
+                        line_number,
+                        f"line {line_number}: {name} '{value_text}' is outside 0–1 "
+                        "(a ratio: 1 means 100% busy)",
+                    )
+                )
+                record[2] = True
+                continue
+        index = _FIRST_SLOT + slot
+        previous = record[index]
+        if previous is None:
+            record[index] = value
+        elif previous != value:
+            errors.append(
+                RowError(
+                    line_number,
+                    f"line {line_number}: {name} '{value_text}' contradicts {previous:g} "
+                    f"reported for the same GPU and time from line {record[0]} on",
+                )
+            )
+            record[2] = True
+
+    if not stored_lines:
+        if not text.strip():
+            raise TelemetryFormatError("the scrape is empty")
+        raise TelemetryFormatError(
+            "no dcgm-exporter GPU metrics found (looked for "
+            f"{', '.join(METRIC_NAMES[:3])}…): is this a dcgm-exporter /metrics scrape?"
+        )
+
+    rows: list[GpuSampleRow] = []
+    timestamps: dict[int | None, datetime] = {None: default_timestamp}
+    for (_device_identity, timestamp_ms), record in samples.items():
+        if record[2]:
+            continue
+        timestamp = timestamps.get(timestamp_ms)
+        if timestamp is None:
+            timestamp = timestamps[timestamp_ms] = _EPOCH + timedelta(milliseconds=timestamp_ms)
+        first_line = record[0]
+        if timestamp > latest:
+            errors.append(future_error(first_line, timestamp, now))
+            continue
+        context = record[1]
+        engine_active = record[_FIRST_SLOT + _GR_ENGINE_ACTIVE]
+        rows.append(
+            GpuSampleRow(
+                line_number=first_line,
+                device=context[0],
+                timestamp=timestamp,
+                hostname=context[1],
+                gpu_index=context[2],
+                model_name=context[3],
+                driver_version=context[4],
+                mig_profile=context[5],
+                utilization_pct=(
+                    engine_active * 100.0
+                    if engine_active is not None
+                    else record[_FIRST_SLOT + _GPU_UTIL]
+                ),
+                memory_used_mib=record[_FIRST_SLOT + _FB_USED],
+                memory_free_mib=record[_FIRST_SLOT + _FB_FREE],
+                memory_reserved_mib=record[_FIRST_SLOT + _FB_RESERVED],
+                power_w=record[_FIRST_SLOT + _POWER],
+                energy_mj=record[_FIRST_SLOT + _ENERGY],
+                temperature_c=record[_FIRST_SLOT + _GPU_TEMP],
+                memory_temperature_c=record[_FIRST_SLOT + _MEMORY_TEMP],
+                pod=context[6],
+                namespace=context[7],
+                container=context[8],
+            )
+        )
+    errors.sort(key=lambda error: error.line_number)
+    return ParseResult(rows=rows, errors=errors)

@@ -1,0 +1,269 @@
+"""Any CSV with a header, read through a column mapping → GpuSampleRow or RequestRow.
+
+``columns`` maps our field names to the file's header names, e.g. for Alibaba's GenTD26
+``pod_gpu_duty_cycle_anon.csv`` (``value,timestamp_anon,container_ip``: GPU utilization in
+percent per pod, anonymised unix seconds, MD5 of the container IP)::
+
+    {"timestamp": "timestamp_anon", "device": "container_ip", "utilization_pct": "value"}
+
+Timestamps are ISO 8601 (naive ones read in ``tz``) or unix seconds, int or float. Empty
+cells and ``N/A``/``[N/A]`` are missing values.
+"""
+
+from datetime import UTC, datetime, tzinfo
+
+from ._common import (
+    describe_headers,
+    future_error,
+    is_missing,
+    latest_allowed,
+    parse_timestamp,
+    pausing_gc,
+)
+from ._common import read_csv as _read_csv
+from .rows import (
+    DeviceKey,
+    GpuSampleRow,
+    ParseResult,
+    RequestRow,
+    RowError,
+    TelemetryFormatError,
+)
+
+GPU_CSV_REQUIRED = ("timestamp", "device", "utilization_pct")
+GPU_CSV_FIELDS = (*GPU_CSV_REQUIRED, "memory_used_mib", "power_w", "hostname")
+REQUEST_CSV_REQUIRED = ("timestamp", "input_tokens", "output_tokens")
+REQUEST_CSV_FIELDS = (*REQUEST_CSV_REQUIRED, "latency_ms", "status", "count")
+
+_INFINITIES = (float("inf"), float("-inf"))
+
+
+def _resolve_columns(
+    header: list[str], columns: dict[str, str], known: tuple[str, ...], required: tuple[str, ...]
+) -> dict[str, int]:
+    """Field name → cell position; TelemetryFormatError says what is wrong with the mapping."""
+    unknown = [field for field in columns if field not in known]
+    if unknown:
+        raise TelemetryFormatError(
+            f"unknown field(s) in the column mapping: {', '.join(map(repr, unknown))}; "
+            f"known fields: {', '.join(known)}"
+        )
+    absent = [field for field in required if not columns.get(field)]
+    if absent:
+        raise TelemetryFormatError(
+            f"the column mapping lacks {', '.join(map(repr, absent))} "
+            f"(required: {', '.join(required)})"
+        )
+    position = {name: index for index, name in reversed(list(enumerate(header)))}
+    missing = [
+        f"{field}={header_name!r}"
+        for field, header_name in columns.items()
+        if header_name.strip() not in position
+    ]
+    if missing:
+        raise TelemetryFormatError(
+            f"line 1: the file has no column named as mapped in {', '.join(missing)}; "
+            f"headers found: {describe_headers(header)}"
+        )
+    return {field: position[header_name.strip()] for field, header_name in columns.items()}
+
+
+def _number(cell: str, field: str, problems: list[str]) -> float | None:
+    """A finite float, None when the cell is empty or N/A; a problem otherwise."""
+    try:
+        number = float(cell)
+    except ValueError:
+        cell = cell.strip()
+        if not is_missing(cell):
+            problems.append(f"{field} '{cell}' is not a number")
+        return None
+    if number != number or number in _INFINITIES:
+        problems.append(f"{field} '{cell.strip()}' is not a finite number")
+        return None
+    return number
+
+
+def _whole_number(cell: str, field: str, problems: list[str], *, default=None) -> int | None:
+    try:
+        number = int(cell)
+    except ValueError:
+        cell = cell.strip()
+        if is_missing(cell):
+            if default is None:
+                problems.append(f"{field} is empty")
+            return default
+        try:
+            as_float = float(cell)  # "63.0", as some exports write counts
+        except ValueError:
+            problems.append(f"{field} '{cell}' is not a number")
+            return None
+        if not as_float.is_integer():
+            problems.append(f"{field} '{cell}' is not a whole number")
+            return None
+        number = int(as_float)
+    if number < 0:
+        problems.append(f"{field} '{cell.strip()}' is negative")
+        return None
+    return number
+
+
+class _Timestamps:
+    """Parses timestamp cells once each: a fleet's rows share few distinct instants."""
+
+    def __init__(self, tz: tzinfo):
+        self.tz = tz
+        self.parsed: dict[str, datetime] = {}
+
+    def get(self, cell: str, problems: list[str]) -> datetime | None:
+        timestamp = self.parsed.get(cell)
+        if timestamp is None:
+            stripped = cell.strip()
+            if not stripped:
+                problems.append("timestamp is empty")
+                return None
+            try:
+                timestamp = self.parsed[cell] = parse_timestamp(stripped, self.tz)
+            except ValueError as error:
+                problems.append(str(error))
+                return None
+        return timestamp
+
+
+def _cell_count_error(line_number: int, found: int, expected: int) -> RowError:
+    return RowError(
+        line_number, f"line {line_number}: {found} cells where the header has {expected}"
+    )
+
+
+def _report(line_number: int, problems: list[str], errors: list[RowError]) -> None:
+    errors.extend(RowError(line_number, f"line {line_number}: {problem}") for problem in problems)
+
+
+@pausing_gc
+def parse_gpu_csv(
+    text: str, *, columns: dict[str, str], tz: tzinfo = UTC, now: datetime | None = None
+) -> ParseResult:
+    """GPU samples from a CSV whose headers ``columns`` names.
+
+    Fields: ``timestamp``, ``device`` (its value becomes ``DeviceKey(uuid=value)``) and
+    ``utilization_pct`` (0–100) are required in the mapping; ``memory_used_mib``,
+    ``power_w`` and ``hostname`` are optional. A row whose utilization cell is empty or
+    N/A is returned with ``utilization_pct`` None: the importer decides.
+
+    Errors (the row is left out): wrong cell count, empty device, a timestamp that does not
+    parse or is more than 1 day after ``now``, a number that does not parse, utilization
+    outside 0–100. Raises TelemetryFormatError for an unknown field name (listing the known
+    ones), a required field left out of the mapping, a mapped header the file lacks
+    (listing the headers found), or an empty file.
+    """
+    now, latest = latest_allowed(now)
+    header, records = _read_csv(text)
+    at = _resolve_columns(header, columns, GPU_CSV_FIELDS, GPU_CSV_REQUIRED)
+    cell_count = len(header)
+    timestamp_at, device_at, utilization_at = at["timestamp"], at["device"], at["utilization_pct"]
+    memory_at, power_at, hostname_at = (
+        at.get(f) for f in ("memory_used_mib", "power_w", "hostname")
+    )
+    timestamps = _Timestamps(tz)
+    devices: dict[str, DeviceKey] = {}
+
+    rows = []
+    errors: list[RowError] = []
+    for line_number, cells in records:
+        if len(cells) != cell_count:
+            errors.append(_cell_count_error(line_number, len(cells), cell_count))
+            continue
+        problems: list[str] = []
+        timestamp = timestamps.get(cells[timestamp_at], problems)
+        device_text = cells[device_at]
+        device = devices.get(device_text)
+        if device is None:
+            stripped = device_text.strip()
+            if stripped:
+                device = devices[device_text] = DeviceKey(stripped)
+            else:
+                problems.append("device is empty")
+        utilization = _number(cells[utilization_at], "utilization_pct", problems)
+        if utilization is not None and not 0.0 <= utilization <= 100.0:
+            problems.append(f"utilization_pct '{cells[utilization_at].strip()}' is outside 0–100")
+        memory = (
+            None if memory_at is None else _number(cells[memory_at], "memory_used_mib", problems)
+        )
+        power = None if power_at is None else _number(cells[power_at], "power_w", problems)
+        hostname = "" if hostname_at is None else cells[hostname_at].strip()
+        if problems:
+            _report(line_number, problems, errors)
+            continue
+        if timestamp > latest:
+            errors.append(future_error(line_number, timestamp, now))
+            continue
+        rows.append(
+            GpuSampleRow(
+                line_number=line_number,
+                device=device,
+                timestamp=timestamp,
+                hostname="" if is_missing(hostname) else hostname,
+                utilization_pct=utilization,
+                memory_used_mib=memory,
+                power_w=power,
+            )
+        )
+    return ParseResult(rows=rows, errors=errors)
+
+
+@pausing_gc
+def parse_request_csv(
+    text: str, *, columns: dict[str, str], tz: tzinfo = UTC, now: datetime | None = None
+) -> ParseResult:
+    """Inference requests from a CSV whose headers ``columns`` names.
+
+    Fields: ``timestamp``, ``input_tokens`` and ``output_tokens`` (whole numbers ≥ 0) are
+    required; ``latency_ms`` (≥ 0), ``status`` (text, kept as written) and ``count``
+    (requests the line stands for, whole number ≥ 0, default 1) are optional. Errors and
+    TelemetryFormatError as in ``parse_gpu_csv``.
+    """
+    now, latest = latest_allowed(now)
+    header, records = _read_csv(text)
+    at = _resolve_columns(header, columns, REQUEST_CSV_FIELDS, REQUEST_CSV_REQUIRED)
+    cell_count = len(header)
+    timestamp_at, input_at, output_at = at["timestamp"], at["input_tokens"], at["output_tokens"]
+    latency_at, status_at, count_at = (at.get(f) for f in ("latency_ms", "status", "count"))
+    timestamps = _Timestamps(tz)
+
+    rows: list[RequestRow] = []
+    errors: list[RowError] = []
+    for line_number, cells in records:
+        if len(cells) != cell_count:
+            errors.append(_cell_count_error(line_number, len(cells), cell_count))
+            continue
+        problems: list[str] = []
+        timestamp = timestamps.get(cells[timestamp_at], problems)
+        input_tokens = _whole_number(cells[input_at], "input_tokens", problems)
+        output_tokens = _whole_number(cells[output_at], "output_tokens", problems)
+        latency = None
+        if latency_at is not None:
+            latency = _number(cells[latency_at], "latency_ms", problems)
+            if latency is not None and latency < 0:
+                problems.append(f"latency_ms '{cells[latency_at].strip()}' is negative")
+        status = "" if status_at is None else cells[status_at].strip()
+        count = 1
+        if count_at is not None:
+            count = _whole_number(cells[count_at], "count", problems, default=1)
+        if problems:
+            _report(line_number, problems, errors)
+            continue
+        if timestamp > latest:
+            errors.append(future_error(line_number, timestamp, now))
+            continue
+        rows.append(
+            RequestRow(
+                line_number=line_number,
+                timestamp=timestamp,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                latency_ms=latency,
+                status=status,
+                count=count,
+            )
+        )
+    return ParseResult(rows=rows, errors=errors)

@@ -1,0 +1,190 @@
+"""``nvidia-smi --query-gpu=… --format=csv`` output → GpuSampleRow.
+
+As nvidia-smi writes it: ", "-separated cells, units in the header (``memory.used [MiB]``)
+and in the values (``214 MiB``, ``100 %``, ``631.95 W``) unless ``nounits`` was asked for,
+``[N/A]``/``N/A``/``[Not Supported]`` for what a GPU or driver cannot report (utilization
+under MIG, memory temperature on GeForce), column sets that differ from driver to driver,
+and a local, zone-less ``timestamp`` such as ``2026/01/09 13:40:12.345``. Field meanings:
+``nvidia-smi --help-query-gpu``.
+
+Values are parsed, never corrected: nvidia_gpu_exporter's L40S capture has its idle and
+load labels seemingly swapped (idle shows 100 % at 145 W, load 9 %), and rows say exactly
+what the file says.
+"""
+
+from datetime import UTC, datetime, tzinfo
+
+from ._common import (
+    describe_headers,
+    future_error,
+    is_missing,
+    latest_allowed,
+    pausing_gc,
+    read_csv,
+)
+from ._common import to_utc as _to_utc
+from .rows import (
+    DeviceKey,
+    GpuSampleRow,
+    ParseResult,
+    RowError,
+    TelemetryFormatError,
+)
+
+# query field → (row field, unit nvidia-smi appends to the value, range checked)
+_METRIC_COLUMNS = {
+    "utilization.gpu": ("utilization_pct", "%", True),
+    "memory.used": ("memory_used_mib", "MiB", False),
+    "memory.free": ("memory_free_mib", "MiB", False),
+    "memory.reserved": ("memory_reserved_mib", "MiB", False),
+    "power.draw": ("power_w", "W", False),
+    # Drivers that split power.draw keep it as the 1 s average; these stand in only when
+    # power.draw itself is absent or [N/A].
+    "power.draw.average": ("power_w", "W", False),
+    "power.draw.instant": ("power_w", "W", False),
+    "temperature.gpu": ("temperature_c", "C", False),
+    "temperature.memory": ("memory_temperature_c", "C", False),
+}
+_POWER_PREFERENCE = ("power.draw", "power.draw.average", "power.draw.instant")
+_TEXT_COLUMNS = {"name": "model_name", "driver_version": "driver_version", "hostname": "hostname"}
+REQUIRED_COLUMNS = ("timestamp", "uuid")
+_INFINITIES = (float("inf"), float("-inf"))
+
+
+def _query_field(header_cell: str) -> str:
+    """``memory.used [MiB]`` → ``memory.used``."""
+    bracket = header_cell.find(" [")
+    return header_cell[:bracket] if bracket != -1 and header_cell.endswith("]") else header_cell
+
+
+def _parse_nvidia_timestamp(value: str, tz: tzinfo) -> datetime:
+    # "2026/01/09 13:40:12.345": with dashes it is ISO 8601, which CPython parses in C.
+    try:
+        return _to_utc(datetime.fromisoformat(value.replace("/", "-")), tz)
+    except ValueError:
+        raise ValueError(f"timestamp '{value}' is not like 2026/01/09 13:40:12.345") from None
+
+
+@pausing_gc
+def parse_nvidia_smi_csv(
+    text: str, *, tz: tzinfo = UTC, now: datetime | None = None
+) -> ParseResult:
+    """Parse nvidia-smi query-gpu CSV (Linux or Windows line ends) into one row per line.
+
+    Columns used when present: ``timestamp`` (naive, read in ``tz``) and ``uuid`` (both
+    required), ``index``, ``name``, ``driver_version``, ``hostname``, ``utilization.gpu``,
+    ``memory.used/free/reserved``, ``power.draw`` (else ``.average``, else ``.instant``),
+    ``temperature.gpu``, ``temperature.memory``; every other column is ignored.
+    ``[N/A]``-style cells are missing values. A row of a MIG-enabled GPU has
+    ``utilization_pct`` None (nvidia-smi cannot measure it) and is still returned; MIG slices
+    themselves do not appear in query-gpu output, so ``gpu_instance_id`` is always None.
+
+    Errors (the row is left out): a wrong number of cells, an empty uuid, a timestamp that
+    does not parse or is more than 1 day after ``now``, a number that does not parse (named
+    with its column and value), utilization outside 0–100.
+
+    Raises TelemetryFormatError when the header lacks ``timestamp`` or ``uuid``, e.g. for
+    ``--format=csv,noheader`` output or a file that is not nvidia-smi CSV at all.
+    """
+    now, latest = latest_allowed(now)
+    header, records = read_csv(text)
+    fields = [_query_field(cell) for cell in header]
+    position = {field: index for index, field in reversed(list(enumerate(fields)))}
+    for required in REQUIRED_COLUMNS:
+        if required not in position:
+            raise TelemetryFormatError(
+                f"line 1: no '{required}' column, so this is not usable nvidia-smi "
+                "--query-gpu CSV (query at least timestamp,uuid and use --format=csv with "
+                f"its header); columns found: {describe_headers(header)}"
+            )
+    timestamp_at, uuid_at = position["timestamp"], position["uuid"]
+    index_at = position.get("index")
+    text_columns = [
+        (row_field, position[column])
+        for column, row_field in _TEXT_COLUMNS.items()
+        if column in position
+    ]
+    metric_columns = [
+        (column, position[column], *_METRIC_COLUMNS[column])
+        for column in _METRIC_COLUMNS
+        if column in position
+    ]
+    cell_count = len(header)
+
+    rows: list[GpuSampleRow] = []
+    errors: list[RowError] = []
+    for line_number, cells in records:
+        if len(cells) != cell_count:
+            errors.append(
+                RowError(
+                    line_number,
+                    f"line {line_number}: {len(cells)} cells where the header has {cell_count}",
+                )
+            )
+            continue
+        problems: list[str] = []
+        uuid = cells[uuid_at].strip()
+        if is_missing(uuid):
+            problems.append(f"uuid is missing ('{uuid}')")
+        timestamp = None
+        try:
+            timestamp = _parse_nvidia_timestamp(cells[timestamp_at].strip(), tz)
+        except ValueError as error:
+            problems.append(str(error))
+        gpu_index = None
+        if index_at is not None:
+            index_text = cells[index_at].strip()
+            if not is_missing(index_text):
+                try:
+                    gpu_index = int(index_text)
+                except ValueError:
+                    problems.append(f"index '{index_text}' is not a whole number")
+
+        values: dict[str, float | str | None] = {}
+        for row_field, column_at in text_columns:
+            cell = cells[column_at].strip()
+            values[row_field] = "" if is_missing(cell) else cell
+        readings: dict[str, float] = {}
+        for column, column_at, _row_field, unit, is_percent in metric_columns:
+            cell = cells[column_at].strip()
+            if is_missing(cell):
+                continue
+            number_text = cell[: -len(unit) - 1] if cell.endswith(" " + unit) else cell
+            try:
+                number = float(number_text)
+            except ValueError:
+                problems.append(f"{column} '{cell}' is not a number")
+                continue
+            if number != number or number in _INFINITIES:
+                problems.append(f"{column} '{cell}' is not a finite number")
+                continue
+            if is_percent and not 0.0 <= number <= 100.0:
+                problems.append(f"{column} '{cell}' is outside 0–100")
+                continue
+            readings[column] = number
+        for column in _POWER_PREFERENCE:
+            if column in readings:
+                values["power_w"] = readings[column]
+                break
+        for column, (row_field, _unit, _is_percent) in _METRIC_COLUMNS.items():
+            if row_field != "power_w" and column in readings:
+                values[row_field] = readings[column]
+
+        if not problems and timestamp > latest:
+            errors.append(future_error(line_number, timestamp, now))
+            continue
+        if problems:
+            errors.extend(
+                RowError(line_number, f"line {line_number}: {problem}") for problem in problems
+            )
+            continue
+        rows.append(
+            GpuSampleRow(
+                line_number=line_number,
+                device=DeviceKey(uuid),
+                timestamp=timestamp,
+                gpu_index=gpu_index,
+                **values,
+            )
+        )
+    return ParseResult(rows=rows, errors=errors)

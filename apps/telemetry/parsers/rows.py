@@ -1,0 +1,108 @@
+"""Plain rows that every telemetry parser returns, and the errors they report.
+
+Framework-free: the parsers turn raw text into these dataclasses and never touch a database;
+the importer decides what to store, skip or reject.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class DeviceKey:
+    """A GPU, or a MIG slice of one (the slice is the parent's UUID plus its GPU instance id)."""
+
+    uuid: str  # "GPU-…" as reported
+    gpu_instance_id: int | None = None  # MIG GPU_I_ID; None for a whole GPU
+
+
+@dataclass(frozen=True)
+class GpuSampleRow:
+    """One device's readings at one instant.
+
+    A row can carry no usable metric at all, e.g. a MIG slice scraped from an exporter that
+    has no DCGM_FI_PROF_GR_ENGINE_ACTIVE (DCGM_FI_DEV_GPU_UTIL is never reported per slice),
+    or an nvidia-smi row of a MIG-enabled GPU, whose ``utilization.gpu`` is ``[N/A]``. Such
+    rows are still returned; the importer decides. Detect them with
+    ``row.utilization_pct is None``, or "nothing measured at all" with
+    ``not has_any_metric(row)``.
+    """
+
+    line_number: int  # where it came from (first line of the sample for dcgm)
+    device: DeviceKey
+    timestamp: datetime  # timezone-aware UTC
+    hostname: str = ""
+    gpu_index: int | None = None
+    model_name: str = ""
+    driver_version: str = ""
+    mig_profile: str = ""
+    # DCGM_FI_PROF_GR_ENGINE_ACTIVE×100 preferred, else DCGM_FI_DEV_GPU_UTIL;
+    # nvidia-smi utilization.gpu
+    utilization_pct: float | None = None
+    memory_used_mib: float | None = None
+    memory_free_mib: float | None = None
+    memory_reserved_mib: float | None = None
+    power_w: float | None = None
+    energy_mj: float | None = None  # DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ counter)
+    temperature_c: float | None = None
+    memory_temperature_c: float | None = None
+    pod: str = ""
+    namespace: str = ""
+    container: str = ""
+
+
+# The measured (numeric) fields of a GpuSampleRow, as opposed to its identity and labels.
+METRIC_FIELDS = (
+    "utilization_pct",
+    "memory_used_mib",
+    "memory_free_mib",
+    "memory_reserved_mib",
+    "power_w",
+    "energy_mj",
+    "temperature_c",
+    "memory_temperature_c",
+)
+
+
+def has_any_metric(row: GpuSampleRow) -> bool:
+    """True when at least one measured field of the row is present (not None)."""
+    return any(getattr(row, field_name) is not None for field_name in METRIC_FIELDS)
+
+
+@dataclass(frozen=True)
+class RequestRow:
+    """One line of an inference request log (``count`` requests sharing these values)."""
+
+    line_number: int
+    timestamp: datetime  # timezone-aware UTC
+    input_tokens: int
+    output_tokens: int
+    latency_ms: float | None = None
+    status: str = ""
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class RowError:
+    """A rejected row or line; ``message`` starts with "line N: " and says why."""
+
+    line_number: int
+    message: str  # e.g. "line 7: utilization.gpu '140 %' is outside 0–100"
+
+
+@dataclass
+class ParseResult:
+    """Rows that passed every check, and one error per problem found.
+
+    A row with any error is left out of ``rows`` (its errors say why), so that an importer
+    can either reject the whole file when ``errors`` is not empty or keep ``rows`` and
+    report each error.
+    """
+
+    rows: list
+    errors: list[RowError]
+
+
+class TelemetryFormatError(ValueError):
+    """The whole file is unusable (wrong format, missing required column): the message says
+    why."""

@@ -1,0 +1,572 @@
+"""Pulling GPU telemetry on a schedule (issue 4, "two pull modes run by Celery beat").
+
+- ``pull_dcgm_exporter``: HTTP GET a dcgm-exporter ``/metrics`` endpoint, parse it with
+  ``parse_dcgm`` stamped at the pull time, import it.
+- ``pull_prometheus``: ask a Prometheus server's ``/api/v1/query_range`` for the DCGM
+  metrics over the range since the last pull, turn the series into one row per device and
+  instant, import them. Evaluation instants sit on a grid of ``step_seconds`` counted from
+  the epoch, so an overlapping or repeated pull asks for the very same instants and the
+  (device, timestamp) key stores nothing twice.
+
+Both record an ImportRun (history page) and the outcome on the PullSource, keep the good
+rows of a sample with an odd line (a live endpoint should not lose a whole scrape to one
+bad value; the rejected ones are listed on the run), schedule the rollups of the hours
+they touched, and never raise for what a network or a server can be expected to do:
+unreachable, timing out, answering an HTTP error or something that is not telemetry.
+
+HTTP is the standard library's: two GETs need no extra dependency. Prometheus API
+reference: https://prometheus.io/docs/prometheus/latest/querying/api/ ("Range queries",
+"Format overview", "Expression query result formats").
+"""
+
+import json
+import logging
+import math
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from http.client import HTTPException
+from urllib.error import HTTPError, URLError
+from urllib.parse import urlencode, urlsplit
+from urllib.request import Request, urlopen
+
+from django.utils import timezone
+
+from apps.telemetry import services
+from apps.telemetry.models import ImportRun, PullSource
+from apps.telemetry.parsers import (
+    DeviceKey,
+    GpuSampleRow,
+    ParseResult,
+    RowError,
+    TelemetryFormatError,
+    parse_dcgm,
+)
+
+logger = logging.getLogger(__name__)
+
+HTTP_TIMEOUT_SECONDS = 10
+# A scrape of an 8-GPU node is ~100 KB and a 6-hour query_range for 1,000 GPUs ~10 MB of
+# JSON per metric; anything far beyond that is not what we asked for.
+MAX_RESPONSE_BYTES = 256 * 1024 * 1024
+USER_AGENT = "gpufleet-telemetry-pull/1"
+# Prometheus refuses a query_range with more points than this per series
+# ("exceeded maximum resolution of 11,000 points per timeseries").
+PROMETHEUS_MAX_POINTS_PER_SERIES = 11_000
+DEFAULT_FIRST_WINDOW = timedelta(hours=1)
+MAX_FUTURE = timedelta(days=1)  # as the file parsers: a clock or zone mistake, not data
+
+STATUS_OK = "ok"
+STATUS_WARNING = "warning"  # pulled, but some lines or samples were rejected
+STATUS_ERROR = "error"
+
+# DCGM metric → GpuSampleRow field. GPU_UTIL and GR_ENGINE_ACTIVE both feed utilization:
+# the engine-active ratio ×100 wins where present (it exists per MIG slice), as in
+# parse_dcgm.
+_GPU_UTIL = "gpu_util"
+_GR_ENGINE_ACTIVE = "gr_engine_active"
+PROMETHEUS_METRICS = {
+    "DCGM_FI_DEV_GPU_UTIL": _GPU_UTIL,
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": _GR_ENGINE_ACTIVE,
+    "DCGM_FI_DEV_FB_USED": "memory_used_mib",
+    "DCGM_FI_DEV_FB_FREE": "memory_free_mib",
+    "DCGM_FI_DEV_POWER_USAGE": "power_w",
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": "energy_mj",
+    "DCGM_FI_DEV_GPU_TEMP": "temperature_c",
+}
+
+# DCGM's in-band "no value" markers, the same rule as apps/telemetry/parsers/dcgm.py:
+# int64 fields use DCGM_INT64_BLANK = 0x7ffffffffffffff0 and the next three values
+# (9223372036854775794 is "not supported"), which Prometheus, holding float64, returns as
+# "9223372036854775808"; double fields use DCGM_FP64_BLANK = 2^47 and the next three.
+_INT64_SENTINEL_FLOOR = 9.2e18
+_FP64_SENTINELS = frozenset(float(2**47 + offset) for offset in range(4))
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class PullError(Exception):
+    """An expected failure of a pull (network, HTTP, server error): the message says why
+    in words fit for the source's status line."""
+
+
+def is_dcgm_blank(value: float) -> bool:
+    """True for DCGM's blank/"not supported" sentinels, NaN and ±Inf: a missing reading."""
+    return (
+        math.isnan(value)
+        or math.isinf(value)
+        or value >= _INT64_SENTINEL_FLOOR
+        or value in _FP64_SENTINELS
+    )
+
+
+# --- HTTP ------------------------------------------------------------------------------
+
+
+@dataclass
+class _HttpResponse:
+    status: int
+    body: bytes
+
+
+def _read_body(response, shown_as: str) -> bytes:
+    limit = MAX_RESPONSE_BYTES
+    too_large = PullError(f"{shown_as} answered more than {limit // 2**20} MiB")
+    body = response.read(limit + 1)
+    if len(body) > limit:
+        raise too_large
+    if (response.headers.get("Content-Encoding") or "").lower() == "gzip":
+        try:
+            # Bounded, unlike gzip.decompress: a small answer may inflate without end.
+            body = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS).decompress(body, limit + 1)
+        except zlib.error as error:
+            raise PullError(f"{shown_as} answered broken gzip ({error})") from None
+        if len(body) > limit:
+            raise too_large
+    return body
+
+
+def http_get(url: str, *, accept: str, shown_as: str | None = None) -> _HttpResponse:
+    """GET ``url``; HTTP error statuses are returned, not raised (the caller knows what an
+    error body means). Raises PullError, naming ``shown_as`` (default: the URL), when no
+    answer comes."""
+    shown_as = shown_as or url
+    if urlsplit(url).scheme not in ("http", "https"):
+        raise PullError(f"{shown_as}: only http:// and https:// URLs can be pulled")
+    request = Request(  # noqa: S310 - the scheme is checked above
+        url, headers={"Accept": accept, "Accept-Encoding": "gzip", "User-Agent": USER_AGENT}
+    )
+    try:
+        with urlopen(request, timeout=HTTP_TIMEOUT_SECONDS) as response:  # noqa: S310
+            return _HttpResponse(response.status, _read_body(response, shown_as))
+    except HTTPError as error:
+        try:
+            body = _read_body(error, shown_as)
+        except (OSError, HTTPException, PullError):
+            body = b""
+        return _HttpResponse(error.code, body)
+    except URLError as error:
+        if isinstance(error.reason, TimeoutError):
+            raise PullError(f"{shown_as} did not answer within {HTTP_TIMEOUT_SECONDS} s") from None
+        raise PullError(f"could not reach {shown_as}: {error.reason}") from None
+    except TimeoutError:
+        raise PullError(f"{shown_as} did not answer within {HTTP_TIMEOUT_SECONDS} s") from None
+    except (OSError, HTTPException) as error:
+        raise PullError(f"reading {shown_as} failed: {error or type(error).__name__}") from None
+
+
+def _http_error(url: str, response: _HttpResponse) -> PullError:
+    excerpt = response.body[:200].decode("utf-8", "replace").strip()
+    return PullError(f"{url} answered HTTP {response.status}" + (f": {excerpt}" if excerpt else ""))
+
+
+# --- Outcome on the run and the source ---------------------------------------------------
+
+
+def _finish_failed(
+    source: PullSource, run: ImportRun, now: datetime, reason: str, status: str
+) -> ImportRun:
+    run.status, run.message, run.progress_pct = status, reason, 100
+    run.finished_at = timezone.now()
+    run.save()
+    _record_on_source(source, now, STATUS_ERROR, reason)
+    logger.warning("pull of %s (%s) failed: %s", source.name, source.url, reason)
+    return run
+
+
+def _record_on_source(source: PullSource, now: datetime, status: str, message: str, **extra):
+    source.last_pulled_at, source.last_status, source.last_message = now, status, message
+    for name, value in extra.items():
+        setattr(source, name, value)
+    source.save(update_fields=["last_pulled_at", "last_status", "last_message", *extra])
+
+
+def _pull(
+    source: PullSource, now: datetime, *, format: str, run_source: str, fetch
+) -> tuple[ImportRun, str]:
+    """Record a run, ``fetch()`` → (ParseResult, note), import the rows and schedule the
+    rollups; returns (run, status for the source). Expected failures are recorded on the
+    run and the source and come back as status "error"; anything else is recorded, then
+    raised."""
+    # Imported here: tasks.py imports pull_tasks, which imports this module.
+    from apps.telemetry.tasks import schedule_rollups
+
+    run = ImportRun.objects.create(
+        kind="gpu",
+        format=format,
+        source=run_source,
+        filename=source.url[:255],
+        pool=source.pool,
+        skip_bad_rows=True,
+        status=ImportRun.Status.RUNNING,
+    )
+    try:
+        result, note = fetch()
+        summary = services.import_gpu_samples(result, pool=source.pool, skip_bad_rows=True)
+    except PullError as error:
+        return _finish_failed(source, run, now, str(error), ImportRun.Status.FAILED), STATUS_ERROR
+    except TelemetryFormatError as error:
+        reason = f"{source.url}: {error}"
+        return _finish_failed(source, run, now, reason, ImportRun.Status.REJECTED), STATUS_ERROR
+    except Exception as error:  # a bug or a time limit: on the record, then up to Celery
+        _finish_failed(source, run, now, f"internal error: {error!r}", ImportRun.Status.FAILED)
+        raise
+    services.record_import_run(run, summary)
+    if note:
+        run.message = f"{note}: {run.message}"
+        run.save(update_fields=["message"])
+    schedule_rollups(summary)
+    return run, STATUS_WARNING if summary.rejected else STATUS_OK
+
+
+# --- dcgm-exporter -----------------------------------------------------------------------
+
+
+def pull_dcgm_exporter(source: PullSource, *, now: datetime | None = None) -> ImportRun:
+    """Scrape ``source.url`` once; lines without their own timestamp are stamped ``now``."""
+    now = now or timezone.now()
+
+    def fetch():
+        response = http_get(source.url, accept="text/plain;version=0.0.4;q=1,*/*;q=0.1")
+        if response.status != 200:
+            raise _http_error(source.url, response)
+        try:
+            text = response.body.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise PullError(f"{source.url} answered text that is not UTF-8 ({error})") from None
+        return parse_dcgm(text, scraped_at=now), ""
+
+    run, status = _pull(source, now, format="dcgm", run_source=ImportRun.Source.SCRAPE, fetch=fetch)
+    if status != STATUS_ERROR:
+        _record_on_source(source, now, status, run.message)
+    return run
+
+
+# --- Prometheus: series → rows (framework-free) -----------------------------------------
+
+
+def series_points(data: dict) -> Iterator[tuple[dict, list[tuple[int, str]]]]:
+    """``(labels, [(timestamp ms, value text)…])`` per series of a query result's ``data``:
+    a ``matrix`` (query_range: ``values``) or a ``vector`` (instant query: ``value``).
+    Prometheus writes timestamps as float seconds and values as strings ("NaN", "+Inf")."""
+    result_type = data.get("resultType")
+    if result_type not in ("matrix", "vector"):
+        raise TelemetryFormatError(
+            f"expected a matrix or vector result, got resultType {result_type!r}"
+        )
+    for series in data.get("result") or []:
+        if result_type == "matrix":
+            points = series.get("values") or []
+        else:
+            points = [series["value"]] if series.get("value") else []
+        yield (
+            series.get("metric") or {},
+            [(round(float(timestamp) * 1000), value) for timestamp, value in points],
+        )
+
+
+def _host_of(instance: str) -> str:
+    """``node-1:9400`` → ``node-1``; ``[fd00::1]:9400`` → ``fd00::1``."""
+    if instance.startswith("["):
+        return instance[1 : instance.find("]")] if "]" in instance else instance
+    host, separator, port = instance.rpartition(":")
+    return host if separator and port.isdigit() and ":" not in host else instance
+
+
+def _workload_labels(labels: dict) -> tuple[str, str, str]:
+    """(pod, namespace, container) of the workload using the GPU.
+
+    When Prometheus scrapes the exporter without ``honor_labels``, the exporter's own
+    pod/namespace/container labels are renamed ``exported_*`` and the plain ones name the
+    exporter's pod (Kubernetes service discovery). Series of GPUs that no pod uses carry
+    only those: a pod named after the scrape job or service (``nvidia-dcgm-exporter-wqqqn``
+    under job ``nvidia-dcgm-exporter``) is the exporter, not a workload, and is left out.
+    """
+    if labels.get("exported_pod") or labels.get("exported_namespace"):
+        return (
+            labels.get("exported_pod", ""),
+            labels.get("exported_namespace", ""),
+            labels.get("exported_container", ""),
+        )
+    pod = labels.get("pod") or labels.get("pod_name") or ""
+    namespace = labels.get("namespace") or labels.get("pod_namespace") or ""
+    container = labels.get("container") or labels.get("container_name") or ""
+    exporter_names = {labels.get("job"), labels.get("service")} - {None, ""}
+    if any(pod.startswith(f"{name}-") for name in exporter_names) or container in exporter_names:
+        return "", "", ""
+    return pod, namespace, container
+
+
+def _describe_series(name: str, labels: dict) -> str:
+    shown = [
+        f'{key}="{labels[key]}"'
+        for key in ("UUID", "uuid", "GPU_I_ID", "Hostname", "hostname", "instance")
+        if labels.get(key)
+    ]
+    return f"{name}{{{', '.join(shown)}}}"
+
+
+@dataclass
+class _Sample:
+    first_series: str
+    context: dict
+    values: dict = field(default_factory=dict)
+    rejected: bool = False
+
+
+def _device_context(labels: dict) -> tuple[DeviceKey, dict] | str:
+    """The device and what it says about itself, or why the series names no device."""
+    uuid = labels.get("UUID") or labels.get("uuid")
+    if not uuid:
+        return "has no UUID label (nor the old uuid), so the GPU cannot be identified"
+    gpu_instance_id = gpu_index = None
+    if labels.get("GPU_I_ID"):
+        try:
+            gpu_instance_id = int(labels["GPU_I_ID"])
+        except ValueError:
+            return f"label GPU_I_ID '{labels['GPU_I_ID']}' is not a whole number"
+    if labels.get("gpu"):
+        try:
+            gpu_index = int(labels["gpu"])
+        except ValueError:
+            return f"label gpu '{labels['gpu']}' is not a whole number"
+    pod, namespace, container = _workload_labels(labels)
+    return DeviceKey(uuid, gpu_instance_id), {
+        "hostname": (
+            labels.get("Hostname") or labels.get("hostname") or _host_of(labels.get("instance", ""))
+        ),
+        "gpu_index": gpu_index,
+        "model_name": labels.get("modelName", ""),
+        "driver_version": labels.get("DCGM_FI_DRIVER_VERSION", ""),
+        "mig_profile": labels.get("GPU_I_PROFILE", ""),
+        "pod": pod,
+        "namespace": namespace,
+        "container": container,
+    }
+
+
+def _checked_value(slot: str, value_text: str) -> tuple[float | None, str]:
+    """(value or None when DCGM says "no value", problem or "")."""
+    try:
+        value = float(value_text)
+    except (TypeError, ValueError):
+        return None, f"value '{value_text}' is not a number"
+    if is_dcgm_blank(value):
+        return None, ""
+    if slot == _GPU_UTIL and not 0.0 <= value <= 100.0:
+        return None, f"value '{value_text}' is outside 0–100"
+    if slot == _GR_ENGINE_ACTIVE and not 0.0 <= value <= 1.0:
+        return None, f"value '{value_text}' is outside 0–1 (a ratio: 1 means 100% busy)"
+    return value, ""
+
+
+def rows_from_prometheus(
+    results: Iterable[tuple[str, dict]], *, now: datetime | None = None
+) -> ParseResult:
+    """One GpuSampleRow per (device, instant) from query results of the DCGM metrics.
+
+    ``results`` holds ``(metric queried, response["data"])`` pairs; a series' own
+    ``__name__`` wins over the metric queried. Devices and labels as in ``parse_dcgm``:
+    ``UUID``/``uuid`` + ``GPU_I_ID``, ``gpu``, ``Hostname``/``hostname`` (else the
+    ``instance`` host), ``modelName``, ``DCGM_FI_DRIVER_VERSION``, ``GPU_I_PROFILE``, and
+    the workload's pod labels (see ``_workload_labels``). Values: DCGM's sentinels, NaN and
+    ±Inf are missing; GR_ENGINE_ACTIVE (0–1) ×100 is preferred over GPU_UTIL (0–100) for
+    ``utilization_pct``. A sample with a value that is not a number or out of range, two
+    different values of one metric (e.g. two jobs scraping one exporter), or a time more
+    than a day ahead is left out and reported; errors have no line, so ``line_number`` 0.
+    """
+    latest = (now or datetime.now(UTC)) + MAX_FUTURE
+    samples: dict[tuple, _Sample] = {}
+    errors: list[RowError] = []
+    for metric, data in results:
+        for labels, points in series_points(data):
+            name = labels.get("__name__") or metric
+            slot = PROMETHEUS_METRICS.get(name)
+            if slot is None:
+                raise TelemetryFormatError(f"{name} is not one of the DCGM metrics pulled")
+            described = _describe_series(name, labels)
+            context = _device_context(labels)
+            if isinstance(context, str):
+                errors.append(
+                    RowError(0, f"{described} {context}; {len(points)} point(s) left out")
+                )
+                continue
+            device, descriptive = context
+            for timestamp_ms, value_text in points:
+                key = (device, timestamp_ms)
+                sample = samples.get(key)
+                if sample is None:
+                    # A copy: merging fills in labels of this sample alone.
+                    sample = samples[key] = _Sample(described, dict(descriptive))
+                else:
+                    for label_field, label_value in descriptive.items():
+                        if sample.context[label_field] in ("", None):
+                            sample.context[label_field] = label_value
+                value, problem = _checked_value(slot, value_text)
+                if not problem and value is not None:
+                    previous = sample.values.get(slot)
+                    if previous is not None and previous != value:
+                        problem = (
+                            f"value '{value_text}' contradicts {previous:g} reported for the "
+                            "same GPU and time by another series"
+                        )
+                    else:
+                        sample.values[slot] = value
+                if problem:
+                    moment = _EPOCH + timedelta(milliseconds=timestamp_ms)
+                    errors.append(RowError(0, f"{described} at {moment.isoformat()}: {problem}"))
+                    sample.rejected = True
+
+    rows: list[GpuSampleRow] = []
+    for (device, timestamp_ms), sample in samples.items():
+        if sample.rejected:
+            continue
+        timestamp = _EPOCH + timedelta(milliseconds=timestamp_ms)
+        if timestamp > latest:
+            errors.append(
+                RowError(
+                    0,
+                    f"{sample.first_series} at {timestamp.isoformat()}: more than 1 day in the "
+                    "future (is the Prometheus server's clock right?)",
+                )
+            )
+            continue
+        values = sample.values
+        engine_active = values.pop(_GR_ENGINE_ACTIVE, None)
+        gpu_util = values.pop(_GPU_UTIL, None)
+        rows.append(
+            GpuSampleRow(
+                line_number=0,
+                device=device,
+                timestamp=timestamp,
+                utilization_pct=engine_active * 100.0 if engine_active is not None else gpu_util,
+                **sample.context,
+                **values,
+            )
+        )
+    return ParseResult(rows=rows, errors=errors)
+
+
+# --- Prometheus: the HTTP API -------------------------------------------------------------
+
+
+def prometheus_data(payload, *, query: str) -> dict:
+    """The ``data`` of a Prometheus API answer; raises PullError for an error answer
+    (``{"status": "error", "errorType": …, "error": …}``) or one that is not the API's."""
+    if not isinstance(payload, dict) or payload.get("status") not in ("success", "error"):
+        raise PullError(f"the answer to {query} is not a Prometheus API response")
+    if payload["status"] == "error":
+        error_type = payload.get("errorType") or "error"
+        raise PullError(
+            f"Prometheus refused the query {query} ({error_type}): "
+            f"{payload.get('error') or 'no reason given'}"
+        )
+    data = payload.get("data")
+    if not isinstance(data, dict) or not isinstance(data.get("result"), list):
+        raise PullError(f"the answer to {query} has no data.result")
+    return data
+
+
+def query_range(
+    base_url: str, query: str, *, start: datetime, end: datetime, step_seconds: int
+) -> tuple[dict, list[str]]:
+    """``(data, warnings)`` of ``GET {base_url}/api/v1/query_range``; raises PullError."""
+    url = f"{base_url.rstrip('/')}/api/v1/query_range?" + urlencode(
+        {
+            "query": query,
+            "start": f"{start.timestamp():.3f}",
+            "end": f"{end.timestamp():.3f}",
+            "step": str(step_seconds),
+            # The server gives up a little before we would, and says so in its answer.
+            "timeout": f"{HTTP_TIMEOUT_SECONDS - 1}s",
+        }
+    )
+    shown_as = f"{base_url} (query_range {query})"
+    response = http_get(url, accept="application/json", shown_as=shown_as)
+    try:
+        payload = json.loads(response.body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        if response.status != 200:
+            raise _http_error(shown_as, response) from None
+        raise PullError(f"{shown_as} did not answer JSON: is it a Prometheus server?") from None
+    # Prometheus answers 400/422/503 with the error JSON, which says more than the status.
+    data = prometheus_data(payload, query=query)
+    return data, [str(warning) for warning in payload.get("warnings") or []]
+
+
+def _align_down(moment: datetime, step_seconds: int) -> datetime:
+    seconds = math.floor(moment.timestamp() / step_seconds) * step_seconds
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def prometheus_range(
+    pulled_until: datetime | None,
+    now: datetime,
+    *,
+    step_seconds: int,
+    max_window: timedelta,
+) -> tuple[datetime, datetime]:
+    """[start, end] of the next pull, both on the step grid: from where the last pull
+    ended (the last instant is asked again: harmless, it is keyed, and fills it if the
+    server had not ingested it yet) or an hour back, to now, at most ``max_window`` and
+    at most Prometheus's 11,000 points per series."""
+    end = _align_down(now, step_seconds)
+    start = _align_down(pulled_until or now - DEFAULT_FIRST_WINDOW, step_seconds)
+    window = min(
+        max_window, timedelta(seconds=step_seconds * (PROMETHEUS_MAX_POINTS_PER_SERIES - 1))
+    )
+    if end - start > window:
+        end = _align_down(start + window, step_seconds)
+    return min(start, end), end
+
+
+def pull_prometheus(
+    source: PullSource,
+    *,
+    now: datetime | None = None,
+    step_seconds: int = 60,
+    max_window: timedelta = timedelta(hours=6),
+) -> ImportRun:
+    """Fetch the DCGM metrics from ``source.pulled_until`` (or an hour back) to ``now``,
+    one ``step_seconds`` apart, import them and move ``pulled_until`` on. A pull that
+    fails imports nothing and leaves ``pulled_until`` where it was."""
+    now = now or timezone.now()
+    if step_seconds < 1:
+        raise ValueError("step_seconds must be at least 1")
+    start, end = prometheus_range(
+        source.pulled_until, now, step_seconds=step_seconds, max_window=max_window
+    )
+    note = f"{start:%Y-%m-%d %H:%M:%S}–{end:%Y-%m-%d %H:%M:%S} UTC every {step_seconds} s"
+
+    def fetch():
+        results, warnings = [], set()
+        for metric in PROMETHEUS_METRICS:
+            data, metric_warnings = query_range(
+                source.url, metric, start=start, end=end, step_seconds=step_seconds
+            )
+            results.append((metric, data))
+            warnings.update(metric_warnings)
+        result = rows_from_prometheus(results)
+        if warnings:
+            return result, f"{note} (Prometheus warned: {'; '.join(sorted(warnings))})"
+        return result, note
+
+    run, status = _pull(
+        source, now, format="prometheus", run_source=ImportRun.Source.PROMETHEUS, fetch=fetch
+    )
+    if status == STATUS_ERROR:
+        return run
+    if not run.rows_total:
+        # Not an error (an exporter can be down for a while) but worth seeing at a glance.
+        status = STATUS_WARNING
+        run.message += " Prometheus holds none of the DCGM metrics pulled in this range."
+        run.save(update_fields=["message"])
+    _record_on_source(source, now, status, run.message, pulled_until=end)
+    return run
+
+
+def pull_source(source: PullSource, *, now: datetime | None = None) -> ImportRun:
+    """Pull ``source`` by its kind."""
+    if source.kind == PullSource.Kind.PROMETHEUS:
+        return pull_prometheus(source, now=now)
+    return pull_dcgm_exporter(source, now=now)

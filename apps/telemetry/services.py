@@ -1,0 +1,364 @@
+"""Importing parsed telemetry: register devices, store samples once, say what happened.
+
+Writes are atomic: a file with bad rows is rejected whole unless ``skip_bad_rows`` is
+set, in which case the good rows are kept and every rejected line is reported. On
+PostgreSQL samples go through ``COPY`` into a temporary staging table and one
+``INSERT … ON CONFLICT DO NOTHING`` (psycopg 3); elsewhere ``bulk_create`` ignoring
+conflicts. A sample is unique per (device, timestamp), so a second import of the same
+file adds nothing and reports every row as a duplicate.
+"""
+
+import fnmatch
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from apps.telemetry.models import GpuDevice, GpuSample, HostnameRule, ImportRun, RequestSample
+from apps.telemetry.parsers.rows import GpuSampleRow, ParseResult, RowError
+
+ERRORS_KEPT = 50  # rejected lines stored on the import run (the count is always exact)
+SAMPLE_COLUMNS = (
+    "device_id",
+    "timestamp",
+    "utilization_pct",
+    "memory_used_mib",
+    "memory_free_mib",
+    "power_w",
+    "energy_mj",
+    "temperature_c",
+    "pod",
+    "namespace",
+    "container",
+)
+REQUEST_COLUMNS = (
+    "workload_id",
+    "timestamp",
+    "input_tokens",
+    "output_tokens",
+    "latency_ms",
+    "status",
+    "count",
+)
+
+
+@dataclass
+class ImportSummary:
+    rows_total: int = 0
+    accepted: int = 0
+    duplicates: int = 0
+    rejected: int = 0
+    errors: list[RowError] = field(default_factory=list)
+    new_devices: int = 0
+    unassigned_devices: int = 0
+    # (pool id, hour) pairs whose rollups must be recomputed
+    touched_pool_hours: set = field(default_factory=set)
+    touched_workload_hours: set = field(default_factory=set)
+    rejected_whole: bool = False
+
+    def describe(self) -> str:
+        if self.rejected_whole:
+            first = "; ".join(error.message for error in self.errors[:5])
+            return (
+                f"Rejected: {self.rejected} bad row(s), nothing imported. First errors: {first}. "
+                "Fix the file, or import with --skip-bad-rows to keep the good rows."
+            )
+        text = (
+            f"{self.accepted} rows accepted, {self.duplicates} duplicates skipped, "
+            f"{self.rejected} rows rejected"
+        )
+        if self.new_devices:
+            text += f"; {self.new_devices} new GPU(s) registered"
+        if self.unassigned_devices:
+            text += f", {self.unassigned_devices} waiting for a pool on the unassigned-GPUs page"
+        return text + "."
+
+
+def hour_of(moment: datetime) -> datetime:
+    return moment.replace(minute=0, second=0, microsecond=0)
+
+
+def _match_rule(hostname: str, rules) -> object | None:
+    for rule in rules:
+        if hostname and fnmatch.fnmatchcase(hostname, rule.hostname_pattern):
+            return rule.pool
+    return None
+
+
+def register_devices(rows: list[GpuSampleRow], *, pool=None) -> tuple[dict, int]:
+    """Map each row's device to a GpuDevice, creating unknown ones; returns (by key, new).
+
+    New devices join ``pool`` when the import names one, else the first matching hostname
+    rule's pool, else they wait unassigned: never dropped.
+    """
+    latest: dict[str, GpuSampleRow] = {}
+    first_seen: dict[str, datetime] = {}
+    for row in rows:
+        key = GpuDevice.key_for(row.device.uuid, row.device.gpu_instance_id)
+        if key not in latest or row.timestamp >= latest[key].timestamp:
+            latest[key] = row
+        if key not in first_seen or row.timestamp < first_seen[key]:
+            first_seen[key] = row.timestamp
+    existing = {device.key: device for device in GpuDevice.objects.filter(key__in=latest)}
+    rules = list(HostnameRule.objects.select_related("pool"))
+    new_devices, changed = [], []
+    for key, row in latest.items():
+        device = existing.get(key)
+        if device is None:
+            assigned_pool = pool or _match_rule(row.hostname, rules)
+            assignment = (
+                GpuDevice.Assignment.IMPORT
+                if pool
+                else GpuDevice.Assignment.RULE
+                if assigned_pool
+                else GpuDevice.Assignment.UNASSIGNED
+            )
+            device = GpuDevice(
+                key=key,
+                uuid=row.device.uuid,
+                gpu_instance_id=row.device.gpu_instance_id,
+                first_seen_at=first_seen[key],
+                last_seen_at=row.timestamp,
+                pool=assigned_pool,
+                assignment=assignment,
+            )
+            new_devices.append(device)
+        else:
+            if pool is not None and device.pool_id is None:
+                device.pool, device.assignment = pool, GpuDevice.Assignment.IMPORT
+            device.last_seen_at = max(device.last_seen_at, row.timestamp)
+            device.first_seen_at = min(device.first_seen_at, first_seen[key])
+            changed.append(device)
+        # What the GPU reports about itself is refreshed from its latest sample.
+        device.hostname = row.hostname or device.hostname
+        device.gpu_index = row.gpu_index if row.gpu_index is not None else device.gpu_index
+        device.model_name = row.model_name or device.model_name
+        device.driver_version = row.driver_version or device.driver_version
+        device.mig_profile = row.mig_profile or device.mig_profile
+    GpuDevice.objects.bulk_create(new_devices)
+    if changed:
+        GpuDevice.objects.bulk_update(
+            changed,
+            [
+                "pool",
+                "assignment",
+                "last_seen_at",
+                "first_seen_at",
+                "hostname",
+                "gpu_index",
+                "model_name",
+                "driver_version",
+                "mig_profile",
+            ],
+        )
+    devices = existing | {device.key: device for device in new_devices}
+    return devices, len(new_devices)
+
+
+def _sample_tuple(device_id: int, row: GpuSampleRow) -> tuple:
+    return (
+        device_id,
+        row.timestamp,
+        row.utilization_pct,
+        row.memory_used_mib,
+        row.memory_free_mib,
+        row.power_w,
+        row.energy_mj,
+        row.temperature_c,
+        row.pod,
+        row.namespace,
+        row.container,
+    )
+
+
+def _insert_ignoring_duplicates(table: str, columns: tuple, column_types: str, values) -> int:
+    """Insert rows, skipping those whose key already exists; returns rows inserted."""
+    if connection.vendor == "postgresql":
+        staging = f"{table}_staging"
+        column_list = ", ".join(f'"{name}"' for name in columns)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"CREATE TEMP TABLE IF NOT EXISTS {staging} ({column_types}) ON COMMIT DROP"
+            )
+            cursor.execute(f"TRUNCATE {staging}")
+            raw = cursor.cursor  # psycopg 3 cursor under Django's wrapper
+            with raw.copy(f"COPY {staging} ({column_list}) FROM STDIN") as copy:
+                for value in values:
+                    copy.write_row(value)
+            cursor.execute(
+                f"INSERT INTO {table} ({column_list}) SELECT {column_list} FROM {staging} "  # noqa: S608 - names are module constants
+                "ON CONFLICT DO NOTHING"
+            )
+            return cursor.rowcount
+    model = {"telemetry_gpusample": GpuSample, "telemetry_requestsample": RequestSample}[table]
+    before = model.objects.count()
+    model.objects.bulk_create(
+        [model(**dict(zip(columns, value, strict=True))) for value in values],
+        ignore_conflicts=True,
+        batch_size=2000,
+    )
+    return model.objects.count() - before
+
+
+SAMPLE_STAGING_TYPES = (
+    "device_id bigint, timestamp timestamptz, utilization_pct double precision, "
+    "memory_used_mib double precision, memory_free_mib double precision, "
+    "power_w double precision, energy_mj double precision, temperature_c double precision, "
+    "pod text, namespace text, container text"
+)
+REQUEST_STAGING_TYPES = (
+    "workload_id bigint, timestamp timestamptz, input_tokens integer, output_tokens integer, "
+    "latency_ms double precision, status text, count integer"
+)
+
+
+def _rejection(result: ParseResult, total: int) -> ImportSummary:
+    return ImportSummary(
+        rows_total=total,
+        rejected=len(result.errors),
+        errors=result.errors[:ERRORS_KEPT],
+        rejected_whole=True,
+    )
+
+
+@transaction.atomic
+def import_gpu_samples(result: ParseResult, *, pool=None, skip_bad_rows=False) -> ImportSummary:
+    total = len(result.rows) + len(result.errors)
+    if result.errors and not skip_bad_rows:
+        return _rejection(result, total)
+    devices, new_count = register_devices(result.rows, pool=pool)
+    accepted = _insert_ignoring_duplicates(
+        "telemetry_gpusample",
+        SAMPLE_COLUMNS,
+        SAMPLE_STAGING_TYPES,
+        (
+            _sample_tuple(
+                devices[GpuDevice.key_for(row.device.uuid, row.device.gpu_instance_id)].pk, row
+            )
+            for row in result.rows
+        ),
+    )
+    touched = set()
+    for row in result.rows:
+        device = devices[GpuDevice.key_for(row.device.uuid, row.device.gpu_instance_id)]
+        if device.pool_id is not None:
+            touched.add((device.pool_id, hour_of(row.timestamp)))
+    return ImportSummary(
+        rows_total=total,
+        accepted=accepted,
+        duplicates=len(result.rows) - accepted,
+        rejected=len(result.errors),
+        errors=result.errors[:ERRORS_KEPT],
+        new_devices=new_count,
+        unassigned_devices=sum(1 for device in devices.values() if device.pool_id is None),
+        touched_pool_hours=touched,
+    )
+
+
+@transaction.atomic
+def import_requests(result: ParseResult, *, workload, skip_bad_rows=False) -> ImportSummary:
+    total = len(result.rows) + len(result.errors)
+    if result.errors and not skip_bad_rows:
+        return _rejection(result, total)
+    accepted = _insert_ignoring_duplicates(
+        "telemetry_requestsample",
+        REQUEST_COLUMNS,
+        REQUEST_STAGING_TYPES,
+        (
+            (
+                workload.pk,
+                row.timestamp,
+                row.input_tokens,
+                row.output_tokens,
+                row.latency_ms,
+                row.status,
+                row.count,
+            )
+            for row in result.rows
+        ),
+    )
+    return ImportSummary(
+        rows_total=total,
+        accepted=accepted,
+        duplicates=len(result.rows) - accepted,
+        rejected=len(result.errors),
+        errors=result.errors[:ERRORS_KEPT],
+        touched_workload_hours={(workload.pk, hour_of(row.timestamp)) for row in result.rows},
+    )
+
+
+def record_import_run(run: ImportRun, summary: ImportSummary) -> ImportRun:
+    run.rows_total = summary.rows_total
+    run.rows_accepted = summary.accepted
+    run.rows_duplicate = summary.duplicates
+    run.rows_rejected = summary.rejected
+    run.errors = [{"line": error.line_number, "message": error.message} for error in summary.errors]
+    run.status = ImportRun.Status.REJECTED if summary.rejected_whole else ImportRun.Status.SUCCEEDED
+    run.message = summary.describe()
+    run.progress_pct = 100
+    run.finished_at = timezone.now()
+    run.save()
+    return run
+
+
+def hours_between(start: datetime, end: datetime) -> list[datetime]:
+    hours, hour = [], hour_of(start)
+    while hour < end:
+        hours.append(hour)
+        hour += timedelta(hours=1)
+    return hours
+
+
+GPU_FORMATS = ("dcgm", "nvidia-smi", "csv")
+REQUEST_FORMATS = ("azure-llm", "csv")
+
+
+def parse_column_mapping(text: str) -> dict[str, str]:
+    """``timestamp=Time,device=GPU`` → {"timestamp": "Time", "device": "GPU"}."""
+    mapping = {}
+    for part in filter(None, (piece.strip() for piece in (text or "").split(","))):
+        field_name, separator, header = part.partition("=")
+        if not separator or not field_name.strip() or not header.strip():
+            raise ValueError(f"column mapping “{part}” is not field=header")
+        mapping[field_name.strip()] = header.strip()
+    return mapping
+
+
+def parse_gpu_text(text: str, *, format: str, columns=None, tz=None, scraped_at=None):
+    """Dispatch to the format's parser (apps/telemetry/parsers/)."""
+    from datetime import UTC
+
+    from apps.telemetry import parsers
+
+    tz = tz or UTC
+    if format == "dcgm":
+        return parsers.parse_dcgm(text, scraped_at=scraped_at or timezone.now())
+    if format == "nvidia-smi":
+        return parsers.parse_nvidia_smi_csv(text, tz=tz)
+    if format == "csv":
+        if not columns:
+            raise parsers.TelemetryFormatError(
+                "a generic CSV needs a column mapping: timestamp=…,device=…,utilization_pct=…"
+            )
+        return parsers.parse_gpu_csv(text, columns=columns, tz=tz)
+    raise parsers.TelemetryFormatError(f"unknown format “{format}”; expected one of {GPU_FORMATS}")
+
+
+def parse_request_text(text: str, *, format: str, columns=None, tz=None):
+    from datetime import UTC
+
+    from apps.telemetry import parsers
+
+    if format == "azure-llm":
+        return parsers.parse_azure_llm(text)
+    if format == "csv":
+        if not columns:
+            raise parsers.TelemetryFormatError(
+                "a generic request CSV needs a column mapping: "
+                "timestamp=…,input_tokens=…,output_tokens=…"
+            )
+        return parsers.parse_request_csv(text, columns=columns, tz=tz or UTC)
+    raise parsers.TelemetryFormatError(
+        f"unknown format “{format}”; expected one of {REQUEST_FORMATS}"
+    )

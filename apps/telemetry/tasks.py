@@ -1,0 +1,140 @@
+"""Celery tasks: thin, keyed by ids and ISO times, idempotent by design (keyed upserts
+and delete-then-recompute of a range in one transaction), so they are acknowledged late
+and re-queued when their worker dies."""
+
+from datetime import datetime, timedelta
+
+from celery import shared_task
+from django.conf import settings
+from django.utils import timezone
+
+from apps.telemetry import rollups
+from apps.telemetry.models import GpuSample
+from apps.telemetry.pull_tasks import (  # noqa: F401 - registers the pull tasks with workers
+    pull_due_sources_task,
+    pull_source_task,
+)
+
+
+@shared_task(
+    name="telemetry.rollup_pool_hours",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    max_retries=5,
+    default_retry_delay=30,
+    time_limit=15 * 60,
+    soft_time_limit=14 * 60,
+)
+def rollup_pool_hours_task(pool_id: int, start_iso: str, end_iso: str) -> int:
+    return rollups.rollup_pool_hours(
+        pool_id, datetime.fromisoformat(start_iso), datetime.fromisoformat(end_iso)
+    )
+
+
+@shared_task(
+    name="telemetry.rollup_workload_hours",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    max_retries=5,
+    default_retry_delay=30,
+    time_limit=15 * 60,
+    soft_time_limit=14 * 60,
+)
+def rollup_workload_hours_task(workload_id: int, start_iso: str, end_iso: str) -> int:
+    return rollups.rollup_workload_hours(
+        workload_id, datetime.fromisoformat(start_iso), datetime.fromisoformat(end_iso)
+    )
+
+
+@shared_task(name="telemetry.purge_raw_samples", time_limit=30 * 60)
+def purge_raw_samples_task() -> int:
+    """Raw samples older than the retention go; hourly rollups are kept forever."""
+    cutoff = timezone.now() - timedelta(days=settings.TELEMETRY_RAW_RETENTION_DAYS)
+    deleted, _ = GpuSample.objects.filter(timestamp__lt=cutoff).delete()
+    return deleted
+
+
+def schedule_rollups(summary) -> int:
+    """Enqueue (after commit) one task per pool or workload and contiguous hour range the
+    import touched: only those hours are recomputed. Returns the number of tasks."""
+    tasks = 0
+    for task, touched in (
+        (rollup_pool_hours_task, summary.touched_pool_hours),
+        (rollup_workload_hours_task, summary.touched_workload_hours),
+    ):
+        by_owner: dict[int, list] = {}
+        for owner_id, hour in touched:
+            by_owner.setdefault(owner_id, []).append(hour)
+        for owner_id, hours in by_owner.items():
+            for start, end in rollups.hour_ranges(hours):
+                task.delay_on_commit(owner_id, start.isoformat(), end.isoformat())
+                tasks += 1
+    return tasks
+
+
+@shared_task(
+    name="telemetry.import_file",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    time_limit=60 * 60,
+    soft_time_limit=55 * 60,
+)
+def import_file_task(run_id: int, path: str, columns: dict | None = None, tz: str = "UTC") -> str:
+    """Import an uploaded file recorded as ImportRun ``run_id``; progress is written on
+    the run for the page's progress bar. Idempotent: samples are keyed, so a re-run after
+    a lost worker stores nothing twice (its summary then counts duplicates)."""
+    from pathlib import Path
+    from zoneinfo import ZoneInfo
+
+    from apps.telemetry import services
+    from apps.telemetry.models import ImportRun
+    from apps.telemetry.parsers import TelemetryFormatError
+
+    run = ImportRun.objects.select_related("pool", "workload").get(pk=run_id)
+    run.status, run.progress_pct = ImportRun.Status.RUNNING, 5
+    run.save(update_fields=["status", "progress_pct"])
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+        if run.kind == "gpu":
+            result = services.parse_gpu_text(
+                text,
+                format=run.format,
+                columns=columns,
+                tz=ZoneInfo(tz),
+                scraped_at=run.created_at,
+            )
+        else:
+            result = services.parse_request_text(
+                text, format=run.format, columns=columns, tz=ZoneInfo(tz)
+            )
+        ImportRun.objects.filter(pk=run.pk).update(progress_pct=50)
+        if run.kind == "gpu":
+            summary = services.import_gpu_samples(
+                result, pool=run.pool, skip_bad_rows=run.skip_bad_rows
+            )
+        else:
+            summary = services.import_requests(
+                result, workload=run.workload, skip_bad_rows=run.skip_bad_rows
+            )
+    except (TelemetryFormatError, UnicodeDecodeError) as error:
+        run.status, run.message, run.progress_pct = ImportRun.Status.REJECTED, str(error), 100
+        run.finished_at = timezone.now()
+        run.save()
+        Path(path).unlink(missing_ok=True)
+        return run.status
+    except Exception as error:
+        # Anything unexpected: the page must stop showing "running"; the file is kept so
+        # the re-delivered task (acks_late) can try again.
+        ImportRun.objects.filter(pk=run.pk).update(
+            status=ImportRun.Status.FAILED,
+            progress_pct=100,
+            finished_at=timezone.now(),
+            message=f"The import failed: {error.__class__.__name__}: {error}",
+        )
+        raise
+    services.record_import_run(run, summary)
+    if not summary.rejected_whole:
+        schedule_rollups(summary)
+    # The samples are stored: the uploaded copy is no longer needed.
+    Path(path).unlink(missing_ok=True)
+    return run.status

@@ -1,0 +1,15 @@
+from django.urls import path
+
+from apps.telemetry import views
+
+app_name = "telemetry"
+urlpatterns = [
+    path("imports/", views.import_list, name="import_list"),
+    path("imports/new/", views.import_create, name="import_create"),
+    path("imports/<int:pk>/", views.import_detail, name="import_detail"),
+    path("gpus/unassigned/", views.device_unassigned, name="device_unassigned"),
+    path("gpus/assign/", views.device_assign, name="device_assign"),
+    path("rules/", views.rule_list, name="rule_list"),
+    path("rules/new/", views.rule_create, name="rule_create"),
+    path("rules/<int:pk>/delete/", views.rule_delete, name="rule_delete"),
+]

@@ -1,0 +1,202 @@
+"""Telemetry pages: upload and follow an import, its history, the unassigned-GPUs triage
+and the hostname rules that keep that triage short."""
+
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import permission_required
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.db.models import Count, Max, Min
+from django.shortcuts import get_object_or_404, redirect
+from django.utils.text import get_valid_filename
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from apps.core.htmx import render_page
+from apps.telemetry.forms import (
+    DeviceAssignForm,
+    GpuImportForm,
+    HostnameRuleForm,
+    RequestImportForm,
+)
+from apps.telemetry.models import GpuDevice, GpuSample, HostnameRule, ImportRun
+from apps.telemetry.rollups import rollup_pool_hours
+from apps.telemetry.services import hour_of
+from apps.telemetry.tasks import import_file_task
+
+PAGE_SIZE = 25
+IMPORT_FORMS = {"gpu": GpuImportForm, "requests": RequestImportForm}
+FINISHED_STATUSES = {
+    ImportRun.Status.SUCCEEDED,
+    ImportRun.Status.REJECTED,
+    ImportRun.Status.FAILED,
+}
+
+
+@require_GET
+def import_list(request):
+    runs = (
+        ImportRun.objects.select_related("created_by", "pool", "workload")
+        .defer("errors")
+        .order_by("-created_at", "-pk")
+    )
+    page = Paginator(runs, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render_page(request, "telemetry/import_list.html", {"page": page})
+
+
+def _upload_path(run: ImportRun, name: str) -> Path:
+    safe_name = get_valid_filename(Path(name).name)[-100:] or "upload"
+    directory = Path(settings.MEDIA_ROOT) / "imports"
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory / f"{run.pk}-{safe_name}"
+
+
+def _start_import(request, form) -> ImportRun:
+    """Record the run, keep the file where the worker can read it, and enqueue the
+    import once the run is committed (the worker must find it)."""
+    upload = form.cleaned_data["file"]
+    with transaction.atomic():
+        run = ImportRun.objects.create(
+            kind=form.kind,
+            format=form.cleaned_data["format"],
+            source=ImportRun.Source.UPLOAD,
+            filename=Path(upload.name).name[:255],
+            pool=form.cleaned_data.get("pool"),
+            workload=form.cleaned_data.get("workload"),
+            created_by=request.user,
+            skip_bad_rows=form.cleaned_data["skip_bad_rows"],
+            status=ImportRun.Status.PENDING,
+        )
+        path = _upload_path(run, upload.name)
+        with path.open("wb") as destination:
+            for chunk in upload.chunks():
+                destination.write(chunk)
+        import_file_task.delay_on_commit(
+            run.pk, str(path), form.task_columns(), form.cleaned_data["time_zone"]
+        )
+    return run
+
+
+@permission_required("telemetry.add_importrun", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def import_create(request):
+    kind = request.POST.get("kind") or request.GET.get("kind") or "gpu"
+    if kind not in IMPORT_FORMS:
+        kind = "gpu"
+    form_class = IMPORT_FORMS[kind]
+    if request.method == "POST":
+        form = form_class(request.POST, request.FILES)
+        if form.is_valid():
+            run = _start_import(request, form)
+            messages.info(request, f"{run.filename} uploaded; the import runs in the background.")
+            return redirect("telemetry:import_detail", pk=run.pk)
+    else:
+        initial = {}
+        if kind == "gpu" and request.GET.get("pool"):
+            initial["pool"] = request.GET["pool"]
+        if kind == "requests" and request.GET.get("workload"):
+            initial["workload"] = request.GET["workload"]
+        form = form_class(initial=initial)
+    return render_page(request, "telemetry/import_form.html", {"form": form, "kind": kind})
+
+
+@require_GET
+def import_detail(request, pk):
+    run = get_object_or_404(
+        ImportRun.objects.select_related("created_by", "pool", "workload"), pk=pk
+    )
+    context = {
+        "run": run,
+        "finished": run.status in FINISHED_STATUSES,
+        "errors_not_shown": max(run.rows_rejected - len(run.errors), 0),
+    }
+    # The progress card polls itself; anything else gets the page or the whole column.
+    partial = "progress" if request.htmx and request.htmx.target == "import-progress" else "content"
+    return render_page(request, "telemetry/import_detail.html", context, partial=partial)
+
+
+@require_GET
+def device_unassigned(request):
+    devices = (
+        GpuDevice.objects.filter(pool__isnull=True)
+        .annotate(sample_count=Count("samples"))
+        .order_by("hostname", "gpu_index", "key")
+    )
+    page = Paginator(devices, PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {
+        "page": page,
+        "assign_form": DeviceAssignForm(),
+        "rule_count": HostnameRule.objects.count(),
+    }
+    return render_page(request, "telemetry/device_unassigned.html", context)
+
+
+@permission_required("telemetry.change_gpudevice", raise_exception=True)
+@require_POST
+def device_assign(request):
+    form = DeviceAssignForm(request.POST)
+    if not form.is_valid():
+        for errors in form.errors.values():
+            for error in errors:
+                messages.error(request, error)
+        return redirect("telemetry:device_unassigned")
+    pool = form.cleaned_data["pool"]
+    devices = list(form.cleaned_data["devices"])
+    device_ids = [device.pk for device in devices]
+    # Pools the devices leave lose their samples' hours: recompute those too.
+    pool_ids = {pool.pk} | {device.pool_id for device in devices if device.pool_id}
+    with transaction.atomic():
+        GpuDevice.objects.filter(pk__in=device_ids).update(
+            pool=pool, assignment=GpuDevice.Assignment.MANUAL
+        )
+        span = GpuSample.objects.filter(device_id__in=device_ids).aggregate(
+            first=Min("timestamp"), last=Max("timestamp"), samples=Count("id")
+        )
+        # Triage sizes are small: recompute synchronously so the pool page is right at once.
+        if span["samples"]:
+            start, end = hour_of(span["first"]), hour_of(span["last"]) + timedelta(hours=1)
+            for pool_id in sorted(pool_ids):
+                rollup_pool_hours(pool_id, start, end)
+    gpus = f"{len(devices)} GPU{'s' if len(devices) != 1 else ''}"
+    samples = span["samples"]
+    messages.success(
+        request,
+        f"{gpus} assigned to {pool}; their {samples:,} sample{'s' if samples != 1 else ''} "
+        "now count.",
+    )
+    return redirect("telemetry:device_unassigned")
+
+
+@require_GET
+def rule_list(request):
+    rules = HostnameRule.objects.select_related("pool").order_by("priority", "id")
+    return render_page(request, "telemetry/rule_list.html", {"rules": rules})
+
+
+@permission_required("telemetry.add_hostnamerule", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def rule_create(request):
+    initial = {"pool": request.GET["pool"]} if request.GET.get("pool") else None
+    form = HostnameRuleForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        rule = form.save()
+        messages.success(
+            request,
+            f"Rule {rule} created. It places GPUs seen for the first time from now on; "
+            "assign the GPUs already waiting on the Unassigned GPUs page.",
+        )
+        return redirect("telemetry:rule_list")
+    return render_page(request, "telemetry/rule_form.html", {"form": form})
+
+
+@permission_required("telemetry.delete_hostnamerule", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def rule_delete(request, pk):
+    rule = get_object_or_404(HostnameRule.objects.select_related("pool"), pk=pk)
+    if request.method == "POST":
+        rule.delete()
+        messages.success(request, f"Rule {rule} deleted; GPUs it placed keep their pool.")
+        return redirect("telemetry:rule_list")
+    return render_page(request, "telemetry/rule_confirm_delete.html", {"rule": rule})

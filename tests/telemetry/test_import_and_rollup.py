@@ -1,0 +1,372 @@
+"""Importing real telemetry files and rolling them up by the hour, checked against
+independent computations (Python's csv/statistics over the same files, or by hand)."""
+
+import csv
+import io
+import statistics
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from apps.pools.models import Workload, WorkloadKind
+from apps.telemetry import rollups, services
+from apps.telemetry.models import (
+    GpuDevice,
+    GpuSample,
+    HostnameRule,
+    ImportRun,
+    PoolHourlyUsage,
+    RequestSample,
+    WorkloadHourlyRequests,
+)
+from apps.telemetry.tasks import schedule_rollups
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+SCRAPES = sorted((DATA / "dcgm-exporter" / "scrapes").glob("*.prom"))
+NVIDIA_SMI = sorted((DATA / "nvidia-smi" / "query_gpu_csv").glob("*.csv"))
+AZURE_CODE = DATA / "traces" / "azure-llm-2023" / "AzureLLMInferenceTrace_code.csv"
+ALIBABA = DATA / "traces" / "alibaba-genai-2026" / "pod_gpu_duty_cycle_anon_head5000.csv"
+
+
+def run(*args) -> str:
+    out = io.StringIO()
+    call_command(*args, stdout=out, stderr=io.StringIO())
+    return out.getvalue()
+
+
+@pytest.fixture
+def inference_workload(pool, architecture):
+    return Workload.objects.create(
+        name="Code assistant",
+        slug="code-assistant",
+        kind=WorkloadKind.API_SERVICE,
+        model_architecture=architecture,
+        pool=pool,
+        gpu_count=8,
+    )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", SCRAPES, ids=lambda path: path.stem)
+def test_every_dcgm_scrape_imports_once(path, pool):
+    first = run(
+        "import_telemetry",
+        str(path),
+        "--format",
+        "dcgm",
+        "--pool",
+        pool.slug,
+        "--scraped-at",
+        "2026-11-01T10:15:00+00:00",
+    )
+    samples = GpuSample.objects.count()
+    assert samples > 0
+    assert first.startswith(f"{samples} rows accepted, 0 duplicates skipped, 0 rows rejected")
+    again = run(
+        "import_telemetry",
+        str(path),
+        "--format",
+        "dcgm",
+        "--pool",
+        pool.slug,
+        "--scraped-at",
+        "2026-11-01T10:15:00+00:00",
+    )
+    assert again.startswith(f"0 rows accepted, {samples} duplicates skipped, 0 rows rejected")
+    assert GpuSample.objects.count() == samples
+    assert set(GpuDevice.objects.values_list("pool_id", flat=True)) == {pool.pk}
+    assert ImportRun.objects.filter(status="succeeded").count() == 2
+
+
+@pytest.mark.django_db
+def test_every_nvidia_smi_capture_imports(pool):
+    for path in NVIDIA_SMI:
+        output = run("import_telemetry", str(path), "--format", "nvidia-smi", "--pool", pool.slug)
+        assert "0 rows rejected" in output, (path.name, output)
+    # Each capture holds one GPU reading at its own time; all share one masked UUID.
+    assert GpuSample.objects.count() == len(NVIDIA_SMI)
+
+
+@pytest.mark.django_db
+def test_alibaba_duty_cycle_imports_through_a_column_mapping(pool):
+    output = run(
+        "import_telemetry",
+        str(ALIBABA),
+        "--format",
+        "csv",
+        "--pool",
+        pool.slug,
+        "--columns",
+        "timestamp=timestamp_anon,device=container_ip,utilization_pct=value",
+    )
+    with ALIBABA.open() as handle:
+        rows = list(csv.DictReader(handle))
+    distinct = {(row["container_ip"], row["timestamp_anon"]) for row in rows}
+    assert output.startswith(f"{len(distinct)} rows accepted")
+    assert GpuDevice.objects.count() == len({row["container_ip"] for row in rows})
+
+
+@pytest.mark.django_db
+def test_azure_trace_imports_and_rolls_up_to_hand_counted_hours(inference_workload):
+    output = run(
+        "import_requests", str(AZURE_CODE), "--workload", "code-assistant", "--format", "azure-llm"
+    )
+    with AZURE_CODE.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert output == f"{len(rows)} rows accepted, 0 duplicates skipped, 0 rows rejected\n"
+    again = run(
+        "import_requests", str(AZURE_CODE), "--workload", "code-assistant", "--format", "azure-llm"
+    )
+    assert again.startswith(f"0 rows accepted, {len(rows)} duplicates skipped")
+
+    run("rollup_usage", "--all")
+    expected_requests, expected_input = Counter(), Counter()
+    for row in rows:
+        hour = datetime.fromisoformat(row["TIMESTAMP"][:26]).replace(
+            minute=0, second=0, microsecond=0, tzinfo=UTC
+        )
+        expected_requests[hour] += 1
+        expected_input[hour] += int(row["ContextTokens"])
+    hourly = {
+        row.hour: row for row in WorkloadHourlyRequests.objects.filter(workload=inference_workload)
+    }
+    assert {hour: row.requests for hour, row in hourly.items()} == dict(expected_requests)
+    assert {hour: row.input_tokens for hour, row in hourly.items()} == dict(expected_input)
+    assert all(row.errors == 0 for row in hourly.values())
+
+
+@pytest.mark.django_db
+def test_bad_rows_reject_the_file_unless_skipped(tmp_path, pool):
+    path = tmp_path / "gpus.csv"
+    path.write_text(
+        "time,gpu,util\n"
+        "2026-11-01T10:00:00Z,GPU-a,50\n"
+        "2026-11-01T10:01:00Z,GPU-a,140\n"
+        "2026-11-01T10:02:00Z,GPU-a,abc\n"
+        "2026-11-01T10:03:00Z,GPU-a,70\n"
+    )
+    arguments = [
+        "import_telemetry",
+        str(path),
+        "--format",
+        "csv",
+        "--pool",
+        pool.slug,
+        "--columns",
+        "timestamp=time,device=gpu,utilization_pct=util",
+    ]
+    with pytest.raises(CommandError, match="line 3.*140.*0–100"):
+        run(*arguments)
+    assert not GpuSample.objects.exists() and not GpuDevice.objects.exists()
+    rejected = ImportRun.objects.get()
+    assert rejected.status == "rejected" and rejected.rows_rejected == 2
+    assert [error["line"] for error in rejected.errors] == [3, 4]
+
+    output = run(*arguments, "--skip-bad-rows")
+    assert output.startswith("2 rows accepted, 0 duplicates skipped, 2 rows rejected")
+    assert sorted(GpuSample.objects.values_list("utilization_pct", flat=True)) == [50.0, 70.0]
+
+
+@pytest.mark.django_db
+def test_unknown_mapping_column_and_bad_arguments_are_named(tmp_path, pool):
+    path = tmp_path / "gpus.csv"
+    path.write_text("time,gpu,util\n2026-11-01T10:00:00Z,GPU-a,50\n")
+    with pytest.raises(CommandError, match="utilisation"):
+        run(
+            "import_telemetry",
+            str(path),
+            "--format",
+            "csv",
+            "--columns",
+            "timestamp=time,device=gpu,utilisation=util",
+        )
+    with pytest.raises(CommandError, match="--pool: no pool"):
+        run(
+            "import_telemetry",
+            str(path),
+            "--format",
+            "csv",
+            "--pool",
+            "nope",
+            "--columns",
+            "timestamp=time,device=gpu,utilization_pct=util",
+        )
+    with pytest.raises(CommandError, match="--tz: unknown time zone"):
+        run(
+            "import_telemetry",
+            str(path),
+            "--format",
+            "csv",
+            "--tz",
+            "Mars/Olympus",
+            "--columns",
+            "timestamp=time,device=gpu,utilization_pct=util",
+        )
+
+
+def _write_samples(path, samples):
+    path.write_text(
+        "time,gpu,host,util,mem,power\n"
+        + "".join(
+            f"{moment.isoformat()},{gpu},{host},{util},{mem},{power}\n"
+            for moment, gpu, host, util, mem, power in samples
+        )
+    )
+
+
+COLUMNS = (
+    "timestamp=time,device=gpu,hostname=host,utilization_pct=util,memory_used_mib=mem,power_w=power"
+)
+
+
+@pytest.mark.django_db
+def test_hourly_rollup_matches_a_hand_computation(tmp_path, pool):
+    ten = datetime(2026, 11, 1, 10, tzinfo=UTC)
+    samples = [
+        # GPU a: 40 and 80 in 10:00 → mean 60; 20 at 11:00.
+        (ten + timedelta(minutes=5), "GPU-a", "node-1", 40, 1000, 300),
+        (ten + timedelta(minutes=35), "GPU-a", "node-1", 80, 3000, 500),
+        (ten + timedelta(hours=1, minutes=1), "GPU-a", "node-1", 20, 500, 200),
+        # GPU b: 100 at 10:59:59 (still 10:00) → mean 100.
+        (ten + timedelta(minutes=59, seconds=59), "GPU-b", "node-1", 100, 2000, 700),
+    ]
+    path = tmp_path / "samples.csv"
+    _write_samples(path, samples)
+    run("import_telemetry", str(path), "--format", "csv", "--pool", pool.slug, "--columns", COLUMNS)
+    run("rollup_usage", "--all")
+
+    first, second = PoolHourlyUsage.objects.filter(pool=pool).order_by("hour")
+    # 10:00 — two reporting GPUs: busy = 0.60 + 1.00 = 1.6 GPU-hours of 16 capacity.
+    assert first.hour == ten
+    assert first.reporting_gpus == 2
+    assert first.capacity_gpu_hours == pool.gpu_count
+    assert first.busy_gpu_hours == pytest.approx(1.6)
+    assert first.avg_utilization_pct == pytest.approx(80.0)  # 100 × 1.6 ÷ 2
+    assert first.max_utilization_pct == pytest.approx(100.0)
+    assert first.max_memory_used_mib == 3000
+    # No energy counter: mean power × 1 h per GPU = (400 W + 700 W) → 1.1 kWh.
+    assert first.energy_kwh == pytest.approx(1.1)
+    # 11:00 — GPU a alone at 20 %.
+    assert second.reporting_gpus == 1
+    assert second.busy_gpu_hours == pytest.approx(0.2)
+    assert second.energy_kwh == pytest.approx(0.2)
+
+
+@pytest.mark.django_db
+def test_energy_counter_deltas_beat_mean_power(pool):
+    from apps.telemetry.parsers.rows import DeviceKey, GpuSampleRow, ParseResult
+
+    ten = datetime(2026, 11, 1, 10, tzinfo=UTC)
+    rows = [
+        GpuSampleRow(
+            line_number=index + 1,
+            device=DeviceKey("GPU-e"),
+            timestamp=ten + timedelta(minutes=20 * index),
+            utilization_pct=50.0,
+            power_w=999.0,
+            energy_mj=1e9 + index * 1.2e9,
+        )
+        for index in range(3)
+    ]
+    services.import_gpu_samples(ParseResult(rows=rows, errors=[]), pool=pool)
+    rollups.rollup_pool_hours(pool.pk, ten, ten + timedelta(hours=1))
+    # The counter rose 2.4·10⁹ mJ = 2.4e9 ÷ 3.6e9 kWh within the hour.
+    assert PoolHourlyUsage.objects.get().energy_kwh == pytest.approx(2.4e9 / 3.6e9)
+
+
+@pytest.mark.django_db
+def test_unknown_devices_wait_and_count_once_assigned(tmp_path, pool):
+    ten = datetime(2026, 11, 1, 10, tzinfo=UTC)
+    path = tmp_path / "samples.csv"
+    _write_samples(path, [(ten, "GPU-x", "far-away-7", 30, 100, 100)])
+    output = run("import_telemetry", str(path), "--format", "csv", "--columns", COLUMNS)
+    assert "1 waiting for a pool" in output
+    device = GpuDevice.objects.get()
+    assert device.pool is None and device.assignment == "unassigned"
+    assert GpuSample.objects.filter(device=device).count() == 1  # kept, not dropped
+    run("rollup_usage", "--all")
+    assert not PoolHourlyUsage.objects.exists()
+
+    device.pool, device.assignment = pool, GpuDevice.Assignment.MANUAL
+    device.save()
+    run("rollup_usage", "--all")
+    assert PoolHourlyUsage.objects.get().busy_gpu_hours == pytest.approx(0.3)
+
+
+@pytest.mark.django_db
+def test_hostname_rules_assign_new_devices(tmp_path, pool):
+    HostnameRule.objects.create(pool=pool, hostname_pattern="gpu-sh-*")
+    ten = datetime(2026, 11, 1, 10, tzinfo=UTC)
+    path = tmp_path / "samples.csv"
+    _write_samples(
+        path, [(ten, "GPU-1", "gpu-sh-01", 10, 1, 1), (ten, "GPU-2", "gpu-bj-01", 10, 1, 1)]
+    )
+    run("import_telemetry", str(path), "--format", "csv", "--columns", COLUMNS)
+    assert GpuDevice.objects.get(uuid="GPU-1").pool == pool
+    assert GpuDevice.objects.get(uuid="GPU-1").assignment == "rule"
+    assert GpuDevice.objects.get(uuid="GPU-2").pool is None
+
+
+@pytest.mark.django_db
+def test_only_touched_hours_are_scheduled(tmp_path, pool, django_capture_on_commit_callbacks):
+    ten = datetime(2026, 11, 1, 10, tzinfo=UTC)
+    rows = [(ten + timedelta(hours=offset), "GPU-a", "n", 10, 1, 1) for offset in (0, 1, 5)]
+    path = tmp_path / "samples.csv"
+    _write_samples(path, rows)
+    from apps.telemetry.parsers import parse_gpu_csv
+
+    result = parse_gpu_csv(path.read_text(), columns=services.parse_column_mapping(COLUMNS))
+    summary = services.import_gpu_samples(result, pool=pool)
+    with django_capture_on_commit_callbacks() as callbacks:
+        scheduled = schedule_rollups(summary)
+    # 10:00–12:00 is one contiguous range, 15:00–16:00 another.
+    assert scheduled == 2 and len(callbacks) == 2
+    assert rollups.hour_ranges([ten, ten + timedelta(hours=1), ten + timedelta(hours=5)]) == [
+        (ten, ten + timedelta(hours=2)),
+        (ten + timedelta(hours=5), ten + timedelta(hours=6)),
+    ]
+
+
+@pytest.mark.django_db
+def test_request_p95_and_errors_per_hour(tmp_path, inference_workload):
+    ten = datetime(2026, 11, 1, 10, tzinfo=UTC)
+    latencies = [120, 80, 300, 95, 410, 150, 99, 101, 1000, 60, 75, 88]
+    lines = ["ts,in,out,lat,status"] + [
+        f"{(ten + timedelta(seconds=index)).isoformat()},{100 + index},{10},{latency},"
+        f"{'500' if index in (3, 7) else '200'}"
+        for index, latency in enumerate(latencies)
+    ]
+    path = tmp_path / "requests.csv"
+    path.write_text("\n".join(lines) + "\n")
+    run(
+        "import_requests",
+        str(path),
+        "--workload",
+        inference_workload.slug,
+        "--format",
+        "csv",
+        "--columns",
+        "timestamp=ts,input_tokens=in,output_tokens=out,latency_ms=lat,status=status",
+    )
+    run("rollup_usage", "--all")
+    hour = WorkloadHourlyRequests.objects.get()
+    assert hour.requests == len(latencies)
+    assert hour.errors == 2
+    assert hour.output_tokens == 10 * len(latencies)
+    # Independent p95: Python's statistics.quantiles, "inclusive" = linear interpolation.
+    expected = statistics.quantiles(latencies, n=100, method="inclusive")[94]
+    assert hour.p95_latency_ms == pytest.approx(expected)
+    assert RequestSample.objects.count() == len(latencies)
+
+
+def test_hour_ranges_merge_only_adjacent_hours():
+    base = datetime(2026, 1, 1, tzinfo=UTC)
+    hours = [base + timedelta(hours=offset) for offset in (3, 0, 1, 1, 7)]
+    assert rollups.hour_ranges(hours) == [
+        (base, base + timedelta(hours=2)),
+        (base + timedelta(hours=3), base + timedelta(hours=4)),
+        (base + timedelta(hours=7), base + timedelta(hours=8)),
+    ]
