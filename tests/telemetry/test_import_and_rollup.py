@@ -370,3 +370,27 @@ def test_hour_ranges_merge_only_adjacent_hours():
         (base + timedelta(hours=3), base + timedelta(hours=4)),
         (base + timedelta(hours=7), base + timedelta(hours=8)),
     ]
+
+
+@pytest.mark.django_db
+def test_purge_keeps_recent_samples_and_every_rollup(pool, settings):
+    from django.utils import timezone
+
+    from apps.telemetry.parsers.rows import DeviceKey, GpuSampleRow, ParseResult
+    from apps.telemetry.tasks import purge_raw_samples_task
+
+    settings.TELEMETRY_RAW_RETENTION_DAYS = 14
+    now = timezone.now().replace(minute=0, second=0, microsecond=0)
+    old, recent = now - timedelta(days=20), now - timedelta(days=2)
+    rows = [
+        GpuSampleRow(line_number=1, device=DeviceKey("GPU-p"), timestamp=old, utilization_pct=10.0),
+        GpuSampleRow(
+            line_number=2, device=DeviceKey("GPU-p"), timestamp=recent, utilization_pct=90.0
+        ),
+    ]
+    services.import_gpu_samples(ParseResult(rows=rows, errors=[]), pool=pool)
+    run("rollup_usage", "--all")
+    assert PoolHourlyUsage.objects.count() == 2
+    assert purge_raw_samples_task() == 1
+    assert list(GpuSample.objects.values_list("timestamp", flat=True)) == [recent]
+    assert PoolHourlyUsage.objects.count() == 2  # rollups are kept forever
