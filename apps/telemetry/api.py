@@ -14,7 +14,6 @@ from apps.pools.models import Pool, Workload
 from apps.telemetry import services
 from apps.telemetry.models import ImportRun, PoolHourlyUsage, WorkloadHourlyRequests
 from apps.telemetry.parsers import GPU_CSV_FIELDS, REQUEST_CSV_FIELDS, TelemetryFormatError
-from apps.telemetry.tasks import schedule_rollups
 
 MAX_TEXT_CHARACTERS = 20_000_000
 
@@ -211,7 +210,7 @@ class _IngestView(APIView):
         if not request.user.has_perm("telemetry.add_importrun"):
             raise PermissionDenied("Importing telemetry needs the Technical lead or Ops role.")
 
-    def _ingest(self, request, serializer_class, parse, store):
+    def _ingest(self, request, serializer_class):
         serializer = serializer_class(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -226,17 +225,16 @@ class _IngestView(APIView):
             status=ImportRun.Status.RUNNING,
         )
         try:
-            result = parse(data)
+            summary = services.run_import(
+                run,
+                data["text"],
+                columns=data["columns"],
+                tz=data["time_zone"],
+                scraped_at=data.get("scraped_at"),
+            )
         except TelemetryFormatError as error:
-            run.status, run.message, run.progress_pct = ImportRun.Status.REJECTED, str(error), 100
-            run.save()
             raise ValidationError({"text": [str(error)]}) from error
-        summary = store(result, data)
-        services.record_import_run(run, summary)
-        if summary.rejected_whole:
-            return Response(_result(run), status=422)
-        schedule_rollups(summary)
-        return Response(_result(run), status=201)
+        return Response(_result(run), status=422 if summary.rejected_whole else 201)
 
 
 class GpuIngestView(_IngestView):
@@ -251,20 +249,7 @@ class GpuIngestView(_IngestView):
         responses={201: ImportResultSerializer, 422: ImportResultSerializer},
     )
     def post(self, request):
-        return self._ingest(
-            request,
-            GpuIngestSerializer,
-            lambda data: services.parse_gpu_text(
-                data["text"],
-                format=data["format"],
-                columns=data["columns"],
-                tz=data["time_zone"],
-                scraped_at=data["scraped_at"],
-            ),
-            lambda result, data: services.import_gpu_samples(
-                result, pool=data["pool"], skip_bad_rows=data["skip_bad_rows"]
-            ),
-        )
+        return self._ingest(request, GpuIngestSerializer)
 
 
 class RequestIngestView(_IngestView):
@@ -277,16 +262,4 @@ class RequestIngestView(_IngestView):
         responses={201: ImportResultSerializer, 422: ImportResultSerializer},
     )
     def post(self, request):
-        return self._ingest(
-            request,
-            RequestIngestSerializer,
-            lambda data: services.parse_request_text(
-                data["text"],
-                format=data["format"],
-                columns=data["columns"],
-                tz=data["time_zone"],
-            ),
-            lambda result, data: services.import_requests(
-                result, workload=data["workload"], skip_bad_rows=data["skip_bad_rows"]
-            ),
-        )
+        return self._ingest(request, RequestIngestSerializer)

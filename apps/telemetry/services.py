@@ -362,3 +362,34 @@ def parse_request_text(text: str, *, format: str, columns=None, tz=None):
     raise parsers.TelemetryFormatError(
         f"unknown format “{format}”; expected one of {REQUEST_FORMATS}"
     )
+
+
+def run_import(run: ImportRun, text: str, *, columns=None, tz=None, scraped_at=None):
+    """Parse, store and record one import, the same way for every channel (command line,
+    upload task, API): the run ends succeeded or rejected with its counts, and the hours it
+    touched are scheduled for rollup. A file that cannot be read at all raises
+    TelemetryFormatError after the run is marked rejected with the reason."""
+    from apps.telemetry.parsers import TelemetryFormatError
+    from apps.telemetry.tasks import schedule_rollups
+
+    try:
+        if run.kind == "gpu":
+            result = parse_gpu_text(
+                text, format=run.format, columns=columns, tz=tz, scraped_at=scraped_at
+            )
+        else:
+            result = parse_request_text(text, format=run.format, columns=columns, tz=tz)
+    except TelemetryFormatError as error:
+        run.status, run.message, run.progress_pct = ImportRun.Status.REJECTED, str(error), 100
+        run.finished_at = timezone.now()
+        run.save()
+        raise
+    ImportRun.objects.filter(pk=run.pk).update(progress_pct=50)
+    if run.kind == "gpu":
+        summary = import_gpu_samples(result, pool=run.pool, skip_bad_rows=run.skip_bad_rows)
+    else:
+        summary = import_requests(result, workload=run.workload, skip_bad_rows=run.skip_bad_rows)
+    record_import_run(run, summary)
+    if not summary.rejected_whole:
+        schedule_rollups(summary)
+    return summary

@@ -95,29 +95,13 @@ def import_file_task(run_id: int, path: str, columns: dict | None = None, tz: st
     run.save(update_fields=["status", "progress_pct"])
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
-        if run.kind == "gpu":
-            result = services.parse_gpu_text(
-                text,
-                format=run.format,
-                columns=columns,
-                tz=ZoneInfo(tz),
-                scraped_at=run.created_at,
-            )
-        else:
-            result = services.parse_request_text(
-                text, format=run.format, columns=columns, tz=ZoneInfo(tz)
-            )
-        ImportRun.objects.filter(pk=run.pk).update(progress_pct=50)
-        if run.kind == "gpu":
-            summary = services.import_gpu_samples(
-                result, pool=run.pool, skip_bad_rows=run.skip_bad_rows
-            )
-        else:
-            summary = services.import_requests(
-                result, workload=run.workload, skip_bad_rows=run.skip_bad_rows
-            )
-    except (TelemetryFormatError, UnicodeDecodeError) as error:
-        run.status, run.message, run.progress_pct = ImportRun.Status.REJECTED, str(error), 100
+        services.run_import(run, text, columns=columns, tz=ZoneInfo(tz), scraped_at=run.created_at)
+    except TelemetryFormatError:
+        Path(path).unlink(missing_ok=True)  # run_import marked the run rejected
+        return ImportRun.Status.REJECTED
+    except UnicodeDecodeError as error:
+        run.status, run.progress_pct = ImportRun.Status.REJECTED, 100
+        run.message = f"Not UTF-8 text ({error.reason} at byte {error.start})."
         run.finished_at = timezone.now()
         run.save()
         Path(path).unlink(missing_ok=True)
@@ -132,9 +116,7 @@ def import_file_task(run_id: int, path: str, columns: dict | None = None, tz: st
             message=f"The import failed: {error.__class__.__name__}: {error}",
         )
         raise
-    services.record_import_run(run, summary)
-    if not summary.rejected_whole:
-        schedule_rollups(summary)
     # The samples are stored: the uploaded copy is no longer needed.
     Path(path).unlink(missing_ok=True)
+    run.refresh_from_db(fields=["status"])
     return run.status

@@ -7,10 +7,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.pools.models import Workload
 from apps.telemetry import services
-from apps.telemetry.management.commands.import_telemetry import read_text, time_zone
+from apps.telemetry.management.commands.import_telemetry import read_text, report, time_zone
 from apps.telemetry.models import ImportRun
 from apps.telemetry.parsers import TelemetryFormatError
-from apps.telemetry.tasks import schedule_rollups
 
 
 class Command(BaseCommand):
@@ -43,23 +42,7 @@ class Command(BaseCommand):
             status=ImportRun.Status.RUNNING,
         )
         try:
-            result = services.parse_request_text(
-                text, format=options["format"], columns=columns, tz=time_zone(options["tz"])
-            )
+            summary = services.run_import(run, text, columns=columns, tz=time_zone(options["tz"]))
         except TelemetryFormatError as error:
-            run.status, run.message = ImportRun.Status.REJECTED, str(error)
-            run.save()
             raise CommandError(f"{options['path']}: {error}") from error
-        summary = services.import_requests(
-            result, workload=workload, skip_bad_rows=options["skip_bad_rows"]
-        )
-        services.record_import_run(run, summary)
-        for error in summary.errors:
-            self.stderr.write(error.message)
-        if summary.rejected_whole:
-            raise CommandError(summary.describe())
-        schedule_rollups(summary)
-        self.stdout.write(
-            f"{summary.accepted} rows accepted, {summary.duplicates} duplicates skipped, "
-            f"{summary.rejected} rows rejected"
-        )
+        report(self, summary)

@@ -16,7 +16,6 @@ from apps.pools.models import Pool
 from apps.telemetry import services
 from apps.telemetry.models import ImportRun
 from apps.telemetry.parsers import TelemetryFormatError
-from apps.telemetry.tasks import schedule_rollups
 
 
 def time_zone(name: str):
@@ -35,6 +34,18 @@ def read_text(path: str) -> str:
         raise CommandError(
             f"{path}: not UTF-8 text ({error.reason} at byte {error.start})"
         ) from error
+
+
+def report(command, summary):
+    """The counts cron mails: rejected lines on stderr; a refused file is an error."""
+    for error in summary.errors:
+        command.stderr.write(error.message)
+    if summary.rejected_whole:
+        raise CommandError(summary.describe())
+    command.stdout.write(
+        f"{summary.accepted} rows accepted, {summary.duplicates} duplicates skipped, "
+        f"{summary.rejected} rows rejected"
+    )
 
 
 class Command(BaseCommand):
@@ -89,29 +100,11 @@ class Command(BaseCommand):
             status=ImportRun.Status.RUNNING,
         )
         try:
-            result = services.parse_gpu_text(
-                text,
-                format=options["format"],
-                columns=columns,
-                tz=time_zone(options["tz"]),
-                scraped_at=scraped_at,
+            summary = services.run_import(
+                run, text, columns=columns, tz=time_zone(options["tz"]), scraped_at=scraped_at
             )
         except TelemetryFormatError as error:
-            run.status, run.message = ImportRun.Status.REJECTED, str(error)
-            run.save()
             raise CommandError(f"{options['path']}: {error}") from error
-        summary = services.import_gpu_samples(
-            result, pool=pool, skip_bad_rows=options["skip_bad_rows"]
-        )
-        services.record_import_run(run, summary)
-        for error in summary.errors:
-            self.stderr.write(error.message)
-        if summary.rejected_whole:
-            raise CommandError(summary.describe())
-        schedule_rollups(summary)
-        self.stdout.write(
-            f"{summary.accepted} rows accepted, {summary.duplicates} duplicates skipped, "
-            f"{summary.rejected} rows rejected"
-        )
+        report(self, summary)
         if summary.new_devices or summary.unassigned_devices:
             self.stdout.write(summary.describe())
