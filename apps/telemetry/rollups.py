@@ -54,7 +54,7 @@ FROM (
                 ELSE AVG(sample.power_w) / 1000.0 END AS energy_kwh
     FROM telemetry_gpusample AS sample
     JOIN telemetry_gpudevice AS device ON device.id = sample.device_id
-    WHERE device.pool_id = %s AND sample.timestamp >= %s AND sample.timestamp < %s
+    WHERE {pool_filter} AND sample.timestamp >= %s AND sample.timestamp < %s
     GROUP BY device.pool_id, {hour}, sample.device_id
 ) AS per_gpu
 JOIN pools_pool AS pool ON pool.id = per_gpu.pool_id
@@ -76,9 +76,25 @@ def rollup_pool_hours(pool_id: int, start: datetime, end: datetime) -> int:
     (purged, or devices moved to another pool) are deleted, so the result equals a
     rollup from scratch. Returns the number of hourly rows written."""
     PoolHourlyUsage.objects.filter(pool_id=pool_id, hour__gte=start, hour__lt=end).delete()
-    sql = POOL_ROLLUP_SQL.format(hour=_hour_sql("sample.timestamp"), mj_per_kwh=MILLIJOULES_PER_KWH)
+    return _insert_pool_hours("device.pool_id = %s", [pool_id, start, end])
+
+
+@transaction.atomic
+def rollup_all_pool_hours(start: datetime, end: datetime) -> int:
+    """``rollup_pool_hours`` for every pool at once: one scan of the samples instead of
+    one per pool (bench/telemetry.py: 2.0× → 0.9× a hand-written GROUP BY)."""
+    PoolHourlyUsage.objects.filter(hour__gte=start, hour__lt=end).delete()
+    return _insert_pool_hours("device.pool_id IS NOT NULL", [start, end])
+
+
+def _insert_pool_hours(pool_filter: str, params: list) -> int:
+    sql = POOL_ROLLUP_SQL.format(
+        hour=_hour_sql("sample.timestamp"),
+        mj_per_kwh=MILLIJOULES_PER_KWH,
+        pool_filter=pool_filter,
+    )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [pool_id, start, end])
+        cursor.execute(sql, params)
         return cursor.rowcount
 
 
@@ -168,14 +184,13 @@ def rollup_everything() -> tuple[int, int]:
     from apps.telemetry.services import hour_of
 
     pool_rows = workload_rows = 0
-    spans = (
-        GpuSample.objects.filter(device__pool__isnull=False)
-        .values("device__pool_id")
-        .annotate(first=Min("timestamp"), last=Max("timestamp"))
-    )
-    for span in spans:
+    # The span of all raw samples (two probes of the timestamp index): raw samples are purged
+    # by age for every pool alike, so inside it every pool's hours can be recomputed, and
+    # the hourly rows before it, whose samples are gone, are kept.
+    span = GpuSample.objects.aggregate(first=Min("timestamp"), last=Max("timestamp"))
+    if span["first"] is not None:
         end = hour_of(span["last"]) + _ONE_HOUR
-        pool_rows += rollup_pool_hours(span["device__pool_id"], hour_of(span["first"]), end)
+        pool_rows += rollup_all_pool_hours(hour_of(span["first"]), end)
     spans = RequestSample.objects.values("workload_id").annotate(
         first=Min("timestamp"), last=Max("timestamp")
     )

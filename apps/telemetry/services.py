@@ -138,22 +138,48 @@ def register_devices(rows: list[GpuSampleRow], *, pool=None) -> tuple[dict, int]
         device.mig_profile = row.mig_profile or device.mig_profile
     GpuDevice.objects.bulk_create(new_devices)
     if changed:
-        GpuDevice.objects.bulk_update(
-            changed,
-            [
-                "pool",
-                "assignment",
-                "last_seen_at",
-                "first_seen_at",
-                "hostname",
-                "gpu_index",
-                "model_name",
-                "driver_version",
-                "mig_profile",
-            ],
-        )
+        _refresh_devices(changed)
     devices = existing | {device.key: device for device in new_devices}
     return devices, len(new_devices)
+
+
+# The device fields an import refreshes, with their PostgreSQL types for unnest().
+_REFRESHED_DEVICE_FIELDS = (
+    ("pool_id", "bigint"),
+    ("assignment", "text"),
+    ("last_seen_at", "timestamptz"),
+    ("first_seen_at", "timestamptz"),
+    ("hostname", "text"),
+    ("gpu_index", "integer"),
+    ("model_name", "text"),
+    ("driver_version", "text"),
+    ("mig_profile", "text"),
+)
+
+
+def _refresh_devices(devices: list[GpuDevice]) -> None:
+    """Write the refreshed fields of known devices in one statement.
+
+    ``bulk_update()`` builds one ``CASE WHEN id = … THEN …`` per field and device: for the
+    1,000 devices of a fleet file Django spends ~3 s composing it, and ~35 ms for the 8 of
+    one scrape (bench/telemetry.py); ``UPDATE … FROM unnest(arrays)`` takes milliseconds.
+    """
+    names = [name for name, _type in _REFRESHED_DEVICE_FIELDS]
+    if connection.vendor != "postgresql":
+        GpuDevice.objects.bulk_update(devices, [name.removesuffix("_id") for name in names])
+        return
+    assignments = ", ".join(f"{name} = refreshed.{name}" for name in names)
+    arrays = ", ".join(f"%s::{sql_type}[]" for _name, sql_type in _REFRESHED_DEVICE_FIELDS)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE telemetry_gpudevice AS device SET {assignments} "  # noqa: S608 - constants
+            f"FROM unnest(%s::bigint[], {arrays}) AS refreshed(id, {', '.join(names)}) "
+            "WHERE device.id = refreshed.id",
+            [
+                [device.pk for device in devices],
+                *([getattr(device, name) for device in devices] for name in names),
+            ],
+        )
 
 
 def _sample_tuple(device_id: int, row: GpuSampleRow) -> tuple:
