@@ -2,15 +2,8 @@
 
 import plotly.graph_objects as go
 
+from apps.core.charts import BASE_LAYOUT
 from apps.core.colours import PURPOSE_COLOURS
-
-_BASE_LAYOUT = {
-    "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
-    "paper_bgcolor": "rgba(0,0,0,0)",
-    "plot_bgcolor": "rgba(0,0,0,0)",
-    "font": {"family": "system-ui, -apple-system, 'Segoe UI', sans-serif", "size": 12},
-    "legend": {"orientation": "h", "y": -0.2},
-}
 
 
 def build_gpus_by_purpose_figure(
@@ -29,7 +22,7 @@ def build_gpus_by_purpose_figure(
             textinfo="label+value",
         )
     )
-    figure.update_layout(title="GPUs by purpose", showlegend=True, **_BASE_LAYOUT)
+    figure.update_layout(title="GPUs by purpose", showlegend=True, **BASE_LAYOUT)
     return figure
 
 
@@ -64,7 +57,7 @@ def build_pool_hourly_price_figure(pools) -> go.Figure:
         yaxis={"automargin": True, "categoryorder": "total ascending"},
         barmode="stack",
         legend_traceorder="normal",
-        **_BASE_LAYOUT,
+        **BASE_LAYOUT,
     )
     return figure
 
@@ -119,6 +112,6 @@ def build_memory_breakdown_figure(breakdown, gpu_model, title="Memory per GPU") 
         barmode="stack",
         yaxis_title="GB per GPU (10⁹ bytes)",
         yaxis_range=[0, max(total_gb, gpu_memory_gb) * 1.15],
-        **_BASE_LAYOUT,
+        **BASE_LAYOUT,
     )
     return figure

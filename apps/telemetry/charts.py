@@ -4,7 +4,7 @@ from datetime import timedelta
 
 import plotly.graph_objects as go
 
-from apps.pools.charts import _BASE_LAYOUT
+from apps.core.charts import BASE_LAYOUT
 
 AVERAGE_COLOUR = "#206bc4"
 BUSIEST_COLOUR = "#f59f00"
@@ -74,6 +74,6 @@ def build_pool_utilization_figure(rows) -> go.Figure:
         xaxis_title="Hour (UTC)",
         yaxis={"title": "Utilization (%)", "range": [0, 105], "ticksuffix": " %"},
         showlegend=True,
-        **_BASE_LAYOUT,
+        **BASE_LAYOUT,
     )
     return figure
