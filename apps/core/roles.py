@@ -32,6 +32,9 @@ TECHNICAL_LEAD = Role(
         "pools.add_workload",
         "pools.change_workload",
         "pools.delete_workload",
+        "pools.add_interruption",
+        "pools.change_interruption",
+        "pools.delete_interruption",
         "telemetry.add_importrun",
         "telemetry.change_gpudevice",
         "telemetry.add_hostnamerule",
@@ -42,7 +45,13 @@ TECHNICAL_LEAD = Role(
 OPS = Role(
     name="Ops",
     description="Edits backup policies, records restore drills and imports telemetry.",
-    permissions=("telemetry.add_importrun",),  # backup models arrive with the backups issue
+    permissions=(
+        "telemetry.add_importrun",
+        "pools.add_interruption",
+        "pools.change_interruption",
+        "pools.delete_interruption",
+        # backup models arrive with the backups issue
+    ),
 )
 PROCUREMENT = Role(
     name="Procurement",

@@ -47,6 +47,7 @@ POOL_SECTIONS = (
             "colocation_per_month_usd",
         ],
     ),
+    ("Reports", ["timezone", "peak_hours"]),
 )
 
 # What each deployment must be given to have an effective price.
@@ -83,6 +84,13 @@ class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.Mod
         model = Pool
         fields = [name for _, names in POOL_SECTIONS for name in names]
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["timezone"].required = False  # left empty: UTC, as the model defaults
+
+    def clean_timezone(self):
+        return self.cleaned_data.get("timezone") or "UTC"
 
     def clean(self):
         cleaned = super().clean()
@@ -142,6 +150,8 @@ WORKLOAD_SECTIONS = (
             "seq_len",
             "tokens_to_train",
             "expected_mfu",
+            "checkpoint_interval_minutes",
+            "checkpoint_write_seconds",
         ],
     ),
     (
@@ -158,6 +168,7 @@ WORKLOAD_SECTIONS = (
             "quantization_validated",
         ],
     ),
+    ("Telemetry attribution", ["k8s_namespace", "pod_name_prefix"]),
 )
 
 

@@ -14,6 +14,7 @@ from simple_history.models import HistoricalRecords
 
 from apps.pools import costing
 from apps.pools.querysets import PoolQuerySet, WorkloadQuerySet
+from apps.pools.validators import validate_hour_ranges, validate_timezone
 
 
 class Purpose(models.TextChoices):
@@ -123,6 +124,22 @@ class Pool(models.Model):
     )
     operations_per_month_usd = _money("Operations per month (USD)", help_text="Whole pool.")
     colocation_per_month_usd = _money("Colocation per month (USD)", help_text="Whole pool.")
+    # Reports: the hour-of-day curve and peak/off-peak split are drawn in the pool's zone.
+    timezone = models.CharField(
+        "Time zone",
+        max_length=64,
+        default="UTC",
+        validators=[validate_timezone],
+        help_text="IANA name, e.g. Asia/Shanghai; used for the hour-of-day curves.",
+    )
+    peak_hours = models.CharField(
+        "Peak hours",
+        max_length=100,
+        blank=True,
+        validators=[validate_hour_ranges],
+        help_text="Local hours of the day, e.g. 9-18 or 8,9,20-22 (an hour range includes both "
+        "ends). Blank: the hours whose mean demand is above the daily mean.",
+    )
     # Derived from the inputs above by refresh_effective_price(); stored so lists, totals
     # and reports can sum it in SQL.
     effective_price_per_gpu_hour_usd = models.DecimalField(
@@ -338,6 +355,31 @@ class Workload(models.Model):
         validators=[MinValueValidator(Decimal("0.001")), MaxValueValidator(Decimal("1"))],
         help_text="Model FLOPs utilisation, 0–1; 0.35–0.45 is typical for large dense models.",
     )
+    checkpoint_interval_minutes = models.PositiveIntegerField(
+        "Checkpoint interval (minutes)",
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="How often the job writes a checkpoint; interruptions lose the work since.",
+    )
+    checkpoint_write_seconds = models.PositiveIntegerField(
+        "Checkpoint write time (seconds)",
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="C in Young's and Daly's formulas: how long the job pauses to write one.",
+    )
+
+    # Telemetry attribution: samples whose Kubernetes labels match count for this workload.
+    k8s_namespace = models.CharField(
+        "Kubernetes namespace", max_length=255, blank=True, help_text="From dcgm's pod labels."
+    )
+    pod_name_prefix = models.CharField(
+        "Pod name prefix",
+        max_length=255,
+        blank=True,
+        help_text="e.g. llama-serve- ; blank with a namespace set: every pod in the namespace.",
+    )
 
     # Inference settings
     weight_precision = models.CharField(
@@ -400,3 +442,64 @@ class Workload(models.Model):
     def replicas(self) -> int:
         """Inference replicas of ``inference_tensor_parallel`` GPUs each."""
         return max(1, self.gpu_count // self.inference_tensor_parallel)
+
+
+class InterruptionCause(models.TextChoices):
+    HARDWARE = "hardware", "Hardware"
+    SOFTWARE = "software", "Software"
+    DATA_STALL = "data_stall", "Data stall"
+    PREEMPTION = "preemption", "Preemption"
+
+
+class Interruption(models.Model):
+    """A training job stopped unexpectedly: the work since its last checkpoint is lost.
+
+    Lost time = (interruption − last checkpoint) + restart. When the last checkpoint's time
+    is not recorded, half the checkpoint interval is used: the expected loss when failures
+    fall uniformly between checkpoints (Young, "A first order approximation to the optimum
+    checkpoint interval", CACM 17(9), 1974).
+    """
+
+    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="interruptions")
+    occurred_at = models.DateTimeField("Interrupted at")
+    cause = models.CharField(max_length=20, choices=InterruptionCause.choices)
+    restart_minutes = models.PositiveIntegerField(
+        "Restart (minutes)", help_text="From the failure until training ran again."
+    )
+    last_checkpoint_at = models.DateTimeField(
+        "Last checkpoint before it",
+        null=True,
+        blank=True,
+        help_text="Blank: half the workload's checkpoint interval is counted as lost.",
+    )
+    notes = models.TextField(blank=True)
+    recorded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["-occurred_at"]
+        indexes = [models.Index(fields=["workload", "occurred_at"])]
+
+    def __str__(self):
+        cause = self.get_cause_display().lower()
+        return f"{self.workload} {cause} at {self.occurred_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def lost_minutes(self) -> float | None:
+        """Work lost plus the restart, in wall-clock minutes; None when it cannot be known."""
+        if self.last_checkpoint_at is not None:
+            since_checkpoint = (self.occurred_at - self.last_checkpoint_at).total_seconds() / 60
+        elif self.workload.checkpoint_interval_minutes:
+            since_checkpoint = self.workload.checkpoint_interval_minutes / 2
+        else:
+            return None
+        return max(since_checkpoint, 0) + self.restart_minutes
+
+    @property
+    def lost_gpu_hours(self) -> float | None:
+        lost = self.lost_minutes
+        return None if lost is None else lost / 60 * self.workload.gpu_count
