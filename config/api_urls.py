@@ -4,8 +4,16 @@ from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from apps.accounts.api import MeView
+from apps.backups.api import (
+    BackupPolicyViewSet,
+    BackupVersionViewSet,
+    CheckpointIntervalEstimateView,
+    RestoreDrillViewSet,
+)
 from apps.catalog.api import GpuModelViewSet, ModelArchitectureViewSet
 from apps.pools.api import MemoryEstimateView, PoolViewSet, WorkloadViewSet
+from apps.procurement.api import CapacityMixEstimateView, ScenarioViewSet
+from apps.reports.api import CostReportView, InterruptionViewSet, UsageProfileView
 from apps.telemetry.api import (
     GpuIngestView,
     PoolHourlyUsageView,
@@ -18,16 +26,33 @@ router.register("pools", PoolViewSet, basename="pool")
 router.register("workloads", WorkloadViewSet, basename="workload")
 router.register("gpu-models", GpuModelViewSet, basename="gpu-model")
 router.register("model-architectures", ModelArchitectureViewSet, basename="model-architecture")
+router.register("scenarios", ScenarioViewSet, basename="scenario")
+router.register("interruptions", InterruptionViewSet, basename="interruption")
+router.register("backup-policies", BackupPolicyViewSet, basename="backup-policy")
+router.register("backup-versions", BackupVersionViewSet, basename="backup-version")
+router.register("restore-drills", RestoreDrillViewSet, basename="restore-drill")
 
 urlpatterns = [
     path("me/", MeView.as_view(), name="api-me"),
     path("estimates/memory/", MemoryEstimateView.as_view(), name="api-estimate-memory"),
+    path(
+        "estimates/capacity-mix/",
+        CapacityMixEstimateView.as_view(),
+        name="api-estimate-capacity-mix",
+    ),
+    path(
+        "estimates/checkpoint-interval/",
+        CheckpointIntervalEstimateView.as_view(),
+        name="api-estimate-checkpoint-interval",
+    ),
     path("usage/hourly/", PoolHourlyUsageView.as_view(), name="api-usage-hourly"),
     path(
         "usage/requests/hourly/",
         WorkloadHourlyRequestsView.as_view(),
         name="api-usage-requests-hourly",
     ),
+    path("usage/profile/", UsageProfileView.as_view(), name="api-usage-profile"),
+    path("reports/cost/", CostReportView.as_view(), name="api-report-cost"),
     path("telemetry/gpu/", GpuIngestView.as_view(), name="api-ingest-gpu"),
     path("telemetry/requests/", RequestIngestView.as_view(), name="api-ingest-requests"),
     *router.urls,

@@ -52,6 +52,9 @@ INSTALLED_APPS = [
     "apps.catalog",
     "apps.pools",
     "apps.telemetry",
+    "apps.reports",
+    "apps.backups",
+    "apps.procurement",
 ]
 
 MIDDLEWARE = [
@@ -257,8 +260,20 @@ CELERY_BEAT_SCHEDULE["purge-raw-telemetry"] = {
 }
 CELERY_BEAT_SCHEDULE["pull-telemetry-sources"] = {
     "task": "telemetry.pull_due_sources",
-    "schedule": timedelta(seconds=30),
-    "options": {"expires": 25},
+    # The finest pull interval a source can have (telemetry.models.MIN_PULL_INTERVAL_SECONDS).
+    "schedule": timedelta(seconds=15),
+    "options": {"expires": 12},
+}
+CELERY_BEAT_SCHEDULE["rollup-pending-telemetry"] = {
+    # Pulled samples reach the hourly rollups within a minute (telemetry.PendingRollup).
+    "task": "telemetry.rollup_pending",
+    "schedule": timedelta(seconds=60),
+    "options": {"expires": 55},
+}
+CELERY_BEAT_SCHEDULE["refresh-drill-schedules"] = {
+    # Which backup policies' restore drills are overdue (apps/backups/tasks.py).
+    "task": "backups.refresh_drill_schedules",
+    "schedule": timedelta(hours=24),
 }
 # Raw GPU samples are kept this long; hourly rollups forever.
 TELEMETRY_RAW_RETENTION_DAYS = env.int("TELEMETRY_RAW_RETENTION_DAYS", default=14)

@@ -5,11 +5,16 @@ A URL name added without an entry in ROUTES fails ``test_every_url_name_is_cover
 so a new view cannot ship without its permission being tested.
 """
 
+from datetime import date
+
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.utils import timezone
 
 from apps.accounts.models import ApiToken
 from apps.core.roles import OPS, PROCUREMENT, TECHNICAL_LEAD
+from apps.pools.models import Interruption
+from apps.reports.models import RecomputeJob
 from apps.telemetry.models import HostnameRule, ImportRun
 
 EVERYONE = "everyone"
@@ -18,9 +23,29 @@ SUPERUSER = "superuser"
 # URL name → (kwargs kind, who may GET it: EVERYONE, SUPERUSER or a permission)
 ROUTES = {
     "core:overview": (None, EVERYONE),
-    "core:backups": (None, EVERYONE),
-    "core:reports": (None, EVERYONE),
-    "core:procurement": (None, EVERYONE),
+    "backups:policy_list": (None, EVERYONE),
+    "backups:policy_detail": ("backup_policy", EVERYONE),
+    "backups:policy_create": ("workload", "backups.add_backuppolicy"),
+    "backups:policy_edit": ("backup_policy", "backups.change_backuppolicy"),
+    "backups:policy_delete": ("backup_policy", "backups.delete_backuppolicy"),
+    "backups:drill_create": ("backup_policy", "backups.add_restoredrill"),
+    "backups:drill_detail": ("restore_drill", EVERYONE),
+    "backups:drill_delete": ("restore_drill", "backups.delete_restoredrill"),
+    "backups:version_create": ("workload", "backups.add_backupversion"),
+    "backups:version_detail": ("backup_version", EVERYONE),
+    "backups:version_edit": ("backup_version", "backups.change_backupversion"),
+    "backups:version_delete": ("backup_version", "backups.delete_backupversion"),
+    "procurement:scenario_list": (None, EVERYONE),
+    "procurement:scenario_detail": ("scenario", EVERYONE),
+    "procurement:scenario_create": (None, "procurement.add_scenario"),
+    "procurement:scenario_edit": ("scenario", "procurement.change_scenario"),
+    "procurement:scenario_delete": ("scenario", "procurement.delete_scenario"),
+    "procurement:option_create": ("scenario", "procurement.add_scenariooption"),
+    "procurement:option_edit": ("scenario_option", "procurement.change_scenariooption"),
+    "procurement:option_delete": ("scenario_option", "procurement.delete_scenariooption"),
+    "procurement:price_import": ("scenario", "procurement.add_scenariooption"),
+    "procurement:export_create": ("scenario", "procurement.add_comparisonexport"),
+    "procurement:export_detail": ("export", EVERYONE),
     "core:user_list": (None, SUPERUSER),
     "pools:pool_list": (None, EVERYONE),
     "pools:pool_detail": ("pool", EVERYONE),
@@ -50,6 +75,13 @@ ROUTES = {
     "telemetry:rule_list": (None, EVERYONE),
     "telemetry:rule_create": (None, "telemetry.add_hostnamerule"),
     "telemetry:rule_delete": ("hostname_rule", "telemetry.delete_hostnamerule"),
+    "reports:report": (None, EVERYONE),
+    "reports:recompute_detail": ("recompute_job", EVERYONE),
+    "reports:interruption_list": (None, EVERYONE),
+    "reports:interruption_create": (None, "pools.add_interruption"),
+    "reports:interruption_detail": ("interruption", EVERYONE),
+    "reports:interruption_edit": ("interruption", "pools.change_interruption"),
+    "reports:interruption_delete": ("interruption", "pools.delete_interruption"),
     "accounts:token_list": (None, EVERYONE),
     "accounts:token_create": (None, EVERYONE),
     "accounts:token_delete": ("own_token", EVERYONE),
@@ -68,11 +100,26 @@ API_ROUTES = {
     "gpu-model-detail": "gpu_model",
     "model-architecture-list": None,
     "model-architecture-detail": "architecture",
+    "interruption-list": None,
+    "interruption-detail": "interruption",
+    "api-report-cost": None,
+    "api-usage-profile": None,
+    "scenario-list": None,
+    "scenario-detail": "scenario",
+    "backup-policy-list": None,
+    "backup-policy-detail": "backup_policy_api",
+    "backup-version-list": None,
+    "backup-version-detail": "backup_version",
+    "restore-drill-list": None,
+    "restore-drill-detail": "restore_drill",
 }
 # POST-only or query-required API endpoints, each walked by its own tests:
 # tests/pools/test_estimates_api.py and tests/telemetry/test_api.py.
 POST_ONLY_API = {
     "api-estimate-memory",
+    "api-estimate-capacity-mix",
+    "api-estimate-checkpoint-interval",
+    "backup-version-checksums",
     "api-ingest-gpu",
     "api-ingest-requests",
     "api-usage-hourly",
@@ -83,7 +130,12 @@ EXCLUDED = {
     "login": "the login page itself is public",
     "logout": "POST-only; covered by the browser test",
     "healthz": "public JSON probe for load balancers; covered by test_health",
+    "reports:recompute_create": "POST-only; covered by tests/reports/test_views.py",
     "telemetry:device_assign": "POST-only; covered by tests/telemetry/test_views.py",
+    "procurement:export_download": "a streamed file; every role's download and the 404 "
+    "without a file are covered by tests/procurement/test_exports.py",
+    "backups:version_mark_stable": "POST-only; covered by tests/backups/test_views.py",
+    "backups:drill_evidence": "a download, not a page; covered by tests/backups/test_views.py",
 }
 EXCLUDED_NAMESPACES = {"admin": "Django's admin checks is_staff itself"}
 
@@ -146,14 +198,64 @@ def _url(name, kind, *, pool, workload, user):
         return reverse(name, kwargs={"pk": rule.pk})
     if kind == "gpu_model":
         return reverse(name, kwargs={"slug": pool.gpu_model.slug})
+    if kind == "interruption":
+        interruption = Interruption.objects.create(
+            workload=workload, occurred_at=timezone.now(), cause="hardware", restart_minutes=5
+        )
+        return reverse(name, kwargs={"pk": interruption.pk})
+    if kind == "recompute_job":
+        job = RecomputeJob.objects.create(start_day=date(2026, 1, 1), end_day=date(2026, 1, 7))
+        return reverse(name, kwargs={"pk": job.pk})
     if kind == "architecture":
         return reverse(name, kwargs={"slug": workload.model_architecture.slug})
+    if kind in ("scenario", "scenario_option", "export"):
+        return _procurement_url(name, kind, pool=pool)
+    if kind in ("backup_policy", "backup_policy_api", "backup_version", "restore_drill"):
+        return _backups_url(name, kind, workload=workload)
     if kind == "own_token":
         token, _ = ApiToken.issue(
             user=user, description="walk", lifetime=_one_day(), read_only=True
         )
         return reverse(name, kwargs={"key_id": token.key_id})
     raise AssertionError(kind)
+
+
+def _procurement_url(name, kind, *, pool):
+    from django.core.files.base import ContentFile
+
+    from apps.procurement.models import ComparisonExport, Scenario, ScenarioOption
+
+    scenario, _ = Scenario.objects.get_or_create(
+        slug="walk-scenario",
+        defaults={"name": "Walk scenario", "demand_source": "measured_pool", "demand_pool": pool},
+    )
+    if kind == "scenario":
+        return reverse(name, kwargs={"slug": scenario.slug})
+    if kind == "scenario_option":
+        option, _ = ScenarioOption.objects.get_or_create(
+            scenario=scenario,
+            name="Walk on-demand",
+            defaults={"kind": "on_demand", "gpu_model": pool.gpu_model, "source_pool": pool},
+        )
+        return reverse(name, kwargs={"slug": scenario.slug, "pk": option.pk})
+    export = ComparisonExport.objects.create(scenario=scenario, format="csv", status="succeeded")
+    export.file.save("walk.csv", ContentFile(b"Option,Total cost (USD)\n"))
+    return reverse(name, kwargs={"pk": export.pk})
+
+
+def _backups_url(name, kind, *, workload):
+    from tests.backups.factories import make_drill, make_policy, make_version
+
+    policy = make_policy(workload)
+    if kind == "backup_policy":
+        return reverse(name, kwargs={"slug": workload.slug})
+    if kind == "backup_policy_api":
+        return reverse(name, kwargs={"workload": workload.slug})
+    version = make_version(workload)
+    if kind == "backup_version":
+        return reverse(name, kwargs={"pk": version.pk})
+    drill = make_drill(policy, version)
+    return reverse(name, kwargs={"pk": drill.pk})
 
 
 def _one_day():

@@ -7,9 +7,9 @@ NAVIGATION = (
     ("Workloads", "pools:workload_list", ("pools:workload_", "pools:calculator")),
     ("Catalog", "catalog:gpu_model_list", ("catalog:",)),
     ("Telemetry", "telemetry:import_list", ("telemetry:",)),
-    ("Backups", "core:backups", ("core:backups",)),
-    ("Reports", "core:reports", ("core:reports",)),
-    ("Procurement", "core:procurement", ("core:procurement",)),
+    ("Backups", "backups:policy_list", ("backups:",)),
+    ("Reports", "reports:report", ("reports:",)),
+    ("Procurement", "procurement:scenario_list", ("procurement:",)),
 )
 
 

@@ -35,6 +35,7 @@ TECHNICAL_LEAD = Role(
         "pools.add_interruption",
         "pools.change_interruption",
         "pools.delete_interruption",
+        "reports.add_recomputejob",
         "telemetry.add_importrun",
         "telemetry.change_gpudevice",
         "telemetry.add_hostnamerule",
@@ -50,13 +51,33 @@ OPS = Role(
         "pools.add_interruption",
         "pools.change_interruption",
         "pools.delete_interruption",
-        # backup models arrive with the backups issue
+        "reports.add_recomputejob",
+        "backups.add_backuppolicy",
+        "backups.change_backuppolicy",
+        "backups.delete_backuppolicy",
+        "backups.add_backupversion",
+        "backups.change_backupversion",
+        "backups.delete_backupversion",
+        "backups.add_versionchecksum",
+        "backups.change_versionchecksum",
+        "backups.delete_versionchecksum",
+        "backups.add_restoredrill",
+        "backups.change_restoredrill",
+        "backups.delete_restoredrill",
     ),
 )
 PROCUREMENT = Role(
     name="Procurement",
     description="Edits comparison scenarios and exports reports.",
-    permissions=(),  # scenario models arrive with the procurement issue
+    permissions=(
+        "procurement.add_scenario",
+        "procurement.change_scenario",
+        "procurement.delete_scenario",
+        "procurement.add_scenariooption",
+        "procurement.change_scenariooption",
+        "procurement.delete_scenariooption",
+        "procurement.add_comparisonexport",
+    ),
 )
 ROLES = (TECHNICAL_LEAD, OPS, PROCUREMENT)
 

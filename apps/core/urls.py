@@ -1,12 +1,10 @@
 from django.urls import path
 
 from apps.core import views
+from apps.reports.views import overview
 
 app_name = "core"
 urlpatterns = [
-    path("", views.overview, name="overview"),
-    path("backups/", views.backups, name="backups"),
-    path("reports/", views.reports, name="reports"),
-    path("procurement/", views.procurement, name="procurement"),
+    path("", overview, name="overview"),
     path("users/", views.user_list, name="user_list"),
 ]

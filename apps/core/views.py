@@ -7,43 +7,6 @@ from django.views.decorators.http import require_GET
 from apps.core.health import health_report
 from apps.core.htmx import render_page
 from apps.core.roles import ROLES
-from apps.pools.charts import build_gpus_by_purpose_figure, build_pool_hourly_price_figure
-from apps.pools.models import Pool, Purpose, Workload
-
-
-@require_GET
-def overview(request):
-    pools = list(Pool.objects.all())
-    gpus_by_purpose = {purpose.value: 0 for purpose in Purpose} | Pool.objects.gpus_by_purpose()
-    totals = Pool.objects.totals()
-    context = {
-        "pools": pools,
-        "totals": totals,
-        "gpus_by_purpose": [
-            (purpose.label, purpose.value, gpus_by_purpose[purpose.value]) for purpose in Purpose
-        ],
-        "workload_count": Workload.objects.count(),
-        "gpus_by_purpose_figure": build_gpus_by_purpose_figure(
-            gpus_by_purpose, dict(Purpose.choices)
-        ),
-        "pool_price_figure": build_pool_hourly_price_figure(pools),
-    }
-    return render_page(request, "core/overview.html", context)
-
-
-@require_GET
-def backups(request):
-    return render_page(request, "core/backups.html")
-
-
-@require_GET
-def reports(request):
-    return render_page(request, "core/reports.html")
-
-
-@require_GET
-def procurement(request):
-    return render_page(request, "core/procurement.html")
 
 
 @require_GET

@@ -149,6 +149,24 @@ class Pool(models.Model):
         editable=False,
         default=Decimal("0"),
     )
+    # The same price split for the cost reports (apps/reports/costmodel.py): what every
+    # GPU-hour pays whatever the load, and what each kWh of GPU energy pays at the facility.
+    fixed_price_per_gpu_hour_usd = models.DecimalField(
+        "Fixed price per GPU-hour (USD)",
+        max_digits=12,
+        decimal_places=6,
+        editable=False,
+        default=Decimal("0"),
+        help_text="Cloud price, or amortisation + operations + colocation.",
+    )
+    price_per_gpu_kwh_usd = models.DecimalField(
+        "Price per GPU kWh (USD)",
+        max_digits=12,
+        decimal_places=6,
+        editable=False,
+        default=Decimal("0"),
+        help_text="PUE × power price; 0 for cloud pools, whose price includes power.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -222,6 +240,12 @@ class Pool(models.Model):
         breakdown = self.price_breakdown()
         usd = breakdown.usd_per_gpu_hour if breakdown else 0
         self.effective_price_per_gpu_hour_usd = Decimal(str(round(usd, 4)))
+        power_usd_per_kwh = 0.0
+        if breakdown and self.is_owned:
+            power_usd_per_kwh = float(self.pue) * float(self.power_price_per_kwh_usd)
+        power_at_tdp_usd = power_usd_per_kwh * self.gpu_model.tdp_watts / 1000
+        self.price_per_gpu_kwh_usd = Decimal(str(round(power_usd_per_kwh, 6)))
+        self.fixed_price_per_gpu_hour_usd = Decimal(str(round(usd - power_at_tdp_usd, 6)))
 
     @property
     def price_per_hour_usd(self) -> Decimal:
@@ -487,6 +511,14 @@ class Interruption(models.Model):
     def __str__(self):
         cause = self.get_cause_display().lower()
         return f"{self.workload} {cause} at {self.occurred_at:%Y-%m-%d %H:%M}"
+
+    def get_absolute_url(self):
+        return reverse("reports:interruption_detail", kwargs={"pk": self.pk})
+
+    @property
+    def name(self) -> str:
+        """What confirmation pages call it."""
+        return str(self)
 
     @property
     def lost_minutes(self) -> float | None:

@@ -12,6 +12,14 @@ class PriceLineSerializer(serializers.Serializer):
     formula = serializers.CharField()
 
 
+# Stored prices derived from the cost inputs by Pool.refresh_effective_price().
+PRICE_FIELDS = [
+    "effective_price_per_gpu_hour_usd",
+    "fixed_price_per_gpu_hour_usd",
+    "price_per_gpu_kwh_usd",
+]
+
+
 class PoolSerializer(StrictModelSerializer):
     gpu_model = SlugReferenceField(slug_field="slug", queryset=GpuModel.objects.all())
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
@@ -86,7 +94,7 @@ class PoolSerializer(StrictModelSerializer):
     def save(self, **kwargs):
         pool = super().save(**kwargs)
         pool.refresh_effective_price()
-        pool.save(update_fields=["effective_price_per_gpu_hour_usd"])
+        pool.save(update_fields=PRICE_FIELDS)
         return pool
 
 

@@ -16,6 +16,7 @@ from apps.pools.estimates import EstimateError, run_memory_estimate
 from apps.pools.filters import POOL_SORTS, PoolFilter
 from apps.pools.forms import CalculatorForm, PoolForm, WorkloadForm
 from apps.pools.models import Pool, Workload
+from apps.reports.views import pool_report_context
 from apps.telemetry.charts import build_pool_utilization_figure
 
 PAGE_SIZE = 25
@@ -68,6 +69,7 @@ def pool_detail(request, slug):
         "price_breakdown": pool.price_breakdown(),
         "findings_count": sum(len(assessment.findings) for _, assessment in rows),
         "history": history_rows(pool),
+        **pool_report_context(pool, timezone.now()),
         "utilization_figure": build_pool_utilization_figure(
             pool.hourly_usage.filter(hour__gte=timezone.now() - UTILIZATION_WINDOW)
             .order_by("hour")

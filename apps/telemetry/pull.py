@@ -10,9 +10,11 @@
 
 Both record an ImportRun (history page) and the outcome on the PullSource, keep the good
 rows of a sample with an odd line (a live endpoint should not lose a whole scrape to one
-bad value; the rejected ones are listed on the run), schedule the rollups of the hours
-they touched, and never raise for what a network or a server can be expected to do:
-unreachable, timing out, answering an HTTP error or something that is not telemetry.
+bad value; the rejected ones are listed on the run), queue the pool-hours they touched for
+the next ``telemetry.rollup_pending`` beat tick (PendingRollup: one rollup per pool-hour a
+minute, not one per scrape), and never raise for what a network or a server can be
+expected to do: unreachable, timing out, answering an HTTP error or something that is not
+telemetry.
 
 HTTP is the standard library's: two GETs need no extra dependency. Prometheus API
 reference: https://prometheus.io/docs/prometheus/latest/querying/api/ ("Range queries",
@@ -184,13 +186,10 @@ def _record_on_source(source: PullSource, now: datetime, status: str, message: s
 def _pull(
     source: PullSource, now: datetime, *, format: str, run_source: str, fetch
 ) -> tuple[ImportRun, str]:
-    """Record a run, ``fetch()`` → (ParseResult, note), import the rows and schedule the
-    rollups; returns (run, status for the source). Expected failures are recorded on the
-    run and the source and come back as status "error"; anything else is recorded, then
-    raised."""
-    # Imported here: tasks.py imports pull_tasks, which imports this module.
-    from apps.telemetry.tasks import schedule_rollups
-
+    """Record a run, ``fetch()`` → (ParseResult, note), import the rows and queue their
+    pool-hours for rollup; returns (run, status for the source). Expected failures are
+    recorded on the run and the source and come back as status "error"; anything else is
+    recorded, then raised."""
     run = ImportRun.objects.create(
         kind="gpu",
         format=format,
@@ -202,7 +201,9 @@ def _pull(
     )
     try:
         result, note = fetch()
-        summary = services.import_gpu_samples(result, pool=source.pool, skip_bad_rows=True)
+        summary = services.import_gpu_samples(
+            result, pool=source.pool, skip_bad_rows=True, defer_rollups=True
+        )
     except PullError as error:
         return _finish_failed(source, run, now, str(error), ImportRun.Status.FAILED), STATUS_ERROR
     except TelemetryFormatError as error:
@@ -215,7 +216,6 @@ def _pull(
     if note:
         run.message = f"{note}: {run.message}"
         run.save(update_fields=["message"])
-    schedule_rollups(summary)
     return run, STATUS_WARNING if summary.rejected else STATUS_OK
 
 

@@ -10,14 +10,15 @@ from celery import shared_task
 from django.utils import timezone
 
 from apps.telemetry import pull
-from apps.telemetry.models import PullSource
+from apps.telemetry.models import MIN_PULL_INTERVAL_SECONDS, PullSource
 
 # Time limits: up to seven Prometheus queries of at most 10 s each, then the import.
 PULL_SOFT_TIME_LIMIT_SECONDS = 4 * 60
 PULL_TIME_LIMIT_SECONDS = 5 * 60
-# A pull enqueued by beat that no worker has started after this long is dropped: the next
-# beat tick enqueues a fresh one, so a busy queue never fills with stale pulls.
-MIN_PULL_EXPIRY_SECONDS = 30
+# A pull enqueued by beat that no worker has started within the source's interval (at
+# least one beat tick) is dropped: a later tick enqueues a fresh one, so a busy queue
+# never fills with stale pulls.
+MIN_PULL_EXPIRY_SECONDS = MIN_PULL_INTERVAL_SECONDS
 
 
 def is_due(source: PullSource, now) -> bool:
@@ -50,9 +51,11 @@ def pull_source_task(source_id: int, only_if_due: bool = False) -> str:
 @shared_task(name="telemetry.pull_due_sources", time_limit=60, soft_time_limit=50)
 def pull_due_sources_task() -> int:
     """Enqueue a pull of every enabled source whose ``last_pulled_at + interval ≤ now``;
-    returns how many. Beat runs this every 30 s, so 30 s is the finest interval that
-    holds; a few dozen sources are filtered here rather than with date arithmetic in SQL,
-    which differs between PostgreSQL and SQLite."""
+    returns how many. Beat runs this every 15 s (settings: "pull-telemetry-sources"), so
+    15 s (``MIN_PULL_INTERVAL_SECONDS``) is the finest interval that holds: a source due
+    between two ticks waits for the next, up to 15 s late. A few dozen sources are
+    filtered here rather than with date arithmetic in SQL, which differs between
+    PostgreSQL and SQLite."""
     now = timezone.now()
     sources = PullSource.objects.filter(enabled=True).only(
         "id", "last_pulled_at", "interval_seconds"

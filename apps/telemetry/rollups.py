@@ -15,11 +15,12 @@ Per workload and hour: requests, input and output tokens, errors (status not 2xx
 success/empty) and the p95 latency.
 """
 
+import uuid
 from datetime import datetime, timedelta
 
 from django.db import connection, transaction
 
-from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
+from apps.telemetry.models import PendingRollup, PoolHourlyUsage, WorkloadHourlyRequests
 
 MILLIJOULES_PER_KWH = 3.6e9
 _ONE_HOUR = timedelta(hours=1)
@@ -174,6 +175,58 @@ def hour_ranges(hours) -> list[tuple[datetime, datetime]]:
         else:
             ranges.append([hour, hour + _ONE_HOUR])
     return [(start, end) for start, end in ranges]
+
+
+def queue_pool_hours(pool_hours) -> None:
+    """Queue (pool id, hour) pairs for ``rollup_pending``, in the caller's transaction.
+
+    One ``INSERT … ON CONFLICT (pool_id, hour) DO UPDATE SET token = excluded.token``:
+    a pool-hour is queued once however often it is touched, and a fresh token tells the
+    drain it was touched again. Rows go in (pool, hour) order, so two imports touching
+    the same pool-hours lock them in the same order and cannot deadlock.
+    """
+    PendingRollup.objects.bulk_create(
+        [
+            PendingRollup(pool_id=pool_id, hour=hour, token=uuid.uuid4())
+            for pool_id, hour in sorted(pool_hours)
+        ],
+        update_conflicts=True,
+        unique_fields=["pool", "hour"],
+        update_fields=["token"],
+    )
+
+
+def rollup_pending() -> tuple[int, int]:
+    """Roll up every queued pool-hour, then unqueue exactly the rows that were read;
+    returns (pool-hours unqueued, hourly rows written).
+
+    Samples committed before the queue is read are in the rollup, which reads them
+    afterwards. An import committing later either queued a row this drain never saw, or
+    replaced the token of a row it did see; neither is deleted, so the next drain rolls
+    that hour up again. A drain killed halfway leaves its rows queued: recomputing an
+    hour is idempotent. Each pool's contiguous hours are one ``rollup_pool_hours``
+    transaction that also unqueues them, row by row in (pool, hour) order, the order
+    ``queue_pool_hours`` locks them in.
+    """
+    pending = list(
+        PendingRollup.objects.order_by("pool_id", "hour").values_list("pool_id", "hour", "token")
+    )
+    tokens: dict[tuple[int, datetime], uuid.UUID] = {
+        (pool_id, hour): token for pool_id, hour, token in pending
+    }
+    by_pool: dict[int, list[datetime]] = {}
+    for pool_id, hour, _token in pending:
+        by_pool.setdefault(pool_id, []).append(hour)
+    written = 0
+    for pool_id, hours in by_pool.items():
+        for start, end in hour_ranges(hours):
+            with transaction.atomic():
+                written += rollup_pool_hours(pool_id, start, end)
+                hour = start
+                while hour < end:
+                    PendingRollup.objects.filter(token=tokens[pool_id, hour]).delete()
+                    hour += _ONE_HOUR
+    return len(pending), written
 
 
 def rollup_everything() -> tuple[int, int]:

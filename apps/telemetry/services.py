@@ -182,34 +182,75 @@ def _refresh_devices(devices: list[GpuDevice]) -> None:
         )
 
 
-def _sample_tuple(device_id: int, row: GpuSampleRow) -> tuple:
-    return (
-        device_id,
-        row.timestamp,
-        row.utilization_pct,
-        row.memory_used_mib,
-        row.memory_free_mib,
-        row.power_w,
-        row.energy_mj,
-        row.temperature_c,
-        row.pod,
-        row.namespace,
-        row.container,
-    )
+def _sample_values(rows: list[GpuSampleRow], devices: dict, touched_instants: set):
+    """The rows as tuples in SAMPLE_COLUMNS order, lazily (straight into COPY), adding
+    (pool id, instant) to ``touched_instants`` for rows of devices in a pool.
+
+    Per row this is two dict lookups by int and an identity check: devices are cached per
+    DeviceKey object, and each pool's last instant is remembered (the dcgm and CSV parsers
+    share one datetime object among an instant's rows), so mostly only a new instant of a
+    pool reaches the set; the caller turns the few instants into hours. Finding the
+    touched pool-hours with a key, ``hour_of()`` and a set insertion per row cost ~3 µs a
+    row; building the tuples and the touched pool-hours now cost ~0.5 µs a row together
+    (an hour of the bench fleet, 60,000 rows; bench/README.md, finding 2).
+    """
+    # Keyed by the DeviceKey object's identity (an int hash) rather than by the frozen
+    # dataclass (a Python-level __hash__ per row): the rows keep their DeviceKeys alive, so
+    # no id is reused meanwhile, and an equal but distinct DeviceKey merely misses.
+    by_identity: dict[int, tuple[int, int | None]] = {}
+    last_instant_of_pool: dict[int, datetime] = {}
+    for row in rows:
+        device_key = row.device
+        found = by_identity.get(id(device_key))
+        if found is None:
+            device = devices[GpuDevice.key_for(device_key.uuid, device_key.gpu_instance_id)]
+            found = by_identity[id(device_key)] = (device.pk, device.pool_id)
+        device_id, pool_id = found
+        timestamp = row.timestamp
+        if pool_id is not None and last_instant_of_pool.get(pool_id) is not timestamp:
+            last_instant_of_pool[pool_id] = timestamp
+            touched_instants.add((pool_id, timestamp))
+        yield (
+            device_id,
+            timestamp,
+            row.utilization_pct,
+            row.memory_used_mib,
+            row.memory_free_mib,
+            row.power_w,
+            row.energy_mj,
+            row.temperature_c,
+            row.pod,
+            row.namespace,
+            row.container,
+        )
 
 
-def _insert_ignoring_duplicates(table: str, columns: tuple, column_types: str, values) -> int:
-    """Insert rows, skipping those whose key already exists; returns rows inserted."""
+def _insert_ignoring_duplicates(
+    table: str, columns: tuple[str, ...], column_types: tuple[str, ...], values
+) -> int:
+    """Insert rows, skipping those whose key already exists; returns rows inserted.
+
+    On PostgreSQL: binary ``COPY`` into a temporary staging table, then one ``INSERT …
+    SELECT … ON CONFLICT DO NOTHING``. Binary COPY with the column types declared sends
+    floats and timestamps as they are instead of formatting them as text for the server
+    to parse back: storing 4 hours of the bench fleet (240,000 rows) went from ~32 to ~20
+    µs a row. Staging in rounds of 20,000–50,000 rows, to keep the temporary table within
+    temp_buffers, was no faster there and slower for a day (bench/README.md, finding 2).
+    """
     if connection.vendor == "postgresql":
         staging = f"{table}_staging"
         column_list = ", ".join(f'"{name}"' for name in columns)
+        staging_columns = ", ".join(
+            f'"{name}" {sql_type}' for name, sql_type in zip(columns, column_types, strict=True)
+        )
         with connection.cursor() as cursor:
             cursor.execute(
-                f"CREATE TEMP TABLE IF NOT EXISTS {staging} ({column_types}) ON COMMIT DROP"
+                f"CREATE TEMP TABLE IF NOT EXISTS {staging} ({staging_columns}) ON COMMIT DROP"
             )
             cursor.execute(f"TRUNCATE {staging}")
             raw = cursor.cursor  # psycopg 3 cursor under Django's wrapper
-            with raw.copy(f"COPY {staging} ({column_list}) FROM STDIN") as copy:
+            with raw.copy(f"COPY {staging} ({column_list}) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(column_types)
                 for value in values:
                     copy.write_row(value)
             cursor.execute(
@@ -227,16 +268,9 @@ def _insert_ignoring_duplicates(table: str, columns: tuple, column_types: str, v
     return model.objects.count() - before
 
 
-SAMPLE_STAGING_TYPES = (
-    "device_id bigint, timestamp timestamptz, utilization_pct double precision, "
-    "memory_used_mib double precision, memory_free_mib double precision, "
-    "power_w double precision, energy_mj double precision, temperature_c double precision, "
-    "pod text, namespace text, container text"
-)
-REQUEST_STAGING_TYPES = (
-    "workload_id bigint, timestamp timestamptz, input_tokens integer, output_tokens integer, "
-    "latency_ms double precision, status text, count integer"
-)
+# PostgreSQL types of SAMPLE_COLUMNS and REQUEST_COLUMNS, for the staging table and COPY.
+SAMPLE_COLUMN_TYPES = ("int8", "timestamptz", *("float8",) * 6, *("text",) * 3)
+REQUEST_COLUMN_TYPES = ("int8", "timestamptz", "int4", "int4", "float8", "text", "int4")
 
 
 def _rejection(result: ParseResult, total: int) -> ImportSummary:
@@ -249,27 +283,38 @@ def _rejection(result: ParseResult, total: int) -> ImportSummary:
 
 
 @transaction.atomic
-def import_gpu_samples(result: ParseResult, *, pool=None, skip_bad_rows=False) -> ImportSummary:
+def import_gpu_samples(
+    result: ParseResult, *, pool=None, skip_bad_rows=False, defer_rollups=False
+) -> ImportSummary:
+    """Store the parsed rows once each; the summary names the pool-hours they touched.
+
+    With ``defer_rollups`` (the pull channels: a scrape every 15 s per node) those
+    pool-hours are also queued as PendingRollup rows in this same transaction, so they are
+    rolled up by the next ``telemetry.rollup_pending`` beat tick exactly when the samples
+    are stored, instead of one rollup task per scrape (bench/README.md, finding 3).
+    """
     total = len(result.rows) + len(result.errors)
     if result.errors and not skip_bad_rows:
         return _rejection(result, total)
     devices, new_count = register_devices(result.rows, pool=pool)
+    touched_instants: set[tuple[int, datetime]] = set()
     accepted = _insert_ignoring_duplicates(
         "telemetry_gpusample",
         SAMPLE_COLUMNS,
-        SAMPLE_STAGING_TYPES,
-        (
-            _sample_tuple(
-                devices[GpuDevice.key_for(row.device.uuid, row.device.gpu_instance_id)].pk, row
-            )
-            for row in result.rows
-        ),
+        SAMPLE_COLUMN_TYPES,
+        _sample_values(result.rows, devices, touched_instants),
     )
+    hours: dict[datetime, datetime] = {}
     touched = set()
-    for row in result.rows:
-        device = devices[GpuDevice.key_for(row.device.uuid, row.device.gpu_instance_id)]
-        if device.pool_id is not None:
-            touched.add((device.pool_id, hour_of(row.timestamp)))
+    for pool_id, instant in touched_instants:
+        hour = hours.get(instant)
+        if hour is None:
+            hour = hours[instant] = hour_of(instant)
+        touched.add((pool_id, hour))
+    if defer_rollups and touched:
+        from apps.telemetry.rollups import queue_pool_hours
+
+        queue_pool_hours(touched)
     return ImportSummary(
         rows_total=total,
         accepted=accepted,
@@ -290,7 +335,7 @@ def import_requests(result: ParseResult, *, workload, skip_bad_rows=False) -> Im
     accepted = _insert_ignoring_duplicates(
         "telemetry_requestsample",
         REQUEST_COLUMNS,
-        REQUEST_STAGING_TYPES,
+        REQUEST_COLUMN_TYPES,
         (
             (
                 workload.pk,

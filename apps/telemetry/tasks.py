@@ -46,6 +46,22 @@ def rollup_workload_hours_task(workload_id: int, start_iso: str, end_iso: str) -
     )
 
 
+@shared_task(
+    name="telemetry.rollup_pending",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    time_limit=15 * 60,
+    soft_time_limit=14 * 60,
+)
+def rollup_pending_task() -> int:
+    """Roll up the pool-hours the pull channels queued (PendingRollup); beat runs it every
+    60 s (settings: "rollup-pending-telemetry"), so pulled data reaches the charts within
+    about a minute. Idempotent: a drain killed halfway leaves its rows queued and the next
+    one recomputes those hours. Returns the pool-hours unqueued."""
+    unqueued, _written = rollups.rollup_pending()
+    return unqueued
+
+
 @shared_task(name="telemetry.purge_raw_samples", time_limit=30 * 60)
 def purge_raw_samples_task() -> int:
     """Raw samples older than the retention go; hourly rollups are kept forever."""
@@ -56,7 +72,10 @@ def purge_raw_samples_task() -> int:
 
 def schedule_rollups(summary) -> int:
     """Enqueue (after commit) one task per pool or workload and contiguous hour range the
-    import touched: only those hours are recomputed. Returns the number of tasks."""
+    import touched: only those hours are recomputed. Returns the number of tasks.
+
+    For uploads, the API and the command line, whose users wait for their result; the
+    pull channels queue their pool-hours for ``rollup_pending_task`` instead."""
     tasks = 0
     for task, touched in (
         (rollup_pool_hours_task, summary.touched_pool_hours),

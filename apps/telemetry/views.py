@@ -152,7 +152,7 @@ def device_assign(request):
             pool=pool, assignment=GpuDevice.Assignment.MANUAL
         )
         span = GpuSample.objects.filter(device_id__in=device_ids).aggregate(
-            first=Min("timestamp"), last=Max("timestamp"), samples=Count("id")
+            first=Min("timestamp"), last=Max("timestamp"), samples=Count("*")
         )
         # Triage sizes are small: recompute synchronously so the pool page is right at once.
         if span["samples"]:

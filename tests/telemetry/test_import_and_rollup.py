@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from apps.pools.models import Workload, WorkloadKind
+from apps.pools.models import Pool, Workload, WorkloadKind
 from apps.telemetry import rollups, services
 from apps.telemetry.models import (
     GpuDevice,
@@ -394,3 +394,216 @@ def test_purge_keeps_recent_samples_and_every_rollup(pool, settings):
     assert purge_raw_samples_task() == 1
     assert list(GpuSample.objects.values_list("timestamp", flat=True)) == [recent]
     assert PoolHourlyUsage.objects.count() == 2  # rollups are kept forever
+
+
+# --- The sample table's key, touched pool-hours, and rollups queued by the pull channels
+
+
+def _row(device: str, moment: datetime, utilization: float, line: int = 1):
+    from apps.telemetry.parsers.rows import DeviceKey, GpuSampleRow
+
+    return GpuSampleRow(
+        line_number=line, device=DeviceKey(device), timestamp=moment, utilization_pct=utilization
+    )
+
+
+def _import(rows, **options):
+    from apps.telemetry.parsers.rows import ParseResult
+
+    return services.import_gpu_samples(ParseResult(rows=rows, errors=[]), **options)
+
+
+def _other_pool(pool):
+    other = Pool.objects.get(pk=pool.pk)
+    other.pk, other.name, other.slug = None, "Other pool", "other-pool"
+    other.save()
+    return other
+
+
+@pytest.mark.django_db
+def test_the_sample_table_is_keyed_by_device_and_timestamp():
+    """bench/README.md, finding 2: the primary key is the uniqueness rule, with no
+    surrogate id, no second unique index and no index on device_id alone."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT a.attname FROM pg_index AS i JOIN pg_attribute AS a "
+            "ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
+            "WHERE i.indrelid = 'telemetry_gpusample'::regclass AND i.indisprimary "
+            "ORDER BY array_position(i.indkey::int2[], a.attnum)"
+        )
+        primary_key = [name for (name,) in cursor.fetchall()]
+        cursor.execute(
+            "SELECT pg_get_indexdef(indexrelid) FROM pg_index "
+            "WHERE indrelid = 'telemetry_gpusample'::regclass AND NOT indisprimary"
+        )
+        other_indexes = [definition for (definition,) in cursor.fetchall()]
+        cursor.execute(
+            "SELECT pg_get_constraintdef(oid) FROM pg_constraint "
+            "WHERE conrelid = 'telemetry_gpusample'::regclass AND contype = 'f'"
+        )
+        foreign_keys = [definition for (definition,) in cursor.fetchall()]
+        cursor.execute(
+            "SELECT count(*) FROM pg_attribute WHERE attrelid = 'telemetry_gpusample'::regclass "
+            "AND attname = 'id' AND NOT attisdropped"
+        )
+        id_columns = cursor.fetchone()[0]
+    assert primary_key == ["device_id", "timestamp"]
+    assert len(other_indexes) == 1 and other_indexes[0].endswith('("timestamp")')
+    assert len(foreign_keys) == 1
+    assert "(device_id) REFERENCES telemetry_gpudevice(id)" in foreign_keys[0]
+    assert id_columns == 0
+    assert GpuSample._meta.pk.name == "pk"
+
+
+@pytest.mark.django_db
+def test_the_same_rows_imported_twice_are_stored_once(pool):
+    ten = datetime(2026, 11, 1, 10, tzinfo=UTC)
+    rows = [
+        _row(f"GPU-{gpu}", ten + timedelta(minutes=minute), 10.0 * gpu)
+        for gpu in range(3)
+        for minute in range(4)
+    ]
+    # Equal but not identical objects: the importer's caches must not tell them apart.
+    repeated = _row("GPU-0", datetime(2026, 11, 1, 10, tzinfo=UTC), 99.0)
+    first = _import([*rows, repeated], pool=pool)
+    assert (first.accepted, first.duplicates) == (12, 1)
+    second = _import(rows, pool=pool)
+    assert (second.accepted, second.duplicates) == (0, 12)
+    assert GpuSample.objects.count() == 12
+    # The first reading of an instant is the one kept.
+    kept = GpuSample.objects.get(device__uuid="GPU-0", timestamp=ten)
+    assert kept.utilization_pct == 0.0
+    assert set(GpuSample.objects.values_list("device__uuid", flat=True)) == {
+        "GPU-0",
+        "GPU-1",
+        "GPU-2",
+    }
+
+
+@pytest.mark.django_db
+def test_touched_pool_hours_are_each_pool_hour_with_a_sample(pool):
+    other = _other_pool(pool)
+    HostnameRule.objects.create(pool=other, hostname_pattern="other-*")
+    ten = datetime(2026, 11, 1, 10, tzinfo=UTC)
+    from apps.telemetry.parsers.rows import DeviceKey, GpuSampleRow
+
+    def row(device, hostname, moment):
+        return GpuSampleRow(
+            line_number=1,
+            device=DeviceKey(device),
+            timestamp=moment,
+            hostname=hostname,
+            utilization_pct=5.0,
+        )
+
+    rows = [
+        row("GPU-a", "other-1", ten),
+        row("GPU-b", "unmatched", ten + timedelta(hours=3)),  # no pool: touches nothing
+        row("GPU-a", "other-1", ten + timedelta(minutes=59, seconds=59)),
+        row("GPU-a", "other-1", ten + timedelta(hours=1)),
+        row("GPU-c", "other-2", datetime(2026, 11, 1, 10, tzinfo=UTC)),  # equal, not identical
+    ]
+    summary = _import(rows)
+    assert summary.touched_pool_hours == {(other.pk, ten), (other.pk, ten + timedelta(hours=1))}
+    assert summary.unassigned_devices == 1
+
+    # With the import's pool, new devices join it; GPU-a keeps the pool it has.
+    later = _import(
+        [row("GPU-d", "x", ten + timedelta(hours=2)), row("GPU-a", "y", ten)], pool=pool
+    )
+    assert later.touched_pool_hours == {(pool.pk, ten + timedelta(hours=2)), (other.pk, ten)}
+
+
+@pytest.mark.django_db
+def test_deferred_rollups_are_queued_with_the_samples_and_only_with_them(pool):
+    from django.db import transaction
+
+    from apps.telemetry.models import PendingRollup
+
+    ten = datetime(2026, 11, 1, 10, tzinfo=UTC)
+    rows = [_row("GPU-q", ten + timedelta(minutes=30 * step), 40.0) for step in range(3)]
+    summary = _import(rows, pool=pool, defer_rollups=True)
+    queued = dict(PendingRollup.objects.values_list("hour", "token"))
+    assert (
+        set(queued)
+        == {ten, ten + timedelta(hours=1)}
+        == {h for _p, h in summary.touched_pool_hours}
+    )
+    assert not PoolHourlyUsage.objects.exists()
+
+    # Touched again: still one row per pool-hour, with a new token.
+    _import(rows[:1], pool=pool, defer_rollups=True)
+    again = dict(PendingRollup.objects.values_list("hour", "token"))
+    assert set(again) == set(queued)
+    assert (
+        again[ten] != queued[ten]
+        and again[ten + timedelta(hours=1)] == queued[ten + timedelta(hours=1)]
+    )
+
+    # An import rolled back queues nothing; a plain import queues nothing either.
+    PendingRollup.objects.all().delete()
+    with pytest.raises(RuntimeError), transaction.atomic():
+        _import([_row("GPU-q", ten + timedelta(hours=5), 1.0)], pool=pool, defer_rollups=True)
+        raise RuntimeError("the pull failed after the import")
+    _import([_row("GPU-q", ten + timedelta(hours=6), 1.0)], pool=pool)
+    assert not PendingRollup.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_drain_rolls_up_queued_hours_and_keeps_those_touched_meanwhile(pool, monkeypatch):
+    from apps.telemetry.models import PendingRollup
+
+    ten = datetime(2026, 11, 1, 10, tzinfo=UTC)
+    other = _other_pool(pool)
+    _import(
+        [_row("GPU-1", ten, 30.0), _row("GPU-1", ten + timedelta(hours=1), 50.0)],
+        pool=pool,
+        defer_rollups=True,
+    )
+    _import([_row("GPU-2", ten + timedelta(hours=4), 70.0)], pool=other, defer_rollups=True)
+
+    # While the drain rolls up pool's 10:00–12:00, another scrape stores a sample at
+    # 10:30 and queues 10:00 again, as a pull committing meanwhile would.
+    original = rollups.rollup_pool_hours
+    late = []
+
+    def rollup_then_a_scrape_lands(pool_id, start, end):
+        written = original(pool_id, start, end)
+        if pool_id == pool.pk and not late:
+            late.append(
+                _import(
+                    [_row("GPU-3", ten + timedelta(minutes=30), 90.0)],
+                    pool=pool,
+                    defer_rollups=True,
+                )
+            )
+        return written
+
+    monkeypatch.setattr(rollups, "rollup_pool_hours", rollup_then_a_scrape_lands)
+    assert rollups.rollup_pending() == (3, 3)
+    assert list(PendingRollup.objects.values_list("pool_id", "hour")) == [(pool.pk, ten)]
+    hours = dict(PoolHourlyUsage.objects.filter(pool=pool).values_list("hour", "busy_gpu_hours"))
+    assert hours == {ten: pytest.approx(0.3), ten + timedelta(hours=1): pytest.approx(0.5)}
+    assert PoolHourlyUsage.objects.get(pool=other).busy_gpu_hours == pytest.approx(0.7)
+
+    # The next drain picks the late sample up, and then nothing is left.
+    monkeypatch.setattr(rollups, "rollup_pool_hours", original)
+    assert rollups.rollup_pending() == (1, 1)
+    assert PoolHourlyUsage.objects.get(pool=pool, hour=ten).busy_gpu_hours == pytest.approx(1.2)
+    assert not PendingRollup.objects.exists()
+    assert rollups.rollup_pending() == (0, 0)
+
+
+@pytest.mark.django_db
+def test_rollup_usage_also_drains_the_queue(pool):
+    from apps.telemetry.models import PendingRollup
+
+    ten = datetime(2026, 11, 1, 10, tzinfo=UTC)
+    _import([_row("GPU-u", ten, 25.0)], pool=pool, defer_rollups=True)
+    # Without --all only the last 48 hours are redone, which 2026-11-01 may not be in.
+    output = run("rollup_usage")
+    assert "(1 queued by pulls among them)" in output
+    assert not PendingRollup.objects.exists()
+    assert PoolHourlyUsage.objects.get(pool=pool, hour=ten).busy_gpu_hours == pytest.approx(0.25)

@@ -20,12 +20,22 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from apps.telemetry import pull
-from apps.telemetry.models import GpuDevice, GpuSample, ImportRun, PullSource
+from apps.telemetry import pull, rollups
+from apps.telemetry.models import (
+    GpuDevice,
+    GpuSample,
+    ImportRun,
+    PendingRollup,
+    PoolHourlyUsage,
+    PullSource,
+)
 from apps.telemetry.parsers import TelemetryFormatError
 from apps.telemetry.pull_tasks import pull_due_sources_task, pull_source_task
+from apps.telemetry.tasks import rollup_pending_task
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SCRAPES = sorted((DATA / "dcgm-exporter" / "scrapes").glob("*.prom"))
@@ -161,7 +171,7 @@ def test_pull_dcgm_exporter_stores_a_live_scrape_once(
     source = PullSource.objects.create(name="node", kind="dcgm_exporter", url=url, pool=pool)
     expected = expected_gpus(path)
 
-    with django_capture_on_commit_callbacks() as rollups_enqueued:
+    with django_capture_on_commit_callbacks() as enqueued_after_commit:
         run = pull.pull_dcgm_exporter(source, now=NOW)
 
     assert (run.status, run.source, run.format, run.filename) == (
@@ -172,7 +182,10 @@ def test_pull_dcgm_exporter_stores_a_live_scrape_once(
     )
     assert (run.rows_accepted, run.rows_duplicate, run.rows_rejected) == (len(expected), 0, 0)
     assert run.skip_bad_rows and run.pool == pool
-    assert len(rollups_enqueued) == 1  # one pool, one hour
+    # No rollup task per scrape: the pool-hour is queued for the beat drain instead.
+    assert enqueued_after_commit == []
+    hour = NOW.replace(minute=0)
+    assert list(PendingRollup.objects.values_list("pool_id", "hour")) == [(pool.pk, hour)]
     samples = {s.device.uuid: s for s in GpuSample.objects.select_related("device")}
     assert set(samples) == set(expected)
     for uuid, gpu in expected.items():
@@ -195,6 +208,16 @@ def test_pull_dcgm_exporter_stores_a_live_scrape_once(
     )
     assert GpuSample.objects.count() == len(expected)
     assert ImportRun.objects.filter(source="scrape").count() == 2
+    assert PendingRollup.objects.count() == 1  # queued once however often touched
+
+    assert rollups.rollup_pending() == (1, 1)
+    assert not PendingRollup.objects.exists()
+    usage = PoolHourlyUsage.objects.get(pool=pool)
+    assert usage.hour == hour
+    assert usage.reporting_gpus == len(expected)
+    assert usage.busy_gpu_hours == pytest.approx(
+        sum(gpu["utilization_pct"] for gpu in expected.values()) / 100
+    )
 
 
 @pytest.mark.django_db
@@ -278,7 +301,52 @@ def test_pull_due_sources_enqueues_enabled_sources_whose_interval_has_passed(mon
     assert pull_due_sources_task() == 2
     assert sorted(args[0] for args, _kwargs, _options in enqueued) == sorted(s.pk for s in due)
     assert all(kwargs == {"only_if_due": True} for _args, kwargs, _options in enqueued)
-    assert all(options["expires"] >= 30 for _args, _kwargs, options in enqueued)
+    # A pull nobody started within its source's interval is superseded by a later tick.
+    assert [options["expires"] for _args, _kwargs, options in enqueued] == [60, 60]
+
+
+@pytest.mark.django_db
+def test_a_15_second_interval_is_honoured_and_shorter_ones_are_refused(monkeypatch):
+    tick = settings.CELERY_BEAT_SCHEDULE["pull-telemetry-sources"]
+    assert tick["task"] == pull_due_sources_task.name
+    assert tick["schedule"] == timedelta(seconds=15)
+    assert tick["options"]["expires"] < 15  # a missed tick is not run late, twice
+    now = timezone.now()
+    fast = PullSource.objects.create(
+        name="fast",
+        kind="dcgm_exporter",
+        url="http://gpu-node-1.example.com:9400/metrics",
+        interval_seconds=15,
+        last_pulled_at=now - timedelta(seconds=15),
+    )
+    PullSource.objects.create(
+        name="just pulled",
+        kind="dcgm_exporter",
+        url="http://b:9400/metrics",
+        interval_seconds=15,
+        last_pulled_at=now - timedelta(seconds=10),
+    )
+    enqueued = []
+    monkeypatch.setattr(
+        pull_source_task,
+        "apply_async",
+        lambda args, kwargs, **options: enqueued.append((args, options)),
+    )
+    assert pull_due_sources_task() == 1
+    assert enqueued == [((fast.pk,), {"expires": 15})]
+
+    fast.interval_seconds = 14
+    with pytest.raises(ValidationError, match="greater than or equal to 15"):
+        fast.full_clean()
+    fast.interval_seconds = 15
+    fast.full_clean()
+
+
+def test_beat_drains_the_pending_rollups_every_minute():
+    drain = settings.CELERY_BEAT_SCHEDULE["rollup-pending-telemetry"]
+    assert drain["task"] == rollup_pending_task.name == "telemetry.rollup_pending"
+    assert drain["schedule"] == timedelta(seconds=60)
+    assert rollup_pending_task.acks_late and rollup_pending_task.reject_on_worker_lost
 
 
 @pytest.mark.django_db
@@ -298,6 +366,34 @@ def test_pull_source_task_pulls_once_per_interval(scrape_server, pool):
     PullSource.objects.filter(pk=source.pk).update(enabled=False)
     assert pull_source_task(source.pk) == "skipped"
     assert pull_source_task(source.pk + 1000) == "skipped"
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_pulls_then_the_drain_rolls_the_hour_up(
+    scrape_server, pool, celery_worker_process
+):
+    """Through Redis to a real worker: the pull stores and queues, the drain rolls up."""
+    path = SCRAPES[0]
+    expected = expected_gpus(path)
+    source = PullSource.objects.create(
+        name="h100 node",
+        kind="dcgm_exporter",
+        url=f"{scrape_server}/metrics/{path.stem}",
+        pool=pool,
+    )
+    assert pull_source_task.delay(source.pk).get(timeout=60) == "succeeded"
+    assert GpuSample.objects.count() == len(expected)
+    (pending,) = PendingRollup.objects.all()
+    assert not PoolHourlyUsage.objects.exists()  # not rolled up per scrape
+
+    assert rollup_pending_task.delay().get(timeout=60) == 1
+    assert not PendingRollup.objects.exists()
+    usage = PoolHourlyUsage.objects.get(pool=pool)
+    assert usage.hour == pending.hour
+    assert usage.busy_gpu_hours == pytest.approx(
+        sum(gpu["utilization_pct"] for gpu in expected.values()) / 100
+    )
 
 
 # --- Prometheus answers → rows, from the stored real API responses ----------------------

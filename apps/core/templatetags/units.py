@@ -47,3 +47,19 @@ def percent(fraction, places=0):
     if fraction is None:
         return "—"
     return f"{float(fraction) * 100:,.{int(places)}f} %"
+
+
+@register.filter
+def pct(value_pct, places=1):
+    """A value already in percent (0–100): ``56.25|pct`` → "56.3 %"."""
+    if value_pct is None or value_pct == "":
+        return "—"
+    return f"{float(value_pct):,.{int(places)}f} %"
+
+
+@register.filter
+def number(value, places=0):
+    """Thousands separators and fixed decimals; "—" for a missing value."""
+    if value is None or value == "":
+        return "—"
+    return f"{float(value):,.{int(places)}f}"

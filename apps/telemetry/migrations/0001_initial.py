@@ -98,7 +98,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name='GpuSample',
             fields=[
-                ('id', models.BigAutoField(primary_key=True, serialize=False)),
+                ('pk', models.CompositePrimaryKey('device_id', 'timestamp', blank=True, editable=False, primary_key=True, serialize=False)),
                 ('timestamp', models.DateTimeField()),
                 ('utilization_pct', models.FloatField(null=True)),
                 ('memory_used_mib', models.FloatField(null=True)),
@@ -109,11 +109,10 @@ class Migration(migrations.Migration):
                 ('pod', models.CharField(blank=True, max_length=255)),
                 ('namespace', models.CharField(blank=True, max_length=255)),
                 ('container', models.CharField(blank=True, max_length=255)),
-                ('device', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='samples', to='telemetry.gpudevice')),
+                ('device', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='samples', to='telemetry.gpudevice')),
             ],
             options={
                 'indexes': [models.Index(fields=['timestamp'], name='gpu_sample_timestamp')],
-                'constraints': [models.UniqueConstraint(fields=('device', 'timestamp'), name='gpu_sample_unique')],
             },
         ),
         migrations.CreateModel(

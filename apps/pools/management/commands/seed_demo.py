@@ -13,6 +13,7 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from apps.backups.demo import seed_backups_demo
 from apps.catalog.models import GpuModel, ModelArchitecture
 from apps.catalog.seed import load_gpu_models, load_model_architectures
 from apps.core.roles import OPS, PROCUREMENT, TECHNICAL_LEAD
@@ -26,6 +27,8 @@ from apps.pools.models import (
     WorkloadKind,
     WorkloadStatus,
 )
+from apps.procurement.demo import seed_procurement_demo
+from apps.reports.demo import seed_usage_demo
 
 DEMO_PASSWORD = "gpufleet-demo"  # noqa: S105 - printed for the demo on purpose
 DEMO_USERS = (
@@ -53,6 +56,7 @@ OWNED_DEFAULTS = {"amortisation_months": 48, "pue": Decimal("1.30")}
 DEMO_POOLS = (
     {
         "slug": "train-h100-sh",
+        "timezone": "Asia/Shanghai",
         "name": "Training · H100 SXM · Shanghai",
         "purpose": Purpose.TRAINING,
         "deployment": Deployment.BARE_METAL,
@@ -73,6 +77,7 @@ DEMO_POOLS = (
     },
     {
         "slug": "train-burst-h100-us",
+        "timezone": "America/Los_Angeles",
         "name": "Training burst · H100 SXM · US East",
         "purpose": Purpose.TRAINING,
         "deployment": Deployment.CLOUD_ON_DEMAND,
@@ -90,6 +95,7 @@ DEMO_POOLS = (
     },
     {
         "slug": "train-a100-eu",
+        "timezone": "Europe/Amsterdam",
         "name": "Training · A100 80GB · EU reserved",
         "purpose": Purpose.TRAINING,
         "deployment": Deployment.CLOUD_RESERVED,
@@ -109,6 +115,7 @@ DEMO_POOLS = (
     },
     {
         "slug": "infer-l40s-hk",
+        "timezone": "Asia/Hong_Kong",
         "name": "Inference · L40S · Hong Kong",
         "purpose": Purpose.INFERENCE,
         "deployment": Deployment.CLOUD_RESERVED,
@@ -126,6 +133,7 @@ DEMO_POOLS = (
     },
     {
         "slug": "infer-h100-bj",
+        "timezone": "Asia/Shanghai",
         "name": "Inference · H100 PCIe · Beijing",
         "purpose": Purpose.INFERENCE,
         "deployment": Deployment.ON_PREMISES,
@@ -147,6 +155,7 @@ DEMO_POOLS = (
     },
     {
         "slug": "infer-a10-eu",
+        "timezone": "Europe/Amsterdam",
         "name": "Inference · A10 · EU",
         "purpose": Purpose.INFERENCE,
         "deployment": Deployment.CLOUD_ON_DEMAND,
@@ -164,6 +173,7 @@ DEMO_POOLS = (
     },
     {
         "slug": "mixed-a100-onprem",
+        "timezone": "Asia/Shanghai",
         "name": "Mixed · A100 80GB · on-prem",
         "purpose": Purpose.MIXED,
         "deployment": Deployment.ON_PREMISES,
@@ -185,6 +195,7 @@ DEMO_POOLS = (
     },
     {
         "slug": "edge-t4",
+        "timezone": "Asia/Shanghai",
         "name": "Edge · T4 · stores",
         "purpose": Purpose.INFERENCE,
         "deployment": Deployment.ON_PREMISES,
@@ -210,6 +221,8 @@ TRAINING = {"precision": "bf16", "optimizer": "adamw", "micro_batch_size": 1}
 DEMO_WORKLOADS = (
     {
         "slug": "llama3-70b-pretrain",
+        "checkpoint_interval_minutes": 60,
+        "checkpoint_write_seconds": 180,
         "name": "Llama-3-70B continued pre-training",
         "kind": WorkloadKind.PRE_TRAINING,
         "model": "llama-3-70b",
@@ -229,6 +242,8 @@ DEMO_WORKLOADS = (
     },
     {
         "slug": "qwen25-72b-sft",
+        "checkpoint_interval_minutes": 30,
+        "checkpoint_write_seconds": 90,
         "name": "Qwen2.5-72B full fine-tune",
         "kind": WorkloadKind.FULL_FINE_TUNE,
         "model": "qwen2-5-72b",
@@ -246,6 +261,8 @@ DEMO_WORKLOADS = (
     },
     {
         "slug": "llama31-8b-sft-eu",
+        "checkpoint_interval_minutes": 45,
+        "checkpoint_write_seconds": 40,
         "name": "Llama-3.1-8B support fine-tune (EU)",
         "kind": WorkloadKind.FULL_FINE_TUNE,
         "model": "llama-3-1-8b",
@@ -276,6 +293,8 @@ DEMO_WORKLOADS = (
     },
     {
         "slug": "llama3-8b-domain-adapt",
+        "checkpoint_interval_minutes": 30,
+        "checkpoint_write_seconds": 40,
         "name": "Llama-3-8B domain adaptation",
         "kind": WorkloadKind.FULL_FINE_TUNE,
         "model": "llama-3-8b",
@@ -341,6 +360,8 @@ DEMO_WORKLOADS = (
     },
     {
         "slug": "mistral-7b-lora-support",
+        "checkpoint_interval_minutes": 20,
+        "checkpoint_write_seconds": 10,
         "name": "Mistral-7B LoRA (support tickets)",
         "kind": WorkloadKind.LORA_FINE_TUNE,
         "model": "mistral-7b-v0-1",
@@ -409,10 +430,17 @@ class Command(BaseCommand):
         with transaction.atomic():
             users = self.seed_users()
             self.seed_fleet(owner=users["lead"])
+            pool_hours, workload_hours = seed_usage_demo()
+            seed_backups_demo()
+        self.stdout.write(
+            f"Usage: {pool_hours:,} pool-hours and {workload_hours:,} workload-hours of demo "
+            "telemetry (28 days, curve from the Alibaba GenAI trace)."
+        )
         self.stdout.write(self.style.SUCCESS("Demo data ready."))
         self.stdout.write(f"Demo logins (password for all: {DEMO_PASSWORD}):")
         for username, _, role in DEMO_USERS:
             self.stdout.write(f"  {username:<12} {role or 'Administrator (superuser)'}")
+        seed_procurement_demo()
 
     def seed_users(self):
         user_model = get_user_model()

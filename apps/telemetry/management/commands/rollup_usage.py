@@ -2,6 +2,8 @@
 
 Without ``--all`` only the last 48 hours of every pool and workload with data are redone
 (what a late import usually touches); ``--all`` recomputes everything from the samples.
+Either way the pool-hours the pull channels queued (PendingRollup, drained every minute
+by beat) are rolled up and unqueued first, so nothing is left waiting for beat.
 """
 
 from datetime import timedelta
@@ -21,6 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("--all", action="store_true", help="From the first sample on.")
 
     def handle(self, *args, **options):
+        queued, _written = rollups.rollup_pending()
         if options["all"]:
             pool_rows, workload_rows = rollups.rollup_everything()
         else:
@@ -41,4 +44,7 @@ class Command(BaseCommand):
                 rollups.rollup_workload_hours(workload_id, start, end)
                 for workload_id in workload_ids
             )
-        self.stdout.write(f"{pool_rows} pool-hours and {workload_rows} workload-hours rolled up.")
+        self.stdout.write(
+            f"{pool_rows} pool-hours and {workload_rows} workload-hours rolled up"
+            + (f" ({queued} queued by pulls among them)." if queued else ".")
+        )

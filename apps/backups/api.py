@@ -1,0 +1,112 @@
+from django.db import transaction
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.backups import checkpointing, services
+from apps.backups.filters import BackupVersionFilter, RestoreDrillFilter
+from apps.backups.models import BackupPolicy, BackupVersion, RestoreDrill, VersionChecksum
+from apps.backups.serializers import (
+    BackupPolicySerializer,
+    BackupVersionSerializer,
+    CheckpointIntervalRequestSerializer,
+    CheckpointIntervalResponseSerializer,
+    ChecksumListSerializer,
+    ChecksumSerializer,
+    RestoreDrillSerializer,
+    checksum_list_errors,
+)
+
+SLUG_REGEX = "[-a-zA-Z0-9_]+"
+
+
+class BackupPolicyViewSet(viewsets.ReadOnlyModelViewSet):
+    """Backup policies, addressed by their workload's slug; edited in the dashboard by Ops."""
+
+    queryset = BackupPolicy.objects.select_related("workload").order_by("workload__name")
+    serializer_class = BackupPolicySerializer
+    lookup_field = "workload__slug"
+    lookup_url_kwarg = "workload"
+    lookup_value_regex = SLUG_REGEX
+
+
+class BackupVersionViewSet(viewsets.ModelViewSet):
+    """The version registry: training scripts and CI register checkpoints and releases,
+    with per-node checksums. ``workload`` is the workload's slug; the name is generated
+    from model, precision, data version, config hash, step and tag, never a date alone."""
+
+    queryset = (
+        BackupVersion.objects.select_related("workload", "registered_by")
+        .prefetch_related("checksums")
+        .order_by("-created_at", "-id")
+    )
+    serializer_class = BackupVersionSerializer
+    filterset_class = BackupVersionFilter
+    lookup_value_regex = "[0-9]+"
+
+    @extend_schema(
+        request=ChecksumListSerializer,
+        responses={200: ChecksumSerializer(many=True)},
+        summary="Add or update per-node checksums of a version",
+    )
+    @action(detail=True, methods=["post"])
+    def checksums(self, request, pk=None):
+        """Each node or replica registers its own checksum; a node's earlier one is replaced."""
+        version = self.get_object()
+        payload = ChecksumListSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        pairs = payload.validated_data["checksums"]
+        errors = checksum_list_errors(pairs, version.checksum_algorithm)
+        if errors:
+            raise ValidationError(errors)
+        with transaction.atomic():
+            services.set_checksums(version, [(p["node"], p["checksum"]) for p in pairs])
+        # Not version.checksums.all(): that is the prefetched set from before the write.
+        stored = VersionChecksum.objects.filter(version=version).order_by("node")
+        return Response(ChecksumSerializer(stored, many=True).data)
+
+
+class RestoreDrillViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
+    """Restore drills as recorded by Ops, with actual RTO/RPO, consistency and the verdict."""
+
+    queryset = RestoreDrill.objects.select_related("policy__workload", "performed_by").order_by(
+        "-finished_at", "-id"
+    )
+    serializer_class = RestoreDrillSerializer
+    filterset_class = RestoreDrillFilter
+    lookup_value_regex = "[0-9]+"
+
+
+class CheckpointIntervalEstimateView(APIView):
+    """Young's and Daly's checkpoint intervals and the expected fraction of time lost.
+
+    Read-only in effect (nothing is stored), so read-only tokens may call it.
+    """
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        request=CheckpointIntervalRequestSerializer,
+        responses={200: CheckpointIntervalResponseSerializer},
+    )
+    def post(self, request):
+        payload = CheckpointIntervalRequestSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        write = payload.validated_data["checkpoint_write_seconds"]
+        mtbf = payload.validated_data["mtbf_seconds"]
+        restart = payload.validated_data["restart_seconds"]
+        daly = checkpointing.daly_interval_seconds(write, mtbf)
+        result = {
+            "young_seconds": checkpointing.young_interval_seconds(write, mtbf),
+            "daly_seconds": daly,
+            "expected_lost_fraction": checkpointing.expected_lost_fraction(
+                daly, write, mtbf, restart
+            ),
+        }
+        return Response(CheckpointIntervalResponseSerializer(result).data)

@@ -1,0 +1,325 @@
+from datetime import timedelta
+from decimal import Decimal
+
+from django import forms
+from django.utils import timezone
+
+from apps.backups import services
+from apps.backups.coverage import items_for
+from apps.backups.models import (
+    QUANTIZED_VERSION_PRECISIONS,
+    BackupPolicy,
+    BackupVersion,
+    RestoreDrill,
+    Tier,
+    VersionKind,
+    version_name,
+)
+from apps.core.forms import TablerFormMixin
+
+EVIDENCE_MAX_BYTES = 25 * 10**6
+DATETIME_FORMAT = "%Y-%m-%dT%H:%M"
+
+
+class DateTimeLocalInput(forms.DateTimeInput):
+    input_type = "datetime-local"
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs, format=DATETIME_FORMAT)
+
+
+TIER_FIELDS = [
+    f"{tier}_{part}"
+    for tier in ("hot", "warm", "cold")
+    for part in ("location", "retention_count", "retention_days", "price_per_gb_month_usd")
+]
+
+
+class BackupPolicyForm(TablerFormMixin, forms.ModelForm):
+    covered_items = forms.MultipleChoiceField(
+        label="What is kept",
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+    )
+
+    class Meta:
+        model = BackupPolicy
+        fields = [
+            "covered_items",
+            "current_data_version",
+            *TIER_FIELDS,
+            "rpo_minutes",
+            "rto_minutes",
+            "drill_frequency_days",
+            "mtbf_hours",
+            "checkpoint_size_gb",
+            "notes",
+        ]
+        widgets = {"notes": forms.Textarea(attrs={"rows": 2})}
+
+    def __init__(self, *args, workload, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.instance.workload = workload
+        self.checklist = items_for(self.instance.side, quantized=self.instance.quantized)
+        field = self.fields["covered_items"]
+        field.choices = [(item.key, item.label) for item in self.checklist]
+        field.widget.attrs["class"] = "form-check-input"
+        if not workload.is_training:
+            for name in ("current_data_version", "mtbf_hours", "checkpoint_size_gb"):
+                del self.fields[name]
+
+    def checklist_rows(self):
+        """(checkbox, item) pairs so the template can show what each item protects."""
+        by_key = {item.key: item for item in self.checklist}
+        return [(box, by_key[box.data["value"]]) for box in self["covered_items"]]
+
+    def tier_rows(self):
+        return [
+            (
+                label,
+                [
+                    self[f"{tier}_{part}"]
+                    for part in (
+                        "location",
+                        "retention_count",
+                        "retention_days",
+                        "price_per_gb_month_usd",
+                    )
+                ],
+            )
+            for tier, label in Tier.choices
+        ]
+
+    def clean(self):
+        cleaned = super().clean()
+        rpo, rto = cleaned.get("rpo_minutes"), cleaned.get("rto_minutes")
+        for tier in Tier.values:
+            location = cleaned.get(f"{tier}_location")
+            has_retention = cleaned.get(f"{tier}_retention_count") or cleaned.get(
+                f"{tier}_retention_days"
+            )
+            if location and not has_retention:
+                self.add_error(
+                    f"{tier}_retention_count",
+                    f"Say how long the {tier} tier keeps versions: a count, days, or both.",
+                )
+        if rpo and rto and rpo > 365 * 24 * 60:
+            self.add_error("rpo_minutes", "An RPO of more than a year is not a target.")
+        return cleaned
+
+    def save(self, commit=True):
+        policy = super().save(commit=False)
+        if commit:
+            policy = services.save_policy(policy)
+        return policy
+
+
+class BackupVersionForm(TablerFormMixin, forms.ModelForm):
+    size_gb = forms.DecimalField(
+        label="Size (GB)",
+        min_value=Decimal("0.000000001"),
+        max_digits=16,
+        decimal_places=9,
+        help_text="10⁹ bytes.",
+    )
+    checksums = forms.CharField(
+        label="Checksums per node or replica",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4, "class": "font-monospace"}),
+        help_text="One line per node or replica: its name, a space, the checksum. "
+        "Replaces the stored ones.",
+    )
+    purged = forms.BooleanField(label="Purged: the stored copy was deleted", required=False)
+
+    class Meta:
+        model = BackupVersion
+        fields = [
+            "kind",
+            "model_name",
+            "data_version",
+            "precision",
+            "config_hash",
+            "step",
+            "tag",
+            "tier",
+            "location",
+            "created_at",
+            "checksum_algorithm",
+            "gray_ratio_percent",
+            "rollback_steps",
+            "validation_results",
+            "release_owner",
+        ]
+        widgets = {
+            "created_at": DateTimeLocalInput(),
+            "rollback_steps": forms.Textarea(attrs={"rows": 2}),
+            "validation_results": forms.Textarea(attrs={"rows": 2}),
+        }
+
+    def __init__(self, *args, workload, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.workload = workload
+        self.instance.workload = workload
+        kinds = (
+            [VersionKind.TRAINING_CHECKPOINT]
+            if workload.is_training
+            else [VersionKind.INFERENCE_RELEASE, VersionKind.QUANTIZED_VARIANT]
+        )
+        self.fields["kind"].choices = [(kind.value, kind.label) for kind in kinds]
+        if self.instance.pk:
+            self.fields["size_gb"].initial = Decimal(self.instance.size_bytes) / 10**9
+            self.fields["purged"].initial = self.instance.purged_at is not None
+            self.fields["checksums"].initial = "\n".join(
+                f"{row.node} {row.checksum}" for row in self.instance.checksums.all()
+            )
+        else:
+            self.fields["created_at"].initial = timezone.now().strftime(DATETIME_FORMAT)
+            self.fields["checksum_algorithm"].initial = "sha256"
+        self.parsed_checksums = None
+
+    def clean(self):
+        cleaned = super().clean()
+        kind = cleaned.get("kind")
+        precision = cleaned.get("precision")
+        if kind == VersionKind.TRAINING_CHECKPOINT and not cleaned.get("data_version"):
+            self.add_error(
+                "data_version",
+                "A training checkpoint must record its data version, or nobody can tell "
+                "what it was trained on.",
+            )
+        error = version_kind_precision_error(kind, precision)
+        if error:
+            self.add_error("precision", error)
+        algorithm = cleaned.get("checksum_algorithm")
+        if algorithm:
+            pairs, errors = services.parse_checksum_lines(cleaned.get("checksums", ""), algorithm)
+            for message in errors:
+                self.add_error("checksums", message)
+            self.parsed_checksums = pairs
+        parts = ("model_name", "precision", "config_hash")
+        if all(cleaned.get(name) for name in parts) and not self.errors:
+            name = version_name(
+                model_name=cleaned["model_name"],
+                precision=cleaned["precision"],
+                data_version=cleaned.get("data_version", ""),
+                config_hash=cleaned["config_hash"],
+                step=cleaned.get("step"),
+                tag=cleaned.get("tag", ""),
+            )
+            clash = BackupVersion.objects.filter(workload=self.workload, name=name)
+            if self.instance.pk:
+                clash = clash.exclude(pk=self.instance.pk)
+            if clash.exists():
+                self.add_error(
+                    None,
+                    f"{self.workload.name} already has a version named {name}: give a "
+                    "training step or a tag to tell them apart.",
+                )
+        return cleaned
+
+    def save(self, commit=True, user=None):
+        version = super().save(commit=False)
+        version.size_bytes = int(self.cleaned_data["size_gb"] * 10**9)
+        if self.cleaned_data["purged"]:
+            version.purged_at = version.purged_at or timezone.now()
+        else:
+            version.purged_at = None
+        return services.save_version(version, checksums=self.parsed_checksums, user=user)
+
+
+def version_kind_precision_error(kind, precision) -> str | None:
+    """Quantized variants are kept apart from full-precision releases (PRODUCT.md)."""
+    if kind == VersionKind.QUANTIZED_VARIANT and precision not in QUANTIZED_VERSION_PRECISIONS:
+        return "A quantized variant is FP8, INT8 or INT4; register full precision as a release."
+    if kind == VersionKind.INFERENCE_RELEASE and precision in QUANTIZED_VERSION_PRECISIONS:
+        return "FP8, INT8 and INT4 models are quantized variants: register them as such."
+    return None
+
+
+class RestoreDrillForm(TablerFormMixin, forms.ModelForm):
+    class Meta:
+        model = RestoreDrill
+        fields = [
+            "version",
+            "restored_from_tier",
+            "started_at",
+            "finished_at",
+            "reference_time",
+            "resumed",
+            "outcome",
+            "observed_checksums",
+            "notes",
+            "evidence",
+        ]
+        widgets = {
+            "started_at": DateTimeLocalInput(),
+            "finished_at": DateTimeLocalInput(),
+            "reference_time": DateTimeLocalInput(),
+            "observed_checksums": forms.Textarea(attrs={"rows": 3, "class": "font-monospace"}),
+            "notes": forms.Textarea(attrs={"rows": 2}),
+        }
+
+    def __init__(self, *args, policy, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.policy = policy
+        self.instance.policy = policy
+        # Purged versions are listed (and refused) so the reason is said, not hidden.
+        versions = BackupVersion.objects.filter(workload_id=policy.workload_id)
+        field = self.fields["version"]
+        field.queryset = versions
+        field.label_from_instance = lambda version: (
+            f"{version.name} ({version.get_tier_display().split(' ')[0].lower()}"
+            f"{', purged' if not version.is_kept else ''})"
+        )
+        self.observed_pairs = []
+
+    def clean_evidence(self):
+        evidence = self.cleaned_data.get("evidence")
+        if evidence and getattr(evidence, "size", 0) > EVIDENCE_MAX_BYTES:
+            raise forms.ValidationError(
+                f"The evidence file is {evidence.size / 1e6:,.1f} MB; the limit is "
+                f"{EVIDENCE_MAX_BYTES / 1e6:,.0f} MB. Attach a log excerpt or a screenshot."
+            )
+        return evidence
+
+    def clean(self):
+        cleaned = super().clean()
+        version = cleaned.get("version")
+        started, finished = cleaned.get("started_at"), cleaned.get("finished_at")
+        reference = cleaned.get("reference_time") or started
+        if version is not None and not version.is_kept:
+            self.add_error(
+                "version",
+                f"{version.name} was purged on {version.purged_at:%Y-%m-%d}: it cannot have "
+                "been restored. Pick a version that is still kept.",
+            )
+        if started and finished:
+            if finished <= started:
+                self.add_error(
+                    "finished_at",
+                    f"The drill finished ({finished:%Y-%m-%d %H:%M}) before it started "
+                    f"({started:%Y-%m-%d %H:%M}): check the two times.",
+                )
+            elif finished > timezone.now() + timedelta(minutes=5):
+                self.add_error(
+                    "finished_at",
+                    "This time is in the future: record a drill once it has finished.",
+                )
+        if version is not None and reference and version.created_at > reference:
+            self.add_error(
+                "reference_time" if cleaned.get("reference_time") else "version",
+                f"{version.name} was created at {version.created_at:%Y-%m-%d %H:%M}, after the "
+                "drill's reference time: it cannot be what was restored then.",
+            )
+        if version is not None:
+            pairs, errors = services.parse_checksum_lines(
+                cleaned.get("observed_checksums", ""), version.checksum_algorithm
+            )
+            for message in errors:
+                self.add_error("observed_checksums", message)
+            self.observed_pairs = pairs
+        return cleaned
+
+    def save(self, commit=True, user=None):
+        drill = super().save(commit=False)
+        return services.record_drill(drill, observed_pairs=self.observed_pairs, user=user)

@@ -1,0 +1,565 @@
+"""Backup policies (one per workload), the version registry and recorded restore drills.
+
+A backup that exists is not a backup that restores: a policy says what is kept where and
+the recovery targets; versions are what was kept; drills prove a restore was tried and
+met the targets. Every change is kept in the objects' history (django-simple-history).
+"""
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.urls import reverse
+from django.utils import timezone
+from simple_history.models import HistoricalRecords
+
+from apps.backups import coverage
+from apps.backups.querysets import BackupPolicyQuerySet, BackupVersionQuerySet
+from apps.backups.validators import (
+    CHECKSUM_HEX_LENGTHS,
+    validate_config_hash,
+    validate_not_date_only,
+)
+from apps.pools.models import InferencePrecision, Workload
+
+QUANTIZED_PRECISIONS = frozenset(
+    {InferencePrecision.FP8, InferencePrecision.INT8, InferencePrecision.INT4}
+)
+
+
+class Tier(models.TextChoices):
+    HOT = "hot", "Hot (latest usable)"
+    WARM = "warm", "Warm (rollback versions)"
+    COLD = "cold", "Cold (archive)"
+
+
+KEPT_TIERS = frozenset({Tier.HOT, Tier.WARM})
+
+
+@dataclass(frozen=True)
+class TierSetting:
+    tier: str
+    label: str
+    location: str
+    retention_count: int | None
+    retention_days: int | None
+    price_per_gb_month_usd: Decimal | None
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.location)
+
+
+def _tier_location(tier):
+    return models.CharField(
+        f"{tier} tier location",
+        max_length=300,
+        blank=True,
+        help_text="e.g. s3://ckpt-hot/llama3-70b/ or nfs://store01/ckpt",
+    )
+
+
+def _tier_retention_count(tier):
+    return models.PositiveIntegerField(
+        f"{tier} tier retention (versions)",
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+    )
+
+
+def _tier_retention_days(tier):
+    return models.PositiveIntegerField(
+        f"{tier} tier retention (days)", null=True, blank=True, validators=[MinValueValidator(1)]
+    )
+
+
+def _tier_price(tier):
+    return models.DecimalField(
+        f"{tier} tier price per GB-month (USD)",
+        max_digits=10,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0"))],
+    )
+
+
+class BackupPolicy(models.Model):
+    workload = models.OneToOneField(
+        Workload, on_delete=models.CASCADE, related_name="backup_policy"
+    )
+    covered_items = models.JSONField(
+        "What is kept",
+        default=list,
+        blank=True,
+        help_text="Keys of apps/backups/coverage.py's checklist.",
+    )
+    current_data_version = models.CharField(
+        "Current data version",
+        max_length=100,
+        blank=True,
+        help_text="What the workload trains on now; checkpoints of another data version are "
+        "flagged as not comparable.",
+    )
+    hot_location = _tier_location("Hot")
+    hot_retention_count = _tier_retention_count("Hot")
+    hot_retention_days = _tier_retention_days("Hot")
+    hot_price_per_gb_month_usd = _tier_price("Hot")
+    warm_location = _tier_location("Warm")
+    warm_retention_count = _tier_retention_count("Warm")
+    warm_retention_days = _tier_retention_days("Warm")
+    warm_price_per_gb_month_usd = _tier_price("Warm")
+    cold_location = _tier_location("Cold")
+    cold_retention_count = _tier_retention_count("Cold")
+    cold_retention_days = _tier_retention_days("Cold")
+    cold_price_per_gb_month_usd = _tier_price("Cold")
+    rpo_minutes = models.PositiveIntegerField(
+        "RPO target (minutes)",
+        validators=[MinValueValidator(1)],
+        help_text="The most work (or the oldest version) a restore may lose.",
+    )
+    rto_minutes = models.PositiveIntegerField(
+        "RTO target (minutes)",
+        validators=[MinValueValidator(1)],
+        help_text="How long a restore may take, from start to resumed.",
+    )
+    drill_frequency_days = models.PositiveIntegerField(
+        "Drill every (days)", default=30, validators=[MinValueValidator(1)]
+    )
+    mtbf_hours = models.DecimalField(
+        "MTBF of the job (hours)",
+        max_digits=10,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0.01"))],
+        help_text="Blank: from the pool's recorded interruptions, scaled by the job's GPUs.",
+    )
+    checkpoint_size_gb = models.DecimalField(
+        "Checkpoint size (GB)",
+        max_digits=12,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0.01"))],
+        help_text="Weights + optimizer state, 10⁹ bytes. Blank: the latest checkpoint's size.",
+    )
+    notes = models.TextField(blank=True)
+
+    # Derived: refresh_coverage() before saving; the drill schedule by services.py.
+    coverage_percent = models.PositiveSmallIntegerField(
+        "Coverage score (%)", default=0, editable=False
+    )
+    last_drill_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_drill_passed = models.BooleanField(null=True, blank=True, editable=False)
+    drill_due_at = models.DateTimeField(null=True, blank=True, editable=False)
+    overdue_since = models.DateTimeField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = BackupPolicyQuerySet.as_manager()
+
+    # The drill schedule changes with every drill and every day: drills have their own
+    # history, and the schedule is recomputed from them.
+    history = HistoricalRecords(
+        excluded_fields=[
+            "updated_at",
+            "last_drill_at",
+            "last_drill_passed",
+            "drill_due_at",
+            "overdue_since",
+        ]
+    )
+
+    class Meta:
+        ordering = ["workload__name"]
+        verbose_name_plural = "backup policies"
+
+    def __str__(self):
+        return f"backup policy of {self.workload}"
+
+    def get_absolute_url(self):
+        return reverse("backups:policy_detail", kwargs={"slug": self.workload.slug})
+
+    @property
+    def name(self) -> str:
+        return f"the backup policy of {self.workload.name}"
+
+    @property
+    def side(self) -> str:
+        return coverage.TRAINING if self.workload.is_training else coverage.INFERENCE
+
+    @property
+    def quantized(self) -> bool:
+        if self.workload.is_training:
+            return False
+        return self.workload.weight_precision in QUANTIZED_PRECISIONS
+
+    def coverage(self) -> coverage.Coverage:
+        return coverage.assess_coverage(self.side, self.covered_items, quantized=self.quantized)
+
+    def refresh_coverage(self):
+        """Recompute the stored score from the checklist (call before save)."""
+        self.coverage_percent = self.coverage().score_percent
+
+    def tiers(self) -> list[TierSetting]:
+        return [
+            TierSetting(
+                tier=tier.value,
+                label=tier.label,
+                location=getattr(self, f"{tier.value}_location"),
+                retention_count=getattr(self, f"{tier.value}_retention_count"),
+                retention_days=getattr(self, f"{tier.value}_retention_days"),
+                price_per_gb_month_usd=getattr(self, f"{tier.value}_price_per_gb_month_usd"),
+            )
+            for tier in Tier
+        ]
+
+    def is_overdue_at(self, now=None) -> bool:
+        now = now or timezone.now()
+        return self.drill_due_at is not None and self.drill_due_at < now
+
+
+class VersionKind(models.TextChoices):
+    TRAINING_CHECKPOINT = "training_checkpoint", "Training checkpoint"
+    INFERENCE_RELEASE = "inference_release", "Inference release (full precision)"
+    QUANTIZED_VARIANT = "quantized_variant", "Quantized variant"
+
+
+RELEASE_KINDS = frozenset({VersionKind.INFERENCE_RELEASE, VersionKind.QUANTIZED_VARIANT})
+
+
+class VersionPrecision(models.TextChoices):
+    FP32 = "fp32", "FP32"
+    TF32 = "tf32", "TF32"
+    BF16 = "bf16", "BF16"
+    FP16 = "fp16", "FP16"
+    FP8 = "fp8", "FP8"
+    INT8 = "int8", "INT8"
+    INT4 = "int4", "INT4"
+
+
+QUANTIZED_VERSION_PRECISIONS = frozenset(
+    {VersionPrecision.FP8, VersionPrecision.INT8, VersionPrecision.INT4}
+)
+
+
+class ChecksumAlgorithm(models.TextChoices):
+    SHA256 = "sha256", "SHA-256"
+    SHA512 = "sha512", "SHA-512"
+    SHA1 = "sha1", "SHA-1"
+    MD5 = "md5", "MD5"
+    BLAKE2B_256 = "blake2b-256", "BLAKE2b-256"
+    XXH64 = "xxh64", "xxHash64"
+    CRC32C = "crc32c", "CRC-32C"
+
+
+assert set(ChecksumAlgorithm.values) == set(CHECKSUM_HEX_LENGTHS)
+
+
+def version_name(*, model_name, precision, data_version, config_hash, step=None, tag="") -> str:
+    """model-precision[-data<version>]-cfg<hash>[-step<n>][-tag], never just a date."""
+    parts = [model_name.strip(), precision]
+    if data_version:
+        parts.append(f"data{data_version.strip()}")
+    parts.append(f"cfg{config_hash[:12]}")
+    if step is not None:
+        parts.append(f"step{step}")
+    if tag:
+        parts.append(tag.strip())
+    return "-".join(parts)
+
+
+class BackupVersion(models.Model):
+    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="backup_versions")
+    kind = models.CharField(max_length=30, choices=VersionKind.choices)
+    name = models.CharField(
+        max_length=300, editable=False, help_text="Generated from model, data, precision, config."
+    )
+    model_name = models.CharField(
+        "Model",
+        max_length=100,
+        validators=[validate_not_date_only],
+        help_text="What was trained or served, e.g. llama-3-70b.",
+    )
+    data_version = models.CharField(
+        "Data version",
+        max_length=100,
+        blank=True,
+        help_text="Required for training checkpoints, e.g. 2024q2-dedup-v3.",
+    )
+    precision = models.CharField(max_length=10, choices=VersionPrecision.choices)
+    config_hash = models.CharField(
+        "Config hash",
+        max_length=64,
+        validators=[validate_config_hash],
+        help_text="Hex digest of the training or service config (7–64 hex digits).",
+    )
+    step = models.PositiveBigIntegerField(
+        "Training step", null=True, blank=True, help_text="Checkpoints only."
+    )
+    tag = models.SlugField("Tag", max_length=40, blank=True, help_text="Optional, e.g. rc1.")
+    tier = models.CharField(max_length=10, choices=Tier.choices)
+    location = models.CharField(max_length=500, help_text="Where it is stored (URI).")
+    size_bytes = models.PositiveBigIntegerField("Size (bytes)", validators=[MinValueValidator(1)])
+    created_at = models.DateTimeField(
+        "Created at", default=timezone.now, help_text="When the checkpoint or release was made."
+    )
+    checksum_algorithm = models.CharField(
+        max_length=20, choices=ChecksumAlgorithm.choices, default=ChecksumAlgorithm.SHA256
+    )
+    # Release record (inference releases and quantized variants)
+    stable_since = models.DateTimeField(null=True, blank=True, editable=False)
+    gray_ratio_percent = models.DecimalField(
+        "Gray ratio (%)",
+        max_digits=5,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("100"))],
+        help_text="Share of traffic the release served during its gray/canary phase.",
+    )
+    rollback_steps = models.TextField(blank=True)
+    validation_results = models.TextField(
+        "Validation-set results", blank=True, help_text="e.g. MMLU 79.1 (baseline 79.4)."
+    )
+    release_owner = models.CharField("Release owner", max_length=150, blank=True)
+    purged_at = models.DateTimeField(
+        "Purged at", null=True, blank=True, help_text="Set when the stored copy was deleted."
+    )
+    registered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        editable=False,
+    )
+    registered_at = models.DateTimeField(auto_now_add=True)
+
+    objects = BackupVersionQuerySet.as_manager()
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workload", "name"], name="backups_version_name_unique_per_workload"
+            )
+        ]
+        indexes = [models.Index(fields=["workload", "kind", "-created_at"])]
+
+    def __str__(self):
+        return self.name
+
+    def get_absolute_url(self):
+        return reverse("backups:version_detail", kwargs={"pk": self.pk})
+
+    def refresh_name(self):
+        """Regenerate the name from its parts (call before save)."""
+        self.name = version_name(
+            model_name=self.model_name,
+            precision=self.precision,
+            data_version=self.data_version,
+            config_hash=self.config_hash,
+            step=self.step,
+            tag=self.tag,
+        )
+
+    @property
+    def is_kept(self) -> bool:
+        return self.purged_at is None
+
+    @property
+    def is_release(self) -> bool:
+        return self.kind in RELEASE_KINDS
+
+    @property
+    def checksum_hex_length(self) -> int:
+        return CHECKSUM_HEX_LENGTHS[self.checksum_algorithm]
+
+    def comparable_with(self, current_data_version: str) -> bool:
+        """A checkpoint of another data version than the workload's current one cannot be
+        compared with (or resumed into) the current run."""
+        if self.kind != VersionKind.TRAINING_CHECKPOINT or not current_data_version:
+            return True
+        return self.data_version == current_data_version
+
+
+class VersionChecksum(models.Model):
+    """One node's or replica's checksum of a version, as the training script or CI saw it."""
+
+    version = models.ForeignKey(BackupVersion, on_delete=models.CASCADE, related_name="checksums")
+    node = models.CharField(
+        "Node or replica", max_length=100, help_text="e.g. node-03/rank-24 or replica-2."
+    )
+    checksum = models.CharField(max_length=128)
+    recorded_at = models.DateTimeField(auto_now_add=True)
+
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["node"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["version", "node"], name="backups_checksum_unique_per_node"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.node}: {self.checksum[:12]}…"
+
+
+class DrillOutcome(models.TextChoices):
+    RESTORED = "restored", "Restored and working"
+    RESTORED_WITH_ISSUES = "restored_with_issues", "Restored, with issues"
+    FAILED = "failed", "Restore failed"
+
+
+def evidence_path(drill, filename):
+    return f"backups/evidence/{timezone.now():%Y/%m}/{filename}"
+
+
+class RestoreDrill(models.Model):
+    policy = models.ForeignKey(BackupPolicy, on_delete=models.CASCADE, related_name="drills")
+    version = models.ForeignKey(
+        BackupVersion,
+        on_delete=models.PROTECT,
+        related_name="drills",
+        verbose_name="Version restored",
+    )
+    restored_from_tier = models.CharField("Restored from", max_length=10, choices=Tier.choices)
+    performed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name="Performed by",
+    )
+    started_at = models.DateTimeField("Started at")
+    finished_at = models.DateTimeField(
+        "Finished at", help_text="When the service answered or training ran again."
+    )
+    reference_time = models.DateTimeField(
+        "Reference time",
+        null=True,
+        blank=True,
+        help_text="The moment the drill plays the failure; the RPO is the restored version's "
+        "age then. Blank: the start.",
+    )
+    resumed = models.BooleanField(
+        "Service or training resumed", default=False, help_text="It answered or trained again."
+    )
+    outcome = models.CharField("Result", max_length=30, choices=DrillOutcome.choices)
+    observed_checksums = models.TextField(
+        "Checksums after the restore",
+        blank=True,
+        help_text="One line per node or replica: name, a space, the checksum.",
+    )
+    notes = models.TextField(blank=True)
+    evidence = models.FileField(
+        upload_to=evidence_path,
+        blank=True,
+        max_length=300,
+        help_text="A log, screenshot or report of the drill (stored on the server).",
+    )
+
+    # Computed by evaluate() when the drill is recorded; targets as they were then.
+    rto_target_minutes = models.PositiveIntegerField(editable=False, default=0)
+    rpo_target_minutes = models.PositiveIntegerField(editable=False, default=0)
+    actual_rto_seconds = models.PositiveIntegerField(editable=False, default=0)
+    actual_rpo_seconds = models.PositiveBigIntegerField(editable=False, default=0)
+    checksums_compared = models.PositiveIntegerField(editable=False, default=0)
+    checksum_mismatches = models.JSONField(editable=False, default=list)
+    passed = models.BooleanField(editable=False, default=False)
+    failure_reasons = models.JSONField(editable=False, default=list)
+    recorded_at = models.DateTimeField(auto_now_add=True)
+
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["-finished_at", "-id"]
+        indexes = [models.Index(fields=["policy", "-finished_at"])]
+
+    def __str__(self):
+        return f"drill of {self.version} on {self.finished_at:%Y-%m-%d}"
+
+    def get_absolute_url(self):
+        return reverse("backups:drill_detail", kwargs={"pk": self.pk})
+
+    @property
+    def name(self) -> str:
+        return f"the drill of {self.finished_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def rto_target_seconds(self) -> int:
+        return self.rto_target_minutes * 60
+
+    @property
+    def rpo_target_seconds(self) -> int:
+        return self.rpo_target_minutes * 60
+
+    @property
+    def rto_met(self) -> bool:
+        return self.actual_rto_seconds <= self.rto_target_seconds
+
+    @property
+    def rpo_met(self) -> bool:
+        return self.actual_rpo_seconds <= self.rpo_target_seconds
+
+    def evaluate(self, mismatches, compared: int):
+        """Actual RTO (start → resumed) and RPO (the version's age at the reference time)
+        against the policy's targets, and pass/fail with its reasons."""
+        policy, version = self.policy, self.version
+        self.rto_target_minutes = policy.rto_minutes
+        self.rpo_target_minutes = policy.rpo_minutes
+        reference = self.reference_time or self.started_at
+        self.actual_rto_seconds = max(
+            0, round((self.finished_at - self.started_at).total_seconds())
+        )
+        self.actual_rpo_seconds = max(0, round((reference - version.created_at).total_seconds()))
+        self.checksums_compared = compared
+        self.checksum_mismatches = list(mismatches)
+        reasons = []
+        if self.outcome == DrillOutcome.FAILED:
+            reasons.append("The restore failed.")
+        if not self.resumed:
+            reasons.append(
+                "The training did not resume."
+                if policy.workload.is_training
+                else "The service did not answer again."
+            )
+        if not self.rto_met:
+            reasons.append(
+                f"Took {_minutes(self.actual_rto_seconds)} against an RTO of "
+                f"{policy.rto_minutes} min."
+            )
+        if not self.rpo_met:
+            reasons.append(
+                f"The restored version was {_minutes(self.actual_rpo_seconds)} old against an "
+                f"RPO of {policy.rpo_minutes} min."
+            )
+        if self.checksum_mismatches:
+            nodes = ", ".join(m["node"] for m in self.checksum_mismatches[:5])
+            more = len(self.checksum_mismatches) - 5
+            reasons.append(
+                f"Checksums differ on {len(self.checksum_mismatches)} of {compared} "
+                f"nodes/replicas ({nodes}{f' and {more} more' if more > 0 else ''})."
+            )
+        if self.outcome == DrillOutcome.RESTORED_WITH_ISSUES and not reasons:
+            reasons.append("Restored with issues (see the notes).")
+        self.failure_reasons = reasons
+        self.passed = not reasons
+
+
+def _minutes(seconds: int) -> str:
+    minutes = seconds / 60
+    if minutes >= 48 * 60:
+        return f"{minutes / 1440:,.1f} days"
+    if minutes >= 120:
+        return f"{minutes / 60:,.1f} h"
+    return f"{minutes:,.0f} min"

@@ -1,0 +1,301 @@
+from django.contrib import messages
+from django.contrib.auth.decorators import permission_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
+from django.http import FileResponse, Http404
+from django.shortcuts import get_object_or_404, redirect
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from apps.backups import services
+from apps.backups.forms import BackupPolicyForm, BackupVersionForm, RestoreDrillForm
+from apps.backups.models import BackupPolicy, BackupVersion, RestoreDrill
+from apps.core.crud import delete_page
+from apps.core.history import history_rows
+from apps.core.htmx import render_page
+from apps.pools.models import Workload
+
+PAGE_SIZE = 25
+VERSIONS_PAGE_SIZE = 10
+DRILLS_PAGE_SIZE = 10
+
+
+def _policy_or_404(slug):
+    return get_object_or_404(
+        BackupPolicy.objects.with_status().select_related("workload__pool"), workload__slug=slug
+    )
+
+
+@require_GET
+def policy_list(request):
+    """The fleet view: overdue and failing policies first, then by risk."""
+    now = timezone.now()
+    policies = BackupPolicy.objects.ranked_by_risk(now)
+    page = Paginator(policies, PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = [(policy, policy.coverage()) for policy in page]
+    context = {
+        "page": page,
+        "rows": rows,
+        "summary": services.overdue_and_failing_summary(now),
+        "uncovered_workloads": Workload.objects.filter(backup_policy__isnull=True)
+        .select_related("pool")
+        .order_by("name"),
+        "now": now,
+    }
+    return render_page(request, "backups/policy_list.html", context)
+
+
+def _policy_page_context(request, policy, drill_form=None):
+    workload = policy.workload
+    versions = BackupVersion.objects.filter(workload=workload).prefetch_related("checksums")
+    drills = policy.drills.select_related("version", "performed_by")
+    version_page = Paginator(versions, VERSIONS_PAGE_SIZE).get_page(request.GET.get("versions"))
+    drill_page = Paginator(drills, DRILLS_PAGE_SIZE).get_page(request.GET.get("drills"))
+    return {
+        "policy": policy,
+        "workload": workload,
+        "coverage": policy.coverage(),
+        "advice": services.checkpoint_advice(policy),
+        "release_lines": services.release_lines(workload) if not workload.is_training else [],
+        "version_page": version_page,
+        "version_rows": [
+            (version, version.comparable_with(policy.current_data_version))
+            for version in version_page
+        ],
+        "drill_page": drill_page,
+        "latest_drill": drills.first(),
+        "drill_form": drill_form
+        if drill_form is not None
+        else (
+            RestoreDrillForm(policy=policy, initial=_drill_initial(policy))
+            if request.user.has_perm("backups.add_restoredrill")
+            else None
+        ),
+        "history": services.policy_history(policy),
+        "now": timezone.now(),
+    }
+
+
+def _drill_initial(policy):
+    latest = BackupVersion.objects.kept().filter(workload_id=policy.workload_id).first()
+    initial = {"resumed": True, "outcome": "restored"}
+    if latest is not None:
+        initial.update(version=latest.pk, restored_from_tier=latest.tier)
+    return initial
+
+
+@require_GET
+def policy_detail(request, slug):
+    policy = _policy_or_404(slug)
+    return render_page(request, "backups/policy_detail.html", _policy_page_context(request, policy))
+
+
+@permission_required("backups.add_backuppolicy", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def policy_create(request, slug):
+    workload = get_object_or_404(Workload.objects.with_pool(), slug=slug)
+    if BackupPolicy.objects.filter(workload=workload).exists():
+        return redirect("backups:policy_edit", slug=slug)
+    form = BackupPolicyForm(request.POST or None, workload=workload)
+    if request.method == "POST" and form.is_valid():
+        policy = form.save()
+        messages.success(request, f"Backup policy of {workload.name} created.")
+        return redirect(policy)
+    return render_page(
+        request, "backups/policy_form.html", {"form": form, "workload": workload, "object": None}
+    )
+
+
+@permission_required("backups.change_backuppolicy", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def policy_edit(request, slug):
+    policy = get_object_or_404(
+        BackupPolicy.objects.select_related("workload__pool"), workload__slug=slug
+    )
+    form = BackupPolicyForm(request.POST or None, instance=policy, workload=policy.workload)
+    if request.method == "POST" and form.is_valid():
+        policy = form.save()
+        messages.success(request, f"Backup policy of {policy.workload.name} saved.")
+        return redirect(policy)
+    return render_page(
+        request,
+        "backups/policy_form.html",
+        {"form": form, "workload": policy.workload, "object": policy},
+    )
+
+
+@permission_required("backups.delete_backuppolicy", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def policy_delete(request, slug):
+    policy = get_object_or_404(BackupPolicy.objects.select_related("workload"), workload__slug=slug)
+    return delete_page(
+        request,
+        obj=policy,
+        noun="Backup policy",
+        blocking=[],
+        blocking_label="",
+        list_url="backups:policy_list",
+        cancel_url=policy.get_absolute_url(),
+        pretitle="Backups",
+    )
+
+
+@permission_required("backups.add_restoredrill", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def drill_create(request, slug):
+    """The drill form on the policy page posts here with htmx and gets the compliance
+    column back (drill recorded, status and list updated) without a reload."""
+    policy = _policy_or_404(slug)
+    form = RestoreDrillForm(
+        request.POST or None, request.FILES or None, policy=policy, initial=_drill_initial(policy)
+    )
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                drill = form.save(user=request.user)
+            except ValidationError as error:
+                form.add_error(None, error)
+            else:
+                if not request.htmx:
+                    verdict = "passed" if drill.passed else "failed"
+                    messages.success(request, f"Drill recorded: it {verdict}.")
+                    return redirect(policy)
+                context = _policy_page_context(request, _policy_or_404(slug))
+                context["just_recorded"] = drill
+                return render_page(
+                    request, "backups/policy_detail.html", context, partial="compliance"
+                )
+        if request.htmx:
+            # 200, not 422: htmx swaps only successful responses, and the errors must show.
+            context = _policy_page_context(request, policy, drill_form=form)
+            return render_page(request, "backups/policy_detail.html", context, partial="compliance")
+    return render_page(
+        request,
+        "backups/drill_form.html",
+        {"form": form, "policy": policy, "workload": policy.workload},
+    )
+
+
+@require_GET
+def drill_detail(request, pk):
+    drill = get_object_or_404(
+        RestoreDrill.objects.select_related("policy__workload", "version", "performed_by"), pk=pk
+    )
+    return render_page(
+        request, "backups/drill_detail.html", {"drill": drill, "history": history_rows(drill)}
+    )
+
+
+@require_GET
+def drill_evidence(request, pk):
+    """Evidence is served to signed-in users only (never from a public media URL), and
+    as a download so an uploaded HTML file cannot run in the dashboard's origin."""
+    drill = get_object_or_404(RestoreDrill, pk=pk)
+    if not drill.evidence:
+        raise Http404("This drill has no evidence attached.")
+    try:
+        handle = drill.evidence.open("rb")
+    except FileNotFoundError as error:
+        raise Http404("The evidence file is missing from storage.") from error
+    filename = drill.evidence.name.rsplit("/", 1)[-1]
+    return FileResponse(handle, as_attachment=True, filename=filename)
+
+
+@permission_required("backups.delete_restoredrill", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def drill_delete(request, pk):
+    drill = get_object_or_404(RestoreDrill.objects.select_related("policy__workload"), pk=pk)
+    policy = drill.policy
+    if request.method == "POST":
+        services.delete_drill(drill)
+        messages.success(request, f"Drill of {drill.finished_at:%Y-%m-%d %H:%M} deleted.")
+        return redirect(policy)
+    return delete_page(
+        request,
+        obj=drill,
+        noun="Drill",
+        blocking=[],
+        blocking_label="",
+        list_url="backups:policy_list",
+        cancel_url=drill.get_absolute_url(),
+        pretitle=f"Backups · {policy.workload.name}",
+    )
+
+
+@require_GET
+def version_detail(request, pk):
+    version = get_object_or_404(
+        BackupVersion.objects.select_related("workload__pool", "registered_by"), pk=pk
+    )
+    policy = BackupPolicy.objects.filter(workload=version.workload).first()
+    context = {
+        "version": version,
+        "policy": policy,
+        "comparable": version.comparable_with(policy.current_data_version if policy else ""),
+        "checksums": version.checksums.all(),
+        "drills": version.drills.order_by("-finished_at")[:10],
+        "previous_stable": services.previous_stable(version) if version.is_release else None,
+        "history": history_rows(version),
+    }
+    return render_page(request, "backups/version_detail.html", context)
+
+
+@permission_required("backups.add_backupversion", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def version_create(request, slug):
+    workload = get_object_or_404(Workload.objects.with_pool(), slug=slug)
+    form = BackupVersionForm(request.POST or None, workload=workload)
+    if request.method == "POST" and form.is_valid():
+        version = form.save(user=request.user)
+        messages.success(request, f"Version {version.name} registered.")
+        return redirect(version)
+    return render_page(
+        request, "backups/version_form.html", {"form": form, "workload": workload, "object": None}
+    )
+
+
+@permission_required("backups.change_backupversion", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def version_edit(request, pk):
+    version = get_object_or_404(BackupVersion.objects.select_related("workload"), pk=pk)
+    form = BackupVersionForm(request.POST or None, instance=version, workload=version.workload)
+    if request.method == "POST" and form.is_valid():
+        version = form.save(user=request.user)
+        messages.success(request, f"Version {version.name} saved.")
+        return redirect(version)
+    return render_page(
+        request,
+        "backups/version_form.html",
+        {"form": form, "workload": version.workload, "object": version},
+    )
+
+
+@permission_required("backups.delete_backupversion", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def version_delete(request, pk):
+    version = get_object_or_404(BackupVersion.objects.select_related("workload"), pk=pk)
+    policy = BackupPolicy.objects.filter(workload=version.workload).first()
+    return delete_page(
+        request,
+        obj=version,
+        noun="Version",
+        blocking=list(version.drills.order_by("-finished_at")),
+        blocking_label="recorded drills (mark the version purged instead)",
+        list_url="backups:policy_list",
+        cancel_url=version.get_absolute_url(),
+        pretitle=f"Backups · {version.workload.name}" if policy else "Backups",
+    )
+
+
+@require_POST
+def version_mark_stable(request, pk):
+    if not request.user.has_perm("backups.change_backupversion"):
+        raise PermissionDenied("Only Ops mark releases stable.")
+    version = get_object_or_404(BackupVersion, pk=pk)
+    try:
+        services.mark_stable(version)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    else:
+        messages.success(request, f"{version.name} is now the stable release.")
+    return redirect(version)

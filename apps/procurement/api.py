@@ -1,0 +1,68 @@
+from drf_spectacular.utils import extend_schema
+from rest_framework import viewsets
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.procurement import comparison
+from apps.procurement.models import Scenario
+from apps.procurement.serializers import (
+    CapacityMixRequestSerializer,
+    CapacityMixResponseSerializer,
+    ScenarioDetailSerializer,
+    ScenarioSerializer,
+)
+from apps.procurement.services import scenario_queryset
+
+
+class ScenarioViewSet(viewsets.ReadOnlyModelViewSet):
+    """Procurement scenarios, addressed by slug; the detail adds the computed comparison
+    (every option's total cost, breakdown, unit costs and the recommendation)."""
+
+    queryset = Scenario.objects.none()
+    lookup_field = "slug"
+    lookup_value_regex = "[-a-zA-Z0-9_]+"
+    filterset_fields = ["demand_source"]
+
+    def get_queryset(self):
+        return scenario_queryset().order_by("name")
+
+    def get_serializer_class(self):
+        return ScenarioDetailSerializer if self.action == "retrieve" else ScenarioSerializer
+
+
+class CapacityMixEstimateView(APIView):
+    """How many GPUs to reserve (or own) and how many to rent on demand, from an hourly
+    demand curve: the newsvendor optimum with the cost at every baseline size.
+
+    Cost(R) = R·r·H + o·Σ_h max(0, d_h − R); the optimum is the (1 − r/o) quantile of
+    hourly demand; break-even utilisation = r ÷ o. Nothing is stored, so read-only tokens
+    and every role may call it.
+    """
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        request=CapacityMixRequestSerializer,
+        responses={200: CapacityMixResponseSerializer},
+    )
+    def post(self, request):
+        request_serializer = CapacityMixRequestSerializer(data=request.data)
+        request_serializer.is_valid(raise_exception=True)
+        data = request_serializer.validated_data
+        mix = comparison.capacity_mix(
+            data["hourly_demand_gpus"],
+            data["reserved_price_per_gpu_hour"],
+            data["on_demand_price_per_gpu_hour"],
+        )
+        return Response(
+            CapacityMixResponseSerializer(
+                {
+                    "optimal_reserved_gpus": mix.optimal_reserved_gpus,
+                    "total_cost": mix.total_cost,
+                    "cost_by_reserved_gpus": list(mix.cost_by_reserved_gpus),
+                    "break_even_utilization": mix.break_even_utilization,
+                    "hours": mix.hours,
+                }
+            ).data
+        )

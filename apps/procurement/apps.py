@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class ProcurementConfig(AppConfig):
+    name = "apps.procurement"
+    label = "procurement"
+    verbose_name = "Procurement scenarios"

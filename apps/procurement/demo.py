@@ -1,0 +1,127 @@
+"""The demo procurement scenario: where should the Asia chat API run for the next three
+years? Its demand is the measured curve of the ``chat-api-asia`` workload; it compares
+on-demand, reserved, owned (faster H100s in Beijing) and hybrid. Idempotent: matched by
+slug and option name, saved only when something differs (no history noise)."""
+
+from decimal import Decimal
+
+from apps.catalog.models import GpuModel
+from apps.pools.models import ComplianceZone, Pool, Workload
+from apps.procurement.models import (
+    DemandSource,
+    HybridBaseline,
+    OptionKind,
+    Scenario,
+    ScenarioOption,
+    ThroughputBasis,
+)
+
+SCENARIO_SLUG = "chat-api-asia-serving"
+# Lambda has no L40S in SkyPilot's catalog: a plausible regional on-demand price.
+L40S_ON_DEMAND = Decimal("1.8500")
+# gpu_1x_h100_pcie at $2.49/h in SkyPilot's Lambda catalog.
+H100_PCIE_ON_DEMAND = Decimal("2.4900")
+RUNNING = {"storage_per_month": Decimal("300"), "network_per_month": Decimal("800")}
+
+
+def _save_if_changed(instance, values):
+    for name, value in values.items():
+        setattr(instance, name, value)
+    if instance.pk is None:
+        instance.save()
+        return instance
+    stored = type(instance).objects.get(pk=instance.pk)
+    if any(
+        getattr(stored, field.attname) != getattr(instance, field.attname)
+        for field in instance._meta.concrete_fields
+        if field.name not in ("created_at", "updated_at")
+    ):
+        instance.save()
+    return instance
+
+
+def seed_procurement_demo(created_by=None) -> Scenario | None:
+    """Build (or refresh) the demo scenario; None when the demo fleet is not loaded."""
+    workload = Workload.objects.filter(slug="chat-api-asia").select_related("pool").first()
+    l40s_pool = Pool.objects.filter(slug="infer-l40s-hk").first()
+    h100_pool = Pool.objects.filter(slug="infer-h100-bj").first()
+    gpus = {gpu.slug: gpu for gpu in GpuModel.objects.filter(slug__in=["l40s", "h100-pcie"])}
+    if workload is None or l40s_pool is None or h100_pool is None or len(gpus) < 2:
+        return None
+    scenario = Scenario.objects.filter(slug=SCENARIO_SLUG).first() or Scenario(
+        created_by=created_by
+    )
+    scenario = _save_if_changed(
+        scenario,
+        {
+            "slug": SCENARIO_SLUG,
+            "name": "Chat API · Asia: where to serve it",
+            "description": "Three years of the Asia chat API from its measured daily curve: "
+            "rent, reserve, buy faster GPUs, or reserve a baseline and burst.",
+            "horizon_months": 36,
+            "currency": "USD",
+            "usd_exchange_rate": Decimal("1"),
+            "demand_source": DemandSource.MEASURED_WORKLOAD,
+            "demand_workload": workload,
+            "window_days": 14,
+            # Until telemetry exists: 16 GPUs at about 45 % busy.
+            "entered_gpu_hours_per_month": Decimal("5256.00"),
+            "reference_gpu_model": gpus["l40s"],
+            "reference_efficiency": Decimal("0.400"),
+            "compute_precision": "fp8",
+        },
+    )
+    options = (
+        {
+            "name": "Cloud on-demand · L40S · Hong Kong",
+            "kind": OptionKind.ON_DEMAND,
+            "provider": "Regional cloud",
+            "region": "ap-east-1 (Hong Kong)",
+            "compliance_zone": ComplianceZone.HONG_KONG,
+            "gpu_model": gpus["l40s"],
+            "on_demand_price_per_gpu_hour": L40S_ON_DEMAND,
+            "price_note": "Typed: regional list price.",
+        },
+        {
+            "name": "Cloud reserved · L40S · Hong Kong (1 year)",
+            "kind": OptionKind.RESERVED,
+            "provider": "Regional cloud",
+            "region": "ap-east-1 (Hong Kong)",
+            "compliance_zone": ComplianceZone.HONG_KONG,
+            "gpu_model": gpus["l40s"],
+            "source_pool": l40s_pool,
+            "on_demand_price_per_gpu_hour": L40S_ON_DEMAND,
+            "price_note": "Reserved price and term from the pool.",
+        },
+        {
+            "name": "Owned · H100 PCIe · Beijing",
+            "kind": OptionKind.OWNED,
+            "provider": "Own data centre",
+            "region": "cn-beijing",
+            "compliance_zone": ComplianceZone.MAINLAND_CHINA,
+            "gpu_model": gpus["h100-pcie"],
+            "source_pool": h100_pool,
+            "on_demand_price_per_gpu_hour": H100_PCIE_ON_DEMAND,
+            "throughput_basis": ThroughputBasis.DECODE_CEILING,
+            "price_note": "Purchase, power and running costs from the pool.",
+        },
+        {
+            "name": "Hybrid · reserved L40S + on-demand burst",
+            "kind": OptionKind.HYBRID,
+            "provider": "Regional cloud",
+            "region": "ap-east-1 (Hong Kong)",
+            "compliance_zone": ComplianceZone.HONG_KONG,
+            "gpu_model": gpus["l40s"],
+            "source_pool": l40s_pool,
+            "on_demand_price_per_gpu_hour": L40S_ON_DEMAND,
+            "hybrid_baseline": HybridBaseline.RESERVED,
+            "price_note": "Baseline at the pool's reserved price; burst at the list price.",
+        },
+    )
+    for position, values in enumerate(options, start=1):
+        option = ScenarioOption.objects.filter(scenario=scenario, name=values["name"]).first()
+        _save_if_changed(
+            option or ScenarioOption(scenario=scenario),
+            {"position": position, **RUNNING, **values},
+        )
+    return scenario

@@ -1,0 +1,564 @@
+"""The comparison as CSV, XLSX (openpyxl) and PDF (reportlab, charts drawn by
+reportlab.graphics, so the server needs no browser and no internet).
+
+Every format takes its numbers from ``comparison_table``, so a file says what the page
+says; ``amount`` formats them the same way the page does (templatetags/procurement.py).
+"""
+
+import csv
+import io
+from datetime import UTC, datetime
+
+ASSUMPTIONS = (
+    "Demand is counted in reference GPUs: one hour of the reference GPU at the reference "
+    "efficiency. An option's GPU does (its dense peak or decode ceiling × its efficiency) ÷ "
+    "(the reference's × the reference efficiency) of that work per hour.",
+    "GPUs needed per hour = ⌈reference GPUs ÷ throughput ratio⌉, whole GPUs.",
+    "A measured window stands for the whole horizon: costs over it are scaled by "
+    "horizon hours ÷ hours measured.",
+    "On-demand pays the GPU-hours used. Reserved and owned options are sized for the peak "
+    "hour and paid every hour. Hybrids pay a baseline every hour and burst on demand.",
+    "Cost(R) = R·r·H + o·Σ max(0, d_h − R); the optimal baseline is the (1 − r/o) quantile "
+    "of hourly demand (newsvendor rule). Break-even utilization = r ÷ o.",
+    "Owned GPU-hour = purchase ÷ (amortisation months × 730 h) + TDP kW × PUE × price per kWh "
+    "+ colocation per GPU-month ÷ 730 h; operations staff are a monthly total.",
+    "Reserved GPU-hour = reserved price + upfront ÷ (term months × 730 h).",
+    "Checkpoint storage is a typed monthly figure until backup policies provide it.",
+    "Training job GPU-hours = 6·N·D ÷ (dense peak FLOP/s × MFU) ÷ 3600 (Kaplan et al. 2020; "
+    "Chowdhery et al. 2022).",
+    "A month is 730 hours (8,760 ÷ 12).",
+)
+
+
+def amount(value, places=0) -> str:
+    """1234567.891 → "1,234,568"; None → "—"."""
+    if value is None:
+        return "—"
+    return f"{float(value):,.{int(places)}f}"
+
+
+def percent(fraction) -> str:
+    return "—" if fraction is None else f"{fraction * 100:,.0f} %"
+
+
+def columns(currency: str):
+    """(header with unit, getter(row) → raw value, number format for XLSX, places)."""
+
+    def result_of(getter):
+        return lambda row: getter(row.result) if row.result else None
+
+    return (
+        ("Option", lambda row: row.option.name, None, None),
+        ("Kind", lambda row: row.option.get_kind_display(), None, None),
+        ("GPU model", lambda row: row.option.gpu_model.name, None, None),
+        ("Region", lambda row: row.option.region, None, None),
+        ("Compliance zone", lambda row: row.option.get_compliance_zone_display(), None, None),
+        (
+            "ICP filing needed",
+            lambda row: "yes" if row.option.needs_icp_filing else "no",
+            None,
+            None,
+        ),
+        (
+            "Throughput (reference GPUs per GPU)",
+            result_of(lambda r: r.spec.throughput_ratio),
+            "0.00",
+            2,
+        ),
+        ("Peak GPUs (GPUs)", result_of(lambda r: r.peak_gpus), "#,##0", 0),
+        ("Baseline GPUs (GPUs)", result_of(lambda r: r.baseline_gpus), "#,##0", 0),
+        ("GPU-hours paid (GPU-h)", result_of(lambda r: r.paid_gpu_hours), "#,##0", 0),
+        (f"Compute ({currency})", result_of(lambda r: r.cost.compute), "#,##0", 0),
+        (f"Power ({currency})", result_of(lambda r: r.cost.power), "#,##0", 0),
+        (f"Storage ({currency})", result_of(lambda r: r.cost.storage), "#,##0", 0),
+        (f"Network ({currency})", result_of(lambda r: r.cost.network), "#,##0", 0),
+        (f"Operations ({currency})", result_of(lambda r: r.cost.operations), "#,##0", 0),
+        (f"Total cost ({currency})", result_of(lambda r: r.total_cost), "#,##0", 0),
+        (
+            f"Cost per effective GPU-hour ({currency}/reference GPU-h)",
+            result_of(lambda r: r.cost_per_effective_gpu_hour),
+            "#,##0.00",
+            2,
+        ),
+        (
+            f"Cost per 1M output tokens ({currency})",
+            result_of(lambda r: r.cost_per_million_tokens),
+            "#,##0.00",
+            2,
+        ),
+        (
+            f"Cost per 1k requests ({currency})",
+            result_of(lambda r: r.cost_per_thousand_requests),
+            "#,##0.00",
+            2,
+        ),
+        ("Paid utilization (%)", result_of(lambda r: r.paid_utilization), "0%", "%"),
+        ("Break-even utilization (%)", result_of(lambda r: r.break_even_utilization), "0%", "%"),
+        (
+            "Notes",
+            lambda row: row.problem or " ".join(row.result.notes if row.result else ()),
+            None,
+            None,
+        ),
+    )
+
+
+def _text(value, places) -> str:
+    if places is None:
+        return "" if value is None else str(value)
+    if places == "%":
+        return percent(value)
+    return amount(value, places)
+
+
+def comparison_table(result, *, formatted: bool):
+    headers = [header for header, *_ in columns(result.scenario.currency)]
+    rows = []
+    for row in result.rows:
+        values = []
+        for _, getter, _, places in columns(result.scenario.currency):
+            value = getter(row)
+            values.append(_text(value, places) if formatted else value)
+        rows.append(values)
+    return headers, rows
+
+
+def input_rows(result) -> list[tuple[str, str]]:
+    """The scenario's inputs and what the demand came to, as (label with unit, value)."""
+    scenario, info, demand = result.scenario, result.info, result.demand
+    rows = [
+        ("Scenario", scenario.name),
+        ("Horizon (months)", str(scenario.horizon_months)),
+        ("Currency", scenario.currency),
+        ("Exchange rate (currency per USD)", f"{scenario.usd_exchange_rate:g}"),
+        ("Demand source", info.source_label),
+    ]
+    if scenario.demand_pool:
+        rows.append(("Pool measured", scenario.demand_pool.name))
+    if scenario.demand_workload:
+        rows.append(("Workload measured", scenario.demand_workload.name))
+    if info.window_start:
+        rows.append(
+            (
+                "Measured window (UTC)",
+                f"{info.window_start:%Y-%m-%d %H:00} – {info.window_end:%Y-%m-%d %H:00}",
+            )
+        )
+    rows += [
+        ("Measured window (days)", str(scenario.window_days)),
+        (
+            "Entered GPU-hours per month (reference GPU-h)",
+            amount(scenario.entered_gpu_hours_per_month),
+        ),
+        ("24-hour profile (weights)", scenario.entered_hourly_profile or "flat"),
+        ("Reference GPU", info.reference_gpu.name if info.reference_gpu else "—"),
+        ("Reference efficiency (0–1)", f"{scenario.reference_efficiency}"),
+        ("Compute precision", scenario.get_compute_precision_display()),
+    ]
+    if scenario.model_architecture:
+        rows.append(("Model architecture", scenario.model_architecture.name))
+    if scenario.training_tokens:
+        rows.append(("Training tokens (tokens)", amount(scenario.training_tokens)))
+        rows.append(("Training GPUs (GPUs)", str(scenario.training_gpus or "—")))
+    if demand is not None:
+        rows += [
+            ("Hours in the demand curve (h)", amount(len(demand.hourly_reference_gpus))),
+            ("Peak demand (reference GPUs)", amount(demand.peak, 1)),
+            ("Mean demand (reference GPUs)", amount(demand.mean, 1)),
+            ("Work over the horizon (reference GPU-h)", amount(demand.reference_gpu_hours)),
+            (
+                "Output tokens in the curve (tokens)",
+                amount(demand.output_tokens) if demand.output_tokens else "—",
+            ),
+            (
+                "Requests in the curve (requests)",
+                amount(demand.requests) if demand.requests else "—",
+            ),
+        ]
+    if info.fallback_used:
+        rows.append(("Fallback", "entered GPU-hours per month (no measurements yet)"))
+    for note in info.notes:
+        rows.append(("Note", note))
+    return rows
+
+
+OPTION_INPUT_FIELDS = (
+    "kind",
+    "provider",
+    "region",
+    "compliance_zone",
+    "gpu_model",
+    "source_pool",
+    "price_note",
+    "on_demand_price_per_gpu_hour",
+    "reserved_price_per_gpu_hour",
+    "reserved_upfront_per_gpu",
+    "reserved_term_months",
+    "purchase_price_per_gpu",
+    "amortisation_months",
+    "power_price_per_kwh",
+    "pue",
+    "colocation_per_gpu_month",
+    "operations_per_month",
+    "storage_per_month",
+    "network_per_month",
+    "hybrid_baseline",
+    "baseline_gpus",
+    "throughput_basis",
+    "efficiency",
+)
+
+
+def option_input_rows(result) -> tuple[list[str], list[list[str]]]:
+    from apps.procurement.models import ScenarioOption
+    from apps.procurement.services import MONEY_FIELDS
+
+    currency = result.scenario.currency
+    headers = ["Option"]
+    for name in OPTION_INPUT_FIELDS:
+        label = str(ScenarioOption._meta.get_field(name).verbose_name)
+        label = label[:1].upper() + label[1:]
+        headers.append(f"{label} ({currency})" if name in MONEY_FIELDS else label)
+    rows = []
+    for row in result.rows:
+        option = row.option
+        values = [option.name]
+        for name in OPTION_INPUT_FIELDS:
+            display = getattr(option, f"get_{name}_display", None)
+            value = display() if callable(display) else getattr(option, name)
+            values.append("" if value is None else str(value))
+        rows.append(values)
+    return headers, rows
+
+
+def _generated_line(result) -> str:
+    return f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by gpufleet."
+
+
+# --- CSV --------------------------------------------------------------------------------
+
+
+def build_csv(result) -> bytes:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    headers, rows = comparison_table(result, formatted=False)
+    writer.writerow(headers)
+    for values in rows:
+        writer.writerow(
+            [
+                f"{value:.4f}" if isinstance(value, float) else ("" if value is None else value)
+                for value in values
+            ]
+        )
+    writer.writerow([])
+    writer.writerow(["Recommendation", _recommendation(result)])
+    for label, value in input_rows(result):
+        writer.writerow([label, value])
+    return buffer.getvalue().encode("utf-8-sig")  # the BOM lets Excel read UTF-8
+
+
+def _recommendation(result) -> str:
+    if result.comparison is None:
+        return result.info.empty_message or "No comparison yet."
+    return " ".join([result.comparison.recommendation, *result.comparison.reasons])
+
+
+# --- XLSX -------------------------------------------------------------------------------
+
+
+def build_xlsx(result) -> bytes:
+    from openpyxl import Workbook
+    from openpyxl.styles import Alignment, Font, PatternFill
+    from openpyxl.utils import get_column_letter
+
+    header_font = Font(bold=True, color="FFFFFF")
+    header_fill = PatternFill("solid", fgColor="206BC4")
+    workbook = Workbook()
+
+    def header_row(sheet, headers, row=1):
+        for column, header in enumerate(headers, start=1):
+            cell = sheet.cell(row=row, column=column, value=header)
+            cell.font, cell.fill = header_font, header_fill
+            cell.alignment = Alignment(wrap_text=True, vertical="top")
+        sheet.freeze_panes = sheet.cell(row=row + 1, column=2)
+
+    def widths(sheet, width_by_column):
+        for column, width in width_by_column.items():
+            sheet.column_dimensions[get_column_letter(column)].width = width
+
+    sheet = workbook.active
+    sheet.title = "Comparison"
+    currency = result.scenario.currency
+    specs = columns(currency)
+    headers, rows = comparison_table(result, formatted=False)
+    header_row(sheet, headers)
+    for row_index, values in enumerate(rows, start=2):
+        for column, (value, (_, _, number_format, _)) in enumerate(
+            zip(values, specs, strict=True), start=1
+        ):
+            cell = sheet.cell(row=row_index, column=column, value=value)
+            if number_format and isinstance(value, int | float):
+                cell.number_format = number_format
+    widths(sheet, {1: 34, **{column: 16 for column in range(2, len(headers))}, len(headers): 60})
+    sheet.row_dimensions[1].height = 45
+    summary_row = len(rows) + 3
+    sheet.cell(row=summary_row, column=1, value="Recommendation").font = Font(bold=True)
+    sheet.cell(row=summary_row, column=2, value=_recommendation(result))
+    sheet.cell(row=summary_row + 1, column=1, value=_generated_line(result))
+
+    inputs = workbook.create_sheet("Inputs & assumptions")
+    header_row(inputs, ["Input (unit)", "Value"])
+    line = 2
+    for label, value in input_rows(result):
+        inputs.cell(row=line, column=1, value=label)
+        inputs.cell(row=line, column=2, value=value)
+        line += 1
+    line += 1
+    option_headers, option_rows = option_input_rows(result)
+    header_row(inputs, option_headers, row=line)
+    inputs.freeze_panes = "A2"
+    for values in option_rows:
+        line += 1
+        for column, value in enumerate(values, start=1):
+            inputs.cell(row=line, column=column, value=value)
+    line += 2
+    inputs.cell(row=line, column=1, value="Assumptions and formulas").font = Font(bold=True)
+    for assumption in ASSUMPTIONS:
+        line += 1
+        inputs.cell(row=line, column=1, value=assumption)
+    widths(inputs, {1: 48, 2: 40, **{column: 18 for column in range(3, len(option_headers) + 1)}})
+
+    demand_sheet = workbook.create_sheet("Demand curve")
+    option_results = [(row.option.name, row.result) for row in result.rows if row.result]
+    demand_headers = ["Hour (UTC)", "Demand (reference GPUs)"] + [
+        f"{name}: GPUs needed (GPUs)" for name, _ in option_results
+    ]
+    header_row(demand_sheet, demand_headers)
+    if result.demand is not None:
+        times = result.info.hourly_times
+        for index, value in enumerate(result.demand.hourly_reference_gpus):
+            row_index = index + 2
+            hour = times[index].replace(tzinfo=None) if index < len(times) else index
+            cell = demand_sheet.cell(row=row_index, column=1, value=hour)
+            if times:
+                cell.number_format = "yyyy-mm-dd hh:mm"
+            demand_sheet.cell(row=row_index, column=2, value=round(value, 4)).number_format = "0.00"
+            for offset, (_, option_result) in enumerate(option_results, start=3):
+                demand_sheet.cell(
+                    row=row_index, column=offset, value=option_result.gpus_needed_by_hour[index]
+                )
+    widths(demand_sheet, {column: 20 for column in range(1, len(demand_headers) + 1)})
+
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    return buffer.getvalue()
+
+
+# --- PDF --------------------------------------------------------------------------------
+
+PDF_COLUMNS = (
+    "Option",
+    "Peak GPUs (GPUs)",
+    "Baseline GPUs (GPUs)",
+    "Total cost",
+    "Cost per effective GPU-hour",
+    "Cost per 1M output tokens",
+    "Paid utilization (%)",
+    "Break-even utilization (%)",
+)
+BREAKDOWN_COLUMNS = ("Option", "Compute", "Power", "Storage", "Network", "Operations", "Total cost")
+
+
+def _pick(headers, rows, wanted):
+    indexes = [
+        next(index for index, header in enumerate(headers) if header.startswith(name))
+        for name in wanted
+    ]
+    return [headers[index] for index in indexes], [
+        [values[index] for index in indexes] for values in rows
+    ]
+
+
+def _bar_chart(labels, values, title, unit):
+    from reportlab.graphics.charts.barcharts import HorizontalBarChart
+    from reportlab.graphics.shapes import Drawing, String
+    from reportlab.lib import colors
+
+    drawing = Drawing(720, 40 + 28 * len(labels))
+    chart = HorizontalBarChart()
+    chart.x, chart.y = 220, 20
+    chart.width, chart.height = 460, 22 * len(labels)
+    chart.data = [values]
+    chart.categoryAxis.categoryNames = [label[:40] for label in labels]
+    chart.categoryAxis.labels.fontSize = 7
+    chart.valueAxis.valueMin = 0
+    chart.valueAxis.labels.fontSize = 7
+    chart.valueAxis.labelTextFormat = lambda value: f"{value:,.0f}"
+    chart.bars[0].fillColor = colors.HexColor("#206BC4")
+    chart.barLabelFormat = lambda value: f"{value:,.0f} {unit}"
+    chart.barLabels.fontSize = 7
+    chart.barLabels.boxAnchor = "w"
+    chart.barLabels.dx = 3
+    drawing.add(chart)
+    drawing.add(String(0, drawing.height - 12, title, fontSize=10, fontName="Helvetica-Bold"))
+    return drawing
+
+
+def _line_chart(points, title, x_label, y_label, marker=None):
+    from reportlab.graphics.charts.lineplots import LinePlot
+    from reportlab.graphics.shapes import Drawing, Line, String
+    from reportlab.lib import colors
+
+    drawing = Drawing(720, 200)
+    plot = LinePlot()
+    plot.x, plot.y, plot.width, plot.height = 60, 35, 620, 130
+    plot.data = [points]
+    plot.lines[0].strokeColor = colors.HexColor("#206BC4")
+    plot.xValueAxis.labels.fontSize = 7
+    plot.yValueAxis.labels.fontSize = 7
+    plot.yValueAxis.valueMin = 0
+    plot.yValueAxis.labelTextFormat = lambda value: f"{value:,.0f}"
+    drawing.add(plot)
+    drawing.add(String(0, 185, title, fontSize=10, fontName="Helvetica-Bold"))
+    drawing.add(String(300, 5, x_label, fontSize=8))
+    drawing.add(String(0, 170, y_label, fontSize=8))
+    if marker is not None:
+        xs = [x for x, _ in points]
+        span = (max(xs) - min(xs)) or 1
+        x = plot.x + (marker - min(xs)) / span * plot.width
+        drawing.add(
+            Line(x, plot.y, x, plot.y + plot.height, strokeColor=colors.red, strokeDashArray=[3, 2])
+        )
+    return drawing
+
+
+def build_pdf(result) -> bytes:
+    from reportlab.lib import colors
+    from reportlab.lib.pagesizes import A4, landscape
+    from reportlab.lib.styles import getSampleStyleSheet
+    from reportlab.lib.units import mm
+    from reportlab.platypus import PageBreak, Paragraph, SimpleDocTemplate, Spacer, Table
+    from reportlab.platypus import TableStyle as Style
+
+    styles = getSampleStyleSheet()
+    small = styles["BodyText"].clone("small", fontSize=8, leading=10)
+    scenario = result.scenario
+    currency = scenario.currency
+    buffer = io.BytesIO()
+    document = SimpleDocTemplate(
+        buffer,
+        pagesize=landscape(A4),
+        leftMargin=12 * mm,
+        rightMargin=12 * mm,
+        topMargin=12 * mm,
+        bottomMargin=12 * mm,
+        title=f"{scenario.name}: procurement comparison",
+        author="gpufleet",
+    )
+    table_style = Style(
+        [
+            ("BACKGROUND", (0, 0), (-1, 0), colors.HexColor("#206BC4")),
+            ("TEXTCOLOR", (0, 0), (-1, 0), colors.white),
+            ("FONTSIZE", (0, 0), (-1, -1), 7),
+            ("GRID", (0, 0), (-1, -1), 0.25, colors.grey),
+            ("ALIGN", (1, 1), (-1, -1), "RIGHT"),
+            ("VALIGN", (0, 0), (-1, -1), "TOP"),
+        ]
+    )
+
+    def table(headers, rows, widths=None):
+        data = [[Paragraph(header, small) for header in headers]] + [
+            [str(value) for value in values] for values in rows
+        ]
+        built = Table(data, colWidths=widths, repeatRows=1)
+        built.setStyle(table_style)
+        return built
+
+    story = [
+        Paragraph(f"{scenario.name}: procurement comparison", styles["Title"]),
+        Paragraph(
+            f"Horizon {scenario.horizon_months} months · prices in {currency} · demand: "
+            f"{result.info.source_label}. {_generated_line(result)}",
+            small,
+        ),
+        Spacer(1, 4 * mm),
+        Paragraph("Recommendation", styles["Heading2"]),
+        Paragraph(_recommendation(result), styles["BodyText"]),
+        Spacer(1, 4 * mm),
+    ]
+    headers, rows = comparison_table(result, formatted=True)
+    if rows:
+        picked_headers, picked_rows = _pick(headers, rows, PDF_COLUMNS)
+        story += [
+            Paragraph("Comparison", styles["Heading2"]),
+            table(picked_headers, picked_rows, [200] + [75] * (len(picked_headers) - 1)),
+            Spacer(1, 4 * mm),
+            Paragraph(f"Total cost over the horizon by line ({currency})", styles["Heading3"]),
+            table(*_pick(headers, rows, BREAKDOWN_COLUMNS), [200] + [80] * 6),
+        ]
+        problems = [(row.option.name, row.problem) for row in result.rows if row.problem]
+        for name, problem in problems:
+            story.append(Paragraph(f"{name}: not compared — {problem}", small))
+    else:
+        story.append(Paragraph("No options to compare yet.", styles["BodyText"]))
+
+    option_results = [row.result for row in result.rows if row.result]
+    if option_results:
+        story += [
+            PageBreak(),
+            _bar_chart(
+                [r.spec.name for r in option_results],
+                [r.total_cost for r in option_results],
+                f"Total cost over {scenario.horizon_months} months ({currency})",
+                currency,
+            ),
+            Spacer(1, 6 * mm),
+        ]
+        hybrid = next((r for r in option_results if r.cost_by_baseline_gpus), None)
+        if hybrid is not None:
+            story.append(
+                _line_chart(
+                    list(enumerate(hybrid.cost_by_baseline_gpus)),
+                    f"{hybrid.spec.name}: total cost by baseline size ({currency}); "
+                    f"optimum {hybrid.optimal_baseline_gpus} GPUs",
+                    "baseline GPUs",
+                    currency,
+                    marker=hybrid.optimal_baseline_gpus,
+                )
+            )
+    if result.demand is not None:
+        curve = result.demand.hourly_reference_gpus
+        story += [
+            Spacer(1, 6 * mm),
+            _line_chart(
+                list(enumerate(curve)),
+                "Demand per hour (reference GPUs)",
+                "hour of the curve",
+                "GPUs",
+            ),
+        ]
+    story += [
+        PageBreak(),
+        Paragraph("Inputs", styles["Heading2"]),
+        table(["Input (unit)", "Value"], input_rows(result), [260, 460]),
+        Spacer(1, 4 * mm),
+        Paragraph("Assumptions and formulas", styles["Heading2"]),
+        *[Paragraph(f"• {assumption}", small) for assumption in ASSUMPTIONS],
+    ]
+    option_headers, option_rows = option_input_rows(result)
+    if option_rows:
+        story += [Spacer(1, 4 * mm), Paragraph("Option inputs", styles["Heading2"])]
+        # Transposed: one column per option fits a landscape page.
+        transposed = [
+            [header] + [values[index] for values in option_rows]
+            for index, header in enumerate(option_headers)
+        ][1:]
+        story.append(
+            table(
+                ["Input"] + [values[0] for values in option_rows],
+                transposed,
+                [170] + [550 / len(option_rows)] * len(option_rows),
+            )
+        )
+    document.build(story)
+    return buffer.getvalue()

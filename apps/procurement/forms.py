@@ -1,0 +1,313 @@
+from django import forms
+
+from apps.catalog.models import GpuModel
+from apps.core.forms import SlugFromNameMixin, TablerFormMixin
+from apps.pools.forms import SectionedFormMixin
+from apps.procurement.models import (
+    DemandSource,
+    OptionKind,
+    Scenario,
+    ScenarioOption,
+    ThroughputBasis,
+)
+from apps.procurement.skypilot import PriceCatalogError, parse_price_catalog
+
+SCENARIO_SECTIONS = (
+    (
+        "Scenario",
+        ["name", "slug", "description", "horizon_months", "currency", "usd_exchange_rate"],
+    ),
+    (
+        "Demand",
+        [
+            "demand_source",
+            "demand_pool",
+            "demand_workload",
+            "window_days",
+            "entered_gpu_hours_per_month",
+            "entered_hourly_profile",
+        ],
+    ),
+    (
+        "Reference and throughput",
+        ["reference_gpu_model", "reference_efficiency", "compute_precision", "model_architecture"],
+    ),
+    ("Training job", ["training_tokens", "training_gpus"]),
+)
+
+
+def parse_profile(text: str) -> list[float]:
+    """24 comma-separated weights; raises ValidationError naming what is wrong."""
+    parts = [part.strip() for part in text.split(",")]
+    if len(parts) != 24:
+        raise forms.ValidationError(
+            f"Give 24 weights, one per hour from 0 to 23 (got {len(parts)})."
+        )
+    weights = []
+    for hour, part in enumerate(parts):
+        try:
+            weight = float(part)
+        except ValueError:
+            raise forms.ValidationError(f"Hour {hour}: “{part}” is not a number.") from None
+        if weight < 0:
+            raise forms.ValidationError(f"Hour {hour}: a weight cannot be negative.")
+        weights.append(weight)
+    if not any(weights):
+        raise forms.ValidationError("At least one hour needs a weight above 0.")
+    return weights
+
+
+class ScenarioForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.ModelForm):
+    sections = SCENARIO_SECTIONS
+
+    class Meta:
+        model = Scenario
+        fields = [name for _, names in SCENARIO_SECTIONS for name in names]
+        widgets = {"description": forms.Textarea(attrs={"rows": 2})}
+
+    def clean_currency(self):
+        return (self.cleaned_data.get("currency") or "").upper()
+
+    def clean_entered_hourly_profile(self):
+        text = self.cleaned_data.get("entered_hourly_profile", "").strip()
+        if text:
+            parse_profile(text)
+        return text
+
+    def clean(self):
+        cleaned = super().clean()
+        source = cleaned.get("demand_source")
+        required = {
+            DemandSource.MEASURED_POOL: ["demand_pool"],
+            DemandSource.MEASURED_WORKLOAD: ["demand_workload"],
+            DemandSource.ENTERED: ["entered_gpu_hours_per_month", "reference_gpu_model"],
+            DemandSource.TRAINING_JOB: [
+                "model_architecture",
+                "training_tokens",
+                "training_gpus",
+                "reference_gpu_model",
+            ],
+        }.get(source, [])
+        for name in required:
+            if cleaned.get(name) in (None, "") and name not in self.errors:
+                self.add_error(
+                    name,
+                    f"{self.fields[name].label} is needed when the demand is "
+                    f"“{DemandSource(source).label}”.",
+                )
+        return cleaned
+
+
+OPTION_SECTIONS = (
+    (
+        "Option",
+        [
+            "name",
+            "kind",
+            "position",
+            "provider",
+            "region",
+            "compliance_zone",
+            "gpu_model",
+            "source_pool",
+            "price_note",
+        ],
+    ),
+    ("Cloud on-demand", ["on_demand_price_per_gpu_hour"]),
+    (
+        "Cloud reserved",
+        ["reserved_price_per_gpu_hour", "reserved_upfront_per_gpu", "reserved_term_months"],
+    ),
+    (
+        "Owned / bare-metal",
+        [
+            "purchase_price_per_gpu",
+            "amortisation_months",
+            "power_price_per_kwh",
+            "pue",
+            "colocation_per_gpu_month",
+        ],
+    ),
+    ("Hybrid", ["hybrid_baseline", "baseline_gpus"]),
+    ("Running costs", ["operations_per_month", "storage_per_month", "network_per_month"]),
+    ("Throughput", ["throughput_basis", "efficiency"]),
+)
+
+# Which typed (or pool) prices each kind needs: checked here so the error names the field.
+REQUIRED_BY_KIND = {
+    OptionKind.ON_DEMAND: ["on_demand_price_per_gpu_hour"],
+    OptionKind.RESERVED: ["reserved_price_per_gpu_hour"],
+    OptionKind.OWNED: [
+        "purchase_price_per_gpu",
+        "amortisation_months",
+        "power_price_per_kwh",
+        "pue",
+    ],
+}
+OWNED_FIELDS = REQUIRED_BY_KIND[OptionKind.OWNED]
+
+
+class OptionForm(TablerFormMixin, SectionedFormMixin, forms.ModelForm):
+    sections = OPTION_SECTIONS
+
+    class Meta:
+        model = ScenarioOption
+        fields = [name for _, names in OPTION_SECTIONS for name in names]
+
+    def __init__(self, *args, scenario, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.scenario = scenario
+        currency = scenario.currency
+        from apps.procurement.services import MONEY_FIELDS
+
+        for name in MONEY_FIELDS:
+            if name in self.fields:
+                self.fields[name].label = f"{self.fields[name].label} ({currency})"
+
+    def _required_fields(self, kind, cleaned):
+        if kind == OptionKind.HYBRID:
+            baseline = cleaned.get("hybrid_baseline")
+            names = ["on_demand_price_per_gpu_hour"]
+            names += OWNED_FIELDS if baseline == "owned" else REQUIRED_BY_KIND[OptionKind.RESERVED]
+            return names
+        return REQUIRED_BY_KIND.get(kind, [])
+
+    def clean(self):
+        cleaned = super().clean()
+        kind = cleaned.get("kind")
+        pool = cleaned.get("source_pool")
+        from apps.procurement.services import _pool_value
+
+        probe = ScenarioOption(source_pool=pool) if pool else None
+        for name in self._required_fields(kind, cleaned):
+            if cleaned.get(name) is not None or name in self.errors:
+                continue
+            if probe is not None and _pool_value(probe, name) is not None:
+                continue
+            where = f" and {pool} has none" if pool else ""
+            self.add_error(
+                name,
+                f"{self.fields[name].label} is needed for a {OptionKind(kind).label.lower()} "
+                f"option: type it, or choose a pool that has it{where}.",
+            )
+        term_missing = not cleaned.get("reserved_term_months") and not (
+            pool and pool.reserved_term_months
+        )
+        if (
+            cleaned.get("reserved_upfront_per_gpu")
+            and term_missing
+            and "reserved_term_months" not in self.errors
+        ):
+            self.add_error(
+                "reserved_term_months",
+                "Reservation term (months) is needed to spread the upfront payment.",
+            )
+        if kind == OptionKind.HYBRID and cleaned.get("on_demand_price_per_gpu_hour") == 0:
+            self.add_error(
+                "on_demand_price_per_gpu_hour", "A hybrid's burst price must be above 0."
+            )
+        if cleaned.get("baseline_gpus") is not None and kind != OptionKind.HYBRID:
+            self.add_error("baseline_gpus", "Baseline GPUs apply to hybrid options only.")
+        if cleaned.get("throughput_basis") == ThroughputBasis.DECODE_CEILING:
+            workload = self.scenario.demand_workload
+            has_model = self.scenario.model_architecture or (
+                workload and workload.model_architecture
+            )
+            if not has_model:
+                self.add_error(
+                    "throughput_basis",
+                    "The decode ceiling needs a model: measure a workload that has a model "
+                    "architecture, or set the scenario's model architecture.",
+                )
+        name = cleaned.get("name")
+        if name:
+            clash = ScenarioOption.objects.filter(scenario=self.scenario, name=name)
+            if self.instance.pk:
+                clash = clash.exclude(pk=self.instance.pk)
+            if clash.exists():
+                self.add_error("name", f"This scenario already has an option named “{name}”.")
+        return cleaned
+
+    def save(self, commit=True):
+        option = super().save(commit=False)
+        option.scenario = self.scenario
+        if commit:
+            option.save()
+        return option
+
+
+class WhatIfForm(TablerFormMixin, forms.Form):
+    """Unsaved changes to a scenario's inputs: the comparison recomputes as they change."""
+
+    horizon_months = forms.IntegerField(label="Horizon (months)", min_value=1, max_value=120)
+    window_days = forms.IntegerField(label="Measured window (days)", min_value=1, max_value=366)
+    reference_efficiency = forms.DecimalField(
+        label="Reference efficiency (0–1)", min_value=0.01, max_value=1, decimal_places=3
+    )
+    entered_gpu_hours_per_month = forms.DecimalField(
+        label="GPU-hours per month", min_value=0, required=False, decimal_places=2
+    )
+
+    FIELDS = (
+        "horizon_months",
+        "window_days",
+        "reference_efficiency",
+        "entered_gpu_hours_per_month",
+    )
+
+    @classmethod
+    def for_scenario(cls, scenario, data=None):
+        initial = {name: getattr(scenario, name) for name in cls.FIELDS}
+        return cls(data, initial=initial) if data is not None else cls(initial=initial)
+
+    def apply(self, scenario) -> list[str]:
+        """Set the valid values on the (unsaved) scenario; returns the names changed."""
+        changed = []
+        for name in self.FIELDS:
+            value = self.cleaned_data.get(name)
+            if value is None and name != "entered_gpu_hours_per_month":
+                continue
+            if value != getattr(scenario, name):
+                setattr(scenario, name, value)
+                changed.append(name)
+        return changed
+
+
+class PriceImportForm(TablerFormMixin, forms.Form):
+    file = forms.FileField(
+        label="SkyPilot price catalog (CSV)",
+        help_text="InstanceType, AcceleratorName, AcceleratorCount, Price, Region, GpuInfo… "
+        "as in SkyPilot's catalogs; prices in USD per instance-hour.",
+    )
+    provider = forms.CharField(max_length=100, initial="Lambda")
+    region = forms.CharField(
+        max_length=100, required=False, help_text="Blank: the cheapest region in the file."
+    )
+    gpu_models = forms.ModelMultipleChoiceField(
+        queryset=GpuModel.objects.order_by("vendor", "name"),
+        label="GPU models",
+        help_text="One on-demand option per GPU model, at its cheapest price.",
+    )
+
+    MAX_BYTES = 5 * 1024 * 1024
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if upload.size > self.MAX_BYTES:
+            raise forms.ValidationError("The file is over 5 MB; a price catalog is far smaller.")
+        try:
+            text = upload.read().decode("utf-8-sig")
+        except UnicodeDecodeError as error:
+            raise forms.ValidationError(f"Not UTF-8 text (byte {error.start}).") from None
+        try:
+            rows, _ = parse_price_catalog(text)
+        except PriceCatalogError as error:
+            raise forms.ValidationError(str(error)) from None
+        if not rows:
+            raise forms.ValidationError("The file has no GPU rows with a price.")
+        self.text = text
+        return upload
+
+
+class ExportForm(forms.Form):
+    format = forms.ChoiceField(choices=[("csv", "CSV"), ("xlsx", "XLSX"), ("pdf", "PDF")])

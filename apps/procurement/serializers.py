@@ -1,0 +1,212 @@
+"""Scenarios as the read API shows them, and ``POST /api/v1/estimates/capacity-mix/``."""
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from apps.procurement.models import Scenario, ScenarioOption
+
+# Bounds that keep the curve (one cost per whole baseline GPU) and the sums finite.
+MAX_HOURS = 100_000
+MAX_GPUS_PER_HOUR = 100_000
+MAX_PRICE = 1_000_000
+
+
+class CapacityMixRequestSerializer(serializers.Serializer):
+    hourly_demand_gpus = serializers.ListField(
+        child=serializers.FloatField(min_value=0, max_value=MAX_GPUS_PER_HOUR),
+        min_length=1,
+        max_length=MAX_HOURS,
+        help_text="GPUs needed in each hour, d_h (fractions allowed).",
+    )
+    reserved_price_per_gpu_hour = serializers.FloatField(
+        min_value=0,
+        max_value=MAX_PRICE,
+        help_text="r: reserved (or owned) price per GPU-hour, paid every hour.",
+    )
+    on_demand_price_per_gpu_hour = serializers.FloatField(
+        min_value=0,
+        max_value=MAX_PRICE,
+        help_text="o: on-demand price per GPU-hour, paid for the hours used; above 0.",
+    )
+
+    def validate_on_demand_price_per_gpu_hour(self, value):
+        if value <= 0:
+            raise serializers.ValidationError("Must be above 0 (r ÷ o is the break-even).")
+        return value
+
+
+class CapacityMixResponseSerializer(serializers.Serializer):
+    optimal_reserved_gpus = serializers.IntegerField(
+        help_text="R minimising Cost(R): the (1 − r/o) quantile of hourly demand."
+    )
+    total_cost = serializers.FloatField(help_text="Cost at the optimum, R·r·H + o·Σ burst.")
+    cost_by_reserved_gpus = serializers.ListField(
+        child=serializers.FloatField(),
+        help_text="Cost(R) for R = 0, 1, … ⌈max demand⌉ (index = reserved GPUs).",
+    )
+    break_even_utilization = serializers.FloatField(help_text="r ÷ o.")
+    hours = serializers.IntegerField(help_text="H, the hours given.")
+
+
+class OptionResultSerializer(serializers.Serializer):
+    throughput_ratio = serializers.FloatField(source="spec.throughput_ratio")
+    peak_gpus = serializers.IntegerField()
+    baseline_gpus = serializers.IntegerField()
+    optimal_baseline_gpus = serializers.IntegerField(allow_null=True)
+    paid_gpu_hours = serializers.FloatField()
+    burst_gpu_hours = serializers.FloatField()
+    cost = serializers.DictField(
+        source="cost.as_dict",
+        child=serializers.FloatField(),
+        help_text="compute, power, storage, network, operations and total, over the horizon.",
+    )
+    cost_per_effective_gpu_hour = serializers.FloatField(allow_null=True)
+    cost_per_million_tokens = serializers.FloatField(allow_null=True)
+    cost_per_thousand_requests = serializers.FloatField(allow_null=True)
+    paid_utilization = serializers.FloatField(allow_null=True)
+    break_even_utilization = serializers.FloatField(allow_null=True)
+    notes = serializers.ListField(child=serializers.CharField())
+
+
+class OptionSerializer(serializers.ModelSerializer):
+    gpu_model = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    source_pool = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    needs_icp_filing = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = ScenarioOption
+        fields = [
+            "id",
+            "position",
+            "name",
+            "kind",
+            "provider",
+            "region",
+            "compliance_zone",
+            "needs_icp_filing",
+            "gpu_model",
+            "source_pool",
+            "price_note",
+            "on_demand_price_per_gpu_hour",
+            "reserved_price_per_gpu_hour",
+            "reserved_upfront_per_gpu",
+            "reserved_term_months",
+            "purchase_price_per_gpu",
+            "amortisation_months",
+            "power_price_per_kwh",
+            "pue",
+            "colocation_per_gpu_month",
+            "operations_per_month",
+            "storage_per_month",
+            "network_per_month",
+            "hybrid_baseline",
+            "baseline_gpus",
+            "throughput_basis",
+            "efficiency",
+        ]
+        read_only_fields = fields
+
+
+class ScenarioSerializer(serializers.ModelSerializer):
+    demand_pool = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    demand_workload = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True, allow_null=True
+    )
+    reference_gpu_model = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True, allow_null=True
+    )
+    model_architecture = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True, allow_null=True
+    )
+    created_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
+
+    class Meta:
+        model = Scenario
+        fields = [
+            "slug",
+            "name",
+            "description",
+            "horizon_months",
+            "currency",
+            "usd_exchange_rate",
+            "demand_source",
+            "demand_pool",
+            "demand_workload",
+            "window_days",
+            "entered_gpu_hours_per_month",
+            "entered_hourly_profile",
+            "reference_gpu_model",
+            "reference_efficiency",
+            "compute_precision",
+            "model_architecture",
+            "training_tokens",
+            "training_gpus",
+            "created_by",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class OptionLineSerializer(serializers.Serializer):
+    option = OptionSerializer()
+    result = OptionResultSerializer(allow_null=True)
+    problem = serializers.CharField(help_text="Why the option could not be costed, or empty.")
+
+
+class DemandSummarySerializer(serializers.Serializer):
+    source = serializers.CharField()
+    reference_gpu_model = serializers.CharField(allow_null=True)
+    hours = serializers.IntegerField()
+    peak_reference_gpus = serializers.FloatField(allow_null=True)
+    mean_reference_gpus = serializers.FloatField(allow_null=True)
+    reference_gpu_hours = serializers.FloatField(
+        allow_null=True, help_text="Work over the horizon."
+    )
+    fallback_used = serializers.BooleanField()
+    empty_message = serializers.CharField()
+    notes = serializers.ListField(child=serializers.CharField())
+
+
+class ComparisonSerializer(serializers.Serializer):
+    demand = DemandSummarySerializer()
+    recommendation = serializers.CharField(allow_null=True)
+    reasons = serializers.ListField(child=serializers.CharField())
+    options = OptionLineSerializer(many=True)
+
+
+class ScenarioDetailSerializer(ScenarioSerializer):
+    comparison = serializers.SerializerMethodField()
+
+    class Meta(ScenarioSerializer.Meta):
+        fields = [*ScenarioSerializer.Meta.fields, "comparison"]
+        read_only_fields = fields
+
+    @extend_schema_field(ComparisonSerializer)
+    def get_comparison(self, scenario):
+        from apps.procurement.services import build_comparison
+
+        result = build_comparison(scenario)
+        demand, info = result.demand, result.info
+        payload = {
+            "demand": {
+                "source": info.source_label,
+                "reference_gpu_model": info.reference_gpu.slug if info.reference_gpu else None,
+                "hours": info.hours,
+                "peak_reference_gpus": demand.peak if demand else None,
+                "mean_reference_gpus": demand.mean if demand else None,
+                "reference_gpu_hours": demand.reference_gpu_hours if demand else None,
+                "fallback_used": info.fallback_used,
+                "empty_message": info.empty_message,
+                "notes": info.notes,
+            },
+            "recommendation": result.comparison.recommendation if result.comparison else None,
+            "reasons": list(result.comparison.reasons) if result.comparison else [],
+            "options": [
+                {"option": row.option, "result": row.result, "problem": row.problem}
+                for row in result.rows
+            ],
+        }
+        return ComparisonSerializer(payload).data

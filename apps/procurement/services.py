@@ -1,0 +1,567 @@
+"""Reads a scenario's demand from telemetry, turns its option lines into priced specs and
+runs comparison.py on them; imports SkyPilot prices; writes exports."""
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from decimal import Decimal
+
+from django.core.files.base import ContentFile
+from django.db import transaction
+from django.db.models import Max, Sum
+from django.utils import timezone
+
+from apps.catalog.models import GpuModel
+from apps.pools import memory
+from apps.pools.assessment import inference_settings_of, shape_of
+from apps.procurement import comparison, skypilot
+from apps.procurement.models import (
+    ComparisonExport,
+    DemandSource,
+    OptionKind,
+    Scenario,
+    ScenarioOption,
+    ThroughputBasis,
+)
+from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
+
+HOURS = comparison.HOURS_PER_MONTH
+
+
+@dataclass
+class DemandInfo:
+    """What the page says about where the demand came from."""
+
+    source_label: str
+    reference_gpu: GpuModel | None = None
+    hours: int = 0
+    window_start: object = None
+    window_end: object = None
+    empty_message: str = ""  # why there is no measured demand (the empty state)
+    fallback_used: bool = False
+    notes: list[str] = field(default_factory=list)
+    hourly_times: list = field(default_factory=list)  # hour of each curve point, if measured
+
+
+@dataclass
+class OptionRow:
+    option: ScenarioOption
+    result: comparison.OptionResult | None = None
+    problem: str = ""
+
+
+@dataclass
+class ScenarioComparison:
+    scenario: Scenario
+    demand: comparison.Demand | None
+    info: DemandInfo
+    rows: list[OptionRow]
+    comparison: comparison.Comparison | None
+
+    @property
+    def results(self) -> list[comparison.OptionResult]:
+        return [row.result for row in self.rows if row.result is not None]
+
+    @property
+    def cheapest(self):
+        return self.comparison.cheapest if self.comparison else None
+
+
+# --- Demand ---------------------------------------------------------------------------
+
+
+def _window(latest_hour, window_days):
+    return latest_hour - timedelta(days=window_days) + timedelta(hours=1), latest_hour
+
+
+def _request_totals(workload_ids, start, end) -> tuple[float | None, float | None]:
+    totals = WorkloadHourlyRequests.objects.filter(
+        workload_id__in=workload_ids, hour__gte=start, hour__lte=end
+    ).aggregate(tokens=Sum("output_tokens"), requests=Sum("requests"))
+    return (
+        float(totals["tokens"]) if totals["tokens"] else None,
+        float(totals["requests"]) if totals["requests"] else None,
+    )
+
+
+def _pool_busy_curve(pool, window_days):
+    latest = pool.hourly_usage.aggregate(latest=Max("hour"))["latest"]
+    if latest is None:
+        return None
+    start, end = _window(latest, window_days)
+    rows = list(
+        PoolHourlyUsage.objects.filter(pool=pool, hour__gte=start, hour__lte=end)
+        .order_by("hour")
+        .values_list("hour", "busy_gpu_hours")
+    )
+    return start, end, rows
+
+
+def _inference_setup(scenario):
+    """(model shape, inference settings) for decode ceilings, or (None, None)."""
+    workload = scenario.demand_workload
+    if workload is not None and workload.model_architecture and not workload.is_training:
+        return shape_of(workload.model_architecture), inference_settings_of(workload)
+    if scenario.model_architecture is not None:
+        precision = scenario.compute_precision
+        return shape_of(scenario.model_architecture), memory.InferenceSettings(
+            weight_precision=precision,
+            kv_cache_precision=precision if precision != "int8" else "fp16",
+            context_length=4096,
+            concurrent_sequences=16,
+        )
+    return None, None
+
+
+def per_gpu_throughput(scenario, gpu: GpuModel, basis: str) -> tuple[float | None, str]:
+    """Work per second one GPU can do by ``basis`` (FLOP/s or tokens/s), or None and why."""
+    if basis == ThroughputBasis.DECODE_CEILING:
+        shape, settings = _inference_setup(scenario)
+        if shape is None:
+            return None, "the decode ceiling needs a measured inference workload with a model "
+            "architecture, or the scenario's model architecture"
+        ceiling = memory.decode_tokens_per_second_ceiling(
+            shape, settings, gpu.memory_bandwidth_bytes_per_second
+        )
+        return ceiling / settings.tensor_parallel, ""
+    peak = gpu.dense_peak_flops(scenario.compute_precision)
+    if not peak:
+        return None, f"{gpu.name} has no dense {scenario.compute_precision} peak in the catalog"
+    return peak, ""
+
+
+def build_demand(scenario: Scenario) -> tuple[comparison.Demand | None, DemandInfo]:
+    source = scenario.demand_source
+    info = DemandInfo(source_label=scenario.get_demand_source_display())
+    horizon = scenario.horizon_hours
+    curve = None
+    tokens = requests = None
+
+    if source == DemandSource.MEASURED_POOL:
+        pool = scenario.demand_pool
+        if pool is None:
+            info.empty_message = "Choose the pool whose measured busy GPUs make the demand."
+        else:
+            info.reference_gpu = pool.gpu_model
+            measured = _pool_busy_curve(pool, scenario.window_days)
+            if not measured or not measured[2]:
+                info.empty_message = (
+                    f"No hourly rollups for {pool.name} yet: import or pull its telemetry."
+                )
+            else:
+                info.window_start, info.window_end, rows = measured
+                info.hourly_times = [hour for hour, _ in rows]
+                curve = [busy for _, busy in rows]
+                workload_ids = list(pool.workloads.values_list("pk", flat=True))
+                tokens, requests = _request_totals(workload_ids, info.window_start, info.window_end)
+    elif source == DemandSource.MEASURED_WORKLOAD:
+        workload = scenario.demand_workload
+        if workload is None:
+            info.empty_message = "Choose the workload whose measured curve makes the demand."
+        else:
+            curve, tokens, requests = _workload_curve(scenario, workload, info)
+    elif source == DemandSource.ENTERED:
+        info.reference_gpu = scenario.reference_gpu_model
+        if scenario.entered_gpu_hours_per_month is None:
+            info.empty_message = "Enter GPU-hours per month."
+        else:
+            curve = list(
+                comparison.entered_demand_curve(
+                    float(scenario.entered_gpu_hours_per_month),
+                    scenario.hourly_profile_weights(),
+                )
+            )
+    elif source == DemandSource.TRAINING_JOB:
+        curve = _training_curve(scenario, info)
+
+    measured = source in (DemandSource.MEASURED_POOL, DemandSource.MEASURED_WORKLOAD)
+    if curve is None and measured and scenario.entered_gpu_hours_per_month is not None:
+        info.fallback_used = True
+        info.reference_gpu = info.reference_gpu or scenario.reference_gpu_model
+        curve = list(
+            comparison.entered_demand_curve(
+                float(scenario.entered_gpu_hours_per_month),
+                scenario.hourly_profile_weights(),
+            )
+        )
+        info.notes.append("Using the entered GPU-hours per month until measurements exist.")
+    if info.reference_gpu is None and curve is not None:
+        info.empty_message = info.empty_message or "Choose a reference GPU."
+        return None, info
+    if not curve or max(curve) <= 0:
+        if curve is not None and not info.empty_message:
+            info.empty_message = "The demand is zero in every hour: nothing to buy."
+        return None, info
+    info.hours = len(curve)
+    return (
+        comparison.Demand(tuple(curve), horizon, output_tokens=tokens, requests=requests),
+        info,
+    )
+
+
+def _workload_curve(scenario, workload, info):
+    """The workload's pool's busy GPUs × its share of the pool's GPUs; without pool
+    rollups, its output tokens per hour ÷ the decode ceiling × reference efficiency."""
+    pool = workload.pool
+    info.reference_gpu = pool.gpu_model
+    measured = _pool_busy_curve(pool, scenario.window_days)
+    if measured and measured[2]:
+        info.window_start, info.window_end, rows = measured
+        share = min(1.0, workload.gpu_count / pool.gpu_count)
+        info.hourly_times = [hour for hour, _ in rows]
+        info.notes.append(
+            f"{pool.name}'s busy GPUs × {workload.gpu_count} of its {pool.gpu_count} GPUs "
+            f"({share:.0%}) used by {workload.name}."
+        )
+        tokens, requests = _request_totals([workload.pk], info.window_start, info.window_end)
+        return [busy * share for _, busy in rows], tokens, requests
+    latest = workload.hourly_requests.aggregate(latest=Max("hour"))["latest"]
+    if latest is None:
+        info.empty_message = (
+            f"No hourly rollups for {workload.name} or its pool {pool.name} yet: import or "
+            "pull their telemetry."
+        )
+        return None, None, None
+    throughput, why = per_gpu_throughput(scenario, pool.gpu_model, ThroughputBasis.DECODE_CEILING)
+    if throughput is None:
+        info.empty_message = f"{workload.name} has request rollups but {why}."
+        return None, None, None
+    info.window_start, info.window_end = _window(latest, scenario.window_days)
+    rows = list(
+        workload.hourly_requests.filter(hour__gte=info.window_start, hour__lte=info.window_end)
+        .order_by("hour")
+        .values_list("hour", "output_tokens", "requests")
+    )
+    per_gpu_hour = throughput * float(scenario.reference_efficiency) * 3600
+    info.hourly_times = [hour for hour, _, _ in rows]
+    info.notes.append(
+        f"Output tokens per hour ÷ ({throughput:,.0f} tokens/s decode ceiling per "
+        f"{pool.gpu_model.name} × {scenario.reference_efficiency} efficiency)."
+    )
+    curve = [output / per_gpu_hour for _, output, _ in rows]
+    tokens = float(sum(output for _, output, _ in rows)) or None
+    requests = float(sum(count for _, _, count in rows)) or None
+    return curve, tokens, requests
+
+
+def _training_curve(scenario, info):
+    info.reference_gpu = scenario.reference_gpu_model
+    missing = [
+        label
+        for label, value in (
+            ("model architecture", scenario.model_architecture),
+            ("training tokens", scenario.training_tokens),
+            ("training GPUs", scenario.training_gpus),
+            ("reference GPU", scenario.reference_gpu_model),
+        )
+        if not value
+    ]
+    if missing:
+        info.empty_message = f"A training job needs its {', '.join(missing)}."
+        return None
+    peak = scenario.reference_gpu_model.dense_peak_flops(scenario.compute_precision)
+    if not peak:
+        info.empty_message = f"{scenario.reference_gpu_model.name} has no dense peak to use."
+        return None
+    architecture = scenario.model_architecture
+    params = architecture.active_params or architecture.total_params
+    gpu_hours = comparison.training_gpu_hours(
+        params, scenario.training_tokens, peak, float(scenario.reference_efficiency)
+    )
+    curve = comparison.training_demand_curve(
+        gpu_hours, scenario.training_gpus, scenario.horizon_hours
+    )
+    job_hours = gpu_hours / scenario.training_gpus
+    info.notes.append(
+        f"6 × {params:,} parameters × {scenario.training_tokens:,} tokens ÷ "
+        f"({peak / 1e12:,.0f} TFLOP/s × MFU {scenario.reference_efficiency}) = "
+        f"{gpu_hours:,.0f} GPU-hours: {job_hours:,.0f} h on {scenario.training_gpus} GPUs."
+    )
+    if job_hours > scenario.horizon_hours:
+        info.notes.append("The job runs past the horizon: it is cut at the horizon's end.")
+    return list(curve)
+
+
+# --- Options --------------------------------------------------------------------------
+
+
+class OptionProblem(ValueError):
+    pass
+
+
+def _pool_value(option, name):
+    pool = option.source_pool
+    if pool is None:
+        return None
+    mapping = {
+        "on_demand_price_per_gpu_hour": pool.on_demand_price_per_gpu_hour_usd,
+        "reserved_price_per_gpu_hour": pool.reserved_price_per_gpu_hour_usd,
+        "purchase_price_per_gpu": pool.purchase_price_per_gpu_usd,
+        "power_price_per_kwh": pool.power_price_per_kwh_usd,
+        "colocation_per_gpu_month": (
+            pool.colocation_per_month_usd / pool.gpu_count
+            if pool.colocation_per_month_usd is not None
+            else None
+        ),
+        "operations_per_month": pool.operations_per_month_usd,
+    }
+    if name in mapping:
+        return mapping[name]
+    return {
+        "reserved_term_months": pool.reserved_term_months,
+        "amortisation_months": pool.amortisation_months,
+        "pue": pool.pue,
+    }.get(name)
+
+
+MONEY_FIELDS = {
+    "on_demand_price_per_gpu_hour",
+    "reserved_price_per_gpu_hour",
+    "reserved_upfront_per_gpu",
+    "purchase_price_per_gpu",
+    "power_price_per_kwh",
+    "colocation_per_gpu_month",
+    "operations_per_month",
+    "storage_per_month",
+    "network_per_month",
+}
+
+
+def option_value(option, name, rate: float):
+    """The typed value, else the source pool's (money converted from USD), else None."""
+    typed = getattr(option, name)
+    if typed is not None:
+        return float(typed)
+    from_pool = _pool_value(option, name)
+    if from_pool is None:
+        return None
+    return float(from_pool) * rate if name in MONEY_FIELDS else float(from_pool)
+
+
+def _require(option, name, rate):
+    value = option_value(option, name, rate)
+    if value is None:
+        label = ScenarioOption._meta.get_field(name).verbose_name
+        raise OptionProblem(
+            f"{label[:1].upper()}{label[1:]} is missing: type it, or choose a pool that has it."
+        )
+    return value
+
+
+def option_spec(scenario, option, reference_throughputs: dict) -> comparison.OptionSpec:
+    rate = float(scenario.usd_exchange_rate)
+    kind = option.kind
+    on_demand = option_value(option, "on_demand_price_per_gpu_hour", rate)
+    if kind in (OptionKind.ON_DEMAND, OptionKind.HYBRID):
+        on_demand = _require(option, "on_demand_price_per_gpu_hour", rate)
+        if kind == OptionKind.HYBRID and on_demand <= 0:
+            raise OptionProblem("On-demand price per GPU-hour must be above 0 for a hybrid.")
+    compute = power = colocation = 0.0
+    notes = []
+    baseline = option.baseline_kind
+    if baseline == "reserved":
+        compute = _require(option, "reserved_price_per_gpu_hour", rate)
+        upfront = option_value(option, "reserved_upfront_per_gpu", rate)
+        term = option_value(option, "reserved_term_months", rate)
+        if upfront:
+            if not term:
+                raise OptionProblem("Reservation term (months) is needed to spread the upfront.")
+            compute += upfront / (term * HOURS)
+        if term and term > scenario.horizon_months:
+            notes.append(
+                f"The {term:.0f}-month term outlasts the {scenario.horizon_months}-month "
+                "horizon: the months after it are committed too but not counted here."
+            )
+    elif baseline == "owned":
+        purchase = _require(option, "purchase_price_per_gpu", rate)
+        amortisation = _require(option, "amortisation_months", rate)
+        pue = _require(option, "pue", rate)
+        kwh = _require(option, "power_price_per_kwh", rate)
+        compute = purchase / (amortisation * HOURS)
+        power = option.gpu_model.tdp_watts / 1000 * pue * kwh
+        colocation = (option_value(option, "colocation_per_gpu_month", rate) or 0) / HOURS
+        if amortisation > scenario.horizon_months:
+            notes.append(
+                f"Amortised over {amortisation:.0f} months: the hardware still has value after "
+                f"the {scenario.horizon_months}-month horizon."
+            )
+    basis = option.throughput_basis
+    if basis not in reference_throughputs:
+        reference_throughputs[basis] = per_gpu_throughput(
+            scenario, reference_throughputs["gpu"], basis
+        )
+    reference, why = reference_throughputs[basis]
+    if reference is None:
+        raise OptionProblem(f"Cannot compare throughput: {why}.")
+    own, why = per_gpu_throughput(scenario, option.gpu_model, basis)
+    if own is None:
+        raise OptionProblem(f"Cannot compare throughput: {why}.")
+    ratio = comparison.throughput_ratio(
+        own, float(option.efficiency), reference, float(scenario.reference_efficiency)
+    )
+    return comparison.OptionSpec(
+        name=option.name,
+        kind=kind,
+        throughput_ratio=ratio,
+        on_demand_price_per_gpu_hour=on_demand,
+        baseline_compute_per_gpu_hour=compute,
+        baseline_power_per_gpu_hour=power,
+        baseline_colocation_per_gpu_hour=colocation,
+        operations_per_month=option_value(option, "operations_per_month", rate) or 0.0,
+        storage_per_month=option_value(option, "storage_per_month", rate) or 0.0,
+        network_per_month=option_value(option, "network_per_month", rate) or 0.0,
+        baseline_gpus=option.baseline_gpus if kind == OptionKind.HYBRID else None,
+        gpu_name=option.gpu_model.name,
+        needs_icp_filing=option.needs_icp_filing,
+        notes=tuple(notes),
+    )
+
+
+def scenario_queryset():
+    return Scenario.objects.select_related(
+        "demand_pool__gpu_model",
+        "demand_workload__pool__gpu_model",
+        "demand_workload__model_architecture",
+        "reference_gpu_model",
+        "model_architecture",
+        "created_by",
+    )
+
+
+def build_comparison(scenario: Scenario) -> ScenarioComparison:
+    """Everything the page and the exports show, from the scenario as it stands (a caller
+    may set unsaved what-if values on it first)."""
+    demand, info = build_demand(scenario)
+    options = list(scenario.options.select_related("gpu_model", "source_pool").all())
+    rows = [OptionRow(option) for option in options]
+    if demand is None:
+        return ScenarioComparison(scenario, None, info, rows, None)
+    reference_throughputs = {"gpu": info.reference_gpu}
+    specs = []
+    for row in rows:
+        try:
+            specs.append((row, option_spec(scenario, row.option, reference_throughputs)))
+        except ValueError as error:
+            row.problem = str(error)
+    result = comparison.compare(demand, [spec for _, spec in specs], currency=scenario.currency)
+    for (row, _), option_result in zip(specs, result.results, strict=True):
+        row.result = option_result
+    return ScenarioComparison(scenario, demand, info, rows, result)
+
+
+# --- SkyPilot price import --------------------------------------------------------------
+
+
+@dataclass
+class PriceImportSummary:
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    errors: list[tuple[int, str]] = field(default_factory=list)
+
+
+def import_prices(
+    scenario: Scenario, text: str, *, provider: str, region: str, gpu_models
+) -> PriceImportSummary:
+    """One on-demand option per chosen GPU model at its cheapest catalog price (in the
+    region, when one is given), created or updated by name; prices converted from USD."""
+    rows, errors = skypilot.parse_price_catalog(text)
+    summary = PriceImportSummary(errors=errors)
+    catalog = [
+        skypilot.CatalogGpu(gpu.slug, gpu.name, float(gpu.memory_gb))
+        for gpu in GpuModel.objects.all()
+    ]
+    wanted = {gpu.slug: gpu for gpu in gpu_models}
+    cheapest: dict[str, skypilot.PriceRow] = {}
+    for row in rows:
+        if region and row.region != region:
+            continue
+        match, reason = skypilot.match_gpu(row, catalog)
+        if match is None:
+            if reason not in summary.skipped:
+                summary.skipped.append(reason)
+            continue
+        if match.slug not in wanted:
+            continue
+        best = cheapest.get(match.slug)
+        if best is None or row.price_per_gpu_hour_usd < best.price_per_gpu_hour_usd:
+            cheapest[match.slug] = row
+    rate = Decimal(scenario.usd_exchange_rate)
+    position = (scenario.options.aggregate(last=Max("position"))["last"] or 0) + 1
+    with transaction.atomic():
+        for slug, row in sorted(cheapest.items()):
+            gpu = wanted[slug]
+            name = f"{provider} on-demand · {gpu.name}"
+            price = (Decimal(str(row.price_per_gpu_hour_usd)) * rate).quantize(Decimal("0.0001"))
+            option = scenario.options.filter(name=name).first()
+            values = {
+                "kind": OptionKind.ON_DEMAND,
+                "provider": provider,
+                "region": row.region,
+                "compliance_zone": skypilot.compliance_zone_of(row.region),
+                "gpu_model": gpu,
+                "on_demand_price_per_gpu_hour": price,
+                "price_note": row.note[:300],
+            }
+            if option is None:
+                ScenarioOption.objects.create(
+                    scenario=scenario, name=name, position=position, **values
+                )
+                position += 1
+                summary.created.append(name)
+            else:
+                for attribute, value in values.items():
+                    setattr(option, attribute, value)
+                option.save()
+                summary.updated.append(name)
+    for slug, gpu in wanted.items():
+        if slug not in cheapest:
+            where = f" in {region}" if region else ""
+            summary.skipped.append(f"no price for {gpu.name}{where} in the file")
+    return summary
+
+
+# --- Exports --------------------------------------------------------------------------
+
+
+def _progress(export, pct, status=None):
+    export.progress_pct = pct
+    fields = ["progress_pct"]
+    if status:
+        export.status = status
+        fields.append("status")
+    export.save(update_fields=fields)
+
+
+def run_export(export_id: int) -> str:
+    """Compute the comparison and write the file; progress is kept on the export for the
+    page's progress bar. A failure is recorded on the export, then re-raised."""
+    from apps.procurement import exports
+
+    export = ComparisonExport.objects.select_related("scenario").get(pk=export_id)
+    _progress(export, 10, ComparisonExport.Status.RUNNING)
+    try:
+        scenario = scenario_queryset().get(pk=export.scenario_id)
+        result = build_comparison(scenario)
+        _progress(export, 40)
+        writer = {
+            ComparisonExport.Format.CSV: exports.build_csv,
+            ComparisonExport.Format.XLSX: exports.build_xlsx,
+            ComparisonExport.Format.PDF: exports.build_pdf,
+        }[export.format]
+        content = writer(result)
+        _progress(export, 80)
+        export.file.save(export.filename, ContentFile(content), save=False)
+        export.status = ComparisonExport.Status.SUCCEEDED
+        export.progress_pct = 100
+        export.finished_at = timezone.now()
+        export.message = f"{len(content):,} bytes."
+        export.save()
+    except Exception as error:
+        ComparisonExport.objects.filter(pk=export.pk).update(
+            status=ComparisonExport.Status.FAILED,
+            progress_pct=100,
+            finished_at=timezone.now(),
+            message=f"The export failed: {error.__class__.__name__}: {error}",
+        )
+        raise
+    return export.status

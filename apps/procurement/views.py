@@ -1,0 +1,266 @@
+"""Procurement pages: scenarios, their option lines, the live comparison, price imports
+and exports. Procurement users change things; everyone signed in reads."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import permission_required
+from django.db import transaction
+from django.db.models import Count, Max
+from django.http import FileResponse, Http404
+from django.shortcuts import get_object_or_404, redirect
+from django.views.decorators.http import require_GET, require_http_methods
+
+from apps.core.crud import delete_page
+from apps.core.history import history_rows
+from apps.core.htmx import render_page
+from apps.procurement import charts
+from apps.procurement.forms import (
+    ExportForm,
+    OptionForm,
+    PriceImportForm,
+    ScenarioForm,
+    WhatIfForm,
+)
+from apps.procurement.models import ComparisonExport, OptionKind, Scenario, ScenarioOption
+from apps.procurement.services import build_comparison, import_prices, scenario_queryset
+from apps.procurement.tasks import generate_export_task
+
+EXPORTS_SHOWN = 20
+
+
+@require_GET
+def scenario_list(request):
+    scenarios = (
+        Scenario.objects.select_related("created_by", "demand_pool", "demand_workload")
+        .annotate(option_count=Count("options", distinct=True))
+        .annotate(last_export_at=Max("exports__created_at"))
+        .order_by("name")
+    )
+    return render_page(request, "procurement/scenario_list.html", {"scenarios": scenarios})
+
+
+def _comparison_context(scenario, result):
+    results = result.results
+    currency = scenario.currency
+    hybrid = next((r for r in results if r.cost_by_baseline_gpus), None)
+    return {
+        "result": result,
+        "cost_figure": charts.build_cost_by_option_figure(
+            results, currency, scenario.horizon_months
+        )
+        if results
+        else None,
+        "unit_figure": charts.build_cost_per_unit_figure(results, currency) if results else None,
+        "hybrid_figure": charts.build_hybrid_curve_figure(hybrid, currency) if hybrid else None,
+        "demand_figure": charts.build_demand_figure(
+            result.demand, result.info.hourly_times, results
+        )
+        if result.demand
+        else None,
+    }
+
+
+@require_GET
+def scenario_detail(request, slug):
+    scenario = get_object_or_404(scenario_queryset(), slug=slug)
+    what_if = WhatIfForm.for_scenario(
+        scenario, request.GET if "horizon_months" in request.GET else None
+    )
+    changed = []
+    if what_if.is_bound and what_if.is_valid():
+        changed = what_if.apply(scenario)
+    error_lines = [
+        (name, what_if.fields[name].label, error)
+        for name, errors in (what_if.errors.items() if what_if.is_bound else [])
+        for error in errors
+    ]
+    result = build_comparison(scenario)
+    context = {
+        "scenario": scenario,
+        "what_if": what_if,
+        "what_if_changed": changed,
+        "error_lines": error_lines,
+        **_comparison_context(scenario, result),
+    }
+    if request.htmx and request.htmx.target == "comparison":
+        return render_page(
+            request, "procurement/scenario_detail.html", context, partial="comparison"
+        )
+    context["history"] = history_rows(scenario)
+    context["exports"] = scenario.exports.select_related("created_by")[:EXPORTS_SHOWN]
+    context["export_form"] = ExportForm()
+    return render_page(request, "procurement/scenario_detail.html", context)
+
+
+def _scenario_form_page(request, instance=None):
+    form = ScenarioForm(request.POST or None, instance=instance)
+    if request.method == "POST" and form.is_valid():
+        scenario = form.save(commit=False)
+        if scenario.created_by_id is None:
+            scenario.created_by = request.user
+        scenario.save()
+        verb = "saved" if instance else "created"
+        messages.success(request, f"Scenario {scenario} {verb}.")
+        return redirect(scenario)
+    return render_page(
+        request, "procurement/scenario_form.html", {"form": form, "object": instance}
+    )
+
+
+@permission_required("procurement.add_scenario", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def scenario_create(request):
+    return _scenario_form_page(request)
+
+
+@permission_required("procurement.change_scenario", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def scenario_edit(request, slug):
+    return _scenario_form_page(request, get_object_or_404(Scenario, slug=slug))
+
+
+@permission_required("procurement.delete_scenario", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def scenario_delete(request, slug):
+    scenario = get_object_or_404(Scenario, slug=slug)
+    return delete_page(
+        request,
+        obj=scenario,
+        noun="Scenario",
+        blocking=[],
+        blocking_label="",
+        list_url="procurement:scenario_list",
+        cancel_url=scenario.get_absolute_url(),
+        pretitle="Procurement",
+    )
+
+
+def _option_form_page(request, scenario, instance=None):
+    initial = None
+    if instance is None:
+        last = scenario.options.aggregate(last=Max("position"))["last"]
+        initial = {"position": (last or 0) + 1}
+        if request.GET.get("kind") in OptionKind.values:
+            initial["kind"] = request.GET["kind"]
+    form = OptionForm(request.POST or None, instance=instance, initial=initial, scenario=scenario)
+    if request.method == "POST" and form.is_valid():
+        option = form.save()
+        verb = "saved" if instance else "added"
+        messages.success(request, f"Option {option} {verb}.")
+        return redirect(scenario)
+    return render_page(
+        request,
+        "procurement/option_form.html",
+        {"form": form, "object": instance, "scenario": scenario},
+    )
+
+
+@permission_required("procurement.add_scenariooption", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def option_create(request, slug):
+    scenario = get_object_or_404(Scenario.objects.select_related("demand_workload"), slug=slug)
+    return _option_form_page(request, scenario)
+
+
+@permission_required("procurement.change_scenariooption", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def option_edit(request, slug, pk):
+    option = get_object_or_404(
+        ScenarioOption.objects.select_related("scenario__demand_workload"),
+        scenario__slug=slug,
+        pk=pk,
+    )
+    return _option_form_page(request, option.scenario, option)
+
+
+@permission_required("procurement.delete_scenariooption", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def option_delete(request, slug, pk):
+    option = get_object_or_404(
+        ScenarioOption.objects.select_related("scenario"), scenario__slug=slug, pk=pk
+    )
+    return delete_page(
+        request,
+        obj=option,
+        noun="Option",
+        blocking=[],
+        blocking_label="",
+        list_url=option.scenario.get_absolute_url(),
+        cancel_url=option.scenario.get_absolute_url(),
+        pretitle=option.scenario.name,
+    )
+
+
+@permission_required("procurement.add_scenariooption", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def price_import(request, slug):
+    scenario = get_object_or_404(Scenario, slug=slug)
+    summary = None
+    if request.method == "POST":
+        form = PriceImportForm(request.POST, request.FILES)
+        if form.is_valid():
+            summary = import_prices(
+                scenario,
+                form.text,
+                provider=form.cleaned_data["provider"],
+                region=form.cleaned_data["region"].strip(),
+                gpu_models=form.cleaned_data["gpu_models"],
+            )
+            if summary.created or summary.updated:
+                count = len(summary.created) + len(summary.updated)
+                messages.success(
+                    request,
+                    f"{count} on-demand option{'s' if count != 1 else ''} priced from the catalog.",
+                )
+    else:
+        form = PriceImportForm(initial={"gpu_models": _scenario_gpu_ids(scenario)})
+    return render_page(
+        request,
+        "procurement/price_import.html",
+        {"form": form, "scenario": scenario, "summary": summary},
+    )
+
+
+def _scenario_gpu_ids(scenario):
+    ids = set(scenario.options.values_list("gpu_model_id", flat=True))
+    if scenario.reference_gpu_model_id:
+        ids.add(scenario.reference_gpu_model_id)
+    return sorted(ids)
+
+
+@permission_required("procurement.add_comparisonexport", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def export_create(request, slug):
+    scenario = get_object_or_404(Scenario, slug=slug)
+    form = ExportForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        with transaction.atomic():
+            export = ComparisonExport.objects.create(
+                scenario=scenario, format=form.cleaned_data["format"], created_by=request.user
+            )
+            generate_export_task.delay_on_commit(export.pk)
+        return redirect(export)
+    return render_page(
+        request, "procurement/export_form.html", {"form": form, "scenario": scenario}
+    )
+
+
+@require_GET
+def export_detail(request, pk):
+    export = get_object_or_404(
+        ComparisonExport.objects.select_related("scenario", "created_by"), pk=pk
+    )
+    context = {"export": export}
+    partial = "progress" if request.htmx and request.htmx.target == "export-progress" else "content"
+    return render_page(request, "procurement/export_detail.html", context, partial=partial)
+
+
+@require_GET
+def export_download(request, pk):
+    export = get_object_or_404(ComparisonExport.objects.select_related("scenario"), pk=pk)
+    if export.status != ComparisonExport.Status.SUCCEEDED or not export.file:
+        raise Http404("This export has no file (yet).")
+    try:
+        handle = export.file.open("rb")
+    except FileNotFoundError:
+        raise Http404("The export's file is gone from storage; export again.") from None
+    return FileResponse(handle, as_attachment=True, filename=export.filename)

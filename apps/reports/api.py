@@ -1,0 +1,214 @@
+"""Cost and utilisation reports over the API, and interruptions of training jobs."""
+
+from datetime import timedelta
+from zoneinfo import ZoneInfo
+
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers, viewsets
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.core.schema import ErrorSerializer
+from apps.core.serializers import SlugReferenceField, StrictCharField, StrictModelSerializer
+from apps.pools.hours import zone_or_error
+from apps.pools.models import Interruption, Pool, Purpose, Workload
+from apps.reports import queries
+
+DEFAULT_RANGE = timedelta(days=30)
+MAX_RANGE = timedelta(days=3 * 366)
+NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No pool with that slug.")
+
+
+class ReportRangeSerializer(serializers.Serializer):
+    start = serializers.DateTimeField(
+        required=False, help_text="ISO 8601, inclusive; default: 30 days before the end."
+    )
+    end = serializers.DateTimeField(
+        required=False, help_text="ISO 8601, exclusive; default: now. Clipped to now."
+    )
+
+    def validate(self, attrs):
+        end = attrs.get("end") or timezone.now()
+        start = attrs.get("start") or end - DEFAULT_RANGE
+        if end <= start:
+            raise ValidationError({"end": ["The end must be after the start."]})
+        if end - start > MAX_RANGE:
+            raise ValidationError({"start": ["A report covers at most 3 years."]})
+        attrs["start"], attrs["end"] = start, end
+        return attrs
+
+
+class CostQuerySerializer(ReportRangeSerializer):
+    group_by = serializers.ChoiceField(choices=queries.GROUP_BY_CHOICES, default="pool")
+    purpose = serializers.ChoiceField(choices=Purpose.choices, required=False)
+    pool = serializers.SlugField(required=False, help_text="Only this pool.")
+
+
+class CostRowSerializer(serializers.Serializer):
+    key = serializers.CharField(help_text="Pool or workload slug, purpose, or “unattributed”.")
+    label = serializers.CharField()
+    capacity_gpu_hours = serializers.FloatField(help_text="GPUs × hours paid for in the range.")
+    measured_capacity_gpu_hours = serializers.FloatField(help_text="Of those, with telemetry.")
+    unmeasured_gpu_hours = serializers.FloatField(help_text="GPU-hours without telemetry.")
+    busy_gpu_hours = serializers.FloatField()
+    utilization_pct = serializers.FloatField(
+        allow_null=True, help_text="100 × busy ÷ measured capacity."
+    )
+    cost_usd = serializers.FloatField(help_text="Every hour of the range, measured or not.")
+    unmeasured_cost_usd = serializers.FloatField(help_text="Part of cost_usd without telemetry.")
+    idle_cost_usd = serializers.FloatField(
+        help_text="Measured cost × (1 − busy ÷ measured capacity)."
+    )
+    cost_per_busy_gpu_hour_usd = serializers.FloatField(allow_null=True)
+    requests = serializers.IntegerField()
+    cost_per_1k_requests_usd = serializers.FloatField(
+        allow_null=True, help_text="Inference cost ÷ requests × 1,000."
+    )
+    tokens = serializers.IntegerField(help_text="Input + output tokens.")
+    cost_per_1m_tokens_usd = serializers.FloatField(allow_null=True)
+    lost_gpu_hours = serializers.FloatField(help_text="Lost to recorded interruptions.")
+    effective_training_gpu_hours = serializers.FloatField(
+        allow_null=True, help_text="Busy training GPU-hours − lost GPU-hours."
+    )
+    cost_per_effective_training_gpu_hour_usd = serializers.FloatField(allow_null=True)
+    interruption_cost_usd = serializers.FloatField(help_text="Lost GPU-hours × price.")
+
+
+class CostReportView(APIView):
+    """Cost, idle cost and unit costs over a range, grouped by pool, purpose or workload
+    (definitions in apps/reports/costmodel.py). Undefined ratios are null."""
+
+    @extend_schema(parameters=[CostQuerySerializer], responses={200: CostRowSerializer(many=True)})
+    def get(self, request):
+        query = CostQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        params = query.validated_data
+        rows = queries.cost_report(
+            params["start"],
+            params["end"],
+            params["group_by"],
+            purpose=params.get("purpose"),
+            pool_slug=params.get("pool"),
+        )
+        return Response(CostRowSerializer([row.as_dict() for row in rows], many=True).data)
+
+
+class ProfileQuerySerializer(ReportRangeSerializer):
+    pool = serializers.SlugField(required=False, help_text="One pool (or use purpose).")
+    purpose = serializers.ChoiceField(choices=Purpose.choices, required=False)
+    tz = StrictCharField(required=False, default="UTC", help_text="IANA time zone.")
+
+    def validate_tz(self, value):
+        try:
+            return zone_or_error(value)
+        except ValueError as error:
+            raise ValidationError(str(error)) from None
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        if attrs.get("pool") and attrs.get("purpose"):
+            raise ValidationError({"purpose": ["Give a pool or a purpose, not both."]})
+        return attrs
+
+
+class HourOfDaySerializer(serializers.Serializer):
+    hour_of_day = serializers.IntegerField(min_value=0, max_value=23)
+    avg_utilization_pct = serializers.FloatField(
+        allow_null=True, help_text="100 × Σ busy GPU-hours ÷ Σ reporting GPUs."
+    )
+    p95_utilization_pct = serializers.FloatField(
+        allow_null=True, help_text="95th percentile (linear) of the pool-hours' utilisation."
+    )
+    mean_requests_per_hour = serializers.FloatField(allow_null=True)
+    is_peak = serializers.BooleanField()
+
+
+class UsageProfileView(APIView):
+    """The hour-of-day curve, 24 rows in the given time zone: a pool's, a purpose's, or
+    the whole fleet's when neither is given."""
+
+    @extend_schema(
+        parameters=[ProfileQuerySerializer],
+        responses={200: HourOfDaySerializer(many=True), 404: NOT_FOUND},
+    )
+    def get(self, request):
+        query = ProfileQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        params = query.validated_data
+        pool = None
+        if params.get("pool"):
+            pool = Pool.objects.filter(slug=params["pool"]).first()
+            if pool is None:
+                raise NotFound(f"No GPU pool with slug “{params['pool']}”.")
+        zone: ZoneInfo = params["tz"]
+        rows = queries.usage_profile(
+            params["start"], params["end"], zone, pool=pool, purpose=params.get("purpose")
+        )
+        return Response(HourOfDaySerializer([vars(row) for row in rows], many=True).data)
+
+
+class InterruptionSerializer(StrictModelSerializer):
+    workload = SlugReferenceField(slug_field="slug", queryset=Workload.objects.all())
+    lost_minutes = serializers.FloatField(
+        read_only=True, allow_null=True, help_text="Work since the checkpoint + restart."
+    )
+    lost_gpu_hours = serializers.FloatField(read_only=True, allow_null=True)
+    recorded_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
+
+    class Meta:
+        model = Interruption
+        fields = [
+            "id",
+            "workload",
+            "occurred_at",
+            "cause",
+            "restart_minutes",
+            "last_checkpoint_at",
+            "notes",
+            "lost_minutes",
+            "lost_gpu_hours",
+            "recorded_by",
+            "created_at",
+        ]
+        read_only_fields = ["id", "created_at"]
+
+    def validate(self, attrs):
+        occurred = attrs.get("occurred_at", getattr(self.instance, "occurred_at", None))
+        checkpoint = attrs.get(
+            "last_checkpoint_at", getattr(self.instance, "last_checkpoint_at", None)
+        )
+        workload = attrs.get("workload", getattr(self.instance, "workload", None))
+        if occurred and checkpoint and checkpoint > occurred:
+            raise ValidationError(
+                {"last_checkpoint_at": ["The last checkpoint must be before the interruption."]}
+            )
+        if occurred and occurred > timezone.now() + timedelta(minutes=5):
+            raise ValidationError({"occurred_at": ["An interruption cannot be in the future."]})
+        if workload is not None and not workload.is_training:
+            raise ValidationError(
+                {"workload": ["Interruptions are recorded for training workloads only."]}
+            )
+        return attrs
+
+
+class InterruptionViewSet(viewsets.ModelViewSet):
+    """Interruptions of training jobs: technical leads and Ops record them; everyone reads."""
+
+    serializer_class = InterruptionSerializer
+    queryset = Interruption.objects.select_related("workload", "recorded_by").order_by(
+        "-occurred_at", "-id"
+    )
+
+    def get_queryset(self):
+        queryset = super().get_queryset()
+        workload = self.request.query_params.get("workload")
+        if workload:
+            queryset = queryset.filter(workload__slug=workload)
+        return queryset
+
+    def perform_create(self, serializer):
+        serializer.save(recorded_by=self.request.user)

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class ReportsConfig(AppConfig):
+    name = "apps.reports"
+    label = "reports"
+    verbose_name = "Utilization and cost reports"

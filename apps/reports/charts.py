@@ -1,0 +1,202 @@
+"""Figures for the Overview, the reports and the pool page. Pure builders: figures from
+the query results, ``None`` when there is nothing to draw (the template then shows its
+empty state). Training, inference and mixed keep apps/core/colours.py's colours."""
+
+import plotly.graph_objects as go
+
+from apps.core.charts import BASE_LAYOUT
+from apps.core.colours import PURPOSE_COLOURS
+from apps.pools.models import Purpose
+
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+IDLE_COLOUR = "#adb5bd"
+UNMEASURED_COLOUR = "#e9ecef"
+PEAK_BAND_COLOUR = "rgba(247, 103, 7, 0.10)"
+
+
+def build_daily_split_figure(split, *, metric: str) -> go.Figure | None:
+    """Stacked areas per purpose and UTC day: busy GPU-hours or measured cost (USD)."""
+    series = split.busy_gpu_hours if metric == "busy" else split.measured_cost_usd
+    if not split.days or not any(any(values) for values in series.values()):
+        return None
+    unit = "GPU-hours" if metric == "busy" else "USD"
+    figure = go.Figure()
+    for purpose in Purpose:
+        values = series[purpose.value]
+        if not any(values):
+            continue
+        figure.add_trace(
+            go.Scatter(
+                name=purpose.label,
+                x=[day.isoformat() for day in split.days],
+                y=values,
+                stackgroup="purpose",
+                mode="lines",
+                line={"color": PURPOSE_COLOURS[purpose.value], "width": 1},
+                hovertemplate=(
+                    f"{purpose.label} %{{x}}: %{{y:,.0f}} {unit}<extra></extra>"
+                    if metric == "busy"
+                    else f"{purpose.label} %{{x}}: $%{{y:,.0f}}<extra></extra>"
+                ),
+            )
+        )
+    title = (
+        "Busy GPU-hours per day, by purpose"
+        if metric == "busy"
+        else "Cost of measured hours per day, by purpose"
+    )
+    figure.update_layout(
+        title=title,
+        xaxis_title="Day (UTC)",
+        yaxis_title="GPU-hours" if metric == "busy" else "USD per day",
+        hovermode="x unified",
+        **BASE_LAYOUT,
+    )
+    return figure
+
+
+def build_share_donut(rows, *, metric: str = "cost_usd") -> go.Figure | None:
+    """Donut of cost (USD) or busy GPU-hours by purpose, from cost-report rows."""
+    rows = [row for row in rows if getattr(row, metric) > 0]
+    if not rows:
+        return None
+    unit_format = "$%{value:,.0f}" if metric == "cost_usd" else "%{value:,.0f} GPU-h"
+    figure = go.Figure(
+        go.Pie(
+            labels=[row.label for row in rows],
+            values=[getattr(row, metric) for row in rows],
+            marker={"colors": [PURPOSE_COLOURS.get(row.key, IDLE_COLOUR) for row in rows]},
+            hole=0.55,
+            sort=False,
+            hovertemplate=f"%{{label}}: {unit_format} (%{{percent}})<extra></extra>",
+            textinfo="label+percent",
+        )
+    )
+    title = "Cost share by purpose" if metric == "cost_usd" else "GPU-hour share by purpose"
+    figure.update_layout(title=title, showlegend=True, **BASE_LAYOUT)
+    return figure
+
+
+def build_hour_of_day_figure(profile, *, zone_name: str) -> go.Figure | None:
+    """Utilisation (%) and requests per hour by local hour of the day; peak hours shaded."""
+    if not any(row.avg_utilization_pct is not None for row in profile) and not any(
+        row.mean_requests_per_hour for row in profile
+    ):
+        return None
+    hours = [row.hour_of_day for row in profile]
+    figure = go.Figure()
+    figure.add_trace(
+        go.Scatter(
+            name="Mean utilisation",
+            x=hours,
+            y=[row.avg_utilization_pct for row in profile],
+            mode="lines+markers",
+            line={"color": PURPOSE_COLOURS["training"]},
+            hovertemplate="%{x}:00 mean %{y:.1f} %<extra></extra>",
+        )
+    )
+    figure.add_trace(
+        go.Scatter(
+            name="p95 utilisation",
+            x=hours,
+            y=[row.p95_utilization_pct for row in profile],
+            mode="lines",
+            line={"color": PURPOSE_COLOURS["training"], "dash": "dot"},
+            hovertemplate="%{x}:00 p95 %{y:.1f} %<extra></extra>",
+        )
+    )
+    if any(row.mean_requests_per_hour for row in profile):
+        figure.add_trace(
+            go.Bar(
+                name="Requests per hour",
+                x=hours,
+                y=[row.mean_requests_per_hour for row in profile],
+                yaxis="y2",
+                marker_color=PURPOSE_COLOURS["inference"],
+                opacity=0.45,
+                hovertemplate="%{x}:00 %{y:,.0f} requests/h<extra></extra>",
+            )
+        )
+    for row in profile:
+        if row.is_peak:
+            figure.add_vrect(
+                x0=row.hour_of_day - 0.5,
+                x1=row.hour_of_day + 0.5,
+                fillcolor=PEAK_BAND_COLOUR,
+                line_width=0,
+                layer="below",
+            )
+    peak_hours = [row.hour_of_day for row in profile if row.is_peak]
+    figure.update_layout(
+        title=f"Hour of day ({zone_name}); shaded: peak hours ({len(peak_hours)} h)",
+        xaxis={"title": f"Hour of day ({zone_name})", "dtick": 2, "range": [-0.5, 23.5]},
+        yaxis={"title": "Utilisation (%)", "rangemode": "tozero"},
+        yaxis2={
+            "title": "Requests per hour",
+            "overlaying": "y",
+            "side": "right",
+            "rangemode": "tozero",
+            "showgrid": False,
+        },
+        **BASE_LAYOUT,
+    )
+    return figure
+
+
+def build_heatmap_figure(grid, *, zone_name: str) -> go.Figure | None:
+    """Mean utilisation (%) by weekday × local hour."""
+    if not any(value is not None for row in grid for value in row):
+        return None
+    figure = go.Figure(
+        go.Heatmap(
+            z=grid,
+            x=list(range(24)),
+            y=list(WEEKDAYS),
+            colorscale="Blues",
+            zmin=0,
+            zmax=100,
+            colorbar={"title": "%"},
+            hovertemplate="%{y} %{x}:00: %{z:.1f} %<extra></extra>",
+        )
+    )
+    figure.update_layout(
+        title=f"Utilisation by weekday and hour ({zone_name})",
+        xaxis={"title": f"Hour of day ({zone_name})", "dtick": 2},
+        yaxis={"autorange": "reversed", "title": "Weekday"},
+        **BASE_LAYOUT,
+    )
+    return figure
+
+
+def build_cost_breakdown_figure(rows) -> go.Figure | None:
+    """Stacked bars per report row: busy, idle and unmeasured cost (USD)."""
+    rows = [row for row in rows if row.cost_usd > 0]
+    if not rows:
+        return None
+    labels = [row.label for row in rows]
+    busy = [row.cost_usd - row.idle_cost_usd - row.unmeasured_cost_usd for row in rows]
+    figure = go.Figure()
+    colours = [PURPOSE_COLOURS.get(row.purpose, PURPOSE_COLOURS["mixed"]) for row in rows]
+    for name, values, colour in (
+        ("Busy", busy, colours),
+        ("Idle", [row.idle_cost_usd for row in rows], IDLE_COLOUR),
+        ("Unmeasured", [row.unmeasured_cost_usd for row in rows], UNMEASURED_COLOUR),
+    ):
+        figure.add_trace(
+            go.Bar(
+                name=name,
+                y=labels,
+                x=values,
+                orientation="h",
+                marker_color=colour,
+                hovertemplate=f"%{{y}} {name.lower()}: $%{{x:,.0f}}<extra></extra>",
+            )
+        )
+    figure.update_layout(
+        title="Cost by group: busy, idle and unmeasured",
+        barmode="stack",
+        xaxis_title="USD",
+        yaxis={"automargin": True, "autorange": "reversed"},
+        **BASE_LAYOUT,
+    )
+    return figure

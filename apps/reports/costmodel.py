@@ -1,0 +1,136 @@
+"""What GPU hours cost, how much of it is idle, and what a request or a training hour
+costs (framework-free; FORMULAS.md "Cost of owned GPUs per hour", issue 5's cost model).
+
+Per pool and hour:
+
+- **Cloud** pools pay the provider's on-demand or reserved price for every GPU, busy or
+  not: cost = capacity GPUs × price per GPU-hour.
+- **Owned** pools (bare-metal, on-premises) pay the amortised purchase, operations and
+  colocation for every GPU, plus power at the facility (× PUE) and the power price.
+  Power is the measured energy where the telemetry has it (dcgm
+  ``DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION``, FORMULAS.md: "measured energy beats TDP ×
+  utilisation"), else TDP × utilisation, i.e. TDP × busy GPU-hours; in an hour with no
+  telemetry at all, TDP × capacity, the upper bound the pool's effective price uses.
+
+Idle cost = cost × (1 − busy GPU-hours ÷ capacity GPU-hours) over the hours that have
+telemetry. Hours without telemetry are *unmeasured*: their cost is counted and shown
+apart, never as idle or busy.
+
+Training: effective GPU-hours = busy GPU-hours − GPU-hours lost to interruptions (the work
+since the last checkpoint plus the restart, Young 1974; see ``Interruption.lost_minutes``).
+Inference: cost per 1,000 requests and per 1 M tokens.
+"""
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+WATTS_PER_KILOWATT = 1000.0
+
+
+@dataclass(frozen=True)
+class CostRates:
+    """A pool's price, split into what every GPU-hour pays and what energy pays.
+
+    ``fixed_usd_per_gpu_hour``: cloud price, or amortisation + operations + colocation.
+    ``usd_per_it_kwh``: PUE × price per kWh (0 for cloud pools, whose price includes power).
+    ``tdp_kw``: the GPU's board power, for hours without measured energy.
+    """
+
+    fixed_usd_per_gpu_hour: float
+    usd_per_it_kwh: float
+    tdp_kw: float
+
+    @property
+    def unmeasured_usd_per_gpu_hour(self) -> float:
+        """An hour without telemetry: every GPU at TDP, as the effective price assumes."""
+        return self.fixed_usd_per_gpu_hour + self.usd_per_it_kwh * self.tdp_kw
+
+
+def cloud_rates(price_per_gpu_hour_usd: float) -> CostRates:
+    return CostRates(float(price_per_gpu_hour_usd), 0.0, 0.0)
+
+
+def owned_rates(
+    *,
+    purchase_price_per_gpu_usd: float,
+    amortisation_hours: float,
+    operations_and_colocation_per_gpu_hour_usd: float,
+    pue: float,
+    power_price_per_kwh_usd: float,
+    tdp_watts: float,
+) -> CostRates:
+    return CostRates(
+        fixed_usd_per_gpu_hour=purchase_price_per_gpu_usd / amortisation_hours
+        + operations_and_colocation_per_gpu_hour_usd,
+        usd_per_it_kwh=pue * power_price_per_kwh_usd,
+        tdp_kw=tdp_watts / WATTS_PER_KILOWATT,
+    )
+
+
+def measured_hours_cost_usd(
+    rates: CostRates,
+    *,
+    capacity_gpu_hours: float,
+    energy_kwh: float,
+    busy_gpu_hours_without_energy: float,
+) -> float:
+    """Cost of hours that have telemetry, summed over any number of them.
+
+    ``energy_kwh`` is the measured energy of the hours that have it;
+    ``busy_gpu_hours_without_energy`` the busy GPU-hours of those that do not (their power
+    is TDP × utilisation).
+    """
+    energy_total_kwh = energy_kwh + rates.tdp_kw * busy_gpu_hours_without_energy
+    return rates.fixed_usd_per_gpu_hour * capacity_gpu_hours + rates.usd_per_it_kwh * (
+        energy_total_kwh
+    )
+
+
+def idle_cost_usd(cost_usd: float, busy_gpu_hours: float, capacity_gpu_hours: float) -> float:
+    """cost × (1 − busy ÷ capacity); 0 when there is no measured capacity."""
+    if capacity_gpu_hours <= 0:
+        return 0.0
+    idle_share = max(0.0, 1.0 - busy_gpu_hours / capacity_gpu_hours)
+    return cost_usd * idle_share
+
+
+def ratio_or_none(numerator: float | None, denominator: float | None, scale: float = 1.0):
+    """numerator ÷ denominator × scale, or None where it is undefined (never an error)."""
+    if numerator is None or not denominator:
+        return None
+    return numerator / denominator * scale
+
+
+def cost_per_thousand_requests_usd(cost_usd: float, requests: int) -> float | None:
+    return ratio_or_none(cost_usd, requests, 1_000)
+
+
+def cost_per_million_tokens_usd(cost_usd: float, tokens: int) -> float | None:
+    return ratio_or_none(cost_usd, tokens, 1_000_000)
+
+
+def effective_training_gpu_hours(busy_gpu_hours: float, lost_gpu_hours: float) -> float:
+    """Busy GPU-hours that moved training forward (never below zero)."""
+    return max(0.0, busy_gpu_hours - lost_gpu_hours)
+
+
+def peak_hours_above_mean(mean_demand_by_hour: Sequence[float | None]) -> frozenset[int]:
+    """Issue 5's default peak hours: the hours of the day whose mean demand is above the
+    daily mean (hours with no data are left out of both)."""
+    known = [(hour, value) for hour, value in enumerate(mean_demand_by_hour) if value is not None]
+    if not known:
+        return frozenset()
+    daily_mean = sum(value for _, value in known) / len(known)
+    return frozenset(hour for hour, value in known if value > daily_mean)
+
+
+def percentile_linear(values: Iterable[float], fraction: float) -> float | None:
+    """The ``fraction`` quantile with linear interpolation between closest ranks (NumPy's
+    default, PostgreSQL's ``percentile_cont``; Hyndman & Fan 1996, definition 7)."""
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    position = (len(ordered) - 1) * fraction
+    lower = int(position)
+    upper = min(lower + 1, len(ordered) - 1)
+    return ordered[lower] + (ordered[upper] - ordered[lower]) * (position - lower)

@@ -1,0 +1,124 @@
+from datetime import UTC, datetime, time, timedelta
+
+from django import forms
+from django.utils import timezone
+
+from apps.core.forms import TablerFormMixin
+from apps.pools.hours import zone_or_error
+from apps.pools.models import TRAINING_KINDS, Interruption, Pool, Purpose, Workload
+from apps.reports.queries import GROUP_BY_CHOICES
+
+DEFAULT_REPORT_DAYS = 30
+MAX_REPORT_DAYS = 3 * 366
+# Ranges longer than this are recomputed by a Celery job, not inside a page request.
+SYNC_RECOMPUTE_DAYS = 31
+
+
+class ReportFilterForm(TablerFormMixin, forms.Form):
+    """The reports page's filters. Dates are whole UTC days, both included."""
+
+    start = forms.DateField(
+        label="From (UTC day)",
+        required=False,
+        widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
+    )
+    end = forms.DateField(
+        label="To (UTC day, included)",
+        required=False,
+        widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
+    )
+    group_by = forms.ChoiceField(
+        label="Group by",
+        choices=[(value, value.capitalize()) for value in GROUP_BY_CHOICES],
+        required=False,
+    )
+    purpose = forms.ChoiceField(choices=[("", "All purposes"), *Purpose.choices], required=False)
+    pool = forms.ModelChoiceField(
+        queryset=Pool.objects.order_by("name"),
+        to_field_name="slug",
+        required=False,
+        empty_label="All pools",
+    )
+    tz = forms.CharField(
+        label="Time zone for curves",
+        required=False,
+        help_text="IANA name; the hour-of-day curve and heatmap use it.",
+    )
+
+    @classmethod
+    def defaults(cls) -> dict:
+        """The filters of a first visit: the last 30 UTC days, by pool, in UTC."""
+        today = timezone.now().astimezone(UTC).date()
+        start = today - timedelta(days=DEFAULT_REPORT_DAYS - 1)
+        return {
+            "start": start.isoformat(),
+            "end": today.isoformat(),
+            "group_by": "pool",
+            "tz": "UTC",
+        }
+
+    def clean_tz(self):
+        value = self.cleaned_data.get("tz") or "UTC"
+        try:
+            zone_or_error(value)
+        except ValueError as error:
+            raise forms.ValidationError(str(error)) from None
+        return value
+
+    def clean(self):
+        cleaned = super().clean()
+        today = timezone.now().astimezone(UTC).date()
+        end = cleaned.get("end") or today
+        start = cleaned.get("start") or end - timedelta(days=DEFAULT_REPORT_DAYS - 1)
+        if "start" not in self.errors and "end" not in self.errors:
+            if end < start:
+                self.add_error("end", "The end day must be on or after the start day.")
+            elif (end - start).days + 1 > MAX_REPORT_DAYS:
+                self.add_error("start", "A report covers at most 3 years.")
+        cleaned["start"], cleaned["end"] = start, end
+        cleaned["group_by"] = cleaned.get("group_by") or "pool"
+        return cleaned
+
+    @property
+    def span_datetimes(self) -> tuple[datetime, datetime]:
+        start, end = self.cleaned_data["start"], self.cleaned_data["end"]
+        return (
+            datetime.combine(start, time.min, tzinfo=UTC),
+            datetime.combine(end + timedelta(days=1), time.min, tzinfo=UTC),
+        )
+
+
+class InterruptionForm(TablerFormMixin, forms.ModelForm):
+    class Meta:
+        model = Interruption
+        fields = [
+            "workload",
+            "occurred_at",
+            "cause",
+            "restart_minutes",
+            "last_checkpoint_at",
+            "notes",
+        ]
+        widgets = {
+            "occurred_at": forms.DateTimeInput(attrs={"type": "datetime-local"}),
+            "last_checkpoint_at": forms.DateTimeInput(attrs={"type": "datetime-local"}),
+            "notes": forms.Textarea(attrs={"rows": 2}),
+        }
+        help_texts = {"occurred_at": "In your browser's time zone, to the minute."}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["workload"].queryset = Workload.objects.filter(
+            kind__in=TRAINING_KINDS
+        ).order_by("name")
+
+    def clean(self):
+        cleaned = super().clean()
+        occurred, checkpoint = cleaned.get("occurred_at"), cleaned.get("last_checkpoint_at")
+        if occurred and checkpoint and checkpoint > occurred:
+            self.add_error(
+                "last_checkpoint_at", "The last checkpoint must be before the interruption."
+            )
+        if occurred and occurred > timezone.now() + timedelta(minutes=5):
+            self.add_error("occurred_at", "An interruption cannot be in the future.")
+        return cleaned

@@ -1,0 +1,100 @@
+"""Daily sums of the hourly rollups, so a report over a year reads 365 rows per pool,
+not 8,760 (issue 5, "Performance"). Kept in step with the hourly rows by
+``apps.reports.rollups`` whenever telemetry rolls hours up; days are UTC days.
+
+Interruptions live with the workloads (``apps.pools.models.Interruption``).
+"""
+
+from django.conf import settings
+from django.db import models
+
+
+class PoolDailyUsage(models.Model):
+    pool = models.ForeignKey("pools.Pool", on_delete=models.CASCADE, related_name="daily_usage")
+    day = models.DateField()
+    measured_hours = models.PositiveIntegerField(help_text="Hours with telemetry.")
+    measured_capacity_gpu_hours = models.FloatField()
+    busy_gpu_hours = models.FloatField()
+    reporting_gpu_hours = models.FloatField(help_text="Σ reporting GPUs over the hours.")
+    energy_kwh = models.FloatField(help_text="Measured energy of the hours that have it.")
+    busy_gpu_hours_without_energy = models.FloatField(
+        help_text="Busy GPU-hours of the hours without measured energy (TDP × utilisation)."
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["pool", "day"], name="pool_daily_usage_unique")
+        ]
+        indexes = [models.Index(fields=["day"], name="pool_daily_usage_day")]
+        ordering = ["pool", "day"]
+
+    def __str__(self):
+        return f"{self.pool_id} {self.day}"
+
+
+class WorkloadDailyRequests(models.Model):
+    workload = models.ForeignKey(
+        "pools.Workload", on_delete=models.CASCADE, related_name="daily_requests"
+    )
+    day = models.DateField()
+    requests = models.PositiveBigIntegerField()
+    input_tokens = models.PositiveBigIntegerField()
+    output_tokens = models.PositiveBigIntegerField()
+    errors = models.PositiveBigIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workload", "day"], name="workload_daily_requests_unique"
+            )
+        ]
+        indexes = [models.Index(fields=["day"], name="workload_daily_requests_day")]
+        ordering = ["workload", "day"]
+
+    def __str__(self):
+        return f"{self.workload_id} {self.day}"
+
+
+class RecomputeJob(models.Model):
+    """Rebuilding the daily rows of a range from the hourly ones, on a Celery worker, with
+    its progress for the page's progress bar (issue 5: "recompute for large ranges")."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    start_day = models.DateField()
+    end_day = models.DateField(help_text="Included.")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    days_done = models.PositiveIntegerField(default=0)
+    rows_written = models.PositiveIntegerField(default=0)
+    message = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"Recompute {self.start_day} – {self.end_day}"
+
+    @property
+    def day_count(self) -> int:
+        return (self.end_day - self.start_day).days + 1
+
+    @property
+    def progress_pct(self) -> int:
+        return round(100 * self.days_done / self.day_count) if self.day_count else 100
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (self.Status.DONE, self.Status.FAILED)

@@ -1,0 +1,828 @@
+"""The report figures, aggregated in SQL (issue 5): a handful of queries per report,
+whatever the number of pools, workloads or hours.
+
+Sums over a range read the daily rows for the whole UTC days inside it and the hourly
+rows for the partial days at its edges. Costs follow ``apps.reports.costmodel``; the SQL
+sums apply its formulas with the pool's stored price split (``fixed_price_per_gpu_hour_usd``,
+``price_per_gpu_kwh_usd``), so a test can recompute any figure by hand.
+"""
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+from django.db import connection
+from django.db.models import (
+    Aggregate,
+    Count,
+    F,
+    FloatField,
+    Min,
+    Q,
+    Sum,
+    Value,
+)
+from django.db.models.functions import Coalesce, ExtractHour, ExtractIsoWeekDay
+from django.utils import timezone
+
+from apps.pools.hours import parse_hour_ranges
+from apps.pools.models import (
+    TRAINING_KINDS,
+    Interruption,
+    Pool,
+    Purpose,
+    Workload,
+)
+from apps.reports import costmodel
+from apps.reports.models import PoolDailyUsage, WorkloadDailyRequests
+from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
+
+ONE_HOUR = timedelta(hours=1)
+GROUP_BY_CHOICES = ("pool", "purpose", "workload")
+UNATTRIBUTED = "unattributed"
+_ZERO = Value(0.0, output_field=FloatField())
+
+
+class PercentileCont(Aggregate):
+    """PostgreSQL's ``percentile_cont(f) WITHIN GROUP (ORDER BY x)``: linear interpolation
+    between closest ranks, as ``costmodel.percentile_linear``."""
+
+    function = "percentile_cont"
+    template = "%(function)s(%(fraction)s) WITHIN GROUP (ORDER BY %(expressions)s)"
+    output_field = FloatField()
+
+    def __init__(self, expression, fraction: float, **extra):
+        super().__init__(expression, fraction=float(fraction), **extra)
+
+
+def floor_hour(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def ceil_hour(moment: datetime) -> datetime:
+    floored = floor_hour(moment)
+    return floored if floored == moment.astimezone(UTC) else floored + ONE_HOUR
+
+
+@dataclass(frozen=True)
+class Span:
+    """[start, end) on whole UTC hours, never past the current hour's end."""
+
+    start: datetime
+    end: datetime
+
+    @classmethod
+    def of(cls, start: datetime, end: datetime) -> "Span":
+        now_end = floor_hour(timezone.now()) + ONE_HOUR
+        start, end = floor_hour(start), min(ceil_hour(end), now_end)
+        return cls(start, max(start, end))
+
+    @property
+    def hours(self) -> int:
+        return int((self.end - self.start) / ONE_HOUR)
+
+    def whole_days(self) -> tuple[date, date]:
+        """[first, last) UTC days lying wholly inside the span (first == last: none)."""
+        first = self.start.date() if self.start.hour == 0 else self.start.date() + timedelta(1)
+        last = self.end.date()
+        return first, max(first, last)
+
+    def edge_filter(self) -> Q:
+        """Hours of the span outside its whole days."""
+        first, last = self.whole_days()
+        if first == last:
+            return Q(hour__gte=self.start, hour__lt=self.end)
+        first_at = datetime.combine(first, time.min, tzinfo=UTC)
+        last_at = datetime.combine(last, time.min, tzinfo=UTC)
+        return Q(hour__gte=self.start, hour__lt=first_at) | Q(hour__gte=last_at, hour__lt=self.end)
+
+
+# --- per-pool sums -------------------------------------------------------------------------
+
+
+def _measured_cost_expression(prefix: str = "pool__"):
+    """Σ cost of measured hours (costmodel.measured_hours_cost_usd) as a SQL expression
+    over rows carrying the daily-usage column names."""
+    tdp_kw = F(f"{prefix}gpu_model__tdp_watts") / 1000.0
+    return F(f"{prefix}fixed_price_per_gpu_hour_usd") * F("measured_capacity_gpu_hours") + F(
+        f"{prefix}price_per_gpu_kwh_usd"
+    ) * (F("energy_kwh") + tdp_kw * F("busy_gpu_hours_without_energy"))
+
+
+@dataclass
+class UsageTotals:
+    measured_hours: int = 0
+    measured_capacity_gpu_hours: float = 0.0
+    busy_gpu_hours: float = 0.0
+    reporting_gpu_hours: float = 0.0
+    measured_cost_usd: float = 0.0
+
+    def add(self, row: dict):
+        self.measured_hours += row["measured_hours"] or 0
+        self.measured_capacity_gpu_hours += row["measured_capacity"] or 0.0
+        self.busy_gpu_hours += row["busy"] or 0.0
+        self.reporting_gpu_hours += row["reporting"] or 0.0
+        self.measured_cost_usd += float(row["cost"] or 0.0)
+
+
+def pool_usage_totals(span: Span, pool_ids=None) -> dict[int, UsageTotals]:
+    """Per pool: sums over the span's measured hours. Two queries."""
+    totals: dict[int, UsageTotals] = defaultdict(UsageTotals)
+    first, last = span.whole_days()
+    daily = PoolDailyUsage.objects.filter(day__gte=first, day__lt=last)
+    hourly = PoolHourlyUsage.objects.filter(span.edge_filter())
+    if pool_ids is not None:
+        daily = daily.filter(pool_id__in=pool_ids)
+        hourly = hourly.filter(pool_id__in=pool_ids)
+    daily_rows = daily.values("pool_id").annotate(
+        measured_hours=Sum("measured_hours"),
+        measured_capacity=Sum("measured_capacity_gpu_hours"),
+        busy=Sum("busy_gpu_hours"),
+        reporting=Sum("reporting_gpu_hours"),
+        cost=Sum(_measured_cost_expression(), output_field=FloatField()),
+    )
+    measured = Q(reporting_gpus__gt=0)
+    tdp_kw = F("pool__gpu_model__tdp_watts") / 1000.0
+    hourly_rows = hourly.values("pool_id").annotate(
+        measured_hours=Count("id", filter=measured),
+        measured_capacity=Coalesce(Sum("capacity_gpu_hours", filter=measured), _ZERO),
+        busy=Coalesce(Sum("busy_gpu_hours"), _ZERO),
+        reporting=Coalesce(Sum(F("reporting_gpus") * 1.0), _ZERO),
+        cost=Coalesce(
+            Sum(
+                F("pool__fixed_price_per_gpu_hour_usd") * F("capacity_gpu_hours")
+                + F("pool__price_per_gpu_kwh_usd")
+                * Coalesce("energy_kwh", tdp_kw * F("busy_gpu_hours")),
+                filter=measured,
+                output_field=FloatField(),
+            ),
+            _ZERO,
+        ),
+    )
+    for row in [*daily_rows, *hourly_rows]:
+        totals[row["pool_id"]].add(row)
+    return totals
+
+
+def pool_first_days(pool_ids=None) -> dict[int, date]:
+    """The first UTC day each pool has telemetry for."""
+    rows = PoolDailyUsage.objects.all()
+    if pool_ids is not None:
+        rows = rows.filter(pool_id__in=pool_ids)
+    return dict(rows.values("pool_id").annotate(first=Min("day")).values_list("pool_id", "first"))
+
+
+def pool_paid_hours(pool: Pool, span: Span, first_day: date | None) -> int:
+    """Hours of the span the pool existed in: from its creation or its first telemetry,
+    whichever is earlier (demo and imported fleets have history older than the row)."""
+    start = floor_hour(pool.created_at)
+    if first_day is not None:
+        start = min(start, datetime.combine(first_day, time.min, tzinfo=UTC))
+    begin = max(span.start, start)
+    return max(0, int((span.end - begin) / ONE_HOUR))
+
+
+# --- requests and interruptions ----------------------------------------------------------
+
+
+@dataclass
+class RequestTotals:
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    errors: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def add(self, row: dict):
+        self.requests += row["total_requests"] or 0
+        self.input_tokens += row["total_input"] or 0
+        self.output_tokens += row["total_output"] or 0
+        self.errors += row["total_errors"] or 0
+
+
+def workload_request_totals(span: Span, workload_ids=None) -> dict[int, RequestTotals]:
+    totals: dict[int, RequestTotals] = defaultdict(RequestTotals)
+    first, last = span.whole_days()
+    daily = WorkloadDailyRequests.objects.filter(day__gte=first, day__lt=last)
+    hourly = WorkloadHourlyRequests.objects.filter(span.edge_filter())
+    if workload_ids is not None:
+        daily = daily.filter(workload_id__in=workload_ids)
+        hourly = hourly.filter(workload_id__in=workload_ids)
+    sums = {
+        "total_requests": Sum("requests"),
+        "total_input": Sum("input_tokens"),
+        "total_output": Sum("output_tokens"),
+        "total_errors": Sum("errors"),
+    }
+    for queryset in (daily, hourly):
+        for row in queryset.values("workload_id").annotate(**sums):
+            totals[row["workload_id"]].add(row)
+    return totals
+
+
+def lost_gpu_hours_by_workload(span: Span, workload_ids=None) -> dict[int, float]:
+    """GPU-hours lost to the interruptions recorded in the span (one query; interruptions
+    are a handful a week, not telemetry rows)."""
+    interruptions = Interruption.objects.filter(
+        occurred_at__gte=span.start, occurred_at__lt=span.end
+    ).select_related("workload")
+    if workload_ids is not None:
+        interruptions = interruptions.filter(workload_id__in=workload_ids)
+    lost: dict[int, float] = defaultdict(float)
+    for interruption in interruptions:
+        lost[interruption.workload_id] += interruption.lost_gpu_hours or 0.0
+    return lost
+
+
+# --- the cost report ---------------------------------------------------------------------
+
+
+@dataclass
+class CostRow:
+    key: str
+    label: str
+    purpose: str = ""
+    pool_count: int = 0
+    gpus: int = 0
+    capacity_gpu_hours: float = 0.0
+    measured_capacity_gpu_hours: float = 0.0
+    unmeasured_gpu_hours: float = 0.0
+    busy_gpu_hours: float = 0.0
+    cost_usd: float = 0.0
+    measured_cost_usd: float = 0.0
+    unmeasured_cost_usd: float = 0.0
+    idle_cost_usd: float = 0.0
+    requests: int = 0
+    tokens: int = 0
+    errors: int = 0
+    training_busy_gpu_hours: float = 0.0
+    lost_gpu_hours: float = 0.0
+    interruption_cost_usd: float = 0.0
+    training_cost_usd: float = 0.0
+    inference_cost_usd: float = 0.0
+    members: list = field(default_factory=list, repr=False)
+
+    @property
+    def utilization_pct(self) -> float | None:
+        return costmodel.ratio_or_none(self.busy_gpu_hours, self.measured_capacity_gpu_hours, 100)
+
+    @property
+    def cost_per_busy_gpu_hour_usd(self) -> float | None:
+        return costmodel.ratio_or_none(self.measured_cost_usd, self.busy_gpu_hours)
+
+    @property
+    def cost_per_1k_requests_usd(self) -> float | None:
+        cost = self.inference_cost_usd if self.requests else None
+        return costmodel.cost_per_thousand_requests_usd(cost, self.requests) if cost else None
+
+    @property
+    def cost_per_1m_tokens_usd(self) -> float | None:
+        cost = self.inference_cost_usd if self.tokens else None
+        return costmodel.cost_per_million_tokens_usd(cost, self.tokens) if cost else None
+
+    @property
+    def effective_training_gpu_hours(self) -> float | None:
+        if not self.training_busy_gpu_hours:
+            return None
+        return costmodel.effective_training_gpu_hours(
+            self.training_busy_gpu_hours, self.lost_gpu_hours
+        )
+
+    @property
+    def cost_per_effective_training_gpu_hour_usd(self) -> float | None:
+        return costmodel.ratio_or_none(self.training_cost_usd, self.effective_training_gpu_hours)
+
+    def as_dict(self) -> dict:
+        return {
+            "key": self.key,
+            "label": self.label,
+            "capacity_gpu_hours": self.capacity_gpu_hours,
+            "measured_capacity_gpu_hours": self.measured_capacity_gpu_hours,
+            "unmeasured_gpu_hours": self.unmeasured_gpu_hours,
+            "busy_gpu_hours": self.busy_gpu_hours,
+            "utilization_pct": self.utilization_pct,
+            "cost_usd": self.cost_usd,
+            "unmeasured_cost_usd": self.unmeasured_cost_usd,
+            "idle_cost_usd": self.idle_cost_usd,
+            "cost_per_busy_gpu_hour_usd": self.cost_per_busy_gpu_hour_usd,
+            "requests": self.requests,
+            "cost_per_1k_requests_usd": self.cost_per_1k_requests_usd,
+            "tokens": self.tokens,
+            "cost_per_1m_tokens_usd": self.cost_per_1m_tokens_usd,
+            "lost_gpu_hours": self.lost_gpu_hours,
+            "effective_training_gpu_hours": self.effective_training_gpu_hours,
+            "cost_per_effective_training_gpu_hour_usd": (
+                self.cost_per_effective_training_gpu_hour_usd
+            ),
+            "interruption_cost_usd": self.interruption_cost_usd,
+        }
+
+
+@dataclass
+class PoolFigures:
+    """One pool's figures over a span: the rows of every grouping are sums of these."""
+
+    pool: Pool
+    paid_hours: int
+    usage: UsageTotals
+    requests: RequestTotals
+    lost_gpu_hours: float
+
+    @property
+    def unmeasured_usd_per_gpu_hour(self) -> float:
+        return float(self.pool.fixed_price_per_gpu_hour_usd) + float(
+            self.pool.price_per_gpu_kwh_usd
+        ) * (self.pool.gpu_model.tdp_watts / 1000)
+
+    @property
+    def unmeasured_hours(self) -> int:
+        return max(0, self.paid_hours - self.usage.measured_hours)
+
+    @property
+    def unmeasured_cost_usd(self) -> float:
+        return self.unmeasured_hours * self.pool.gpu_count * self.unmeasured_usd_per_gpu_hour
+
+    @property
+    def cost_usd(self) -> float:
+        return self.usage.measured_cost_usd + self.unmeasured_cost_usd
+
+    @property
+    def idle_cost_usd(self) -> float:
+        return costmodel.idle_cost_usd(
+            self.usage.measured_cost_usd,
+            self.usage.busy_gpu_hours,
+            self.usage.measured_capacity_gpu_hours,
+        )
+
+    @property
+    def interruption_cost_usd(self) -> float:
+        return self.lost_gpu_hours * self.unmeasured_usd_per_gpu_hour
+
+
+def pool_figures(span: Span, pools: list[Pool]) -> list[PoolFigures]:
+    """Every pool's figures: five queries, whatever the number of pools."""
+    pool_ids = [pool.id for pool in pools]
+    usage = pool_usage_totals(span, pool_ids)
+    first_days = pool_first_days(pool_ids)
+    workloads_by_pool = defaultdict(list)
+    for workload in Workload.objects.filter(pool_id__in=pool_ids).only("id", "pool_id"):
+        workloads_by_pool[workload.pool_id].append(workload.id)
+    requests = workload_request_totals(span)
+    lost = lost_gpu_hours_by_workload(span)
+    figures = []
+    for pool in pools:
+        pool_requests = RequestTotals()
+        for workload_id in workloads_by_pool[pool.id]:
+            found = requests.get(workload_id)
+            if found:
+                pool_requests.requests += found.requests
+                pool_requests.input_tokens += found.input_tokens
+                pool_requests.output_tokens += found.output_tokens
+                pool_requests.errors += found.errors
+        figures.append(
+            PoolFigures(
+                pool=pool,
+                paid_hours=pool_paid_hours(pool, span, first_days.get(pool.id)),
+                usage=usage.get(pool.id, UsageTotals()),
+                requests=pool_requests,
+                lost_gpu_hours=sum(lost.get(w, 0.0) for w in workloads_by_pool[pool.id]),
+            )
+        )
+    return figures
+
+
+def _add_pool(row: CostRow, figures: PoolFigures, share: float = 1.0):
+    pool = figures.pool
+    row.pool_count += 1
+    row.gpus += pool.gpu_count
+    row.capacity_gpu_hours += pool.gpu_count * figures.paid_hours * share
+    row.measured_capacity_gpu_hours += figures.usage.measured_capacity_gpu_hours * share
+    row.unmeasured_gpu_hours += figures.unmeasured_hours * pool.gpu_count * share
+    row.busy_gpu_hours += figures.usage.busy_gpu_hours * share
+    row.cost_usd += figures.cost_usd * share
+    row.measured_cost_usd += figures.usage.measured_cost_usd * share
+    row.unmeasured_cost_usd += figures.unmeasured_cost_usd * share
+    row.idle_cost_usd += figures.idle_cost_usd * share
+    if pool.purpose == Purpose.TRAINING:
+        row.training_busy_gpu_hours += figures.usage.busy_gpu_hours * share
+        row.training_cost_usd += figures.cost_usd * share
+        row.lost_gpu_hours += figures.lost_gpu_hours * share
+        row.interruption_cost_usd += figures.interruption_cost_usd * share
+    elif pool.purpose == Purpose.INFERENCE:
+        row.inference_cost_usd += figures.cost_usd * share
+    row.members.append(pool.slug)
+
+
+def _add_requests(row: CostRow, requests: RequestTotals):
+    row.requests += requests.requests
+    row.tokens += requests.tokens
+    row.errors += requests.errors
+
+
+def cost_report(
+    start: datetime,
+    end: datetime,
+    group_by: str = "pool",
+    *,
+    purpose: str | None = None,
+    pool_slug: str | None = None,
+) -> list[CostRow]:
+    """Rows of the cost report, one per pool, purpose or workload.
+
+    Grouped by workload, a pool that runs exactly one workload gives it all its hours and
+    cost; pools that share their GPUs between workloads, and pools with none, are summed
+    into one "unattributed" row, as telemetry does not say which workload used which
+    GPU-hour (requests are always the workload's own).
+    """
+    if group_by not in GROUP_BY_CHOICES:
+        raise ValueError(f"group_by must be one of {', '.join(GROUP_BY_CHOICES)}")
+    span = Span.of(start, end)
+    pools = Pool.objects.select_related("gpu_model").order_by("name")
+    if purpose:
+        pools = pools.filter(purpose=purpose)
+    if pool_slug:
+        pools = pools.filter(slug=pool_slug)
+    figures = pool_figures(span, list(pools))
+
+    if group_by == "pool":
+        rows = []
+        for pool_figures_ in figures:
+            row = CostRow(
+                key=pool_figures_.pool.slug,
+                label=pool_figures_.pool.name,
+                purpose=pool_figures_.pool.purpose,
+            )
+            _add_pool(row, pool_figures_)
+            _add_requests(row, pool_figures_.requests)
+            rows.append(row)
+        return rows
+
+    if group_by == "purpose":
+        rows = {
+            value: CostRow(key=value, label=label, purpose=value)
+            for value, label in Purpose.choices
+            if not purpose or value == purpose
+        }
+        for pool_figures_ in figures:
+            row = rows[pool_figures_.pool.purpose]
+            _add_pool(row, pool_figures_)
+            _add_requests(row, pool_figures_.requests)
+        return list(rows.values())
+
+    # group_by == "workload"
+    pool_ids = [f.pool.id for f in figures]
+    workloads = list(
+        Workload.objects.filter(pool_id__in=pool_ids).select_related("pool").order_by("name")
+    )
+    requests = workload_request_totals(span, [w.id for w in workloads])
+    lost = lost_gpu_hours_by_workload(span, [w.id for w in workloads])
+    workloads_by_pool = defaultdict(list)
+    for workload in workloads:
+        workloads_by_pool[workload.pool_id].append(workload)
+    rows = []
+    unattributed = CostRow(key=UNATTRIBUTED, label="Unattributed (shared or unused pools)")
+    for pool_figures_ in figures:
+        pool_workloads = workloads_by_pool[pool_figures_.pool.id]
+        if len(pool_workloads) != 1:
+            _add_pool(unattributed, pool_figures_)
+        for workload in pool_workloads:
+            row = CostRow(key=workload.slug, label=workload.name, purpose=workload.pool.purpose)
+            if len(pool_workloads) == 1:
+                _add_pool(row, pool_figures_)
+                # Purpose follows the workload's kind here, not its pool's.
+                row.training_busy_gpu_hours = row.training_cost_usd = 0.0
+                row.inference_cost_usd = row.lost_gpu_hours = row.interruption_cost_usd = 0.0
+                if workload.kind in TRAINING_KINDS:
+                    row.training_busy_gpu_hours = pool_figures_.usage.busy_gpu_hours
+                    row.training_cost_usd = pool_figures_.cost_usd
+                    row.lost_gpu_hours = lost.get(workload.id, 0.0)
+                    row.interruption_cost_usd = (
+                        row.lost_gpu_hours * pool_figures_.unmeasured_usd_per_gpu_hour
+                    )
+                else:
+                    row.inference_cost_usd = pool_figures_.cost_usd
+            else:
+                row.lost_gpu_hours = lost.get(workload.id, 0.0)
+            _add_requests(row, requests.get(workload.id, RequestTotals()))
+            rows.append(row)
+    if unattributed.pool_count:
+        rows.append(unattributed)
+    return rows
+
+
+def total_row(rows: list[CostRow]) -> CostRow:
+    total = CostRow(key="total", label="Total")
+    for row in rows:
+        for name in (
+            "pool_count",
+            "gpus",
+            "capacity_gpu_hours",
+            "measured_capacity_gpu_hours",
+            "unmeasured_gpu_hours",
+            "busy_gpu_hours",
+            "cost_usd",
+            "measured_cost_usd",
+            "unmeasured_cost_usd",
+            "idle_cost_usd",
+            "requests",
+            "tokens",
+            "errors",
+            "training_busy_gpu_hours",
+            "lost_gpu_hours",
+            "interruption_cost_usd",
+            "training_cost_usd",
+            "inference_cost_usd",
+        ):
+            setattr(total, name, getattr(total, name) + getattr(row, name))
+    return total
+
+
+# --- curves ------------------------------------------------------------------------------
+
+
+@dataclass
+class HourOfDay:
+    hour_of_day: int
+    avg_utilization_pct: float | None
+    p95_utilization_pct: float | None
+    mean_requests_per_hour: float | None
+    is_peak: bool
+
+
+def _local_hour_counts(span: Span, zone: ZoneInfo) -> list[int]:
+    """How many hours of the span fall on each local hour of the day (arithmetic over at
+    most the span's hours, no database rows)."""
+    counts = [0] * 24
+    moment = span.start
+    while moment < span.end:
+        counts[moment.astimezone(zone).hour] += 1
+        moment += ONE_HOUR
+    return counts
+
+
+def usage_profile(
+    start: datetime,
+    end: datetime,
+    zone: ZoneInfo,
+    *,
+    pool: Pool | None = None,
+    purpose: str | None = None,
+) -> list[HourOfDay]:
+    """The hour-of-day curve of a pool (or of every pool of a purpose, or of the fleet):
+    issue 5's ``/api/v1/usage/profile/``. Three queries."""
+    span = Span.of(start, end)
+    hourly = PoolHourlyUsage.objects.filter(
+        hour__gte=span.start, hour__lt=span.end, reporting_gpus__gt=0
+    )
+    requests = WorkloadHourlyRequests.objects.filter(hour__gte=span.start, hour__lt=span.end)
+    if pool is not None:
+        hourly = hourly.filter(pool=pool)
+        requests = requests.filter(workload__pool=pool)
+    elif purpose:
+        hourly = hourly.filter(pool__purpose=purpose)
+        requests = requests.filter(workload__pool__purpose=purpose)
+    by_hour = hourly.annotate(local_hour=ExtractHour("hour", tzinfo=zone)).values("local_hour")
+    utilization = {
+        row["local_hour"]: row
+        for row in by_hour.annotate(busy=Sum("busy_gpu_hours"), reporting=Sum("reporting_gpus"))
+    }
+    if connection.vendor == "postgresql":
+        p95 = dict(
+            by_hour.annotate(p95=PercentileCont("avg_utilization_pct", 0.95)).values_list(
+                "local_hour", "p95"
+            )
+        )
+    else:  # SQLite (make run): no percentile_cont; the development database is small.
+        values = defaultdict(list)
+        for hour, pct in by_hour.values_list("local_hour", "avg_utilization_pct"):
+            values[hour].append(pct)
+        p95 = {hour: costmodel.percentile_linear(v, 0.95) for hour, v in values.items()}
+    request_sums = dict(
+        requests.annotate(local_hour=ExtractHour("hour", tzinfo=zone))
+        .values("local_hour")
+        .annotate(total=Sum("requests"))
+        .values_list("local_hour", "total")
+    )
+    occurrences = _local_hour_counts(span, zone)
+    mean_requests = [
+        (request_sums.get(hour, 0) / occurrences[hour]) if occurrences[hour] else None
+        for hour in range(24)
+    ]
+    avg_utilization = [
+        costmodel.ratio_or_none(
+            utilization[hour]["busy"] if hour in utilization else None,
+            utilization[hour]["reporting"] if hour in utilization else None,
+            100,
+        )
+        for hour in range(24)
+    ]
+    has_requests = any(request_sums.values())
+    if pool is not None and pool.peak_hours:
+        peak = parse_hour_ranges(pool.peak_hours)
+    else:
+        peak = costmodel.peak_hours_above_mean(mean_requests if has_requests else avg_utilization)
+    return [
+        HourOfDay(
+            hour_of_day=hour,
+            avg_utilization_pct=avg_utilization[hour],
+            p95_utilization_pct=p95.get(hour),
+            mean_requests_per_hour=mean_requests[hour] if has_requests else None,
+            is_peak=hour in peak,
+        )
+        for hour in range(24)
+    ]
+
+
+def weekday_hour_heatmap(start: datetime, end: datetime, zone: ZoneInfo, *, purpose=None):
+    """Mean utilisation (%) by ISO weekday (1 = Monday) × local hour: 7 × 24 values,
+    None where no hour has telemetry. One query."""
+    span = Span.of(start, end)
+    hourly = PoolHourlyUsage.objects.filter(
+        hour__gte=span.start, hour__lt=span.end, reporting_gpus__gt=0
+    )
+    if purpose:
+        hourly = hourly.filter(pool__purpose=purpose)
+    grid: list[list[float | None]] = [[None] * 24 for _ in range(7)]
+    rows = (
+        hourly.annotate(
+            weekday=ExtractIsoWeekDay("hour", tzinfo=zone),
+            local_hour=ExtractHour("hour", tzinfo=zone),
+        )
+        .values("weekday", "local_hour")
+        .annotate(busy=Sum("busy_gpu_hours"), reporting=Sum("reporting_gpus"))
+    )
+    for row in rows:
+        grid[row["weekday"] - 1][row["local_hour"]] = costmodel.ratio_or_none(
+            row["busy"], row["reporting"], 100
+        )
+    return grid
+
+
+@dataclass
+class DailySplit:
+    days: list[date]
+    busy_gpu_hours: dict[str, list[float]]  # purpose → per day
+    measured_cost_usd: dict[str, list[float]]
+
+
+def daily_split(start: datetime, end: datetime, *, pool: Pool | None = None) -> DailySplit:
+    """Busy GPU-hours and the cost of measured hours per UTC day and pool purpose. One
+    query over the daily rows (hours of partial days are left to the report table)."""
+    span = Span.of(start, end)
+    first, last = span.start.date(), (span.end - ONE_HOUR).date()
+    days = [first + timedelta(days=n) for n in range((last - first).days + 1)]
+    index = {day: position for position, day in enumerate(days)}
+    busy = {value: [0.0] * len(days) for value in Purpose.values}
+    cost = {value: [0.0] * len(days) for value in Purpose.values}
+    rows = PoolDailyUsage.objects.filter(day__gte=first, day__lte=last)
+    if pool is not None:
+        rows = rows.filter(pool=pool)
+    for row in rows.values("day", "pool__purpose").annotate(
+        busy=Sum("busy_gpu_hours"), cost=Sum(_measured_cost_expression(), output_field=FloatField())
+    ):
+        position = index[row["day"]]
+        busy[row["pool__purpose"]][position] = row["busy"] or 0.0
+        cost[row["pool__purpose"]][position] = float(row["cost"] or 0.0)
+    return DailySplit(days, busy, cost)
+
+
+def fleet_utilization_pct(start: datetime, end: datetime) -> float | None:
+    """100 × Σ busy ÷ Σ capacity of the hours with telemetry, every pool. One query."""
+    span = Span.of(start, end)
+    sums = PoolHourlyUsage.objects.filter(
+        hour__gte=span.start, hour__lt=span.end, reporting_gpus__gt=0
+    ).aggregate(busy=Sum("busy_gpu_hours"), capacity=Sum("capacity_gpu_hours"))
+    return costmodel.ratio_or_none(sums["busy"], sums["capacity"], 100)
+
+
+@dataclass
+class PeakSplitRow:
+    pool: Pool
+    peak_hours: frozenset
+    peak_hours_configured: bool
+    peak_cost_usd: float = 0.0
+    offpeak_cost_usd: float = 0.0
+    peak_requests: int = 0
+    offpeak_requests: int = 0
+    peak_tokens: int = 0
+    offpeak_tokens: int = 0
+
+    @property
+    def peak_cost_per_1k_requests_usd(self):
+        return costmodel.cost_per_thousand_requests_usd(self.peak_cost_usd, self.peak_requests)
+
+    @property
+    def offpeak_cost_per_1k_requests_usd(self):
+        return costmodel.cost_per_thousand_requests_usd(
+            self.offpeak_cost_usd, self.offpeak_requests
+        )
+
+    @property
+    def peak_cost_per_1m_tokens_usd(self):
+        return costmodel.cost_per_million_tokens_usd(self.peak_cost_usd, self.peak_tokens)
+
+    @property
+    def offpeak_cost_per_1m_tokens_usd(self):
+        return costmodel.cost_per_million_tokens_usd(self.offpeak_cost_usd, self.offpeak_tokens)
+
+
+def peak_split(start: datetime, end: datetime, *, purpose=None, pool=None) -> list[PeakSplitRow]:
+    """Cost of measured hours and requests in each pool's peak and off-peak local hours,
+    for the pools that serve requests. Peak hours are the pool's own, else the hours whose
+    mean requests are above the daily mean (issue 5). Two queries per distinct time zone."""
+    span = Span.of(start, end)
+    pools = Pool.objects.select_related("gpu_model").filter(
+        workloads__hourly_requests__hour__gte=span.start,
+        workloads__hourly_requests__hour__lt=span.end,
+    )
+    if pool is not None:
+        pools = pools.filter(pk=pool.pk)
+    if purpose:
+        pools = pools.filter(purpose=purpose)
+    pools = list(pools.distinct().order_by("name"))
+    by_zone = defaultdict(list)
+    for found in pools:
+        by_zone[found.timezone or "UTC"].append(found)
+    cost_by_hour: dict[int, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    requests_by_hour: dict[int, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
+    tdp_kw = F("pool__gpu_model__tdp_watts") / 1000.0
+    for zone_name, zone_pools in by_zone.items():
+        zone = ZoneInfo(zone_name)
+        ids = [found.id for found in zone_pools]
+        usage = (
+            PoolHourlyUsage.objects.filter(
+                pool_id__in=ids, hour__gte=span.start, hour__lt=span.end, reporting_gpus__gt=0
+            )
+            .annotate(local_hour=ExtractHour("hour", tzinfo=zone))
+            .values("pool_id", "local_hour")
+            .annotate(
+                cost=Sum(
+                    F("pool__fixed_price_per_gpu_hour_usd") * F("capacity_gpu_hours")
+                    + F("pool__price_per_gpu_kwh_usd")
+                    * Coalesce("energy_kwh", tdp_kw * F("busy_gpu_hours")),
+                    output_field=FloatField(),
+                )
+            )
+        )
+        for row in usage:
+            cost_by_hour[row["pool_id"]][row["local_hour"]] += float(row["cost"] or 0)
+        requests = (
+            WorkloadHourlyRequests.objects.filter(
+                workload__pool_id__in=ids, hour__gte=span.start, hour__lt=span.end
+            )
+            .annotate(local_hour=ExtractHour("hour", tzinfo=zone))
+            .values("workload__pool_id", "local_hour")
+            .annotate(total=Sum("requests"), tokens=Sum(F("input_tokens") + F("output_tokens")))
+        )
+        for row in requests:
+            requests_by_hour[row["workload__pool_id"]][row["local_hour"]] = [
+                row["total"] or 0,
+                row["tokens"] or 0,
+            ]
+    rows = []
+    for found in pools:
+        zone = ZoneInfo(found.timezone or "UTC")
+        occurrences = _local_hour_counts(span, zone)
+        per_hour = requests_by_hour[found.id]
+        if found.peak_hours:
+            peak, configured = parse_hour_ranges(found.peak_hours), True
+        else:
+            mean = [
+                (per_hour.get(hour, [0, 0])[0] / occurrences[hour]) if occurrences[hour] else None
+                for hour in range(24)
+            ]
+            peak, configured = costmodel.peak_hours_above_mean(mean), False
+        row = PeakSplitRow(pool=found, peak_hours=peak, peak_hours_configured=configured)
+        for hour in range(24):
+            cost = cost_by_hour[found.id].get(hour, 0.0)
+            requests_, tokens = per_hour.get(hour, [0, 0])
+            if hour in peak:
+                row.peak_cost_usd += cost
+                row.peak_requests += requests_
+                row.peak_tokens += tokens
+            else:
+                row.offpeak_cost_usd += cost
+                row.offpeak_requests += requests_
+                row.offpeak_tokens += tokens
+        rows.append(row)
+    return rows
+
+
+def describe_hours(hours) -> str:
+    """{8, 9, 10, 20} → "8–10, 20" (hours of the day, both ends included)."""
+    ordered = sorted(hours)
+    if not ordered:
+        return "none"
+    parts, first, previous = [], ordered[0], ordered[0]
+    for hour in [*ordered[1:], None]:
+        if hour is not None and hour == previous + 1:
+            previous = hour
+            continue
+        parts.append(f"{first}" if first == previous else f"{first}–{previous}")
+        if hour is not None:
+            first = previous = hour
+    return ", ".join(parts)

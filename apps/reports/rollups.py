@@ -1,0 +1,138 @@
+"""Daily sums of the hourly rollups, recomputed from the hourly rows of the days that
+changed, so a retried or repeated call gives the same rows (keyed upserts, as the hourly
+rollups). Telemetry calls these after every hourly rollup; ``rebuild_days`` backs the
+reports page's "recompute" job and ``manage.py rollup_usage --all``.
+"""
+
+from datetime import UTC, date, datetime, time, timedelta
+
+from django.db import transaction
+from django.db.models import Count, F, FloatField, Q, Sum, Value
+from django.db.models.functions import Coalesce, TruncDate
+
+from apps.reports.models import PoolDailyUsage, WorkloadDailyRequests
+from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
+
+_ZERO = Value(0.0, output_field=FloatField())
+
+
+def days_between(start: datetime, end: datetime) -> list[date]:
+    """UTC days that [start, end) touches."""
+    first = start.astimezone(UTC).date()
+    last = (end - timedelta(microseconds=1)).astimezone(UTC).date()
+    return [first + timedelta(days=offset) for offset in range((last - first).days + 1)]
+
+
+def _day_bounds(days: list[date]) -> tuple[datetime, datetime]:
+    return (
+        datetime.combine(min(days), time.min, tzinfo=UTC),
+        datetime.combine(max(days) + timedelta(days=1), time.min, tzinfo=UTC),
+    )
+
+
+@transaction.atomic
+def rollup_pool_days(pool_ids, start: datetime, end: datetime) -> int:
+    """Recompute the daily rows of ``pool_ids`` (None: every pool) for the UTC days that
+    [start, end) touches. Returns the number of daily rows written."""
+    days = days_between(start, end)
+    if not days:
+        return 0
+    day_start, day_end = _day_bounds(days)
+    hourly = PoolHourlyUsage.objects.filter(hour__gte=day_start, hour__lt=day_end)
+    stale = PoolDailyUsage.objects.filter(day__gte=days[0], day__lte=days[-1])
+    if pool_ids is not None:
+        hourly = hourly.filter(pool_id__in=list(pool_ids))
+        stale = stale.filter(pool_id__in=list(pool_ids))
+    rows = (
+        hourly.annotate(day=TruncDate("hour", tzinfo=UTC))
+        .values("pool_id", "day")
+        .annotate(
+            measured_hours=Count("id", filter=Q(reporting_gpus__gt=0)),
+            measured_capacity_gpu_hours=Coalesce(
+                Sum("capacity_gpu_hours", filter=Q(reporting_gpus__gt=0)), _ZERO
+            ),
+            busy=Coalesce(Sum("busy_gpu_hours"), _ZERO),
+            reporting=Coalesce(Sum(F("reporting_gpus") * 1.0), _ZERO),
+            energy=Coalesce(Sum("energy_kwh"), _ZERO),
+            busy_without_energy=Coalesce(
+                Sum("busy_gpu_hours", filter=Q(energy_kwh__isnull=True)), _ZERO
+            ),
+        )
+    )
+    daily = [
+        PoolDailyUsage(
+            pool_id=row["pool_id"],
+            day=row["day"],
+            measured_hours=row["measured_hours"],
+            measured_capacity_gpu_hours=row["measured_capacity_gpu_hours"],
+            busy_gpu_hours=row["busy"],
+            reporting_gpu_hours=row["reporting"],
+            energy_kwh=row["energy"],
+            busy_gpu_hours_without_energy=row["busy_without_energy"],
+        )
+        for row in rows
+    ]
+    # Days whose hours are all gone (purged rollups, a pool's devices moved) go too.
+    stale.delete()
+    PoolDailyUsage.objects.bulk_create(daily, batch_size=2000)
+    return len(daily)
+
+
+@transaction.atomic
+def rollup_workload_days(workload_ids, start: datetime, end: datetime) -> int:
+    days = days_between(start, end)
+    if not days:
+        return 0
+    day_start, day_end = _day_bounds(days)
+    hourly = WorkloadHourlyRequests.objects.filter(hour__gte=day_start, hour__lt=day_end)
+    stale = WorkloadDailyRequests.objects.filter(day__gte=days[0], day__lte=days[-1])
+    if workload_ids is not None:
+        hourly = hourly.filter(workload_id__in=list(workload_ids))
+        stale = stale.filter(workload_id__in=list(workload_ids))
+    rows = (
+        hourly.annotate(day=TruncDate("hour", tzinfo=UTC))
+        .values("workload_id", "day")
+        .annotate(
+            total_requests=Sum("requests"),
+            total_input=Sum("input_tokens"),
+            total_output=Sum("output_tokens"),
+            total_errors=Sum("errors"),
+        )
+    )
+    daily = [
+        WorkloadDailyRequests(
+            workload_id=row["workload_id"],
+            day=row["day"],
+            requests=row["total_requests"],
+            input_tokens=row["total_input"],
+            output_tokens=row["total_output"],
+            errors=row["total_errors"],
+        )
+        for row in rows
+    ]
+    stale.delete()
+    WorkloadDailyRequests.objects.bulk_create(daily, batch_size=2000)
+    return len(daily)
+
+
+def rebuild_days(start: datetime, end: datetime) -> tuple[int, int]:
+    """Every pool's and workload's daily rows for [start, end), from the hourly rows."""
+    return rollup_pool_days(None, start, end), rollup_workload_days(None, start, end)
+
+
+def rebuild_all_days() -> tuple[int, int]:
+    """Every daily row from the whole hourly history (``rollup_usage --all``)."""
+    PoolDailyUsage.objects.all().delete()
+    WorkloadDailyRequests.objects.all().delete()
+    bounds = [
+        model.objects.order_by(field).values_list("hour", flat=True)
+        for model, field in ((PoolHourlyUsage, "hour"), (WorkloadHourlyRequests, "hour"))
+    ]
+    starts = [qs.first() for qs in bounds]
+    ends = [qs.last() for qs in bounds]
+    known = [(s, e) for s, e in zip(starts, ends, strict=True) if s is not None]
+    if not known:
+        return 0, 0
+    start = min(s for s, _ in known)
+    end = max(e for _, e in known) + timedelta(hours=1)
+    return rebuild_days(start, end)

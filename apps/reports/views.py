@@ -1,0 +1,263 @@
+"""The Overview, the reports page (filters through htmx, CSV/XLSX export, a recompute
+job with progress) and the interruptions of training jobs."""
+
+from datetime import UTC, timedelta
+from zoneinfo import ZoneInfo
+
+from django.contrib import messages
+from django.contrib.auth.decorators import permission_required
+from django.core.paginator import Paginator
+from django.shortcuts import get_object_or_404, redirect
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from apps.core.crud import delete_page, form_page
+from apps.core.history import history_rows
+from apps.core.htmx import render_page
+from apps.pools.charts import build_gpus_by_purpose_figure
+from apps.pools.models import Interruption, Pool, Purpose
+from apps.reports import charts, exports, queries
+from apps.reports.forms import InterruptionForm, ReportFilterForm
+from apps.reports.models import RecomputeJob
+from apps.reports.tasks import recompute_days_task
+
+OVERVIEW_CURVE_DAYS = 28
+
+
+def _overview_context(now):
+    month_start = now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    month_rows = queries.cost_report(month_start, now, "purpose")
+    month = queries.total_row(month_rows)
+    curve_start = now - timedelta(days=OVERVIEW_CURVE_DAYS)
+    zone_name = "UTC"
+    zone = ZoneInfo(zone_name)
+    split = queries.daily_split(curve_start, now)
+    profile = queries.usage_profile(curve_start, now, zone)
+    heatmap = queries.weekday_hour_heatmap(curve_start, now, zone)
+    gpus_by_purpose = {purpose.value: 0 for purpose in Purpose} | Pool.objects.gpus_by_purpose()
+    context = {
+        "now": now,
+        "month_start": month_start,
+        "month": month,
+        "month_rows": month_rows,
+        "gpus_by_purpose": [
+            (purpose.label, purpose.value, gpus_by_purpose[purpose.value]) for purpose in Purpose
+        ],
+        "gpu_total": sum(gpus_by_purpose.values()),
+        "utilization_24h_pct": queries.fleet_utilization_pct(now - timedelta(hours=24), now),
+        "utilization_7d_pct": queries.fleet_utilization_pct(now - timedelta(days=7), now),
+        "curve_days": OVERVIEW_CURVE_DAYS,
+        "zone_name": zone_name,
+        "gpus_by_purpose_figure": build_gpus_by_purpose_figure(
+            gpus_by_purpose, dict(Purpose.choices)
+        ),
+        "busy_split_figure": charts.build_daily_split_figure(split, metric="busy"),
+        "cost_split_figure": charts.build_daily_split_figure(split, metric="cost"),
+        "cost_share_figure": charts.build_share_donut(month_rows),
+        "hour_of_day_figure": charts.build_hour_of_day_figure(profile, zone_name=zone_name),
+        "heatmap_figure": charts.build_heatmap_figure(heatmap, zone_name=zone_name),
+        "drills": _drill_summary(),
+    }
+    return context
+
+
+def _drill_summary():
+    """The backups app's overdue and failing drill counts, once it is installed."""
+    try:
+        from apps.backups.services import overdue_and_failing_summary
+    except ImportError:
+        return None
+    return overdue_and_failing_summary()
+
+
+POOL_CURVE_DAYS = 28
+
+
+def pool_report_context(pool, now):
+    """The pool page's cost figures and curves over the last 28 days, in its time zone."""
+    start = now - timedelta(days=POOL_CURVE_DAYS)
+    zone_name = pool.timezone or "UTC"
+    rows = queries.cost_report(start, now, "pool", pool_slug=pool.slug)
+    profile = queries.usage_profile(start, now, ZoneInfo(zone_name), pool=pool)
+    return {
+        "pool_report": rows[0] if rows else None,
+        "pool_curve_days": POOL_CURVE_DAYS,
+        "pool_zone_name": zone_name,
+        "pool_hour_of_day_figure": charts.build_hour_of_day_figure(profile, zone_name=zone_name),
+        "pool_split_figure": charts.build_daily_split_figure(
+            queries.daily_split(start, now, pool=pool), metric="cost"
+        ),
+    }
+
+
+@require_GET
+def overview(request):
+    context = _overview_context(timezone.now())
+    context["pool_count"] = Pool.objects.count()
+    return render_page(request, "reports/overview.html", context)
+
+
+def _report_context(form):
+    start, end = form.span_datetimes
+    data = form.cleaned_data
+    pool = data.get("pool")
+    zone_name = data["tz"]
+    zone = ZoneInfo(zone_name)
+    rows = queries.cost_report(
+        start,
+        end,
+        data["group_by"],
+        purpose=data.get("purpose") or None,
+        pool_slug=pool.slug if pool else None,
+    )
+    profile = queries.usage_profile(
+        start, end, zone, pool=pool, purpose=None if pool else (data.get("purpose") or None)
+    )
+    peak_rows = queries.peak_split(start, end, purpose=data.get("purpose") or None, pool=pool)
+    return {
+        "rows": rows,
+        "total": queries.total_row(rows),
+        "group_by": data["group_by"],
+        "start_day": data["start"],
+        "end_day": data["end"],
+        "zone_name": zone_name,
+        "peak_rows": peak_rows,
+        "cost_figure": charts.build_cost_breakdown_figure(rows),
+        "hour_of_day_figure": charts.build_hour_of_day_figure(profile, zone_name=zone_name),
+        "split_figure": charts.build_daily_split_figure(
+            queries.daily_split(start, end, pool=pool), metric="cost"
+        ),
+    }
+
+
+@require_GET
+def report(request):
+    form = ReportFilterForm(request.GET if request.GET else ReportFilterForm.defaults())
+    context = {"form": form, "recent_jobs": RecomputeJob.objects.all()[:3]}
+    if form.is_valid():
+        export_format = request.GET.get("export")
+        if export_format in exports.FORMATS:
+            return exports.cost_report_response(
+                _report_context(form)["rows"], form.cleaned_data, export_format
+            )
+        context.update(_report_context(form))
+    # Filter changes swap only the results (hx-target="#report-results").
+    partial = "results" if request.htmx and request.htmx.target == "report-results" else "content"
+    return render_page(request, "reports/report.html", context, partial=partial)
+
+
+@permission_required("reports.add_recomputejob", raise_exception=True)
+@require_POST
+def recompute_create(request):
+    form = ReportFilterForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose a valid range to recompute.")
+        return redirect("reports:report")
+    job = RecomputeJob.objects.create(
+        start_day=form.cleaned_data["start"],
+        end_day=form.cleaned_data["end"],
+        created_by=request.user,
+    )
+    recompute_days_task.delay(job.pk)
+    return redirect("reports:recompute_detail", pk=job.pk)
+
+
+@require_GET
+def recompute_detail(request, pk):
+    job = get_object_or_404(RecomputeJob.objects.select_related("created_by"), pk=pk)
+    partial = (
+        "progress" if request.htmx and request.htmx.target == "recompute-progress" else "content"
+    )
+    return render_page(request, "reports/recompute_detail.html", {"job": job}, partial=partial)
+
+
+# --- interruptions -----------------------------------------------------------------------
+
+
+@require_GET
+def interruption_list(request):
+    interruptions = Interruption.objects.select_related("workload", "recorded_by").order_by(
+        "-occurred_at", "-id"
+    )
+    workload = request.GET.get("workload")
+    if workload:
+        interruptions = interruptions.filter(workload__slug=workload)
+    page = Paginator(interruptions, 25).get_page(request.GET.get("page"))
+    return render_page(
+        request, "reports/interruption_list.html", {"page": page, "workload_slug": workload}
+    )
+
+
+@require_GET
+def interruption_detail(request, pk):
+    interruption = get_object_or_404(Interruption.objects.select_related("workload__pool"), pk=pk)
+    return render_page(
+        request,
+        "reports/interruption_detail.html",
+        {"interruption": interruption, "history": history_rows(interruption)},
+    )
+
+
+class _RecordingForm(InterruptionForm):
+    """Sets who recorded a new interruption."""
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.user = user
+
+    def save(self, commit=True):
+        interruption = super().save(commit=False)
+        if interruption.recorded_by_id is None:
+            interruption.recorded_by = self.user
+        if commit:
+            interruption.save()
+        return interruption
+
+
+@permission_required("pools.add_interruption", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def interruption_create(request):
+    initial = {"occurred_at": timezone.now().replace(second=0, microsecond=0)}
+    if request.GET.get("workload"):
+        initial["workload"] = request.GET["workload"]
+
+    def form_class(*args, **kwargs):
+        return _RecordingForm(*args, user=request.user, **kwargs)
+
+    return form_page(
+        request,
+        form_class=form_class,
+        noun="Interruption",
+        template="reports/interruption_form.html",
+        initial=initial,
+    )
+
+
+@permission_required("pools.change_interruption", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def interruption_edit(request, pk):
+    interruption = get_object_or_404(Interruption, pk=pk)
+    return form_page(
+        request,
+        form_class=InterruptionForm,
+        noun="Interruption",
+        template="reports/interruption_form.html",
+        instance=interruption,
+    )
+
+
+@permission_required("pools.delete_interruption", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def interruption_delete(request, pk):
+    interruption = get_object_or_404(Interruption, pk=pk)
+    return delete_page(
+        request,
+        obj=interruption,
+        noun="Interruption",
+        blocking=[],
+        blocking_label="",
+        list_url=reverse("reports:interruption_list"),
+        cancel_url=interruption.get_absolute_url(),
+        pretitle="Interruptions",
+    )

@@ -1,0 +1,60 @@
+"""The morning look at the fleet in Chromium: the Overview's charts draw, and a filter on
+the reports page redraws the table and the charts without reloading the page."""
+
+import pytest
+from django.core.management import call_command
+from playwright.sync_api import expect
+
+from apps.pools.models import Pool
+from tests.conftest import TEST_PASSWORD
+
+
+@pytest.fixture
+def signed_in_reader(page, live_server, make_user, transactional_db, role_groups):
+    call_command("seed_demo", verbosity=0)  # includes 28 days of demo usage
+    user = make_user("reader")
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.goto(f"{live_server.url}/login/")
+    page.fill("#id_username", user.username)
+    page.fill("#id_password", TEST_PASSWORD)
+    page.click("form button[type=submit]")
+    expect(page.locator("#current-user")).to_be_visible()
+    return page
+
+
+@pytest.mark.browser
+def test_overview_draws_the_split_and_the_curves(signed_in_reader, live_server, screenshot_dir):
+    page = signed_in_reader
+    page.goto(f"{live_server.url}/")
+    for chart in ("chart-busy-split", "chart-cost-share", "chart-hour-of-day", "chart-heatmap"):
+        expect(page.locator(f"#{chart} svg.main-svg").first).to_be_attached()
+    # Legends name the purposes; the axis carries its unit.
+    expect(page.locator("#chart-busy-split .legendtext").first).to_be_visible()
+    expect(page.locator("#chart-busy-split")).to_contain_text("GPU-hours")
+    expect(page.locator("#kpi-cost .kpi-value")).to_contain_text("$")
+    page.screenshot(path=screenshot_dir / "overview.png", full_page=True)
+
+
+@pytest.mark.browser
+def test_report_filter_updates_table_and_charts_without_reload(
+    signed_in_reader, live_server, screenshot_dir
+):
+    page = signed_in_reader
+    page.goto(f"{live_server.url}/reports/")
+    page.evaluate("window.__noReload = true")
+    expect(page.locator("#report-table tbody tr")).to_have_count(8)  # the demo's 8 pools
+    expect(page.locator("#chart-report-cost svg.main-svg").first).to_be_attached()
+
+    page.select_option("#id_group_by", "purpose")
+    expect(page.locator("#report-table tbody tr")).to_have_count(3)
+    expect(page.locator('#report-table tr[data-key="training"]')).to_be_visible()
+    expect(page.locator("#chart-report-cost svg.main-svg").first).to_be_attached()
+
+    page.select_option("#id_purpose", "inference")
+    expect(page.locator("#report-table tbody tr")).to_have_count(1)
+    expect(page.locator('#report-table tr[data-key="inference"]')).to_be_visible()
+    inference_pools = Pool.objects.filter(purpose="inference").count()  # all serve requests
+    expect(page.locator("#peak-table tbody tr")).to_have_count(inference_pools)
+    assert page.evaluate("window.__noReload") is True, "the filter reloaded the page"
+    assert "group_by=purpose" in page.url  # the URL follows, so the view can be shared
+    page.screenshot(path=screenshot_dir / "reports-filtered.png", full_page=True)
