@@ -39,6 +39,7 @@ from apps.reports.models import PoolDailyUsage, WorkloadDailyRequests
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
 
 ONE_HOUR = timedelta(hours=1)
+EARLIEST = datetime(2020, 1, 1, tzinfo=UTC)
 GROUP_BY_CHOICES = ("pool", "purpose", "workload")
 UNATTRIBUTED = "unattributed"
 _ZERO = Value(0.0, output_field=FloatField())
@@ -75,6 +76,9 @@ class Span:
     @classmethod
     def of(cls, start: datetime, end: datetime) -> "Span":
         now_end = floor_hour(timezone.now()) + ONE_HOUR
+        # Nothing gpufleet records predates its first release; the floor bounds the
+        # hour-by-hour arithmetic of a query for year 1.
+        start = max(start, EARLIEST)
         start, end = floor_hour(start), min(ceil_hour(end), now_end)
         return cls(start, max(start, end))
 
@@ -582,7 +586,7 @@ def usage_profile(
     if pool is not None:
         hourly = hourly.filter(pool=pool)
         requests = requests.filter(workload__pool=pool)
-    elif purpose:
+    if purpose:  # with a pool too: that pool if it has this purpose, else nothing
         hourly = hourly.filter(pool__purpose=purpose)
         requests = requests.filter(workload__pool__purpose=purpose)
     by_hour = hourly.annotate(local_hour=ExtractHour("hour", tzinfo=zone)).values("local_hour")

@@ -192,6 +192,8 @@ class PoolHourlyUsage(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["pool", "hour"], name="pool_hourly_usage_unique")
         ]
+        # Reports read a range of hours across every pool (apps/reports/queries.py).
+        indexes = [models.Index(fields=["hour"], name="pool_hourly_usage_hour")]
         ordering = ["pool", "hour"]
 
     def __str__(self):
@@ -241,6 +243,7 @@ class WorkloadHourlyRequests(models.Model):
                 fields=["workload", "hour"], name="workload_hourly_requests_unique"
             )
         ]
+        indexes = [models.Index(fields=["hour"], name="workload_hourly_requests_hour")]
         ordering = ["workload", "hour"]
 
     def __str__(self):

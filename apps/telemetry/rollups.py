@@ -13,6 +13,10 @@ Per pool and UTC hour [hour, hour + 1 h):
 
 Per workload and hour: requests, input and output tokens, errors (status not 2xx/ok/
 success/empty) and the p95 latency.
+
+Every rollup also rebuilds the daily sums of the UTC days it touched
+(apps/reports/rollups.py), in the same transaction, so reports never see one without
+the other.
 """
 
 import uuid
@@ -20,6 +24,7 @@ from datetime import datetime, timedelta
 
 from django.db import connection, transaction
 
+from apps.reports.rollups import rollup_pool_days, rollup_workload_days
 from apps.telemetry.models import PendingRollup, PoolHourlyUsage, WorkloadHourlyRequests
 
 MILLIJOULES_PER_KWH = 3.6e9
@@ -77,7 +82,9 @@ def rollup_pool_hours(pool_id: int, start: datetime, end: datetime) -> int:
     (purged, or devices moved to another pool) are deleted, so the result equals a
     rollup from scratch. Returns the number of hourly rows written."""
     PoolHourlyUsage.objects.filter(pool_id=pool_id, hour__gte=start, hour__lt=end).delete()
-    return _insert_pool_hours("device.pool_id = %s", [pool_id, start, end])
+    written = _insert_pool_hours("device.pool_id = %s", [pool_id, start, end])
+    rollup_pool_days([pool_id], start, end)
+    return written
 
 
 @transaction.atomic
@@ -85,7 +92,9 @@ def rollup_all_pool_hours(start: datetime, end: datetime) -> int:
     """``rollup_pool_hours`` for every pool at once: one scan of the samples instead of
     one per pool (bench/telemetry.py: 2.0× → 0.9× a hand-written GROUP BY)."""
     PoolHourlyUsage.objects.filter(hour__gte=start, hour__lt=end).delete()
-    return _insert_pool_hours("device.pool_id IS NOT NULL", [start, end])
+    written = _insert_pool_hours("device.pool_id IS NOT NULL", [start, end])
+    rollup_pool_days(None, start, end)
+    return written
 
 
 def _insert_pool_hours(pool_filter: str, params: list) -> int:
@@ -143,6 +152,7 @@ def rollup_workload_hours(workload_id: int, start: datetime, end: datetime) -> i
         written = cursor.rowcount
     if connection.vendor != "postgresql":
         _fill_p95_in_python(workload_id, start, end)
+    rollup_workload_days([workload_id], start, end)
     return written
 
 
