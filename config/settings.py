@@ -222,6 +222,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "InferencePrecisionEnum": "apps.pools.models.InferencePrecision",
         "TrainingPrecisionEnum": "apps.pools.models.TrainingPrecision",
+        "BackupTierEnum": "apps.backups.models.Tier",
     },
     # The schema and its docs are for signed-in users, like every page.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],

@@ -44,6 +44,15 @@ def fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def fresh_report_cache():
+    """Each test starts with no cached report figures reachable (apps/reports/cache.py):
+    the cache outlives the test database's rollbacks."""
+    from apps.reports.cache import bump_reports_version
+
+    bump_reports_version()
+
+
 @pytest.fixture
 def role_groups(db):
     """The role groups as the data migrations leave them (transactional tests flush them)."""

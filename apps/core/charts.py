@@ -7,3 +7,37 @@ BASE_LAYOUT = {
     "font": {"family": "system-ui, -apple-system, 'Segoe UI', sans-serif", "size": 12},
     "legend": {"orientation": "h", "y": -0.2},
 }
+
+
+class FrozenFigure:
+    """A figure already serialised to JSON, for caches: unpickling a ``go.Figure``
+    validates every property again (~50 ms a figure, measured by bench/dashboard.py's
+    profile), while a string costs nothing. ``{% plotly_chart %}`` takes either."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, figure_json: str):
+        self.json = figure_json
+
+    def __getstate__(self):
+        return self.json
+
+    def __setstate__(self, state):
+        self.json = state
+
+
+def figure_has_data(figure) -> bool:
+    for trace in figure.data:
+        for axis in ("x", "y", "values", "z"):
+            values = getattr(trace, axis, None)
+            if values is not None and len(values) > 0:
+                return True
+    return False
+
+
+def freeze_figure(figure):
+    """``figure`` as a FrozenFigure; None, or a figure without data, gives None (the
+    chart's empty state)."""
+    if figure is None or not figure_has_data(figure):
+        return None
+    return FrozenFigure(figure.to_json())

@@ -37,10 +37,15 @@ def history_rows(obj, limit=HISTORY_LIMIT) -> list[HistoryRow]:
     )
     # All stored fields, the derived ones (editable=False) included: a changed effective
     # price is worth seeing. Timestamps change on every save and say nothing.
+    # Fields the model's history excludes (HistoricalRecords(excluded_fields=…)) are not
+    # on the records.
+    recorded = {model_field.attname for model_field in obj.history.model._meta.concrete_fields}
     tracked = [
         model_field
         for model_field in obj._meta.concrete_fields
-        if not model_field.primary_key and model_field.name not in ("created_at", "updated_at")
+        if not model_field.primary_key
+        and model_field.name not in ("created_at", "updated_at")
+        and model_field.attname in recorded
     ]
     rows = []
     for index, record in enumerate(records[:limit]):

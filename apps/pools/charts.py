@@ -26,42 +26,6 @@ def build_gpus_by_purpose_figure(
     return figure
 
 
-def build_pool_hourly_price_figure(pools) -> go.Figure:
-    """Horizontal bars: what each pool costs per hour (USD/h), coloured by purpose."""
-    pools = sorted(pools, key=lambda pool: pool.price_per_hour_usd)
-    figure = go.Figure()
-    for purpose, colour in PURPOSE_COLOURS.items():
-        of_purpose = [pool for pool in pools if pool.purpose == purpose]
-        if not of_purpose:
-            continue
-        figure.add_trace(
-            go.Bar(
-                name=of_purpose[0].get_purpose_display(),
-                orientation="h",
-                y=[pool.name for pool in of_purpose],
-                x=[float(pool.price_per_hour_usd) for pool in of_purpose],
-                marker_color=colour,
-                customdata=[
-                    [pool.gpu_count, float(pool.effective_price_per_gpu_hour_usd)]
-                    for pool in of_purpose
-                ],
-                hovertemplate=(
-                    "%{y}: $%{x:,.2f}/h<br>%{customdata[0]} GPUs × $%{customdata[1]:.2f}/GPU-h"
-                    "<extra></extra>"
-                ),
-            )
-        )
-    figure.update_layout(
-        title="Price per hour by pool",
-        xaxis_title="USD per hour",
-        yaxis={"automargin": True, "categoryorder": "total ascending"},
-        barmode="stack",
-        legend_traceorder="normal",
-        **BASE_LAYOUT,
-    )
-    return figure
-
-
 MEMORY_LINE_COLOURS = {
     "weights": "#206bc4",
     "gradients": "#4299e1",

@@ -172,7 +172,10 @@ class Pool(models.Model):
 
     objects = PoolQuerySet.as_manager()
 
-    history = HistoricalRecords(excluded_fields=["updated_at"])
+    # The price split is derived from the inputs above; the effective price records it.
+    history = HistoricalRecords(
+        excluded_fields=["updated_at", "fixed_price_per_gpu_hour_usd", "price_per_gpu_kwh_usd"]
+    )
 
     class Meta:
         ordering = ["name"]

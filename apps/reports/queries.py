@@ -16,9 +16,11 @@ from django.db import connection
 from django.db.models import (
     Aggregate,
     Count,
+    Exists,
     F,
     FloatField,
     Min,
+    OuterRef,
     Q,
     Sum,
     Value,
@@ -739,15 +741,18 @@ def peak_split(start: datetime, end: datetime, *, purpose=None, pool=None) -> li
     for the pools that serve requests. Peak hours are the pool's own, else the hours whose
     mean requests are above the daily mean (issue 5). Two queries per distinct time zone."""
     span = Span.of(start, end)
-    pools = Pool.objects.select_related("gpu_model").filter(
-        workloads__hourly_requests__hour__gte=span.start,
-        workloads__hourly_requests__hour__lt=span.end,
+    # Pools with a workload that logged requests in the span: an index probe per workload
+    # on (workload, hour), not a join over every request-hour.
+    served = WorkloadHourlyRequests.objects.filter(
+        workload=OuterRef("pk"), hour__gte=span.start, hour__lt=span.end
     )
+    serving = Workload.objects.filter(pool=OuterRef("pk")).filter(Exists(served))
+    pools = Pool.objects.select_related("gpu_model").filter(Exists(serving))
     if pool is not None:
         pools = pools.filter(pk=pool.pk)
     if purpose:
         pools = pools.filter(purpose=purpose)
-    pools = list(pools.distinct().order_by("name"))
+    pools = list(pools.order_by("name"))
     by_zone = defaultdict(list)
     for found in pools:
         by_zone[found.timezone or "UTC"].append(found)

@@ -12,12 +12,14 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from apps.core.charts import freeze_figure
 from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
 from apps.core.htmx import render_page
 from apps.pools.charts import build_gpus_by_purpose_figure
 from apps.pools.models import Interruption, Pool, Purpose
 from apps.reports import charts, exports, queries
+from apps.reports.cache import cached
 from apps.reports.forms import InterruptionForm, ReportFilterForm
 from apps.reports.models import RecomputeJob
 from apps.reports.tasks import recompute_days_task
@@ -49,15 +51,16 @@ def _overview_context(now):
         "utilization_7d_pct": queries.fleet_utilization_pct(now - timedelta(days=7), now),
         "curve_days": OVERVIEW_CURVE_DAYS,
         "zone_name": zone_name,
-        "gpus_by_purpose_figure": build_gpus_by_purpose_figure(
-            gpus_by_purpose, dict(Purpose.choices)
+        "gpus_by_purpose_figure": freeze_figure(
+            build_gpus_by_purpose_figure(gpus_by_purpose, dict(Purpose.choices))
         ),
-        "busy_split_figure": charts.build_daily_split_figure(split, metric="busy"),
-        "cost_split_figure": charts.build_daily_split_figure(split, metric="cost"),
-        "cost_share_figure": charts.build_share_donut(month_rows),
-        "hour_of_day_figure": charts.build_hour_of_day_figure(profile, zone_name=zone_name),
-        "heatmap_figure": charts.build_heatmap_figure(heatmap, zone_name=zone_name),
-        "drills": _drill_summary(),
+        "busy_split_figure": freeze_figure(charts.build_daily_split_figure(split, metric="busy")),
+        "cost_split_figure": freeze_figure(charts.build_daily_split_figure(split, metric="cost")),
+        "cost_share_figure": freeze_figure(charts.build_share_donut(month_rows)),
+        "hour_of_day_figure": freeze_figure(
+            charts.build_hour_of_day_figure(profile, zone_name=zone_name)
+        ),
+        "heatmap_figure": freeze_figure(charts.build_heatmap_figure(heatmap, zone_name=zone_name)),
     }
     return context
 
@@ -76,6 +79,10 @@ POOL_CURVE_DAYS = 28
 
 def pool_report_context(pool, now):
     """The pool page's cost figures and curves over the last 28 days, in its time zone."""
+    return cached("pool", {"pool": pool.pk}, lambda: _pool_report_context(pool, now))
+
+
+def _pool_report_context(pool, now):
     start = now - timedelta(days=POOL_CURVE_DAYS)
     zone_name = pool.timezone or "UTC"
     rows = queries.cost_report(start, now, "pool", pool_slug=pool.slug)
@@ -84,17 +91,23 @@ def pool_report_context(pool, now):
         "pool_report": rows[0] if rows else None,
         "pool_curve_days": POOL_CURVE_DAYS,
         "pool_zone_name": zone_name,
-        "pool_hour_of_day_figure": charts.build_hour_of_day_figure(profile, zone_name=zone_name),
-        "pool_split_figure": charts.build_daily_split_figure(
-            queries.daily_split(start, now, pool=pool), metric="cost"
+        "pool_hour_of_day_figure": freeze_figure(
+            charts.build_hour_of_day_figure(profile, zone_name=zone_name)
+        ),
+        "pool_split_figure": freeze_figure(
+            charts.build_daily_split_figure(
+                queries.daily_split(start, now, pool=pool), metric="cost"
+            )
         ),
     }
 
 
 @require_GET
 def overview(request):
-    context = _overview_context(timezone.now())
+    now = timezone.now()
+    context = cached("overview", {}, lambda: _overview_context(now))
     context["pool_count"] = Pool.objects.count()
+    context["drills"] = _drill_summary()
     return render_page(request, "reports/overview.html", context)
 
 
@@ -123,10 +136,14 @@ def _report_context(form):
         "end_day": data["end"],
         "zone_name": zone_name,
         "peak_rows": peak_rows,
-        "cost_figure": charts.build_cost_breakdown_figure(rows),
-        "hour_of_day_figure": charts.build_hour_of_day_figure(profile, zone_name=zone_name),
-        "split_figure": charts.build_daily_split_figure(
-            queries.daily_split(start, end, pool=pool), metric="cost"
+        "cost_figure": freeze_figure(charts.build_cost_breakdown_figure(rows)),
+        "hour_of_day_figure": freeze_figure(
+            charts.build_hour_of_day_figure(profile, zone_name=zone_name)
+        ),
+        "split_figure": freeze_figure(
+            charts.build_daily_split_figure(
+                queries.daily_split(start, end, pool=pool), metric="cost"
+            )
         ),
     }
 
@@ -137,11 +154,11 @@ def report(request):
     context = {"form": form, "recent_jobs": RecomputeJob.objects.all()[:3]}
     if form.is_valid():
         export_format = request.GET.get("export")
+        filters = {name: getattr(value, "slug", value) for name, value in form.cleaned_data.items()}
+        results = cached("report", filters, lambda: _report_context(form))
         if export_format in exports.FORMATS:
-            return exports.cost_report_response(
-                _report_context(form)["rows"], form.cleaned_data, export_format
-            )
-        context.update(_report_context(form))
+            return exports.cost_report_response(results["rows"], form.cleaned_data, export_format)
+        context.update(results)
     # Filter changes swap only the results (hx-target="#report-results").
     partial = "results" if request.htmx and request.htmx.target == "report-results" else "content"
     return render_page(request, "reports/report.html", context, partial=partial)

@@ -56,9 +56,9 @@ def test_each_role_signs_in_navigates_and_sees_the_chart(
     expect(page.locator("#current-roles")).to_have_text(expected_role)
 
     # The overview's charts are drawn by plotly.js from the wheel: real SVG, no CDN.
-    for chart_id in ("chart-gpus-by-purpose", "chart-pool-price"):
+    for chart_id in ("chart-gpus-by-purpose", "chart-cost-split"):
         expect(page.locator(f"#{chart_id} svg.main-svg").first).to_be_attached(timeout=15_000)
-    expect(page.locator("#chart-pool-price")).to_contain_text("USD per hour")
+    expect(page.locator("#chart-cost-split")).to_contain_text("USD per day")
     page.screenshot(path=str(screenshot_dir / f"overview-{role_key}.png"), full_page=True)
 
     for label in NAVIGATION[1:]:

@@ -15,6 +15,7 @@ from django.utils import timezone
 from openpyxl import load_workbook
 
 from apps.pools.models import Deployment, Interruption, Pool, Purpose, Workload, WorkloadKind
+from apps.reports.cache import bump_reports_version
 from apps.reports.models import PoolDailyUsage, RecomputeJob
 from apps.reports.rollups import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage
@@ -62,6 +63,7 @@ def _make_pools(gpu_model, count, *, hours=48):
 
 
 def _query_count(client, url, **headers):
+    bump_reports_version()  # count the queries that compute the figures, not a cache hit
     with CaptureQueriesContext(connection) as queries:
         response = client.get(url, headers=headers)
     assert response.status_code == 200
@@ -297,3 +299,39 @@ def test_recompute_job_runs_on_a_real_worker_with_progress(
         sorted(PoolDailyUsage.objects.values_list("pool_id", "day", "busy_gpu_hours")) == expected
     )
     assert len(pools) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_cached_figures_follow_new_rollups_and_interruptions(client, make_user, workload):
+    """The Overview is cached (apps/reports/cache.py) yet never older than its data: a
+    rollup or a recorded interruption makes the cached figures unreachable."""
+    from apps.reports.rollups import rollup_pool_days
+
+    client.force_login(make_user("reader"))
+    url = reverse("core:overview")
+    assert "No telemetry in the last 28 days" in client.get(url).content.decode()
+
+    # An hourly row written behind the rollups' back is not seen: the page is cached.
+    hour = timezone.now().replace(minute=0, second=0, microsecond=0) - timedelta(hours=2)
+    PoolHourlyUsage.objects.create(
+        pool=workload.pool,
+        hour=hour,
+        reporting_gpus=16,
+        capacity_gpu_hours=16,
+        busy_gpu_hours=12,
+        avg_utilization_pct=75,
+    )
+    # (Uncached, the 24-h utilisation would read it from the hourly rows: 75.0 %.)
+    assert "75.0 %" not in client.get(url).content.decode()
+    # The rollups' own write path invalidates it.
+    rollup_pool_days([workload.pool_id], hour, hour + timedelta(hours=1))
+    after_rollup = client.get(url).content.decode()
+    assert "75.0 %" in after_rollup  # utilisation of the last 24 h: 12 of 16 GPU-hours
+
+    Workload.objects.filter(pk=workload.pk).update(checkpoint_interval_minutes=60)
+    Interruption.objects.create(
+        workload=workload, occurred_at=hour, cause="hardware", restart_minutes=30
+    )
+    after_interruption = client.get(url).content.decode()
+    # (30 min half-interval + 30 min restart) × 8 GPUs = 8 GPU-hours lost.
+    assert "8 GPU-h lost to interruptions" in after_interruption

@@ -9,26 +9,22 @@ from django import template
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
+from apps.core.charts import FrozenFigure, figure_has_data
+
 register = template.Library()
 
 # The same escapes as django.utils.html.json_script, so "</script>" in a label is inert.
 _JSON_SCRIPT_ESCAPES = {ord(">"): "\\u003E", ord("<"): "\\u003C", ord("&"): "\\u0026"}
 
 
-def _has_data(figure) -> bool:
-    for trace in figure.data:
-        for axis in ("x", "y", "values", "z"):
-            values = getattr(trace, axis, None)
-            if values is not None and len(values) > 0:
-                return True
-    return False
-
-
 @register.simple_tag
 def plotly_chart(figure, chart_id, empty_message="No data to chart yet.", height_px=320):
-    if figure is None or not _has_data(figure):
+    if isinstance(figure, FrozenFigure):
+        figure_json = figure.json.translate(_JSON_SCRIPT_ESCAPES)
+    elif figure is None or not figure_has_data(figure):
         return render_to_string("components/_empty.html", {"message": empty_message})
-    figure_json = figure.to_json().translate(_JSON_SCRIPT_ESCAPES)
+    else:
+        figure_json = figure.to_json().translate(_JSON_SCRIPT_ESCAPES)
     html = render_to_string(
         "components/_chart.html",
         {"chart_id": chart_id, "height_px": height_px, "figure_json": mark_safe(figure_json)},  # noqa: S308 - escaped above

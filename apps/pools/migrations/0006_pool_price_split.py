@@ -26,16 +26,6 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.AddField(
-            model_name='historicalpool',
-            name='fixed_price_per_gpu_hour_usd',
-            field=models.DecimalField(decimal_places=6, default=Decimal('0'), editable=False, help_text='Cloud price, or amortisation + operations + colocation.', max_digits=12, verbose_name='Fixed price per GPU-hour (USD)'),
-        ),
-        migrations.AddField(
-            model_name='historicalpool',
-            name='price_per_gpu_kwh_usd',
-            field=models.DecimalField(decimal_places=6, default=Decimal('0'), editable=False, help_text='PUE × power price; 0 for cloud pools, whose price includes power.', max_digits=12, verbose_name='Price per GPU kWh (USD)'),
-        ),
-        migrations.AddField(
             model_name='pool',
             name='fixed_price_per_gpu_hour_usd',
             field=models.DecimalField(decimal_places=6, default=Decimal('0'), editable=False, help_text='Cloud price, or amortisation + operations + colocation.', max_digits=12, verbose_name='Fixed price per GPU-hour (USD)'),

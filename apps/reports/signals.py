@@ -1,0 +1,23 @@
+"""Writes that change what a report shows make the cached figures unreachable
+(apps/reports/cache.py)."""
+
+from django.db import transaction
+from django.db.models.signals import post_delete, post_save
+
+from apps.reports.cache import bump_reports_version
+
+
+def _bump_after_commit(sender, **kwargs):
+    # After the commit, so a page rendered meanwhile cannot cache the old data anew.
+    transaction.on_commit(bump_reports_version)
+
+
+def connect():
+    from apps.catalog.models import GpuModel
+    from apps.pools.models import Interruption, Pool, Workload
+
+    for model in (Pool, Workload, Interruption, GpuModel):
+        post_save.connect(_bump_after_commit, sender=model, dispatch_uid=f"reports-{model}-save")
+        post_delete.connect(
+            _bump_after_commit, sender=model, dispatch_uid=f"reports-{model}-delete"
+        )
