@@ -98,3 +98,34 @@ class RecomputeJob(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in (self.Status.DONE, self.Status.FAILED)
+
+
+class WorkloadHourlyUsage(models.Model):
+    """The GPU time a workload used in a shared pool, from the Kubernetes labels of the
+    samples (dcgm-exporter's pod/namespace): a sample counts for the workload whose
+    namespace and pod-name prefix it matches (the longest prefix wins).
+
+    Per device and hour with n utilisation samples, m of them the workload's:
+    ``allocated_gpu_hours`` += m ÷ n and ``busy_gpu_hours`` += Σ their utilisation ÷ 100 ÷ n,
+    so a device serving one workload all hour adds exactly its pool-hour figures
+    (apps/telemetry/rollups.py). Written with the pool's hourly rollup.
+    """
+
+    workload = models.ForeignKey(
+        "pools.Workload", on_delete=models.CASCADE, related_name="attributed_usage"
+    )
+    hour = models.DateTimeField()
+    allocated_gpu_hours = models.FloatField()
+    busy_gpu_hours = models.FloatField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workload", "hour"], name="workload_hourly_usage_unique"
+            )
+        ]
+        indexes = [models.Index(fields=["hour"], name="workload_hourly_usage_hour")]
+        ordering = ["workload", "hour"]
+
+    def __str__(self):
+        return f"{self.workload_id} {self.hour:%Y-%m-%d %H:00}"

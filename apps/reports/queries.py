@@ -440,9 +440,10 @@ def cost_report(
     """Rows of the cost report, one per pool, purpose or workload.
 
     Grouped by workload, a pool that runs exactly one workload gives it all its hours and
-    cost; pools that share their GPUs between workloads, and pools with none, are summed
-    into one "unattributed" row, as telemetry does not say which workload used which
-    GPU-hour (requests are always the workload's own).
+    cost. In a pool shared by several workloads, a workload gets the GPU-hours its
+    samples' Kubernetes labels attribute to it (``WorkloadHourlyUsage``) at the pool's
+    measured cost per GPU-hour; the rest of shared pools, and pools with no workload, are
+    summed into one "unattributed" row (requests are always the workload's own).
     """
     if group_by not in GROUP_BY_CHOICES:
         raise ValueError(f"group_by must be one of {', '.join(GROUP_BY_CHOICES)}")
@@ -489,6 +490,7 @@ def cost_report(
     workloads_by_pool = defaultdict(list)
     for workload in workloads:
         workloads_by_pool[workload.pool_id].append(workload)
+    attributed = attributed_usage(span, [w.id for w in workloads])
     rows = []
     unattributed = CostRow(key=UNATTRIBUTED, label="Unattributed (shared or unused pools)")
     for pool_figures_ in figures:
@@ -497,6 +499,8 @@ def cost_report(
             _add_pool(unattributed, pool_figures_)
         for workload in pool_workloads:
             row = CostRow(key=workload.slug, label=workload.name, purpose=workload.pool.purpose)
+            if len(pool_workloads) != 1 and workload.id in attributed:
+                _move_attributed(row, unattributed, pool_figures_, workload, attributed)
             if len(pool_workloads) == 1:
                 _add_pool(row, pool_figures_)
                 # Purpose follows the workload's kind here, not its pool's.
@@ -518,6 +522,52 @@ def cost_report(
     if unattributed.pool_count:
         rows.append(unattributed)
     return rows
+
+
+def attributed_usage(span: Span, workload_ids) -> dict[int, tuple[float, float]]:
+    """Per workload: (allocated, busy) GPU-hours its labelled samples account for in
+    shared pools (apps/reports/models.py, WorkloadHourlyUsage). One query."""
+    from apps.reports.models import WorkloadHourlyUsage
+
+    rows = (
+        WorkloadHourlyUsage.objects.filter(
+            workload_id__in=workload_ids, hour__gte=span.start, hour__lt=span.end
+        )
+        .values("workload_id")
+        .annotate(allocated=Sum("allocated_gpu_hours"), busy=Sum("busy_gpu_hours"))
+    )
+    return {row["workload_id"]: (row["allocated"], row["busy"]) for row in rows}
+
+
+def _move_attributed(row, unattributed, figures: PoolFigures, workload, attributed):
+    """Give a workload of a shared pool the GPU-hours its samples carry, at the pool's
+    measured cost per GPU-hour, and take them out of the pool's unattributed rest."""
+    allocated, busy = attributed[workload.id]
+    capacity = figures.usage.measured_capacity_gpu_hours
+    share = allocated / capacity if capacity else 0.0
+    cost = figures.usage.measured_cost_usd * share
+    idle = costmodel.idle_cost_usd(cost, busy, allocated)
+    for target, sign in ((row, 1), (unattributed, -1)):
+        target.capacity_gpu_hours += sign * allocated
+        target.measured_capacity_gpu_hours += sign * allocated
+        target.busy_gpu_hours += sign * busy
+        target.cost_usd += sign * cost
+        target.measured_cost_usd += sign * cost
+        target.idle_cost_usd += sign * idle
+    # Training and inference parts follow the workload's kind for its own row and the
+    # pool's purpose for the rest, as _add_pool counted them.
+    if workload.kind in TRAINING_KINDS:
+        row.training_busy_gpu_hours += busy
+        row.training_cost_usd += cost
+    else:
+        row.inference_cost_usd += cost
+    if figures.pool.purpose == Purpose.TRAINING:
+        unattributed.training_busy_gpu_hours -= busy
+        unattributed.training_cost_usd -= cost
+    elif figures.pool.purpose == Purpose.INFERENCE:
+        unattributed.inference_cost_usd -= cost
+    row.pool_count = 1
+    row.gpus = workload.gpu_count
 
 
 def total_row(rows: list[CostRow]) -> CostRow:

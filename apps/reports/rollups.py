@@ -139,3 +139,70 @@ def rebuild_all_days() -> tuple[int, int]:
     start = min(s for s, _ in known)
     end = max(e for _, e in known) + timedelta(hours=1)
     return rebuild_days(start, end)
+
+
+# Per pool and hour range: match each utilisation sample to at most one labelled workload
+# of its device's pool, then split every device-hour among workloads by sample counts.
+ATTRIBUTION_SQL = """
+INSERT INTO reports_workloadhourlyusage (workload_id, hour, allocated_gpu_hours, busy_gpu_hours)
+SELECT matched.workload_id, matched.hour,
+       SUM(matched.samples::float / per_device.samples),
+       SUM(matched.utilization_sum / 100.0 / per_device.samples)
+FROM (
+    SELECT sample.device_id, date_trunc('hour', sample.timestamp) AS hour,
+           owner.id AS workload_id, COUNT(*) AS samples,
+           SUM(sample.utilization_pct) AS utilization_sum
+    FROM telemetry_gpusample AS sample
+    JOIN telemetry_gpudevice AS device ON device.id = sample.device_id
+    JOIN LATERAL (
+        SELECT workload.id FROM pools_workload AS workload
+        WHERE workload.pool_id = device.pool_id
+          AND (workload.k8s_namespace <> '' OR workload.pod_name_prefix <> '')
+          AND (workload.k8s_namespace = '' OR workload.k8s_namespace = sample.namespace)
+          AND (workload.pod_name_prefix = ''
+               OR left(sample.pod, length(workload.pod_name_prefix)) = workload.pod_name_prefix)
+        ORDER BY length(workload.pod_name_prefix) DESC, length(workload.k8s_namespace) DESC,
+                 workload.id
+        LIMIT 1
+    ) AS owner ON true
+    WHERE device.pool_id = %(pool)s AND sample.timestamp >= %(start)s
+      AND sample.timestamp < %(end)s AND sample.utilization_pct IS NOT NULL
+    GROUP BY sample.device_id, date_trunc('hour', sample.timestamp), owner.id
+) AS matched
+JOIN (
+    SELECT sample.device_id, date_trunc('hour', sample.timestamp) AS hour, COUNT(*) AS samples
+    FROM telemetry_gpusample AS sample
+    JOIN telemetry_gpudevice AS device ON device.id = sample.device_id
+    WHERE device.pool_id = %(pool)s AND sample.timestamp >= %(start)s
+      AND sample.timestamp < %(end)s AND sample.utilization_pct IS NOT NULL
+    GROUP BY sample.device_id, date_trunc('hour', sample.timestamp)
+) AS per_device ON per_device.device_id = matched.device_id AND per_device.hour = matched.hour
+GROUP BY matched.workload_id, matched.hour
+"""
+
+
+def attribute_pool_hours(pool_ids, start: datetime, end: datetime) -> int:
+    """Recompute the workload attribution of ``pool_ids`` (None: every pool) in
+    [start, end), for pools with a labelled workload. PostgreSQL only (LATERAL); on
+    SQLite, the development database, shared pools stay unattributed."""
+    from django.db import connection
+
+    from apps.pools.models import Workload
+    from apps.reports.models import WorkloadHourlyUsage
+
+    labelled = Workload.objects.exclude(k8s_namespace="", pod_name_prefix="")
+    if pool_ids is not None:
+        labelled = labelled.filter(pool_id__in=list(pool_ids))
+    pools = sorted(set(labelled.values_list("pool_id", flat=True)))
+    stale = WorkloadHourlyUsage.objects.filter(hour__gte=start, hour__lt=end)
+    if pool_ids is not None:
+        stale = stale.filter(workload__pool_id__in=list(pool_ids))
+    stale.delete()
+    if not pools or connection.vendor != "postgresql":
+        return 0
+    written = 0
+    with connection.cursor() as cursor:
+        for pool_id in pools:
+            cursor.execute(ATTRIBUTION_SQL, {"pool": pool_id, "start": start, "end": end})
+            written += cursor.rowcount
+    return written

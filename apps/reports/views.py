@@ -8,6 +8,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -158,10 +159,21 @@ def report(request):
         results = cached("report", filters, lambda: _report_context(form))
         if export_format in exports.FORMATS:
             return exports.cost_report_response(results["rows"], form.cleaned_data, export_format)
-        context.update(results)
+        # The rendered table and charts are cached too: rendering ~100 rows of figures
+        # costs more than reading them (bench/dashboard.py).
+        query = {**filters, "query": request.GET.urlencode()}
+        context["results_html"] = cached(
+            "report-html", query, lambda: _render_results(request, {**results, "form": form})
+        )
+    else:
+        context["results_html"] = _render_results(request, {"form": form})
     # Filter changes swap only the results (hx-target="#report-results").
     partial = "results" if request.htmx and request.htmx.target == "report-results" else "content"
     return render_page(request, "reports/report.html", context, partial=partial)
+
+
+def _render_results(request, context):
+    return render_to_string("reports/report.html#results_body", context, request=request)
 
 
 @permission_required("reports.add_recomputejob", raise_exception=True)

@@ -24,7 +24,11 @@ from datetime import datetime, timedelta
 
 from django.db import connection, transaction
 
-from apps.reports.rollups import rollup_pool_days, rollup_workload_days
+from apps.reports.rollups import (
+    attribute_pool_hours,
+    rollup_pool_days,
+    rollup_workload_days,
+)
 from apps.telemetry.models import PendingRollup, PoolHourlyUsage, WorkloadHourlyRequests
 
 MILLIJOULES_PER_KWH = 3.6e9
@@ -83,6 +87,7 @@ def rollup_pool_hours(pool_id: int, start: datetime, end: datetime) -> int:
     rollup from scratch. Returns the number of hourly rows written."""
     PoolHourlyUsage.objects.filter(pool_id=pool_id, hour__gte=start, hour__lt=end).delete()
     written = _insert_pool_hours("device.pool_id = %s", [pool_id, start, end])
+    attribute_pool_hours([pool_id], start, end)
     rollup_pool_days([pool_id], start, end)
     return written
 
@@ -93,6 +98,7 @@ def rollup_all_pool_hours(start: datetime, end: datetime) -> int:
     one per pool (bench/telemetry.py: 2.0× → 0.9× a hand-written GROUP BY)."""
     PoolHourlyUsage.objects.filter(hour__gte=start, hour__lt=end).delete()
     written = _insert_pool_hours("device.pool_id IS NOT NULL", [start, end])
+    attribute_pool_hours(None, start, end)
     rollup_pool_days(None, start, end)
     return written
 

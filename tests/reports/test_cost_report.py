@@ -463,3 +463,97 @@ def test_imported_telemetry_reaches_the_daily_rows_and_the_report(client, make_u
     client.force_login(make_user("reader"))
     rows = _get(client, start=first.isoformat(), end=last.isoformat())
     assert rows[pool.slug]["busy_gpu_hours"] == pytest.approx(hourly_busy)
+
+
+@pytest.mark.django_db
+def test_shared_pool_is_split_by_kubernetes_labels(client, make_user, gpu_model):
+    """Two GPUs of a shared pool in one hour. GPU 1 logs two samples of pod chat-1 at
+    80 % and two of pod other-1 at 40 % (namespace serve); GPU 2 two samples of a batch
+    pod at 50 %. By hand: the chat workload (prefix "chat-", the longest match) gets
+    allocated 2/4 = 0.5 GPU-h and busy (80 + 80)/100/4 = 0.4; the catch-all "serve"
+    workload 0.5 and 0.2; the pool's hour is 8 GPUs × $2.00 = $16.00, so each gets
+    $16 × 0.5/8 = $1.00 and the rest ($14.00, busy 0.6 + 0.5 − 0.6 = 0.5) is
+    unattributed."""
+    from apps.telemetry.models import GpuDevice, GpuSample
+    from apps.telemetry.rollups import rollup_pool_hours
+
+    shared = Pool(
+        name="Shared",
+        slug="shared",
+        purpose=Purpose.MIXED,
+        deployment=Deployment.CLOUD_ON_DEMAND,
+        gpu_model=gpu_model,
+        gpu_count=8,
+        gpus_per_node=8,
+        on_demand_price_per_gpu_hour_usd=Decimal("2.00"),
+    )
+    shared.refresh_effective_price()
+    shared.save()
+    Pool.objects.filter(pk=shared.pk).update(created_at=START - timedelta(days=1))
+    common = {"pool": shared, "gpu_count": 4}
+    Workload.objects.create(
+        name="Chat",
+        slug="chat",
+        kind=WorkloadKind.ONLINE_INFERENCE,
+        k8s_namespace="serve",
+        pod_name_prefix="chat-",
+        **common,
+    )
+    Workload.objects.create(
+        name="Serve rest",
+        slug="serve-rest",
+        kind=WorkloadKind.BATCH_INFERENCE,
+        k8s_namespace="serve",
+        **common,
+    )
+    Workload.objects.create(
+        name="Unlabelled", slug="unlabelled", kind=WorkloadKind.FULL_FINE_TUNE, **common
+    )
+    devices = [
+        GpuDevice.objects.create(
+            key=f"GPU-{n}",
+            uuid=f"GPU-{n}",
+            hostname="node-1",
+            gpu_index=n,
+            pool=shared,
+            assignment=GpuDevice.Assignment.RULE,
+            first_seen_at=START,
+            last_seen_at=START,
+        )
+        for n in (1, 2)
+    ]
+    minute = timedelta(minutes=1)
+    for offset, (device, pod, namespace, utilization) in enumerate(
+        [
+            (devices[0], "chat-1", "serve", 80),
+            (devices[0], "chat-1", "serve", 80),
+            (devices[0], "other-1", "serve", 40),
+            (devices[0], "other-1", "serve", 40),
+            (devices[1], "job-1", "batch", 50),
+            (devices[1], "job-1", "batch", 50),
+        ]
+    ):
+        GpuSample.objects.create(
+            device=device,
+            timestamp=START + offset * minute,
+            utilization_pct=utilization,
+            pod=pod,
+            namespace=namespace,
+        )
+    rollup_pool_hours(shared.pk, START, START + timedelta(hours=1))
+    client.force_login(make_user("reader"))
+    rows = _get(
+        client,
+        start=START.isoformat(),
+        end=(START + timedelta(hours=1)).isoformat(),
+        group_by="workload",
+    )
+    assert rows["chat"]["capacity_gpu_hours"] == pytest.approx(0.5)
+    assert rows["chat"]["busy_gpu_hours"] == pytest.approx(0.4)
+    assert rows["chat"]["cost_usd"] == pytest.approx(1.0)
+    assert rows["chat"]["idle_cost_usd"] == pytest.approx(1.0 * (1 - 0.4 / 0.5))
+    assert rows["serve-rest"]["busy_gpu_hours"] == pytest.approx(0.2)
+    assert rows["serve-rest"]["cost_usd"] == pytest.approx(1.0)
+    assert rows["unlabelled"]["cost_usd"] == 0
+    assert rows["unattributed"]["cost_usd"] == pytest.approx(14.0)
+    assert rows["unattributed"]["busy_gpu_hours"] == pytest.approx(1.1 - 0.6)
