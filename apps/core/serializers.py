@@ -44,9 +44,20 @@ class StrictBooleanField(serializers.BooleanField):
         return data
 
 
+class StrictDecimalField(serializers.DecimalField):
+    """Decimals travel as strings ("80.0"), as the schema documents them: a JSON number
+    would pass through a binary float first, and the schema does not admit one."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class StrictModelSerializer(serializers.ModelSerializer):
     serializer_field_mapping = {
         **serializers.ModelSerializer.serializer_field_mapping,
+        models.DecimalField: StrictDecimalField,
         models.CharField: StrictCharField,
         models.TextField: StrictCharField,
         models.SlugField: StrictSlugField,
