@@ -10,6 +10,7 @@ sums apply its formulas with the pool's stored price split (``fixed_price_per_gp
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
+from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from django.db import connection
@@ -19,6 +20,8 @@ from django.db.models import (
     Exists,
     F,
     FloatField,
+    Func,
+    IntegerField,
     Min,
     OuterRef,
     Q,
@@ -609,9 +612,26 @@ class HourOfDay:
     is_peak: bool
 
 
+class ZonedHour(Func):
+    """PostgreSQL: the local hour of a timestamp in a zone read from another column,
+    ``EXTRACT(HOUR FROM hour AT TIME ZONE pool.timezone)``."""
+
+    template = "EXTRACT(HOUR FROM %(expressions)s)"
+    arg_joiner = " AT TIME ZONE "
+    output_field = IntegerField()
+
+
+def _local_hour(timestamp_field: str, zone_field: str, zone: ZoneInfo | None):
+    """Each row's local hour: in its own zone (``zone`` None, PostgreSQL) or in ``zone``."""
+    if zone is None:
+        return ZonedHour(F(timestamp_field), F(zone_field))
+    return ExtractHour(timestamp_field, tzinfo=zone)
+
+
+@lru_cache(maxsize=256)
 def _local_hour_counts(span: Span, zone: ZoneInfo) -> list[int]:
     """How many hours of the span fall on each local hour of the day (arithmetic over at
-    most the span's hours, no database rows)."""
+    most the span's hours, no database rows; remembered per span and zone)."""
     counts = [0] * 24
     moment = span.start
     while moment < span.end:
@@ -629,7 +649,7 @@ def usage_profile(
     purpose: str | None = None,
 ) -> list[HourOfDay]:
     """The hour-of-day curve of a pool (or of every pool of a purpose, or of the fleet):
-    issue 5's ``/api/v1/usage/profile/``. Three queries."""
+    issue 5's ``/api/v1/usage/profile/``. Two queries on PostgreSQL."""
     span = Span.of(start, end)
     hourly = PoolHourlyUsage.objects.filter(
         hour__gte=span.start, hour__lt=span.end, reporting_gpus__gt=0
@@ -642,16 +662,12 @@ def usage_profile(
         hourly = hourly.filter(pool__purpose=purpose)
         requests = requests.filter(workload__pool__purpose=purpose)
     by_hour = hourly.annotate(local_hour=ExtractHour("hour", tzinfo=zone)).values("local_hour")
-    utilization = {
-        row["local_hour"]: row
-        for row in by_hour.annotate(busy=Sum("busy_gpu_hours"), reporting=Sum("reporting_gpus"))
-    }
+    sums = {"busy": Sum("busy_gpu_hours"), "reporting": Sum("reporting_gpus")}
+    if connection.vendor == "postgresql":  # sums and percentile in one pass
+        sums["p95"] = PercentileCont("avg_utilization_pct", 0.95)
+    utilization = {row["local_hour"]: row for row in by_hour.annotate(**sums)}
     if connection.vendor == "postgresql":
-        p95 = dict(
-            by_hour.annotate(p95=PercentileCont("avg_utilization_pct", 0.95)).values_list(
-                "local_hour", "p95"
-            )
-        )
+        p95 = {hour: row["p95"] for hour, row in utilization.items()}
     else:  # SQLite (make run): no percentile_cont; the development database is small.
         values = defaultdict(list)
         for hour, pct in by_hour.values_list("local_hour", "avg_utilization_pct"):
@@ -789,7 +805,7 @@ class PeakSplitRow:
 def peak_split(start: datetime, end: datetime, *, purpose=None, pool=None) -> list[PeakSplitRow]:
     """Cost of measured hours and requests in each pool's peak and off-peak local hours,
     for the pools that serve requests. Peak hours are the pool's own, else the hours whose
-    mean requests are above the daily mean (issue 5). Two queries per distinct time zone."""
+    mean requests are above the daily mean (issue 5). Three queries on PostgreSQL."""
     span = Span.of(start, end)
     # Pools with a workload that logged requests in the span: an index probe per workload
     # on (workload, hour), not a join over every request-hour.
@@ -803,20 +819,23 @@ def peak_split(start: datetime, end: datetime, *, purpose=None, pool=None) -> li
     if purpose:
         pools = pools.filter(purpose=purpose)
     pools = list(pools.order_by("name"))
-    by_zone = defaultdict(list)
-    for found in pools:
-        by_zone[found.timezone or "UTC"].append(found)
     cost_by_hour: dict[int, dict[int, float]] = defaultdict(lambda: defaultdict(float))
     requests_by_hour: dict[int, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
     tdp_kw = F("pool__gpu_model__tdp_watts") / 1000.0
-    for zone_name, zone_pools in by_zone.items():
-        zone = ZoneInfo(zone_name)
-        ids = [found.id for found in zone_pools]
+    if connection.vendor == "postgresql":
+        # Every row in its own pool's zone: two queries, however many zones.
+        groups = [([found.id for found in pools], None)]
+    else:  # SQLite converts to one zone per query: one pair of queries per zone.
+        by_zone = defaultdict(list)
+        for found in pools:
+            by_zone[found.timezone or "UTC"].append(found.id)
+        groups = [(ids, ZoneInfo(name)) for name, ids in by_zone.items()]
+    for ids, zone in groups:
         usage = (
             PoolHourlyUsage.objects.filter(
                 pool_id__in=ids, hour__gte=span.start, hour__lt=span.end, reporting_gpus__gt=0
             )
-            .annotate(local_hour=ExtractHour("hour", tzinfo=zone))
+            .annotate(local_hour=_local_hour("hour", "pool__timezone", zone))
             .values("pool_id", "local_hour")
             .annotate(
                 cost=Sum(
@@ -833,7 +852,7 @@ def peak_split(start: datetime, end: datetime, *, purpose=None, pool=None) -> li
             WorkloadHourlyRequests.objects.filter(
                 workload__pool_id__in=ids, hour__gte=span.start, hour__lt=span.end
             )
-            .annotate(local_hour=ExtractHour("hour", tzinfo=zone))
+            .annotate(local_hour=_local_hour("hour", "workload__pool__timezone", zone))
             .values("workload__pool_id", "local_hour")
             .annotate(total=Sum("requests"), tokens=Sum(F("input_tokens") + F("output_tokens")))
         )

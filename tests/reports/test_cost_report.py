@@ -557,3 +557,33 @@ def test_shared_pool_is_split_by_kubernetes_labels(client, make_user, gpu_model)
     assert rows["unlabelled"]["cost_usd"] == 0
     assert rows["unattributed"]["cost_usd"] == pytest.approx(14.0)
     assert rows["unattributed"]["busy_gpu_hours"] == pytest.approx(1.1 - 0.6)
+
+
+@pytest.mark.django_db
+def test_peak_and_offpeak_unit_costs_in_the_pools_time_zone(fleet):
+    """The cloud pool's peak hours are 9–12 in Shanghai (UTC+8, no DST): UTC hours 1–4.
+    Its measured hours cost 8 × $2.50 each; requests are 1000 + 10 × step."""
+    from apps.reports.queries import peak_split
+
+    Pool.objects.filter(pk=fleet["cloud"].pk).update(peak_hours="9-12")
+    (row,) = peak_split(START, END)
+    assert row.pool.slug == "cloud-inference" and row.peak_hours == frozenset({9, 10, 11, 12})
+    peak_cost = offpeak_cost = 0.0
+    peak_requests = offpeak_requests = 0
+    for step in range(HOURS):
+        local_hour = ((START + timedelta(hours=step)).hour + 8) % 24
+        requests = 1000 + 10 * step
+        cost = 8 * CLOUD_PRICE if step >= 5 else 0.0  # unmeasured hours have no split
+        if 9 <= local_hour <= 12:
+            peak_cost += cost
+            peak_requests += requests
+        else:
+            offpeak_cost += cost
+            offpeak_requests += requests
+    assert row.peak_cost_usd == pytest.approx(peak_cost)
+    assert row.offpeak_cost_usd == pytest.approx(offpeak_cost)
+    assert row.peak_requests == peak_requests
+    assert row.peak_cost_per_1k_requests_usd == pytest.approx(peak_cost / peak_requests * 1000)
+    assert row.offpeak_cost_per_1k_requests_usd == pytest.approx(
+        offpeak_cost / offpeak_requests * 1000
+    )
