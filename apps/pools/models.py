@@ -4,6 +4,7 @@ The foundation keeps the fields every later feature relies on; the pools/catalog
 adds GPU and model catalogs, cost inputs and the fit engine.
 """
 
+from datetime import timedelta
 from decimal import Decimal
 
 from django.conf import settings
@@ -522,6 +523,19 @@ class Interruption(models.Model):
     def name(self) -> str:
         """What confirmation pages call it."""
         return str(self)
+
+    @staticmethod
+    def rule_errors(occurred_at, last_checkpoint_at, workload, now) -> dict[str, str]:
+        """What the form and the API refuse, by field: a checkpoint after the failure, a
+        failure in the future (5 minutes of clock skew allowed), a non-training job."""
+        errors = {}
+        if occurred_at and last_checkpoint_at and last_checkpoint_at > occurred_at:
+            errors["last_checkpoint_at"] = "The last checkpoint must be before the interruption."
+        if occurred_at and occurred_at > now + timedelta(minutes=5):
+            errors["occurred_at"] = "An interruption cannot be in the future."
+        if workload is not None and not workload.is_training:
+            errors["workload"] = "Interruptions are recorded for training workloads only."
+        return errors
 
     @property
     def lost_minutes(self) -> float | None:

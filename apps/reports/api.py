@@ -177,21 +177,17 @@ class InterruptionSerializer(StrictModelSerializer):
         read_only_fields = ["id", "created_at"]
 
     def validate(self, attrs):
-        occurred = attrs.get("occurred_at", getattr(self.instance, "occurred_at", None))
-        checkpoint = attrs.get(
-            "last_checkpoint_at", getattr(self.instance, "last_checkpoint_at", None)
+        def current(name):
+            return attrs.get(name, getattr(self.instance, name, None))
+
+        errors = Interruption.rule_errors(
+            current("occurred_at"),
+            current("last_checkpoint_at"),
+            current("workload"),
+            timezone.now(),
         )
-        workload = attrs.get("workload", getattr(self.instance, "workload", None))
-        if occurred and checkpoint and checkpoint > occurred:
-            raise ValidationError(
-                {"last_checkpoint_at": ["The last checkpoint must be before the interruption."]}
-            )
-        if occurred and occurred > timezone.now() + timedelta(minutes=5):
-            raise ValidationError({"occurred_at": ["An interruption cannot be in the future."]})
-        if workload is not None and not workload.is_training:
-            raise ValidationError(
-                {"workload": ["Interruptions are recorded for training workloads only."]}
-            )
+        if errors:
+            raise ValidationError({name: [message] for name, message in errors.items()})
         return attrs
 
 

@@ -19,71 +19,13 @@ apart, never as idle or busy.
 Training: effective GPU-hours = busy GPU-hours − GPU-hours lost to interruptions (the work
 since the last checkpoint plus the restart, Young 1974; see ``Interruption.lost_minutes``).
 Inference: cost per 1,000 requests and per 1 M tokens.
+
+The per-hour sums run in SQL (apps/reports/queries.py) over the pool's stored price split
+(``Pool.fixed_price_per_gpu_hour_usd``, ``Pool.price_per_gpu_kwh_usd``); this module holds
+the formulas applied to those sums.
 """
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-
-WATTS_PER_KILOWATT = 1000.0
-
-
-@dataclass(frozen=True)
-class CostRates:
-    """A pool's price, split into what every GPU-hour pays and what energy pays.
-
-    ``fixed_usd_per_gpu_hour``: cloud price, or amortisation + operations + colocation.
-    ``usd_per_it_kwh``: PUE × price per kWh (0 for cloud pools, whose price includes power).
-    ``tdp_kw``: the GPU's board power, for hours without measured energy.
-    """
-
-    fixed_usd_per_gpu_hour: float
-    usd_per_it_kwh: float
-    tdp_kw: float
-
-    @property
-    def unmeasured_usd_per_gpu_hour(self) -> float:
-        """An hour without telemetry: every GPU at TDP, as the effective price assumes."""
-        return self.fixed_usd_per_gpu_hour + self.usd_per_it_kwh * self.tdp_kw
-
-
-def cloud_rates(price_per_gpu_hour_usd: float) -> CostRates:
-    return CostRates(float(price_per_gpu_hour_usd), 0.0, 0.0)
-
-
-def owned_rates(
-    *,
-    purchase_price_per_gpu_usd: float,
-    amortisation_hours: float,
-    operations_and_colocation_per_gpu_hour_usd: float,
-    pue: float,
-    power_price_per_kwh_usd: float,
-    tdp_watts: float,
-) -> CostRates:
-    return CostRates(
-        fixed_usd_per_gpu_hour=purchase_price_per_gpu_usd / amortisation_hours
-        + operations_and_colocation_per_gpu_hour_usd,
-        usd_per_it_kwh=pue * power_price_per_kwh_usd,
-        tdp_kw=tdp_watts / WATTS_PER_KILOWATT,
-    )
-
-
-def measured_hours_cost_usd(
-    rates: CostRates,
-    *,
-    capacity_gpu_hours: float,
-    energy_kwh: float,
-    busy_gpu_hours_without_energy: float,
-) -> float:
-    """Cost of hours that have telemetry, summed over any number of them.
-
-    ``energy_kwh`` is the measured energy of the hours that have it;
-    ``busy_gpu_hours_without_energy`` the busy GPU-hours of those that do not (their power
-    is TDP × utilisation).
-    """
-    energy_total_kwh = energy_kwh + rates.tdp_kw * busy_gpu_hours_without_energy
-    return rates.fixed_usd_per_gpu_hour * capacity_gpu_hours + rates.usd_per_it_kwh * (
-        energy_total_kwh
-    )
 
 
 def idle_cost_usd(cost_usd: float, busy_gpu_hours: float, capacity_gpu_hours: float) -> float:

@@ -114,11 +114,12 @@ class InterruptionForm(TablerFormMixin, forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
-        occurred, checkpoint = cleaned.get("occurred_at"), cleaned.get("last_checkpoint_at")
-        if occurred and checkpoint and checkpoint > occurred:
-            self.add_error(
-                "last_checkpoint_at", "The last checkpoint must be before the interruption."
-            )
-        if occurred and occurred > timezone.now() + timedelta(minutes=5):
-            self.add_error("occurred_at", "An interruption cannot be in the future.")
+        errors = Interruption.rule_errors(
+            cleaned.get("occurred_at"),
+            cleaned.get("last_checkpoint_at"),
+            cleaned.get("workload"),
+            timezone.now(),
+        )
+        for name, message in errors.items():
+            self.add_error(name, message)
         return cleaned

@@ -111,8 +111,9 @@ class Span:
 
 
 def _measured_cost_expression(prefix: str = "pool__"):
-    """Σ cost of measured hours (costmodel.measured_hours_cost_usd) as a SQL expression
-    over rows carrying the daily-usage column names."""
+    """Σ cost of measured hours as a SQL expression over rows carrying the daily-usage
+    column names: fixed price × capacity + price per kWh × (measured energy + TDP × busy
+    GPU-hours of the hours without it), the cost model's owned-pool formula."""
     tdp_kw = F(f"{prefix}gpu_model__tdp_watts") / 1000.0
     return F(f"{prefix}fixed_price_per_gpu_hour_usd") * F("measured_capacity_gpu_hours") + F(
         f"{prefix}price_per_gpu_kwh_usd"
@@ -205,6 +206,12 @@ class RequestTotals:
     @property
     def tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+    def merge(self, other: "RequestTotals"):
+        self.requests += other.requests
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.errors += other.errors
 
     def add(self, row: dict):
         self.requests += row["total_requests"] or 0
@@ -372,26 +379,26 @@ class PoolFigures:
         return self.lost_gpu_hours * self.unmeasured_usd_per_gpu_hour
 
 
-def pool_figures(span: Span, pools: list[Pool]) -> list[PoolFigures]:
-    """Every pool's figures: five queries, whatever the number of pools."""
+def pool_figures(
+    span: Span,
+    pools: list[Pool],
+    workloads: list[Workload],
+    requests: dict[int, RequestTotals],
+    lost: dict[int, float],
+) -> list[PoolFigures]:
+    """Every pool's figures from its workloads' request totals and lost GPU-hours: three
+    queries, whatever the number of pools."""
     pool_ids = [pool.id for pool in pools]
     usage = pool_usage_totals(span, pool_ids)
     first_days = pool_first_days(pool_ids)
     workloads_by_pool = defaultdict(list)
-    for workload in Workload.objects.filter(pool_id__in=pool_ids).only("id", "pool_id"):
+    for workload in workloads:
         workloads_by_pool[workload.pool_id].append(workload.id)
-    requests = workload_request_totals(span)
-    lost = lost_gpu_hours_by_workload(span)
     figures = []
     for pool in pools:
         pool_requests = RequestTotals()
         for workload_id in workloads_by_pool[pool.id]:
-            found = requests.get(workload_id)
-            if found:
-                pool_requests.requests += found.requests
-                pool_requests.input_tokens += found.input_tokens
-                pool_requests.output_tokens += found.output_tokens
-                pool_requests.errors += found.errors
+            pool_requests.merge(requests.get(workload_id, RequestTotals()))
         figures.append(
             PoolFigures(
                 pool=pool,
@@ -456,7 +463,15 @@ def cost_report(
         pools = pools.filter(purpose=purpose)
     if pool_slug:
         pools = pools.filter(slug=pool_slug)
-    figures = pool_figures(span, list(pools))
+    pools = list(pools)
+    # The workloads, their requests and their lost GPU-hours, read once for every grouping.
+    workloads = list(
+        Workload.objects.filter(pool__in=pools).select_related("pool").order_by("name")
+    )
+    workload_ids = [workload.id for workload in workloads]
+    requests = workload_request_totals(span, workload_ids)
+    lost = lost_gpu_hours_by_workload(span, workload_ids)
+    figures = pool_figures(span, pools, workloads, requests, lost)
 
     if group_by == "pool":
         rows = []
@@ -484,16 +499,10 @@ def cost_report(
         return list(rows.values())
 
     # group_by == "workload"
-    pool_ids = [f.pool.id for f in figures]
-    workloads = list(
-        Workload.objects.filter(pool_id__in=pool_ids).select_related("pool").order_by("name")
-    )
-    requests = workload_request_totals(span, [w.id for w in workloads])
-    lost = lost_gpu_hours_by_workload(span, [w.id for w in workloads])
     workloads_by_pool = defaultdict(list)
     for workload in workloads:
         workloads_by_pool[workload.pool_id].append(workload)
-    attributed = attributed_usage(span, [w.id for w in workloads])
+    attributed = attributed_usage(span, workload_ids)
     rows = []
     unattributed = CostRow(key=UNATTRIBUTED, label="Unattributed (shared or unused pools)")
     for pool_figures_ in figures:

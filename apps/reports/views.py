@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from apps.backups.services import overdue_and_failing_summary
 from apps.core.charts import freeze_figure
 from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
@@ -66,15 +67,6 @@ def _overview_context(now):
     return context
 
 
-def _drill_summary():
-    """The backups app's overdue and failing drill counts, once it is installed."""
-    try:
-        from apps.backups.services import overdue_and_failing_summary
-    except ImportError:
-        return None
-    return overdue_and_failing_summary()
-
-
 POOL_CURVE_DAYS = 28
 
 
@@ -108,7 +100,7 @@ def overview(request):
     now = timezone.now()
     context = cached("overview", {}, lambda: _overview_context(now))
     context["pool_count"] = Pool.objects.count()
-    context["drills"] = _drill_summary()
+    context["drills"] = overdue_and_failing_summary()
     return render_page(request, "reports/overview.html", context)
 
 
