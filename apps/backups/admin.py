@@ -7,6 +7,7 @@ from apps.backups.models import BackupPolicy, BackupVersion, RestoreDrill, Versi
 @admin.register(BackupPolicy)
 class BackupPolicyAdmin(SimpleHistoryAdmin):
     list_display = ["workload", "coverage_percent", "rpo_minutes", "rto_minutes", "drill_due_at"]
+    list_select_related = ["workload"]
     search_fields = ["workload__name", "workload__slug"]
 
 
@@ -19,6 +20,7 @@ class VersionChecksumInline(admin.TabularInline):
 class BackupVersionAdmin(SimpleHistoryAdmin):
     list_display = ["name", "workload", "kind", "tier", "created_at", "purged_at"]
     list_filter = ["kind", "tier"]
+    list_select_related = ["workload"]
     search_fields = ["name", "workload__name"]
     inlines = [VersionChecksumInline]
 
@@ -27,3 +29,4 @@ class BackupVersionAdmin(SimpleHistoryAdmin):
 class RestoreDrillAdmin(SimpleHistoryAdmin):
     list_display = ["policy", "version", "finished_at", "passed"]
     list_filter = ["passed"]
+    list_select_related = ["policy__workload", "version"]

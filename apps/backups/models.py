@@ -22,11 +22,8 @@ from apps.backups.validators import (
     validate_config_hash,
     validate_not_date_only,
 )
-from apps.pools.models import InferencePrecision, Workload
-
-QUANTIZED_PRECISIONS = frozenset(
-    {InferencePrecision.FP8, InferencePrecision.INT8, InferencePrecision.INT4}
-)
+from apps.pools.models import Workload
+from apps.pools.placement import QUANTIZED_PRECISIONS
 
 
 class Tier(models.TextChoices):
@@ -46,10 +43,6 @@ class TierSetting:
     retention_count: int | None
     retention_days: int | None
     price_per_gb_month_usd: Decimal | None
-
-    @property
-    def configured(self) -> bool:
-        return bool(self.location)
 
 
 def _tier_location(tier):
@@ -376,10 +369,6 @@ class BackupVersion(models.Model):
     @property
     def is_release(self) -> bool:
         return self.kind in RELEASE_KINDS
-
-    @property
-    def checksum_hex_length(self) -> int:
-        return CHECKSUM_HEX_LENGTHS[self.checksum_algorithm]
 
     def comparable_with(self, current_data_version: str) -> bool:
         """A checkpoint of another data version than the workload's current one cannot be

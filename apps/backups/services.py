@@ -20,6 +20,7 @@ from apps.backups.models import (
     VersionKind,
 )
 from apps.backups.validators import checksum_error
+from apps.core.history import _ACTIONS, FieldChange, _display
 from apps.pools.models import Interruption, Workload
 
 # How far back the pool's interruptions count towards its per-GPU MTBF.
@@ -60,8 +61,6 @@ def refresh_drill_schedules(policies=None, *, now=None) -> int:
         values = _schedule(policy, policy.latest_finished_at, policy.latest_passed, now)
         if values["overdue_since"] is not None:
             overdue += 1
-            # Keep the first day it was seen overdue if it still is, for the same due date.
-            values["overdue_since"] = values["drill_due_at"]
         if any(getattr(policy, name) != value for name, value in values.items()):
             for name, value in values.items():
                 setattr(policy, name, value)
@@ -412,15 +411,12 @@ class HistoryEntry:
     changes: list = field(default_factory=list)
 
 
-_ACTIONS = {"+": "created", "~": "changed", "-": "deleted"}
 _QUIET_FIELDS = {"updated_at", "registered_at", "recorded_at", "created_at"}
 
 
 def policy_history(policy: BackupPolicy, *, limit=30) -> list[HistoryEntry]:
     """Changes to the policy, its workload's versions and checksums and its drills, newest
     first, each diffed against the record before it of the same object."""
-    from apps.core.history import FieldChange, _display
-
     sources = [
         (BackupPolicy.history.filter(id=policy.pk), lambda r: "Policy", BackupPolicy),
         (
