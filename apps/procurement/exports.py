@@ -2,12 +2,15 @@
 reportlab.graphics, so the server needs no browser and no internet).
 
 Every format takes its numbers from ``comparison_table``, so a file says what the page
-says; ``amount`` formats them the same way the page does (templatetags/procurement.py).
+says; ``amount`` and ``percent`` are the page's ``number`` and ``percent`` filters
+(apps/core/templatetags/units.py).
 """
 
 import csv
 import io
 from datetime import UTC, datetime
+
+from apps.core.templatetags import units
 
 ASSUMPTIONS = (
     "Demand is counted in reference GPUs: one hour of the reference GPU at the reference "
@@ -30,15 +33,10 @@ ASSUMPTIONS = (
 )
 
 
-def amount(value, places=0) -> str:
-    """1234567.891 → "1,234,568"; None → "—"."""
-    if value is None:
-        return "—"
-    return f"{float(value):,.{int(places)}f}"
-
-
-def percent(fraction) -> str:
-    return "—" if fraction is None else f"{fraction * 100:,.0f} %"
+# The page's own filters, so a file formats numbers exactly as the page does:
+# 1234567.891 → "1,234,568", 0.42 → "42 %", None → "—".
+amount = units.number
+percent = units.percent
 
 
 def columns(currency: str):

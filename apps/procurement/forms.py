@@ -4,6 +4,7 @@ from apps.catalog.models import GpuModel
 from apps.core.forms import SlugFromNameMixin, TablerFormMixin
 from apps.pools.forms import SectionedFormMixin
 from apps.procurement.models import (
+    ComparisonExport,
     DemandSource,
     OptionKind,
     Scenario,
@@ -310,4 +311,4 @@ class PriceImportForm(TablerFormMixin, forms.Form):
 
 
 class ExportForm(forms.Form):
-    format = forms.ChoiceField(choices=[("csv", "CSV"), ("xlsx", "XLSX"), ("pdf", "PDF")])
+    format = forms.ChoiceField(choices=ComparisonExport.Format.choices)
