@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import environ
+from celery.schedules import crontab
 from csp.constants import NONCE, NONE, SELF
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -276,6 +277,17 @@ CELERY_BEAT_SCHEDULE["refresh-drill-schedules"] = {
     "task": "backups.refresh_drill_schedules",
     "schedule": timedelta(hours=24),
 }
+CELERY_BEAT_SCHEDULE["warm-report-cache"] = {
+    # Cached report figures are keyed by the hour ("the last 24 hours" moves with it): at
+    # each new hour the pages viewed lately are recomputed before anyone asks
+    # (apps/reports/cache.py). Changes to the data queue their own warm-ups.
+    "task": "reports.warm_report_cache",
+    "schedule": crontab(minute=0),
+    "options": {"expires": 50 * 60},
+}
+# Recompute the report pages people viewed lately right after the data under them changes
+# (apps/reports/cache.py); off, the first visitor after a change computes them.
+REPORTS_WARM_UP = env.bool("REPORTS_WARM_UP", default=True)
 # Raw GPU samples are kept this long; hourly rollups forever.
 TELEMETRY_RAW_RETENTION_DAYS = env.int("TELEMETRY_RAW_RETENTION_DAYS", default=14)
 # A worker whose last heartbeat is older than this is reported as not alive on /healthz.

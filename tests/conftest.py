@@ -53,6 +53,13 @@ def fresh_report_cache():
     bump_reports_version()
 
 
+@pytest.fixture(autouse=True)
+def no_report_warm_ups(settings):
+    """Writes in tests do not queue report warm-ups (apps/reports/cache.py) for a worker
+    that is not there; the tests of warm-ups turn them on."""
+    settings.REPORTS_WARM_UP = False
+
+
 @pytest.fixture
 def role_groups(db):
     """The role groups as the data migrations leave them (transactional tests flush them)."""

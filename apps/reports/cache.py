@@ -1,5 +1,5 @@
-"""Report figures cached until the data under them changes (issue 5: "add daily rollups
-or caching where needed").
+"""Report figures cached until the data under them changes, and recomputed by a worker
+right after it changes (issue 5: "add daily rollups or caching where needed").
 
 Every cached entry's key holds the *reports version*, a counter in the cache that every
 write affecting a report bumps: hourly and daily rollups (apps/reports/rollups.py), and
@@ -7,16 +7,40 @@ saving or deleting a pool, workload, GPU model or interruption (apps/reports/sig
 A bumped counter makes every older entry unreachable, so a page never shows figures
 older than the data; entries also expire after ``TTL_SECONDS`` so the cache cleans itself.
 The key also holds the current UTC hour, because "the last 24 hours" moves with it.
+
+Computing the figures of a year of rollups takes seconds (bench/dashboard.py), and with
+pull sources the data changes every minute. So a change does not leave the next visitor
+to pay for it: ``data_changed`` also schedules a *warm-up* (``warm_report_cache_task``,
+debounced to one per ``WARM_DELAY_SECONDS``) that recomputes the pages viewed in the last
+``RECENT_WINDOW_SECONDS`` (``remember_view``), most recently viewed first, within
+``WARM_BUDGET_SECONDS``. A visitor arriving during the warm-up computes the page in the
+request, as before; figures are never served stale.
 """
 
 import hashlib
 import json
+import logging
+import time
 
+from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
 
+logger = logging.getLogger(__name__)
+
 VERSION_KEY = "reports:version"
 TTL_SECONDS = 15 * 60
+RECENT_KEY = "reports:recent-views"
+RECENT_WINDOW_SECONDS = 15 * 60
+RECENT_LIMIT = 40
+# A view already remembered less than this long ago is not written again (one cache
+# write per page a minute, not one per request).
+RECENT_REFRESH_SECONDS = 60
+WARM_FLAG_KEY = "reports:warm-up-scheduled"
+# Rollups and edits come in bursts (a drain rolls up many pool-hours, a form saves several
+# rows): one warm-up after the burst, not one per write.
+WARM_DELAY_SECONDS = 2
+WARM_BUDGET_SECONDS = 20
 
 
 def reports_version() -> int:
@@ -34,13 +58,102 @@ def bump_reports_version() -> None:
         cache.add(VERSION_KEY, 2, timeout=None)
 
 
-def cached(name: str, params: dict, compute):
-    """``compute()``'s result, from the cache while nothing it reads has changed."""
+def data_changed() -> None:
+    """What a committed write under the reports calls: older figures become unreachable
+    and a worker recomputes the pages people are looking at."""
+    bump_reports_version()
+    schedule_warm_up()
+
+
+def schedule_warm_up() -> bool:
+    """Queue one warm-up unless one is already waiting; True when this call queued it.
+
+    Off where no worker runs (Celery eager: ``make run`` on SQLite, where pages are small)
+    and where ``REPORTS_WARM_UP`` is false. A broker that is down loses only the warm-up,
+    never the write that triggered it."""
+    if not settings.REPORTS_WARM_UP or settings.CELERY_TASK_ALWAYS_EAGER:
+        return False
+    if not cache.add(WARM_FLAG_KEY, 1, timeout=WARM_DELAY_SECONDS + 60):
+        return False
+    from apps.reports.tasks import warm_report_cache_task
+
+    try:
+        warm_report_cache_task.apply_async(countdown=WARM_DELAY_SECONDS)
+    except Exception:  # the broker's errors vary by transport
+        cache.delete(WARM_FLAG_KEY)
+        logger.warning("could not queue the reports warm-up", exc_info=True)
+        return False
+    return True
+
+
+def _key(name: str, params: dict) -> str:
     hour = timezone.now().strftime("%Y%m%d%H")
     digest = hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()
-    key = f"reports:{name}:{reports_version()}:{hour}:{digest[:24]}"
+    return f"reports:{name}:{reports_version()}:{hour}:{digest[:24]}"
+
+
+def cached_value(name: str, params: dict):
+    """The cached result for these parameters at the current version, or None."""
+    return cache.get(_key(name, params))
+
+
+def cached(name: str, params: dict, compute):
+    """``compute()``'s result, from the cache while nothing it reads has changed."""
+    key = _key(name, params)
     found = cache.get(key)
     if found is None:
         found = compute()
         cache.set(key, found, timeout=TTL_SECONDS)
     return found
+
+
+def remember_view(kind: str, argument: str = "") -> None:
+    """Note that a page was viewed, for the next warm-up (``recent_views``)."""
+    now = time.time()
+    recent = cache.get(RECENT_KEY) or {}
+    name = json.dumps([kind, argument])
+    if now - recent.get(name, 0) < RECENT_REFRESH_SECONDS:
+        return
+    recent[name] = now
+    kept = sorted(
+        ((seen, entry) for entry, seen in recent.items() if now - seen < RECENT_WINDOW_SECONDS),
+        reverse=True,
+    )[:RECENT_LIMIT]
+    cache.set(RECENT_KEY, {entry: seen for seen, entry in kept}, timeout=RECENT_WINDOW_SECONDS)
+
+
+def recent_views() -> list[tuple[str, str]]:
+    """(kind, argument) of the pages viewed in the last ``RECENT_WINDOW_SECONDS``, most
+    recent first."""
+    now = time.time()
+    recent = cache.get(RECENT_KEY) or {}
+    ordered = sorted(
+        ((seen, entry) for entry, seen in recent.items() if now - seen < RECENT_WINDOW_SECONDS),
+        reverse=True,
+    )
+    return [tuple(json.loads(entry)) for _, entry in ordered]
+
+
+# --- long reports computed by a worker (apps/reports/views.py) ----------------------------
+
+BACKGROUND_JOB_SECONDS = 10 * 60
+
+
+def _job_key(prefix: str, kind: str, query: str) -> str:
+    # Per data version: a change while a job runs makes its result unreachable, and the
+    # next poll queues a job for the new data.
+    digest = hashlib.sha256(query.encode()).hexdigest()[:24]
+    return f"reports:{prefix}:{kind}:{reports_version()}:{digest}"
+
+
+def start_background_job(kind: str, query: str) -> bool:
+    """True when this call should queue the job (none queued for this data version)."""
+    return cache.add(_job_key("job", kind, query), 1, timeout=BACKGROUND_JOB_SECONDS)
+
+
+def set_background_progress(kind: str, query: str, progress: dict) -> None:
+    cache.set(_job_key("progress", kind, query), progress, timeout=BACKGROUND_JOB_SECONDS)
+
+
+def background_progress(kind: str, query: str) -> dict | None:
+    return cache.get(_job_key("progress", kind, query))

@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import Count, F, FloatField, Q, Sum, Value
 from django.db.models.functions import Coalesce, TruncDate
 
-from apps.reports.cache import bump_reports_version
+from apps.reports.cache import data_changed
 from apps.reports.models import PoolDailyUsage, WorkloadDailyRequests
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
 
@@ -76,7 +76,7 @@ def rollup_pool_days(pool_ids, start: datetime, end: datetime) -> int:
     # Days whose hours are all gone (purged rollups, a pool's devices moved) go too.
     stale.delete()
     PoolDailyUsage.objects.bulk_create(daily, batch_size=2000)
-    transaction.on_commit(bump_reports_version)
+    transaction.on_commit(data_changed)
     return len(daily)
 
 
@@ -114,7 +114,7 @@ def rollup_workload_days(workload_ids, start: datetime, end: datetime) -> int:
     ]
     stale.delete()
     WorkloadDailyRequests.objects.bulk_create(daily, batch_size=2000)
-    transaction.on_commit(bump_reports_version)
+    transaction.on_commit(data_changed)
     return len(daily)
 
 

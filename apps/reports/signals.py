@@ -4,12 +4,12 @@
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 
-from apps.reports.cache import bump_reports_version
+from apps.reports.cache import data_changed
 
 
 def _bump_after_commit(sender, **kwargs):
     # After the commit, so a page rendered meanwhile cannot cache the old data anew.
-    transaction.on_commit(bump_reports_version)
+    transaction.on_commit(data_changed)
 
 
 def connect():

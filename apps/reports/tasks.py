@@ -39,3 +39,28 @@ def recompute_days_task(job_id: int) -> int:
     job.message = f"{job.rows_written:,} daily rows rebuilt over {job.day_count} days."
     job.save(update_fields=["status", "finished_at", "message"])
     return job.rows_written
+
+
+@shared_task(name="reports.warm_report_cache", ignore_result=True)
+def warm_report_cache_task() -> int:
+    """Recompute the pages viewed lately after a change (apps/reports/cache.py).
+
+    The flag is cleared first, so a change committed while this runs queues the next
+    warm-up rather than being missed. Recomputing is idempotent: a redelivered or
+    duplicated warm-up only writes the same cache entries again."""
+    from django.core.cache import cache
+
+    from apps.reports.cache import WARM_FLAG_KEY
+    from apps.reports.views import warm_recent_views
+
+    cache.delete(WARM_FLAG_KEY)
+    return warm_recent_views()
+
+
+@shared_task(name="reports.compute_report", ignore_result=True)
+def compute_report_task(query: str) -> bool:
+    """A long report's figures, computed for the page that polls for them (the reports
+    page with a range over ``SYNC_RECOMPUTE_DAYS``). Idempotent: it writes cache entries."""
+    from apps.reports.views import compute_report_in_background
+
+    return compute_report_in_background(query)

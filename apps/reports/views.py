@@ -1,12 +1,16 @@
 """The Overview, the reports page (filters through htmx, CSV/XLSX export, a recompute
 job with progress) and the interruptions of training jobs."""
 
+import time
 from datetime import UTC, timedelta
 from zoneinfo import ZoneInfo
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
+from django.contrib.auth.models import AnonymousUser
 from django.core.paginator import Paginator
+from django.http import HttpRequest, QueryDict
 from django.shortcuts import get_object_or_404, redirect
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -21,10 +25,19 @@ from apps.core.htmx import render_page
 from apps.pools.charts import build_gpus_by_purpose_figure
 from apps.pools.models import Interruption, Pool, Purpose
 from apps.reports import charts, exports, queries
-from apps.reports.cache import cached
-from apps.reports.forms import InterruptionForm, ReportFilterForm
+from apps.reports.cache import (
+    WARM_BUDGET_SECONDS,
+    background_progress,
+    cached,
+    cached_value,
+    recent_views,
+    remember_view,
+    set_background_progress,
+    start_background_job,
+)
+from apps.reports.forms import SYNC_RECOMPUTE_DAYS, InterruptionForm, ReportFilterForm
 from apps.reports.models import RecomputeJob
-from apps.reports.tasks import recompute_days_task
+from apps.reports.tasks import compute_report_task, recompute_days_task
 
 OVERVIEW_CURVE_DAYS = 28
 
@@ -72,6 +85,11 @@ POOL_CURVE_DAYS = 28
 
 def pool_report_context(pool, now):
     """The pool page's cost figures and curves over the last 28 days, in its time zone."""
+    remember_view("pool", str(pool.pk))
+    return _pool_figures(pool, now)
+
+
+def _pool_figures(pool, now):
     return cached("pool", {"pool": pool.pk}, lambda: _pool_report_context(pool, now))
 
 
@@ -95,16 +113,26 @@ def _pool_report_context(pool, now):
     }
 
 
+def _overview_figures(now):
+    return cached("overview", {}, lambda: _overview_context(now))
+
+
 @require_GET
 def overview(request):
-    now = timezone.now()
-    context = cached("overview", {}, lambda: _overview_context(now))
+    remember_view("overview")
+    context = _overview_figures(timezone.now())
     context["pool_count"] = Pool.objects.count()
     context["drills"] = overdue_and_failing_summary()
     return render_page(request, "reports/overview.html", context)
 
 
-def _report_context(form):
+REPORT_STEPS = ("cost rows", "hour-of-day curve", "peak split", "daily split", "charts")
+
+
+def _report_context(form, progress=None):
+    """The report's figures. ``progress(steps_done, next_step)`` is told after each step
+    when a worker computes a long range (``compute_report_in_background``)."""
+    progress = progress or (lambda done, step: None)
     start, end = form.span_datetimes
     data = form.cleaned_data
     pool = data.get("pool")
@@ -117,10 +145,15 @@ def _report_context(form):
         purpose=data.get("purpose") or None,
         pool_slug=pool.slug if pool else None,
     )
+    progress(1, REPORT_STEPS[1])
     profile = queries.usage_profile(
         start, end, zone, pool=pool, purpose=None if pool else (data.get("purpose") or None)
     )
+    progress(2, REPORT_STEPS[2])
     peak_rows = queries.peak_split(start, end, purpose=data.get("purpose") or None, pool=pool)
+    progress(3, REPORT_STEPS[3])
+    split = queries.daily_split(start, end, pool=pool)
+    progress(4, REPORT_STEPS[4])
     return {
         "rows": rows,
         "total": queries.total_row(rows),
@@ -133,35 +166,151 @@ def _report_context(form):
         "hour_of_day_figure": freeze_figure(
             charts.build_hour_of_day_figure(profile, zone_name=zone_name)
         ),
-        "split_figure": freeze_figure(
-            charts.build_daily_split_figure(
-                queries.daily_split(start, end, pool=pool), metric="cost"
-            )
-        ),
+        "split_figure": freeze_figure(charts.build_daily_split_figure(split, metric="cost")),
     }
+
+
+def _report_query(request) -> str:
+    """The filters of a report request as a query string, without the export and
+    compute switches."""
+    query = request.GET.copy()
+    query.pop("export", None)
+    query.pop("compute", None)
+    return query.urlencode()
+
+
+def _report_keys(request, form) -> tuple[dict, dict]:
+    """Cache parameters of a report's figures and of its rendered results partial."""
+    filters = {name: getattr(value, "slug", value) for name, value in form.cleaned_data.items()}
+    return filters, {**filters, "query": _report_query(request)}
+
+
+def _report_results(request, form, progress=None):
+    """The figures of a valid filter form, and the results partial rendered from them;
+    both cached (the rendered table costs more than reading the figures,
+    bench/dashboard.py)."""
+    filters, query = _report_keys(request, form)
+    results = cached("report", filters, lambda: _report_context(form, progress))
+    html = cached("report-html", query, lambda: _render_results(request, {**results, "form": form}))
+    return results, html
+
+
+def _computes_in_background(request, form) -> bool:
+    """Whether this page view hands its figures to a worker: a range longer than
+    ``SYNC_RECOMPUTE_DAYS`` whose figures are not cached, where workers run, unless the
+    visitor asked to compute in the page (``compute=inline``)."""
+    if not settings.REPORTS_WARM_UP or settings.CELERY_TASK_ALWAYS_EAGER:
+        return False
+    if request.GET.get("compute") == "inline":
+        return False
+    days = (form.cleaned_data["end"] - form.cleaned_data["start"]).days + 1
+    if days <= SYNC_RECOMPUTE_DAYS:
+        return False
+    return cached_value("report-html", _report_keys(request, form)[1]) is None
+
+
+def _background_report_html(request, form) -> str:
+    """The progress partial of a report a worker computes, queuing the job once per
+    range and data version; it polls the page until the figures are cached."""
+    query = _report_query(request)
+    if start_background_job("report", query):
+        compute_report_task.delay(query)
+    progress = background_progress("report", query) or {"done": 0, "step": "waiting for a worker"}
+    context = {
+        "days": (form.cleaned_data["end"] - form.cleaned_data["start"]).days + 1,
+        "progress_pct": round(100 * progress["done"] / len(REPORT_STEPS)),
+        "progress_step": progress["step"],
+        "poll_url": f"{request.path}?{query}",
+        "inline_url": f"{request.path}?{query}{'&' if query else ''}compute=inline",
+        "sync_days": SYNC_RECOMPUTE_DAYS,
+    }
+    return render_to_string("reports/report.html#computing", context, request=request)
+
+
+def compute_report_in_background(query: str) -> bool:
+    """What ``compute_report_task`` runs: the report's figures and partial into the cache,
+    telling the progress partial after each step."""
+    request = _warm_request(query)
+    form = ReportFilterForm(request.GET if request.GET else ReportFilterForm.defaults())
+    if not form.is_valid():
+        return False
+
+    def progress(done, step):
+        set_background_progress("report", query, {"done": done, "step": step})
+
+    progress(0, REPORT_STEPS[0])
+    _report_results(request, form, progress=progress)
+    return True
 
 
 @require_GET
 def report(request):
     form = ReportFilterForm(request.GET if request.GET else ReportFilterForm.defaults())
     context = {"form": form, "recent_jobs": RecomputeJob.objects.all()[:3]}
-    if form.is_valid():
-        export_format = request.GET.get("export")
-        filters = {name: getattr(value, "slug", value) for name, value in form.cleaned_data.items()}
-        results = cached("report", filters, lambda: _report_context(form))
-        if export_format in exports.FORMATS:
-            return exports.cost_report_response(results["rows"], form.cleaned_data, export_format)
-        # The rendered table and charts are cached too: rendering ~100 rows of figures
-        # costs more than reading them (bench/dashboard.py).
-        query = {**filters, "query": request.GET.urlencode()}
-        context["results_html"] = cached(
-            "report-html", query, lambda: _render_results(request, {**results, "form": form})
-        )
-    else:
+    export_format = request.GET.get("export")
+    if not form.is_valid():
         context["results_html"] = _render_results(request, {"form": form})
+    elif export_format in exports.FORMATS:
+        results, _ = _report_results(request, form)
+        return exports.cost_report_response(results["rows"], form.cleaned_data, export_format)
+    else:
+        remember_view("report", _report_query(request))
+        if _computes_in_background(request, form):
+            context["results_html"] = _background_report_html(request, form)
+        else:
+            context["results_html"] = _report_results(request, form)[1]
     # Filter changes swap only the results (hx-target="#report-results").
     partial = "results" if request.htmx and request.htmx.target == "report-results" else "content"
     return render_page(request, "reports/report.html", context, partial=partial)
+
+
+# --- warm-up: recompute viewed pages after a change (apps/reports/cache.py) ---------------
+
+
+def _warm_request(query: str) -> HttpRequest:
+    """A GET of the reports page as the warm-up renders it: the results partial reads
+    only the query string, never the user."""
+    request = HttpRequest()
+    request.method = "GET"
+    request.path = reverse("reports:report")
+    request.GET = QueryDict(query)
+    request.user = AnonymousUser()
+    return request
+
+
+def warm_view(kind: str, argument: str = "") -> bool:
+    """Compute one remembered page's figures into the cache (a no-op when they are there
+    already). False when the page no longer exists or its filters are no longer valid."""
+    now = timezone.now()
+    if kind == "overview":
+        _overview_figures(now)
+        return True
+    if kind == "pool":
+        pool = Pool.objects.filter(pk=int(argument)).select_related("gpu_model").first()
+        if pool is None:
+            return False
+        _pool_figures(pool, now)
+        return True
+    if kind == "report":
+        request = _warm_request(argument)
+        form = ReportFilterForm(request.GET if request.GET else ReportFilterForm.defaults())
+        if not form.is_valid():
+            return False
+        _report_results(request, form)
+        return True
+    return False
+
+
+def warm_recent_views(budget_seconds: float = WARM_BUDGET_SECONDS) -> int:
+    """Recompute the pages viewed lately, most recent first, until the budget is spent.
+    Returns how many were warmed."""
+    started = time.monotonic()
+    warmed = 0
+    for kind, argument in recent_views():
+        if time.monotonic() - started > budget_seconds:
+            break
+        warmed += warm_view(kind, argument)
+    return warmed
 
 
 def _render_results(request, context):
