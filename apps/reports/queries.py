@@ -20,7 +20,6 @@ from django.db.models import (
     Exists,
     F,
     FloatField,
-    Func,
     IntegerField,
     Min,
     OuterRef,
@@ -28,6 +27,7 @@ from django.db.models import (
     Sum,
     Value,
 )
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce, ExtractHour, ExtractIsoWeekDay
 from django.utils import timezone
 
@@ -621,20 +621,95 @@ class HourOfDay:
     is_peak: bool
 
 
-class ZonedHour(Func):
-    """PostgreSQL: the local hour of a timestamp in a zone read from another column,
-    ``EXTRACT(HOUR FROM hour AT TIME ZONE pool.timezone)``."""
+@lru_cache(maxsize=256)
+def offset_periods(span: Span, zone_names: tuple[str, ...]) -> tuple[tuple, dict]:
+    """Where the span's UTC offsets change: (boundaries, offsets).
 
-    template = "EXTRACT(HOUR FROM %(expressions)s)"
-    arg_joiner = " AT TIME ZONE "
-    output_field = IntegerField()
+    ``boundaries`` are the first whole UTC hours of the span at which any of the zones
+    changes its offset (daylight saving); they cut the span into ``len(boundaries) + 1``
+    periods in which every zone keeps one offset. ``offsets[zone][period]`` is that offset
+    in minutes. A row's local hour is then arithmetic on its UTC hour and its period,
+    which PostgreSQL computes far faster than ``AT TIME ZONE`` per row (bench/README.md);
+    an hour is assigned by its start instant, as ``AT TIME ZONE`` does.
+
+    Offsets are sampled every 6 hours and a change is located to the hour: zones change
+    at most twice a year, never twice within 6 hours.
+    """
+    zones = [ZoneInfo(name) for name in zone_names]
+
+    def offsets_at(moment):
+        return tuple(
+            int(moment.astimezone(zone).utcoffset().total_seconds()) // 60 for zone in zones
+        )
+
+    boundaries, periods = [], [offsets_at(span.start)]
+    last_hour, sample = span.end - ONE_HOUR, span.start
+    while sample < last_hour:
+        following = min(sample + timedelta(hours=6), last_hour)
+        if offsets_at(following) == periods[-1]:
+            sample = following
+            continue
+        sample += ONE_HOUR
+        while offsets_at(sample) == periods[-1]:
+            sample += ONE_HOUR
+        boundaries.append(sample)
+        periods.append(offsets_at(sample))
+    offsets = {name: [period[index] for period in periods] for index, name in enumerate(zone_names)}
+    return tuple(boundaries), offsets
 
 
-def _local_hour(timestamp_field: str, zone_field: str, zone: ZoneInfo | None):
-    """Each row's local hour: in its own zone (``zone`` None, PostgreSQL) or in ``zone``."""
-    if zone is None:
-        return ZonedHour(F(timestamp_field), F(zone_field))
-    return ExtractHour(timestamp_field, tzinfo=zone)
+# The RawSQL below (noqa: S611) interpolates only table names from ``_meta`` and fixed
+# SQL; every value is a query parameter.
+
+
+def _period_sql(column: str, boundaries) -> tuple[str, list]:
+    """SQL for a row's period (1-based) among ``offset_periods``' boundaries."""
+    if not boundaries:
+        return "1", []
+    return f"(width_bucket({column}, %s::timestamptz[]) + 1)", [list(boundaries)]
+
+
+def _local_minutes_sql(column: str, span: Span, zone: ZoneInfo) -> tuple[str, list]:
+    """SQL for minutes since UTC midnight of the row's day plus its zone offset: a value
+    in (−1440, 2880) whose day part shifts the weekday and whose rest gives the hour."""
+    boundaries, offsets = offset_periods(span, (zone.key,))
+    period, params = _period_sql(column, boundaries)
+    sql = f"(date_part('hour', {column})::int * 60 + (%s::int[])[{period}])"
+    return sql, [offsets[zone.key], *params]
+
+
+def local_hour_expression(table: str, span: Span, zone: ZoneInfo):
+    """Each row's hour of the day in ``zone``: ``EXTRACT(HOUR FROM hour AT TIME ZONE
+    zone)``, by offset arithmetic on PostgreSQL (``offset_periods``)."""
+    if connection.vendor != "postgresql":
+        return ExtractHour("hour", tzinfo=zone)
+    minutes, params = _local_minutes_sql(f'"{table}"."hour"', span, zone)
+    return RawSQL(f"((({minutes}) + 1440) %% 1440 / 60)", params, output_field=IntegerField())  # noqa: S611
+
+
+def local_weekday_expression(table: str, span: Span, zone: ZoneInfo):
+    """Each row's ISO weekday (1 = Monday) in ``zone``, as ``local_hour_expression``."""
+    if connection.vendor != "postgresql":
+        return ExtractIsoWeekDay("hour", tzinfo=zone)
+    column = f'"{table}"."hour"'
+    minutes, params = _local_minutes_sql(column, span, zone)
+    # (minutes + 1440) / 1440 − 1 is the day shift, −1, 0 or 1 (integer division).
+    sql = f"((date_part('isodow', {column})::int - 1 + ({minutes} + 1440) / 1440 - 1 + 7) %% 7 + 1)"
+    return RawSQL(sql, params, output_field=IntegerField())  # noqa: S611
+
+
+def _utc_hour_and_period(table: str, span: Span, zone_names):
+    """(UTC hour of day, period) expressions for grouping rows of several zones on
+    PostgreSQL; Python maps each group to its zone's local hour (``offset_periods``)."""
+    boundaries, offsets = offset_periods(span, tuple(sorted(set(zone_names))))
+    column = f'"{table}"."hour"'
+    period, params = _period_sql(column, boundaries)
+    utc_hour = RawSQL(f"date_part('hour', {column})::int", [], output_field=IntegerField())  # noqa: S611
+    return utc_hour, RawSQL(period, params, output_field=IntegerField()), offsets  # noqa: S611
+
+
+def _local_hour_of(utc_hour: int, offset_minutes: int) -> int:
+    return (utc_hour * 60 + offset_minutes) % 1440 // 60
 
 
 @lru_cache(maxsize=256)
@@ -670,7 +745,9 @@ def usage_profile(
     if purpose:  # with a pool too: that pool if it has this purpose, else nothing
         hourly = hourly.filter(pool__purpose=purpose)
         requests = requests.filter(workload__pool__purpose=purpose)
-    by_hour = hourly.annotate(local_hour=ExtractHour("hour", tzinfo=zone)).values("local_hour")
+    by_hour = hourly.annotate(
+        local_hour=local_hour_expression(PoolHourlyUsage._meta.db_table, span, zone)
+    ).values("local_hour")
     sums = {"busy": Sum("busy_gpu_hours"), "reporting": Sum("reporting_gpus")}
     if connection.vendor == "postgresql":  # sums and percentile in one pass
         sums["p95"] = PercentileCont("avg_utilization_pct", 0.95)
@@ -683,7 +760,9 @@ def usage_profile(
             values[hour].append(pct)
         p95 = {hour: costmodel.percentile_linear(v, 0.95) for hour, v in values.items()}
     request_sums = dict(
-        requests.annotate(local_hour=ExtractHour("hour", tzinfo=zone))
+        requests.annotate(
+            local_hour=local_hour_expression(WorkloadHourlyRequests._meta.db_table, span, zone)
+        )
         .values("local_hour")
         .annotate(total=Sum("requests"))
         .values_list("local_hour", "total")
@@ -730,8 +809,8 @@ def weekday_hour_heatmap(start: datetime, end: datetime, zone: ZoneInfo, *, purp
     grid: list[list[float | None]] = [[None] * 24 for _ in range(7)]
     rows = (
         hourly.annotate(
-            weekday=ExtractIsoWeekDay("hour", tzinfo=zone),
-            local_hour=ExtractHour("hour", tzinfo=zone),
+            weekday=local_weekday_expression(PoolHourlyUsage._meta.db_table, span, zone),
+            local_hour=local_hour_expression(PoolHourlyUsage._meta.db_table, span, zone),
         )
         .values("weekday", "local_hour")
         .annotate(busy=Sum("busy_gpu_hours"), reporting=Sum("reporting_gpus"))
@@ -829,47 +908,85 @@ def peak_split(start: datetime, end: datetime, *, purpose=None, pool=None) -> li
         pools = pools.filter(purpose=purpose)
     pools = list(pools.order_by("name"))
     cost_by_hour: dict[int, dict[int, float]] = defaultdict(lambda: defaultdict(float))
-    requests_by_hour: dict[int, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
-    tdp_kw = F("pool__gpu_model__tdp_watts") / 1000.0
+    requests_by_hour: dict[int, dict[int, list[int]]] = defaultdict(dict)
+    ids = [found.id for found in pools]
+    zone_of_pool = {found.id: found.timezone or "UTC" for found in pools}
+    pool_of_workload = dict(Workload.objects.filter(pool_id__in=ids).values_list("id", "pool_id"))
+    pool_by_id = {found.id: found for found in pools}
+    # The sums the cost needs, without joining every row to its pool for the prices: the
+    # cost model's formula is applied to each group's sums below.
+    cost_sums = {
+        "capacity": Sum("capacity_gpu_hours"),
+        "energy": Coalesce(Sum("energy_kwh"), _ZERO),
+        "busy_without_energy": Coalesce(
+            Sum("busy_gpu_hours", filter=Q(energy_kwh__isnull=True)), _ZERO
+        ),
+    }
+
+    def group_cost(row) -> float:
+        """The cost of a group of measured hours, as ``_measured_cost_expression``."""
+        found = pool_by_id[row["pool_id"]]
+        return float(found.fixed_price_per_gpu_hour_usd) * (row["capacity"] or 0.0) + float(
+            found.price_per_gpu_kwh_usd
+        ) * (row["energy"] + found.gpu_model.tdp_watts / 1000 * row["busy_without_energy"])
+
+    request_sums = {"total": Sum("requests"), "tokens": Sum(F("input_tokens") + F("output_tokens"))}
+    usage = PoolHourlyUsage.objects.filter(
+        pool_id__in=ids, hour__gte=span.start, hour__lt=span.end, reporting_gpus__gt=0
+    )
+    requests = WorkloadHourlyRequests.objects.filter(
+        workload_id__in=list(pool_of_workload), hour__gte=span.start, hour__lt=span.end
+    )
+
+    def add_requests(pool_id, local_hour, row):
+        totals = requests_by_hour[pool_id].setdefault(local_hour, [0, 0])
+        totals[0] += row["total"] or 0
+        totals[1] += row["tokens"] or 0
+
     if connection.vendor == "postgresql":
-        # Every row in its own pool's zone: two queries, however many zones.
-        groups = [([found.id for found in pools], None)]
+        # Grouped by UTC hour and daylight-saving period, each pool's groups then placed
+        # on its own zone's local hours: two queries, however many zones.
+        zones = tuple(zone_of_pool.values())
+        utc_hour, period, offsets = _utc_hour_and_period(
+            PoolHourlyUsage._meta.db_table, span, zones
+        )
+        for row in (
+            usage.annotate(utc_hour=utc_hour, period=period)
+            .values("pool_id", "utc_hour", "period")
+            .annotate(**cost_sums)
+        ):
+            offset = offsets[zone_of_pool[row["pool_id"]]][row["period"] - 1]
+            local_hour = _local_hour_of(row["utc_hour"], offset)
+            cost_by_hour[row["pool_id"]][local_hour] += group_cost(row)
+        utc_hour, period, _ = _utc_hour_and_period(
+            WorkloadHourlyRequests._meta.db_table, span, zones
+        )
+        for row in (
+            requests.annotate(utc_hour=utc_hour, period=period)
+            .values("workload_id", "utc_hour", "period")
+            .annotate(**request_sums)
+        ):
+            pool_id = pool_of_workload[row["workload_id"]]
+            offset = offsets[zone_of_pool[pool_id]][row["period"] - 1]
+            add_requests(pool_id, _local_hour_of(row["utc_hour"], offset), row)
     else:  # SQLite converts to one zone per query: one pair of queries per zone.
-        by_zone = defaultdict(list)
-        for found in pools:
-            by_zone[found.timezone or "UTC"].append(found.id)
-        groups = [(ids, ZoneInfo(name)) for name, ids in by_zone.items()]
-    for ids, zone in groups:
-        usage = (
-            PoolHourlyUsage.objects.filter(
-                pool_id__in=ids, hour__gte=span.start, hour__lt=span.end, reporting_gpus__gt=0
-            )
-            .annotate(local_hour=_local_hour("hour", "pool__timezone", zone))
-            .values("pool_id", "local_hour")
-            .annotate(
-                cost=Sum(
-                    F("pool__fixed_price_per_gpu_hour_usd") * F("capacity_gpu_hours")
-                    + F("pool__price_per_gpu_kwh_usd")
-                    * Coalesce("energy_kwh", tdp_kw * F("busy_gpu_hours")),
-                    output_field=FloatField(),
-                )
-            )
-        )
-        for row in usage:
-            cost_by_hour[row["pool_id"]][row["local_hour"]] += float(row["cost"] or 0)
-        requests = (
-            WorkloadHourlyRequests.objects.filter(
-                workload__pool_id__in=ids, hour__gte=span.start, hour__lt=span.end
-            )
-            .annotate(local_hour=_local_hour("hour", "workload__pool__timezone", zone))
-            .values("workload__pool_id", "local_hour")
-            .annotate(total=Sum("requests"), tokens=Sum(F("input_tokens") + F("output_tokens")))
-        )
-        for row in requests:
-            requests_by_hour[row["workload__pool_id"]][row["local_hour"]] = [
-                row["total"] or 0,
-                row["tokens"] or 0,
-            ]
+        for name in set(zone_of_pool.values()):
+            zone = ZoneInfo(name)
+            in_zone = [pool_id for pool_id, zone_name in zone_of_pool.items() if zone_name == name]
+            for row in (
+                usage.filter(pool_id__in=in_zone)
+                .annotate(local_hour=ExtractHour("hour", tzinfo=zone))
+                .values("pool_id", "local_hour")
+                .annotate(**cost_sums)
+            ):
+                cost_by_hour[row["pool_id"]][row["local_hour"]] += group_cost(row)
+            for row in (
+                requests.filter(workload__pool_id__in=in_zone)
+                .annotate(local_hour=ExtractHour("hour", tzinfo=zone))
+                .values("workload_id", "local_hour")
+                .annotate(**request_sums)
+            ):
+                add_requests(pool_of_workload[row["workload_id"]], row["local_hour"], row)
     rows = []
     for found in pools:
         zone = ZoneInfo(found.timezone or "UTC")
