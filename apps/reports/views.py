@@ -261,7 +261,22 @@ def report(request):
             context["results_html"] = _report_results(request, form)[1]
     # Filter changes swap only the results (hx-target="#report-results").
     partial = "results" if request.htmx and request.htmx.target == "report-results" else "content"
+    if partial == "content":
+        context["filter_fields_html"] = _filter_fields_html(request, form)
     return render_page(request, "reports/report.html", context, partial=partial)
+
+
+def _filter_fields_html(request, form) -> str:
+    """The filter fields, rendered; cached for valid filters, because Django renders each
+    of the pool list's options through a template (a 100-pool fleet: ~20 ms a page,
+    bench/dashboard.py) and the list changes only with a pool, which bumps the version."""
+
+    def render():
+        return render_to_string("reports/report.html#filter_fields", {"form": form})
+
+    if not form.is_valid():
+        return render()
+    return cached("report-filter-fields", {"query": request.GET.urlencode()}, render)
 
 
 # --- warm-up: recompute viewed pages after a change (apps/reports/cache.py) ---------------
@@ -297,6 +312,7 @@ def warm_view(kind: str, argument: str = "") -> bool:
         if not form.is_valid():
             return False
         _report_results(request, form)
+        _filter_fields_html(request, form)
         return True
     return False
 

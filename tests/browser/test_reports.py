@@ -58,3 +58,30 @@ def test_report_filter_updates_table_and_charts_without_reload(
     assert page.evaluate("window.__noReload") is True, "the filter reloaded the page"
     assert "group_by=purpose" in page.url  # the URL follows, so the view can be shared
     page.screenshot(path=screenshot_dir / "reports-filtered.png", full_page=True)
+
+
+@pytest.mark.browser
+@pytest.mark.worker
+def test_a_long_range_shows_progress_then_the_table_without_reload(
+    signed_in_reader, live_server, settings, celery_worker_process, screenshot_dir
+):
+    """Over 31 days, a range no one viewed is computed by a real worker: the page shows a
+    progress bar, then the table and the charts replace it in place."""
+    from datetime import UTC, datetime, timedelta
+
+    settings.REPORTS_WARM_UP = True
+    page = signed_in_reader
+    start = (datetime.now(UTC) - timedelta(days=59)).date().isoformat()
+    response = page.goto(f"{live_server.url}/reports/?start={start}&group_by=pool")
+    # The page as served, before any worker ran: a progress bar where the table will be.
+    served = response.text()
+    assert 'id="report-progress-pct"' in served and 'id="report-table"' not in served
+    page.evaluate("window.__noReload = true")
+    progress = page.locator("#report-progress-pct")
+    table = page.locator("#report-table tbody tr")
+    page.screenshot(path=screenshot_dir / "reports-long-range-progress.png", full_page=True)
+    expect(table).to_have_count(8, timeout=60_000)  # the demo's 8 pools
+    expect(page.locator("#chart-report-cost svg.main-svg").first).to_be_attached()
+    expect(progress).to_have_count(0)
+    assert page.evaluate("window.__noReload") is True, "the page reloaded"
+    page.screenshot(path=screenshot_dir / "reports-long-range.png", full_page=True)
