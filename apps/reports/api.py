@@ -87,11 +87,17 @@ class CostReportView(APIView):
     """Cost, idle cost and unit costs over a range, grouped by pool, purpose or workload
     (definitions in apps/reports/costmodel.py). Undefined ratios are null."""
 
-    @extend_schema(parameters=[CostQuerySerializer], responses={200: CostRowSerializer(many=True)})
+    @extend_schema(
+        parameters=[CostQuerySerializer],
+        responses={200: CostRowSerializer(many=True), 404: NOT_FOUND},
+    )
     def get(self, request):
         query = CostQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         params = query.validated_data
+        # An unknown pool is a 404, as on /api/v1/usage/profile/, not an empty report.
+        if params.get("pool") and not Pool.objects.filter(slug=params["pool"]).exists():
+            raise NotFound(f"No GPU pool with slug “{params['pool']}”.")
         rows = queries.cost_report(
             params["start"],
             params["end"],

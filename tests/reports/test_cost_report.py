@@ -386,6 +386,16 @@ def test_profile_refuses_unknown_zone_and_pool(client, make_user, fleet):
 
 
 @pytest.mark.django_db
+def test_cost_report_of_an_unknown_pool_is_not_found(client, make_user, fleet):
+    """Not an empty report that reads as "this pool cost nothing"."""
+    client.force_login(make_user("reader"))
+    missing = client.get(reverse("api-report-cost"), {"pool": "nope"})
+    assert missing.status_code == 404 and "nope" in missing.json()["detail"]
+    found = client.get(reverse("api-report-cost"), {"pool": "cloud-inference"})
+    assert found.status_code == 200 and [row["key"] for row in found.json()] == ["cloud-inference"]
+
+
+@pytest.mark.django_db
 def test_interruptions_api_records_who_and_computes_lost_work(client, make_user, fleet):
     ops = make_user("ops")
     client.force_login(ops)
