@@ -712,6 +712,33 @@ def _local_hour_of(utc_hour: int, offset_minutes: int) -> int:
     return (utc_hour * 60 + offset_minutes) % 1440 // 60
 
 
+def _sums_by_local_hour(queryset, key: str, zone_of: dict, span: Span, sums: dict):
+    """``queryset``'s rows summed by ``key`` and local hour, each key value on the clock of
+    its own zone ``zone_of[value]``. Yields (value, local hour, sums).
+
+    PostgreSQL: one query grouped by UTC hour and daylight-saving period, placed on local
+    hours here (``offset_periods``). SQLite converts to one zone per query: one query per
+    zone (the development database is small)."""
+    if connection.vendor == "postgresql":
+        utc_hour, period, offsets = _utc_hour_and_period(
+            queryset.model._meta.db_table, span, tuple(zone_of.values())
+        )
+        rows = queryset.annotate(utc_hour=utc_hour, period=period).values(key, "utc_hour", "period")
+        for row in rows.annotate(**sums):
+            offset = offsets[zone_of[row[key]]][row["period"] - 1]
+            yield row[key], _local_hour_of(row["utc_hour"], offset), row
+        return
+    for name in set(zone_of.values()):
+        in_zone = [value for value, zone_name in zone_of.items() if zone_name == name]
+        rows = (
+            queryset.filter(**{f"{key}__in": in_zone})
+            .annotate(local_hour=ExtractHour("hour", tzinfo=ZoneInfo(name)))
+            .values(key, "local_hour")
+        )
+        for row in rows.annotate(**sums):
+            yield row[key], row["local_hour"], row
+
+
 @lru_cache(maxsize=256)
 def _local_hour_counts(span: Span, zone: ZoneInfo) -> list[int]:
     """How many hours of the span fall on each local hour of the day (arithmetic over at
@@ -893,7 +920,7 @@ class PeakSplitRow:
 def peak_split(start: datetime, end: datetime, *, purpose=None, pool=None) -> list[PeakSplitRow]:
     """Cost of measured hours and requests in each pool's peak and off-peak local hours,
     for the pools that serve requests. Peak hours are the pool's own, else the hours whose
-    mean requests are above the daily mean (issue 5). Three queries on PostgreSQL."""
+    mean requests are above the daily mean (issue 5). Four queries on PostgreSQL."""
     span = Span.of(start, end)
     # Pools with a workload that logged requests in the span: an index probe per workload
     # on (workload, hour), not a join over every request-hour.
@@ -943,50 +970,15 @@ def peak_split(start: datetime, end: datetime, *, purpose=None, pool=None) -> li
         totals[0] += row["total"] or 0
         totals[1] += row["tokens"] or 0
 
-    if connection.vendor == "postgresql":
-        # Grouped by UTC hour and daylight-saving period, each pool's groups then placed
-        # on its own zone's local hours: two queries, however many zones.
-        zones = tuple(zone_of_pool.values())
-        utc_hour, period, offsets = _utc_hour_and_period(
-            PoolHourlyUsage._meta.db_table, span, zones
-        )
-        for row in (
-            usage.annotate(utc_hour=utc_hour, period=period)
-            .values("pool_id", "utc_hour", "period")
-            .annotate(**cost_sums)
-        ):
-            offset = offsets[zone_of_pool[row["pool_id"]]][row["period"] - 1]
-            local_hour = _local_hour_of(row["utc_hour"], offset)
-            cost_by_hour[row["pool_id"]][local_hour] += group_cost(row)
-        utc_hour, period, _ = _utc_hour_and_period(
-            WorkloadHourlyRequests._meta.db_table, span, zones
-        )
-        for row in (
-            requests.annotate(utc_hour=utc_hour, period=period)
-            .values("workload_id", "utc_hour", "period")
-            .annotate(**request_sums)
-        ):
-            pool_id = pool_of_workload[row["workload_id"]]
-            offset = offsets[zone_of_pool[pool_id]][row["period"] - 1]
-            add_requests(pool_id, _local_hour_of(row["utc_hour"], offset), row)
-    else:  # SQLite converts to one zone per query: one pair of queries per zone.
-        for name in set(zone_of_pool.values()):
-            zone = ZoneInfo(name)
-            in_zone = [pool_id for pool_id, zone_name in zone_of_pool.items() if zone_name == name]
-            for row in (
-                usage.filter(pool_id__in=in_zone)
-                .annotate(local_hour=ExtractHour("hour", tzinfo=zone))
-                .values("pool_id", "local_hour")
-                .annotate(**cost_sums)
-            ):
-                cost_by_hour[row["pool_id"]][row["local_hour"]] += group_cost(row)
-            for row in (
-                requests.filter(workload__pool_id__in=in_zone)
-                .annotate(local_hour=ExtractHour("hour", tzinfo=zone))
-                .values("workload_id", "local_hour")
-                .annotate(**request_sums)
-            ):
-                add_requests(pool_of_workload[row["workload_id"]], row["local_hour"], row)
+    for pool_id, local_hour, row in _sums_by_local_hour(
+        usage, "pool_id", zone_of_pool, span, cost_sums
+    ):
+        cost_by_hour[pool_id][local_hour] += group_cost(row)
+    zone_of_workload = {workload: zone_of_pool[pool] for workload, pool in pool_of_workload.items()}
+    for workload_id, local_hour, row in _sums_by_local_hour(
+        requests, "workload_id", zone_of_workload, span, request_sums
+    ):
+        add_requests(pool_of_workload[workload_id], local_hour, row)
     rows = []
     for found in pools:
         zone = ZoneInfo(found.timezone or "UTC")
