@@ -218,6 +218,7 @@ def _background_report_html(request, form) -> str:
         "days": (form.cleaned_data["end"] - form.cleaned_data["start"]).days + 1,
         "progress_pct": round(100 * progress["done"] / len(REPORT_STEPS)),
         "progress_step": progress["step"],
+        "progress_error": progress.get("error"),
         "poll_url": f"{request.path}?{query}",
         "inline_url": f"{request.path}?{query}{'&' if query else ''}compute=inline",
         "sync_days": SYNC_RECOMPUTE_DAYS,
@@ -237,7 +238,17 @@ def compute_report_in_background(query: str) -> bool:
         set_background_progress("report", query, {"done": done, "step": step})
 
     progress(0, REPORT_STEPS[0])
-    _report_results(request, form, progress=progress)
+    try:
+        _report_results(request, form, progress=progress)
+    except Exception as error:
+        # The polling page stops and says why, rather than waiting for the job's key to
+        # expire; the task still fails, so the worker's log has the traceback.
+        set_background_progress(
+            "report",
+            query,
+            {"done": 0, "step": "failed", "error": f"{type(error).__name__}: {error}"},
+        )
+        raise
     return True
 
 

@@ -199,3 +199,32 @@ def test_a_long_range_is_computed_by_a_worker_while_the_page_shows_progress(
         re.S,
     )
     assert table.search(fragment).group(0) == table.search(inline).group(0)
+
+
+@pytest.mark.django_db
+def test_a_failed_background_report_stops_polling_and_says_why(
+    client, make_user, gpu_model, settings, monkeypatch
+):
+    from apps.reports import queries
+    from apps.reports.cache import start_background_job
+    from apps.reports.views import compute_report_in_background
+
+    settings.REPORTS_WARM_UP = True
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    _make_pools(gpu_model, 1)
+    start = (datetime.now(UTC) - timedelta(days=59)).date().isoformat()
+    query = f"start={start}&group_by=pool"
+    assert start_background_job("report", query)  # queued: the page will not queue another
+
+    def out_of_disk(*args, **kwargs):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(queries, "cost_report", out_of_disk)
+    with pytest.raises(OSError):
+        compute_report_in_background(query)  # what the worker runs
+    client.force_login(make_user("reader"))
+    fragment = client.get(reverse("reports:report") + "?" + query, headers=RESULTS)
+    body = fragment.content.decode()
+    assert 'id="report-progress-error"' in body and "No space left on device" in body
+    assert "hx-trigger" not in body  # the page stops polling
+    assert "compute=inline" in body
