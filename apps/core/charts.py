@@ -1,11 +1,13 @@
 """What every plotly figure in gpufleet shares, so charts look alike on every page."""
 
 BASE_LAYOUT = {
-    "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
+    "margin": {"l": 60, "r": 20, "t": 90, "b": 50},
     "paper_bgcolor": "rgba(0,0,0,0)",
     "plot_bgcolor": "rgba(0,0,0,0)",
     "font": {"family": "system-ui, -apple-system, 'Segoe UI', sans-serif", "size": 12},
-    "legend": {"orientation": "h", "y": -0.2},
+    # Between the title and the plot: below it, the legend ran over the x-axis title
+    # whenever date ticks took two lines.
+    "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0},
 }
 
 

@@ -46,21 +46,24 @@ def build_cost_per_unit_figure(results, currency: str) -> go.Figure:
     names = [result.spec.name for result in results]
     figure = go.Figure(
         go.Bar(
-            name=f"{currency} per effective GPU-hour",
+            name="per effective GPU-hour",
             x=names,
             y=[result.cost_per_effective_gpu_hour for result in results],
             marker_color="#206bc4",
+            # Side by side although on two axes: barmode="group" alone overlays them.
+            offsetgroup="per-gpu-hour",
             hovertemplate=f"%{{x}}: %{{y:,.2f}} {currency}/reference GPU-h<extra></extra>",
         )
     )
     if any(result.cost_per_million_tokens for result in results):
         figure.add_trace(
             go.Bar(
-                name=f"{currency} per 1M output tokens",
+                name="per 1M output tokens",
                 x=names,
                 y=[result.cost_per_million_tokens for result in results],
                 marker_color="#f76707",
                 yaxis="y2",
+                offsetgroup="per-million-tokens",
                 hovertemplate=f"%{{x}}: %{{y:,.2f}} {currency} per 1M tokens<extra></extra>",
             )
         )

@@ -45,6 +45,21 @@ class ReportFilterForm(TablerFormMixin, forms.Form):
         help_text="IANA name; the hour-of-day curve and heatmap use it.",
     )
 
+    def __init__(self, data=None, *args, **kwargs):
+        # A link that names only some filters (``?start=…``) shows the defaults it implies
+        # in the other fields, not blanks; the figures are the same either way (clean()).
+        if data is not None:
+            defaults = self.defaults()
+            missing = {
+                name: defaults[name] for name in ("end", "group_by", "tz") if name not in data
+            }
+            if "start" not in data and "end" not in data:
+                missing["start"] = defaults["start"]
+            if missing:
+                data = data.copy()
+                data.update(missing)
+        super().__init__(data, *args, **kwargs)
+
     @classmethod
     def defaults(cls) -> dict:
         """The filters of a first visit: the last 30 UTC days, by pool, in UTC."""

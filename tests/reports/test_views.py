@@ -306,3 +306,15 @@ def test_cached_figures_follow_new_rollups_and_interruptions(client, make_user, 
     after_interruption = client.get(url).content.decode()
     # (30 min half-interval + 30 min restart) × 8 GPUs = 8 GPU-hours lost.
     assert "8 GPU-h lost to interruptions" in after_interruption
+
+
+@pytest.mark.django_db
+def test_a_link_naming_some_filters_shows_the_others_defaults(client, make_user, pool):
+    client.force_login(make_user("reader"))
+    today = datetime.now(UTC).date()
+    start = (today - timedelta(days=9)).isoformat()
+    page = client.get(reverse("reports:report"), {"start": start}).content.decode()
+    assert f'name="start" value="{start}"' in page
+    assert f'name="end" value="{today.isoformat()}"' in page  # was blank
+    assert 'name="tz" value="UTC"' in page
+    assert '<option value="pool" selected>' in page
