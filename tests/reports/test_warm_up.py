@@ -228,3 +228,15 @@ def test_a_failed_background_report_stops_polling_and_says_why(
     assert 'id="report-progress-error"' in body and "No space left on device" in body
     assert "hx-trigger" not in body  # the page stops polling
     assert "compute=inline" in body
+
+
+def test_every_beat_entry_names_a_registered_task(settings):
+    """A typo in a task name would only show as a KeyError in beat's log; the hourly
+    warm-up is this issue's, the check covers every entry."""
+    from config.celery_app import app as celery_app
+
+    celery_app.loader.import_default_modules()
+    for name, entry in settings.CELERY_BEAT_SCHEDULE.items():
+        assert entry["task"] in celery_app.tasks, f"{name}: {entry['task']} is not a task"
+    hourly = settings.CELERY_BEAT_SCHEDULE["warm-report-cache"]["schedule"]
+    assert hourly.minute == {0} and hourly.hour == set(range(24))
