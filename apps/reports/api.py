@@ -83,6 +83,13 @@ class CostRowSerializer(serializers.Serializer):
     interruption_cost_usd = serializers.FloatField(help_text="Lost GPU-hours × price.")
 
 
+def _pool_or_404(slug: str) -> Pool:
+    pool = Pool.objects.filter(slug=slug).select_related("gpu_model").first()
+    if pool is None:
+        raise NotFound(f"No GPU pool with slug “{slug}”.")
+    return pool
+
+
 class CostReportView(APIView):
     """Cost, idle cost and unit costs over a range, grouped by pool, purpose or workload
     (definitions in apps/reports/costmodel.py). Undefined ratios are null."""
@@ -95,9 +102,8 @@ class CostReportView(APIView):
         query = CostQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         params = query.validated_data
-        # An unknown pool is a 404, as on /api/v1/usage/profile/, not an empty report.
-        if params.get("pool") and not Pool.objects.filter(slug=params["pool"]).exists():
-            raise NotFound(f"No GPU pool with slug “{params['pool']}”.")
+        if params.get("pool"):
+            _pool_or_404(params["pool"])  # not an empty report that reads as "cost nothing"
         rows = queries.cost_report(
             params["start"],
             params["end"],
@@ -143,11 +149,7 @@ class UsageProfileView(APIView):
         query = ProfileQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         params = query.validated_data
-        pool = None
-        if params.get("pool"):
-            pool = Pool.objects.filter(slug=params["pool"]).first()
-            if pool is None:
-                raise NotFound(f"No GPU pool with slug “{params['pool']}”.")
+        pool = _pool_or_404(params["pool"]) if params.get("pool") else None
         zone: ZoneInfo = params["tz"]
         rows = queries.usage_profile(
             params["start"], params["end"], zone, pool=pool, purpose=params.get("purpose")

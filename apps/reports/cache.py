@@ -65,13 +65,19 @@ def data_changed() -> None:
     schedule_warm_up()
 
 
+def workers_run_warm_ups() -> bool:
+    """Whether a worker takes report work off the web process: ``REPORTS_WARM_UP`` on and
+    Celery not eager (no worker with ``make run``)."""
+    return settings.REPORTS_WARM_UP and not settings.CELERY_TASK_ALWAYS_EAGER
+
+
 def schedule_warm_up() -> bool:
     """Queue one warm-up unless one is already waiting; True when this call queued it.
 
     Off where no worker runs (Celery eager: ``make run`` on SQLite, where pages are small)
     and where ``REPORTS_WARM_UP`` is false. A broker that is down loses only the warm-up,
     never the write that triggered it."""
-    if not settings.REPORTS_WARM_UP or settings.CELERY_TASK_ALWAYS_EAGER:
+    if not workers_run_warm_ups():
         return False
     if not cache.add(WARM_FLAG_KEY, 1, timeout=WARM_DELAY_SECONDS + 60):
         return False

@@ -26,7 +26,7 @@ class PoolDailyUsage(models.Model):
             models.UniqueConstraint(fields=["pool", "day"], name="pool_daily_usage_unique")
         ]
         indexes = [models.Index(fields=["day"], name="pool_daily_usage_day")]
-        ordering = ["pool", "day"]
+        ordering = ["pool_id", "day"]
 
     def __str__(self):
         return f"{self.pool_id} {self.day}"
@@ -49,7 +49,7 @@ class WorkloadDailyRequests(models.Model):
             )
         ]
         indexes = [models.Index(fields=["day"], name="workload_daily_requests_day")]
-        ordering = ["workload", "day"]
+        ordering = ["workload_id", "day"]
 
     def __str__(self):
         return f"{self.workload_id} {self.day}"
@@ -125,7 +125,7 @@ class WorkloadHourlyUsage(models.Model):
             )
         ]
         indexes = [models.Index(fields=["hour"], name="workload_hourly_usage_hour")]
-        ordering = ["workload", "hour"]
+        ordering = ["workload_id", "hour"]
 
     def __str__(self):
         return f"{self.workload_id} {self.hour:%Y-%m-%d %H:00}"

@@ -43,11 +43,6 @@ from apps.reports import costmodel
 from apps.reports.models import PoolDailyUsage, WorkloadDailyRequests
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
 
-# Every aggregate here starts from ``objects.order_by()``: the rollup models order by
-# ("pool", …) and ("workload", …), which Django resolves through the related model's own
-# ordering, a join with pools_pool that stays in GROUP BY queries even though their
-# ORDER BY is dropped: ~40 % of a year's hour-of-day curve (EXPLAIN ANALYZE,
-# bench/README.md).
 ONE_HOUR = timedelta(hours=1)
 EARLIEST = datetime(2020, 1, 1, tzinfo=UTC)
 GROUP_BY_CHOICES = ("pool", "purpose", "workload")
@@ -145,8 +140,8 @@ def pool_usage_totals(span: Span, pool_ids=None) -> dict[int, UsageTotals]:
     """Per pool: sums over the span's measured hours. Two queries."""
     totals: dict[int, UsageTotals] = defaultdict(UsageTotals)
     first, last = span.whole_days()
-    daily = PoolDailyUsage.objects.order_by().filter(day__gte=first, day__lt=last)
-    hourly = PoolHourlyUsage.objects.order_by().filter(span.edge_filter())
+    daily = PoolDailyUsage.objects.filter(day__gte=first, day__lt=last)
+    hourly = PoolHourlyUsage.objects.filter(span.edge_filter())
     if pool_ids is not None:
         daily = daily.filter(pool_id__in=pool_ids)
         hourly = hourly.filter(pool_id__in=pool_ids)
@@ -182,7 +177,7 @@ def pool_usage_totals(span: Span, pool_ids=None) -> dict[int, UsageTotals]:
 
 def pool_first_days(pool_ids=None) -> dict[int, date]:
     """The first UTC day each pool has telemetry for."""
-    rows = PoolDailyUsage.objects.order_by()
+    rows = PoolDailyUsage.objects.all()
     if pool_ids is not None:
         rows = rows.filter(pool_id__in=pool_ids)
     return dict(rows.values("pool_id").annotate(first=Min("day")).values_list("pool_id", "first"))
@@ -228,8 +223,8 @@ class RequestTotals:
 def workload_request_totals(span: Span, workload_ids=None) -> dict[int, RequestTotals]:
     totals: dict[int, RequestTotals] = defaultdict(RequestTotals)
     first, last = span.whole_days()
-    daily = WorkloadDailyRequests.objects.order_by().filter(day__gte=first, day__lt=last)
-    hourly = WorkloadHourlyRequests.objects.order_by().filter(span.edge_filter())
+    daily = WorkloadDailyRequests.objects.filter(day__gte=first, day__lt=last)
+    hourly = WorkloadHourlyRequests.objects.filter(span.edge_filter())
     if workload_ids is not None:
         daily = daily.filter(workload_id__in=workload_ids)
         hourly = hourly.filter(workload_id__in=workload_ids)
@@ -547,8 +542,9 @@ def attributed_usage(span: Span, workload_ids) -> dict[int, tuple[float, float]]
     from apps.reports.models import WorkloadHourlyUsage
 
     rows = (
-        WorkloadHourlyUsage.objects.order_by()
-        .filter(workload_id__in=workload_ids, hour__gte=span.start, hour__lt=span.end)
+        WorkloadHourlyUsage.objects.filter(
+            workload_id__in=workload_ids, hour__gte=span.start, hour__lt=span.end
+        )
         .values("workload_id")
         .annotate(allocated=Sum("allocated_gpu_hours"), busy=Sum("busy_gpu_hours"))
     )
@@ -745,13 +741,18 @@ def _sums_by_local_hour(queryset, key: str, zone_of: dict, span: Span, sums: dic
 
 @lru_cache(maxsize=256)
 def _local_hour_counts(span: Span, zone: ZoneInfo) -> list[int]:
-    """How many hours of the span fall on each local hour of the day (arithmetic over at
-    most the span's hours, no database rows; remembered per span and zone)."""
+    """How many hours of the span fall on each local hour of the day: per daylight-saving
+    period (``offset_periods``), whole days give every hour once, the rest hour by hour."""
+    boundaries, offsets = offset_periods(span, (zone.key,))
+    edges = [span.start, *boundaries, span.end]
     counts = [0] * 24
-    moment = span.start
-    while moment < span.end:
-        counts[moment.astimezone(zone).hour] += 1
-        moment += ONE_HOUR
+    for period, (begin, end) in enumerate(zip(edges, edges[1:], strict=False)):
+        offset = offsets[zone.key][period]
+        whole_days, rest = divmod(int((end - begin) / ONE_HOUR), 24)
+        for utc_hour in range(24):
+            counts[_local_hour_of(utc_hour, offset)] += whole_days
+        for step in range(rest):
+            counts[_local_hour_of((begin + step * ONE_HOUR).hour, offset)] += 1
     return counts
 
 
@@ -766,12 +767,10 @@ def usage_profile(
     """The hour-of-day curve of a pool (or of every pool of a purpose, or of the fleet):
     issue 5's ``/api/v1/usage/profile/``. Two queries on PostgreSQL."""
     span = Span.of(start, end)
-    hourly = PoolHourlyUsage.objects.order_by().filter(
+    hourly = PoolHourlyUsage.objects.filter(
         hour__gte=span.start, hour__lt=span.end, reporting_gpus__gt=0
     )
-    requests = WorkloadHourlyRequests.objects.order_by().filter(
-        hour__gte=span.start, hour__lt=span.end
-    )
+    requests = WorkloadHourlyRequests.objects.filter(hour__gte=span.start, hour__lt=span.end)
     if pool is not None:
         hourly = hourly.filter(pool=pool)
         requests = requests.filter(workload__pool=pool)
@@ -834,7 +833,7 @@ def weekday_hour_heatmap(start: datetime, end: datetime, zone: ZoneInfo, *, purp
     """Mean utilisation (%) by ISO weekday (1 = Monday) × local hour: 7 × 24 values,
     None where no hour has telemetry. One query."""
     span = Span.of(start, end)
-    hourly = PoolHourlyUsage.objects.order_by().filter(
+    hourly = PoolHourlyUsage.objects.filter(
         hour__gte=span.start, hour__lt=span.end, reporting_gpus__gt=0
     )
     if purpose:
@@ -871,7 +870,7 @@ def daily_split(start: datetime, end: datetime, *, pool: Pool | None = None) -> 
     index = {day: position for position, day in enumerate(days)}
     busy = {value: [0.0] * len(days) for value in Purpose.values}
     cost = {value: [0.0] * len(days) for value in Purpose.values}
-    rows = PoolDailyUsage.objects.order_by().filter(day__gte=first, day__lte=last)
+    rows = PoolDailyUsage.objects.filter(day__gte=first, day__lte=last)
     if pool is not None:
         rows = rows.filter(pool=pool)
     for row in rows.values("day", "pool__purpose").annotate(
@@ -964,10 +963,10 @@ def peak_split(start: datetime, end: datetime, *, purpose=None, pool=None) -> li
         ) * (row["energy"] + found.gpu_model.tdp_watts / 1000 * row["busy_without_energy"])
 
     request_sums = {"total": Sum("requests"), "tokens": Sum(F("input_tokens") + F("output_tokens"))}
-    usage = PoolHourlyUsage.objects.order_by().filter(
+    usage = PoolHourlyUsage.objects.filter(
         pool_id__in=ids, hour__gte=span.start, hour__lt=span.end, reporting_gpus__gt=0
     )
-    requests = WorkloadHourlyRequests.objects.order_by().filter(
+    requests = WorkloadHourlyRequests.objects.filter(
         workload_id__in=list(pool_of_workload), hour__gte=span.start, hour__lt=span.end
     )
 

@@ -5,7 +5,6 @@ import time
 from datetime import UTC, timedelta
 from zoneinfo import ZoneInfo
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.contrib.auth.models import AnonymousUser
@@ -34,6 +33,7 @@ from apps.reports.cache import (
     remember_view,
     set_background_progress,
     start_background_job,
+    workers_run_warm_ups,
 )
 from apps.reports.forms import SYNC_RECOMPUTE_DAYS, InterruptionForm, ReportFilterForm
 from apps.reports.models import RecomputeJob
@@ -170,6 +170,11 @@ def _report_context(form, progress=None):
     }
 
 
+def _filter_form(request) -> ReportFilterForm:
+    """The page's filters; a first visit (no query at all) gets the defaults."""
+    return ReportFilterForm(request.GET if request.GET else ReportFilterForm.defaults())
+
+
 def _report_query(request) -> str:
     """The filters of a report request as a query string, without the export and
     compute switches."""
@@ -199,9 +204,7 @@ def _computes_in_background(request, form) -> bool:
     """Whether this page view hands its uncached figures to a worker: a range longer than
     ``SYNC_RECOMPUTE_DAYS``, where workers run, unless the visitor asked to compute in the
     page (``compute=inline``)."""
-    if not settings.REPORTS_WARM_UP or settings.CELERY_TASK_ALWAYS_EAGER:
-        return False
-    if request.GET.get("compute") == "inline":
+    if not workers_run_warm_ups() or request.GET.get("compute") == "inline":
         return False
     days = (form.cleaned_data["end"] - form.cleaned_data["start"]).days + 1
     return days > SYNC_RECOMPUTE_DAYS
@@ -230,7 +233,7 @@ def compute_report_in_background(query: str) -> bool:
     """What ``compute_report_task`` runs: the report's figures and partial into the cache,
     telling the progress partial after each step."""
     request = _warm_request(query)
-    form = ReportFilterForm(request.GET if request.GET else ReportFilterForm.defaults())
+    form = _filter_form(request)
     if not form.is_valid():
         return False
 
@@ -254,7 +257,7 @@ def compute_report_in_background(query: str) -> bool:
 
 @require_GET
 def report(request):
-    form = ReportFilterForm(request.GET if request.GET else ReportFilterForm.defaults())
+    form = _filter_form(request)
     context = {"form": form, "recent_jobs": RecomputeJob.objects.all()[:3]}
     export_format = request.GET.get("export")
     if not form.is_valid():
@@ -321,7 +324,7 @@ def warm_view(kind: str, argument: str = "") -> bool:
         return True
     if kind == "report":
         request = _warm_request(argument)
-        form = ReportFilterForm(request.GET if request.GET else ReportFilterForm.defaults())
+        form = _filter_form(request)
         if not form.is_valid():
             return False
         _report_results(request, form)

@@ -163,3 +163,25 @@ def test_peak_split_puts_each_hour_on_the_pools_local_clock(new_york_pool):
     assert row.peak_cost_usd == pytest.approx(peak_cost)
     assert row.offpeak_cost_usd == pytest.approx(offpeak_cost)
     assert (row.peak_requests, row.offpeak_requests) == (peak_requests, offpeak_requests)
+
+
+@pytest.mark.parametrize(
+    "zone_name", ["UTC", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe"]
+)
+def test_local_hour_counts_match_an_hour_by_hour_walk(zone_name):
+    """Lord Howe shifts by 30 minutes for daylight saving: its local hours move by half."""
+    import random
+
+    from apps.reports.queries import _local_hour_counts
+
+    zone = ZoneInfo(zone_name)
+    generator = random.Random(20261129)
+    for _ in range(25):
+        start = datetime(2025, 1, 1, tzinfo=UTC) + timedelta(hours=generator.randint(0, 20_000))
+        span = Span(start, start + timedelta(hours=generator.randint(0, 9_000)))
+        expected = [0] * 24
+        moment = span.start
+        while moment < span.end:
+            expected[moment.astimezone(zone).hour] += 1
+            moment += timedelta(hours=1)
+        assert _local_hour_counts(span, zone) == expected, span
