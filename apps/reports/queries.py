@@ -136,15 +136,22 @@ class UsageTotals:
         self.measured_cost_usd += float(row["cost"] or 0.0)
 
 
+def _days_and_edges(span: Span, daily_model, hourly_model, key: str, ids=None):
+    """The daily rows of the span's whole UTC days and the hourly rows of its partial days
+    at the edges, of ``ids`` only (None: all): summed together, they cover the span."""
+    first, last = span.whole_days()
+    daily = daily_model.objects.filter(day__gte=first, day__lt=last)
+    hourly = hourly_model.objects.filter(span.edge_filter())
+    if ids is not None:
+        daily = daily.filter(**{f"{key}__in": ids})
+        hourly = hourly.filter(**{f"{key}__in": ids})
+    return daily, hourly
+
+
 def pool_usage_totals(span: Span, pool_ids=None) -> dict[int, UsageTotals]:
     """Per pool: sums over the span's measured hours. Two queries."""
     totals: dict[int, UsageTotals] = defaultdict(UsageTotals)
-    first, last = span.whole_days()
-    daily = PoolDailyUsage.objects.filter(day__gte=first, day__lt=last)
-    hourly = PoolHourlyUsage.objects.filter(span.edge_filter())
-    if pool_ids is not None:
-        daily = daily.filter(pool_id__in=pool_ids)
-        hourly = hourly.filter(pool_id__in=pool_ids)
+    daily, hourly = _days_and_edges(span, PoolDailyUsage, PoolHourlyUsage, "pool_id", pool_ids)
     daily_rows = daily.values("pool_id").annotate(
         measured_hours=Sum("measured_hours"),
         measured_capacity=Sum("measured_capacity_gpu_hours"),
@@ -222,12 +229,9 @@ class RequestTotals:
 
 def workload_request_totals(span: Span, workload_ids=None) -> dict[int, RequestTotals]:
     totals: dict[int, RequestTotals] = defaultdict(RequestTotals)
-    first, last = span.whole_days()
-    daily = WorkloadDailyRequests.objects.filter(day__gte=first, day__lt=last)
-    hourly = WorkloadHourlyRequests.objects.filter(span.edge_filter())
-    if workload_ids is not None:
-        daily = daily.filter(workload_id__in=workload_ids)
-        hourly = hourly.filter(workload_id__in=workload_ids)
+    daily, hourly = _days_and_edges(
+        span, WorkloadDailyRequests, WorkloadHourlyRequests, "workload_id", workload_ids
+    )
     sums = {
         "total_requests": Sum("requests"),
         "total_input": Sum("input_tokens"),
