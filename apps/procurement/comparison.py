@@ -28,7 +28,8 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from itertools import accumulate
 
-HOURS_PER_MONTH = 730
+from apps.pools.costing import HOURS_PER_MONTH  # 730 h, the mean month (framework-free)
+
 SECONDS_PER_HOUR = 3600
 # Demand is measured in floats; a GPU count that is whole up to this is not rounded up.
 _WHOLE_GPU_TOLERANCE = 1e-9

@@ -11,6 +11,8 @@ import io
 from datetime import UTC, datetime
 
 from apps.core.templatetags import units
+from apps.procurement.models import ScenarioOption
+from apps.procurement.services import MONEY_FIELDS
 
 ASSUMPTIONS = (
     "Demand is counted in reference GPUs: one hour of the reference GPU at the reference "
@@ -110,11 +112,12 @@ def _text(value, places) -> str:
 
 
 def comparison_table(result, *, formatted: bool):
-    headers = [header for header, *_ in columns(result.scenario.currency)]
+    specs = columns(result.scenario.currency)
+    headers = [header for header, *_ in specs]
     rows = []
     for row in result.rows:
         values = []
-        for _, getter, _, places in columns(result.scenario.currency):
+        for _, getter, _, places in specs:
             value = getter(row)
             values.append(_text(value, places) if formatted else value)
         rows.append(values)
@@ -208,9 +211,6 @@ OPTION_INPUT_FIELDS = (
 
 
 def option_input_rows(result) -> tuple[list[str], list[list[str]]]:
-    from apps.procurement.models import ScenarioOption
-    from apps.procurement.services import MONEY_FIELDS
-
     currency = result.scenario.currency
     headers = ["Option"]
     for name in OPTION_INPUT_FIELDS:
@@ -229,7 +229,7 @@ def option_input_rows(result) -> tuple[list[str], list[list[str]]]:
     return headers, rows
 
 
-def _generated_line(result) -> str:
+def _generated_line() -> str:
     return f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by gpufleet."
 
 
@@ -302,7 +302,7 @@ def build_xlsx(result) -> bytes:
     summary_row = len(rows) + 3
     sheet.cell(row=summary_row, column=1, value="Recommendation").font = Font(bold=True)
     sheet.cell(row=summary_row, column=2, value=_recommendation(result))
-    sheet.cell(row=summary_row + 1, column=1, value=_generated_line(result))
+    sheet.cell(row=summary_row + 1, column=1, value=_generated_line())
 
     inputs = workbook.create_sheet("Inputs & assumptions")
     header_row(inputs, ["Input (unit)", "Value"])
@@ -476,7 +476,7 @@ def build_pdf(result) -> bytes:
         Paragraph(f"{scenario.name}: procurement comparison", styles["Title"]),
         Paragraph(
             f"Horizon {scenario.horizon_months} months · prices in {currency} · demand: "
-            f"{result.info.source_label}. {_generated_line(result)}",
+            f"{result.info.source_label}. {_generated_line()}",
             small,
         ),
         Spacer(1, 4 * mm),

@@ -11,6 +11,7 @@ from apps.procurement.models import (
     ScenarioOption,
     ThroughputBasis,
 )
+from apps.procurement.services import MONEY_FIELDS, pool_value
 from apps.procurement.skypilot import PriceCatalogError, parse_price_catalog
 
 SCENARIO_SECTIONS = (
@@ -65,6 +66,18 @@ class ScenarioForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms
         model = Scenario
         fields = [name for _, names in SCENARIO_SECTIONS for name in names]
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.user = user
+
+    def save(self, commit=True):
+        scenario = super().save(commit=False)
+        if scenario.created_by_id is None:
+            scenario.created_by = self.user
+        if commit:
+            scenario.save()
+        return scenario
 
     def clean_currency(self):
         return (self.cleaned_data.get("currency") or "").upper()
@@ -159,8 +172,6 @@ class OptionForm(TablerFormMixin, SectionedFormMixin, forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.scenario = scenario
         currency = scenario.currency
-        from apps.procurement.services import MONEY_FIELDS
-
         for name in MONEY_FIELDS:
             if name in self.fields:
                 self.fields[name].label = f"{self.fields[name].label} ({currency})"
@@ -177,13 +188,10 @@ class OptionForm(TablerFormMixin, SectionedFormMixin, forms.ModelForm):
         cleaned = super().clean()
         kind = cleaned.get("kind")
         pool = cleaned.get("source_pool")
-        from apps.procurement.services import _pool_value
-
-        probe = ScenarioOption(source_pool=pool) if pool else None
         for name in self._required_fields(kind, cleaned):
             if cleaned.get(name) is not None or name in self.errors:
                 continue
-            if probe is not None and _pool_value(probe, name) is not None:
+            if pool_value(pool, name) is not None:
                 continue
             where = f" and {pool} has none" if pool else ""
             self.add_error(
@@ -211,8 +219,8 @@ class OptionForm(TablerFormMixin, SectionedFormMixin, forms.ModelForm):
             self.add_error("baseline_gpus", "Baseline GPUs apply to hybrid options only.")
         if cleaned.get("throughput_basis") == ThroughputBasis.DECODE_CEILING:
             workload = self.scenario.demand_workload
-            has_model = self.scenario.model_architecture or (
-                workload and workload.model_architecture
+            has_model = self.scenario.model_architecture_id or (
+                workload and workload.model_architecture_id
             )
             if not has_model:
                 self.add_error(
@@ -301,12 +309,11 @@ class PriceImportForm(TablerFormMixin, forms.Form):
         except UnicodeDecodeError as error:
             raise forms.ValidationError(f"Not UTF-8 text (byte {error.start}).") from None
         try:
-            rows, _ = parse_price_catalog(text)
+            self.catalog_rows = parse_price_catalog(text)
         except PriceCatalogError as error:
             raise forms.ValidationError(str(error)) from None
-        if not rows:
+        if not self.catalog_rows[0]:
             raise forms.ValidationError("The file has no GPU rows with a price.")
-        self.text = text
         return upload
 
 

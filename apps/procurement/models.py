@@ -312,10 +312,6 @@ class ScenarioOption(models.Model):
         return self.compliance_zone in ZONES_NEEDING_ICP_FILING
 
     @property
-    def uses_baseline(self) -> bool:
-        return self.kind != OptionKind.ON_DEMAND
-
-    @property
     def baseline_kind(self) -> str | None:
         """ "reserved" or "owned": which prices the paid-every-hour GPUs take."""
         if self.kind == OptionKind.HYBRID:

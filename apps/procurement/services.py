@@ -11,7 +11,7 @@ from django.db.models import Max, Sum
 from django.utils import timezone
 
 from apps.catalog.models import GpuModel
-from apps.pools import memory
+from apps.pools import costing, memory
 from apps.pools.assessment import inference_settings_of, shape_of
 from apps.procurement import comparison, skypilot
 from apps.procurement.models import (
@@ -73,9 +73,10 @@ def _window(latest_hour, window_days):
     return latest_hour - timedelta(days=window_days) + timedelta(hours=1), latest_hour
 
 
-def _request_totals(workload_ids, start, end) -> tuple[float | None, float | None]:
+def _request_totals(start, end, **workloads) -> tuple[float | None, float | None]:
+    """Output tokens and requests in the window, of ``workload=…`` or ``workload__pool=…``."""
     totals = WorkloadHourlyRequests.objects.filter(
-        workload_id__in=workload_ids, hour__gte=start, hour__lte=end
+        hour__gte=start, hour__lte=end, **workloads
     ).aggregate(tokens=Sum("output_tokens"), requests=Sum("requests"))
     return (
         float(totals["tokens"]) if totals["tokens"] else None,
@@ -129,6 +130,14 @@ def per_gpu_throughput(scenario, gpu: GpuModel, basis: str) -> tuple[float | Non
     return peak, ""
 
 
+def _entered_curve(scenario) -> list[float]:
+    return list(
+        comparison.entered_demand_curve(
+            float(scenario.entered_gpu_hours_per_month), scenario.hourly_profile_weights()
+        )
+    )
+
+
 def build_demand(scenario: Scenario) -> tuple[comparison.Demand | None, DemandInfo]:
     source = scenario.demand_source
     info = DemandInfo(source_label=scenario.get_demand_source_display())
@@ -151,8 +160,9 @@ def build_demand(scenario: Scenario) -> tuple[comparison.Demand | None, DemandIn
                 info.window_start, info.window_end, rows = measured
                 info.hourly_times = [hour for hour, _ in rows]
                 curve = [busy for _, busy in rows]
-                workload_ids = list(pool.workloads.values_list("pk", flat=True))
-                tokens, requests = _request_totals(workload_ids, info.window_start, info.window_end)
+                tokens, requests = _request_totals(
+                    info.window_start, info.window_end, workload__pool=pool
+                )
     elif source == DemandSource.MEASURED_WORKLOAD:
         workload = scenario.demand_workload
         if workload is None:
@@ -164,12 +174,7 @@ def build_demand(scenario: Scenario) -> tuple[comparison.Demand | None, DemandIn
         if scenario.entered_gpu_hours_per_month is None:
             info.empty_message = "Enter GPU-hours per month."
         else:
-            curve = list(
-                comparison.entered_demand_curve(
-                    float(scenario.entered_gpu_hours_per_month),
-                    scenario.hourly_profile_weights(),
-                )
-            )
+            curve = _entered_curve(scenario)
     elif source == DemandSource.TRAINING_JOB:
         curve = _training_curve(scenario, info)
 
@@ -177,12 +182,7 @@ def build_demand(scenario: Scenario) -> tuple[comparison.Demand | None, DemandIn
     if curve is None and measured and scenario.entered_gpu_hours_per_month is not None:
         info.fallback_used = True
         info.reference_gpu = info.reference_gpu or scenario.reference_gpu_model
-        curve = list(
-            comparison.entered_demand_curve(
-                float(scenario.entered_gpu_hours_per_month),
-                scenario.hourly_profile_weights(),
-            )
-        )
+        curve = _entered_curve(scenario)
         info.notes.append("Using the entered GPU-hours per month until measurements exist.")
     if info.reference_gpu is None and curve is not None:
         info.empty_message = info.empty_message or "Choose a reference GPU."
@@ -212,7 +212,7 @@ def _workload_curve(scenario, workload, info):
             f"{pool.name}'s busy GPUs × {workload.gpu_count} of its {pool.gpu_count} GPUs "
             f"({share:.0%}) used by {workload.name}."
         )
-        tokens, requests = _request_totals([workload.pk], info.window_start, info.window_end)
+        tokens, requests = _request_totals(info.window_start, info.window_end, workload=workload)
         return [busy * share for _, busy in rows], tokens, requests
     latest = workload.hourly_requests.aggregate(latest=Max("hour"))["latest"]
     if latest is None:
@@ -288,8 +288,8 @@ class OptionProblem(ValueError):
     pass
 
 
-def _pool_value(option, name):
-    pool = option.source_pool
+def pool_value(pool, name):
+    """The source pool's value for an option field (money in USD), or None."""
     if pool is None:
         return None
     mapping = {
@@ -331,7 +331,7 @@ def option_value(option, name, rate: float):
     typed = getattr(option, name)
     if typed is not None:
         return float(typed)
-    from_pool = _pool_value(option, name)
+    from_pool = pool_value(option.source_pool, name)
     if from_pool is None:
         return None
     return float(from_pool) * rate if name in MONEY_FIELDS else float(from_pool)
@@ -376,9 +376,22 @@ def option_spec(scenario, option, reference_throughputs: dict) -> comparison.Opt
         amortisation = _require(option, "amortisation_months", rate)
         pue = _require(option, "pue", rate)
         kwh = _require(option, "power_price_per_kwh", rate)
-        compute = purchase / (amortisation * HOURS)
-        power = option.gpu_model.tdp_watts / 1000 * pue * kwh
-        colocation = (option_value(option, "colocation_per_gpu_month", rate) or 0) / HOURS
+        # The pools' owned GPU-hour (apps/pools/costing.py), per GPU: the colocation is
+        # already per GPU-month and operations staff are a monthly total of the option.
+        compute, power, colocation = (
+            line.usd_per_gpu_hour  # in the scenario's currency here
+            for line in costing.owned_price_breakdown(
+                purchase_price_per_gpu_usd=purchase,
+                amortisation_months=amortisation,
+                tdp_watts=option.gpu_model.tdp_watts,
+                pue=pue,
+                power_price_per_kwh_usd=kwh,
+                operations_per_month_usd=0.0,
+                colocation_per_month_usd=option_value(option, "colocation_per_gpu_month", rate)
+                or 0.0,
+                gpu_count=1,
+            ).lines
+        )
         if amortisation > scenario.horizon_months:
             notes.append(
                 f"Amortised over {amortisation:.0f} months: the hardware still has value after "
@@ -460,11 +473,12 @@ class PriceImportSummary:
 
 
 def import_prices(
-    scenario: Scenario, text: str, *, provider: str, region: str, gpu_models
+    scenario: Scenario, catalog_rows, *, provider: str, region: str, gpu_models
 ) -> PriceImportSummary:
     """One on-demand option per chosen GPU model at its cheapest catalog price (in the
-    region, when one is given), created or updated by name; prices converted from USD."""
-    rows, errors = skypilot.parse_price_catalog(text)
+    region, when one is given), created or updated by name; prices converted from USD.
+    ``catalog_rows`` is what ``skypilot.parse_price_catalog`` returned: (rows, errors)."""
+    rows, errors = catalog_rows
     summary = PriceImportSummary(errors=errors)
     catalog = [
         skypilot.CatalogGpu(gpu.slug, gpu.name, float(gpu.memory_gb))
@@ -487,12 +501,14 @@ def import_prices(
             cheapest[match.slug] = row
     rate = Decimal(scenario.usd_exchange_rate)
     position = (scenario.options.aggregate(last=Max("position"))["last"] or 0) + 1
+    names = {slug: f"{provider} on-demand · {wanted[slug].name}" for slug in cheapest}
+    existing = {option.name: option for option in scenario.options.filter(name__in=names.values())}
     with transaction.atomic():
         for slug, row in sorted(cheapest.items()):
             gpu = wanted[slug]
-            name = f"{provider} on-demand · {gpu.name}"
+            name = names[slug]
             price = (Decimal(str(row.price_per_gpu_hour_usd)) * rate).quantize(Decimal("0.0001"))
-            option = scenario.options.filter(name=name).first()
+            option = existing.get(name)
             values = {
                 "kind": OptionKind.ON_DEMAND,
                 "provider": provider,
@@ -537,11 +553,11 @@ def run_export(export_id: int) -> str:
     page's progress bar. A failure is recorded on the export, then re-raised."""
     from apps.procurement import exports
 
-    export = ComparisonExport.objects.select_related("scenario").get(pk=export_id)
+    export = ComparisonExport.objects.get(pk=export_id)
     _progress(export, 10, ComparisonExport.Status.RUNNING)
     try:
-        scenario = scenario_queryset().get(pk=export.scenario_id)
-        result = build_comparison(scenario)
+        export.scenario = scenario_queryset().get(pk=export.scenario_id)
+        result = build_comparison(export.scenario)
         _progress(export, 40)
         writer = {
             ComparisonExport.Format.CSV: exports.build_csv,

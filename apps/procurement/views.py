@@ -1,6 +1,8 @@
 """Procurement pages: scenarios, their option lines, the live comparison, price imports
 and exports. Procurement users change things; everyone signed in reads."""
 
+from functools import partial
+
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.db import transaction
@@ -9,7 +11,7 @@ from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_GET, require_http_methods
 
-from apps.core.crud import delete_page
+from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
 from apps.core.htmx import render_page
 from apps.procurement import charts
@@ -92,17 +94,12 @@ def scenario_detail(request, slug):
 
 
 def _scenario_form_page(request, instance=None):
-    form = ScenarioForm(request.POST or None, instance=instance)
-    if request.method == "POST" and form.is_valid():
-        scenario = form.save(commit=False)
-        if scenario.created_by_id is None:
-            scenario.created_by = request.user
-        scenario.save()
-        verb = "saved" if instance else "created"
-        messages.success(request, f"Scenario {scenario} {verb}.")
-        return redirect(scenario)
-    return render_page(
-        request, "procurement/scenario_form.html", {"form": form, "object": instance}
+    return form_page(
+        request,
+        form_class=partial(ScenarioForm, user=request.user),
+        noun="Scenario",
+        template="procurement/scenario_form.html",
+        instance=instance,
     )
 
 
@@ -141,16 +138,14 @@ def _option_form_page(request, scenario, instance=None):
         initial = {"position": (last or 0) + 1}
         if request.GET.get("kind") in OptionKind.values:
             initial["kind"] = request.GET["kind"]
-    form = OptionForm(request.POST or None, instance=instance, initial=initial, scenario=scenario)
-    if request.method == "POST" and form.is_valid():
-        option = form.save()
-        verb = "saved" if instance else "added"
-        messages.success(request, f"Option {option} {verb}.")
-        return redirect(scenario)
-    return render_page(
+    return form_page(
         request,
-        "procurement/option_form.html",
-        {"form": form, "object": instance, "scenario": scenario},
+        form_class=partial(OptionForm, scenario=scenario),
+        noun="Option",
+        template="procurement/option_form.html",
+        instance=instance,
+        initial=initial,
+        context={"scenario": scenario},
     )
 
 
@@ -200,7 +195,7 @@ def price_import(request, slug):
         if form.is_valid():
             summary = import_prices(
                 scenario,
-                form.text,
+                form.catalog_rows,
                 provider=form.cleaned_data["provider"],
                 region=form.cleaned_data["region"].strip(),
                 gpu_models=form.cleaned_data["gpu_models"],
