@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.backups import services
+from apps.backups.coverage import INFERENCE, TRAINING, items_for
 from apps.backups.models import (
     BackupPolicy,
     BackupVersion,
@@ -27,37 +28,8 @@ from apps.backups.models import (
 )
 from apps.pools.models import Workload
 
-TRAINING_ALL = [
-    "checkpoint_weights",
-    "optimizer_state",
-    "lr_scheduler_state",
-    "data_version",
-    "training_config",
-    "random_seed",
-    "container_image",
-    "runtime_pins",
-    "data_indexes",
-    "release_records",
-    "backup_access_control",
-    "key_management",
-    "encrypted_transfer",
-]
-INFERENCE_ALL = [
-    "model_artifact",
-    "quantization_params",
-    "tokenizer_config",
-    "post_processing",
-    "service_config",
-    "routing_rules",
-    "container_images",
-    "monitoring_baseline",
-    "runtime_pins",
-    "data_indexes",
-    "release_records",
-    "backup_access_control",
-    "key_management",
-    "encrypted_transfer",
-]
+TRAINING_ALL = [item.key for item in items_for(TRAINING)]
+INFERENCE_ALL = [item.key for item in items_for(INFERENCE)]
 S3_PRICES = {"hot": Decimal("0.0230"), "warm": Decimal("0.0125"), "cold": Decimal("0.0036")}
 
 

@@ -7,13 +7,14 @@ from django.utils import timezone
 from apps.backups import services
 from apps.backups.coverage import items_for
 from apps.backups.models import (
-    QUANTIZED_VERSION_PRECISIONS,
     BackupPolicy,
     BackupVersion,
     RestoreDrill,
     Tier,
     VersionKind,
     version_name,
+    version_name_clash,
+    version_rule_errors,
 )
 from apps.core.forms import TablerFormMixin
 
@@ -28,11 +29,8 @@ class DateTimeLocalInput(forms.DateTimeInput):
         super().__init__(attrs, format=DATETIME_FORMAT)
 
 
-TIER_FIELDS = [
-    f"{tier}_{part}"
-    for tier in ("hot", "warm", "cold")
-    for part in ("location", "retention_count", "retention_days", "price_per_gb_month_usd")
-]
+TIER_PARTS = ("location", "retention_count", "retention_days", "price_per_gb_month_usd")
+TIER_FIELDS = [f"{tier}_{part}" for tier in Tier.values for part in TIER_PARTS]
 
 
 class BackupPolicyForm(TablerFormMixin, forms.ModelForm):
@@ -75,24 +73,12 @@ class BackupPolicyForm(TablerFormMixin, forms.ModelForm):
 
     def tier_rows(self):
         return [
-            (
-                label,
-                [
-                    self[f"{tier}_{part}"]
-                    for part in (
-                        "location",
-                        "retention_count",
-                        "retention_days",
-                        "price_per_gb_month_usd",
-                    )
-                ],
-            )
-            for tier, label in Tier.choices
+            (label, [self[f"{tier}_{part}"] for part in TIER_PARTS]) for tier, label in Tier.choices
         ]
 
     def clean(self):
         cleaned = super().clean()
-        rpo, rto = cleaned.get("rpo_minutes"), cleaned.get("rto_minutes")
+        rpo = cleaned.get("rpo_minutes")
         for tier in Tier.values:
             location = cleaned.get(f"{tier}_location")
             has_retention = cleaned.get(f"{tier}_retention_count") or cleaned.get(
@@ -103,7 +89,7 @@ class BackupPolicyForm(TablerFormMixin, forms.ModelForm):
                     f"{tier}_retention_count",
                     f"Say how long the {tier} tier keeps versions: a count, days, or both.",
                 )
-        if rpo and rto and rpo > 365 * 24 * 60:
+        if rpo and rpo > 365 * 24 * 60:
             self.add_error("rpo_minutes", "An RPO of more than a year is not a target.")
         return cleaned
 
@@ -179,17 +165,13 @@ class BackupVersionForm(TablerFormMixin, forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
-        kind = cleaned.get("kind")
-        precision = cleaned.get("precision")
-        if kind == VersionKind.TRAINING_CHECKPOINT and not cleaned.get("data_version"):
-            self.add_error(
-                "data_version",
-                "A training checkpoint must record its data version, or nobody can tell "
-                "what it was trained on.",
-            )
-        error = version_kind_precision_error(kind, precision)
-        if error:
-            self.add_error("precision", error)
+        for name, message in version_rule_errors(
+            workload=self.workload,
+            kind=cleaned.get("kind"),
+            precision=cleaned.get("precision"),
+            data_version=cleaned.get("data_version"),
+        ).items():
+            self.add_error(name, message)
         algorithm = cleaned.get("checksum_algorithm")
         if algorithm:
             pairs, errors = services.parse_checksum_lines(cleaned.get("checksums", ""), algorithm)
@@ -206,15 +188,9 @@ class BackupVersionForm(TablerFormMixin, forms.ModelForm):
                 step=cleaned.get("step"),
                 tag=cleaned.get("tag", ""),
             )
-            clash = BackupVersion.objects.filter(workload=self.workload, name=name)
-            if self.instance.pk:
-                clash = clash.exclude(pk=self.instance.pk)
-            if clash.exists():
-                self.add_error(
-                    None,
-                    f"{self.workload.name} already has a version named {name}: give a "
-                    "training step or a tag to tell them apart.",
-                )
+            clash = version_name_clash(self.workload, name, exclude_pk=self.instance.pk)
+            if clash:
+                self.add_error(None, clash)
         return cleaned
 
     def save(self, commit=True, user=None):
@@ -225,15 +201,6 @@ class BackupVersionForm(TablerFormMixin, forms.ModelForm):
         else:
             version.purged_at = None
         return services.save_version(version, checksums=self.parsed_checksums, user=user)
-
-
-def version_kind_precision_error(kind, precision) -> str | None:
-    """Quantized variants are kept apart from full-precision releases (PRODUCT.md)."""
-    if kind == VersionKind.QUANTIZED_VARIANT and precision not in QUANTIZED_VERSION_PRECISIONS:
-        return "A quantized variant is FP8, INT8 or INT4; register full precision as a release."
-    if kind == VersionKind.INFERENCE_RELEASE and precision in QUANTIZED_VERSION_PRECISIONS:
-        return "FP8, INT8 and INT4 models are quantized variants: register them as such."
-    return None
 
 
 class RestoreDrillForm(TablerFormMixin, forms.ModelForm):

@@ -266,6 +266,45 @@ def version_name(*, model_name, precision, data_version, config_hash, step=None,
     return "-".join(parts)
 
 
+def version_rule_errors(*, workload, kind, precision, data_version) -> dict[str, str]:
+    """What a version's parts break, by field: one rule for the form and the API."""
+    errors = {}
+    training_kind = kind == VersionKind.TRAINING_CHECKPOINT
+    if workload is not None and kind and training_kind != workload.is_training:
+        errors["kind"] = (
+            "Training workloads keep training checkpoints; inference workloads keep "
+            "releases and quantized variants."
+        )
+    if training_kind and not data_version:
+        errors["data_version"] = (
+            "A training checkpoint must record its data version, or nobody can tell what it "
+            "was trained on."
+        )
+    # Quantized variants are kept apart from full-precision releases (PRODUCT.md).
+    if kind == VersionKind.QUANTIZED_VARIANT and precision not in QUANTIZED_VERSION_PRECISIONS:
+        errors["precision"] = (
+            "A quantized variant is FP8, INT8 or INT4; register full precision as a release."
+        )
+    elif kind == VersionKind.INFERENCE_RELEASE and precision in QUANTIZED_VERSION_PRECISIONS:
+        errors["precision"] = (
+            "FP8, INT8 and INT4 models are quantized variants: register them as such."
+        )
+    return errors
+
+
+def version_name_clash(workload, name, *, exclude_pk=None) -> str | None:
+    """Why ``name`` cannot be used for another version of ``workload``, or None."""
+    clash = BackupVersion.objects.filter(workload=workload, name=name)
+    if exclude_pk is not None:
+        clash = clash.exclude(pk=exclude_pk)
+    if not clash.exists():
+        return None
+    return (
+        f"{workload.name} already has a version named {name}: give a training step or a tag "
+        "to tell them apart."
+    )
+
+
 class BackupVersion(models.Model):
     workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="backup_versions")
     kind = models.CharField(max_length=30, choices=VersionKind.choices)

@@ -2,13 +2,13 @@ from django.db import transaction
 from rest_framework import serializers
 
 from apps.backups import services
-from apps.backups.forms import version_kind_precision_error
 from apps.backups.models import (
     BackupPolicy,
     BackupVersion,
     RestoreDrill,
-    VersionKind,
     version_name,
+    version_name_clash,
+    version_rule_errors,
 )
 from apps.backups.validators import checksum_error
 from apps.core.serializers import SlugReferenceField, StrictCharField, StrictModelSerializer
@@ -82,20 +82,13 @@ class BackupVersionSerializer(StrictModelSerializer):
         def current(name, default=None):
             return attrs.get(name, getattr(self.instance, name, default))
 
-        errors = {}
-        workload, kind = current("workload"), current("kind")
-        if workload is not None and kind:
-            training_kind = kind == VersionKind.TRAINING_CHECKPOINT
-            if training_kind != workload.is_training:
-                errors["kind"] = (
-                    "Training workloads keep training checkpoints; inference workloads keep "
-                    "releases and quantized variants."
-                )
-        if kind == VersionKind.TRAINING_CHECKPOINT and not current("data_version"):
-            errors["data_version"] = "A training checkpoint must record its data version."
-        precision_error = version_kind_precision_error(kind, current("precision"))
-        if precision_error:
-            errors["precision"] = precision_error
+        workload = current("workload")
+        errors = version_rule_errors(
+            workload=workload,
+            kind=current("kind"),
+            precision=current("precision"),
+            data_version=current("data_version"),
+        )
         if "checksums" in attrs:
             checksum_errors = checksum_list_errors(
                 attrs["checksums"], current("checksum_algorithm", "sha256")
@@ -122,16 +115,11 @@ class BackupVersionSerializer(StrictModelSerializer):
                 step=current("step"),
                 tag=current("tag", ""),
             )
-            clash = BackupVersion.objects.filter(workload=workload, name=name)
-            if self.instance is not None:
-                clash = clash.exclude(pk=self.instance.pk)
-            if clash.exists():
-                raise serializers.ValidationError(
-                    {
-                        "name": f"{workload.slug} already has a version named {name}: give a step "
-                        "or a tag to tell them apart."
-                    }
-                )
+            clash = version_name_clash(
+                workload, name, exclude_pk=self.instance.pk if self.instance else None
+            )
+            if clash:
+                raise serializers.ValidationError({"name": clash})
         return attrs
 
     @transaction.atomic

@@ -225,9 +225,12 @@ def drill_delete(request, pk):
 @require_GET
 def version_detail(request, pk):
     version = get_object_or_404(
-        BackupVersion.objects.select_related("workload__pool", "registered_by"), pk=pk
+        BackupVersion.objects.select_related(
+            "workload__pool", "workload__backup_policy", "registered_by"
+        ),
+        pk=pk,
     )
-    policy = BackupPolicy.objects.filter(workload=version.workload).first()
+    policy = getattr(version.workload, "backup_policy", None)
     context = {
         "version": version,
         "policy": policy,
@@ -274,7 +277,6 @@ def version_edit(request, pk):
 @require_http_methods(["GET", "POST"])
 def version_delete(request, pk):
     version = get_object_or_404(BackupVersion.objects.select_related("workload"), pk=pk)
-    policy = BackupPolicy.objects.filter(workload=version.workload).first()
     return delete_page(
         request,
         obj=version,
@@ -283,7 +285,7 @@ def version_delete(request, pk):
         blocking_label="recorded drills (mark the version purged instead)",
         list_url="backups:policy_list",
         cancel_url=version.get_absolute_url(),
-        pretitle=f"Backups · {version.workload.name}" if policy else "Backups",
+        pretitle=f"Backups · {version.workload.name}",
     )
 
 

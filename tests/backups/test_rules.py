@@ -319,3 +319,18 @@ def test_demo_seed_is_idempotent(db):
     assert RestoreDrill.objects.filter(passed=True).exists()
     coverages = set(BackupPolicy.objects.values_list("coverage_percent", flat=True))
     assert 100 in coverages and min(coverages) < 40
+
+
+def test_the_form_and_the_api_say_the_same_about_a_version(client, make_user, workload):
+    from tests.backups.test_api import _headers, _version_body
+
+    form = BackupVersionForm(_version_data(data_version=""), workload=workload)
+    assert not form.is_valid()
+    response = client.post(
+        "/api/v1/backup-versions/",
+        _version_body(workload, data_version=""),
+        content_type="application/json",
+        headers=_headers(make_user("ops")),
+    )
+    assert response.status_code == 400
+    assert response.json()["data_version"] == form.errors["data_version"]
