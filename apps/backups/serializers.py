@@ -11,7 +11,12 @@ from apps.backups.models import (
     version_rule_errors,
 )
 from apps.backups.validators import checksum_error
-from apps.core.serializers import SlugReferenceField, StrictCharField, StrictModelSerializer
+from apps.core.serializers import (
+    SlugReferenceField,
+    StrictCharField,
+    StrictFloatField,
+    StrictModelSerializer,
+)
 from apps.pools.models import Workload
 
 
@@ -234,15 +239,6 @@ class RestoreDrillSerializer(serializers.ModelSerializer):
             "notes",
         ]
         read_only_fields = fields
-
-
-class StrictFloatField(serializers.FloatField):
-    """DRF reads false, true and "1.5" as numbers; the schema says number."""
-
-    def to_internal_value(self, data):
-        if isinstance(data, bool) or not isinstance(data, int | float):
-            self.fail("invalid")
-        return super().to_internal_value(data)
 
 
 class CheckpointIntervalRequestSerializer(serializers.Serializer):

@@ -44,6 +44,15 @@ class StrictBooleanField(serializers.BooleanField):
         return data
 
 
+class StrictFloatField(serializers.FloatField):
+    """DRF reads false, true and "1.5" as numbers; the schema says number."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class StrictDecimalField(serializers.DecimalField):
     """Decimals travel as strings ("80.0"), as the schema documents them: a JSON number
     would pass through a binary float first, and the schema does not admit one."""

@@ -3,6 +3,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.core.serializers import StrictFloatField
 from apps.procurement.models import Scenario, ScenarioOption
 
 # Bounds that keep the curve (one cost per whole baseline GPU) and the sums finite.
@@ -13,17 +14,17 @@ MAX_PRICE = 1_000_000
 
 class CapacityMixRequestSerializer(serializers.Serializer):
     hourly_demand_gpus = serializers.ListField(
-        child=serializers.FloatField(min_value=0, max_value=MAX_GPUS_PER_HOUR),
+        child=StrictFloatField(min_value=0, max_value=MAX_GPUS_PER_HOUR),
         min_length=1,
         max_length=MAX_HOURS,
         help_text="GPUs needed in each hour, d_h (fractions allowed).",
     )
-    reserved_price_per_gpu_hour = serializers.FloatField(
+    reserved_price_per_gpu_hour = StrictFloatField(
         min_value=0,
         max_value=MAX_PRICE,
         help_text="r: reserved (or owned) price per GPU-hour, paid every hour.",
     )
-    on_demand_price_per_gpu_hour = serializers.FloatField(
+    on_demand_price_per_gpu_hour = StrictFloatField(
         min_value=0,
         max_value=MAX_PRICE,
         help_text="o: on-demand price per GPU-hour, paid for the hours used; above 0.",

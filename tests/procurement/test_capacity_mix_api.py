@@ -104,6 +104,10 @@ def test_newsvendor_quantile_on_a_known_curve(post):
         ({"on_demand_price_per_gpu_hour": 0}, "on_demand_price_per_gpu_hour"),
         ({"reserved_price_per_gpu_hour": -1}, "reserved_price_per_gpu_hour"),
         ({"hourly_demand_gpus": "12"}, "hourly_demand_gpus"),
+        # Numbers only, as the schema says: DRF's FloatField took true and "1.5".
+        ({"hourly_demand_gpus": [1, True]}, "hourly_demand_gpus"),
+        ({"reserved_price_per_gpu_hour": "1.5"}, "reserved_price_per_gpu_hour"),
+        ({"on_demand_price_per_gpu_hour": True}, "on_demand_price_per_gpu_hour"),
     ],
 )
 def test_bad_input_is_a_400_naming_the_field(post, payload, field):
