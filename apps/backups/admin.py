@@ -1,7 +1,9 @@
 from django.contrib import admin
+from django.db import transaction
 from simple_history.admin import SimpleHistoryAdmin
 
 from apps.backups.models import BackupPolicy, BackupVersion, RestoreDrill, VersionChecksum
+from apps.backups.services import delete_drill, refresh_drill_schedules
 
 
 @admin.register(BackupPolicy)
@@ -30,3 +32,18 @@ class RestoreDrillAdmin(SimpleHistoryAdmin):
     list_display = ["policy", "version", "finished_at", "passed"]
     list_filter = ["passed"]
     list_select_related = ["policy__workload", "version"]
+
+    # A drill edited or deleted here moves its policy's next drill date and overdue flag
+    # at once, as on the policy page (apps/backups/services.py), not at the daily refresh.
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        refresh_drill_schedules(BackupPolicy.objects.filter(pk=obj.policy_id))
+
+    def delete_model(self, request, obj):
+        delete_drill(obj)
+
+    def delete_queryset(self, request, queryset):
+        policy_ids = set(queryset.values_list("policy_id", flat=True))
+        with transaction.atomic():
+            super().delete_queryset(request, queryset)
+            refresh_drill_schedules(BackupPolicy.objects.filter(pk__in=policy_ids))

@@ -206,19 +206,17 @@ def drill_evidence(request, pk):
 def drill_delete(request, pk):
     drill = get_object_or_404(RestoreDrill.objects.select_related("policy__workload"), pk=pk)
     policy = drill.policy
-    if request.method == "POST":
-        services.delete_drill(drill)
-        messages.success(request, f"Drill of {drill.finished_at:%Y-%m-%d %H:%M} deleted.")
-        return redirect(policy)
     return delete_page(
         request,
         obj=drill,
         noun="Drill",
         blocking=[],
         blocking_label="",
-        list_url="backups:policy_list",
+        list_url=policy.get_absolute_url(),
         cancel_url=drill.get_absolute_url(),
         pretitle=f"Backups · {policy.workload.name}",
+        # The policy's next drill date and overdue flag follow from its drills.
+        delete=lambda: services.delete_drill(drill),
     )
 
 

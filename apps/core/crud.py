@@ -23,15 +23,28 @@ def form_page(request, *, form_class, noun, template, instance=None, initial=Non
     return render_page(request, template, {"form": form, "object": instance, **(context or {})})
 
 
-def delete_page(request, *, obj, noun, blocking, blocking_label, list_url, cancel_url, pretitle=""):
-    """GET asks for confirmation (or lists what blocks the delete); POST deletes."""
+def delete_page(
+    request,
+    *,
+    obj,
+    noun,
+    blocking,
+    blocking_label,
+    list_url,
+    cancel_url,
+    pretitle="",
+    delete=None,
+):
+    """GET asks for confirmation (or lists what blocks the delete); POST deletes, with
+    ``delete()`` when the object's service must do more than ``obj.delete()`` (e.g.
+    recompute what depended on it), then goes to ``list_url``."""
     if request.method == "POST" and not blocking:
         try:
-            obj.delete()
+            (delete or obj.delete)()
         except (ProtectedError, RestrictedError) as error:  # used since the page was shown
-            messages.error(request, _blocked_message(f"{noun} {obj}", error))
+            messages.error(request, _blocked_message(_label(noun, obj), error))
             return redirect(cancel_url)
-        messages.success(request, f"{noun} {obj} deleted.")
+        messages.success(request, f"{_label(noun, obj)} deleted.")
         return redirect(list_url)
     return render_page(
         request,
@@ -44,6 +57,15 @@ def delete_page(request, *, obj, noun, blocking, blocking_label, list_url, cance
             "pretitle": pretitle,
         },
     )
+
+
+def _label(noun, obj) -> str:
+    """ "Pool H100 east", or "Drill of v3 on 2026-11-29" when the name already says what
+    it is."""
+    name = str(obj)
+    if name.lower().startswith(noun.lower()):
+        return name[:1].upper() + name[1:]
+    return f"{noun} {name}"
 
 
 def _blocked_message(name, error):

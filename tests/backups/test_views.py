@@ -140,3 +140,20 @@ def test_the_backups_tab_leads_to_the_fleet_view(client, make_user):
     assert '<li class="nav-item active">\n              <a class="nav-link" href="/backups/">' in (
         body
     )
+
+
+def test_drills_deleted_in_the_admin_move_the_policys_schedule(client, make_user, workload):
+    """One by one or as a bulk action, as the drill delete page does (services)."""
+    policy = make_policy(workload)
+    version = make_version(workload)
+    first, second = make_drill(policy, version), make_drill(policy, version)
+    policy.refresh_from_db()
+    assert policy.last_drill_at is not None
+    client.force_login(make_user("admin"))
+    one = reverse("admin:backups_restoredrill_delete", args=[first.pk])
+    assert client.post(one, {"post": "yes"}).status_code == 302
+    bulk = {"action": "delete_selected", "_selected_action": [second.pk], "post": "yes"}
+    assert client.post(reverse("admin:backups_restoredrill_changelist"), bulk).status_code == 302
+    assert not policy.drills.exists()
+    policy.refresh_from_db()
+    assert policy.last_drill_at is None
