@@ -1,3 +1,5 @@
+from functools import partial
+
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -10,7 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from apps.backups import services
 from apps.backups.forms import BackupPolicyForm, BackupVersionForm, RestoreDrillForm
 from apps.backups.models import BackupPolicy, BackupVersion, RestoreDrill
-from apps.core.crud import delete_page
+from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
 from apps.core.htmx import render_page
 from apps.pools.models import Workload
@@ -96,13 +98,12 @@ def policy_create(request, slug):
     workload = get_object_or_404(Workload.objects.with_pool(), slug=slug)
     if BackupPolicy.objects.filter(workload=workload).exists():
         return redirect("backups:policy_edit", slug=slug)
-    form = BackupPolicyForm(request.POST or None, workload=workload)
-    if request.method == "POST" and form.is_valid():
-        policy = form.save()
-        messages.success(request, f"Backup policy of {workload.name} created.")
-        return redirect(policy)
-    return render_page(
-        request, "backups/policy_form.html", {"form": form, "workload": workload, "object": None}
+    return form_page(
+        request,
+        form_class=partial(BackupPolicyForm, workload=workload),
+        noun="Backup policy",
+        template="backups/policy_form.html",
+        context={"workload": workload},
     )
 
 
@@ -112,15 +113,13 @@ def policy_edit(request, slug):
     policy = get_object_or_404(
         BackupPolicy.objects.select_related("workload__pool"), workload__slug=slug
     )
-    form = BackupPolicyForm(request.POST or None, instance=policy, workload=policy.workload)
-    if request.method == "POST" and form.is_valid():
-        policy = form.save()
-        messages.success(request, f"Backup policy of {policy.workload.name} saved.")
-        return redirect(policy)
-    return render_page(
+    return form_page(
         request,
-        "backups/policy_form.html",
-        {"form": form, "workload": policy.workload, "object": policy},
+        form_class=partial(BackupPolicyForm, workload=policy.workload),
+        noun="Backup policy",
+        template="backups/policy_form.html",
+        instance=policy,
+        context={"workload": policy.workload},
     )
 
 

@@ -13,12 +13,14 @@ from apps.core.htmx import render_page
 
 
 def form_page(request, *, form_class, noun, template, instance=None, initial=None, context=None):
-    """GET shows the form; a valid POST saves, says so and redirects to the object."""
+    """GET shows the form; a valid POST saves, says so and redirects to the object.
+    ``form_class`` may be any callable taking the form's arguments, e.g. a
+    ``functools.partial`` that binds the form's own keyword arguments."""
     form = form_class(request.POST or None, instance=instance, initial=initial)
     if request.method == "POST" and form.is_valid():
         saved = form.save()
         verb = "saved" if instance else "created"
-        messages.success(request, f"{noun} {saved} {verb}.")
+        messages.success(request, f"{_label(noun, saved)} {verb}.")
         return redirect(saved)
     return render_page(request, template, {"form": form, "object": instance, **(context or {})})
 
