@@ -20,7 +20,7 @@ from apps.backups.models import (
     VersionKind,
 )
 from apps.backups.validators import checksum_error
-from apps.core.history import _ACTIONS, FieldChange, _display
+from apps.core.history import QUIET_FIELDS, rows_from_records
 from apps.pools.models import Interruption, Workload
 
 # How far back the pool's interruptions count towards its per-GPU MTBF.
@@ -414,7 +414,7 @@ class HistoryEntry:
     changes: list = field(default_factory=list)
 
 
-_QUIET_FIELDS = {"updated_at", "registered_at", "recorded_at", "created_at"}
+_QUIET_FIELDS = QUIET_FIELDS | {"registered_at", "recorded_at"}
 
 
 def policy_history(policy: BackupPolicy, *, limit=30) -> list[HistoryEntry]:
@@ -447,42 +447,22 @@ def policy_history(policy: BackupPolicy, *, limit=30) -> list[HistoryEntry]:
         records = list(
             queryset.select_related("history_user").order_by("-history_date")[: limit * 2]
         )
-        tracked = [
-            f
-            for f in model._meta.concrete_fields
-            if not f.primary_key and f.name not in _QUIET_FIELDS
-        ]
         by_object = {}
         for record in records:
             by_object.setdefault(record.id, []).append(record)
         for object_records in by_object.values():
-            for index, record in enumerate(object_records):
-                user = record.history_user
-                entry = HistoryEntry(
-                    when=record.history_date,
-                    who=(user.get_full_name() or user.get_username()) if user else "system",
-                    action=_ACTIONS.get(record.history_type, record.history_type),
-                    subject=subject(record),
-                    url=_object_url(model, record),
+            rows = rows_from_records(object_records, model, quiet=_QUIET_FIELDS)
+            for record, row in zip(object_records, rows, strict=True):
+                entries.append(
+                    HistoryEntry(
+                        when=row.when,
+                        who=row.who,
+                        action=row.action,
+                        subject=subject(record),
+                        url=_object_url(model, record),
+                        changes=row.changes,
+                    )
                 )
-                previous = object_records[index + 1] if index + 1 < len(object_records) else None
-                if previous is not None and record.history_type == "~":
-                    for model_field in tracked:
-                        if not hasattr(record, model_field.attname):
-                            continue
-                        if getattr(previous, model_field.attname) == getattr(
-                            record, model_field.attname
-                        ):
-                            continue
-                        label = str(model_field.verbose_name)
-                        entry.changes.append(
-                            FieldChange(
-                                label=label[:1].upper() + label[1:],
-                                old=_display(previous, model_field.name),
-                                new=_display(record, model_field.name),
-                            )
-                        )
-                entries.append(entry)
     entries.sort(key=lambda entry: entry.when, reverse=True)
     return entries[:limit]
 

@@ -30,25 +30,38 @@ def _display(record, field_name):
     return str(display()) if callable(display) else str(value)
 
 
+QUIET_FIELDS = frozenset({"created_at", "updated_at"})
+
+
 def history_rows(obj, limit=HISTORY_LIMIT) -> list[HistoryRow]:
     """Newest first. Each change is diffed against the record before it."""
     records = list(
         obj.history.select_related("history_user").order_by("-history_date")[: limit + 1]
     )
-    # All stored fields, the derived ones (editable=False) included: a changed effective
-    # price is worth seeing. Timestamps change on every save and say nothing.
-    # Fields the model's history excludes (HistoricalRecords(excluded_fields=…)) are not
-    # on the records.
-    recorded = {model_field.attname for model_field in obj.history.model._meta.concrete_fields}
+    return rows_from_records(records, type(obj))[:limit]
+
+
+def rows_from_records(records, model, quiet=QUIET_FIELDS) -> list[HistoryRow]:
+    """Rows of one object's history records, given newest first (users selected), each
+    ``~`` record diffed against the next one. The oldest record given is only a base for
+    the diff when the caller read one more than it shows.
+
+    All stored fields are compared, the derived ones (editable=False) included: a changed
+    effective price is worth seeing. ``quiet`` fields (timestamps that change on every
+    save) are not. Fields the model's history excludes (HistoricalRecords(excluded_fields=
+    …)) are not on the records."""
+    if not records:
+        return []
+    recorded = {model_field.attname for model_field in type(records[0])._meta.concrete_fields}
     tracked = [
         model_field
-        for model_field in obj._meta.concrete_fields
+        for model_field in model._meta.concrete_fields
         if not model_field.primary_key
-        and model_field.name not in ("created_at", "updated_at")
+        and model_field.name not in quiet
         and model_field.attname in recorded
     ]
     rows = []
-    for index, record in enumerate(records[:limit]):
+    for index, record in enumerate(records):
         user = record.history_user
         row = HistoryRow(
             when=record.history_date,
