@@ -157,3 +157,16 @@ def test_drills_deleted_in_the_admin_move_the_policys_schedule(client, make_user
     assert not policy.drills.exists()
     policy.refresh_from_db()
     assert policy.last_drill_at is None
+
+
+def test_paging_one_table_keeps_the_others_page(client, make_user, workload):
+    policy = make_policy(workload)
+    versions = [make_version(workload, step=1000 * (n + 1)) for n in range(11)]
+    for _ in range(11):
+        make_drill(policy, versions[0])
+    client.force_login(make_user("reader"))
+    url = reverse("backups:policy_detail", kwargs={"slug": workload.slug})
+    page = client.get(url, {"versions": 2}).content.decode()
+    # The drills' "Next" link stays on the second page of versions, and back.
+    assert 'href="?drills=2&amp;versions=2#compliance"' in page
+    assert 'href="?versions=1&amp;drills=1#versions"' in page
