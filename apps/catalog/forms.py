@@ -39,6 +39,7 @@ class GpuModelForm(TablerFormMixin, SlugFromNameMixin, forms.ModelForm):
             "interconnect",
             "interconnect_gb_per_second",
             "mig_support",
+            "mig_compute_slices",
             "reference_price_per_gpu_hour_usd",
             "source_note",
         ]

@@ -50,6 +50,15 @@ class GpuModel(models.Model):
         "Interconnect bandwidth (GB/s)", max_digits=10, decimal_places=1, null=True, blank=True
     )
     mig_support = models.BooleanField("MIG support", default=False)
+    # A MIG slice's share of its GPU is the compute slices its profile names ("3g.40gb"
+    # holds 3) over this count (NVIDIA Multi-Instance GPU user guide, "Supported MIG
+    # profiles": 7 on A100/H100/H200, 4 on A30).
+    mig_compute_slices = models.PositiveSmallIntegerField(
+        "MIG compute slices",
+        null=True,
+        blank=True,
+        help_text="Compute slices of a MIG-partitioned GPU: 7 on A100/H100/H200, 4 on A30.",
+    )
     reference_price_per_gpu_hour_usd = models.DecimalField(
         "Reference price per GPU-hour (USD)",
         max_digits=10,

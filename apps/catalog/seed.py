@@ -33,6 +33,7 @@ GPU_MODEL_COLUMNS = (
     "interconnect",
     "interconnect_gb_per_second",
     "mig_support",
+    "mig_compute_slices",
     "reference_price_per_gpu_hour_usd",
     "source_note",
 )
@@ -147,6 +148,7 @@ def _gpu_model_defaults(row: _Row) -> dict:
         "tdp_watts": row.integer("tdp_watts"),
         "interconnect": row.text("interconnect"),
         "mig_support": row.boolean("mig_support"),
+        "mig_compute_slices": row.integer("mig_compute_slices", required=False),
         "source_note": row.text("source_note"),
     }
     for column in _GPU_REQUIRED_DECIMALS:
@@ -177,8 +179,13 @@ def _model_architecture_defaults(row: _Row) -> dict:
 
 
 def _upsert_by_slug(model, rows: list[_Row], build_defaults, overwrite: bool) -> tuple[int, int]:
-    # Parse every row before writing any, so a bad line leaves the table untouched.
-    parsed = [(row.text("slug"), build_defaults(row)) for row in rows]
+    # Parse every row before writing any, so a bad line leaves the table untouched. An
+    # early migration's historical model lacks the columns added later: they are left out.
+    known = {field.name for field in model._meta.get_fields()}
+    parsed = [
+        (row.text("slug"), {k: v for k, v in build_defaults(row).items() if k in known})
+        for row in rows
+    ]
     created_count = updated_count = 0
     with transaction.atomic(using=model._default_manager.db):
         for slug, defaults in parsed:
@@ -210,3 +217,17 @@ def load_model_architectures(
     """Upsert every row of model_architectures.csv by slug; return (created, updated)."""
     rows = _read_rows(path, MODEL_ARCHITECTURE_COLUMNS)
     return _upsert_by_slug(model_architecture_class, rows, _model_architecture_defaults, overwrite)
+
+
+def fill_mig_compute_slices(gpu_model_class, path: Path = GPU_MODELS_CSV) -> int:
+    """Set the MIG compute slices of the catalog's GPUs that have none, from the CSV, and add
+    the CSV's GPUs that are missing; a lead's own figures are kept. Returns rows changed."""
+    load_gpu_models(gpu_model_class, path, overwrite=False)
+    changed = 0
+    for row in _read_rows(path, GPU_MODEL_COLUMNS):
+        slices = row.integer("mig_compute_slices", required=False)
+        if slices is not None:
+            changed += gpu_model_class._default_manager.filter(
+                slug=row.text("slug"), mig_compute_slices__isnull=True
+            ).update(mig_compute_slices=slices)
+    return changed

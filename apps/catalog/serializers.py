@@ -25,6 +25,7 @@ class GpuModelSerializer(StrictModelSerializer):
             "interconnect",
             "interconnect_gb_per_second",
             "mig_support",
+            "mig_compute_slices",
             "reference_price_per_gpu_hour_usd",
             "source_note",
         ]

@@ -9,6 +9,7 @@ from apps.pools.models import (
     Recompute,
     TrainingPrecision,
     Workload,
+    service_period_problem,
 )
 
 POOL_SECTIONS = (
@@ -27,6 +28,7 @@ POOL_SECTIONS = (
         ],
     ),
     ("Hardware", ["gpu_model", "gpu_count", "gpus_per_node", "interconnect"]),
+    ("Service period", ["in_service_from", "in_service_until"]),
     ("Pinned software", ["driver_version", "cuda_version", "framework_versions"]),
     (
         "Cloud price",
@@ -83,7 +85,15 @@ class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.Mod
     class Meta:
         model = Pool
         fields = [name for _, names in POOL_SECTIONS for name in names]
-        widgets = {"description": forms.Textarea(attrs={"rows": 2})}
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 2}),
+            "in_service_from": forms.DateTimeInput(
+                attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"
+            ),
+            "in_service_until": forms.DateTimeInput(
+                attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"
+            ),
+        }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -101,6 +111,11 @@ class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.Mod
                 f"{gpu_count} GPUs do not fill whole nodes of {gpus_per_node}: "
                 f"use a multiple of {gpus_per_node}, or change GPUs per node.",
             )
+        service_problem = service_period_problem(
+            cleaned.get("in_service_from"), cleaned.get("in_service_until")
+        )
+        if service_problem:
+            self.add_error("in_service_until", service_problem)
         deployment = cleaned.get("deployment")
         for name in REQUIRED_COST_FIELDS.get(deployment, []):
             if cleaned.get(name) is None and name not in self.errors:

@@ -4,13 +4,14 @@ The foundation keeps the fields every later feature relies on; the pools/catalog
 adds GPU and model catalogs, cost inputs and the fit engine.
 """
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.urls import reverse
+from django.utils import timezone as django_timezone
 from simple_history.models import HistoricalRecords
 
 from apps.pools import costing
@@ -63,6 +64,22 @@ def _money(label, **kwargs):
         validators=[MinValueValidator(Decimal("0"))],
         **kwargs,
     )
+
+
+# Telemetry dated before this is refused (a node whose clock was never set reports 1970).
+EARLIEST_SERVICE_START = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+def service_period_problem(start, end) -> str | None:
+    """Why [start, end) is not a usable service period, or None."""
+    if start is not None and start < EARLIEST_SERVICE_START:
+        return f"The service period cannot start before {EARLIEST_SERVICE_START:%Y-%m-%d}."
+    if start is not None and end is not None and end <= start:
+        return (
+            f"In service until ({end:%Y-%m-%d %H:%M}) must be after in service from "
+            f"({start:%Y-%m-%d %H:%M})."
+        )
+    return None
 
 
 class Pool(models.Model):
@@ -167,6 +184,19 @@ class Pool(models.Model):
         editable=False,
         default=Decimal("0"),
         help_text="PUE × power price; 0 for cloud pools, whose price includes power.",
+    )
+    # Hours are paid only inside the service period: reports count capacity, cost, idle
+    # and unmeasured hours from the first hour it covers, not from the first sample.
+    in_service_from = models.DateTimeField(
+        "In service from",
+        default=django_timezone.now,
+        help_text="When the pool's GPUs started to be paid for; a past date backfills history.",
+    )
+    in_service_until = models.DateTimeField(
+        "In service until",
+        null=True,
+        blank=True,
+        help_text="When they stopped being paid for; blank while the pool is in service.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

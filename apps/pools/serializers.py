@@ -3,7 +3,7 @@ from rest_framework import serializers
 from apps.catalog.models import GpuModel, ModelArchitecture
 from apps.core.serializers import SlugReferenceField, StrictModelSerializer
 from apps.pools.forms import REQUIRED_COST_FIELDS, workload_consistency_errors
-from apps.pools.models import Deployment, Pool, Workload
+from apps.pools.models import Deployment, Pool, Workload, service_period_problem
 
 
 class PriceLineSerializer(serializers.Serializer):
@@ -60,6 +60,8 @@ class PoolSerializer(StrictModelSerializer):
             "colocation_per_month_usd",
             "timezone",
             "peak_hours",
+            "in_service_from",
+            "in_service_until",
             "effective_price_per_gpu_hour_usd",
             "price_per_hour_usd",
             "price_breakdown",
@@ -80,6 +82,11 @@ class PoolSerializer(StrictModelSerializer):
         gpu_count, gpus_per_node = current("gpu_count"), current("gpus_per_node") or 8
         if gpu_count and gpu_count % gpus_per_node:
             errors["gpu_count"] = f"{gpu_count} GPUs do not fill whole nodes of {gpus_per_node}."
+        service_problem = service_period_problem(
+            current("in_service_from"), current("in_service_until")
+        )
+        if service_problem:
+            errors["in_service_until"] = service_problem
         deployment = current("deployment")
         for name in REQUIRED_COST_FIELDS.get(deployment, []):
             if current(name) is None:

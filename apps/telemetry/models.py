@@ -27,6 +27,14 @@ class GpuDevice(models.Model):
     uuid = models.CharField("UUID", max_length=100, db_index=True)
     gpu_instance_id = models.PositiveIntegerField("MIG GPU instance", null=True, blank=True)
     mig_profile = models.CharField("MIG profile", max_length=50, blank=True)
+    # The N of a slice's profile "Ng.…" (apps/telemetry/mig.py): its share of the GPU is N
+    # over the GPU model's compute slices.
+    mig_compute_slices = models.PositiveSmallIntegerField(
+        "MIG compute slices held", null=True, blank=True
+    )
+    # nvidia-smi reports "[N/A]" utilisation for a GPU in MIG mode: its hours are "not
+    # measurable by nvidia-smi under MIG", never 0 % busy.
+    mig_mode_enabled = models.BooleanField("MIG mode on", default=False)
     hostname = models.CharField(max_length=255, blank=True, db_index=True)
     gpu_index = models.PositiveIntegerField("GPU index", null=True, blank=True)
     model_name = models.CharField("Reported model", max_length=100, blank=True)
@@ -166,10 +174,19 @@ class ImportRun(models.Model):
     rows_rejected = models.PositiveIntegerField(default=0)
     progress_pct = models.PositiveSmallIntegerField(default=0)
     errors = models.JSONField(default=list, blank=True, help_text="The first rejected lines.")
+    warnings = models.JSONField(
+        default=list, blank=True, help_text="What was kept but needs a look, in sentences."
+    )
     message = models.TextField(blank=True)
+    # An identical file uploaded again is recognised by its digest and refused.
+    content_sha256 = models.CharField("SHA-256 of the content", max_length=64, blank=True)
+    scraped_at = models.DateTimeField(
+        null=True, blank=True, help_text="dcgm scrapes: when the scrape was taken."
+    )
 
     class Meta:
         ordering = ["-created_at"]
+        indexes = [models.Index(fields=["content_sha256"], name="import_run_content_sha256")]
 
     def __str__(self):
         return f"{self.get_kind_display()} import #{self.pk} ({self.get_status_display()})"
@@ -202,6 +219,47 @@ class PoolHourlyUsage(models.Model):
 
     def __str__(self):
         return f"{self.pool_id} {self.hour:%Y-%m-%d %H:00}"
+
+
+class PoolHourFlag(models.Model):
+    """Something in one pool-hour's telemetry that a reader must know before trusting it.
+
+    The rollup (apps/telemetry/rollups.py) rewrites the kinds it derives from samples with
+    every recompute of the hour; an import writes the kinds only it can see (clock skew).
+    """
+
+    class Kind(models.TextChoices):
+        OVER_REPORTED = "over_reported", "More GPUs reporting than the pool declares"
+        MIG_CONFLICT = "mig_conflict", "Whole-GPU line and MIG slices both reported"
+        OVER_BUSY = "over_busy", "A GPU's slices add up to more than 100 %"
+        MIG_UNMEASURABLE = "mig_unmeasurable", "MIG mode: nvidia-smi cannot measure utilisation"
+        OUTSIDE_SERVICE = "outside_service", "Samples outside the pool's service period"
+        CLOCK_SKEW = "clock_skew", "Samples dated ahead of the time they arrived"
+
+    ROLLUP_KINDS = (
+        Kind.OVER_REPORTED,
+        Kind.MIG_CONFLICT,
+        Kind.OVER_BUSY,
+        Kind.MIG_UNMEASURABLE,
+        Kind.OUTSIDE_SERVICE,
+    )
+
+    pool = models.ForeignKey("pools.Pool", on_delete=models.CASCADE, related_name="hour_flags")
+    hour = models.DateTimeField()
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    gpus = models.PositiveIntegerField(default=0, help_text="GPUs or slices concerned.")
+    samples = models.PositiveIntegerField(default=0, help_text="Samples concerned.")
+    detail = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["pool", "hour", "kind"], name="pool_hour_flag_unique")
+        ]
+        indexes = [models.Index(fields=["hour"], name="pool_hour_flag_hour")]
+        ordering = ["pool_id", "hour", "kind"]
+
+    def __str__(self):
+        return f"{self.pool_id} {self.hour:%Y-%m-%d %H:00} {self.kind}"
 
 
 class PendingRollup(models.Model):

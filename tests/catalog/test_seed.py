@@ -58,7 +58,7 @@ def test_h100_sxm_carries_the_dense_not_the_sparse_bf16_figure():
     assert h100.dense_peak_flops("bf16") == 989e12  # 1979 would be the 2:4-sparse figure
 
 
-def test_mig_support_is_limited_to_a100_h100_and_h200():
+def test_mig_support_is_limited_to_a30_a100_h100_and_h200():
     with_mig = set(GpuModel.objects.filter(mig_support=True).values_list("slug", flat=True))
     assert with_mig == {
         "h200-sxm",
@@ -68,7 +68,19 @@ def test_mig_support_is_limited_to_a100_h100_and_h200():
         "a100-pcie-80gb",
         "a100-sxm-40gb",
         "a100-pcie-40gb",
+        "a30",
     }
+
+
+def test_mig_compute_slices_follow_nvidia_mig_user_guide():
+    # NVIDIA Multi-Instance GPU user guide, "Supported MIG profiles": A100, H100 and H200
+    # divide into 7 compute slices (1g … 7g), A30 into 4 (1g … 4g).
+    slices = dict(
+        GpuModel.objects.filter(mig_support=True).values_list("slug", "mig_compute_slices")
+    )
+    assert slices.pop("a30") == 4
+    assert set(slices.values()) == {7}
+    assert not GpuModel.objects.filter(mig_support=False, mig_compute_slices__isnull=False).exists()
 
 
 # Our slug -> llm-analysis config name, for the GPUs both sources list.
