@@ -94,6 +94,8 @@ def fill(pools, workloads, days):
             gpu_count=64,
             gpus_per_node=8,
             on_demand_price_per_gpu_hour_usd=Decimal("2.50"),
+            # In service from the start of the history the benchmark writes.
+            in_service_from=timezone.now() - timedelta(days=days + 1),
         )
         pool.refresh_effective_price()
         pool.save()

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import uuid
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
@@ -36,6 +37,7 @@ ROLE_NAMES = {
     "admin": None,  # superuser
 }
 TEST_PASSWORD = "correct-horse-battery-staple"
+SERVICE_START = datetime(2022, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture(autouse=True)
@@ -124,6 +126,8 @@ def pool(gpu_model):
         gpu_count=16,
         gpus_per_node=8,
         on_demand_price_per_gpu_hour_usd=Decimal("2.99"),
+        # The tests' telemetry is dated 2022 onwards: a pool backfilled from then on.
+        in_service_from=SERVICE_START,
     )
     pool.refresh_effective_price()
     pool.save()

@@ -12,6 +12,7 @@ from apps.pools.estimate_serializers import (
 from apps.pools.estimates import EstimateError, run_memory_estimate
 from apps.pools.models import Pool, Workload
 from apps.pools.serializers import PoolSerializer, WorkloadSerializer
+from apps.telemetry.tasks import rollup_pool_history_task
 
 
 class PoolViewSet(viewsets.ModelViewSet):
@@ -22,6 +23,12 @@ class PoolViewSet(viewsets.ModelViewSet):
     serializer_class = PoolSerializer
     lookup_field = "slug"
     lookup_value_regex = "[-a-zA-Z0-9_]+"
+
+    def perform_update(self, serializer):
+        service_period = serializer.instance.service_period
+        pool = serializer.save()
+        if pool.service_period != service_period:
+            rollup_pool_history_task.delay_on_commit(pool.pk)
 
 
 class WorkloadViewSet(viewsets.ModelViewSet):

@@ -1,4 +1,5 @@
 from django import forms
+from django.utils import timezone as django_timezone
 
 from apps.core.forms import SlugFromNameMixin, TablerFormMixin
 from apps.pools.models import (
@@ -98,9 +99,16 @@ class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.Mod
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["timezone"].required = False  # left empty: UTC, as the model defaults
+        # Left empty: from now on, as a pool registered today starts being paid today.
+        self.fields["in_service_from"].required = False
 
     def clean_timezone(self):
         return self.cleaned_data.get("timezone") or "UTC"
+
+    def clean_in_service_from(self):
+        return self.cleaned_data.get("in_service_from") or (
+            self.instance.in_service_from if self.instance.pk else django_timezone.now()
+        )
 
     def clean(self):
         cleaned = super().clean()

@@ -218,6 +218,11 @@ class Pool(models.Model):
         return reverse("pools:pool_detail", kwargs={"slug": self.slug})
 
     @property
+    def service_period(self) -> tuple:
+        """(in service from, until): what the rollups' in-service hours depend on."""
+        return self.in_service_from, self.in_service_until
+
+    @property
     def is_owned(self) -> bool:
         return self.deployment in OWNED_DEPLOYMENTS
 

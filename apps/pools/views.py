@@ -18,6 +18,7 @@ from apps.pools.forms import CalculatorForm, PoolForm, WorkloadForm
 from apps.pools.models import Pool, Workload
 from apps.reports.views import pool_report_context
 from apps.telemetry.charts import build_pool_utilization_figure
+from apps.telemetry.tasks import rollup_pool_history_task
 
 PAGE_SIZE = 25
 # How far back the pool page's utilization chart looks.
@@ -95,9 +96,14 @@ def pool_create(request):
 @require_http_methods(["GET", "POST"])
 def pool_edit(request, slug):
     pool = get_object_or_404(Pool, slug=slug)
-    return form_page(
+    service_period = pool.service_period
+    response = form_page(
         request, form_class=PoolForm, noun="Pool", template="pools/pool_form.html", instance=pool
     )
+    # A saved form redirects; a refused one has still copied its valid fields onto ``pool``.
+    if response.status_code == 302 and pool.service_period != service_period:
+        rollup_pool_history_task.delay_on_commit(pool.pk)
+    return response
 
 
 @permission_required("pools.delete_pool", raise_exception=True)

@@ -8,13 +8,24 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from django.db import transaction
 from django.db.models import Count, F, FloatField, Q, Sum, Value
-from django.db.models.functions import Coalesce, TruncDate
+from django.db.models.functions import Coalesce, Trunc, TruncDate
 
 from apps.reports.cache import data_changed
 from apps.reports.models import PoolDailyUsage, WorkloadDailyRequests
+from apps.telemetry.mig import DEFAULT_MIG_COMPUTE_SLICES
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
 
 _ZERO = Value(0.0, output_field=FloatField())
+
+
+def in_service_q(prefix: str = "pool__") -> Q:
+    """Hourly rows inside their pool's service period (see queries.service_hours): hours
+    rolled up before the period was narrowed, whose samples are purged, stay stored but
+    are not summed."""
+    until = f"{prefix}in_service_until"
+    return Q(hour__gte=Trunc(f"{prefix}in_service_from", "hour", tzinfo=UTC)) & (
+        Q(**{f"{until}__isnull": True}) | Q(hour__lt=F(until))
+    )
 
 
 def days_between(start: datetime, end: datetime) -> list[date]:
@@ -45,7 +56,8 @@ def rollup_pool_days(pool_ids, start: datetime, end: datetime) -> int:
         hourly = hourly.filter(pool_id__in=list(pool_ids))
         stale = stale.filter(pool_id__in=list(pool_ids))
     rows = (
-        hourly.annotate(day=TruncDate("hour", tzinfo=UTC))
+        hourly.filter(in_service_q())
+        .annotate(day=TruncDate("hour", tzinfo=UTC))
         .values("pool_id", "day")
         .annotate(
             measured_hours=Count("id", filter=Q(reporting_gpus__gt=0)),
@@ -143,11 +155,42 @@ def rebuild_all_days() -> tuple[int, int]:
 
 # Per pool and hour range: match each utilisation sample to at most one labelled workload
 # of its device's pool, then split every device-hour among workloads by sample counts.
+# A device weighs its share of the physical GPU: 1 for a whole GPU, held ÷ the model's
+# compute slices for a MIG slice (apps/telemetry/mig.py); a whole-GPU line whose slices
+# report in the same hour weighs nothing, as in the pool's rollup. Only hours inside the
+# pool's service period are attributed.
 ATTRIBUTION_SQL = """
+WITH device_hours AS (
+    SELECT sample.device_id, date_trunc('hour', sample.timestamp) AS hour,
+           COUNT(*) AS samples
+    FROM telemetry_gpusample AS sample
+    JOIN telemetry_gpudevice AS device ON device.id = sample.device_id
+    WHERE device.pool_id = %(pool)s AND sample.timestamp >= %(start)s
+      AND sample.timestamp < %(end)s AND sample.utilization_pct IS NOT NULL
+    GROUP BY sample.device_id, date_trunc('hour', sample.timestamp)
+), weighted AS (
+    SELECT device_hours.device_id, device_hours.hour, device_hours.samples,
+           CASE WHEN device.gpu_instance_id IS NOT NULL
+                THEN COALESCE(device.mig_compute_slices, 1)::float
+                     / COALESCE(model.mig_compute_slices, %(default_slices)s)
+                WHEN EXISTS (
+                    SELECT 1 FROM device_hours AS slice_hours
+                    JOIN telemetry_gpudevice AS slice ON slice.id = slice_hours.device_id
+                    WHERE slice.uuid = device.uuid AND slice.gpu_instance_id IS NOT NULL
+                      AND slice_hours.hour = device_hours.hour
+                ) THEN 0.0
+                ELSE 1.0 END AS weight
+    FROM device_hours
+    JOIN telemetry_gpudevice AS device ON device.id = device_hours.device_id
+    JOIN pools_pool AS pool ON pool.id = device.pool_id
+    JOIN catalog_gpumodel AS model ON model.id = pool.gpu_model_id
+    WHERE device_hours.hour >= date_trunc('hour', pool.in_service_from)
+      AND (pool.in_service_until IS NULL OR device_hours.hour < pool.in_service_until)
+)
 INSERT INTO reports_workloadhourlyusage (workload_id, hour, allocated_gpu_hours, busy_gpu_hours)
 SELECT matched.workload_id, matched.hour,
-       SUM(matched.samples::float / per_device.samples),
-       SUM(matched.utilization_sum / 100.0 / per_device.samples)
+       SUM(weighted.weight * matched.samples / weighted.samples),
+       SUM(weighted.weight * matched.utilization_sum / 100.0 / weighted.samples)
 FROM (
     SELECT sample.device_id, date_trunc('hour', sample.timestamp) AS hour,
            owner.id AS workload_id, COUNT(*) AS samples,
@@ -169,14 +212,8 @@ FROM (
       AND sample.timestamp < %(end)s AND sample.utilization_pct IS NOT NULL
     GROUP BY sample.device_id, date_trunc('hour', sample.timestamp), owner.id
 ) AS matched
-JOIN (
-    SELECT sample.device_id, date_trunc('hour', sample.timestamp) AS hour, COUNT(*) AS samples
-    FROM telemetry_gpusample AS sample
-    JOIN telemetry_gpudevice AS device ON device.id = sample.device_id
-    WHERE device.pool_id = %(pool)s AND sample.timestamp >= %(start)s
-      AND sample.timestamp < %(end)s AND sample.utilization_pct IS NOT NULL
-    GROUP BY sample.device_id, date_trunc('hour', sample.timestamp)
-) AS per_device ON per_device.device_id = matched.device_id AND per_device.hour = matched.hour
+JOIN weighted ON weighted.device_id = matched.device_id AND weighted.hour = matched.hour
+WHERE weighted.weight > 0
 GROUP BY matched.workload_id, matched.hour
 """
 
@@ -203,6 +240,14 @@ def attribute_pool_hours(pool_ids, start: datetime, end: datetime) -> int:
     written = 0
     with connection.cursor() as cursor:
         for pool_id in pools:
-            cursor.execute(ATTRIBUTION_SQL, {"pool": pool_id, "start": start, "end": end})
+            cursor.execute(
+                ATTRIBUTION_SQL,
+                {
+                    "pool": pool_id,
+                    "start": start,
+                    "end": end,
+                    "default_slices": DEFAULT_MIG_COMPUTE_SLICES,
+                },
+            )
             written += cursor.rowcount
     return written

@@ -1,15 +1,29 @@
 """Hourly rollups, computed in SQL and upserted by key, so recomputing an hour twice
-(a retried task, a worker killed halfway) gives the same row (issue 4's definitions):
+(a retried task, a worker killed halfway) gives the same row.
 
-Per pool and UTC hour [hour, hour + 1 h):
-- a GPU's utilization = the mean of its utilization samples in the hour;
-- ``reporting_gpus`` = GPUs with at least one utilization sample in the hour;
+Per pool and UTC hour [hour, hour + 1 h), inside the pool's service period (an hour counts
+from the hour ``in_service_from`` falls in, up to ``in_service_until``):
+- a device's utilization = the mean of its utilization samples in the hour;
+- a physical GPU is one UUID. When MIG slices of it report, its busy share is Σ over
+  slices of utilization ÷ 100 × held ÷ the model's compute slices (apps/telemetry/mig.py)
+  and the whole-GPU line is not added again; otherwise the whole-GPU line's
+  utilization ÷ 100. A GPU's share never exceeds 1: slices adding up to more are counted
+  as 1 and the hour is flagged;
+- ``reporting_gpus`` = physical GPUs with a utilization reading in the hour;
 - ``capacity_gpu_hours`` = the pool's GPU count (× 1 h);
-- ``busy_gpu_hours`` = Σ over reporting GPUs of utilization ÷ 100;
-- ``avg_utilization_pct`` = 100 × busy_gpu_hours ÷ reporting_gpus;
-- ``max_utilization_pct`` = the highest per-GPU hourly mean;
-- ``max_memory_used_mib``; ``energy_kwh`` = Σ per GPU of the energy counter's rise within
-  the hour (mJ ÷ 3.6·10⁹) where the counter has two readings, else mean power × 1 h.
+- ``busy_gpu_hours`` = Σ of the GPUs' shares, at most the capacity (more GPUs reporting
+  than declared is counted as the capacity and flagged);
+- ``avg_utilization_pct`` = 100 × Σ shares ÷ reporting_gpus; ``max_utilization_pct`` =
+  100 × the highest share;
+- ``max_memory_used_mib`` per GPU (the whole-GPU line, else the sum of its slices);
+  ``energy_kwh`` = Σ per GPU of the energy counter's rise within the hour (mJ ÷ 3.6·10⁹)
+  where the counter has two readings, else mean power × 1 h (the whole-GPU line's, else
+  one slice's: slices repeat their GPU's counter).
+
+Each recompute also rewrites the hour's ``PoolHourFlag`` rows of the kinds derived from
+samples (``PoolHourFlag.ROLLUP_KINDS``): more GPUs than declared, whole-GPU and slice
+lines both reporting, slices above 100 %, GPUs in MIG mode that nvidia-smi cannot
+measure, samples outside the service period (kept, never charged).
 
 Per workload and hour: requests, input and output tokens, errors (status not 2xx/ok/
 success/empty) and the p95 latency.
@@ -20,7 +34,8 @@ the other.
 """
 
 import uuid
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from django.db import connection, transaction
 
@@ -29,9 +44,17 @@ from apps.reports.rollups import (
     rollup_pool_days,
     rollup_workload_days,
 )
-from apps.telemetry.models import PendingRollup, PoolHourlyUsage, WorkloadHourlyRequests
+from apps.telemetry.mig import DEFAULT_MIG_COMPUTE_SLICES
+from apps.telemetry.models import (
+    PendingRollup,
+    PoolHourFlag,
+    PoolHourlyUsage,
+    WorkloadHourlyRequests,
+)
 
 MILLIJOULES_PER_KWH = 3.6e9
+# Rounding slack: seven 1g slices at 100 % add up to 1.0000000000000002.
+_SHARE_TOLERANCE = 1e-9
 _ONE_HOUR = timedelta(hours=1)
 
 
@@ -42,22 +65,42 @@ def _hour_sql(column: str) -> str:
     return f"strftime('%%Y-%%m-%%d %%H:00:00', {column})"
 
 
-POOL_ROLLUP_SQL = """
-INSERT INTO telemetry_poolhourlyusage (
-    pool_id, hour, reporting_gpus, capacity_gpu_hours, busy_gpu_hours,
-    avg_utilization_pct, max_utilization_pct, max_memory_used_mib, energy_kwh
-)
-SELECT per_gpu.pool_id, per_gpu.hour,
-       COUNT(per_gpu.utilization_pct),
-       MAX(pool.gpu_count),
-       COALESCE(SUM(per_gpu.utilization_pct) / 100.0, 0),
-       100.0 * (SUM(per_gpu.utilization_pct) / 100.0) / NULLIF(COUNT(per_gpu.utilization_pct), 0),
-       MAX(per_gpu.utilization_pct),
-       MAX(per_gpu.max_memory_used_mib),
-       SUM(per_gpu.energy_kwh)
+def _least_sql() -> str:
+    return "LEAST" if connection.vendor == "postgresql" else "MIN"
+
+
+# One row per physical GPU (UUID) and hour, with what the usage row and the flags need.
+GPU_HOURS_SQL = """
+CREATE TEMPORARY TABLE rollup_gpu_hours AS
+SELECT per_device.pool_id, per_device.hour, per_device.uuid,
+       CASE WHEN per_device.hour >= {service_start}
+                 AND (pool.in_service_until IS NULL OR per_device.hour < pool.in_service_until)
+            THEN 1 ELSE 0 END AS in_service,
+       MAX(pool.gpu_count) AS declared_gpus,
+       SUM(per_device.samples) AS samples,
+       MAX(CASE WHEN per_device.is_slice = 0 THEN per_device.utilization_pct END)
+           AS whole_utilization_pct,
+       COUNT(CASE WHEN per_device.is_slice = 1 THEN per_device.utilization_pct END)
+           AS slices_reporting,
+       SUM(CASE WHEN per_device.is_slice = 1
+                THEN per_device.utilization_pct / 100.0 * COALESCE(per_device.held, 1) END)
+           / COALESCE(MAX(model.mig_compute_slices), {default_slices}) AS slices_share,
+       COALESCE(MAX(CASE WHEN per_device.is_slice = 0 THEN per_device.max_memory_used_mib END),
+                SUM(CASE WHEN per_device.is_slice = 1 THEN per_device.max_memory_used_mib END))
+           AS max_memory_used_mib,
+       COALESCE(MAX(CASE WHEN per_device.is_slice = 0 THEN per_device.energy_kwh END),
+                MAX(CASE WHEN per_device.is_slice = 1 THEN per_device.energy_kwh END))
+           AS energy_kwh,
+       MAX(CASE WHEN per_device.is_slice = 0 AND per_device.mig_mode_enabled = 1
+                     AND per_device.utilization_pct IS NULL THEN 1 ELSE 0 END)
+           AS mig_unmeasurable
 FROM (
-    SELECT device.pool_id AS pool_id, {hour} AS hour, sample.device_id,
+    SELECT device.pool_id AS pool_id, {hour} AS hour, device.uuid AS uuid,
+           CASE WHEN device.gpu_instance_id IS NULL THEN 0 ELSE 1 END AS is_slice,
+           MAX(device.mig_compute_slices) AS held,
+           MAX(CASE WHEN device.mig_mode_enabled THEN 1 ELSE 0 END) AS mig_mode_enabled,
            AVG(sample.utilization_pct) AS utilization_pct,
+           COUNT(*) AS samples,
            MAX(sample.memory_used_mib) AS max_memory_used_mib,
            CASE WHEN COUNT(sample.energy_mj) >= 2
                 THEN (MAX(sample.energy_mj) - MIN(sample.energy_mj)) / {mj_per_kwh}
@@ -65,10 +108,34 @@ FROM (
     FROM telemetry_gpusample AS sample
     JOIN telemetry_gpudevice AS device ON device.id = sample.device_id
     WHERE {pool_filter} AND sample.timestamp >= %s AND sample.timestamp < %s
-    GROUP BY device.pool_id, {hour}, sample.device_id
-) AS per_gpu
-JOIN pools_pool AS pool ON pool.id = per_gpu.pool_id
-GROUP BY per_gpu.pool_id, per_gpu.hour
+    GROUP BY device.pool_id, {hour}, sample.device_id, device.uuid, device.gpu_instance_id
+) AS per_device
+JOIN pools_pool AS pool ON pool.id = per_device.pool_id
+JOIN catalog_gpumodel AS model ON model.id = pool.gpu_model_id
+GROUP BY per_device.pool_id, per_device.hour, per_device.uuid, pool.in_service_from,
+         pool.in_service_until
+"""
+
+# A GPU's busy share: its slices' when any reports, else its whole-GPU line's; at most 1.
+_GPU_SHARE = """{least}(1.0, CASE WHEN slices_reporting > 0 THEN slices_share
+                           ELSE whole_utilization_pct / 100.0 END)"""
+
+POOL_ROLLUP_SQL = """
+INSERT INTO telemetry_poolhourlyusage (
+    pool_id, hour, reporting_gpus, capacity_gpu_hours, busy_gpu_hours,
+    avg_utilization_pct, max_utilization_pct, max_memory_used_mib, energy_kwh
+)
+SELECT pool_id, hour,
+       COUNT({share}),
+       MAX(declared_gpus),
+       {least}(MAX(declared_gpus) * 1.0, COALESCE(SUM({share}), 0)),
+       100.0 * SUM({share}) / NULLIF(COUNT({share}), 0),
+       100.0 * MAX({share}),
+       MAX(max_memory_used_mib),
+       SUM(energy_kwh)
+FROM rollup_gpu_hours
+WHERE in_service = 1
+GROUP BY pool_id, hour
 ON CONFLICT (pool_id, hour) DO UPDATE SET
     reporting_gpus = excluded.reporting_gpus,
     capacity_gpu_hours = excluded.capacity_gpu_hours,
@@ -79,6 +146,21 @@ ON CONFLICT (pool_id, hour) DO UPDATE SET
     energy_kwh = excluded.energy_kwh
 """
 
+# Per pool-hour: what each rollup-derived flag needs; only pool-hours with one are kept.
+FLAG_SUMS_SQL = """
+SELECT pool_id, hour, MAX(declared_gpus),
+       SUM(in_service * CASE WHEN {share} IS NOT NULL THEN 1 ELSE 0 END),
+       SUM(in_service * COALESCE({share}, 0)),
+       SUM(in_service * CASE WHEN slices_reporting > 0 AND whole_utilization_pct IS NOT NULL
+                             THEN 1 ELSE 0 END),
+       SUM(in_service * CASE WHEN slices_share > 1.0 + {tolerance} THEN 1 ELSE 0 END),
+       MAX(in_service * CASE WHEN slices_share > 1.0 + {tolerance} THEN slices_share END),
+       SUM(in_service * mig_unmeasurable),
+       SUM(1 - in_service), SUM((1 - in_service) * samples)
+FROM rollup_gpu_hours
+GROUP BY pool_id, hour
+"""
+
 
 @transaction.atomic
 def rollup_pool_hours(pool_id: int, start: datetime, end: datetime) -> int:
@@ -86,6 +168,9 @@ def rollup_pool_hours(pool_id: int, start: datetime, end: datetime) -> int:
     (purged, or devices moved to another pool) are deleted, so the result equals a
     rollup from scratch. Returns the number of hourly rows written."""
     PoolHourlyUsage.objects.filter(pool_id=pool_id, hour__gte=start, hour__lt=end).delete()
+    PoolHourFlag.objects.filter(
+        pool_id=pool_id, hour__gte=start, hour__lt=end, kind__in=PoolHourFlag.ROLLUP_KINDS
+    ).delete()
     written = _insert_pool_hours("device.pool_id = %s", [pool_id, start, end])
     attribute_pool_hours([pool_id], start, end)
     rollup_pool_days([pool_id], start, end)
@@ -97,6 +182,9 @@ def rollup_all_pool_hours(start: datetime, end: datetime) -> int:
     """``rollup_pool_hours`` for every pool at once: one scan of the samples instead of
     one per pool (bench/telemetry.py: 2.0× → 0.9× a hand-written GROUP BY)."""
     PoolHourlyUsage.objects.filter(hour__gte=start, hour__lt=end).delete()
+    PoolHourFlag.objects.filter(
+        hour__gte=start, hour__lt=end, kind__in=PoolHourFlag.ROLLUP_KINDS
+    ).delete()
     written = _insert_pool_hours("device.pool_id IS NOT NULL", [start, end])
     attribute_pool_hours(None, start, end)
     rollup_pool_days(None, start, end)
@@ -104,14 +192,112 @@ def rollup_all_pool_hours(start: datetime, end: datetime) -> int:
 
 
 def _insert_pool_hours(pool_filter: str, params: list) -> int:
-    sql = POOL_ROLLUP_SQL.format(
+    """One scan of the samples into a per-GPU-hour temporary table, then the usage rows
+    and the flags from it."""
+    least = _least_sql()
+    share = _GPU_SHARE.format(least=least)
+    gpu_hours_sql = GPU_HOURS_SQL.format(
         hour=_hour_sql("sample.timestamp"),
+        service_start=_hour_sql("pool.in_service_from"),
+        default_slices=DEFAULT_MIG_COMPUTE_SLICES,
         mj_per_kwh=MILLIJOULES_PER_KWH,
         pool_filter=pool_filter,
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.rowcount
+        cursor.execute("DROP TABLE IF EXISTS rollup_gpu_hours")
+        cursor.execute(gpu_hours_sql, params)
+        cursor.execute(POOL_ROLLUP_SQL.format(share=share, least=least))
+        written = cursor.rowcount
+        cursor.execute(FLAG_SUMS_SQL.format(share=share, tolerance=_SHARE_TOLERANCE))
+        sums = cursor.fetchall()
+        cursor.execute("DROP TABLE rollup_gpu_hours")
+    flags = [flag for row in sums for flag in _flags_of(_FlagSums(*row))]
+    PoolHourFlag.objects.bulk_create(flags, batch_size=2000)
+    return written
+
+
+@dataclass
+class _FlagSums:
+    pool_id: int
+    hour: datetime | str
+    declared_gpus: int
+    reporting_gpus: int
+    measured_busy_gpu_hours: float
+    mig_conflict_gpus: int
+    over_busy_gpus: int
+    max_slices_share: float | None
+    mig_unmeasurable_gpus: int
+    outside_gpus: int
+    outside_samples: int
+
+
+def _flags_of(sums: _FlagSums) -> list[PoolHourFlag]:
+    """The flags of one pool-hour, each with a sentence that gives its numbers."""
+    hour = sums.hour
+    if isinstance(hour, str):  # SQLite hands the truncated UTC hour back as text
+        hour = datetime.fromisoformat(hour).replace(tzinfo=UTC)
+    Kind = PoolHourFlag.Kind
+    flags = []
+
+    def flag(kind, gpus, samples, detail):
+        flags.append(
+            PoolHourFlag(
+                pool_id=sums.pool_id,
+                hour=hour,
+                kind=kind,
+                gpus=gpus,
+                samples=samples,
+                detail=detail,
+            )
+        )
+
+    if sums.reporting_gpus > sums.declared_gpus:
+        counted = min(sums.measured_busy_gpu_hours, sums.declared_gpus)
+        flag(
+            Kind.OVER_REPORTED,
+            sums.reporting_gpus,
+            0,
+            f"{sums.reporting_gpus} GPUs reported in a pool of {sums.declared_gpus}: "
+            f"{sums.measured_busy_gpu_hours:.2f} busy GPU-h measured, {counted:.2f} counted "
+            "(at most the capacity). Assign the extra GPUs to their own pool or raise the "
+            "pool's GPU count.",
+        )
+    if sums.mig_conflict_gpus:
+        flag(
+            Kind.MIG_CONFLICT,
+            sums.mig_conflict_gpus,
+            0,
+            f"{sums.mig_conflict_gpus} GPU(s) reported a whole-GPU utilisation and MIG slices: "
+            "the slices are counted, the whole-GPU line is not added again.",
+        )
+    if sums.over_busy_gpus:
+        flag(
+            Kind.OVER_BUSY,
+            sums.over_busy_gpus,
+            0,
+            f"{sums.over_busy_gpus} GPU(s) whose slices add up to "
+            f"{100 * (sums.max_slices_share or 0):.1f} % of the GPU: counted as 100 %. Check "
+            "the GPU model's MIG compute slices in the catalog and the slices' profiles.",
+        )
+    if sums.mig_unmeasurable_gpus:
+        flag(
+            Kind.MIG_UNMEASURABLE,
+            sums.mig_unmeasurable_gpus,
+            0,
+            f"{sums.mig_unmeasurable_gpus} GPU(s) in MIG mode: nvidia-smi cannot measure their "
+            "utilisation, so they are not counted as reporting (never as 0 % busy). Scrape "
+            "dcgm-exporter for per-slice activity.",
+        )
+    if sums.outside_gpus:
+        flag(
+            Kind.OUTSIDE_SERVICE,
+            sums.outside_gpus,
+            sums.outside_samples,
+            f"{sums.outside_samples} sample(s) of {sums.outside_gpus} GPU(s) outside the pool's "
+            "service period: kept, not counted. Change the pool's service period to count "
+            "them.",
+        )
+    return flags
 
 
 def p95(values: list[float]) -> float | None:
@@ -243,6 +429,33 @@ def rollup_pending() -> tuple[int, int]:
                     PendingRollup.objects.filter(token=tokens[pool_id, hour]).delete()
                     hour += _ONE_HOUR
     return len(pending), written
+
+
+@transaction.atomic
+def rollup_pool_history(pool_id: int) -> int:
+    """After the pool's service period changed: its hours recomputed from the raw samples
+    still kept (hours outside the new period lose their row and gain an
+    ``outside_service`` flag), then its daily sums over its whole hourly history, which
+    leave out hours outside the period whose samples are purged. Returns hourly rows
+    written."""
+    from django.db.models import Max, Min
+
+    from apps.telemetry.models import GpuSample
+
+    written = 0
+    samples = GpuSample.objects.filter(device__pool_id=pool_id).aggregate(
+        first=Min("timestamp"), last=Max("timestamp")
+    )
+    if samples["first"] is not None:
+        start = samples["first"].replace(minute=0, second=0, microsecond=0)
+        end = samples["last"].replace(minute=0, second=0, microsecond=0) + _ONE_HOUR
+        written = rollup_pool_hours(pool_id, start, end)
+    hours = PoolHourlyUsage.objects.filter(pool_id=pool_id).aggregate(
+        first=Min("hour"), last=Max("hour")
+    )
+    if hours["first"] is not None:
+        rollup_pool_days([pool_id], hours["first"], hours["last"] + _ONE_HOUR)
+    return written
 
 
 def rollup_everything() -> tuple[int, int]:

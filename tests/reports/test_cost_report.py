@@ -77,8 +77,8 @@ def fleet(gpu_model, django_user_model):
     for pool in (cloud, owned):
         pool.refresh_effective_price()
         pool.save()
-    # Both pools "exist" from long before the range (reports clip to a pool's start).
-    Pool.objects.update(created_at=START - timedelta(days=30))
+    # Both pools are in service from long before the range (reports charge only inside it).
+    Pool.objects.update(in_service_from=START - timedelta(days=30))
     serving = Workload.objects.create(
         name="Chat", slug="chat", kind=WorkloadKind.ONLINE_INFERENCE, pool=cloud, gpu_count=8
     )
@@ -469,7 +469,7 @@ def test_imported_telemetry_reaches_the_daily_rows_and_the_report(client, make_u
 
     first = min(row.hour for row in hourly).replace(hour=0)
     last = max(row.hour for row in hourly).replace(hour=0) + timedelta(days=1)
-    Pool.objects.filter(pk=pool.pk).update(created_at=first)
+    Pool.objects.filter(pk=pool.pk).update(in_service_from=first)
     client.force_login(make_user("reader"))
     rows = _get(client, start=first.isoformat(), end=last.isoformat())
     assert rows[pool.slug]["busy_gpu_hours"] == pytest.approx(hourly_busy)
@@ -499,7 +499,7 @@ def test_shared_pool_is_split_by_kubernetes_labels(client, make_user, gpu_model)
     )
     shared.refresh_effective_price()
     shared.save()
-    Pool.objects.filter(pk=shared.pk).update(created_at=START - timedelta(days=1))
+    Pool.objects.filter(pk=shared.pk).update(in_service_from=START - timedelta(days=1))
     common = {"pool": shared, "gpu_count": 4}
     Workload.objects.create(
         name="Chat",

@@ -23,6 +23,7 @@ from apps.reports.queries import (
     weekday_hour_heatmap,
 )
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
+from tests.conftest import SERVICE_START
 
 NEW_YORK = ZoneInfo("America/New_York")
 # Ten days around each US change; the hours in between are not written.
@@ -67,6 +68,7 @@ def new_york_pool(gpu_model):
         gpu_count=4,
         gpus_per_node=4,
         on_demand_price_per_gpu_hour_usd=PRICE_USD,
+        in_service_from=SERVICE_START,
         timezone="America/New_York",
         peak_hours="9-17",
     )

@@ -36,6 +36,7 @@ def _make_pools(gpu_model, count, *, first=0, hours=48):
             gpu_count=8,
             gpus_per_node=8,
             on_demand_price_per_gpu_hour_usd=Decimal("2.00"),
+            in_service_from=now - timedelta(hours=hours),
         )
         pool.refresh_effective_price()
         pool.save()
@@ -155,6 +156,8 @@ def test_exports_carry_units_and_the_same_numbers_as_the_api(client, make_user, 
     assert response["Content-Disposition"].startswith("attachment;")
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
     assert "Cost (USD)" in rows[0] and "Busy (GPU-hours)" in rows[0]
+    *rows, total = rows  # the page's total row closes the file, its key blank
+    assert (total["Key"], total["Name"]) == ("", "Total")
     for row in rows:
         assert float(row["Cost (USD)"]) == pytest.approx(api[row["Key"]]["cost_usd"])
     workbook = load_workbook(
@@ -164,7 +167,11 @@ def test_exports_carry_units_and_the_same_numbers_as_the_api(client, make_user, 
     headers = [cell.value for cell in sheet[2]]
     assert "Idle cost (USD)" in headers and "Utilisation (%)" in headers
     key_column, cost_column = headers.index("Key"), headers.index("Cost (USD)")
-    exported = {row[key_column]: row[cost_column] for row in sheet.iter_rows(3, values_only=True)}
+    exported = {
+        row[key_column]: row[cost_column]
+        for row in sheet.iter_rows(3, values_only=True)
+        if row[key_column]  # not the total row
+    }
     assert exported.keys() == api.keys()
     for key, cost in exported.items():
         assert cost == pytest.approx(api[key]["cost_usd"])
