@@ -17,6 +17,7 @@ from apps.reports.api import CostReportView, InterruptionViewSet, UsageProfileVi
 from apps.telemetry.api import (
     GpuIngestView,
     PoolHourlyUsageView,
+    ReconciliationView,
     RequestIngestView,
     WorkloadHourlyRequestsView,
 )
@@ -53,6 +54,7 @@ urlpatterns = [
     ),
     path("usage/profile/", UsageProfileView.as_view(), name="api-usage-profile"),
     path("reports/cost/", CostReportView.as_view(), name="api-report-cost"),
+    path("reconciliation/", ReconciliationView.as_view(), name="api-reconciliation"),
     path("telemetry/gpu/", GpuIngestView.as_view(), name="api-ingest-gpu"),
     path("telemetry/requests/", RequestIngestView.as_view(), name="api-ingest-requests"),
     *router.urls,

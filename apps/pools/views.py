@@ -18,6 +18,7 @@ from apps.pools.forms import CalculatorForm, PoolForm, WorkloadForm
 from apps.pools.models import Pool, Workload
 from apps.reports.views import pool_report_context
 from apps.telemetry.charts import build_pool_utilization_figure
+from apps.telemetry.reconciliation import pool_coverage
 from apps.telemetry.tasks import rollup_pool_history_task
 
 PAGE_SIZE = 25
@@ -64,9 +65,13 @@ def pool_detail(request, slug):
     for workload in workloads:
         workload.pool = pool  # already loaded: saves one query per workload
         rows.append((workload, assess_workload(workload, gpu_catalog=gpu_catalog)))
+    coverage_pct, flagged_hours, in_service_hours = pool_coverage(pool)
     context = {
         "pool": pool,
         "rows": rows,
+        "coverage_pct": coverage_pct,
+        "coverage_flagged_hours": flagged_hours,
+        "coverage_hours": in_service_hours,
         "price_breakdown": pool.price_breakdown(),
         "findings_count": sum(len(assessment.findings) for _, assessment in rows),
         "history": history_rows(pool),
