@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from apps.core.schema import ErrorSerializer
 from apps.core.serializers import SlugReferenceField, StrictModelSerializer
 from apps.pools.models import Interruption, Pool, Purpose, Workload
-from apps.reports import queries
+from apps.reports import explain, queries
 
 DEFAULT_RANGE = timedelta(days=30)
 # Listed in the schema, so a client (and schemathesis) knows which names are valid.
@@ -51,6 +51,23 @@ class CostQuerySerializer(ReportRangeSerializer):
     group_by = serializers.ChoiceField(choices=queries.GROUP_BY_CHOICES, default="pool")
     purpose = serializers.ChoiceField(choices=Purpose.choices, required=False)
     pool = serializers.SlugField(required=False, help_text="Only this pool.")
+    explain = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="1: add to each row how each of its figures is computed (``explain``).",
+    )
+    not_blank = (*ReportRangeSerializer.not_blank, "explain")
+
+
+class ExplainStepSerializer(serializers.Serializer):
+    label = serializers.CharField(help_text="What this step computes (a pool, a sum, a ratio).")
+    expression = serializers.CharField(
+        help_text="The formula in words with the actual numbers, e.g. "
+        "“8 GPUs × 672 h × $2.49/GPU-h”."
+    )
+    value = serializers.FloatField(allow_null=True, help_text="The step's result; null: undefined.")
+    unit = serializers.CharField(help_text="USD, GPU-h, %, requests, tokens, USD/GPU-h, …")
+    note = serializers.CharField(allow_blank=True, help_text="e.g. “of which unmeasured 5 h”.")
 
 
 class CostRowSerializer(serializers.Serializer):
@@ -81,6 +98,12 @@ class CostRowSerializer(serializers.Serializer):
     )
     cost_per_effective_training_gpu_hour_usd = serializers.FloatField(allow_null=True)
     interruption_cost_usd = serializers.FloatField(help_text="Lost GPU-hours × price.")
+    explain = serializers.DictField(
+        child=ExplainStepSerializer(many=True),
+        required=False,
+        help_text="With explain=1 only: figure name → the steps that compute it; the last "
+        "step's value is the figure.",
+    )
 
 
 def _pool_or_404(slug: str) -> Pool:
@@ -111,7 +134,14 @@ class CostReportView(APIView):
             purpose=params.get("purpose"),
             pool_slug=params.get("pool"),
         )
-        return Response(CostRowSerializer([row.as_dict() for row in rows], many=True).data)
+        data = [row.as_dict() for row in rows]
+        if params["explain"]:
+            for values, row in zip(data, rows, strict=True):
+                values["explain"] = {
+                    figure: [step.as_dict() for step in steps]
+                    for figure, steps in explain.explain_row(row).items()
+                }
+        return Response(CostRowSerializer(data, many=True).data)
 
 
 class ProfileQuerySerializer(ReportRangeSerializer):

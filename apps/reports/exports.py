@@ -1,4 +1,5 @@
-"""The cost report as CSV or XLSX, units in every header."""
+"""The cost report as CSV or XLSX, units in every header, with the page's total row;
+the XLSX also says how each figure is computed (apps/reports/explain.py)."""
 
 import csv
 import io
@@ -8,7 +9,12 @@ from openpyxl import Workbook
 from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 
+from apps.reports import explain
+
 FORMATS = ("csv", "xlsx")
+# Floats in the CSV carry six decimals: far below a cent or a GPU-second, and free of the
+# binary noise of a sum (1199.9999999999998).
+CSV_DECIMALS = 6
 
 # (header with its unit, CostRow.as_dict() key, XLSX number format)
 COLUMNS = (
@@ -45,17 +51,88 @@ def _filename(filters, extension):
     )
 
 
-def cost_report_csv(rows) -> str:
+def _with_total(rows, total):
+    """The rows and, as on the page, their total (its key left blank: a workload may be
+    called "total")."""
+    return [*rows, total] if total is not None else list(rows)
+
+
+def _row_values(row, total) -> dict:
+    values = row.as_dict()
+    if row is total:
+        values["key"] = ""
+    return values
+
+
+def _csv_value(value):
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return round(value, CSV_DECIMALS)
+    return value
+
+
+def cost_report_csv(rows, total=None) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow([header for header, _, _ in COLUMNS])
-    for row in rows:
-        values = row.as_dict()
-        writer.writerow(["" if values[key] is None else values[key] for _, key, _ in COLUMNS])
+    for row in _with_total(rows, total):
+        values = _row_values(row, total)
+        writer.writerow([_csv_value(values[key]) for _, key, _ in COLUMNS])
     return buffer.getvalue()
 
 
-def cost_report_xlsx(rows, filters) -> bytes:
+# The explanation sheet: (header, XLSX number format).
+EXPLAIN_COLUMNS = (
+    ("Key", "@"),
+    ("Name", "@"),
+    ("Figure", "@"),
+    ("Step", "0"),
+    ("Label", "@"),
+    ("Computed as", "@"),
+    ("Value", None),
+    ("Unit", "@"),
+    ("Note", "@"),
+)
+_EXPLAIN_NUMBER_FORMATS = {"USD": "#,##0.00", "%": "0.00", "requests": "#,##0", "tokens": "#,##0"}
+
+
+def _explain_number_format(unit: str) -> str:
+    if unit in _EXPLAIN_NUMBER_FORMATS:
+        return _EXPLAIN_NUMBER_FORMATS[unit]
+    return "#,##0.0000" if unit.startswith("USD/") else "#,##0.00"
+
+
+def _explain_sheet(workbook, rows, total):
+    """Every figure of every row, step by step: the numbers as numbers, the last step of
+    each figure the figure itself."""
+    sheet = workbook.create_sheet("How each figure is computed")
+    sheet.append([header for header, _ in EXPLAIN_COLUMNS])
+    for cell in sheet[1]:
+        cell.font = Font(bold=True)
+    for row in _with_total(rows, total):
+        key = _row_values(row, total)["key"]
+        for figure, steps in explain.explain_row(row).items():
+            label = explain.FIGURES[figure][0]
+            for number, step in enumerate(steps, start=1):
+                sheet.append(
+                    [key, row.label, label, number, step.label, step.expression]
+                    + [step.value, step.unit, step.note]
+                )
+                value_cell = sheet.cell(row=sheet.max_row, column=7)
+                value_cell.number_format = _explain_number_format(step.unit)
+                if number == len(steps):
+                    value_cell.font = Font(bold=True)
+    for index, (header, number_format) in enumerate(EXPLAIN_COLUMNS, start=1):
+        letter = get_column_letter(index)
+        sheet.column_dimensions[letter].width = {"Computed as": 90, "Label": 36}.get(header, 16)
+        if number_format:
+            for cell in sheet[letter][1:]:
+                cell.number_format = number_format
+    sheet.freeze_panes = "A2"
+
+
+def cost_report_xlsx(rows, filters, total=None) -> bytes:
     workbook = Workbook()
     sheet = workbook.active
     sheet.title = "Cost report"
@@ -69,26 +146,32 @@ def cost_report_xlsx(rows, filters) -> bytes:
     sheet.append([header for header, _, _ in COLUMNS])
     for cell in sheet[2]:
         cell.font = Font(bold=True)
-    for row in rows:
-        values = row.as_dict()
+    for row in _with_total(rows, total):
+        values = _row_values(row, total)
         sheet.append([values[key] for _, key, _ in COLUMNS])
+        if row is total:
+            for cell in sheet[sheet.max_row]:
+                cell.font = Font(bold=True)
     for index, (header, _, number_format) in enumerate(COLUMNS, start=1):
         letter = get_column_letter(index)
         sheet.column_dimensions[letter].width = max(12, min(40, len(header) + 2))
         for cell in sheet[letter][2:]:
             cell.number_format = number_format
     sheet.freeze_panes = "C3"
+    _explain_sheet(workbook, rows, total)
     buffer = io.BytesIO()
     workbook.save(buffer)
     return buffer.getvalue()
 
 
-def cost_report_response(rows, filters, export_format: str) -> HttpResponse:
+def cost_report_response(rows, filters, export_format: str, total=None) -> HttpResponse:
     if export_format == "csv":
-        response = HttpResponse(cost_report_csv(rows), content_type="text/csv; charset=utf-8")
+        response = HttpResponse(
+            cost_report_csv(rows, total), content_type="text/csv; charset=utf-8"
+        )
     else:
         response = HttpResponse(
-            cost_report_xlsx(rows, filters),
+            cost_report_xlsx(rows, filters, total),
             content_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
         )
     response["Content-Disposition"] = f'attachment; filename="{_filename(filters, export_format)}"'

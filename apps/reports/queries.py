@@ -39,7 +39,7 @@ from apps.pools.models import (
     Purpose,
     Workload,
 )
-from apps.reports import costmodel
+from apps.reports import costmodel, explain
 from apps.reports.models import PoolDailyUsage, WorkloadDailyRequests
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
 
@@ -127,6 +127,9 @@ class UsageTotals:
     busy_gpu_hours: float = 0.0
     reporting_gpu_hours: float = 0.0
     measured_cost_usd: float = 0.0
+    # The power terms of the measured cost, so an explanation can show them (explain.py).
+    energy_kwh: float = 0.0
+    busy_gpu_hours_without_energy: float = 0.0
 
     def add(self, row: dict):
         self.measured_hours += row["measured_hours"] or 0
@@ -134,6 +137,8 @@ class UsageTotals:
         self.busy_gpu_hours += row["busy"] or 0.0
         self.reporting_gpu_hours += row["reporting"] or 0.0
         self.measured_cost_usd += float(row["cost"] or 0.0)
+        self.energy_kwh += row["energy"] or 0.0
+        self.busy_gpu_hours_without_energy += row["busy_without_energy"] or 0.0
 
 
 def _days_and_edges(span: Span, daily_model, hourly_model, key: str, ids=None):
@@ -158,6 +163,8 @@ def pool_usage_totals(span: Span, pool_ids=None) -> dict[int, UsageTotals]:
         busy=Sum("busy_gpu_hours"),
         reporting=Sum("reporting_gpu_hours"),
         cost=Sum(_measured_cost_expression(), output_field=FloatField()),
+        energy=Sum("energy_kwh"),
+        busy_without_energy=Sum("busy_gpu_hours_without_energy"),
     )
     measured = Q(reporting_gpus__gt=0)
     tdp_kw = F("pool__gpu_model__tdp_watts") / 1000.0
@@ -175,6 +182,10 @@ def pool_usage_totals(span: Span, pool_ids=None) -> dict[int, UsageTotals]:
                 output_field=FloatField(),
             ),
             _ZERO,
+        ),
+        energy=Coalesce(Sum("energy_kwh", filter=measured), _ZERO),
+        busy_without_energy=Coalesce(
+            Sum("busy_gpu_hours", filter=measured & Q(energy_kwh__isnull=True)), _ZERO
         ),
     )
     for row in [*daily_rows, *hourly_rows]:
@@ -285,6 +296,8 @@ class CostRow:
     training_cost_usd: float = 0.0
     inference_cost_usd: float = 0.0
     members: list = field(default_factory=list, repr=False)
+    # What the row adds up, in order, for its explanations (apps/reports/explain.py).
+    parts: list = field(default_factory=list, repr=False)
 
     @property
     def utilization_pct(self) -> float | None:
@@ -435,9 +448,11 @@ def _add_pool(row: CostRow, figures: PoolFigures, share: float = 1.0):
     elif pool.purpose == Purpose.INFERENCE:
         row.inference_cost_usd += figures.cost_usd * share
     row.members.append(pool.slug)
+    row.parts.append(explain.PoolPart(figures, counts_as=pool.purpose, share=share))
 
 
-def _add_requests(row: CostRow, requests: RequestTotals):
+def _add_requests(row: CostRow, requests: RequestTotals, label: str):
+    row.parts.append(explain.RequestsPart(label, requests.requests, requests.tokens))
     row.requests += requests.requests
     row.tokens += requests.tokens
     row.errors += requests.errors
@@ -486,7 +501,7 @@ def cost_report(
                 purpose=pool_figures_.pool.purpose,
             )
             _add_pool(row, pool_figures_)
-            _add_requests(row, pool_figures_.requests)
+            _add_requests(row, pool_figures_.requests, pool_figures_.pool.name)
             rows.append(row)
         return rows
 
@@ -499,7 +514,7 @@ def cost_report(
         for pool_figures_ in figures:
             row = rows[pool_figures_.pool.purpose]
             _add_pool(row, pool_figures_)
-            _add_requests(row, pool_figures_.requests)
+            _add_requests(row, pool_figures_.requests, pool_figures_.pool.name)
         return list(rows.values())
 
     # group_by == "workload"
@@ -522,6 +537,10 @@ def cost_report(
                 # Purpose follows the workload's kind here, not its pool's.
                 row.training_busy_gpu_hours = row.training_cost_usd = 0.0
                 row.inference_cost_usd = row.lost_gpu_hours = row.interruption_cost_usd = 0.0
+                counts_as = (
+                    Purpose.TRAINING if workload.kind in TRAINING_KINDS else Purpose.INFERENCE
+                )
+                row.parts[-1] = explain.PoolPart(pool_figures_, counts_as=counts_as)
                 if workload.kind in TRAINING_KINDS:
                     row.training_busy_gpu_hours = pool_figures_.usage.busy_gpu_hours
                     row.training_cost_usd = pool_figures_.cost_usd
@@ -533,7 +552,8 @@ def cost_report(
                     row.inference_cost_usd = pool_figures_.cost_usd
             else:
                 row.lost_gpu_hours = lost.get(workload.id, 0.0)
-            _add_requests(row, requests.get(workload.id, RequestTotals()))
+                row.parts.append(explain.LostPart(workload.name, row.lost_gpu_hours))
+            _add_requests(row, requests.get(workload.id, RequestTotals()), workload.name)
             rows.append(row)
     if unattributed.pool_count:
         rows.append(unattributed)
@@ -584,6 +604,13 @@ def _move_attributed(row, unattributed, figures: PoolFigures, workload, attribut
         unattributed.inference_cost_usd -= cost
     row.pool_count = 1
     row.gpus = workload.gpu_count
+    kind = Purpose.TRAINING if workload.kind in TRAINING_KINDS else Purpose.INFERENCE
+    for target, sign, counts_as in ((row, 1, kind), (unattributed, -1, figures.pool.purpose)):
+        target.parts.append(
+            explain.AttributedPart(
+                figures, workload.name, allocated, busy, cost, idle, counts_as, sign
+            )
+        )
 
 
 def total_row(rows: list[CostRow]) -> CostRow:
@@ -610,6 +637,7 @@ def total_row(rows: list[CostRow]) -> CostRow:
             "inference_cost_usd",
         ):
             setattr(total, name, getattr(total, name) + getattr(row, name))
+        total.parts.extend(row.parts)
     return total
 
 
@@ -886,13 +914,19 @@ def daily_split(start: datetime, end: datetime, *, pool: Pool | None = None) -> 
     return DailySplit(days, busy, cost)
 
 
-def fleet_utilization_pct(start: datetime, end: datetime) -> float | None:
-    """100 × Σ busy ÷ Σ capacity of the hours with telemetry, every pool. One query."""
+def fleet_usage_sums(start: datetime, end: datetime) -> tuple[float, float]:
+    """(Σ busy, Σ capacity) GPU-hours of the hours with telemetry, every pool. One query."""
     span = Span.of(start, end)
     sums = PoolHourlyUsage.objects.filter(
         hour__gte=span.start, hour__lt=span.end, reporting_gpus__gt=0
     ).aggregate(busy=Sum("busy_gpu_hours"), capacity=Sum("capacity_gpu_hours"))
-    return costmodel.ratio_or_none(sums["busy"], sums["capacity"], 100)
+    return sums["busy"] or 0.0, sums["capacity"] or 0.0
+
+
+def fleet_utilization_pct(start: datetime, end: datetime) -> float | None:
+    """100 × Σ busy ÷ Σ capacity of the hours with telemetry, every pool. One query."""
+    busy, capacity = fleet_usage_sums(start, end)
+    return costmodel.ratio_or_none(busy, capacity, 100)
 
 
 @dataclass

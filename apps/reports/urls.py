@@ -5,6 +5,8 @@ from apps.reports import views
 app_name = "reports"
 urlpatterns = [
     path("reports/", views.report, name="report"),
+    path("reports/explain/", views.report_explain, name="report_explain"),
+    path("reports/explain/overview/", views.overview_explain, name="overview_explain"),
     path("reports/recompute/", views.recompute_create, name="recompute_create"),
     path("reports/recompute/<int:pk>/", views.recompute_detail, name="recompute_detail"),
     path("interruptions/", views.interruption_list, name="interruption_list"),

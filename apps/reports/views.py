@@ -23,7 +23,7 @@ from apps.core.history import history_rows
 from apps.core.htmx import render_page
 from apps.pools.charts import build_gpus_by_purpose_figure
 from apps.pools.models import Interruption, Pool, Purpose
-from apps.reports import charts, exports, queries
+from apps.reports import charts, costmodel, explain, exports, queries
 from apps.reports.cache import (
     WARM_BUDGET_SECONDS,
     background_progress,
@@ -53,6 +53,9 @@ def _overview_context(now):
     profile = queries.usage_profile(curve_start, now, zone)
     heatmap = queries.weekday_hour_heatmap(curve_start, now, zone)
     gpus_by_purpose = {purpose.value: 0 for purpose in Purpose} | Pool.objects.gpus_by_purpose()
+    # The sums under the utilisation KPIs, kept for their explanation.
+    usage_24h = queries.fleet_usage_sums(now - timedelta(hours=24), now)
+    usage_7d = queries.fleet_usage_sums(now - timedelta(days=7), now)
     context = {
         "now": now,
         "month_start": month_start,
@@ -62,8 +65,10 @@ def _overview_context(now):
             (purpose.label, purpose.value, gpus_by_purpose[purpose.value]) for purpose in Purpose
         ],
         "gpu_total": sum(gpus_by_purpose.values()),
-        "utilization_24h_pct": queries.fleet_utilization_pct(now - timedelta(hours=24), now),
-        "utilization_7d_pct": queries.fleet_utilization_pct(now - timedelta(days=7), now),
+        "utilization_24h_pct": costmodel.ratio_or_none(*usage_24h, 100),
+        "utilization_7d_pct": costmodel.ratio_or_none(*usage_7d, 100),
+        "usage_24h": usage_24h,
+        "usage_7d": usage_7d,
         "curve_days": OVERVIEW_CURVE_DAYS,
         "zone_name": zone_name,
         "gpus_by_purpose_figure": freeze_figure(
@@ -264,7 +269,9 @@ def report(request):
         context["results_html"] = _render_results(request, {"form": form})
     elif export_format in exports.FORMATS:
         results, _ = _report_results(request, form)
-        return exports.cost_report_response(results["rows"], form.cleaned_data, export_format)
+        return exports.cost_report_response(
+            results["rows"], form.cleaned_data, export_format, total=results["total"]
+        )
     else:
         remember_view("report", _report_query(request))
         # The rendered partial alone when it is cached: the figures under it (a hundred
@@ -293,6 +300,108 @@ def _filter_fields_html(request, form) -> str:
     if not form.is_valid():
         return render()
     return cached("report-filter-fields", {"query": request.GET.urlencode()}, render)
+
+
+# --- how a figure was computed (apps/reports/explain.py) ---------------------------------
+
+
+def _explain_page(request, context, status=200):
+    """The explanation as the drawer's fragment for htmx, or as a page of its own (a link
+    opened without JavaScript, or in a new tab)."""
+    return render_page(
+        request, "reports/explain.html", context, partial="explanation", status=status
+    )
+
+
+@require_GET
+def report_explain(request):
+    """How one cell of the reports table was computed: ``?<the page's filters>&row=<key>
+    &figure=<CostRow figure>``; no row: the total row. The figures are the page's own
+    (the same cache entry), so the last step is the number the cell shows."""
+    form = _filter_form(request)
+    figure = request.GET.get("figure") or "cost_usd"
+    if not form.is_valid() or figure not in explain.REPORTED:
+        return _explain_page(request, {"error": "Choose a figure of a valid report."}, 400)
+    filters, _ = _report_keys(request, form)
+    results = cached("report", filters, lambda: _report_context(form))
+    row_key = request.GET.get("row", "")
+    if not row_key:
+        row = results["total"]
+    else:
+        row = next((found for found in results["rows"] if found.key == row_key), None)
+    if row is None:
+        return _explain_page(request, {"error": f"No row “{row_key}” in this report."}, 404)
+    data = form.cleaned_data
+    context = {
+        "title": f"{explain.FIGURES[figure][0]}: {row.label}",
+        "period": (
+            f"By {data['group_by']}, UTC days {data['start']:%-d %b %Y} – "
+            f"{data['end']:%-d %b %Y} (both included)"
+        ),
+        "sections": [(explain.FIGURES[figure][0], explain.explain_figure(row, figure))],
+        "back_url": f"{reverse('reports:report')}?{_report_query(request)}",
+    }
+    return _explain_page(request, context)
+
+
+# Overview KPI → (title, figures of the month-to-date total row).
+OVERVIEW_MONTH_KPIS = {
+    "cost": ("Cost, month to date", ("cost_usd", "unmeasured_cost_usd")),
+    "idle": ("Idle cost, month to date", ("idle_cost_usd",)),
+    "per-request": (
+        "Inference cost per 1k requests, month to date",
+        ("cost_per_1k_requests_usd", "cost_per_1m_tokens_usd"),
+    ),
+    "training": (
+        "Per effective training GPU-hour, month to date",
+        ("cost_per_effective_training_gpu_hour_usd", "lost_gpu_hours", "interruption_cost_usd"),
+    ),
+    "unmeasured": ("Unmeasured, month to date", ("unmeasured_gpu_hours",)),
+}
+OVERVIEW_KPIS = ("gpus", "utilization", *OVERVIEW_MONTH_KPIS, "drills")
+
+
+@require_GET
+def overview_explain(request):
+    """How one Overview KPI (``?kpi=``) was computed, from the Overview's own cached
+    figures."""
+    kpi = request.GET.get("kpi") or "cost"
+    if kpi not in OVERVIEW_KPIS:
+        return _explain_page(request, {"error": f"No figure “{kpi}” on the Overview."}, 404)
+    now = timezone.now()
+    figures = _overview_figures(now)
+    period = f"Month to date: since {figures['month_start']:%-d %b %Y} 00:00 UTC"
+    if kpi in OVERVIEW_MONTH_KPIS:
+        title, names = OVERVIEW_MONTH_KPIS[kpi]
+        month = figures["month"]
+        sections = [
+            (explain.FIGURES[name][0], explain.explain_figure(month, name)) for name in names
+        ]
+    elif kpi == "utilization":
+        title, period = "Utilisation", "Pool-hours with telemetry, every pool"
+        sections = [
+            (
+                f"Utilisation, {label}",
+                explain.explain_utilization(
+                    *figures[f"usage_{key}"], figures[f"utilization_{key}_pct"], period=label
+                ),
+            )
+            for key, label in (("24h", "last 24 h"), ("7d", "last 7 days"))
+        ]
+    elif kpi == "gpus":
+        title, period = "GPUs", "Every pool, now"
+        by_purpose = [(label, gpus) for label, _, gpus in figures["gpus_by_purpose"]]
+        sections = [("GPUs", explain.explain_gpu_total(by_purpose, figures["gpu_total"]))]
+    else:
+        title, period = "Restore drills overdue", f"Backup policies at {now:%-d %b %Y %H:%M} UTC"
+        sections = [("Drills", explain.explain_drills(overdue_and_failing_summary(now)))]
+    context = {
+        "title": title,
+        "period": period,
+        "sections": sections,
+        "back_url": reverse("core:overview"),
+    }
+    return _explain_page(request, context)
 
 
 # --- warm-up: recompute viewed pages after a change (apps/reports/cache.py) ---------------
@@ -346,6 +455,8 @@ def warm_recent_views(budget_seconds: float = WARM_BUDGET_SECONDS) -> int:
 
 
 def _render_results(request, context):
+    # Each figure links to its explanation under the same filters.
+    context = {**context, "explain_query": _report_query(request)}
     return render_to_string("reports/report.html#results_body", context, request=request)
 
 

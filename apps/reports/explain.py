@@ -1,0 +1,529 @@
+"""How each figure of the cost report was computed, with its actual numbers
+(framework-free).
+
+A report row (``queries.CostRow``) is a sum of *parts*: the pools it holds, the share of a
+shared pool a workload's labelled samples carry, and the requests and interruptions of
+its workloads. The row records its parts as it adds them up (``CostRow.parts``); this
+module turns them back into steps a reader can check with a calculator:
+
+    cost = 8 GPUs × 672 h × $2.49/GPU-h = $13,386.24; of which unmeasured 672 h
+    idle = $1,100.00 × (1 − 212.8 busy ÷ 440 measured GPU-h) = $567.99
+
+The formulas are the cost model's (apps/reports/costmodel.py, FORMULAS.md "Cost of owned
+GPUs per hour"): a pool's measured cost is fixed price × measured capacity + price per
+kWh × (measured energy + TDP × busy GPU-hours of the hours without it); its unmeasured
+cost is unmeasured hours × GPUs × (fixed price + price per kWh × TDP); idle = measured
+cost × (1 − busy ÷ measured capacity); utilisation = 100 × busy ÷ measured capacity. A
+row of several parts shows each part's line, then their sum.
+
+The last step of every breakdown carries the row's own figure, the very number the table
+cell shows; the steps before it carry each part's contribution computed from its inputs,
+which add up to it (tests/reports/test_explain.py checks both for every figure).
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+TRAINING = "training"
+INFERENCE = "inference"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One line of a breakdown: ``label = expression = value unit``; ``note`` qualifies
+    it ("of which unmeasured 5 h")."""
+
+    label: str
+    expression: str
+    value: float | int | None
+    unit: str
+    note: str = ""
+
+    @property
+    def value_text(self) -> str:
+        return format_value(self.value, self.unit)
+
+    def as_dict(self) -> dict:
+        return {
+            "label": self.label,
+            "expression": self.expression,
+            "value": self.value,
+            "unit": self.unit,
+            "note": self.note,
+        }
+
+
+# --- parts of a row ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PoolPart:
+    """All of one pool's figures (``queries.PoolFigures``) in a row. ``counts_as`` is the
+    purpose whose unit costs count the pool: its own, or its only workload's kind."""
+
+    figures: Any
+    counts_as: str
+    share: float = 1.0
+
+
+@dataclass(frozen=True)
+class AttributedPart:
+    """The GPU-hours a workload's labelled samples carry in a shared pool, at the pool's
+    measured cost per GPU-hour; ``sign`` −1 where they leave the pool's unattributed rest.
+    ``counts_as``: the workload's kind on its own row, the pool's purpose on the rest."""
+
+    figures: Any
+    workload_label: str
+    allocated_gpu_hours: float
+    busy_gpu_hours: float
+    cost_usd: float
+    idle_cost_usd: float
+    counts_as: str
+    sign: int = 1
+
+
+@dataclass(frozen=True)
+class RequestsPart:
+    """Requests and tokens a pool's workloads, or one workload, logged in the range."""
+
+    label: str
+    requests: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class LostPart:
+    """GPU-hours a workload of a shared pool lost to its recorded interruptions."""
+
+    label: str
+    lost_gpu_hours: float
+
+
+# --- formatting --------------------------------------------------------------------------
+
+
+def _trim(text: str) -> str:
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def quantity(value: float) -> str:
+    """GPU-hours, hours, kWh: whole numbers bare, else one or two decimals."""
+    if value is None:
+        return "—"
+    if float(value).is_integer():
+        return f"{value:,.0f}"
+    return f"{value:,.1f}" if abs(value) >= 10 else f"{value:,.2f}"
+
+
+def kilowatts(value: float) -> str:
+    """A TDP in kW as the datasheet gives it in W: 700 W → "0.7"."""
+    return _trim(f"{value:,.3f}")
+
+
+def usd(value: float) -> str:
+    if value is None:
+        return "—"
+    sign = "−" if value < 0 else ""
+    return f"{sign}${abs(value):,.2f}"
+
+
+def price(value: float) -> str:
+    """A price per unit: at least cents, up to four decimals ("$2.49", "$0.6849")."""
+    text = f"{value:,.4f}"
+    whole, decimals = text.split(".")
+    decimals = decimals.rstrip("0").ljust(2, "0")
+    return f"${whole}.{decimals}"
+
+
+def count(value: int) -> str:
+    return f"{value:,}"
+
+
+def format_value(value, unit: str) -> str:
+    if value is None:
+        return "undefined"
+    if unit == "USD":
+        return usd(value)
+    if unit.startswith("USD/"):
+        return f"{price(value)}/{unit[4:]}"
+    if unit == "%":
+        return f"{value:,.2f} %"
+    if unit in ("requests", "tokens", "GPUs", "policies"):
+        return f"{count(value)} {unit}"
+    return f"{quantity(value)} {unit}"
+
+
+# --- what a part adds to a figure --------------------------------------------------------
+
+FIGURES = {
+    # name: (label, unit)
+    "capacity_gpu_hours": ("Capacity", "GPU-h"),
+    "measured_capacity_gpu_hours": ("Measured capacity", "GPU-h"),
+    "unmeasured_gpu_hours": ("Unmeasured", "GPU-h"),
+    "busy_gpu_hours": ("Busy", "GPU-h"),
+    "utilization_pct": ("Utilisation", "%"),
+    "cost_usd": ("Cost", "USD"),
+    "measured_cost_usd": ("Measured cost", "USD"),
+    "unmeasured_cost_usd": ("Unmeasured cost", "USD"),
+    "idle_cost_usd": ("Idle cost", "USD"),
+    "cost_per_busy_gpu_hour_usd": ("Cost per busy GPU-hour", "USD/GPU-h"),
+    "requests": ("Requests", "requests"),
+    "tokens": ("Tokens", "tokens"),
+    "cost_per_1k_requests_usd": ("Cost per 1k requests", "USD/1k requests"),
+    "cost_per_1m_tokens_usd": ("Cost per 1M tokens", "USD/1M tokens"),
+    "lost_gpu_hours": ("Lost to interruptions", "GPU-h"),
+    "effective_training_gpu_hours": ("Effective training", "GPU-h"),
+    "cost_per_effective_training_gpu_hour_usd": (
+        "Cost per effective training GPU-hour",
+        "USD/GPU-h",
+    ),
+    "interruption_cost_usd": ("Interruption cost", "USD"),
+    "training_busy_gpu_hours": ("Busy training", "GPU-h"),
+    "training_cost_usd": ("Training cost", "USD"),
+    "inference_cost_usd": ("Inference cost", "USD"),
+}
+# The figures the report shows (CostRow.as_dict), in its column order.
+REPORTED = (
+    "capacity_gpu_hours",
+    "measured_capacity_gpu_hours",
+    "unmeasured_gpu_hours",
+    "busy_gpu_hours",
+    "utilization_pct",
+    "cost_usd",
+    "unmeasured_cost_usd",
+    "idle_cost_usd",
+    "cost_per_busy_gpu_hour_usd",
+    "requests",
+    "cost_per_1k_requests_usd",
+    "tokens",
+    "cost_per_1m_tokens_usd",
+    "lost_gpu_hours",
+    "effective_training_gpu_hours",
+    "cost_per_effective_training_gpu_hour_usd",
+    "interruption_cost_usd",
+)
+
+
+def _pool_prices(figures) -> tuple[float, float, float]:
+    """(fixed USD per GPU-hour, USD per GPU kWh, TDP in kW) of the pool."""
+    pool = figures.pool
+    return (
+        float(pool.fixed_price_per_gpu_hour_usd),
+        float(pool.price_per_gpu_kwh_usd),
+        pool.gpu_model.tdp_watts / 1000,
+    )
+
+
+def _unmeasured_price_text(figures) -> str:
+    fixed, per_kwh, tdp_kw = _pool_prices(figures)
+    if not per_kwh:
+        return f"{price(fixed)}/GPU-h"
+    return (
+        f"{price(figures.unmeasured_usd_per_gpu_hour)}/GPU-h (fixed {price(fixed)} + "
+        f"{price(per_kwh)}/kWh × {kilowatts(tdp_kw)} kW TDP)"
+    )
+
+
+def _measured_cost_text(figures) -> str:
+    fixed, per_kwh, tdp_kw = _pool_prices(figures)
+    usage = figures.usage
+    text = f"{price(fixed)}/GPU-h × {quantity(usage.measured_capacity_gpu_hours)} measured GPU-h"
+    if per_kwh:
+        text += (
+            f" + {price(per_kwh)}/kWh × ({quantity(usage.energy_kwh)} kWh measured + "
+            f"{kilowatts(tdp_kw)} kW TDP × {quantity(usage.busy_gpu_hours_without_energy)} busy "
+            "GPU-h without energy)"
+        )
+    return text
+
+
+def _unmeasured_cost_text(figures) -> str:
+    return (
+        f"{figures.unmeasured_hours} unmeasured h × {figures.pool.gpu_count} GPUs × "
+        f"{_unmeasured_price_text(figures)}"
+    )
+
+
+def _is_flat_rate(figures) -> bool:
+    """A pool with no power term whose measured hours all report its full capacity: its
+    cost is simply GPUs × paid hours × price."""
+    fixed, per_kwh, _ = _pool_prices(figures)
+    usage = figures.usage
+    full = figures.pool.gpu_count * usage.measured_hours
+    return not per_kwh and abs(usage.measured_capacity_gpu_hours - full) < 1e-9
+
+
+def _times_share(text: str, share: float) -> str:
+    return text if share == 1 else f"({text}) × {share:.4g} share"
+
+
+def _pool_line(part: PoolPart, figure: str):
+    """(expression, value, note) of what ``part`` adds to ``figure``, or None."""
+    figures, share = part.figures, part.share
+    pool, usage = figures.pool, figures.usage
+    measured_hours = usage.measured_hours
+    training = part.counts_as == TRAINING
+    note = ""
+    if figure == "capacity_gpu_hours":
+        expression = f"{pool.gpu_count} GPUs × {figures.paid_hours} h paid"
+        value = pool.gpu_count * figures.paid_hours * share
+    elif figure == "measured_capacity_gpu_hours":
+        expression = f"{quantity(usage.measured_capacity_gpu_hours)} GPU-h reported in "
+        expression += f"the {measured_hours} h with telemetry"
+        value = usage.measured_capacity_gpu_hours * share
+    elif figure == "unmeasured_gpu_hours":
+        expression = (
+            f"({figures.paid_hours} h paid − {measured_hours} h with telemetry) × "
+            f"{pool.gpu_count} GPUs"
+        )
+        value = figures.unmeasured_hours * pool.gpu_count * share
+    elif figure in ("busy_gpu_hours", "training_busy_gpu_hours"):
+        if figure == "training_busy_gpu_hours" and not training:
+            return None
+        expression = f"Σ busy GPU-h reported in the {measured_hours} h with telemetry"
+        value = usage.busy_gpu_hours * share
+    elif figure == "measured_cost_usd":
+        expression = _measured_cost_text(figures)
+        value = usage.measured_cost_usd * share
+    elif figure == "unmeasured_cost_usd":
+        expression = _unmeasured_cost_text(figures)
+        value = figures.unmeasured_cost_usd * share
+    elif figure in ("cost_usd", "training_cost_usd", "inference_cost_usd"):
+        if figure == "training_cost_usd" and not training:
+            return None
+        if figure == "inference_cost_usd" and part.counts_as != INFERENCE:
+            return None
+        if _is_flat_rate(figures):
+            fixed, _, _ = _pool_prices(figures)
+            expression = f"{pool.gpu_count} GPUs × {figures.paid_hours} h × {price(fixed)}/GPU-h"
+            if figures.unmeasured_hours:
+                note = f"of which unmeasured {figures.unmeasured_hours} h"
+        else:
+            expression = _measured_cost_text(figures)
+            if figures.unmeasured_hours:
+                expression += f" + {_unmeasured_cost_text(figures)}"
+        value = figures.cost_usd * share
+    elif figure == "idle_cost_usd":
+        expression = (
+            f"{usd(usage.measured_cost_usd)} measured cost × (1 − "
+            f"{quantity(usage.busy_gpu_hours)} busy ÷ "
+            f"{quantity(usage.measured_capacity_gpu_hours)} measured GPU-h)"
+        )
+        if not usage.measured_capacity_gpu_hours:
+            expression = "no hour with telemetry: nothing measured can be idle"
+        value = figures.idle_cost_usd * share
+    elif figure == "lost_gpu_hours":
+        if not training:
+            return None
+        expression = "Σ (minutes since the last checkpoint + restart) ÷ 60 × job GPUs"
+        expression += " over the interruptions recorded in the range"
+        value = figures.lost_gpu_hours * share
+    elif figure == "interruption_cost_usd":
+        if not training:
+            return None
+        expression = (
+            f"{quantity(figures.lost_gpu_hours)} lost GPU-h × {_unmeasured_price_text(figures)}"
+        )
+        value = figures.interruption_cost_usd * share
+    else:
+        return None
+    return _times_share(expression, share), value, note
+
+
+def _attributed_line(part: AttributedPart, figure: str):
+    figures, sign = part.figures, part.sign
+    usage = figures.usage
+    whose = f"{part.workload_label}'s labelled samples"
+    if figure in ("capacity_gpu_hours", "measured_capacity_gpu_hours"):
+        return f"GPU-h {whose} hold", sign * part.allocated_gpu_hours, ""
+    if figure == "busy_gpu_hours" or (
+        figure == "training_busy_gpu_hours" and part.counts_as == TRAINING
+    ):
+        return f"busy GPU-h {whose} report", sign * part.busy_gpu_hours, ""
+    cost_text = (
+        f"{usd(usage.measured_cost_usd)} measured pool cost × "
+        f"{quantity(part.allocated_gpu_hours)} ÷ "
+        f"{quantity(usage.measured_capacity_gpu_hours)} measured GPU-h"
+    )
+    if figure in ("cost_usd", "measured_cost_usd"):
+        return cost_text, sign * part.cost_usd, ""
+    if figure == "training_cost_usd" and part.counts_as == TRAINING:
+        return cost_text, sign * part.cost_usd, ""
+    if figure == "inference_cost_usd" and part.counts_as == INFERENCE:
+        return cost_text, sign * part.cost_usd, ""
+    if figure == "idle_cost_usd":
+        expression = (
+            f"{usd(part.cost_usd)} × (1 − {quantity(part.busy_gpu_hours)} busy ÷ "
+            f"{quantity(part.allocated_gpu_hours)} GPU-h)"
+        )
+        return expression, sign * part.idle_cost_usd, ""
+    return None
+
+
+def _part_label(part) -> str:
+    if isinstance(part, PoolPart):
+        return part.figures.pool.name
+    if isinstance(part, AttributedPart):
+        prefix = "" if part.sign > 0 else "less "
+        return f"{prefix}{part.workload_label}'s share of {part.figures.pool.name}"
+    return part.label
+
+
+def _line(part, figure: str):
+    if isinstance(part, PoolPart):
+        return _pool_line(part, figure)
+    if isinstance(part, AttributedPart):
+        return _attributed_line(part, figure)
+    if isinstance(part, RequestsPart) and figure in ("requests", "tokens"):
+        value = getattr(part, figure)
+        what = "requests" if figure == "requests" else "input + output tokens"
+        return f"{what} logged in the range", value, ""
+    if isinstance(part, LostPart) and figure == "lost_gpu_hours":
+        return (
+            "Σ (minutes since the last checkpoint + restart) ÷ 60 × job GPUs over its "
+            "interruptions recorded in the range",
+            part.lost_gpu_hours,
+            "",
+        )
+    return None
+
+
+def _sum_steps(row, figure: str) -> list[Step]:
+    """A sum figure: each part's line, then the total (the row's own figure)."""
+    label, unit = FIGURES[figure]
+    total = getattr(row, figure)
+    lines = []
+    for part in row.parts:
+        found = _line(part, figure)
+        if found is not None:
+            expression, value, note = found
+            lines.append(Step(_part_label(part), expression, value, unit, note))
+    if not lines:
+        return [Step(label, "nothing in this row adds to it", total, unit)]
+    if len(lines) == 1:
+        only = lines[0]
+        return [Step(f"{label} of {only.label}", only.expression, total, unit, only.note)]
+    terms = " + ".join(format_value(line.value, unit) for line in lines)
+    return [*lines, Step(label, f"Σ of the {len(lines)} lines above: {terms}", total, unit)]
+
+
+def explain_figure(row, figure: str) -> list[Step]:
+    """The steps that compute ``getattr(row, figure)``; the last one carries it."""
+    if figure not in FIGURES:
+        raise KeyError(figure)
+    label, unit = FIGURES[figure]
+    result = getattr(row, figure)
+    if figure == "utilization_pct":
+        steps = _sum_steps(row, "busy_gpu_hours") + _sum_steps(row, "measured_capacity_gpu_hours")
+        if result is None:
+            return [*steps, Step(label, "undefined: no hour with telemetry", None, unit)]
+        expression = (
+            f"100 × {quantity(row.busy_gpu_hours)} busy ÷ "
+            f"{quantity(row.measured_capacity_gpu_hours)} measured GPU-h"
+        )
+        return [*steps, Step(label, expression, result, unit)]
+    if figure == "cost_per_busy_gpu_hour_usd":
+        steps = _sum_steps(row, "measured_cost_usd") + _sum_steps(row, "busy_gpu_hours")
+        if result is None:
+            return [*steps, Step(label, "undefined: no busy GPU-hours", None, unit)]
+        expression = (
+            f"{usd(row.measured_cost_usd)} measured cost ÷ {quantity(row.busy_gpu_hours)} "
+            "busy GPU-h"
+        )
+        return [*steps, Step(label, expression, result, unit)]
+    if figure in ("cost_per_1k_requests_usd", "cost_per_1m_tokens_usd"):
+        per, scale = ("requests", 1_000) if "requests" in figure else ("tokens", 1_000_000)
+        steps = _sum_steps(row, "inference_cost_usd") + _sum_steps(row, per)
+        if result is None:
+            reason = f"no {per}" if not getattr(row, per) else "no inference cost"
+            return [*steps, Step(label, f"undefined: {reason}", None, unit)]
+        expression = (
+            f"{usd(row.inference_cost_usd)} inference cost ÷ {count(getattr(row, per))} {per}"
+            f" × {scale:,}"
+        )
+        return [*steps, Step(label, expression, result, unit)]
+    if figure == "effective_training_gpu_hours":
+        steps = _sum_steps(row, "training_busy_gpu_hours") + _sum_steps(row, "lost_gpu_hours")
+        if result is None:
+            return [*steps, Step(label, "undefined: no busy training GPU-hours", None, unit)]
+        expression = (
+            f"max(0, {quantity(row.training_busy_gpu_hours)} busy training GPU-h − "
+            f"{quantity(row.lost_gpu_hours)} lost GPU-h)"
+        )
+        return [*steps, Step(label, expression, result, unit)]
+    if figure == "cost_per_effective_training_gpu_hour_usd":
+        steps = _sum_steps(row, "training_cost_usd") + explain_figure(
+            row, "effective_training_gpu_hours"
+        )
+        effective = row.effective_training_gpu_hours
+        if result is None:
+            reason = "effective training GPU-hours" if not effective else "training cost"
+            return [*steps, Step(label, f"undefined: no {reason}", None, unit)]
+        expression = (
+            f"{usd(row.training_cost_usd)} training cost ÷ {quantity(effective)} "
+            "effective training GPU-h"
+        )
+        return [*steps, Step(label, expression, result, unit)]
+    return _sum_steps(row, figure)
+
+
+def explain_row(row, figures=REPORTED) -> dict[str, list[Step]]:
+    """Every reported figure of ``row`` → its steps."""
+    return {figure: explain_figure(row, figure) for figure in figures}
+
+
+# --- the Overview's fleet figures --------------------------------------------------------
+
+
+def explain_utilization(busy_gpu_hours, capacity_gpu_hours, result, *, period: str) -> list[Step]:
+    """``queries.fleet_utilization_pct``: 100 × Σ busy ÷ Σ capacity of the pool-hours
+    with telemetry, every pool."""
+    steps = [
+        Step(
+            f"Busy, {period}",
+            "Σ busy GPU-h of every pool-hour with telemetry",
+            busy_gpu_hours,
+            "GPU-h",
+        ),
+        Step(
+            f"Measured capacity, {period}",
+            "Σ GPU-h of every pool-hour with telemetry",
+            capacity_gpu_hours,
+            "GPU-h",
+        ),
+    ]
+    if result is None:
+        return [
+            *steps,
+            Step(f"Utilisation, {period}", "undefined: no hour with telemetry", None, "%"),
+        ]
+    expression = (
+        f"100 × {quantity(busy_gpu_hours)} busy ÷ {quantity(capacity_gpu_hours)} measured GPU-h"
+    )
+    return [*steps, Step(f"Utilisation, {period}", expression, result, "%")]
+
+
+def explain_gpu_total(gpus_by_purpose: list[tuple[str, int]], total: int) -> list[Step]:
+    """The GPUs of every pool, by purpose."""
+    steps = [Step(label, "Σ GPUs of its pools", gpus, "GPUs") for label, gpus in gpus_by_purpose]
+    terms = " + ".join(count(gpus) for _, gpus in gpus_by_purpose)
+    return [*steps, Step("GPUs", terms, total, "GPUs")]
+
+
+def explain_drills(summary: dict) -> list[Step]:
+    """The Overview's drills card (``backups.services.overdue_and_failing_summary``)."""
+    return [
+        Step("Backup policies", "policies kept", summary["policies"], "policies"),
+        Step(
+            "Failing",
+            "policies whose last restore drill failed",
+            summary["failing"],
+            "policies",
+        ),
+        Step(
+            "Overdue",
+            "policies whose next restore drill was due before now",
+            summary["overdue"],
+            "policies",
+        ),
+    ]
