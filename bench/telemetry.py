@@ -343,6 +343,8 @@ def create_pools(pool_count: int, gpus_per_pool: int) -> list:
                 "deployment": "bare_metal",
                 "gpu_model": gpu_model,
                 "gpu_count": gpus_per_pool,
+                # In service before the history the benchmark writes, so every hour counts.
+                "in_service_from": datetime(2020, 1, 1, tzinfo=UTC),
             },
         )
         HostnameRule.objects.create(pool=pool, hostname_pattern=f"bench-p{number}-*")

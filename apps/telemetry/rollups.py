@@ -72,33 +72,33 @@ def _least_sql() -> str:
 # One row per physical GPU (UUID) and hour, with what the usage row and the flags need.
 GPU_HOURS_SQL = """
 CREATE TEMPORARY TABLE rollup_gpu_hours AS
-SELECT per_device.pool_id, per_device.hour, per_device.uuid,
+SELECT device.pool_id, per_device.hour, device.uuid,
        CASE WHEN per_device.hour >= {service_start}
                  AND (pool.in_service_until IS NULL OR per_device.hour < pool.in_service_until)
             THEN 1 ELSE 0 END AS in_service,
        MAX(pool.gpu_count) AS declared_gpus,
        SUM(per_device.samples) AS samples,
-       MAX(CASE WHEN per_device.is_slice = 0 THEN per_device.utilization_pct END)
+       MAX(CASE WHEN device.gpu_instance_id IS NULL THEN per_device.utilization_pct END)
            AS whole_utilization_pct,
-       COUNT(CASE WHEN per_device.is_slice = 1 THEN per_device.utilization_pct END)
+       COUNT(CASE WHEN device.gpu_instance_id IS NOT NULL THEN per_device.utilization_pct END)
            AS slices_reporting,
-       SUM(CASE WHEN per_device.is_slice = 1
-                THEN per_device.utilization_pct / 100.0 * COALESCE(per_device.held, 1) END)
+       SUM(CASE WHEN device.gpu_instance_id IS NOT NULL
+                THEN per_device.utilization_pct / 100.0
+                     * COALESCE(device.mig_compute_slices, 1) END)
            / COALESCE(MAX(model.mig_compute_slices), {default_slices}) AS slices_share,
-       COALESCE(MAX(CASE WHEN per_device.is_slice = 0 THEN per_device.max_memory_used_mib END),
-                SUM(CASE WHEN per_device.is_slice = 1 THEN per_device.max_memory_used_mib END))
-           AS max_memory_used_mib,
-       COALESCE(MAX(CASE WHEN per_device.is_slice = 0 THEN per_device.energy_kwh END),
-                MAX(CASE WHEN per_device.is_slice = 1 THEN per_device.energy_kwh END))
+       COALESCE(
+           MAX(CASE WHEN device.gpu_instance_id IS NULL THEN per_device.max_memory_used_mib END),
+           SUM(CASE WHEN device.gpu_instance_id IS NOT NULL
+                    THEN per_device.max_memory_used_mib END)
+       ) AS max_memory_used_mib,
+       COALESCE(MAX(CASE WHEN device.gpu_instance_id IS NULL THEN per_device.energy_kwh END),
+                MAX(CASE WHEN device.gpu_instance_id IS NOT NULL THEN per_device.energy_kwh END))
            AS energy_kwh,
-       MAX(CASE WHEN per_device.is_slice = 0 AND per_device.mig_mode_enabled = 1
+       MAX(CASE WHEN device.gpu_instance_id IS NULL AND device.mig_mode_enabled
                      AND per_device.utilization_pct IS NULL THEN 1 ELSE 0 END)
            AS mig_unmeasurable
 FROM (
-    SELECT device.pool_id AS pool_id, {hour} AS hour, device.uuid AS uuid,
-           CASE WHEN device.gpu_instance_id IS NULL THEN 0 ELSE 1 END AS is_slice,
-           MAX(device.mig_compute_slices) AS held,
-           MAX(CASE WHEN device.mig_mode_enabled THEN 1 ELSE 0 END) AS mig_mode_enabled,
+    SELECT sample.device_id, {hour} AS hour,
            AVG(sample.utilization_pct) AS utilization_pct,
            COUNT(*) AS samples,
            MAX(sample.memory_used_mib) AS max_memory_used_mib,
@@ -108,11 +108,12 @@ FROM (
     FROM telemetry_gpusample AS sample
     JOIN telemetry_gpudevice AS device ON device.id = sample.device_id
     WHERE {pool_filter} AND sample.timestamp >= %s AND sample.timestamp < %s
-    GROUP BY device.pool_id, {hour}, sample.device_id, device.uuid, device.gpu_instance_id
+    GROUP BY sample.device_id, {hour}
 ) AS per_device
-JOIN pools_pool AS pool ON pool.id = per_device.pool_id
+JOIN telemetry_gpudevice AS device ON device.id = per_device.device_id
+JOIN pools_pool AS pool ON pool.id = device.pool_id
 JOIN catalog_gpumodel AS model ON model.id = pool.gpu_model_id
-GROUP BY per_device.pool_id, per_device.hour, per_device.uuid, pool.in_service_from,
+GROUP BY device.pool_id, per_device.hour, device.uuid, pool.in_service_from,
          pool.in_service_until
 """
 
