@@ -14,6 +14,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from django.urls import reverse
 
 from apps.catalog.models import GpuModel
 from apps.pools.models import Deployment, Pool, Purpose, Workload, WorkloadKind
@@ -189,7 +190,7 @@ def test_an_a30_divides_into_four_slices(catalog):
 
 
 @pytest.mark.django_db
-def test_more_gpus_than_declared_is_flagged_and_never_above_capacity(catalog):
+def test_more_gpus_than_declared_is_flagged_and_never_above_capacity(catalog, client, make_user):
     pool = make_pool("over-reported", "h100-sxm", 8)
     scrapes = [[whole_line(gpu, 100.0) for gpu in range(9)]] * 2
     usage = import_and_roll_up(pool, scrapes)
@@ -202,6 +203,12 @@ def test_more_gpus_than_declared_is_flagged_and_never_above_capacity(catalog):
     [row] = cost_report(HOUR, HOUR + timedelta(hours=1), pool_slug=pool.slug)
     assert row.utilization_pct == pytest.approx(100.0)
     assert row.idle_cost_usd == pytest.approx(0.0)
+    # The hourly API shows the coverage the source claimed: 9 ÷ 8 = 112.5 %, with the flag.
+    client.force_login(make_user("reader"))
+    [hourly] = client.get(reverse("api-usage-hourly"), {"pool": pool.slug}).json()
+    assert hourly["coverage_pct"] == pytest.approx(112.5)
+    [pool_day] = client.get(reverse("api-reconciliation"), {"pool": pool.slug}).json()["results"]
+    assert pool_day["flags"][0]["kind"] == "over_reported"
 
 
 @pytest.mark.django_db
@@ -248,3 +255,30 @@ def test_slices_are_attributed_to_their_own_workloads(catalog):
     assert attributed[chat.id].busy_gpu_hours == pytest.approx(0.6 * 3 / 7)
     assert attributed[batch.id].allocated_gpu_hours == pytest.approx(4 / 7)
     assert attributed[batch.id].busy_gpu_hours == pytest.approx(0.2 * 4 / 7)
+
+
+@pytest.mark.django_db
+def test_hours_rolled_up_before_mig_counting_are_flagged_by_the_migration(catalog):
+    """A stored hour from before: 15 "reporting GPUs" and 8.3 busy GPU-h in an 8-GPU pool."""
+    from importlib import import_module
+
+    from django.apps import apps as django_apps
+
+    migration = import_module("apps.telemetry.migrations.0007_flag_hours_over_capacity")
+    pool = make_pool("legacy", "h100-sxm", 8)
+    PoolHourlyUsage.objects.create(
+        pool=pool, hour=HOUR, reporting_gpus=15, capacity_gpu_hours=8, busy_gpu_hours=8.3
+    )
+    PoolHourlyUsage.objects.create(
+        pool=pool,
+        hour=HOUR + timedelta(hours=1),
+        reporting_gpus=8,
+        capacity_gpu_hours=8,
+        busy_gpu_hours=4.1,
+    )
+    migration.flag_hours_over_capacity(django_apps, None)
+    [flag] = PoolHourFlag.objects.filter(pool=pool)
+    assert (flag.hour, flag.kind, flag.gpus) == (HOUR, "over_reported", 15)
+    assert "8.30 busy GPU-h in a pool of 8" in flag.detail
+    # The stored figures are kept as they were: only flagged.
+    assert PoolHourlyUsage.objects.get(pool=pool, hour=HOUR).busy_gpu_hours == 8.3
