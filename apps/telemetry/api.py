@@ -1,6 +1,7 @@
 """Telemetry over the API: agents push scrapes and request logs; scripts read the
 hourly rollups."""
 
+from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
@@ -8,11 +9,17 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.core.pagination import StrictLimitOffsetPagination
 from apps.core.schema import ErrorSerializer
 from apps.core.serializers import SlugReferenceField, StrictBooleanField, StrictCharField
 from apps.pools.models import Pool, Workload
-from apps.telemetry import services
-from apps.telemetry.models import ImportRun, PoolHourlyUsage, WorkloadHourlyRequests
+from apps.telemetry import reconciliation, services
+from apps.telemetry.models import (
+    ImportRun,
+    PoolHourFlag,
+    PoolHourlyUsage,
+    WorkloadHourlyRequests,
+)
 from apps.telemetry.parsers import GPU_CSV_FIELDS, REQUEST_CSV_FIELDS, TelemetryFormatError
 
 MAX_TEXT_CHARACTERS = 20_000_000
@@ -46,12 +53,17 @@ NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No object with that sl
 
 class PoolHourlyUsageSerializer(serializers.ModelSerializer):
     hour = serializers.DateTimeField(help_text="Start of the UTC hour.")
+    coverage_pct = serializers.SerializerMethodField(
+        help_text="100 × physical GPUs reporting ÷ GPUs declared; above 100 only in an hour "
+        "flagged over_reported (GET /api/v1/reconciliation/)."
+    )
 
     class Meta:
         model = PoolHourlyUsage
         fields = [
             "hour",
             "reporting_gpus",
+            "coverage_pct",
             "capacity_gpu_hours",
             "busy_gpu_hours",
             "avg_utilization_pct",
@@ -59,6 +71,12 @@ class PoolHourlyUsageSerializer(serializers.ModelSerializer):
             "max_memory_used_mib",
             "energy_kwh",
         ]
+
+
+    def get_coverage_pct(self, row) -> float | None:
+        if not row.capacity_gpu_hours:
+            return None
+        return 100 * row.reporting_gpus / row.capacity_gpu_hours
 
 
 class WorkloadHourlyRequestsSerializer(serializers.ModelSerializer):
@@ -121,7 +139,24 @@ class ImportResultSerializer(serializers.Serializer):
     duplicates = serializers.IntegerField()
     rejected = serializers.IntegerField()
     errors = RowErrorSerializer(many=True)
+    warnings = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="What was kept but needs a look: samples outside their pool's service "
+        "period, samples dated ahead of their arrival (clock skew).",
+    )
     message = serializers.CharField()
+
+
+class AlreadyImportedSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    import_run = serializers.IntegerField(help_text="The earlier import of the same content.")
+    url = serializers.URLField(help_text="Its page.")
+
+
+ALREADY_IMPORTED = OpenApiResponse(
+    AlreadyImportedSerializer,
+    description="The same content was already imported successfully: nothing is stored.",
+)
 
 
 class _IngestSerializer(serializers.Serializer):
@@ -191,6 +226,7 @@ def _result(run: ImportRun) -> dict:
         "duplicates": run.rows_duplicate,
         "rejected": run.rows_rejected,
         "errors": run.errors,
+        "warnings": run.warnings,
         "message": run.message,
     }
 
@@ -214,7 +250,21 @@ class _IngestView(APIView):
         serializer = serializer_class(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
+        digest = services.content_sha256(data["text"])
+        earlier = services.earlier_identical_import(kind=self.kind, digest=digest)
+        if earlier is not None:
+            return Response(
+                {
+                    "detail": services.already_imported_sentence(earlier),
+                    "import_run": earlier.pk,
+                    "url": request.build_absolute_uri(
+                        reverse("telemetry:import_detail", kwargs={"pk": earlier.pk})
+                    ),
+                },
+                status=409,
+            )
         run = ImportRun.objects.create(
+            content_sha256=digest,
             kind=self.kind,
             format=data["format"],
             source=ImportRun.Source.API,
@@ -238,15 +288,20 @@ class _IngestView(APIView):
 
 
 class GpuIngestView(_IngestView):
-    """Push GPU telemetry (what an agent scraped). Rows are keyed by (device, timestamp):
-    pushing the same text twice stores nothing the second time. 422 when the text has bad
-    rows and ``skip_bad_rows`` is false (nothing is stored; the errors say which lines)."""
+    """Push GPU telemetry (what an agent scraped). Rows are keyed by (device, timestamp),
+    and the same text pushed again after a successful import is refused with 409 and the
+    earlier import's URL. 422 when the text has bad rows and ``skip_bad_rows`` is false
+    (nothing is stored; the errors say which lines)."""
 
     kind = "gpu"
 
     @extend_schema(
         request=GpuIngestSerializer,
-        responses={201: ImportResultSerializer, 422: ImportResultSerializer},
+        responses={
+            201: ImportResultSerializer,
+            409: ALREADY_IMPORTED,
+            422: ImportResultSerializer,
+        },
     )
     def post(self, request):
         return self._ingest(request, GpuIngestSerializer)
@@ -259,7 +314,65 @@ class RequestIngestView(_IngestView):
 
     @extend_schema(
         request=RequestIngestSerializer,
-        responses={201: ImportResultSerializer, 422: ImportResultSerializer},
+        responses={
+            201: ImportResultSerializer,
+            409: ALREADY_IMPORTED,
+            422: ImportResultSerializer,
+        },
     )
     def post(self, request):
         return self._ingest(request, RequestIngestSerializer)
+
+
+class ReconciliationQuerySerializer(_RangeSerializer):
+    pool = serializers.SlugField(required=False, help_text="Only this pool's slug.")
+    kind = serializers.ChoiceField(
+        choices=PoolHourFlag.Kind.choices, required=False, help_text="Only this flag."
+    )
+
+
+class PoolHourFlagSerializer(serializers.ModelSerializer):
+    hour = serializers.DateTimeField(help_text="Start of the UTC hour.")
+    label = serializers.CharField(source="get_kind_display")
+
+    class Meta:
+        model = PoolHourFlag
+        fields = ["hour", "kind", "label", "gpus", "samples", "detail"]
+
+
+class PoolDaySerializer(serializers.Serializer):
+    pool = serializers.CharField(source="pool.slug")
+    day = serializers.DateField(help_text="UTC day.")
+    declared_gpus = serializers.IntegerField(source="pool.gpu_count")
+    in_service_hours = serializers.IntegerField()
+    reporting_gpu_hours = serializers.FloatField(help_text="Σ GPUs reporting over the hours.")
+    coverage_pct = serializers.FloatField(
+        allow_null=True,
+        help_text="100 × reporting GPU-hours ÷ (declared GPUs × in-service hours).",
+    )
+    flagged_hours = serializers.IntegerField()
+    flags = PoolHourFlagSerializer(many=True)
+
+
+class ReconciliationView(APIView):
+    """Flagged pool-hours per pool and UTC day, newest first (apps/telemetry/reconciliation.py)."""
+
+    pagination_class = StrictLimitOffsetPagination
+
+    @extend_schema(
+        parameters=[ReconciliationQuerySerializer],
+        responses={200: PoolDaySerializer(many=True), 404: NOT_FOUND},
+    )
+    def get(self, request):
+        query = ReconciliationQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        params = query.validated_data
+        pool = _by_slug(Pool, params["pool"]) if params.get("pool") else None
+        kind = params.get("kind", "")
+        keys = reconciliation.flagged_pool_days(
+            pool=pool, kind=kind, start=params.get("start"), end=params.get("end")
+        )
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(keys, request, view=self)
+        days = reconciliation.pool_days(list(page), kind=kind)
+        return paginator.get_paginated_response(PoolDaySerializer(days, many=True).data)

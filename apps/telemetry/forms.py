@@ -5,16 +5,21 @@ names, time zone, size); the rows themselves are checked by the parsers in the i
 task, which name the line.
 """
 
+import hashlib
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django import forms
 from django.conf import settings
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html
 
 from apps.core.forms import TablerFormMixin
 from apps.pools.models import Pool, Workload
 from apps.telemetry import services
 from apps.telemetry.models import GpuDevice, HostnameRule
-from apps.telemetry.parsers import GPU_CSV_FIELDS, REQUEST_CSV_FIELDS
+from apps.telemetry.parsers import EARLIEST_TIMESTAMP, GPU_CSV_FIELDS, REQUEST_CSV_FIELDS
 
 DEFAULT_UPLOAD_MAX_BYTES = 200 * 1000 * 1000  # 200 MB
 
@@ -80,6 +85,7 @@ class _ImportForm(TablerFormMixin, forms.Form):
                 f"{_size(limit)}. Split it, or import it on the server with the "
                 "import command."
             )
+        self.content_sha256 = _upload_sha256(upload)
         return upload
 
     def clean_time_zone(self):
@@ -110,6 +116,18 @@ class _ImportForm(TablerFormMixin, forms.Form):
 
     def clean(self):
         cleaned_data = super().clean()
+        digest = getattr(self, "content_sha256", "")
+        earlier = services.earlier_identical_import(kind=self.kind, digest=digest)
+        if earlier is not None:
+            self.add_error(
+                "file",
+                format_html(
+                    '{} <a href="{}">Open import #{}</a>.',
+                    services.already_imported_sentence(earlier),
+                    reverse("telemetry:import_detail", kwargs={"pk": earlier.pk}),
+                    earlier.pk,
+                ),
+            )
         mapping = cleaned_data.get("columns")
         if cleaned_data.get("format") == "csv" and "columns" not in self.errors:
             if not mapping:
@@ -134,6 +152,17 @@ class _ImportForm(TablerFormMixin, forms.Form):
         return self.cleaned_data["columns"] or None
 
 
+def _upload_sha256(upload) -> str:
+    """services.content_sha256 of an upload, read in chunks (uploads go up to 200 MB)."""
+    digest = hashlib.sha256()
+    first = True
+    for chunk in upload.chunks():
+        if first:
+            chunk, first = chunk.removeprefix(b"\xef\xbb\xbf"), False
+        digest.update(chunk)
+    return digest.hexdigest()
+
+
 class GpuImportForm(_ImportForm):
     kind = "gpu"
     known_fields = GPU_CSV_FIELDS
@@ -148,6 +177,18 @@ class GpuImportForm(_ImportForm):
             ("csv", "Generic CSV with a column mapping"),
         ],
     )
+    # A scrape's lines carry no time of their own: without the moment it was taken, the
+    # same scrape uploaded twice would be dated twice and counted twice.
+    scraped_at = forms.CharField(
+        label="Scrape time",
+        required=False,
+        widget=forms.DateTimeInput(
+            attrs={"type": "datetime-local", "step": "1", "data-scrape-time": "true"}
+        ),
+        help_text="dcgm-exporter scrapes only: when /metrics was read, in the time zone "
+        "below. Filled in from the chosen file's modification time; correct it if the file "
+        "was copied since.",
+    )
     pool = forms.ModelChoiceField(
         label="Pool",
         queryset=Pool.objects.order_by("name"),
@@ -157,7 +198,60 @@ class GpuImportForm(_ImportForm):
         "decide, and GPUs no rule matches wait on the Unassigned GPUs page.",
     )
 
-    field_order = ["file", "format", "pool", "columns", "time_zone", "skip_bad_rows"]
+    field_order = [
+        "file",
+        "format",
+        "scraped_at",
+        "pool",
+        "columns",
+        "time_zone",
+        "skip_bad_rows",
+    ]
+
+    def clean(self):
+        cleaned_data = super().clean()
+        text = (cleaned_data.get("scraped_at") or "").strip()
+        if cleaned_data.get("format") != "dcgm":
+            cleaned_data["scraped_at"] = None
+        elif not text:
+            self.add_error(
+                "scraped_at",
+                "A dcgm-exporter scrape needs its scrape time (when /metrics was read): its "
+                "lines carry none, and it dates every sample.",
+            )
+        elif "time_zone" in cleaned_data:
+            cleaned_data["scraped_at"] = self._scrape_time(text, cleaned_data["time_zone"])
+        return cleaned_data
+
+    def _scrape_time(self, text: str, zone_name: str) -> datetime | None:
+        """The entered time as UTC, read in the form's time zone unless it has an offset."""
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            self.add_error(
+                "scraped_at", f"Scrape time “{text}” is not a date and time like 2026-12-01 09:15."
+            )
+            return None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=ZoneInfo(zone_name))
+        moment = moment.astimezone(UTC)
+        if moment < EARLIEST_TIMESTAMP:
+            self.add_error(
+                "scraped_at",
+                f"Scrape time {moment:%Y-%m-%d %H:%M} UTC is before "
+                f"{EARLIEST_TIMESTAMP:%Y-%m-%d}: the node's clock was not set; enter when "
+                "the scrape was really taken.",
+            )
+            return None
+        latest = timezone.now() + timedelta(days=1)
+        if moment > latest:
+            self.add_error(
+                "scraped_at",
+                f"Scrape time {moment:%Y-%m-%d %H:%M} UTC is more than 1 day in the future: "
+                "check the date and the time zone.",
+            )
+            return None
+        return moment
 
 
 class RequestImportForm(_ImportForm):

@@ -1,4 +1,4 @@
-"""Pulling GPU telemetry on a schedule (issue 4, "two pull modes run by Celery beat").
+"""Pulling GPU telemetry on a schedule: two pull modes run by Celery beat.
 
 - ``pull_dcgm_exporter``: HTTP GET a dcgm-exporter ``/metrics`` endpoint, parse it with
   ``parse_dcgm`` stamped at the pull time, import it.
@@ -38,6 +38,7 @@ from django.utils import timezone
 from apps.telemetry import services
 from apps.telemetry.models import ImportRun, PullSource
 from apps.telemetry.parsers import (
+    EARLIEST_TIMESTAMP,
     DeviceKey,
     GpuSampleRow,
     ParseResult,
@@ -202,7 +203,7 @@ def _pull(
     try:
         result, note = fetch()
         summary = services.import_gpu_samples(
-            result, pool=source.pool, skip_bad_rows=True, defer_rollups=True
+            result, pool=source.pool, skip_bad_rows=True, defer_rollups=True, received_at=now
         )
     except PullError as error:
         return _finish_failed(source, run, now, str(error), ImportRun.Status.FAILED), STATUS_ERROR
@@ -372,8 +373,9 @@ def rows_from_prometheus(
     the workload's pod labels (see ``_workload_labels``). Values: DCGM's sentinels, NaN and
     ±Inf are missing; GR_ENGINE_ACTIVE (0–1) ×100 is preferred over GPU_UTIL (0–100) for
     ``utilization_pct``. A sample with a value that is not a number or out of range, two
-    different values of one metric (e.g. two jobs scraping one exporter), or a time more
-    than a day ahead is left out and reported; errors have no line, so ``line_number`` 0.
+    different values of one metric (e.g. two jobs scraping one exporter), a time more
+    than a day ahead or before 2000 is left out and reported; errors have no line, so
+    ``line_number`` 0.
     """
     latest = (now or datetime.now(UTC)) + MAX_FUTURE
     samples: dict[tuple, _Sample] = {}
@@ -428,6 +430,16 @@ def rows_from_prometheus(
                     0,
                     f"{sample.first_series} at {timestamp.isoformat()}: more than 1 day in the "
                     "future (is the Prometheus server's clock right?)",
+                )
+            )
+            continue
+        if timestamp < EARLIEST_TIMESTAMP:
+            errors.append(
+                RowError(
+                    0,
+                    f"{sample.first_series} at {timestamp:%Y-%m-%d %H:%M:%S}: before "
+                    f"{EARLIEST_TIMESTAMP:%Y-%m-%d} (is the clock of the node or of the "
+                    "Prometheus server set?)",
                 )
             )
             continue

@@ -9,16 +9,30 @@ file adds nothing and reports every row as a duplicate.
 """
 
 import fnmatch
+import hashlib
+from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import connection, transaction
 from django.utils import timezone
 
-from apps.telemetry.models import GpuDevice, GpuSample, HostnameRule, ImportRun, RequestSample
+from apps.pools.models import Pool
+from apps.telemetry.mig import compute_slices_of_profile
+from apps.telemetry.models import (
+    GpuDevice,
+    GpuSample,
+    HostnameRule,
+    ImportRun,
+    PoolHourFlag,
+    RequestSample,
+)
 from apps.telemetry.parsers.rows import GpuSampleRow, ParseResult, RowError
 
 ERRORS_KEPT = 50  # rejected lines stored on the import run (the count is always exact)
+# A sample dated further ahead of its arrival than this comes from a node whose clock runs
+# fast: kept (within the parsers' 1-day allowance), but its pool-hour is flagged.
+CLOCK_SKEW_TOLERANCE = timedelta(minutes=5)
 SAMPLE_COLUMNS = (
     "device_id",
     "timestamp",
@@ -56,6 +70,8 @@ class ImportSummary:
     touched_pool_hours: set = field(default_factory=set)
     touched_workload_hours: set = field(default_factory=set)
     rejected_whole: bool = False
+    # What was kept but needs a look (samples outside a service period, clock skew).
+    warnings: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
         if self.rejected_whole:
@@ -136,6 +152,8 @@ def register_devices(rows: list[GpuSampleRow], *, pool=None) -> tuple[dict, int]
         device.model_name = row.model_name or device.model_name
         device.driver_version = row.driver_version or device.driver_version
         device.mig_profile = row.mig_profile or device.mig_profile
+        device.mig_compute_slices = compute_slices_of_profile(device.mig_profile)
+        device.mig_mode_enabled = row.mig_mode_enabled
     GpuDevice.objects.bulk_create(new_devices)
     if changed:
         _refresh_devices(changed)
@@ -154,6 +172,8 @@ _REFRESHED_DEVICE_FIELDS = (
     ("model_name", "text"),
     ("driver_version", "text"),
     ("mig_profile", "text"),
+    ("mig_compute_slices", "smallint"),
+    ("mig_mode_enabled", "boolean"),
 )
 
 
@@ -273,6 +293,162 @@ SAMPLE_COLUMN_TYPES = ("int8", "timestamptz", *("float8",) * 6, *("text",) * 3)
 REQUEST_COLUMN_TYPES = ("int8", "timestamptz", "int4", "int4", "float8", "text", "int4")
 
 
+def _pools_of_rows(rows: list[GpuSampleRow], devices: dict):
+    """(row, its device's pool id or None) per row; one key lookup per DeviceKey object,
+    as in ``_sample_values``."""
+    by_identity: dict[int, int | None] = {}
+    for row in rows:
+        device_key = row.device
+        try:
+            pool_id = by_identity[id(device_key)]
+        except KeyError:
+            device = devices[GpuDevice.key_for(device_key.uuid, device_key.gpu_instance_id)]
+            pool_id = by_identity[id(device_key)] = device.pool_id
+        yield row, pool_id
+
+
+def _utc_minute(moment: datetime) -> str:
+    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+
+
+def _samples(count: int) -> str:
+    return f"{count:,} sample{'s' if count != 1 else ''}"
+
+
+def outside_service_sentences(pool: Pool, *, before: int, after: int) -> list[str]:
+    """What to tell about ``before`` samples dated before ``pool`` entered service and
+    ``after`` samples at or after it left: they are kept, and reports do not charge them."""
+    advice = "kept, not charged; change the pool's service period to count them."
+    sentences = []
+    if before:
+        sentences.append(
+            f"{_samples(before)} before pool {pool.name} entered service "
+            f"({_utc_minute(pool.in_service_from)}): {advice}"
+        )
+    if after:
+        sentences.append(
+            f"{_samples(after)} at or after pool {pool.name} left service "
+            f"({_utc_minute(pool.in_service_until)}): {advice}"
+        )
+    return sentences
+
+
+def _outside_service_warnings(rows, devices, touched_instants) -> list[str]:
+    """Sentences about the rows dated outside their pool's service period.
+
+    The pools' first and last instants come from ``touched_instants``, so the rows are
+    walked again only when some pool's span crosses its service period's bounds."""
+    spans: dict[int, list[datetime]] = {}
+    for pool_id, instant in touched_instants:
+        span = spans.get(pool_id)
+        if span is None:
+            spans[pool_id] = [instant, instant]
+        elif instant < span[0]:
+            span[0] = instant
+        elif instant > span[1]:
+            span[1] = instant
+    if not spans:
+        return []
+    pools = {
+        pool.pk: pool
+        for pool in Pool.objects.filter(pk__in=spans).only(
+            "name", "in_service_from", "in_service_until"
+        )
+    }
+    crossing = {
+        pool_id
+        for pool_id, (first, last) in spans.items()
+        if first < pools[pool_id].in_service_from
+        or (pools[pool_id].in_service_until is not None and last >= pools[pool_id].in_service_until)
+    }
+    if not crossing:
+        return []
+    before, after = Counter(), Counter()
+    for row, pool_id in _pools_of_rows(rows, devices):
+        if pool_id in crossing:
+            pool = pools[pool_id]
+            if row.timestamp < pool.in_service_from:
+                before[pool_id] += 1
+            elif pool.in_service_until is not None and row.timestamp >= pool.in_service_until:
+                after[pool_id] += 1
+    sentences = []
+    for pool_id in sorted(crossing, key=lambda pool_id: pools[pool_id].name):
+        sentences += outside_service_sentences(
+            pools[pool_id], before=before[pool_id], after=after[pool_id]
+        )
+    return sentences
+
+
+def _lead_minutes(lead: timedelta) -> int:
+    return round(lead.total_seconds() / 60)
+
+
+def _flag_clock_skew(rows, devices, touched_instants, received_at: datetime) -> list[str]:
+    """Flag the pool-hours of rows dated more than CLOCK_SKEW_TOLERANCE after
+    ``received_at`` (PoolHourFlag kind clock_skew, one per pool and hour, rewritten by the
+    latest import that saw skew there) and return sentences for the import's warnings.
+
+    Only when some pool's latest instant, or a GPU without a pool, can be ahead are the
+    rows walked again."""
+    threshold = received_at + CLOCK_SKEW_TOLERANCE
+    unassigned = any(device.pool_id is None for device in devices.values())
+    if not unassigned and not any(instant > threshold for _pool, instant in touched_instants):
+        return []
+    # (pool id, hour) → [samples, devices, largest lead]; pool id None for GPUs without one
+    per_hour: dict[tuple, list] = {}
+    for row, pool_id in _pools_of_rows(rows, devices):
+        if row.timestamp <= threshold:
+            continue
+        key = (pool_id, hour_of(row.timestamp))
+        found = per_hour.get(key)
+        if found is None:
+            found = per_hour[key] = [0, set(), timedelta(0)]
+        found[0] += 1
+        found[1].add(row.device)
+        found[2] = max(found[2], row.timestamp - received_at)
+    arrival = _utc_minute(received_at)
+    flags = [
+        PoolHourFlag(
+            pool_id=pool_id,
+            hour=hour,
+            kind=PoolHourFlag.Kind.CLOCK_SKEW,
+            samples=samples,
+            gpus=len(gpus),
+            detail=(
+                f"{_samples(samples)} up to {_lead_minutes(lead)} min ahead of their arrival "
+                f"at {arrival}"
+            ),
+        )
+        for (pool_id, hour), (samples, gpus, lead) in sorted(
+            per_hour.items(), key=lambda item: (item[0][0] or 0, item[0][1])
+        )
+        if pool_id is not None
+    ]
+    PoolHourFlag.objects.bulk_create(
+        flags,
+        update_conflicts=True,
+        unique_fields=["pool", "hour", "kind"],
+        update_fields=["samples", "gpus", "detail"],
+    )
+    per_pool: dict[int | None, list] = {}
+    for (pool_id, _hour), (samples, _gpus, lead) in per_hour.items():
+        total = per_pool.setdefault(pool_id, [0, timedelta(0)])
+        total[0] += samples
+        total[1] = max(total[1], lead)
+    names = dict(Pool.objects.filter(pk__in=[p for p in per_pool if p]).values_list("pk", "name"))
+    sentences = []
+    for pool_id, (samples, lead) in sorted(
+        per_pool.items(), key=lambda item: names.get(item[0], "")
+    ):
+        whose = f"of pool {names[pool_id]}" if pool_id else "of GPUs without a pool"
+        kept = "kept, their hours flagged" if pool_id else "kept"
+        sentences.append(
+            f"{_samples(samples)} {whose} dated up to {_lead_minutes(lead)} min ahead of "
+            f"their arrival at {arrival}: {kept}; check the node's clock."
+        )
+    return sentences
+
+
 def _rejection(result: ParseResult, total: int) -> ImportSummary:
     return ImportSummary(
         rows_total=total,
@@ -284,9 +460,19 @@ def _rejection(result: ParseResult, total: int) -> ImportSummary:
 
 @transaction.atomic
 def import_gpu_samples(
-    result: ParseResult, *, pool=None, skip_bad_rows=False, defer_rollups=False
+    result: ParseResult,
+    *,
+    pool=None,
+    skip_bad_rows=False,
+    defer_rollups=False,
+    received_at: datetime | None = None,
 ) -> ImportSummary:
     """Store the parsed rows once each; the summary names the pool-hours they touched.
+
+    Rows are kept whatever their pool's service period, and the summary's ``warnings``
+    count those outside it (reports do not charge them). Rows dated more than
+    CLOCK_SKEW_TOLERANCE after ``received_at`` (default now: when the text arrived) flag
+    their pool-hours as clock skew and are counted in the warnings too.
 
     With ``defer_rollups`` (the pull channels: a scrape every 15 s per node) those
     pool-hours are also queued as PendingRollup rows in this same transaction, so they are
@@ -315,6 +501,10 @@ def import_gpu_samples(
         from apps.telemetry.rollups import queue_pool_hours
 
         queue_pool_hours(touched)
+    warnings = _outside_service_warnings(result.rows, devices, touched_instants)
+    warnings += _flag_clock_skew(
+        result.rows, devices, touched_instants, received_at or timezone.now()
+    )
     return ImportSummary(
         rows_total=total,
         accepted=accepted,
@@ -324,6 +514,7 @@ def import_gpu_samples(
         new_devices=new_count,
         unassigned_devices=sum(1 for device in devices.values() if device.pool_id is None),
         touched_pool_hours=touched,
+        warnings=warnings,
     )
 
 
@@ -365,6 +556,7 @@ def record_import_run(run: ImportRun, summary: ImportSummary) -> ImportRun:
     run.rows_duplicate = summary.duplicates
     run.rows_rejected = summary.rejected
     run.errors = [{"line": error.line_number, "message": error.message} for error in summary.errors]
+    run.warnings = summary.warnings
     run.status = ImportRun.Status.REJECTED if summary.rejected_whole else ImportRun.Status.SUCCEEDED
     run.message = summary.describe()
     run.progress_pct = 100
@@ -435,13 +627,51 @@ def parse_request_text(text: str, *, format: str, columns=None, tz=None):
     )
 
 
+def content_sha256(content: bytes | str) -> str:
+    """The digest that recognises a file imported again: of its UTF-8 bytes, a leading
+    byte-order mark left out (the importers read text as utf-8-sig)."""
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    return hashlib.sha256(data.removeprefix(b"\xef\xbb\xbf")).hexdigest()
+
+
+def earlier_identical_import(*, kind: str, digest: str) -> ImportRun | None:
+    """The first import of the same kind and content that succeeded: importing the content
+    again would add nothing."""
+    if not digest:
+        return None
+    return (
+        ImportRun.objects.filter(
+            kind=kind, content_sha256=digest, status=ImportRun.Status.SUCCEEDED
+        )
+        .order_by("created_at", "pk")
+        .first()
+    )
+
+
+def already_imported_sentence(earlier: ImportRun) -> str:
+    return (
+        f"This file was already imported on {_utc_minute(earlier.created_at)} as import "
+        f"#{earlier.pk}: nothing added."
+    )
+
+
 def run_import(run: ImportRun, text: str, *, columns=None, tz=None, scraped_at=None):
     """Parse, store and record one import, the same way for every channel (command line,
     upload task, API): the run ends succeeded or rejected with its counts, and the hours it
     touched are scheduled for rollup. A file that cannot be read at all raises
-    TelemetryFormatError after the run is marked rejected with the reason."""
+    TelemetryFormatError after the run is marked rejected with the reason.
+
+    The run keeps the content's digest (unless the channel already set it from the raw
+    bytes) and, for dcgm, the scrape time the samples were dated at; samples are checked
+    for clock skew against the run's creation, when the content arrived."""
     from apps.telemetry.parsers import TelemetryFormatError
     from apps.telemetry.tasks import schedule_rollups
+
+    if not run.content_sha256:
+        run.content_sha256 = content_sha256(text)
+    if run.kind == "gpu" and run.format == "dcgm":
+        scraped_at = scraped_at or run.scraped_at or run.created_at
+        run.scraped_at = scraped_at
 
     try:
         if run.kind == "gpu":
@@ -457,7 +687,9 @@ def run_import(run: ImportRun, text: str, *, columns=None, tz=None, scraped_at=N
         raise
     ImportRun.objects.filter(pk=run.pk).update(progress_pct=50)
     if run.kind == "gpu":
-        summary = import_gpu_samples(result, pool=run.pool, skip_bad_rows=run.skip_bad_rows)
+        summary = import_gpu_samples(
+            result, pool=run.pool, skip_bad_rows=run.skip_bad_rows, received_at=run.created_at
+        )
     else:
         summary = import_requests(result, workload=run.workload, skip_bad_rows=run.skip_bad_rows)
     record_import_run(run, summary)

@@ -32,6 +32,19 @@ def rollup_pool_hours_task(pool_id: int, start_iso: str, end_iso: str) -> int:
 
 
 @shared_task(
+    name="telemetry.rollup_pool_history",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    max_retries=5,
+    default_retry_delay=30,
+    time_limit=30 * 60,
+    soft_time_limit=29 * 60,
+)
+def rollup_pool_history_task(pool_id: int) -> int:
+    return rollups.rollup_pool_history(pool_id)
+
+
+@shared_task(
     name="telemetry.rollup_workload_hours",
     acks_late=True,
     reject_on_worker_lost=True,
@@ -114,7 +127,8 @@ def import_file_task(run_id: int, path: str, columns: dict | None = None, tz: st
     run.save(update_fields=["status", "progress_pct"])
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
-        services.run_import(run, text, columns=columns, tz=ZoneInfo(tz), scraped_at=run.created_at)
+        # dcgm: dated at the scrape time the form asked for (run.scraped_at).
+        services.run_import(run, text, columns=columns, tz=ZoneInfo(tz))
     except TelemetryFormatError:
         Path(path).unlink(missing_ok=True)  # run_import marked the run rejected
         return ImportRun.Status.REJECTED

@@ -3,27 +3,30 @@ and the hostname rules that keep that triage short."""
 
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.db.models import Count, Max, Min
+from django.db.models import Count, Max, Min, Q
 from django.shortcuts import get_object_or_404, redirect
 from django.utils.text import get_valid_filename
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.core.htmx import render_page
+from apps.pools.models import Pool
 from apps.telemetry.forms import (
     DeviceAssignForm,
     GpuImportForm,
     HostnameRuleForm,
     RequestImportForm,
 )
-from apps.telemetry.models import GpuDevice, GpuSample, HostnameRule, ImportRun
+from apps.telemetry.models import GpuDevice, GpuSample, HostnameRule, ImportRun, PoolHourFlag
+from apps.telemetry.reconciliation import flagged_pool_days, pool_days
 from apps.telemetry.rollups import rollup_pool_hours
-from apps.telemetry.services import hour_of
+from apps.telemetry.services import hour_of, outside_service_sentences
 from apps.telemetry.tasks import import_file_task
 
 PAGE_SIZE = 25
@@ -68,6 +71,8 @@ def _start_import(request, form) -> ImportRun:
             created_by=request.user,
             skip_bad_rows=form.cleaned_data["skip_bad_rows"],
             status=ImportRun.Status.PENDING,
+            content_sha256=form.content_sha256,
+            scraped_at=form.cleaned_data.get("scraped_at"),
         )
         path = _upload_path(run, upload.name)
         with path.open("wb") as destination:
@@ -151,9 +156,14 @@ def device_assign(request):
         GpuDevice.objects.filter(pk__in=device_ids).update(
             pool=pool, assignment=GpuDevice.Assignment.MANUAL
         )
+        # Samples outside the pool's service period are kept but not charged: say so.
+        outside_counts = {"before": Count("pk", filter=Q(timestamp__lt=pool.in_service_from))}
+        if pool.in_service_until is not None:
+            outside_counts["after"] = Count("pk", filter=Q(timestamp__gte=pool.in_service_until))
         span = GpuSample.objects.filter(device_id__in=device_ids).aggregate(
-            first=Min("timestamp"), last=Max("timestamp"), samples=Count("*")
+            first=Min("timestamp"), last=Max("timestamp"), samples=Count("*"), **outside_counts
         )
+        span.setdefault("after", 0)
         # Triage sizes are small: recompute synchronously so the pool page is right at once.
         if span["samples"]:
             start, end = hour_of(span["first"]), hour_of(span["last"]) + timedelta(hours=1)
@@ -161,11 +171,20 @@ def device_assign(request):
                 rollup_pool_hours(pool_id, start, end)
     gpus = f"{len(devices)} GPU{'s' if len(devices) != 1 else ''}"
     samples = span["samples"]
-    messages.success(
-        request,
-        f"{gpus} assigned to {pool}; their {samples:,} sample{'s' if samples != 1 else ''} "
-        "now count.",
-    )
+    outside = span["before"] + span["after"]
+    if outside:
+        messages.success(
+            request,
+            f"{gpus} assigned to {pool}; {samples - outside:,} of their {samples:,} samples count.",
+        )
+        for sentence in outside_service_sentences(pool, before=span["before"], after=span["after"]):
+            messages.warning(request, sentence)
+    else:
+        messages.success(
+            request,
+            f"{gpus} assigned to {pool}; their {samples:,} sample{'s' if samples != 1 else ''} "
+            "now count.",
+        )
     return redirect("telemetry:device_unassigned")
 
 
@@ -200,3 +219,29 @@ def rule_delete(request, pk):
         messages.success(request, f"Rule {rule} deleted; GPUs it placed keep their pool.")
         return redirect("telemetry:rule_list")
     return render_page(request, "telemetry/rule_confirm_delete.html", {"rule": rule})
+
+
+@require_GET
+def reconciliation(request):
+    """Flagged pool-hours per pool and UTC day, filterable by pool and flag kind."""
+    pools = Pool.objects.order_by("name")
+    pool = pools.filter(slug=request.GET.get("pool") or "").first()
+    kind = request.GET.get("kind") or ""
+    if kind not in PoolHourFlag.Kind.values:
+        kind = ""
+    keys = flagged_pool_days(pool=pool, kind=kind)
+    page = Paginator(keys, PAGE_SIZE).get_page(request.GET.get("page"))
+    query = {name: value for name, value in (("pool", pool and pool.slug), ("kind", kind)) if value}
+    return render_page(
+        request,
+        "telemetry/reconciliation.html",
+        {
+            "page": page,
+            "pool_days": pool_days(list(page.object_list), kind=kind),
+            "pools": pools,
+            "pool": pool,
+            "kind": kind,
+            "kinds": PoolHourFlag.Kind.choices,
+            "query_without_page": urlencode(query),
+        },
+    )

@@ -1,5 +1,6 @@
 """Telemetry through the API: agents push, scripts read the hourly rows."""
 
+import hashlib
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -43,11 +44,20 @@ def test_agent_pushes_a_scrape_once(client, bearer, pool):
     assert first.status_code == 201, first.content
     # The aicr scrape samples 8 H100s (Hostname label, pod labels).
     assert first.json()["accepted"] == 8 == GpuSample.objects.count()
+    # The same text again is refused before anything is read or recorded: 409, naming
+    # the earlier import.
     again = client.post(
         "/api/v1/telemetry/gpu/", payload, content_type="application/json", headers=headers
     )
-    assert again.json()["accepted"] == 0 and again.json()["duplicates"] == 8
-    assert ImportRun.objects.filter(source="api").count() == 2
+    earlier = ImportRun.objects.get(source="api")
+    assert again.status_code == 409, again.content
+    assert again.json()["import_run"] == earlier.pk
+    assert again.json()["url"] == f"http://testserver/telemetry/imports/{earlier.pk}/"
+    assert f"as import #{earlier.pk}: nothing added." in again.json()["detail"]
+    assert GpuSample.objects.count() == 8
+    assert ImportRun.objects.filter(source="api").count() == 1
+    assert earlier.content_sha256 == hashlib.sha256(SCRAPE.read_bytes()).hexdigest()
+    assert earlier.scraped_at == datetime(2026, 11, 1, 10, 15, tzinfo=UTC)
 
 
 @pytest.mark.django_db

@@ -496,6 +496,9 @@ def test_an_instant_vector_converts_too():
     }
 
 
+T0 = 1_764_547_200  # 2025-12-01 00:00 UTC, in the unix seconds Prometheus answers
+
+
 def matrix(name: str, labels: dict, points: list) -> dict:
     return {
         "resultType": "matrix",
@@ -519,28 +522,33 @@ def test_dcgm_rules_hold_for_prometheus_series():
         [
             (
                 "DCGM_FI_DEV_GPU_UTIL",
-                matrix("DCGM_FI_DEV_GPU_UTIL", t4, [[100, "91"], [160, "140"]]),
+                matrix("DCGM_FI_DEV_GPU_UTIL", t4, [[T0 + 100, "91"], [T0 + 160, "140"]]),
             ),
             (
                 "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
-                matrix("DCGM_FI_PROF_GR_ENGINE_ACTIVE", t4, [[100, "0.156205"]]),
+                matrix("DCGM_FI_PROF_GR_ENGINE_ACTIVE", t4, [[T0 + 100, "0.156205"]]),
             ),
-            ("DCGM_FI_DEV_GPU_UTIL", matrix("DCGM_FI_DEV_GPU_UTIL", exported, [[100, "NaN"]])),
-            ("DCGM_FI_DEV_POWER_USAGE", matrix("DCGM_FI_DEV_POWER_USAGE", exported, [[100, "72"]])),
+            ("DCGM_FI_DEV_GPU_UTIL", matrix("DCGM_FI_DEV_GPU_UTIL", exported, [[T0 + 100, "NaN"]])),
+            (
+                "DCGM_FI_DEV_POWER_USAGE",
+                matrix("DCGM_FI_DEV_POWER_USAGE", exported, [[T0 + 100, "72"]]),
+            ),
             (
                 "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
-                matrix("DCGM_FI_PROF_GR_ENGINE_ACTIVE", mig, [[100, "0.5"], [160, "1.5"]]),
+                matrix(
+                    "DCGM_FI_PROF_GR_ENGINE_ACTIVE", mig, [[T0 + 100, "0.5"], [T0 + 160, "1.5"]]
+                ),
             ),
             (
                 "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
-                matrix("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", mig, [[100, not_supported]]),
+                matrix("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", mig, [[T0 + 100, not_supported]]),
             ),
-            ("DCGM_FI_DEV_FB_USED", matrix("DCGM_FI_DEV_FB_USED", {"gpu": "1"}, [[100, "5"]])),
-            ("DCGM_FI_DEV_FB_USED", matrix("DCGM_FI_DEV_FB_USED", t4, [[100, "12"]])),
-            ("DCGM_FI_DEV_FB_USED", matrix("DCGM_FI_DEV_FB_USED", t4, [[100, "13"]])),
+            ("DCGM_FI_DEV_FB_USED", matrix("DCGM_FI_DEV_FB_USED", {"gpu": "1"}, [[T0 + 100, "5"]])),
+            ("DCGM_FI_DEV_FB_USED", matrix("DCGM_FI_DEV_FB_USED", t4, [[T0 + 100, "12"]])),
+            ("DCGM_FI_DEV_FB_USED", matrix("DCGM_FI_DEV_FB_USED", t4, [[T0 + 100, "13"]])),
         ]
     )
-    at_100 = datetime(1970, 1, 1, 0, 1, 40, tzinfo=UTC)
+    at_100 = datetime(2025, 12, 1, 0, 1, 40, tzinfo=UTC)
     rows = {
         (row.device.uuid, row.device.gpu_instance_id, row.timestamp): row for row in result.rows
     }
@@ -560,10 +568,10 @@ def test_dcgm_rules_hold_for_prometheus_series():
     # would be GR_ENGINE_ACTIVE × 100:
     result = pull.rows_from_prometheus(
         [
-            ("DCGM_FI_DEV_GPU_UTIL", matrix("DCGM_FI_DEV_GPU_UTIL", t4, [[100, "91"]])),
+            ("DCGM_FI_DEV_GPU_UTIL", matrix("DCGM_FI_DEV_GPU_UTIL", t4, [[T0 + 100, "91"]])),
             (
                 "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
-                matrix("DCGM_FI_PROF_GR_ENGINE_ACTIVE", t4, [[100, "0.156205"]]),
+                matrix("DCGM_FI_PROF_GR_ENGINE_ACTIVE", t4, [[T0 + 100, "0.156205"]]),
             ),
         ]
     )
@@ -577,9 +585,9 @@ def test_labels_missing_from_one_series_are_filled_from_another_at_that_instant_
         [
             (
                 "DCGM_FI_DEV_GPU_UTIL",
-                matrix("DCGM_FI_DEV_GPU_UTIL", bare, [[100, "5"], [160, "6"]]),
+                matrix("DCGM_FI_DEV_GPU_UTIL", bare, [[T0 + 100, "5"], [T0 + 160, "6"]]),
             ),
-            ("DCGM_FI_DEV_FB_USED", matrix("DCGM_FI_DEV_FB_USED", labelled, [[100, "1024"]])),
+            ("DCGM_FI_DEV_FB_USED", matrix("DCGM_FI_DEV_FB_USED", labelled, [[T0 + 100, "1024"]])),
         ]
     )
     rows = sorted(result.rows, key=lambda row: row.timestamp)

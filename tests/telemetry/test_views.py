@@ -2,6 +2,7 @@
 read the result and the rejected lines, triage unassigned GPUs, keep hostname rules.
 Roles without the permission change nothing; list pages keep a constant query count."""
 
+import hashlib
 import re
 import time
 from datetime import UTC, datetime, timedelta
@@ -127,11 +128,14 @@ def _ten_yesterday():
 def test_lead_uploads_a_dcgm_scrape_and_sees_the_counts(
     lead_client, pool, eager_celery, django_capture_on_commit_callbacks, media_root
 ):
+    scraped_at = _ten_yesterday() + timedelta(minutes=7, seconds=30)
     run = _upload_and_run(
         lead_client,
         django_capture_on_commit_callbacks,
         file=_file(L4_SCRAPE),
         format="dcgm",
+        # As the browser fills it in: wall-clock time in the form's zone, no offset.
+        scraped_at=f"{scraped_at:%Y-%m-%dT%H:%M:%S}",
         pool=pool.pk,
     )
     # The uploaded copy is deleted once its samples are stored; the run says who sent what.
@@ -143,6 +147,8 @@ def test_lead_uploads_a_dcgm_scrape_and_sees_the_counts(
     assert (run.rows_accepted, run.rows_duplicate, run.rows_rejected) == (1, 0, 0)
     sample = GpuSample.objects.select_related("device").get()
     assert sample.device.pool == pool and sample.device.model_name == "NVIDIA L4"
+    # The scrape's lines carry no time: the sample is dated at the scrape time entered.
+    assert sample.timestamp == scraped_at == run.scraped_at
     assert sample.utilization_pct == pytest.approx(
         100 * _dcgm_value(L4_SCRAPE, "DCGM_FI_PROF_GR_ENGINE_ACTIVE")
     )
@@ -162,7 +168,7 @@ def test_lead_uploads_a_dcgm_scrape_and_sees_the_counts(
 
 
 @pytest.mark.django_db
-def test_the_same_upload_twice_adds_nothing_and_says_so(
+def test_the_same_upload_twice_is_refused_naming_the_first_import(
     lead_client, pool, eager_celery, django_capture_on_commit_callbacks
 ):
     fields = {"format": "nvidia-smi", "pool": pool.pk}
@@ -171,13 +177,50 @@ def test_the_same_upload_twice_adds_nothing_and_says_so(
     )
     assert first.status == "succeeded", first.message
     assert (first.rows_accepted, first.rows_duplicate) == (1, 0)
-    second = _upload_and_run(
-        lead_client, django_capture_on_commit_callbacks, file=_file(NVIDIA_SMI_H100), **fields
+    assert first.content_sha256 == hashlib.sha256(NVIDIA_SMI_H100.read_bytes()).hexdigest()
+    response = _upload(lead_client, file=_file(NVIDIA_SMI_H100, "renamed.csv"), **fields)
+    assert response.status_code == 200
+    errors = response.context["form"].errors["file"]
+    created = f"{first.created_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+    assert errors == [
+        f"This file was already imported on {created} as import #{first.pk}: nothing added. "
+        f'<a href="/telemetry/imports/{first.pk}/">Open import #{first.pk}</a>.'
+    ]
+    # The link is rendered as a link, next to the file field.
+    assert f'<a href="/telemetry/imports/{first.pk}/">Open import #{first.pk}</a>' in (
+        response.content.decode()
     )
-    assert (second.rows_accepted, second.rows_duplicate, second.rows_rejected) == (0, 1, 0)
-    assert GpuSample.objects.count() == 1
-    body = lead_client.get(reverse("telemetry:import_detail", kwargs={"pk": second.pk}))
-    assert "0 rows accepted, 1 duplicates skipped" in body.content.decode()
+    assert ImportRun.objects.count() == 1 and GpuSample.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_identical_content_is_refused_only_after_a_success_of_the_same_kind(
+    lead_client, pool, inference_workload
+):
+    text = NVIDIA_SMI_H100.read_bytes()
+    digest = hashlib.sha256(text).hexdigest()
+    # A rejected earlier import, and a request log of the same bytes, do not count.
+    ImportRun.objects.create(
+        kind="gpu", format="nvidia-smi", source="upload", status="rejected", content_sha256=digest
+    )
+    ImportRun.objects.create(
+        kind="requests", format="csv", source="upload", status="succeeded", content_sha256=digest
+    )
+    response = _upload(lead_client, file=_file(NVIDIA_SMI_H100), format="nvidia-smi")
+    assert response.status_code == 302
+    assert ImportRun.objects.latest("pk").content_sha256 == digest
+    # With a byte-order mark the content is the same file.
+    again = _upload(
+        lead_client, file=SimpleUploadedFile("bom.csv", b"\xef\xbb\xbf" + text), format="nvidia-smi"
+    )
+    assert again.status_code == 302  # the earlier success is still pending, not succeeded
+    ImportRun.objects.filter(content_sha256=digest, kind="gpu", status="pending").update(
+        status="succeeded"
+    )
+    refused = _upload(
+        lead_client, file=SimpleUploadedFile("bom.csv", b"\xef\xbb\xbf" + text), format="nvidia-smi"
+    )
+    assert "nothing added" in refused.context["form"].errors["file"][0]
 
 
 @pytest.mark.django_db
@@ -687,7 +730,9 @@ def test_upload_is_imported_by_a_real_worker(client, make_user, celery_worker_pr
     """Through Redis to a real worker process; the page polls until the run finishes.
     No pool is given, so no rollup is scheduled: only the import task is exercised."""
     client.force_login(make_user("lead"))
-    response = _upload(client, file=_file(H100_SCRAPE), format="dcgm")
+    response = _upload(
+        client, file=_file(H100_SCRAPE), format="dcgm", scraped_at="2026-11-01T10:15:00"
+    )
     assert response.status_code == 302
     run = ImportRun.objects.get()
     url = reverse("telemetry:import_detail", kwargs={"pk": run.pk})

@@ -6,6 +6,7 @@ to store. Every parser returns a ParseResult whose ``rows`` passed every check a
 TelemetryFormatError.
 """
 
+from ._common import EARLIEST_TIMESTAMP
 from .azure_llm import parse_azure_llm
 from .dcgm import parse_dcgm
 from .generic_csv import GPU_CSV_FIELDS, REQUEST_CSV_FIELDS, parse_gpu_csv, parse_request_csv
@@ -22,6 +23,7 @@ from .rows import (
 )
 
 __all__ = [
+    "EARLIEST_TIMESTAMP",
     "GPU_CSV_FIELDS",
     "METRIC_FIELDS",
     "REQUEST_CSV_FIELDS",

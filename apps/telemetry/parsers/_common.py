@@ -9,8 +9,12 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from .rows import RowError, TelemetryFormatError
 
 # A sample stamped further ahead than this is refused: a clock or time-zone mistake that
-# would otherwise land in hours that have not happened yet (issue 4, "Correctness rules").
+# would otherwise land in hours that have not happened yet.
 MAX_FUTURE = timedelta(days=1)
+# A sample stamped before this is refused: a node whose clock was never set reports 1970.
+# The same instant as apps.pools.models.EARLIEST_SERVICE_START, kept here because the
+# parsers import no Django.
+EARLIEST_TIMESTAMP = datetime(2000, 1, 1, tzinfo=UTC)
 
 # Unix seconds this large are surely milliseconds (10^11 s is the year 5138).
 _UNIX_SECONDS_CEILING = 1e11
@@ -61,6 +65,15 @@ def future_error(line_number: int, timestamp: datetime, now: datetime) -> RowErr
         line_number,
         f"line {line_number}: timestamp {timestamp.isoformat()} is more than 1 day in the "
         f"future (now is {now.replace(microsecond=0).isoformat()})",
+    )
+
+
+def past_error(line_number: int, timestamp: datetime, what: str = "timestamp") -> RowError:
+    """``what`` names where the instant came from when it is not the line's own column."""
+    return RowError(
+        line_number,
+        f"line {line_number}: {what} {timestamp.astimezone(UTC):%Y-%m-%d %H:%M:%S} is before "
+        f"{EARLIEST_TIMESTAMP:%Y-%m-%d}: the node's clock is not set",
     )
 
 

@@ -8,7 +8,7 @@ published files. Format: Azure/AzurePublicDataset, AzureLLMInferenceDataset2023.
 
 from datetime import UTC, datetime
 
-from ._common import future_error, latest_allowed, pausing_gc
+from ._common import EARLIEST_TIMESTAMP, future_error, latest_allowed, past_error, pausing_gc
 from .rows import ParseResult, RequestRow, RowError, TelemetryFormatError
 
 HEADER = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
@@ -33,8 +33,8 @@ def parse_azure_llm(text: str, *, now: datetime | None = None) -> ParseResult:
     """One RequestRow per line: ContextTokens → input_tokens, GeneratedTokens →
     output_tokens, count 1, no latency or status (the trace has neither).
 
-    Errors (the line is left out): not three cells, a timestamp that does not parse or is
-    more than 1 day after ``now``, a token count that is not a whole number ≥ 0.
+    Errors (the line is left out): not three cells, a timestamp that does not parse, is
+    before 2000 or is more than 1 day after ``now``, a token count that is not a whole number ≥ 0.
     Raises TelemetryFormatError when the first line is not the trace's header.
     """
     now, latest = latest_allowed(now)
@@ -82,6 +82,9 @@ def parse_azure_llm(text: str, *, now: datetime | None = None) -> ParseResult:
             continue
         if timestamp > latest:
             errors.append(future_error(line_number, timestamp, now))
+            continue
+        if timestamp < EARLIEST_TIMESTAMP:
+            errors.append(past_error(line_number, timestamp))
             continue
         rows.append(RequestRow(line_number, timestamp, input_tokens, output_tokens))
     return ParseResult(rows=rows, errors=errors)

@@ -19,7 +19,14 @@ semantics from NVIDIA dcgm-exporter (``etc/default-counters.csv``,
 import re
 from datetime import UTC, datetime, timedelta
 
-from ._common import aware_utc, future_error, latest_allowed, pausing_gc
+from ._common import (
+    EARLIEST_TIMESTAMP,
+    aware_utc,
+    future_error,
+    latest_allowed,
+    past_error,
+    pausing_gc,
+)
 from .rows import (
     DeviceKey,
     GpuSampleRow,
@@ -76,7 +83,7 @@ _ESCAPES = {"\\\\": "\\", "\\n": "\n", '\\"': '"'}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Line timestamps are milliseconds; a GPU sample from before 2000 is a unit mistake (seconds),
 # and year 10000 is where Python's datetime ends.
-_EARLIEST_MS = 946_684_800_000
+_EARLIEST_MS = int(EARLIEST_TIMESTAMP.timestamp()) * 1000
 _YEAR_10000_MS = 253_402_300_800_000
 
 
@@ -166,7 +173,8 @@ def parse_dcgm(text: str, *, scraped_at: datetime, now: datetime | None = None) 
     for double fields), NaN and ±Inf. Errors (the sample is left out of ``rows``): a value or
     timestamp that is not a number, a line timestamp before 2000 (seconds, not ms),
     utilization outside 0–100 (0–1 for the ratio), a stored metric without a UUID label, two
-    different values for one metric of one sample, a timestamp more than 1 day after ``now``.
+    different values for one metric of one sample, a timestamp more than 1 day after ``now``,
+    a ``scraped_at`` before 2000 for the lines it stamps (a clock never set).
     A sample with no readable metric (e.g. a MIG slice without GR_ENGINE_ACTIVE) is still
     returned: see ``GpuSampleRow``.
 
@@ -174,6 +182,8 @@ def parse_dcgm(text: str, *, scraped_at: datetime, now: datetime | None = None) 
     """
     now, latest = latest_allowed(now)
     default_timestamp = aware_utc(scraped_at, "scraped_at")
+    # Lines with their own timestamp are checked as they are read; the others take this.
+    default_too_early = default_timestamp < EARLIEST_TIMESTAMP
     errors: list[RowError] = []
     contexts: dict[str, tuple | str] = {}
     samples: dict[tuple, list] = {}
@@ -331,6 +341,9 @@ def parse_dcgm(text: str, *, scraped_at: datetime, now: datetime | None = None) 
         first_line = record[0]
         if timestamp > latest:
             errors.append(future_error(first_line, timestamp, now))
+            continue
+        if timestamp_ms is None and default_too_early:
+            errors.append(past_error(first_line, timestamp, "scrape time"))
             continue
         context = record[1]
         engine_active = record[_FIRST_SLOT + _GR_ENGINE_ACTIVE]

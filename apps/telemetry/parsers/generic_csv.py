@@ -13,11 +13,13 @@ cells and ``N/A``/``[N/A]`` are missing values.
 from datetime import UTC, datetime, tzinfo
 
 from ._common import (
+    EARLIEST_TIMESTAMP,
     describe_headers,
     future_error,
     is_missing,
     latest_allowed,
     parse_timestamp,
+    past_error,
     pausing_gc,
 )
 from ._common import read_csv as _read_csv
@@ -151,10 +153,10 @@ def parse_gpu_csv(
     N/A is returned with ``utilization_pct`` None: the importer decides.
 
     Errors (the row is left out): wrong cell count, empty device, a timestamp that does not
-    parse or is more than 1 day after ``now``, a number that does not parse, utilization
-    outside 0–100. Raises TelemetryFormatError for an unknown field name (listing the known
-    ones), a required field left out of the mapping, a mapped header the file lacks
-    (listing the headers found), or an empty file.
+    parse, is before 2000 (a clock never set) or is more than 1 day after ``now``, a number
+    that does not parse, utilization outside 0–100. Raises TelemetryFormatError for an
+    unknown field name (listing the known ones), a required field left out of the mapping,
+    a mapped header the file lacks (listing the headers found), or an empty file.
     """
     now, latest = latest_allowed(now)
     header, records = _read_csv(text)
@@ -196,6 +198,9 @@ def parse_gpu_csv(
             continue
         if timestamp > latest:
             errors.append(future_error(line_number, timestamp, now))
+            continue
+        if timestamp < EARLIEST_TIMESTAMP:
+            errors.append(past_error(line_number, timestamp))
             continue
         rows.append(
             GpuSampleRow(
@@ -254,6 +259,9 @@ def parse_request_csv(
             continue
         if timestamp > latest:
             errors.append(future_error(line_number, timestamp, now))
+            continue
+        if timestamp < EARLIEST_TIMESTAMP:
+            errors.append(past_error(line_number, timestamp))
             continue
         rows.append(
             RequestRow(

@@ -15,10 +15,12 @@ what the file says.
 from datetime import UTC, datetime, tzinfo
 
 from ._common import (
+    EARLIEST_TIMESTAMP,
     describe_headers,
     future_error,
     is_missing,
     latest_allowed,
+    past_error,
     pausing_gc,
     read_csv,
 )
@@ -47,6 +49,7 @@ _METRIC_COLUMNS = {
 }
 _POWER_PREFERENCE = ("power.draw", "power.draw.average", "power.draw.instant")
 _TEXT_COLUMNS = {"name": "model_name", "driver_version": "driver_version", "hostname": "hostname"}
+_MIG_MODE_COLUMN = "mig.mode.current"
 REQUIRED_COLUMNS = ("timestamp", "uuid")
 _INFINITIES = (float("inf"), float("-inf"))
 
@@ -74,14 +77,16 @@ def parse_nvidia_smi_csv(
     Columns used when present: ``timestamp`` (naive, read in ``tz``) and ``uuid`` (both
     required), ``index``, ``name``, ``driver_version``, ``hostname``, ``utilization.gpu``,
     ``memory.used/free/reserved``, ``power.draw`` (else ``.average``, else ``.instant``),
-    ``temperature.gpu``, ``temperature.memory``; every other column is ignored.
-    ``[N/A]``-style cells are missing values. A row of a MIG-enabled GPU has
-    ``utilization_pct`` None (nvidia-smi cannot measure it) and is still returned; MIG slices
-    themselves do not appear in query-gpu output, so ``gpu_instance_id`` is always None.
+    ``temperature.gpu``, ``temperature.memory``, ``mig.mode.current``; every other column is
+    ignored. ``[N/A]``-style cells are missing values. A row of a MIG-enabled GPU
+    (``mig.mode.current`` "Enabled": ``mig_mode_enabled`` True) has ``utilization_pct`` None
+    (nvidia-smi cannot measure it) and is still returned; MIG slices themselves do not
+    appear in query-gpu output, so ``gpu_instance_id`` is always None.
 
     Errors (the row is left out): a wrong number of cells, an empty uuid, a timestamp that
-    does not parse or is more than 1 day after ``now``, a number that does not parse (named
-    with its column and value), utilization outside 0–100.
+    does not parse, is before 2000 (a clock never set) or is more than 1 day after ``now``,
+    a number that does not parse (named with its column and value), utilization outside
+    0–100.
 
     Raises TelemetryFormatError when the header lacks ``timestamp`` or ``uuid``, e.g. for
     ``--format=csv,noheader`` output or a file that is not nvidia-smi CSV at all.
@@ -99,6 +104,7 @@ def parse_nvidia_smi_csv(
             )
     timestamp_at, uuid_at = position["timestamp"], position["uuid"]
     index_at = position.get("index")
+    mig_mode_at = position.get(_MIG_MODE_COLUMN)
     text_columns = [
         (row_field, position[column])
         for column, row_field in _TEXT_COLUMNS.items()
@@ -162,6 +168,8 @@ def parse_nvidia_smi_csv(
                 problems.append(f"{column} '{cell}' is outside 0–100")
                 continue
             readings[column] = number
+        if mig_mode_at is not None:
+            values["mig_mode_enabled"] = cells[mig_mode_at].strip() == "Enabled"
         for column in _POWER_PREFERENCE:
             if column in readings:
                 values["power_w"] = readings[column]
@@ -172,6 +180,9 @@ def parse_nvidia_smi_csv(
 
         if not problems and timestamp > latest:
             errors.append(future_error(line_number, timestamp, now))
+            continue
+        if not problems and timestamp < EARLIEST_TIMESTAMP:
+            errors.append(past_error(line_number, timestamp))
             continue
         if problems:
             errors.extend(

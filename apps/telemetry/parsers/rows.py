@@ -36,6 +36,9 @@ class GpuSampleRow:
     model_name: str = ""
     driver_version: str = ""
     mig_profile: str = ""
+    # nvidia-smi ``mig.mode.current`` "Enabled": the GPU is split into MIG slices, so its
+    # ``utilization.gpu`` is [N/A], unmeasurable rather than idle. False when not reported.
+    mig_mode_enabled: bool = False
     # DCGM_FI_PROF_GR_ENGINE_ACTIVE×100 preferred, else DCGM_FI_DEV_GPU_UTIL;
     # nvidia-smi utilization.gpu
     utilization_pct: float | None = None

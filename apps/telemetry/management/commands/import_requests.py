@@ -33,6 +33,7 @@ class Command(BaseCommand):
             raise CommandError(f"--columns: {error}") from error
         text = read_text(options["path"])
         run = ImportRun.objects.create(
+            content_sha256=services.content_sha256(Path(options["path"]).read_bytes()),
             kind="requests",
             format=options["format"],
             source=ImportRun.Source.COMMAND,

@@ -37,7 +37,8 @@ def read_text(path: str) -> str:
 
 
 def report(command, summary):
-    """The counts cron mails: rejected lines on stderr; a refused file is an error."""
+    """The counts cron mails: rejected lines on stderr; a refused file is an error; what
+    was kept but needs a look follows the counts."""
     for error in summary.errors:
         command.stderr.write(error.message)
     if summary.rejected_whole:
@@ -46,6 +47,8 @@ def report(command, summary):
         f"{summary.accepted} rows accepted, {summary.duplicates} duplicates skipped, "
         f"{summary.rejected} rows rejected"
     )
+    for warning in summary.warnings:
+        command.stdout.write(f"Warning: {warning}")
 
 
 class Command(BaseCommand):
@@ -78,6 +81,8 @@ class Command(BaseCommand):
         except ValueError as error:
             raise CommandError(f"--columns: {error}") from error
         text = read_text(options["path"])
+        # Of the bytes, as an upload of the same file is recognised (newlines untranslated).
+        digest = services.content_sha256(Path(options["path"]).read_bytes())
         scraped_at = None
         if options["format"] == "dcgm":
             if options["scraped_at"]:
@@ -98,6 +103,7 @@ class Command(BaseCommand):
             pool=pool,
             skip_bad_rows=options["skip_bad_rows"],
             status=ImportRun.Status.RUNNING,
+            content_sha256=digest,
         )
         try:
             summary = services.run_import(
