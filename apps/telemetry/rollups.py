@@ -117,9 +117,11 @@ GROUP BY device.pool_id, per_device.hour, device.uuid, pool.in_service_from,
          pool.in_service_until
 """
 
-# A GPU's busy share: its slices' when any reports, else its whole-GPU line's; at most 1.
-_GPU_SHARE = """{least}(1.0, CASE WHEN slices_reporting > 0 THEN slices_share
-                           ELSE whole_utilization_pct / 100.0 END)"""
+# A GPU's busy share: its slices' when any reports, else its whole-GPU line's; at most 1;
+# NULL when neither reports (PostgreSQL's LEAST would skip the NULL and say 1).
+_GPU_SHARE = """CASE WHEN slices_reporting > 0 THEN
+                     CASE WHEN slices_share > 1.0 THEN 1.0 ELSE slices_share END
+                     ELSE whole_utilization_pct / 100.0 END"""
 
 POOL_ROLLUP_SQL = """
 INSERT INTO telemetry_poolhourlyusage (
@@ -196,7 +198,7 @@ def _insert_pool_hours(pool_filter: str, params: list) -> int:
     """One scan of the samples into a per-GPU-hour temporary table, then the usage rows
     and the flags from it."""
     least = _least_sql()
-    share = _GPU_SHARE.format(least=least)
+    share = _GPU_SHARE
     gpu_hours_sql = GPU_HOURS_SQL.format(
         hour=_hour_sql("sample.timestamp"),
         service_start=_hour_sql("pool.in_service_from"),

@@ -282,3 +282,37 @@ def test_hours_rolled_up_before_mig_counting_are_flagged_by_the_migration(catalo
     assert "8.30 busy GPU-h in a pool of 8" in flag.detail
     # The stored figures are kept as they were: only flagged.
     assert PoolHourlyUsage.objects.get(pool=pool, hour=HOUR).busy_gpu_hours == 8.3
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "capture",
+    [
+        "linux-x86_64__nvidia-h100-mig__590.48.01__load.csv",
+        "linux-x86_64__nvidia-h200-mig__590.48.01__load.csv",
+    ],
+)
+def test_nvidia_smi_under_mig_is_not_measurable_never_zero(catalog, capture):
+    """Real captures of a GPU in MIG mode: utilization.gpu is [N/A]. The hour has the GPU's
+    memory but no reporting GPU and no busy time, and says why."""
+    from django.core.management import call_command
+
+    pool = make_pool(f"smi-{capture[22:26]}", "h100-sxm", 8)
+    path = DATA / "nvidia-smi/query_gpu_csv" / capture
+    call_command("import_telemetry", str(path), "--format", "nvidia-smi", "--pool", pool.slug)
+    device = GpuDevice.objects.get(pool=pool)
+    assert device.mig_mode_enabled
+    assert not device.samples.filter(utilization_pct__isnull=False).exists()
+    sample_hour = device.samples.get().timestamp.replace(minute=0, second=0, microsecond=0)
+    rollups.rollup_pool_hours(pool.pk, sample_hour, sample_hour + timedelta(hours=1))
+    usage = PoolHourlyUsage.objects.get(pool=pool, hour=sample_hour)
+    assert usage.reporting_gpus == 0
+    assert usage.busy_gpu_hours == 0
+    assert usage.avg_utilization_pct is None  # not measured, rather than 0 %
+    flag = PoolHourFlag.objects.get(pool=pool, hour=sample_hour)
+    assert flag.kind == PoolHourFlag.Kind.MIG_UNMEASURABLE
+    assert "nvidia-smi cannot measure" in flag.detail
+    # Unmeasured in the cost report: charged, never counted as idle.
+    [row] = cost_report(sample_hour, sample_hour + timedelta(hours=1), pool_slug=pool.slug)
+    assert row.unmeasured_gpu_hours == 8
+    assert row.idle_cost_usd == 0
