@@ -25,6 +25,9 @@ def _require_positive(form, name, unit):
 
 
 class GpuModelForm(TablerFormMixin, SlugFromNameMixin, forms.ModelForm):
+    """Datasheet figures above 0 and the reference price in range: apps/core/bounds.py,
+    shared with the API."""
+
     class Meta:
         model = GpuModel
         fields = [
@@ -49,30 +52,6 @@ class GpuModelForm(TablerFormMixin, SlugFromNameMixin, forms.ModelForm):
         super().__init__(*args, **kwargs)
         for name in DENSE_PEAK_FIELDS:
             self.fields[name].help_text = DENSE_PEAK_HELP
-
-    def clean_memory_gb(self):
-        return _require_positive(self, "memory_gb", "GB")
-
-    def clean_memory_bandwidth_gb_per_second(self):
-        return _require_positive(self, "memory_bandwidth_gb_per_second", "GB/s")
-
-    def clean_bf16_dense_tflops(self):
-        return _require_positive(self, "bf16_dense_tflops", "TFLOP/s")
-
-    def clean_fp16_dense_tflops(self):
-        return _require_positive(self, "fp16_dense_tflops", "TFLOP/s")
-
-    def clean_fp8_dense_tflops(self):
-        return _require_positive(self, "fp8_dense_tflops", "TFLOP/s")
-
-    def clean_int8_dense_tops(self):
-        return _require_positive(self, "int8_dense_tops", "TOPS")
-
-    def clean_tdp_watts(self):
-        return _require_positive(self, "tdp_watts", "W")
-
-    def clean_interconnect_gb_per_second(self):
-        return _require_positive(self, "interconnect_gb_per_second", "GB/s")
 
 
 class ModelArchitectureForm(TablerFormMixin, SlugFromNameMixin, forms.ModelForm):

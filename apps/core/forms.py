@@ -1,16 +1,145 @@
+from dataclasses import dataclass
+
 from django import forms
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.forms.boundfield import BoundField
+from django.forms.utils import pretty_name
 from django.utils.text import slugify
+
+from apps.core.bounds import (
+    BOUNDS,
+    USD,
+    Bound,
+    Scale,
+    bound_error,
+    confirmation_label,
+    confirmation_warning,
+    needs_confirmation,
+    number_text_error,
+    plain,
+)
 
 # Slugs that would shadow a fixed URL such as /pools/new/.
 RESERVED_SLUGS = frozenset({"new"})
 
 
+class PlainNumberMixin:
+    """A number field that reads only plain numbers (apps/core/bounds.py): "1,4" is
+    refused with what to type, never read as 14 or 1.4."""
+
+    def to_python(self, value):
+        if isinstance(value, str):
+            whole = not isinstance(self, forms.DecimalField | forms.FloatField)
+            problem = number_text_error(value, whole=whole)
+            if problem:
+                raise ValidationError(problem, code="invalid")
+        return super().to_python(value)
+
+
+_PLAIN_CLASSES: dict[type, type] = {}
+
+
+def plain_number_class(field_class: type) -> type:
+    """``field_class`` reading plain numbers only, e.g. PlainDecimalField."""
+    if issubclass(field_class, PlainNumberMixin):
+        return field_class
+    if field_class not in _PLAIN_CLASSES:
+        name = f"Plain{field_class.__name__}"
+        _PLAIN_CLASSES[field_class] = type(name, (PlainNumberMixin, field_class), {})
+    return _PLAIN_CLASSES[field_class]
+
+
+PlainDecimalField = plain_number_class(forms.DecimalField)
+PlainFloatField = plain_number_class(forms.FloatField)
+PlainIntegerField = plain_number_class(forms.IntegerField)
+
+
+def read_plain_numbers(field: forms.IntegerField) -> None:
+    """Makes a number field (Decimal and Float fields are Integer fields too) refuse
+    ambiguous text, and draws it as a text input: Chromium's ``<input type="number">``
+    drops the comma of "1,4" and submits 14, so the server never sees what was typed.
+    ``inputmode`` still brings up the number keyboard on phones."""
+    field.__class__ = plain_number_class(type(field))
+    if type(field.widget) is forms.NumberInput:
+        attrs = {
+            key: value
+            for key, value in field.widget.attrs.items()
+            if key not in ("min", "max", "step")
+        }
+        whole = not isinstance(field, forms.DecimalField | forms.FloatField)
+        attrs["inputmode"] = "numeric" if whole else "decimal"
+        widget = forms.TextInput(attrs=attrs)
+        widget.is_required = field.required
+        field.widget = widget
+
+
+class BoundValidator:
+    """The range of apps/core/bounds.py, in the currency the form is priced in."""
+
+    def __init__(self, label: str, bound: Bound, scale):
+        self.label, self.bound, self.scale = label, bound, scale
+
+    def __call__(self, value):
+        message = bound_error(self.label, value, self.bound, self.scale())
+        if message:
+            raise ValidationError(message, code="out_of_range")
+
+
+def apply_bound(field: forms.Field, label: str, bound: Bound, scale) -> None:
+    """Replaces the field's own minimum and maximum by the declared range, so a value
+    gets one message that says the range, its unit and why."""
+    field.validators = [
+        validator
+        for validator in field.validators
+        if not isinstance(validator, MinValueValidator | MaxValueValidator)
+    ]
+    field.validators.insert(0, BoundValidator(label, bound, scale))
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """A checkbox the template draws under a field whose value must be confirmed; it
+    carries the value it confirms, so changing the value asks again."""
+
+    name: str
+    value: str
+    label: str
+
+
+class TablerBoundField(BoundField):
+    @property
+    def confirmation(self) -> Confirmation | None:
+        return self.form.confirmations.get(self.name)
+
+
 class TablerFormMixin:
     """Gives every widget Tabler's classes, and ``is-invalid`` to fields with errors,
-    so templates render ``{{ field }}`` and keep Django's own widget logic."""
+    so templates render ``{{ field }}`` and keep Django's own widget logic.
+
+    Every number field reads plain numbers only and takes the range apps/core/bounds.py
+    declares for its name; a value above the range's ``confirm_above`` is refused until
+    the checkbox drawn under it (``field.confirmation``) is ticked."""
+
+    bound_field_class = TablerBoundField
+
+    def bounds_scale(self) -> Scale:
+        """The currency the form's money is typed in; forms priced otherwise override it."""
+        return USD
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self.confirmations: dict[str, Confirmation] = {}
+        instance = getattr(self, "instance", None)
+        self._stored_values = {}
+        for name, field in self.fields.items():
+            if isinstance(field, forms.IntegerField):
+                read_plain_numbers(field)
+                bound = BOUNDS.get(name)
+                if bound is not None:
+                    apply_bound(field, field.label or pretty_name(name), bound, self.bounds_scale)
+                    if bound.confirm_above is not None and instance is not None and instance.pk:
+                        self._stored_values[name] = getattr(instance, name, None)
         for field in self.fields.values():
             widget = field.widget
             if isinstance(widget, forms.CheckboxInput):
@@ -23,11 +152,33 @@ class TablerFormMixin:
 
     def full_clean(self):
         super().full_clean()
+        if self.is_bound:
+            self._ask_for_confirmations()
         for name in self.errors:
             if name in self.fields:
                 widget = self.fields[name].widget
                 widget.attrs["class"] = f"{widget.attrs.get('class', '')} is-invalid".strip()
                 widget.attrs["aria-invalid"] = "true"
+
+    def _ask_for_confirmations(self):
+        scale = self.bounds_scale()
+        for name, field in self.fields.items():
+            bound = BOUNDS.get(name)
+            if bound is None or bound.confirm_above is None or name not in self.cleaned_data:
+                continue
+            value = self.cleaned_data[name]
+            if not needs_confirmation(value, bound, scale):
+                continue
+            if name in self._stored_values and self._stored_values[name] == value:
+                continue  # confirmed when it was saved
+            confirm_name = self.add_prefix(f"confirm_{name}")
+            if self.data.get(confirm_name) == plain(value):
+                continue
+            label = field.label or pretty_name(name)
+            self.confirmations[name] = Confirmation(
+                confirm_name, plain(value), confirmation_label(value, bound, scale)
+            )
+            self.add_error(name, confirmation_warning(label, value, bound, scale))
 
 
 class SlugFromNameMixin:

@@ -1,13 +1,24 @@
 """Serializer fields that take JSON as the schema documents it, nothing looser."""
 
+import math
 import re
 
 import django_filters
 from django import forms
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.encoding import smart_str
 from rest_framework import serializers
+
+from apps.core.bounds import (
+    BOUNDS,
+    GROUPING,
+    bound_error,
+    confirmation_warning,
+    needs_confirmation,
+    number_text_error,
+)
 
 SLUG_RE = re.compile(r"[-a-zA-Z0-9_]+")
 
@@ -60,10 +71,112 @@ class StrictDecimalField(serializers.DecimalField):
     def to_internal_value(self, data):
         if not isinstance(data, str):
             self.fail("invalid")
+        problem = number_text_error(data)
+        if problem:  # the forms' words for "1,4" (apps/core/bounds.py)
+            raise serializers.ValidationError(problem, code="invalid")
         return super().to_internal_value(data)
 
 
-class StrictModelSerializer(serializers.ModelSerializer):
+class PlainIntegerField(serializers.IntegerField):
+    """Query parameters arrive as text: "1,000" is refused with what to type, as in the
+    forms, instead of DRF's bare "A valid integer is required"."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            problem = number_text_error(data, whole=True)
+            if problem:
+                raise serializers.ValidationError(problem, code="invalid")
+        return super().to_internal_value(data)
+
+
+class PlainFloatField(serializers.FloatField):
+    """A number in a query string, where the schema's "number" may come with an exponent
+    (1e-05): thousands separators and decimal commas are refused as the forms refuse
+    them, and so are inf and NaN."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and re.search(f"[{GROUPING}]", data.strip()):
+            raise serializers.ValidationError(number_text_error(data), code="invalid")
+        value = super().to_internal_value(data)
+        if not math.isfinite(value):
+            self.fail("invalid")
+        return value
+
+
+CONFIRM_HIGH_PRICE = "confirm_high_price"
+
+
+class BoundValidator:
+    """The range apps/core/bounds.py declares for the field's name (prices in USD)."""
+
+    def __init__(self, label, bound):
+        self.label, self.bound = label, bound
+
+    def __call__(self, value):
+        message = bound_error(self.label, value, self.bound)
+        if message:
+            raise serializers.ValidationError(message, code="out_of_range")
+
+
+class BoundedSerializerMixin:
+    """Every writable number field takes the range apps/core/bounds.py declares for its
+    name, as the forms do; a value above its ``confirm_above`` answers 400 unless the
+    request also sends ``"confirm_high_price": true`` (or leaves the stored value as it
+    is)."""
+
+    def get_fields(self):
+        fields = super().get_fields()
+        confirmable = False
+        for name, field in fields.items():
+            bound = BOUNDS.get(name)
+            if bound is None or field.read_only:
+                continue
+            if not isinstance(
+                field, serializers.DecimalField | serializers.IntegerField | serializers.FloatField
+            ):
+                continue
+            field.validators = [
+                BoundValidator(field.label or name, bound),
+                *(
+                    validator
+                    for validator in field.validators
+                    if not isinstance(validator, MinValueValidator | MaxValueValidator)
+                ),
+            ]
+            confirmable = confirmable or bound.confirm_above is not None
+        if confirmable:
+            fields[CONFIRM_HIGH_PRICE] = StrictBooleanField(
+                write_only=True,
+                required=False,
+                help_text="true saves a GPU-hour price above 50 USD, which is otherwise "
+                "refused as a likely typo (an instance or monthly price).",
+            )
+        return fields
+
+    def to_internal_value(self, data):
+        attrs = super().to_internal_value(data)
+        confirmed = attrs.pop(CONFIRM_HIGH_PRICE, False)
+        errors = {}
+        for name, value in attrs.items():
+            bound = BOUNDS.get(name)
+            if confirmed or bound is None or not needs_confirmation(value, bound):
+                continue
+            if self.instance is not None and getattr(self.instance, name, None) == value:
+                continue  # confirmed when it was saved
+            errors[name] = [
+                confirmation_warning(
+                    self.fields[name].label or name,
+                    value,
+                    bound,
+                    how=f'send "{CONFIRM_HIGH_PRICE}": true with it',
+                )
+            ]
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+
+class StrictModelSerializer(BoundedSerializerMixin, serializers.ModelSerializer):
     serializer_field_mapping = {
         **serializers.ModelSerializer.serializer_field_mapping,
         models.DecimalField: StrictDecimalField,

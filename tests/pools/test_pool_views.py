@@ -185,9 +185,9 @@ def test_lead_creates_an_owned_pool_and_its_price_follows_the_inputs(lead_client
         (
             {"purchase_price_per_gpu_usd": "-5"},
             "purchase_price_per_gpu_usd",
-            "greater than or equal to 0",
+            "must be between 0 and 1000000 USD per GPU; got -5",
         ),
-        ({"pue": "0.8"}, "pue", "greater than or equal to 1"),
+        ({"pue": "0.8"}, "pue", "PUE must be between 1.0 and 3.0; got 0.8"),
         ({"amortisation_months": ""}, "amortisation_months", "needed for a bare-metal"),
         (
             {"deployment": "cloud_on_demand"},
