@@ -11,8 +11,9 @@ from apps.procurement.serializers import (
     CapacityMixResponseSerializer,
     ScenarioDetailSerializer,
     ScenarioSerializer,
+    WhatIfQuerySerializer,
 )
-from apps.procurement.services import scenario_queryset
+from apps.procurement.services import apply_what_if, scenario_queryset
 
 
 class ScenarioViewSet(viewsets.ReadOnlyModelViewSet):
@@ -29,6 +30,16 @@ class ScenarioViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_serializer_class(self):
         return ScenarioDetailSerializer if self.action == "retrieve" else ScenarioSerializer
+
+    @extend_schema(parameters=[WhatIfQuerySerializer])
+    def retrieve(self, request, *args, **kwargs):
+        """The comparison as the scenario page shows it, what-if inputs included: the
+        query takes the page's "What if…" fields and nothing is saved."""
+        query = WhatIfQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        scenario = self.get_object()
+        scenario.what_if_saved = apply_what_if(scenario, query.validated_data)
+        return Response(self.get_serializer(scenario).data)
 
 
 class CapacityMixEstimateView(APIView):

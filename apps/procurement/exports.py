@@ -9,10 +9,14 @@ says; ``amount`` and ``percent`` are the page's ``number`` and ``percent`` filte
 import csv
 import io
 from datetime import UTC, datetime
+from decimal import Decimal
 
+from django.db import models
+
+from apps.core.bounds import plain
 from apps.core.templatetags import units
-from apps.procurement.models import ScenarioOption
-from apps.procurement.services import MONEY_FIELDS
+from apps.procurement.models import Scenario, ScenarioOption
+from apps.procurement.services import MONEY_FIELDS, prices_used
 
 ASSUMPTIONS = (
     "Demand is counted in reference GPUs: one hour of the reference GPU at the reference "
@@ -124,63 +128,101 @@ def comparison_table(result, *, formatted: bool):
     return headers, rows
 
 
-def input_rows(result) -> list[tuple[str, str]]:
-    """The scenario's inputs and what the demand came to, as (label with unit, value)."""
+def input_rows(result) -> list[tuple[str, object, int | None]]:
+    """The scenario's inputs and what the demand came to, as (label with unit, raw value,
+    places shown): numbers stay numbers for the XLSX and CSV; the PDF rounds them to
+    ``places`` as the page does. What-if inputs are marked, each followed by the saved
+    value it replaced."""
     scenario, info, demand = result.scenario, result.info, result.demand
-    rows = [
-        ("Scenario", scenario.name),
-        ("Horizon (months)", str(scenario.horizon_months)),
-        ("Currency", scenario.currency),
-        ("Exchange rate (currency per USD)", f"{scenario.usd_exchange_rate:g}"),
-        ("Demand source", info.source_label),
+    saved = result.what_if_saved
+    rows = [("Scenario", scenario.name, None)]
+    if saved:
+        names = ", ".join(_what_if_label(name) for name in saved)
+        rows.append(("What-if inputs applied", f"yes, not saved on the scenario: {names}", None))
+    else:
+        rows.append(("What-if inputs applied", "no: the scenario as saved", None))
+
+    def scenario_input(name, label, places):
+        rows.append(
+            (f"{label} (what-if)" if name in saved else label, getattr(scenario, name), places)
+        )
+        if name in saved:
+            rows.append((f"{label}, saved on the scenario", saved[name], places))
+
+    scenario_input("horizon_months", "Horizon (months)", 0)
+    rows += [
+        ("Currency", scenario.currency, None),
+        ("Exchange rate (currency per USD)", scenario.usd_exchange_rate, None),
+        ("Demand source", info.source_label, None),
     ]
     if scenario.demand_pool:
-        rows.append(("Pool measured", scenario.demand_pool.name))
+        rows.append(("Pool measured", scenario.demand_pool.name, None))
     if scenario.demand_workload:
-        rows.append(("Workload measured", scenario.demand_workload.name))
+        rows.append(("Workload measured", scenario.demand_workload.name, None))
     if info.window_start:
         rows.append(
             (
                 "Measured window (UTC)",
                 f"{info.window_start:%Y-%m-%d %H:00} – {info.window_end:%Y-%m-%d %H:00}",
+                None,
             )
         )
-    rows += [
-        ("Measured window (days)", str(scenario.window_days)),
-        (
-            "Entered GPU-hours per month (reference GPU-h)",
-            amount(scenario.entered_gpu_hours_per_month),
-        ),
-        ("24-hour profile (weights)", scenario.entered_hourly_profile or "flat"),
-        ("Reference GPU", info.reference_gpu.name if info.reference_gpu else "—"),
-        ("Reference efficiency (0–1)", f"{scenario.reference_efficiency}"),
-        ("Compute precision", scenario.get_compute_precision_display()),
-    ]
+    scenario_input("window_days", "Measured window (days)", 0)
+    scenario_input(
+        "entered_gpu_hours_per_month", "Entered GPU-hours per month (reference GPU-h)", 0
+    )
+    rows.append(("24-hour profile (weights)", scenario.entered_hourly_profile or "flat", None))
+    rows.append(("Reference GPU", info.reference_gpu.name if info.reference_gpu else None, None))
+    scenario_input("reference_efficiency", "Reference efficiency (ratio, 0–1)", None)
+    rows.append(("Compute precision", scenario.get_compute_precision_display(), None))
     if scenario.model_architecture:
-        rows.append(("Model architecture", scenario.model_architecture.name))
+        rows.append(("Model architecture", scenario.model_architecture.name, None))
     if scenario.training_tokens:
-        rows.append(("Training tokens (tokens)", amount(scenario.training_tokens)))
-        rows.append(("Training GPUs (GPUs)", str(scenario.training_gpus or "—")))
+        rows.append(("Training tokens (tokens)", scenario.training_tokens, 0))
+        rows.append(("Training GPUs (GPUs)", scenario.training_gpus, 0))
     if demand is not None:
         rows += [
-            ("Hours in the demand curve (h)", amount(len(demand.hourly_reference_gpus))),
-            ("Peak demand (reference GPUs)", amount(demand.peak, 1)),
-            ("Mean demand (reference GPUs)", amount(demand.mean, 1)),
-            ("Work over the horizon (reference GPU-h)", amount(demand.reference_gpu_hours)),
-            (
-                "Output tokens in the curve (tokens)",
-                amount(demand.output_tokens) if demand.output_tokens else "—",
-            ),
-            (
-                "Requests in the curve (requests)",
-                amount(demand.requests) if demand.requests else "—",
-            ),
+            ("Hours in the demand curve (h)", len(demand.hourly_reference_gpus), 0),
+            ("Peak demand (reference GPUs)", demand.peak, 1),
+            ("Mean demand (reference GPUs)", demand.mean, 1),
+            ("Work over the horizon (reference GPU-h)", demand.reference_gpu_hours, 0),
+            ("Output tokens in the curve (tokens)", demand.output_tokens or None, 0),
+            ("Requests in the curve (requests)", demand.requests or None, 0),
         ]
     if info.fallback_used:
-        rows.append(("Fallback", "entered GPU-hours per month (no measurements yet)"))
+        rows.append(("Fallback", "entered GPU-hours per month (no measurements yet)", None))
     for note in info.notes:
-        rows.append(("Note", note))
+        rows.append(("Note", note, None))
     return rows
+
+
+def _what_if_label(name) -> str:
+    label = str(Scenario._meta.get_field(name).verbose_name)
+    return label[:1].upper() + label[1:]
+
+
+def _shown(value, places) -> str:
+    """A raw input as the PDF shows it: rounded like the page, "—" when empty."""
+    if value is None:
+        return "—"
+    if places is not None:
+        return amount(value, places)
+    if isinstance(value, Decimal):
+        return plain(value)
+    return str(value)
+
+
+PRICE_HEADERS = ("Option", "Price used", "Value", "Unit", "Source")
+
+
+def price_rows(result) -> list[list]:
+    """Every price each option was costed with (typed, or from its pool, converted), and
+    the per-GPU-hour rates derived from them: services.prices_used."""
+    return [
+        [row.option.name, price.label, price.value, price.unit, price.source]
+        for row in result.rows
+        for price in prices_used(result.scenario, row)
+    ]
 
 
 OPTION_INPUT_FIELDS = (
@@ -210,13 +252,22 @@ OPTION_INPUT_FIELDS = (
 )
 
 
-def option_input_rows(result) -> tuple[list[str], list[list[str]]]:
+RATIO_FIELDS = {"pue", "efficiency"}
+
+
+def option_input_rows(result) -> tuple[list[str], list[list]]:
+    """The inputs typed on each option (blank where a price comes from its pool: the
+    prices used say which)."""
     currency = result.scenario.currency
     headers = ["Option"]
     for name in OPTION_INPUT_FIELDS:
         label = str(ScenarioOption._meta.get_field(name).verbose_name)
         label = label[:1].upper() + label[1:]
-        headers.append(f"{label} ({currency})" if name in MONEY_FIELDS else label)
+        if name in MONEY_FIELDS:
+            label = f"{label} ({currency})"
+        elif name in RATIO_FIELDS:
+            label = f"{label} (ratio)"
+        headers.append(label)
     rows = []
     for row in result.rows:
         option = row.option
@@ -224,7 +275,7 @@ def option_input_rows(result) -> tuple[list[str], list[list[str]]]:
         for name in OPTION_INPUT_FIELDS:
             display = getattr(option, f"get_{name}_display", None)
             value = display() if callable(display) else getattr(option, name)
-            values.append("" if value is None else str(value))
+            values.append(str(value) if isinstance(value, models.Model) else value)
         rows.append(values)
     return headers, rows
 
@@ -236,23 +287,48 @@ def _generated_line() -> str:
 # --- CSV --------------------------------------------------------------------------------
 
 
+def _csv_value(value):
+    """Plain numbers (a decimal point, no thousands separators), as the forms take them."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    if isinstance(value, Decimal):
+        return plain(value)
+    return value
+
+
 def build_csv(result) -> bytes:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     headers, rows = comparison_table(result, formatted=False)
-    writer.writerow(headers)
+    # A CSV has no number format: its percentages are the ratios they are stored as.
+    writer.writerow([header.replace("(%)", "(ratio)") for header in headers])
     for values in rows:
-        writer.writerow(
-            [
-                f"{value:.4f}" if isinstance(value, float) else ("" if value is None else value)
-                for value in values
-            ]
-        )
+        writer.writerow([_csv_value(value) for value in values])
     writer.writerow([])
     writer.writerow(["Recommendation", _recommendation(result)])
-    for label, value in input_rows(result):
-        writer.writerow([label, value])
+    writer.writerow(["What-if", _what_if_sentence(result)])
+    for label, value, _ in input_rows(result):
+        writer.writerow([label, _csv_value(value)])
+    writer.writerow([])
+    writer.writerow(PRICE_HEADERS)
+    for values in price_rows(result):
+        writer.writerow([_csv_value(value) for value in values])
     return buffer.getvalue().encode("utf-8-sig")  # the BOM lets Excel read UTF-8
+
+
+def _what_if_sentence(result) -> str:
+    """Whether the file shows the scenario as saved or with the page's what-if inputs."""
+    saved = result.what_if_saved
+    if not saved:
+        return "What-if inputs: none; the scenario as saved."
+    changes = "; ".join(
+        f"{_what_if_label(name)} {_shown(getattr(result.scenario, name), None)} "
+        f"(saved: {_shown(value, None)})"
+        for name, value in saved.items()
+    )
+    return f"What-if inputs applied, not saved on the scenario: {changes}."
 
 
 def _recommendation(result) -> str:
@@ -302,14 +378,17 @@ def build_xlsx(result) -> bytes:
     summary_row = len(rows) + 3
     sheet.cell(row=summary_row, column=1, value="Recommendation").font = Font(bold=True)
     sheet.cell(row=summary_row, column=2, value=_recommendation(result))
-    sheet.cell(row=summary_row + 1, column=1, value=_generated_line())
+    sheet.cell(row=summary_row + 1, column=1, value=_what_if_sentence(result))
+    sheet.cell(row=summary_row + 2, column=1, value=_generated_line())
 
     inputs = workbook.create_sheet("Inputs & assumptions")
     header_row(inputs, ["Input (unit)", "Value"])
     line = 2
-    for label, value in input_rows(result):
+    for label, value, places in input_rows(result):
         inputs.cell(row=line, column=1, value=label)
-        inputs.cell(row=line, column=2, value=value)
+        cell = inputs.cell(row=line, column=2, value=value)
+        if places is not None and isinstance(value, int | float | Decimal):
+            cell.number_format = "#,##0" if places == 0 else "#,##0." + "0" * places
         line += 1
     line += 1
     option_headers, option_rows = option_input_rows(result)
@@ -325,6 +404,15 @@ def build_xlsx(result) -> bytes:
         line += 1
         inputs.cell(row=line, column=1, value=assumption)
     widths(inputs, {1: 48, 2: 40, **{column: 18 for column in range(3, len(option_headers) + 1)}})
+
+    prices = workbook.create_sheet("Prices used")
+    header_row(
+        prices, [*PRICE_HEADERS[:2], f"Value ({currency} unless the unit says)", *PRICE_HEADERS[3:]]
+    )
+    for row_index, values in enumerate(price_rows(result), start=2):
+        for column, value in enumerate(values, start=1):
+            prices.cell(row=row_index, column=column, value=value)
+    widths(prices, {1: 34, 2: 44, 3: 16, 4: 22, 5: 70})
 
     demand_sheet = workbook.create_sheet("Demand curve")
     option_results = [(row.option.name, row.result) for row in result.rows if row.result]
@@ -466,7 +554,8 @@ def build_pdf(result) -> bytes:
 
     def table(headers, rows, widths=None):
         data = [[Paragraph(header, small) for header in headers]] + [
-            [str(value) for value in values] for values in rows
+            [value if isinstance(value, Paragraph) else _shown(value, None) for value in values]
+            for values in rows
         ]
         built = Table(data, colWidths=widths, repeatRows=1)
         built.setStyle(table_style)
@@ -479,6 +568,7 @@ def build_pdf(result) -> bytes:
             f"{result.info.source_label}. {_generated_line()}",
             small,
         ),
+        Paragraph(_what_if_sentence(result), small),
         Spacer(1, 4 * mm),
         Paragraph("Recommendation", styles["Heading2"]),
         Paragraph(_recommendation(result), styles["BodyText"]),
@@ -538,7 +628,11 @@ def build_pdf(result) -> bytes:
     story += [
         PageBreak(),
         Paragraph("Inputs", styles["Heading2"]),
-        table(["Input (unit)", "Value"], input_rows(result), [260, 460]),
+        table(
+            ["Input (unit)", "Value"],
+            [(label, _shown(value, places)) for label, value, places in input_rows(result)],
+            [260, 460],
+        ),
         Spacer(1, 4 * mm),
         Paragraph("Assumptions and formulas", styles["Heading2"]),
         *[Paragraph(f"• {assumption}", small) for assumption in ASSUMPTIONS],
@@ -558,5 +652,25 @@ def build_pdf(result) -> bytes:
                 [170] + [550 / len(option_rows)] * len(option_rows),
             )
         )
+    priced = price_rows(result)
+    if priced:
+        story += [
+            Spacer(1, 4 * mm),
+            Paragraph("Prices used", styles["Heading2"]),
+            table(
+                list(PRICE_HEADERS),
+                [
+                    [
+                        name,
+                        Paragraph(label, small),
+                        _shown(value, None),
+                        unit,
+                        Paragraph(source, small),
+                    ]
+                    for name, label, value, unit, source in priced
+                ],
+                [140, 170, 70, 100, 240],
+            ),
+        ]
     document.build(story)
     return buffer.getvalue()

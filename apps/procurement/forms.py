@@ -1,6 +1,7 @@
 from django import forms
 
 from apps.catalog.models import GpuModel
+from apps.core.bounds import Scale
 from apps.core.forms import SlugFromNameMixin, TablerFormMixin
 from apps.pools.forms import SectionedFormMixin
 from apps.procurement.models import (
@@ -11,7 +12,7 @@ from apps.procurement.models import (
     ScenarioOption,
     ThroughputBasis,
 )
-from apps.procurement.services import MONEY_FIELDS, pool_value
+from apps.procurement.services import MONEY_FIELDS, apply_what_if, pool_value
 from apps.procurement.skypilot import PriceCatalogError, parse_price_catalog
 
 SCENARIO_SECTIONS = (
@@ -169,12 +170,16 @@ class OptionForm(TablerFormMixin, SectionedFormMixin, forms.ModelForm):
         fields = [name for _, names in OPTION_SECTIONS for name in names]
 
     def __init__(self, *args, scenario, **kwargs):
-        super().__init__(*args, **kwargs)
         self.scenario = scenario
+        super().__init__(*args, **kwargs)
         currency = scenario.currency
         for name in MONEY_FIELDS:
             if name in self.fields:
                 self.fields[name].label = f"{self.fields[name].label} ({currency})"
+
+    def bounds_scale(self) -> Scale:
+        # Typed prices are in the scenario's currency; the bounds are in USD.
+        return Scale(self.scenario.currency, self.scenario.usd_exchange_rate)
 
     def _required_fields(self, kind, cleaned):
         if kind == OptionKind.HYBRID:
@@ -248,13 +253,14 @@ class OptionForm(TablerFormMixin, SectionedFormMixin, forms.ModelForm):
 class WhatIfForm(TablerFormMixin, forms.Form):
     """Unsaved changes to a scenario's inputs: the comparison recomputes as they change."""
 
-    horizon_months = forms.IntegerField(label="Horizon (months)", min_value=1, max_value=120)
-    window_days = forms.IntegerField(label="Measured window (days)", min_value=1, max_value=366)
+    # Ranges: apps/core/bounds.py, as on the scenario form and the API.
+    horizon_months = forms.IntegerField(label="Horizon (months)")
+    window_days = forms.IntegerField(label="Measured window (days)")
     reference_efficiency = forms.DecimalField(
-        label="Reference efficiency (0–1)", min_value=0.01, max_value=1, decimal_places=3
+        label="Reference efficiency (0–1)", max_digits=4, decimal_places=3
     )
     entered_gpu_hours_per_month = forms.DecimalField(
-        label="GPU-hours per month", min_value=0, required=False, decimal_places=2
+        label="GPU-hours per month", required=False, max_digits=14, decimal_places=2
     )
 
     FIELDS = (
@@ -269,17 +275,16 @@ class WhatIfForm(TablerFormMixin, forms.Form):
         initial = {name: getattr(scenario, name) for name in cls.FIELDS}
         return cls(data, initial=initial) if data is not None else cls(initial=initial)
 
-    def apply(self, scenario) -> list[str]:
-        """Set the valid values on the (unsaved) scenario; returns the names changed."""
-        changed = []
-        for name in self.FIELDS:
-            value = self.cleaned_data.get(name)
-            if value is None and name != "entered_gpu_hours_per_month":
-                continue
-            if value != getattr(scenario, name):
-                setattr(scenario, name, value)
-                changed.append(name)
-        return changed
+    def apply(self, scenario) -> dict:
+        """Set the valid values on the (unsaved) scenario; returns name → saved value
+        for each one changed. An emptied GPU-hours per month clears it; the others keep
+        the saved value when left empty."""
+        values = {
+            name: self.cleaned_data.get(name)
+            for name in self.FIELDS
+            if self.cleaned_data.get(name) is not None or name == "entered_gpu_hours_per_month"
+        }
+        return apply_what_if(scenario, values)
 
 
 class PriceImportForm(TablerFormMixin, forms.Form):

@@ -339,6 +339,13 @@ class ComparisonExport(models.Model):
     progress_pct = models.PositiveSmallIntegerField(default=0)
     file = models.FileField(upload_to="procurement/exports/%Y/%m/", blank=True)
     message = models.TextField(blank=True)
+    what_if = models.JSONField(
+        "What-if inputs",
+        default=dict,
+        blank=True,
+        help_text="The unsaved inputs the page showed when the export was asked for "
+        "(name → value); empty: the scenario as saved.",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -362,3 +369,10 @@ class ComparisonExport(models.Model):
     @property
     def filename(self) -> str:
         return f"{self.scenario.slug}-comparison-{self.pk}.{self.format}"
+
+    def what_if_lines(self) -> list[tuple[str, object]]:
+        """(label, value) of each what-if input the export applied."""
+        return [
+            (Scenario._meta.get_field(name).verbose_name, value)
+            for name, value in self.what_if.items()
+        ]

@@ -3,7 +3,13 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.core.serializers import StrictFloatField
+from apps.core.bounds import BOUNDS
+from apps.core.serializers import (
+    BoundedSerializerMixin,
+    PlainFloatField,
+    PlainIntegerField,
+    StrictFloatField,
+)
 from apps.procurement.models import Scenario, ScenarioOption
 
 # Bounds that keep the curve (one cost per whole baseline GPU) and the sums finite.
@@ -151,10 +157,41 @@ class ScenarioSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class PriceUsedSerializer(serializers.Serializer):
+    label = serializers.CharField()
+    value = serializers.FloatField(allow_null=True)
+    unit = serializers.CharField()
+    source = serializers.CharField(help_text="Typed on the option, or which pool it came from.")
+
+
 class OptionLineSerializer(serializers.Serializer):
     option = OptionSerializer()
     result = OptionResultSerializer(allow_null=True)
     problem = serializers.CharField(help_text="Why the option could not be costed, or empty.")
+    prices_used = PriceUsedSerializer(
+        many=True, help_text="Every price the option was costed with, as the exports print them."
+    )
+
+
+def _range(name):
+    bound = BOUNDS[name]
+    return {"min_value": bound.minimum, "max_value": bound.maximum}
+
+
+class WhatIfQuerySerializer(BoundedSerializerMixin, serializers.Serializer):
+    """The scenario page's "What if…" inputs as query parameters: the comparison is
+    computed with them, nothing is saved. Ranges from apps/core/bounds.py."""
+
+    horizon_months = PlainIntegerField(required=False, **_range("horizon_months"))
+    window_days = PlainIntegerField(required=False, **_range("window_days"))
+    reference_efficiency = PlainFloatField(
+        required=False, help_text="0.01–1.", **_range("reference_efficiency")
+    )
+    entered_gpu_hours_per_month = PlainFloatField(
+        required=False,
+        help_text="Reference GPU-hours per month.",
+        **_range("entered_gpu_hours_per_month"),
+    )
 
 
 class DemandSummarySerializer(serializers.Serializer):
@@ -178,16 +215,44 @@ class ComparisonSerializer(serializers.Serializer):
     options = OptionLineSerializer(many=True)
 
 
+class WhatIfAppliedSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    value = serializers.JSONField(help_text="The value the comparison used.")
+    saved = serializers.JSONField(help_text="The value saved on the scenario.")
+
+
 class ScenarioDetailSerializer(ScenarioSerializer):
+    """A scenario and its comparison. With what-if query parameters the scenario's fields
+    and the comparison show the what-if values, and ``what_if_applied`` lists each with
+    the saved value it replaced."""
+
     comparison = serializers.SerializerMethodField()
+    what_if_applied = serializers.SerializerMethodField()
 
     class Meta(ScenarioSerializer.Meta):
-        fields = [*ScenarioSerializer.Meta.fields, "comparison"]
+        fields = [*ScenarioSerializer.Meta.fields, "what_if_applied", "comparison"]
         read_only_fields = fields
+
+    @extend_schema_field(WhatIfAppliedSerializer(many=True))
+    def get_what_if_applied(self, scenario):
+        from apps.procurement.services import json_value
+
+        saved = getattr(scenario, "what_if_saved", {})
+        return WhatIfAppliedSerializer(
+            [
+                {
+                    "name": name,
+                    "value": json_value(getattr(scenario, name)),
+                    "saved": json_value(value),
+                }
+                for name, value in saved.items()
+            ],
+            many=True,
+        ).data
 
     @extend_schema_field(ComparisonSerializer)
     def get_comparison(self, scenario):
-        from apps.procurement.services import build_comparison
+        from apps.procurement.services import build_comparison, prices_used
 
         result = build_comparison(scenario)
         demand, info = result.demand, result.info
@@ -206,7 +271,12 @@ class ScenarioDetailSerializer(ScenarioSerializer):
             "recommendation": result.comparison.recommendation if result.comparison else None,
             "reasons": list(result.comparison.reasons) if result.comparison else [],
             "options": [
-                {"option": row.option, "result": row.result, "problem": row.problem}
+                {
+                    "option": row.option,
+                    "result": row.result,
+                    "problem": row.problem,
+                    "prices_used": prices_used(scenario, row),
+                }
                 for row in result.rows
             ],
         }

@@ -56,6 +56,8 @@ class ScenarioComparison:
     info: DemandInfo
     rows: list[OptionRow]
     comparison: comparison.Comparison | None
+    # What-if inputs applied to the unsaved scenario: name → the saved value it replaced.
+    what_if_saved: dict = field(default_factory=dict)
 
     @property
     def results(self) -> list[comparison.OptionResult]:
@@ -313,6 +315,23 @@ def pool_value(pool, name):
     }.get(name)
 
 
+# The option inputs that price it, in the order the exports print them.
+PRICE_INPUT_UNITS = {
+    "on_demand_price_per_gpu_hour": "{currency} per GPU-hour",
+    "reserved_price_per_gpu_hour": "{currency} per GPU-hour",
+    "reserved_upfront_per_gpu": "{currency} per GPU",
+    "reserved_term_months": "months",
+    "purchase_price_per_gpu": "{currency} per GPU",
+    "amortisation_months": "months",
+    "power_price_per_kwh": "{currency} per kWh",
+    "pue": "ratio",
+    "colocation_per_gpu_month": "{currency} per GPU-month",
+    "operations_per_month": "{currency} per month",
+    "storage_per_month": "{currency} per month",
+    "network_per_month": "{currency} per month",
+}
+PRICE_INPUT_FIELDS = tuple(PRICE_INPUT_UNITS)
+
 MONEY_FIELDS = {
     "on_demand_price_per_gpu_hour",
     "reserved_price_per_gpu_hour",
@@ -429,6 +448,128 @@ def option_spec(scenario, option, reference_throughputs: dict) -> comparison.Opt
     )
 
 
+# The inputs the scenario page's "What if…" card changes without saving, and how each
+# travels as JSON (on an export record, in the API's query).
+WHAT_IF_FIELDS = {
+    "horizon_months": int,
+    "window_days": int,
+    "reference_efficiency": Decimal,
+    "entered_gpu_hours_per_month": Decimal,
+}
+
+
+def apply_what_if(scenario: Scenario, values: dict) -> dict:
+    """Sets the what-if ``values`` (already validated) on the unsaved scenario; returns
+    name → saved value for each one that differs from the scenario as saved."""
+    saved = {}
+    for name, kind in WHAT_IF_FIELDS.items():
+        if name not in values:
+            continue
+        value = values[name]
+        value = None if value is None else kind(str(value) if kind is Decimal else value)
+        if value != getattr(scenario, name):
+            saved[name] = getattr(scenario, name)
+            setattr(scenario, name, value)
+    return saved
+
+
+def json_value(value):
+    """Whole numbers as numbers, decimals as exact strings (as the API writes them)."""
+    return str(value) if isinstance(value, Decimal) else value
+
+
+def what_if_json(scenario: Scenario, names) -> dict:
+    """The scenario's (what-if) values of ``names`` as JSON."""
+    return {name: json_value(getattr(scenario, name)) for name in names}
+
+
+@dataclass(frozen=True)
+class PriceUsed:
+    """One price (or priced input) an option was costed with, and where it came from."""
+
+    label: str
+    value: float | None
+    unit: str
+    source: str
+
+
+def prices_used(scenario: Scenario, row: "OptionRow") -> list[PriceUsed]:
+    """Every price the comparison used for an option: each typed or pool-sourced input
+    (pool prices converted from USD) and the per-GPU-hour rates derived from them."""
+    option, rate = row.option, float(scenario.usd_exchange_rate)
+    currency = scenario.currency
+    pool = option.source_pool
+    lines = []
+    for name in PRICE_INPUT_FIELDS:
+        typed = getattr(option, name)
+        from_pool = pool_value(pool, name) if typed is None else None
+        if typed is None and from_pool is None:
+            continue
+        label = str(ScenarioOption._meta.get_field(name).verbose_name)
+        unit = PRICE_INPUT_UNITS[name].format(currency=currency)
+        if typed is not None:
+            lines.append(PriceUsed(label, float(typed), unit, "typed on the option"))
+        elif name in MONEY_FIELDS:
+            source = f"from pool {pool.name}: {float(from_pool):g} USD"
+            if currency != "USD":
+                source += f" × {scenario.usd_exchange_rate:g} {currency} per USD"
+            lines.append(PriceUsed(label, float(from_pool) * rate, unit, source))
+        else:
+            lines.append(PriceUsed(label, float(from_pool), unit, f"from pool {pool.name}"))
+    if pool is not None:
+        lines.append(
+            PriceUsed(
+                f"Effective price per GPU-hour of pool {pool.name}",
+                float(pool.effective_price_per_gpu_hour_usd),
+                "USD per GPU-hour",
+                f"from pool {pool.name} (its {pool.get_deployment_display().lower()} price)",
+            )
+        )
+    if row.result is not None:
+        spec = row.result.spec
+        derived = f"{currency} per GPU-hour"
+        if spec.on_demand_price_per_gpu_hour:
+            lines.append(
+                PriceUsed(
+                    "On-demand GPU-hour used",
+                    spec.on_demand_price_per_gpu_hour,
+                    derived,
+                    "the on-demand price above",
+                )
+            )
+        if option.baseline_kind == "reserved":
+            lines.append(
+                PriceUsed(
+                    "Reserved GPU-hour used",
+                    spec.baseline_compute_per_gpu_hour,
+                    derived,
+                    "reserved price + upfront ÷ (term months × 730 h)",
+                )
+            )
+        elif option.baseline_kind == "owned":
+            lines += [
+                PriceUsed(
+                    "Owned GPU-hour used: amortisation",
+                    spec.baseline_compute_per_gpu_hour,
+                    derived,
+                    "purchase ÷ (amortisation months × 730 h)",
+                ),
+                PriceUsed(
+                    "Owned GPU-hour used: power",
+                    spec.baseline_power_per_gpu_hour,
+                    derived,
+                    f"{option.gpu_model.tdp_watts / 1000:g} kW TDP × PUE × price per kWh",
+                ),
+                PriceUsed(
+                    "Owned GPU-hour used: colocation",
+                    spec.baseline_colocation_per_gpu_hour,
+                    derived,
+                    "colocation per GPU-month ÷ 730 h",
+                ),
+            ]
+    return lines
+
+
 def scenario_queryset():
     return Scenario.objects.select_related(
         "demand_pool__gpu_model",
@@ -459,6 +600,15 @@ def build_comparison(scenario: Scenario) -> ScenarioComparison:
     for (row, _), option_result in zip(specs, result.results, strict=True):
         row.result = option_result
     return ScenarioComparison(scenario, demand, info, rows, result)
+
+
+def build_comparison_what_if(scenario: Scenario, values: dict) -> ScenarioComparison:
+    """The comparison with the what-if ``values`` applied to the (unsaved) scenario, as
+    the scenario page, its exports and the API compute it."""
+    saved = apply_what_if(scenario, values)
+    result = build_comparison(scenario)
+    result.what_if_saved = saved
+    return result
 
 
 # --- SkyPilot price import --------------------------------------------------------------
@@ -557,7 +707,7 @@ def run_export(export_id: int) -> str:
     _progress(export, 10, ComparisonExport.Status.RUNNING)
     try:
         export.scenario = scenario_queryset().get(pk=export.scenario_id)
-        result = build_comparison(export.scenario)
+        result = build_comparison_what_if(export.scenario, export.what_if)
         _progress(export, 40)
         writer = {
             ComparisonExport.Format.CSV: exports.build_csv,

@@ -23,7 +23,12 @@ from apps.procurement.forms import (
     WhatIfForm,
 )
 from apps.procurement.models import ComparisonExport, OptionKind, Scenario, ScenarioOption
-from apps.procurement.services import build_comparison, import_prices, scenario_queryset
+from apps.procurement.services import (
+    build_comparison,
+    import_prices,
+    scenario_queryset,
+    what_if_json,
+)
 from apps.procurement.tasks import generate_export_task
 
 EXPORTS_SHOWN = 20
@@ -67,7 +72,7 @@ def scenario_detail(request, slug):
     what_if = WhatIfForm.for_scenario(
         scenario, request.GET if "horizon_months" in request.GET else None
     )
-    changed = []
+    changed = {}
     if what_if.is_bound and what_if.is_valid():
         changed = what_if.apply(scenario)
     error_lines = [
@@ -76,10 +81,17 @@ def scenario_detail(request, slug):
         for error in errors
     ]
     result = build_comparison(scenario)
+    result.what_if_saved = changed
     context = {
         "scenario": scenario,
         "what_if": what_if,
         "what_if_changed": changed,
+        # Sent with the export buttons, so a file is made from the inputs on screen.
+        "what_if_values": what_if_json(scenario, WhatIfForm.FIELDS) if changed else {},
+        "what_if_lines": [
+            (what_if.fields[name].label, getattr(scenario, name), saved)
+            for name, saved in changed.items()
+        ],
         "error_lines": error_lines,
         **_comparison_context(scenario, result),
     }
@@ -227,10 +239,26 @@ def _scenario_gpu_ids(scenario):
 def export_create(request, slug):
     scenario = get_object_or_404(Scenario, slug=slug)
     form = ExportForm(request.POST or None)
+    what_if = {}
+    if request.method == "POST" and any(name in request.POST for name in WhatIfForm.FIELDS):
+        what_if_form = WhatIfForm.for_scenario(scenario, request.POST)
+        if not what_if_form.is_valid():
+            problems = "; ".join(
+                f"{what_if_form.fields[name].label}: {' '.join(errors)}"
+                for name, errors in what_if_form.errors.items()
+            )
+            messages.error(
+                request, f"Nothing was exported: the what-if inputs are not valid ({problems})."
+            )
+            return redirect(scenario)
+        what_if = what_if_json(scenario, what_if_form.apply(scenario))
     if request.method == "POST" and form.is_valid():
         with transaction.atomic():
             export = ComparisonExport.objects.create(
-                scenario=scenario, format=form.cleaned_data["format"], created_by=request.user
+                scenario=scenario,
+                format=form.cleaned_data["format"],
+                what_if=what_if,
+                created_by=request.user,
             )
             generate_export_task.delay_on_commit(export.pk)
         return redirect(export)

@@ -56,14 +56,19 @@ def _export(client, scenario, export_format, capture):
 
 
 @pytest.mark.django_db
-def test_xlsx_has_three_formatted_sheets_matching_the_page(
+def test_xlsx_has_four_formatted_sheets_matching_the_page(
     procurement_client, scenario, media_root, eager_celery, django_capture_on_commit_callbacks
 ):
     totals = _page_totals(procurement_client, scenario)
     assert totals == {"Rent H100": "7,300", "Hybrid H100": "5,840"}
     _, content = _export(procurement_client, scenario, "xlsx", django_capture_on_commit_callbacks)
     workbook = load_workbook(io.BytesIO(content))
-    assert workbook.sheetnames == ["Comparison", "Inputs & assumptions", "Demand curve"]
+    assert workbook.sheetnames == [
+        "Comparison",
+        "Inputs & assumptions",
+        "Prices used",
+        "Demand curve",
+    ]
     sheet = workbook["Comparison"]
     headers = [cell.value for cell in sheet[1]]
     total_column = headers.index("Total cost (USD)")
@@ -76,8 +81,9 @@ def test_xlsx_has_three_formatted_sheets_matching_the_page(
     assert sheet["A1"].font.bold
     input_sheet = workbook["Inputs & assumptions"]
     inputs = {row[0]: row[1] for row in input_sheet.iter_rows(values_only=True)}
-    assert inputs["Horizon (months)"] == "1"
-    assert inputs["Peak demand (reference GPUs)"] == "10.0"
+    assert inputs["Horizon (months)"] == 1  # numbers stored as numbers
+    assert inputs["Peak demand (reference GPUs)"] == 10.0
+    assert inputs["What-if inputs applied"] == "no: the scenario as saved"
     demand = list(workbook["Demand curve"].iter_rows(min_row=2, values_only=True))
     assert [row[1] for row in demand] == [2, 2, 6, 10]
     assert [row[3] for row in demand] == [2, 2, 6, 10]  # Hybrid H100: GPUs needed
