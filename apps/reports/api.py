@@ -68,6 +68,10 @@ class ExplainStepSerializer(serializers.Serializer):
     value = serializers.FloatField(allow_null=True, help_text="The step's result; null: undefined.")
     unit = serializers.CharField(help_text="USD, GPU-h, %, requests, tokens, USD/GPU-h, …")
     note = serializers.CharField(allow_blank=True, help_text="e.g. “of which unmeasured 5 h”.")
+    kind = serializers.ChoiceField(
+        choices=["line", "sum"],
+        help_text="line: one pool's part or an input; sum: the lines above.",
+    )
 
 
 class CostRowSerializer(serializers.Serializer):

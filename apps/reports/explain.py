@@ -38,6 +38,8 @@ class Step:
     value: float | int | None
     unit: str
     note: str = ""
+    # "line": one part's contribution or an input; "sum": the lines above added up.
+    kind: str = "line"
 
     @property
     def value_text(self) -> str:
@@ -50,6 +52,7 @@ class Step:
             "value": self.value,
             "unit": self.unit,
             "note": self.note,
+            "kind": self.kind,
         }
 
 
@@ -228,12 +231,18 @@ def _measured_cost_text(figures) -> str:
     fixed, per_kwh, tdp_kw = _pool_prices(figures)
     usage = figures.usage
     text = f"{price(fixed)}/GPU-h × {quantity(usage.measured_capacity_gpu_hours)} measured GPU-h"
-    if per_kwh:
-        text += (
-            f" + {price(per_kwh)}/kWh × ({quantity(usage.energy_kwh)} kWh measured + "
-            f"{kilowatts(tdp_kw)} kW TDP × {quantity(usage.busy_gpu_hours_without_energy)} busy "
-            "GPU-h without energy)"
+    # The power terms that are there: measured energy, and TDP × busy where none was.
+    power = []
+    if usage.energy_kwh:
+        power.append(f"{quantity(usage.energy_kwh)} kWh measured")
+    if usage.busy_gpu_hours_without_energy:
+        power.append(
+            f"{kilowatts(tdp_kw)} kW TDP × {quantity(usage.busy_gpu_hours_without_energy)} "
+            "busy GPU-h without energy"
         )
+    if per_kwh and power:
+        terms = power[0] if len(power) == 1 else f"({' + '.join(power)})"
+        text += f" + {price(per_kwh)}/kWh × {terms}"
     return text
 
 
@@ -284,6 +293,8 @@ def _pool_line(part: PoolPart, figure: str):
         value = usage.busy_gpu_hours * share
     elif figure == "measured_cost_usd":
         expression = _measured_cost_text(figures)
+        if not usage.measured_hours:
+            expression = "no hour with telemetry"
         value = usage.measured_cost_usd * share
     elif figure == "unmeasured_cost_usd":
         expression = _unmeasured_cost_text(figures)
@@ -298,6 +309,9 @@ def _pool_line(part: PoolPart, figure: str):
             expression = f"{pool.gpu_count} GPUs × {figures.paid_hours} h × {price(fixed)}/GPU-h"
             if figures.unmeasured_hours:
                 note = f"of which unmeasured {figures.unmeasured_hours} h"
+        elif not usage.measured_hours:
+            expression = _unmeasured_cost_text(figures)
+            note = "no hour with telemetry"
         else:
             expression = _measured_cost_text(figures)
             if figures.unmeasured_hours:
@@ -404,7 +418,8 @@ def _sum_steps(row, figure: str) -> list[Step]:
         only = lines[0]
         return [Step(f"{label} of {only.label}", only.expression, total, unit, only.note)]
     terms = " + ".join(format_value(line.value, unit) for line in lines)
-    return [*lines, Step(label, f"Σ of the {len(lines)} lines above: {terms}", total, unit)]
+    summed = Step(label, f"Σ of the {len(lines)} lines above: {terms}", total, unit, kind="sum")
+    return [*lines, summed]
 
 
 def explain_figure(row, figure: str) -> list[Step]:

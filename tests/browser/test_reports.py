@@ -85,3 +85,66 @@ def test_a_long_range_shows_progress_then_the_table_without_reload(
     expect(progress).to_have_count(0)
     assert page.evaluate("window.__noReload") is True, "the page reloaded"
     page.screenshot(path=screenshot_dir / "reports-long-range.png", full_page=True)
+
+
+def _wait_until_drawer_is_in(page):
+    """The drawer slides in from the right: wait until it has arrived."""
+    page.wait_for_function(
+        "() => { const box = document.getElementById('explain-drawer').getBoundingClientRect();"
+        " return box.width > 0 && Math.abs(box.right - window.innerWidth) < 1; }"
+    )
+
+
+@pytest.mark.browser
+def test_a_report_cell_and_an_overview_kpi_explain_themselves_without_reload(
+    signed_in_reader, live_server, screenshot_dir
+):
+    """Choosing a figure opens the drawer with how it was computed, in the page; the
+    keyboard reaches it too (a link: Tab to it, Enter)."""
+    page = signed_in_reader
+    page.goto(f"{live_server.url}/reports/")
+    page.evaluate("window.__noReload = true")
+    first_row = page.locator("#report-table tbody tr").first
+    key = first_row.get_attribute("data-key")
+    cost_cell = first_row.locator('a.explain-link[href*="figure=cost_usd"]')
+    shown_cost = cost_cell.inner_text()
+    cost_cell.click()
+    drawer = page.locator("#explain-drawer")
+    expect(drawer).to_be_visible()
+    expect(drawer.locator("#explanation-title")).to_contain_text("Cost")
+    expect(drawer.locator(".explain-result .explain-value")).to_contain_text(
+        shown_cost.split(".")[0]  # the cell's whole dollars, the drawer's cents after them
+    )
+    assert page.evaluate("window.__noReload") is True, "the explanation reloaded the page"
+    assert f"row={key}" in cost_cell.get_attribute("href")
+    _wait_until_drawer_is_in(page)
+    page.screenshot(path=screenshot_dir / "reports-explain-cost.png", full_page=False)
+
+    # Escape closes it; the keyboard opens the next one.
+    page.keyboard.press("Escape")
+    expect(drawer).not_to_be_visible()
+    idle_cell = page.locator('#report-total a.explain-link[href*="figure=idle_cost_usd"]')
+    idle_cell.focus()
+    page.keyboard.press("Enter")
+    expect(drawer).to_be_visible()
+    expect(drawer.locator("#explanation-title")).to_contain_text("Idle cost: Total")
+    # The total of the demo's 8 pools: each pool's line, then their sum.
+    expect(drawer.locator(".explain-result")).to_contain_text("Σ of the 8 lines above")
+    assert page.evaluate("window.__noReload") is True
+    _wait_until_drawer_is_in(page)
+    page.screenshot(path=screenshot_dir / "reports-explain-idle-total.png", full_page=False)
+
+    page.goto(f"{live_server.url}/")
+    page.evaluate("window.__noReload = true")
+    page.locator("#kpi-cost a.explain-link").click()
+    expect(drawer).to_be_visible()
+    expect(drawer.locator("#explanation-title")).to_contain_text("Cost, month to date")
+    expect(drawer).to_contain_text("GPUs ×")
+    assert page.evaluate("window.__noReload") is True, "the KPI reloaded the Overview"
+    _wait_until_drawer_is_in(page)
+    page.screenshot(path=screenshot_dir / "overview-explain-cost.png", full_page=False)
+    page.keyboard.press("Escape")
+    page.locator("#kpi-utilization a.explain-link").click()
+    expect(drawer).to_contain_text("busy ÷")
+    _wait_until_drawer_is_in(page)
+    page.screenshot(path=screenshot_dir / "overview-explain-utilization.png", full_page=False)

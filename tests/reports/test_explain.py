@@ -276,7 +276,7 @@ def test_the_api_explains_each_figure_on_request(client, make_user, fleet):  # n
         assert set(row["explain"]) == set(explain.REPORTED)
         for figure, steps in row["explain"].items():
             assert steps[-1]["value"] == row[figure], (row["key"], figure)
-            assert set(steps[-1]) == {"label", "expression", "value", "unit", "note"}
+            assert set(steps[-1]) == {"label", "expression", "value", "unit", "note", "kind"}
     cloud = next(row for row in explained if row["key"] == "cloud-inference")
     assert cloud["explain"]["cost_usd"][0]["expression"] == f"8 GPUs × {HOURS} h × $2.50/GPU-h"
     schema = client.get(reverse("api-schema"), {"format": "json"}).json()
