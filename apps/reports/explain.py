@@ -7,7 +7,7 @@ its workloads. The row records its parts as it adds them up (``CostRow.parts``);
 module turns them back into steps a reader can check with a calculator:
 
     cost = 8 GPUs × 672 h × $2.49/GPU-h = $13,386.24; of which unmeasured 672 h
-    idle = $1,100.00 × (1 − 212.8 busy ÷ 440 measured GPU-h) = $567.99
+    idle = $1,100.00 measured cost × (1 − 212.8 busy ÷ 440 measured GPU-h) = $568.00
 
 The formulas are the cost model's (apps/reports/costmodel.py, FORMULAS.md "Cost of owned
 GPUs per hour"): a pool's measured cost is fixed price × measured capacity + price per
