@@ -1,17 +1,24 @@
-"""Four weeks of hourly usage and requests for the demo fleet, shaped by a real daily
-curve (the Alibaba GenAI serving trace, demo_data/SOURCES.md), so the Overview and the
-reports have something true-looking to draw. Deterministic: running it again rewrites the
-same rows (keyed upserts) and records no interruption twice.
+"""Hourly usage and requests for the demo fleet, shaped by a real daily curve (the Alibaba
+GenAI serving trace, demo_data/SOURCES.md), so the Overview and the reports have something
+true-looking to draw.
+
+The history starts four weeks before the first seed and each seed extends it up to the
+current hour, so a demo left running for days shows no growing "unmeasured" stretch.
+Deterministic: an hour's figures depend on the pool and the hour alone, a seed writes
+only the hours after each pool's and workload's last row (a second seed within the hour
+writes nothing), and the interruptions follow one sequence from the history's start, each
+recorded once.
 """
 
 import csv
 import random
 from collections import defaultdict
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from django.db import transaction
+from django.db.models import Max, Min
 from django.utils import timezone
 
 from apps.pools.models import TRAINING_KINDS, Interruption, InterruptionCause, Pool, Purpose
@@ -19,9 +26,9 @@ from apps.reports.rollups import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
 
 DEMAND_CSV = Path(__file__).parent / "demo_data" / "alibaba_genai_weekday_hour_requests.csv"
-DEMO_DAYS = 28
+DEMO_DAYS = 28  # of history before the first seed
 # Pools with no telemetry for a while, so "unmeasured" hours show up in the reports.
-GAP_HOURS = {"edge-t4": (60, 108)}  # hours ago: [from, to)
+GAP_HOURS = {"edge-t4": (60, 108)}  # [from, to) hours before the end of the first seed
 # Requests per hour at the curve's mean, and the tokens of a typical request.
 REQUEST_SCALE = {
     "chat-api-asia": (5200, 900, 260),
@@ -58,107 +65,150 @@ def _utilization_pct(pool: Pool, relative: float, wobble: float, hours_since_fai
     return max(0.0, min(100.0, base))
 
 
+def _hour_of(moment: datetime) -> datetime:
+    return moment.replace(minute=0, second=0, microsecond=0)
+
+
+def demo_history_start(now=None) -> datetime:
+    """The first hour of the demo's usage: where the first seed started it, else DEMO_DAYS
+    before the current hour. Demo pools are in service from then on."""
+    first = PoolHourlyUsage.objects.aggregate(first=Min("hour"))["first"]
+    if first is not None:
+        return first
+    return _hour_of(now or timezone.now()) - timedelta(days=DEMO_DAYS)
+
+
+def _next_hours(model, owner_field: str) -> dict[int, datetime]:
+    """Owner id → the hour after its last stored row."""
+    return {
+        owner_id: last + timedelta(hours=1)
+        for owner_id, last in model.objects.values_list(owner_field)
+        .annotate(last=Max("hour"))
+        .values_list(owner_field, "last")
+    }
+
+
 @transaction.atomic
 def seed_usage_demo(now=None) -> tuple[int, int]:
-    """Write the demo fleet's hourly rows for the last 28 days; returns (pool-hours,
-    workload-hours) written."""
+    """Extend the demo fleet's hourly rows up to the hour before ``now``'s (default: now),
+    from each pool's and workload's last row on, or from the history's start (no earlier
+    than the pool's service start) when it has none; the daily sums of those hours are
+    rebuilt. Returns (pool-hours, workload-hours) written."""
     now = now or timezone.now()
-    end = now.replace(minute=0, second=0, microsecond=0)
-    start = end - timedelta(days=DEMO_DAYS)
+    end = _hour_of(now)
+    start = demo_history_start(now)
     relative = load_relative_demand()
     pools = list(Pool.objects.select_related("gpu_model").prefetch_related("workloads"))
     interruptions = _seed_interruptions(pools, start, end)
     failure_hours = defaultdict(list)
     for interruption in interruptions:
         failure_hours[interruption.workload.pool_id].append(interruption.occurred_at)
+    next_pool_hour = _next_hours(PoolHourlyUsage, "pool_id")
+    next_workload_hour = _next_hours(WorkloadHourlyRequests, "workload_id")
+    # Gaps sit where the first seed put them, so later seeds neither fill nor move them.
+    first_end = start + timedelta(days=DEMO_DAYS)
 
     usage_rows, request_rows = [], []
-    hours = int((end - start) / timedelta(hours=1))
+    first_written = end
     for pool in pools:
         zone = ZoneInfo(pool.timezone or "UTC")
-        gap = GAP_HOURS.get(pool.slug)
+        gap_from, gap_until = (
+            (
+                first_end - timedelta(hours=GAP_HOURS[pool.slug][1]),
+                first_end - timedelta(hours=GAP_HOURS[pool.slug][0]),
+            )
+            if pool.slug in GAP_HOURS
+            else (end, end)
+        )
         tdp_kw = pool.gpu_model.tdp_watts / 1000
         memory_mib = float(pool.gpu_model.memory_gb) * 1e9 / 2**20
-        for step in range(hours):
-            hour = start + timedelta(hours=step)
-            hours_ago = hours - step
-            if gap and gap[0] <= hours_ago < gap[1]:
+        pool_start = max(start, _hour_of(pool.in_service_from))
+        pool_from = next_pool_hour.get(pool.id, pool_start)
+        workloads = [
+            (workload, next_workload_hour.get(workload.id, pool_start))
+            for workload in pool.workloads.all()
+            if workload.slug in REQUEST_SCALE
+        ]
+        hour = min([pool_from, *(workload_from for _workload, workload_from in workloads)])
+        first_written = min(first_written, hour)
+        while hour < end:
+            this_hour, hour = hour, hour + timedelta(hours=1)
+            if gap_from < this_hour <= gap_until:
                 continue
-            local = hour.astimezone(zone)
-            rng = random.Random(f"{pool.slug}:{step}")  # noqa: S311 (demo data, seeded)
-            wobble = rng.uniform(-1, 1)
-            since = [
-                (hour - at).total_seconds() / 3600
-                for at in failure_hours[pool.id]
-                if timedelta(0) <= hour - at < timedelta(hours=3)
-            ]
-            utilization = _utilization_pct(
-                pool, relative[(local.isoweekday(), local.hour)], wobble, min(since, default=None)
+            hour_rows = _demo_hour(
+                pool,
+                this_hour,
+                zone=zone,
+                relative=relative,
+                failures=failure_hours[pool.id],
+                tdp_kw=tdp_kw,
+                memory_mib=memory_mib,
+                workloads=[
+                    workload for workload, workload_from in workloads if this_hour >= workload_from
+                ],
             )
-            reporting = pool.gpu_count - (1 if rng.random() < 0.03 else 0)
-            busy = reporting * utilization / 100
-            usage_rows.append(
-                PoolHourlyUsage(
-                    pool=pool,
-                    hour=hour,
-                    reporting_gpus=reporting,
-                    capacity_gpu_hours=pool.gpu_count,
-                    busy_gpu_hours=busy,
-                    avg_utilization_pct=utilization,
-                    max_utilization_pct=min(100.0, utilization + 6 + 4 * abs(wobble)),
-                    max_memory_used_mib=memory_mib * (0.55 + 0.3 * abs(wobble)),
-                    # Idle GPUs still draw about a third of their board power.
-                    energy_kwh=reporting * tdp_kw * (0.3 + 0.7 * utilization / 100),
-                )
-            )
-            for workload in pool.workloads.all():
-                scale = REQUEST_SCALE.get(workload.slug)
-                if not scale:
-                    continue
-                per_hour, input_tokens, output_tokens = scale
-                shape = relative[(local.isoweekday(), local.hour)]
-                if workload.slug == "nightly-batch-summaries":
-                    shape = 2.5 if local.hour < 6 else 0.05
-                requests = max(0, round(per_hour * shape * (1 + 0.1 * wobble)))
-                request_rows.append(
-                    WorkloadHourlyRequests(
-                        workload=workload,
-                        hour=hour,
-                        requests=requests,
-                        input_tokens=requests * input_tokens,
-                        output_tokens=requests * output_tokens,
-                        errors=round(requests * (0.002 + 0.004 * abs(wobble))),
-                        p95_latency_ms=400 + 900 * min(shape, 3) / 3 + 50 * wobble,
-                    )
-                )
-    PoolHourlyUsage.objects.bulk_create(
-        usage_rows,
-        batch_size=2000,
-        update_conflicts=True,
-        unique_fields=["pool", "hour"],
-        update_fields=[
-            "reporting_gpus",
-            "capacity_gpu_hours",
-            "busy_gpu_hours",
-            "avg_utilization_pct",
-            "max_utilization_pct",
-            "max_memory_used_mib",
-            "energy_kwh",
-        ],
-    )
-    WorkloadHourlyRequests.objects.bulk_create(
-        request_rows,
-        batch_size=2000,
-        update_conflicts=True,
-        unique_fields=["workload", "hour"],
-        update_fields=["requests", "input_tokens", "output_tokens", "errors", "p95_latency_ms"],
-    )
-    rebuild_days(start, end)
+            if this_hour >= pool_from:
+                usage_rows.append(hour_rows[0])
+            request_rows.extend(hour_rows[1])
+    PoolHourlyUsage.objects.bulk_create(usage_rows, batch_size=2000)
+    WorkloadHourlyRequests.objects.bulk_create(request_rows, batch_size=2000)
+    if usage_rows or request_rows:
+        rebuild_days(first_written, end)
     return len(usage_rows), len(request_rows)
 
 
+def _demo_hour(pool, hour, *, zone, relative, failures, tdp_kw, memory_mib, workloads):
+    """(PoolHourlyUsage, [WorkloadHourlyRequests…]) of one pool-hour: the curve's value at
+    the hour's local weekday and time, with a wobble seeded by the pool and the hour."""
+    local = hour.astimezone(zone)
+    rng = random.Random(f"{pool.slug}:{hour:%Y-%m-%dT%H}")  # noqa: S311 (demo data, seeded)
+    wobble = rng.uniform(-1, 1)
+    since = [
+        (hour - at).total_seconds() / 3600
+        for at in failures
+        if timedelta(0) <= hour - at < timedelta(hours=3)
+    ]
+    shape = relative[(local.isoweekday(), local.hour)]
+    utilization = _utilization_pct(pool, shape, wobble, min(since, default=None))
+    reporting = pool.gpu_count - (1 if rng.random() < 0.03 else 0)
+    usage = PoolHourlyUsage(
+        pool=pool,
+        hour=hour,
+        reporting_gpus=reporting,
+        capacity_gpu_hours=pool.gpu_count,
+        busy_gpu_hours=reporting * utilization / 100,
+        avg_utilization_pct=utilization,
+        max_utilization_pct=min(100.0, utilization + 6 + 4 * abs(wobble)),
+        max_memory_used_mib=memory_mib * (0.55 + 0.3 * abs(wobble)),
+        # Idle GPUs still draw about a third of their board power.
+        energy_kwh=reporting * tdp_kw * (0.3 + 0.7 * utilization / 100),
+    )
+    requests_rows = []
+    for workload in workloads:
+        per_hour, input_tokens, output_tokens = REQUEST_SCALE[workload.slug]
+        workload_shape = shape
+        if workload.slug == "nightly-batch-summaries":
+            workload_shape = 2.5 if local.hour < 6 else 0.05
+        requests = max(0, round(per_hour * workload_shape * (1 + 0.1 * wobble)))
+        requests_rows.append(
+            WorkloadHourlyRequests(
+                workload=workload,
+                hour=hour,
+                requests=requests,
+                input_tokens=requests * input_tokens,
+                output_tokens=requests * output_tokens,
+                errors=round(requests * (0.002 + 0.004 * abs(wobble))),
+                p95_latency_ms=400 + 900 * min(workload_shape, 3) / 3 + 50 * wobble,
+            )
+        )
+    return usage, requests_rows
+
+
 def _seed_interruptions(pools, start, end) -> list[Interruption]:
-    """A few interruptions per training job over the window, recorded once."""
+    """A few interruptions per training job from the history's start to ``end``: one
+    sequence per workload drawn from its own seed, so a later seed continues it. Only those
+    after the workload's latest recorded interruption are added: none is recorded twice,
+    and one deleted by hand stays deleted. Returns all of the workloads' interruptions."""
     causes = list(InterruptionCause)
     recorded = []
     for pool in pools:
@@ -166,21 +216,25 @@ def _seed_interruptions(pools, start, end) -> list[Interruption]:
             if workload.kind not in TRAINING_KINDS:
                 continue
             existing = list(workload.interruptions.all())
-            if existing:
-                recorded.extend(existing)
-                continue
+            recorded.extend(existing)
+            latest = max((known.occurred_at for known in existing), default=None)
             rng = random.Random(f"interruptions:{workload.slug}")  # noqa: S311 (demo data)
             every_days = 3 if workload.gpu_count >= 64 else 9
             at = start + timedelta(days=rng.uniform(0.5, every_days))
             while at < end - timedelta(hours=6):
-                interruption = Interruption.objects.create(
-                    workload=workload,
-                    occurred_at=at.replace(second=0, microsecond=0),
-                    cause=causes[rng.randrange(len(causes))],
-                    restart_minutes=rng.choice([12, 18, 25, 40, 75]),
-                    notes="Demo data.",
-                )
-                interruption.workload = workload
-                recorded.append(interruption)
+                # Drawn whether or not it is recorded, so the sequence stays the same.
+                occurred_at = at.replace(second=0, microsecond=0)
+                cause = causes[rng.randrange(len(causes))]
+                restart_minutes = rng.choice([12, 18, 25, 40, 75])
+                if latest is None or occurred_at > latest:
+                    interruption = Interruption.objects.create(
+                        workload=workload,
+                        occurred_at=occurred_at,
+                        cause=cause,
+                        restart_minutes=restart_minutes,
+                        notes="Demo data.",
+                    )
+                    interruption.workload = workload
+                    recorded.append(interruption)
                 at += timedelta(days=rng.uniform(every_days * 0.6, every_days * 1.4))
     return recorded

@@ -1,7 +1,9 @@
 """``manage.py seed_demo``: a small, believable GPU fleet and one demo user per role.
 
 Idempotent (objects are matched by slug or username and updated in place) and
-deterministic (no clock or randomness decides what is created). Cloud prices are the
+deterministic: no randomness decides what is created, and the clock only how far the demo
+usage reaches (up to the current hour; each run extends it, a second run within the hour
+adds nothing). Demo pools are in service from the start of their usage history. Cloud prices are the
 Lambda on-demand list prices in SkyPilot's catalog (tests/data/gpu-specs/), per GPU;
 owned pools carry purchase and running costs from which the effective price follows.
 """
@@ -12,6 +14,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 from django.db import transaction
+from django.utils import timezone
 
 from apps.backups.demo import seed_backups_demo
 from apps.catalog.models import GpuModel, ModelArchitecture
@@ -28,7 +31,7 @@ from apps.pools.models import (
     WorkloadStatus,
 )
 from apps.procurement.demo import seed_procurement_demo
-from apps.reports.demo import seed_usage_demo
+from apps.reports.demo import demo_history_start, seed_usage_demo
 
 DEMO_PASSWORD = "gpufleet-demo"  # noqa: S105 - printed for the demo on purpose
 DEMO_USERS = (
@@ -427,14 +430,17 @@ class Command(BaseCommand):
     help = "Load the demo fleet and one demo user per role (safe to run repeatedly)."
 
     def handle(self, *args, **options):
+        now = timezone.now()
         with transaction.atomic():
             users = self.seed_users()
-            self.seed_fleet(owner=users["lead"])
-            pool_hours, workload_hours = seed_usage_demo()
+            history_start = demo_history_start(now)
+            self.seed_fleet(owner=users["lead"], in_service_from=history_start)
+            pool_hours, workload_hours = seed_usage_demo(now=now)
             seed_backups_demo()
         self.stdout.write(
             f"Usage: {pool_hours:,} pool-hours and {workload_hours:,} workload-hours of demo "
-            "telemetry (28 days, curve from the Alibaba GenAI trace)."
+            f"telemetry added (history from {history_start:%Y-%m-%d %H:%M} UTC up to this "
+            "hour, curve from the Alibaba GenAI trace)."
         )
         self.stdout.write(self.style.SUCCESS("Demo data ready."))
         self.stdout.write(f"Demo logins (password for all: {DEMO_PASSWORD}):")
@@ -464,7 +470,7 @@ class Command(BaseCommand):
             users[username] = user
         return users
 
-    def seed_fleet(self, *, owner):
+    def seed_fleet(self, *, owner, in_service_from):
         # The catalog arrives with its data migration; restore rows missing since (e.g.
         # deleted by hand, or flushed by a test) without touching edited ones.
         load_gpu_models(GpuModel, overwrite=False)
@@ -473,7 +479,13 @@ class Command(BaseCommand):
         architectures = {model.slug: model for model in ModelArchitecture.objects.all()}
         pools = {}
         for spec in DEMO_POOLS:
-            values = {**spec, "gpu_model": gpu_models[spec["gpu_model"]], "owner": owner}
+            values = {
+                **spec,
+                "gpu_model": gpu_models[spec["gpu_model"]],
+                "owner": owner,
+                # Charged from the first demo hour on, not from when the command ran.
+                "in_service_from": in_service_from,
+            }
             pools[spec["slug"]] = _save_if_changed(Pool, values, Pool.refresh_effective_price)
         for spec in DEMO_WORKLOADS:
             values = {**spec, "pool": pools[spec["pool"]], "owner": owner}
