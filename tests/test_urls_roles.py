@@ -107,6 +107,7 @@ API_ROUTES = {
     "interruption-detail": "interruption",
     "api-report-cost": None,
     "api-usage-profile": None,
+    "api-reconciliation": None,
     "scenario-list": None,
     "scenario-detail": "scenario",
     "backup-policy-list": None,

@@ -21,7 +21,6 @@ from django.db.models import (
     F,
     FloatField,
     IntegerField,
-    Min,
     OuterRef,
     Q,
     Sum,
@@ -41,6 +40,7 @@ from apps.pools.models import (
 )
 from apps.reports import costmodel, explain
 from apps.reports.models import PoolDailyUsage, WorkloadDailyRequests
+from apps.reports.rollups import in_service_q
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
 
 ONE_HOUR = timedelta(hours=1)
@@ -168,7 +168,7 @@ def pool_usage_totals(span: Span, pool_ids=None) -> dict[int, UsageTotals]:
     )
     measured = Q(reporting_gpus__gt=0)
     tdp_kw = F("pool__gpu_model__tdp_watts") / 1000.0
-    hourly_rows = hourly.values("pool_id").annotate(
+    hourly_rows = hourly.filter(in_service_q()).values("pool_id").annotate(
         measured_hours=Count("id", filter=measured),
         measured_capacity=Coalesce(Sum("capacity_gpu_hours", filter=measured), _ZERO),
         busy=Coalesce(Sum("busy_gpu_hours"), _ZERO),
@@ -193,22 +193,20 @@ def pool_usage_totals(span: Span, pool_ids=None) -> dict[int, UsageTotals]:
     return totals
 
 
-def pool_first_days(pool_ids=None) -> dict[int, date]:
-    """The first UTC day each pool has telemetry for."""
-    rows = PoolDailyUsage.objects.all()
-    if pool_ids is not None:
-        rows = rows.filter(pool_id__in=pool_ids)
-    return dict(rows.values("pool_id").annotate(first=Min("day")).values_list("pool_id", "first"))
+def service_hours(pool: Pool) -> tuple[datetime, datetime | None]:
+    """[first, end) whole UTC hours of the pool's service period (end None: still in service).
+
+    An hour that the period overlaps is paid whole: from the hour ``in_service_from`` falls
+    in, up to the hour that ``in_service_until`` ends in."""
+    until = pool.in_service_until
+    return floor_hour(pool.in_service_from), ceil_hour(until) if until else None
 
 
-def pool_paid_hours(pool: Pool, span: Span, first_day: date | None) -> int:
-    """Hours of the span the pool existed in: from its creation or its first telemetry,
-    whichever is earlier (demo and imported fleets have history older than the row)."""
-    start = floor_hour(pool.created_at)
-    if first_day is not None:
-        start = min(start, datetime.combine(first_day, time.min, tzinfo=UTC))
-    begin = max(span.start, start)
-    return max(0, int((span.end - begin) / ONE_HOUR))
+def pool_paid_hours(pool: Pool, span: Span) -> int:
+    """Hours of the span inside the pool's service period."""
+    first, end = service_hours(pool)
+    begin, finish = max(span.start, first), min(span.end, end) if end else span.end
+    return max(0, int((finish - begin) / ONE_HOUR))
 
 
 # --- requests and interruptions ----------------------------------------------------------
@@ -407,7 +405,6 @@ def pool_figures(
     queries, whatever the number of pools."""
     pool_ids = [pool.id for pool in pools]
     usage = pool_usage_totals(span, pool_ids)
-    first_days = pool_first_days(pool_ids)
     workloads_by_pool = defaultdict(list)
     for workload in workloads:
         workloads_by_pool[workload.pool_id].append(workload.id)
@@ -419,7 +416,7 @@ def pool_figures(
         figures.append(
             PoolFigures(
                 pool=pool,
-                paid_hours=pool_paid_hours(pool, span, first_days.get(pool.id)),
+                paid_hours=pool_paid_hours(pool, span),
                 usage=usage.get(pool.id, UsageTotals()),
                 requests=pool_requests,
                 lost_gpu_hours=sum(lost.get(w, 0.0) for w in workloads_by_pool[pool.id]),

@@ -72,7 +72,6 @@ class PoolHourlyUsageSerializer(serializers.ModelSerializer):
             "energy_kwh",
         ]
 
-
     def get_coverage_pct(self, row) -> float | None:
         if not row.capacity_gpu_hours:
             return None
@@ -329,6 +328,17 @@ class ReconciliationQuerySerializer(_RangeSerializer):
     kind = serializers.ChoiceField(
         choices=PoolHourFlag.Kind.choices, required=False, help_text="Only this flag."
     )
+
+    def validate(self, attrs):
+        # A query string's "start=" arrives as "not given"; it is a mistake, not "all".
+        blank = [
+            name for name in ("start", "end", "pool", "kind") if self.initial_data.get(name) == ""
+        ]
+        if blank:
+            raise ValidationError(
+                {name: ["Give a value or leave the parameter out."] for name in blank}
+            )
+        return attrs
 
 
 class PoolHourFlagSerializer(serializers.ModelSerializer):

@@ -13,6 +13,10 @@ share, N ÷ slices of the model; when slices report, the whole-GPU line is not a
 
 import re
 
+# Slices of a GPU whose model has no compute-slice count in the catalog: the A100/H100
+# figure, the one most MIG fleets run.
+DEFAULT_MIG_COMPUTE_SLICES = 7
+
 _GPU_INSTANCE_SLICES = re.compile(r"(?:^|\.)(\d+)g\.")
 
 

@@ -9,6 +9,7 @@ urlpatterns = [
     path("imports/<int:pk>/", views.import_detail, name="import_detail"),
     path("gpus/unassigned/", views.device_unassigned, name="device_unassigned"),
     path("gpus/assign/", views.device_assign, name="device_assign"),
+    path("reconciliation/", views.reconciliation, name="reconciliation"),
     path("rules/", views.rule_list, name="rule_list"),
     path("rules/new/", views.rule_create, name="rule_create"),
     path("rules/<int:pk>/delete/", views.rule_delete, name="rule_delete"),
