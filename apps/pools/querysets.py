@@ -18,6 +18,12 @@ class PoolQuerySet(models.QuerySet):
             price_per_hour_usd_total=Sum(price_per_hour),
         )
 
+    def in_service(self, at):
+        """Pools whose service period holds the instant ``at``."""
+        return self.filter(in_service_from__lte=at).filter(
+            models.Q(in_service_until__isnull=True) | models.Q(in_service_until__gt=at)
+        )
+
     def gpus_by_purpose(self) -> dict[str, int]:
         """GPU count per purpose, summed in SQL; purposes without pools are absent."""
         rows = self.order_by().values("purpose").annotate(gpus=Sum("gpu_count"))

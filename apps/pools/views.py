@@ -65,7 +65,18 @@ def pool_detail(request, slug):
     for workload in workloads:
         workload.pool = pool  # already loaded: saves one query per workload
         rows.append((workload, assess_workload(workload, gpu_catalog=gpu_catalog)))
-    coverage_pct, flagged_hours, in_service_hours = pool_coverage(pool)
+    hourly_rows = list(
+        pool.hourly_usage.filter(hour__gte=timezone.now() - UTILIZATION_WINDOW)
+        .order_by("hour")
+        .values(
+            "hour",
+            "avg_utilization_pct",
+            "max_utilization_pct",
+            "reporting_gpus",
+            "capacity_gpu_hours",
+        )
+    )
+    coverage_pct, flagged_hours, in_service_hours = pool_coverage(pool, hourly_rows)
     context = {
         "pool": pool,
         "rows": rows,
@@ -76,17 +87,7 @@ def pool_detail(request, slug):
         "findings_count": sum(len(assessment.findings) for _, assessment in rows),
         "history": history_rows(pool),
         **pool_report_context(pool, timezone.now()),
-        "utilization_figure": build_pool_utilization_figure(
-            pool.hourly_usage.filter(hour__gte=timezone.now() - UTILIZATION_WINDOW)
-            .order_by("hour")
-            .values(
-                "hour",
-                "avg_utilization_pct",
-                "max_utilization_pct",
-                "reporting_gpus",
-                "capacity_gpu_hours",
-            )
-        ),
+        "utilization_figure": build_pool_utilization_figure(hourly_rows),
     }
     return render_page(request, "pools/pool_detail.html", context)
 

@@ -96,10 +96,14 @@ class RequestsPart:
 
 @dataclass(frozen=True)
 class LostPart:
-    """GPU-hours a workload of a shared pool lost to its recorded interruptions."""
+    """GPU-hours a workload of a shared pool lost to its recorded interruptions, at the
+    pool's price of an hour without telemetry; ``sign`` −1 where they leave the pool's
+    unattributed rest (a training pool counts its workloads' lost hours there)."""
 
     label: str
     lost_gpu_hours: float
+    usd_per_gpu_hour: float = 0.0
+    sign: int = 1
 
 
 # --- formatting --------------------------------------------------------------------------
@@ -380,7 +384,7 @@ def _part_label(part) -> str:
     if isinstance(part, AttributedPart):
         prefix = "" if part.sign > 0 else "less "
         return f"{prefix}{part.workload_label}'s share of {part.figures.pool.name}"
-    return part.label
+    return f"less {part.label}" if getattr(part, "sign", 1) < 0 else part.label
 
 
 def _line(part, figure: str):
@@ -396,7 +400,13 @@ def _line(part, figure: str):
         return (
             "Σ (minutes since the last checkpoint + restart) ÷ 60 × job GPUs over its "
             "interruptions recorded in the range",
-            part.lost_gpu_hours,
+            part.sign * part.lost_gpu_hours,
+            "",
+        )
+    if isinstance(part, LostPart) and figure == "interruption_cost_usd" and part.usd_per_gpu_hour:
+        return (
+            f"{quantity(part.lost_gpu_hours)} lost GPU-h × {usd(part.usd_per_gpu_hour)}/GPU-h",
+            part.sign * part.lost_gpu_hours * part.usd_per_gpu_hour,
             "",
         )
     return None

@@ -168,25 +168,29 @@ def pool_usage_totals(span: Span, pool_ids=None) -> dict[int, UsageTotals]:
     )
     measured = Q(reporting_gpus__gt=0)
     tdp_kw = F("pool__gpu_model__tdp_watts") / 1000.0
-    hourly_rows = hourly.filter(in_service_q()).values("pool_id").annotate(
-        measured_hours=Count("id", filter=measured),
-        measured_capacity=Coalesce(Sum("capacity_gpu_hours", filter=measured), _ZERO),
-        busy=Coalesce(Sum("busy_gpu_hours"), _ZERO),
-        reporting=Coalesce(Sum(F("reporting_gpus") * 1.0), _ZERO),
-        cost=Coalesce(
-            Sum(
-                F("pool__fixed_price_per_gpu_hour_usd") * F("capacity_gpu_hours")
-                + F("pool__price_per_gpu_kwh_usd")
-                * Coalesce("energy_kwh", tdp_kw * F("busy_gpu_hours")),
-                filter=measured,
-                output_field=FloatField(),
+    hourly_rows = (
+        hourly.filter(in_service_q())
+        .values("pool_id")
+        .annotate(
+            measured_hours=Count("id", filter=measured),
+            measured_capacity=Coalesce(Sum("capacity_gpu_hours", filter=measured), _ZERO),
+            busy=Coalesce(Sum("busy_gpu_hours"), _ZERO),
+            reporting=Coalesce(Sum(F("reporting_gpus") * 1.0), _ZERO),
+            cost=Coalesce(
+                Sum(
+                    F("pool__fixed_price_per_gpu_hour_usd") * F("capacity_gpu_hours")
+                    + F("pool__price_per_gpu_kwh_usd")
+                    * Coalesce("energy_kwh", tdp_kw * F("busy_gpu_hours")),
+                    filter=measured,
+                    output_field=FloatField(),
+                ),
+                _ZERO,
             ),
-            _ZERO,
-        ),
-        energy=Coalesce(Sum("energy_kwh", filter=measured), _ZERO),
-        busy_without_energy=Coalesce(
-            Sum("busy_gpu_hours", filter=measured & Q(energy_kwh__isnull=True)), _ZERO
-        ),
+            energy=Coalesce(Sum("energy_kwh", filter=measured), _ZERO),
+            busy_without_energy=Coalesce(
+                Sum("busy_gpu_hours", filter=measured & Q(energy_kwh__isnull=True)), _ZERO
+            ),
+        )
     )
     for row in [*daily_rows, *hourly_rows]:
         totals[row["pool_id"]].add(row)
@@ -548,8 +552,7 @@ def cost_report(
                 else:
                     row.inference_cost_usd = pool_figures_.cost_usd
             else:
-                row.lost_gpu_hours = lost.get(workload.id, 0.0)
-                row.parts.append(explain.LostPart(workload.name, row.lost_gpu_hours))
+                _move_lost(row, unattributed, pool_figures_, workload, lost.get(workload.id, 0.0))
             _add_requests(row, requests.get(workload.id, RequestTotals()), workload.name)
             rows.append(row)
     if unattributed.pool_count:
@@ -608,6 +611,22 @@ def _move_attributed(row, unattributed, figures: PoolFigures, workload, attribut
                 figures, workload.name, allocated, busy, cost, idle, counts_as, sign
             )
         )
+
+
+def _move_lost(row, unattributed, figures: PoolFigures, workload, lost_gpu_hours: float):
+    """A workload of a shared pool carries its own lost GPU-hours. A training pool's
+    figures count them in the unattributed rest too (_add_pool), so they leave it there:
+    the rows add up to the pool's lost hours once."""
+    price = figures.unmeasured_usd_per_gpu_hour
+    row.lost_gpu_hours += lost_gpu_hours
+    row.parts.append(explain.LostPart(workload.name, lost_gpu_hours))
+    if figures.pool.purpose != Purpose.TRAINING or not lost_gpu_hours:
+        return
+    row.interruption_cost_usd += lost_gpu_hours * price
+    row.parts[-1] = explain.LostPart(workload.name, lost_gpu_hours, price)
+    unattributed.lost_gpu_hours -= lost_gpu_hours
+    unattributed.interruption_cost_usd -= lost_gpu_hours * price
+    unattributed.parts.append(explain.LostPart(workload.name, lost_gpu_hours, price, sign=-1))
 
 
 def total_row(rows: list[CostRow]) -> CostRow:

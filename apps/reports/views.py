@@ -52,10 +52,14 @@ def _overview_context(now):
     split = queries.daily_split(curve_start, now)
     profile = queries.usage_profile(curve_start, now, zone)
     heatmap = queries.weekday_hour_heatmap(curve_start, now, zone)
-    gpus_by_purpose = {purpose.value: 0 for purpose in Purpose} | Pool.objects.gpus_by_purpose()
-    # The sums under the utilisation KPIs, kept for their explanation.
-    usage_24h = queries.fleet_usage_sums(now - timedelta(hours=24), now)
-    usage_7d = queries.fleet_usage_sums(now - timedelta(days=7), now)
+    gpus_by_purpose = {purpose.value: 0 for purpose in Purpose} | (
+        Pool.objects.in_service(now).gpus_by_purpose()
+    )
+    # The sums under the utilisation KPIs, kept for their explanation: the last 24 (and
+    # 7 × 24) whole UTC hours, the current one included.
+    window_end = queries.ceil_hour(now)
+    usage_24h = queries.fleet_usage_sums(window_end - timedelta(hours=24), window_end)
+    usage_7d = queries.fleet_usage_sums(window_end - timedelta(days=7), window_end)
     context = {
         "now": now,
         "month_start": month_start,

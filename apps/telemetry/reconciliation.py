@@ -132,15 +132,20 @@ def pool_days(keys: list[dict], *, kind: str = "") -> list[PoolDay]:
     return [days[key["pool_id"], key["day"]] for key in keys]
 
 
-def pool_coverage(pool: Pool, hours: int = 24) -> tuple[float | None, int, int]:
+def pool_coverage(pool: Pool, hourly_rows, hours: int = 24) -> tuple[float | None, int, int]:
     """(coverage %, flagged hours, in-service hours) over the pool's last ``hours`` whole
-    UTC hours, the current one included."""
+    UTC hours, the current one included, from its hourly rows (dicts with ``hour`` and
+    ``reporting_gpus``: the ones its page has read for the utilisation chart)."""
     end = _hour_of(datetime.now(UTC)) + _ONE_HOUR
     start = end - hours * _ONE_HOUR
     in_service = _in_service_hours(pool, start, end)
-    window = {"pool": pool, "hour__gte": start, "hour__lt": end}
-    reporting = PoolHourlyUsage.objects.filter(**window).aggregate(total=Sum("reporting_gpus"))
-    flagged = PoolHourFlag.objects.filter(**window).values("hour").distinct().count()
+    reporting = sum(row["reporting_gpus"] for row in hourly_rows if start <= row["hour"] < end)
+    flagged = (
+        PoolHourFlag.objects.filter(pool=pool, hour__gte=start, hour__lt=end)
+        .values("hour")
+        .distinct()
+        .count()
+    )
     declared = pool.gpu_count * in_service
-    coverage = 100 * (reporting["total"] or 0) / declared if declared else None
+    coverage = 100 * reporting / declared if declared else None
     return coverage, flagged, in_service

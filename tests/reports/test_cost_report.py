@@ -597,3 +597,49 @@ def test_peak_and_offpeak_unit_costs_in_the_pools_time_zone(fleet):
     assert row.offpeak_cost_per_1k_requests_usd == pytest.approx(
         offpeak_cost / offpeak_requests * 1000
     )
+
+
+@pytest.mark.django_db
+def test_lost_hours_of_a_shared_training_pool_are_counted_once(client, make_user, gpu_model):
+    """A training pool of 8 GPUs at $2.00 shared by two jobs of 4 GPUs. Job A stops 30 min
+    after its checkpoint and restarts in 15 min: (30 + 15) ÷ 60 × 4 = 3 GPU-h lost; job B
+    90 min after its checkpoint, restart 30 min: (90 + 30) ÷ 60 × 4 = 8 GPU-h. The pool
+    lost 11 GPU-h whichever way the report is grouped, $22.00 at $2.00 an hour."""
+    from apps.pools.models import Interruption, InterruptionCause
+
+    shared = Pool(
+        name="Shared training",
+        slug="shared-training",
+        purpose=Purpose.TRAINING,
+        deployment=Deployment.CLOUD_ON_DEMAND,
+        gpu_model=gpu_model,
+        gpu_count=8,
+        gpus_per_node=8,
+        on_demand_price_per_gpu_hour_usd=Decimal("2.00"),
+        in_service_from=START - timedelta(days=1),
+    )
+    shared.refresh_effective_price()
+    shared.save()
+    at = START + timedelta(hours=2)
+    for slug, since_checkpoint, restart in (("job-a", 30, 15), ("job-b", 90, 30)):
+        job = Workload.objects.create(
+            name=slug, slug=slug, kind=WorkloadKind.PRE_TRAINING, pool=shared, gpu_count=4
+        )
+        Interruption.objects.create(
+            workload=job,
+            occurred_at=at,
+            cause=InterruptionCause.choices[0][0],
+            restart_minutes=restart,
+            last_checkpoint_at=at - timedelta(minutes=since_checkpoint),
+        )
+    client.force_login(make_user("reader"))
+    window = {"start": START.isoformat(), "end": END.isoformat()}
+    by_pool = _get(client, group_by="pool", **window)
+    by_workload = _get(client, group_by="workload", **window)
+    assert by_pool["shared-training"]["lost_gpu_hours"] == pytest.approx(11.0)
+    assert by_workload["job-a"]["lost_gpu_hours"] == pytest.approx(3.0)
+    assert by_workload["job-b"]["lost_gpu_hours"] == pytest.approx(8.0)
+    assert by_workload["job-a"]["interruption_cost_usd"] == pytest.approx(6.0)
+    assert by_workload["unattributed"]["lost_gpu_hours"] == pytest.approx(0.0)
+    assert sum(row["lost_gpu_hours"] for row in by_workload.values()) == pytest.approx(11.0)
+    assert sum(row["interruption_cost_usd"] for row in by_workload.values()) == pytest.approx(22.0)
