@@ -71,7 +71,6 @@ def _least_sql() -> str:
 
 # One row per physical GPU (UUID) and hour, with what the usage row and the flags need.
 GPU_HOURS_SQL = """
-CREATE TEMPORARY TABLE rollup_gpu_hours AS
 SELECT device.pool_id, per_device.hour, device.uuid,
        CASE WHEN per_device.hour >= {service_start}
                  AND (pool.in_service_until IS NULL OR per_device.hour < pool.in_service_until)
@@ -151,17 +150,35 @@ ON CONFLICT (pool_id, hour) DO UPDATE SET
 
 # Per pool-hour: what each rollup-derived flag needs; only pool-hours with one are kept.
 FLAG_SUMS_SQL = """
-SELECT pool_id, hour, MAX(declared_gpus),
-       SUM(in_service * CASE WHEN {share} IS NOT NULL THEN 1 ELSE 0 END),
-       SUM(in_service * COALESCE({share}, 0)),
-       SUM(in_service * CASE WHEN slices_reporting > 0 AND whole_utilization_pct IS NOT NULL
-                             THEN 1 ELSE 0 END),
-       SUM(in_service * CASE WHEN slices_share > 1.0 + {tolerance} THEN 1 ELSE 0 END),
-       MAX(in_service * CASE WHEN slices_share > 1.0 + {tolerance} THEN slices_share END),
-       SUM(in_service * mig_unmeasurable),
-       SUM(1 - in_service), SUM((1 - in_service) * samples)
-FROM rollup_gpu_hours
-GROUP BY pool_id, hour
+SELECT * FROM (
+    SELECT pool_id, hour, MAX(declared_gpus) AS declared_gpus,
+           SUM(in_service * CASE WHEN {share} IS NOT NULL THEN 1 ELSE 0 END) AS reporting_gpus,
+           SUM(in_service * COALESCE({share}, 0)) AS busy_gpu_hours,
+           SUM(in_service * CASE WHEN slices_reporting > 0
+                                      AND whole_utilization_pct IS NOT NULL
+                                 THEN 1 ELSE 0 END) AS mig_conflict_gpus,
+           SUM(in_service * CASE WHEN slices_share > 1.0 + {tolerance} THEN 1 ELSE 0 END)
+               AS over_busy_gpus,
+           MAX(in_service * CASE WHEN slices_share > 1.0 + {tolerance} THEN slices_share END)
+               AS max_slices_share,
+           SUM(in_service * mig_unmeasurable) AS mig_unmeasurable_gpus,
+           SUM(1 - in_service) AS outside_gpus,
+           SUM((1 - in_service) * samples) AS outside_samples
+    FROM rollup_gpu_hours
+    GROUP BY pool_id, hour
+) AS sums
+WHERE reporting_gpus > declared_gpus OR mig_conflict_gpus > 0 OR over_busy_gpus > 0
+   OR mig_unmeasurable_gpus > 0 OR outside_gpus > 0
+"""
+
+# PostgreSQL: one statement, no temporary table to create and drop per rollup; the count
+# of usage rows written rides on every flag row (or alone, on a row of NULLs).
+ONE_STATEMENT_SQL = """
+WITH rollup_gpu_hours AS MATERIALIZED ({gpu_hours}),
+written AS ({pool_rollup} RETURNING 1),
+flags AS ({flag_sums})
+SELECT (SELECT COUNT(*) FROM written), flags.*
+FROM (SELECT 1) AS one LEFT JOIN flags ON true
 """
 
 
@@ -195,25 +212,37 @@ def rollup_all_pool_hours(start: datetime, end: datetime) -> int:
 
 
 def _insert_pool_hours(pool_filter: str, params: list) -> int:
-    """One scan of the samples into a per-GPU-hour temporary table, then the usage rows
-    and the flags from it."""
+    """One scan of the samples into per-GPU-hours, then the usage rows and the flags from
+    them: a single statement on PostgreSQL, a temporary table on SQLite."""
     least = _least_sql()
-    share = _GPU_SHARE
-    gpu_hours_sql = GPU_HOURS_SQL.format(
+    gpu_hours = GPU_HOURS_SQL.format(
         hour=_hour_sql("sample.timestamp"),
         service_start=_hour_sql("pool.in_service_from"),
         default_slices=DEFAULT_MIG_COMPUTE_SLICES,
         mj_per_kwh=MILLIJOULES_PER_KWH,
         pool_filter=pool_filter,
     )
+    pool_rollup = POOL_ROLLUP_SQL.format(share=_GPU_SHARE, least=least)
+    flag_sums = FLAG_SUMS_SQL.format(share=_GPU_SHARE, tolerance=_SHARE_TOLERANCE)
     with connection.cursor() as cursor:
-        cursor.execute("DROP TABLE IF EXISTS rollup_gpu_hours")
-        cursor.execute(gpu_hours_sql, params)
-        cursor.execute(POOL_ROLLUP_SQL.format(share=share, least=least))
-        written = cursor.rowcount
-        cursor.execute(FLAG_SUMS_SQL.format(share=share, tolerance=_SHARE_TOLERANCE))
-        sums = cursor.fetchall()
-        cursor.execute("DROP TABLE rollup_gpu_hours")
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                ONE_STATEMENT_SQL.format(
+                    gpu_hours=gpu_hours, pool_rollup=pool_rollup, flag_sums=flag_sums
+                ),
+                params,
+            )
+            rows = cursor.fetchall()
+            written = rows[0][0]
+            sums = [row[1:] for row in rows if row[1] is not None]
+        else:
+            cursor.execute("DROP TABLE IF EXISTS rollup_gpu_hours")
+            cursor.execute(f"CREATE TEMPORARY TABLE rollup_gpu_hours AS {gpu_hours}", params)
+            cursor.execute(pool_rollup)
+            written = cursor.rowcount
+            cursor.execute(flag_sums)
+            sums = cursor.fetchall()
+            cursor.execute("DROP TABLE rollup_gpu_hours")
     flags = [flag for row in sums for flag in _flags_of(_FlagSums(*row))]
     PoolHourFlag.objects.bulk_create(flags, batch_size=2000)
     return written
