@@ -3,7 +3,7 @@ computations.
 
 The scrapes are written in dcgm-exporter's text format with the labels it gives MIG slices
 (``GPU_I_PROFILE``, ``GPU_I_ID``, as in the real line of Princeton's A100 80GB PCIe in
-tests/data/dcgm-exporter/scrapes/princeton_della_A100_MIG_line.prom, see SOURCES.md): one
+tests/data/dcgm-exporter/mig/princeton_della_A100_MIG_line.prom, see SOURCES.md): one
 line per whole GPU (``DCGM_FI_DEV_GPU_UTIL``, %) and one per slice
 (``DCGM_FI_PROF_GR_ENGINE_ACTIVE``, a 0–1 ratio; slices have no GPU_UTIL). The values are
 chosen so that each figure can be computed by hand in the test.
@@ -97,7 +97,7 @@ def test_compute_slices_of_a_profile(profile, slices):
 
 
 def test_the_real_mig_line_is_read_as_a_slice():
-    text = (DATA / "dcgm-exporter/scrapes/princeton_della_A100_MIG_line.prom").read_text()
+    text = (DATA / "dcgm-exporter/mig/princeton_della_A100_MIG_line.prom").read_text()
     result = parse_dcgm(text, scraped_at=HOUR, now=HOUR)
     assert not result.errors
     [row] = result.rows

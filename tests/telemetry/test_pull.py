@@ -38,12 +38,7 @@ from apps.telemetry.pull_tasks import pull_due_sources_task, pull_source_task
 from apps.telemetry.tasks import rollup_pending_task
 
 DATA = Path(__file__).resolve().parent.parent / "data"
-# The whole-node scrapes (a one-line MIG sample beside them holds no GPU_UTIL).
-SCRAPES = sorted(
-    path
-    for path in (DATA / "dcgm-exporter" / "scrapes").glob("*.prom")
-    if "_MIG_line" not in path.name
-)
+SCRAPES = sorted((DATA / "dcgm-exporter" / "scrapes").glob("*.prom"))
 # Stored Prometheus API answers (sources in tests/data/SOURCES.md).
 PROMETHEUS_API = DATA / "prometheus-api"
 DOCS_QUERY_RANGE = PROMETHEUS_API / "prometheus_docs_query_range_example_up.json"
