@@ -101,6 +101,9 @@ class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.Mod
         self.fields["timezone"].required = False  # left empty: UTC, as the model defaults
         # Left empty: from now on, as a pool registered today starts being paid today.
         self.fields["in_service_from"].required = False
+        zone = django_timezone.get_current_timezone_name()
+        for name in ("in_service_from", "in_service_until"):
+            self.fields[name].help_text += f" Date and time in {zone}."
 
     def clean_timezone(self):
         return self.cleaned_data.get("timezone") or "UTC"

@@ -75,7 +75,12 @@ def demo_history_start(now=None) -> datetime:
     first = PoolHourlyUsage.objects.aggregate(first=Min("hour"))["first"]
     if first is not None:
         return first
-    return _hour_of(now or timezone.now()) - timedelta(days=DEMO_DAYS)
+    return _demo_end(now or timezone.now()) - timedelta(days=DEMO_DAYS)
+
+
+def _demo_end(now: datetime) -> datetime:
+    # The current hour is written too: a newcomer's Overview has no unmeasured hour.
+    return _hour_of(now) + timedelta(hours=1)
 
 
 def _next_hours(model, owner_field: str) -> dict[int, datetime]:
@@ -90,12 +95,12 @@ def _next_hours(model, owner_field: str) -> dict[int, datetime]:
 
 @transaction.atomic
 def seed_usage_demo(now=None) -> tuple[int, int]:
-    """Extend the demo fleet's hourly rows up to the hour before ``now``'s (default: now),
+    """Extend the demo fleet's hourly rows up to ``now``'s hour included (default: now),
     from each pool's and workload's last row on, or from the history's start (no earlier
     than the pool's service start) when it has none; the daily sums of those hours are
     rebuilt. Returns (pool-hours, workload-hours) written."""
     now = now or timezone.now()
-    end = _hour_of(now)
+    end = _demo_end(now)
     start = demo_history_start(now)
     relative = load_relative_demand()
     pools = list(Pool.objects.select_related("gpu_model").prefetch_related("workloads"))

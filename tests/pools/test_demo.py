@@ -55,7 +55,8 @@ def _requests():
 
 @pytest.mark.django_db
 def test_seeding_again_extends_the_history_up_to_the_current_hour(serving_pool):
-    first_end = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)  # the current hour is not over
+    # The current hour, 10:00, is written too, so the history ends at 11:00.
+    first_end = datetime(2026, 11, 20, 11, 0, tzinfo=UTC)
     assert seed_usage_demo(now=FIRST_SEED) == (DEMO_DAYS * 24, DEMO_DAYS * 24)  # 672 each
     hours = PoolHourlyUsage.objects.aggregate(first=Min("hour"), last=Max("hour"))
     assert hours == {
@@ -85,7 +86,7 @@ def test_seeding_again_extends_the_history_up_to_the_current_hour(serving_pool):
     assert WorkloadDailyRequests.objects.aggregate(total=Sum("requests"))["total"] == (
         hourly_requests
     )
-    # 28 days from 10:00 to 10:00, then one more day: 30 UTC days touched.
+    # 28 days from 11:00 to 11:00, then one more day: 30 UTC days touched.
     assert PoolDailyUsage.objects.count() == 30
 
 
@@ -109,8 +110,8 @@ def test_a_pool_gets_no_demo_usage_before_it_entered_service(serving_pool):
     serving_pool.in_service_from = datetime(2026, 11, 19, 10, 15, tzinfo=UTC)
     serving_pool.save()
     # In service from 10:15 on the 19th: its 10:00 hour is partly in service, so the
-    # 24 hours from 10:00 on the 19th to 09:00 on the 20th.
-    assert seed_usage_demo(now=FIRST_SEED) == (24, 24)
+    # 25 hours from 10:00 on the 19th to 10:00 on the 20th, the current hour included.
+    assert seed_usage_demo(now=FIRST_SEED) == (25, 25)
 
 
 @pytest.mark.django_db
@@ -120,11 +121,11 @@ def test_demo_pools_are_in_service_from_the_start_of_their_history(role_groups):
     first_hours = dict(
         PoolHourlyUsage.objects.values_list("pool__slug").annotate(first=Min("hour"))
     )
-    start = before.replace(minute=0, second=0, microsecond=0) - timedelta(days=DEMO_DAYS)
+    # 28 days up to the end of the current hour, which is written too.
+    start = before.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    start -= timedelta(days=DEMO_DAYS)
     if timezone.now().hour != before.hour:  # the command ran across an hour's end
-        start = timezone.now().replace(minute=0, second=0, microsecond=0) - timedelta(
-            days=DEMO_DAYS
-        )
+        start += timedelta(hours=1)
     slugs = [spec["slug"] for spec in DEMO_POOLS]
     assert first_hours == dict.fromkeys(slugs, start)
     assert dict(Pool.objects.values_list("slug", "in_service_from")) == dict.fromkeys(slugs, start)
