@@ -438,57 +438,51 @@ def explain_figure(row, figure: str) -> list[Step]:
         raise KeyError(figure)
     label, unit = FIGURES[figure]
     result = getattr(row, figure)
+
+    def ratio(steps: list[Step], expression: str, undefined: str) -> list[Step]:
+        last = Step(
+            label, f"undefined: {undefined}" if result is None else expression, result, unit
+        )
+        return [*steps, last]
+
     if figure == "utilization_pct":
-        steps = _sum_steps(row, "busy_gpu_hours") + _sum_steps(row, "measured_capacity_gpu_hours")
-        if result is None:
-            return [*steps, Step(label, "undefined: no hour with telemetry", None, unit)]
-        expression = (
+        return ratio(
+            _sum_steps(row, "busy_gpu_hours") + _sum_steps(row, "measured_capacity_gpu_hours"),
             f"100 × {quantity(row.busy_gpu_hours)} busy ÷ "
-            f"{quantity(row.measured_capacity_gpu_hours)} measured GPU-h"
+            f"{quantity(row.measured_capacity_gpu_hours)} measured GPU-h",
+            "no hour with telemetry",
         )
-        return [*steps, Step(label, expression, result, unit)]
     if figure == "cost_per_busy_gpu_hour_usd":
-        steps = _sum_steps(row, "measured_cost_usd") + _sum_steps(row, "busy_gpu_hours")
-        if result is None:
-            return [*steps, Step(label, "undefined: no busy GPU-hours", None, unit)]
-        expression = (
+        return ratio(
+            _sum_steps(row, "measured_cost_usd") + _sum_steps(row, "busy_gpu_hours"),
             f"{usd(row.measured_cost_usd)} measured cost ÷ {quantity(row.busy_gpu_hours)} "
-            "busy GPU-h"
+            "busy GPU-h",
+            "no busy GPU-hours",
         )
-        return [*steps, Step(label, expression, result, unit)]
     if figure in ("cost_per_1k_requests_usd", "cost_per_1m_tokens_usd"):
         per, scale = ("requests", 1_000) if "requests" in figure else ("tokens", 1_000_000)
-        steps = _sum_steps(row, "inference_cost_usd") + _sum_steps(row, per)
-        if result is None:
-            reason = f"no {per}" if not getattr(row, per) else "no inference cost"
-            return [*steps, Step(label, f"undefined: {reason}", None, unit)]
-        expression = (
+        return ratio(
+            _sum_steps(row, "inference_cost_usd") + _sum_steps(row, per),
             f"{usd(row.inference_cost_usd)} inference cost ÷ {count(getattr(row, per))} {per}"
-            f" × {scale:,}"
+            f" × {scale:,}",
+            f"no {per}" if not getattr(row, per) else "no inference cost",
         )
-        return [*steps, Step(label, expression, result, unit)]
     if figure == "effective_training_gpu_hours":
-        steps = _sum_steps(row, "training_busy_gpu_hours") + _sum_steps(row, "lost_gpu_hours")
-        if result is None:
-            return [*steps, Step(label, "undefined: no busy training GPU-hours", None, unit)]
-        expression = (
+        return ratio(
+            _sum_steps(row, "training_busy_gpu_hours") + _sum_steps(row, "lost_gpu_hours"),
             f"max(0, {quantity(row.training_busy_gpu_hours)} busy training GPU-h − "
-            f"{quantity(row.lost_gpu_hours)} lost GPU-h)"
+            f"{quantity(row.lost_gpu_hours)} lost GPU-h)",
+            "no busy training GPU-hours",
         )
-        return [*steps, Step(label, expression, result, unit)]
     if figure == "cost_per_effective_training_gpu_hour_usd":
-        steps = _sum_steps(row, "training_cost_usd") + explain_figure(
-            row, "effective_training_gpu_hours"
-        )
         effective = row.effective_training_gpu_hours
-        if result is None:
-            reason = "effective training GPU-hours" if not effective else "training cost"
-            return [*steps, Step(label, f"undefined: no {reason}", None, unit)]
-        expression = (
+        return ratio(
+            _sum_steps(row, "training_cost_usd")
+            + explain_figure(row, "effective_training_gpu_hours"),
             f"{usd(row.training_cost_usd)} training cost ÷ {quantity(effective)} "
-            "effective training GPU-h"
+            "effective training GPU-h",
+            "no effective training GPU-hours" if not effective else "no training cost",
         )
-        return [*steps, Step(label, expression, result, unit)]
     return _sum_steps(row, figure)
 
 

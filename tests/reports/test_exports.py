@@ -14,6 +14,7 @@ from openpyxl import load_workbook
 from apps.reports import explain
 from apps.reports.exports import COLUMNS
 from tests.reports.test_cost_report import fleet  # noqa: F401 (a fixture)
+from tests.reports.test_explain import SUMS
 
 PAGE_FILTERS = {"start": "2026-03-09", "end": "2026-03-12"}
 # The same range as the API takes it: four whole UTC days.
@@ -34,19 +35,7 @@ PAGE_CELLS = (
     ("lost_gpu_hours", lambda v: f"{v:,.1f}"),
     ("cost_per_effective_training_gpu_hour_usd", lambda v: f"${v:,.2f}"),
 )
-ADDITIVE = {
-    "capacity_gpu_hours",
-    "measured_capacity_gpu_hours",
-    "unmeasured_gpu_hours",
-    "busy_gpu_hours",
-    "cost_usd",
-    "unmeasured_cost_usd",
-    "idle_cost_usd",
-    "requests",
-    "tokens",
-    "lost_gpu_hours",
-    "interruption_cost_usd",
-}
+ADDITIVE = SUMS  # the figures a total adds up
 
 
 def _page_cells(html: str) -> dict[str, list[str]]:
