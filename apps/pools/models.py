@@ -70,6 +70,10 @@ def _money(label, **kwargs):
 EARLIEST_SERVICE_START = datetime(2000, 1, 1, tzinfo=UTC)
 
 
+def _floor_hour(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
 def service_period_problem(start, end) -> str | None:
     """Why [start, end) is not a usable service period, or None."""
     if start is not None and start < EARLIEST_SERVICE_START:
@@ -221,6 +225,18 @@ class Pool(models.Model):
     def service_period(self) -> tuple:
         """(in service from, until): what the rollups' in-service hours depend on."""
         return self.in_service_from, self.in_service_until
+
+    def service_hours(self) -> tuple[datetime, datetime | None]:
+        """[first, end) whole UTC hours of the service period (end None: still in service).
+
+        An hour that the period overlaps is paid whole, as the rollups count it: from the
+        hour ``in_service_from`` falls in, up to the hour ``in_service_until`` ends in."""
+        first = _floor_hour(self.in_service_from)
+        until = self.in_service_until
+        if until is None:
+            return first, None
+        end = _floor_hour(until)
+        return first, end if end == until.astimezone(UTC) else end + timedelta(hours=1)
 
     @property
     def is_owned(self) -> bool:

@@ -197,18 +197,9 @@ def pool_usage_totals(span: Span, pool_ids=None) -> dict[int, UsageTotals]:
     return totals
 
 
-def service_hours(pool: Pool) -> tuple[datetime, datetime | None]:
-    """[first, end) whole UTC hours of the pool's service period (end None: still in service).
-
-    An hour that the period overlaps is paid whole: from the hour ``in_service_from`` falls
-    in, up to the hour that ``in_service_until`` ends in."""
-    until = pool.in_service_until
-    return floor_hour(pool.in_service_from), ceil_hour(until) if until else None
-
-
 def pool_paid_hours(pool: Pool, span: Span) -> int:
     """Hours of the span inside the pool's service period."""
-    first, end = service_hours(pool)
+    first, end = pool.service_hours()
     begin, finish = max(span.start, first), min(span.end, end) if end else span.end
     return max(0, int((finish - begin) / ONE_HOUR))
 

@@ -19,7 +19,7 @@ _ZERO = Value(0.0, output_field=FloatField())
 
 
 def in_service_q(prefix: str = "pool__") -> Q:
-    """Hourly rows inside their pool's service period (see queries.service_hours): hours
+    """Hourly rows inside their pool's service period (see Pool.service_hours): hours
     rolled up before the period was narrowed, whose samples are purged, stay stored but
     are not summed."""
     until = f"{prefix}in_service_until"

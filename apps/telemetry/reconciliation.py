@@ -18,7 +18,6 @@ from apps.pools.models import Pool
 from apps.telemetry.models import PoolHourFlag, PoolHourlyUsage
 
 _ONE_HOUR = timedelta(hours=1)
-_NO_TIME = timedelta(0)
 
 
 @dataclass
@@ -66,12 +65,11 @@ def in_service_hours_of_day(pool: Pool, day: date) -> int:
 
 
 def _in_service_hours(pool: Pool, start: datetime, end: datetime) -> int:
+    first_hour, end_hour = pool.service_hours()
     end = min(end, _hour_of(datetime.now(UTC)) + _ONE_HOUR)
-    begin = max(start, _hour_of(pool.in_service_from))
-    if pool.in_service_until is not None:
-        until = pool.in_service_until
-        end = min(end, _hour_of(until) + (_ONE_HOUR if until != _hour_of(until) else _NO_TIME))
-    return max(0, int((end - begin) / _ONE_HOUR))
+    if end_hour is not None:
+        end = min(end, end_hour)
+    return max(0, int((end - max(start, first_hour)) / _ONE_HOUR))
 
 
 def _hour_of(moment: datetime) -> datetime:

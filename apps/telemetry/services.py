@@ -355,21 +355,30 @@ def _outside_service_warnings(rows, devices, touched_instants) -> list[str]:
             "name", "in_service_from", "in_service_until"
         )
     }
+    # Counted by the hour, as the rollup counts them: a sample in an hour the period
+    # overlaps is in service.
+    bounds = {pool_id: pool.service_hours() for pool_id, pool in pools.items()}
+
+    def before_start(pool_id, moment):
+        return moment < bounds[pool_id][0]
+
+    def after_end(pool_id, moment):
+        end = bounds[pool_id][1]
+        return end is not None and moment >= end
+
     crossing = {
         pool_id
         for pool_id, (first, last) in spans.items()
-        if first < pools[pool_id].in_service_from
-        or (pools[pool_id].in_service_until is not None and last >= pools[pool_id].in_service_until)
+        if before_start(pool_id, first) or after_end(pool_id, last)
     }
     if not crossing:
         return []
     before, after = Counter(), Counter()
     for row, pool_id in _pools_of_rows(rows, devices):
         if pool_id in crossing:
-            pool = pools[pool_id]
-            if row.timestamp < pool.in_service_from:
+            if before_start(pool_id, row.timestamp):
                 before[pool_id] += 1
-            elif pool.in_service_until is not None and row.timestamp >= pool.in_service_until:
+            elif after_end(pool_id, row.timestamp):
                 after[pool_id] += 1
     sentences = []
     for pool_id in sorted(crossing, key=lambda pool_id: pools[pool_id].name):

@@ -156,10 +156,12 @@ def device_assign(request):
         GpuDevice.objects.filter(pk__in=device_ids).update(
             pool=pool, assignment=GpuDevice.Assignment.MANUAL
         )
-        # Samples outside the pool's service period are kept but not charged: say so.
-        outside_counts = {"before": Count("pk", filter=Q(timestamp__lt=pool.in_service_from))}
-        if pool.in_service_until is not None:
-            outside_counts["after"] = Count("pk", filter=Q(timestamp__gte=pool.in_service_until))
+        # Samples outside the pool's service period are kept but not charged: say so,
+        # counted by the hour as the rollup counts them.
+        first_hour, end_hour = pool.service_hours()
+        outside_counts = {"before": Count("pk", filter=Q(timestamp__lt=first_hour))}
+        if end_hour is not None:
+            outside_counts["after"] = Count("pk", filter=Q(timestamp__gte=end_hour))
         span = GpuSample.objects.filter(device_id__in=device_ids).aggregate(
             first=Min("timestamp"), last=Max("timestamp"), samples=Count("*"), **outside_counts
         )

@@ -262,10 +262,12 @@ def test_samples_outside_the_service_period_are_kept_and_counted(pool):
     pool.in_service_until = datetime(2026, 11, 30, 16, 0, tzinfo=UTC)
     pool.save()
     start = pool.in_service_from
+    # Counted by the hour, as the rollup and the reports count them: the 14:00 hour is
+    # overlapped by the period, so it is in service whole.
     rows = [
-        (start - timedelta(minutes=30), "GPU-a", 10),  # before
-        (start - timedelta(seconds=1), "GPU-b", 10),  # before
-        (start, "GPU-a", 50),  # the first instant in service
+        (start - timedelta(minutes=30), "GPU-a", 10),  # 13:32, before
+        (start - timedelta(seconds=1), "GPU-b", 10),  # 14:01:59, in the 14:00 hour: in
+        (start, "GPU-a", 50),
         (start + timedelta(minutes=40), "GPU-b", 50),
         (pool.in_service_until - timedelta(seconds=1), "GPU-a", 50),
         (pool.in_service_until, "GPU-a", 90),  # at the end: out
@@ -273,7 +275,7 @@ def test_samples_outside_the_service_period_are_kept_and_counted(pool):
     summary = _import_csv(_csv(rows), pool=pool)
     assert summary.accepted == 6 == GpuSample.objects.count()  # all kept
     assert summary.warnings == [
-        f"2 samples before pool {pool.name} entered service (2026-11-30 14:02 UTC): kept, not "
+        f"1 sample before pool {pool.name} entered service (2026-11-30 14:02 UTC): kept, not "
         "charged; change the pool's service period to count them.",
         f"1 sample at or after pool {pool.name} left service (2026-11-30 16:00 UTC): kept, not "
         "charged; change the pool's service period to count them.",
