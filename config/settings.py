@@ -60,11 +60,13 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "django_permissions_policy.PermissionsPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "apps.accounts.middleware.SessionIdleTimeoutMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -131,11 +133,19 @@ AUTHENTICATION_BACKENDS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "core:overview"
 LOGOUT_REDIRECT_URL = "login"
+# A session ends 14 days after sign-in however busy (Django's default, stated), and
+# sooner after SESSION_IDLE_TIMEOUT without a request (apps/accounts/middleware.py).
+SESSION_COOKIE_AGE = int(timedelta(days=14).total_seconds())
+SESSION_IDLE_TIMEOUT = timedelta(hours=env.float("SESSION_IDLE_TIMEOUT_HOURS", default=8))
 
 # Repeated login failures lock the username from that address out (django-axes).
 AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(minutes=env.int("AXES_COOLOFF_MINUTES", default=30))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# ...and an address trying many usernames is locked out, whatever the usernames, after this
+# many failures in all (apps/accounts/lockout.py): higher, for colleagues behind one NAT.
+AXES_ADDRESS_FAILURE_LIMIT = env.int("AXES_ADDRESS_FAILURE_LIMIT", default=20)
+AXES_HANDLER = "apps.accounts.lockout.AddressAndUsernameLockoutHandler"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 
@@ -161,6 +171,28 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 SESSION_COOKIE_HTTPONLY = True
+# The dashboard uses none of these browser features: no page, and nothing injected into
+# one, may ask for them (django-permissions-policy).
+PERMISSIONS_POLICY = {
+    feature: []
+    for feature in (
+        "accelerometer",
+        "autoplay",
+        "camera",
+        "display-capture",
+        "geolocation",
+        "gyroscope",
+        "magnetometer",
+        "microphone",
+        "midi",
+        "payment",
+        "publickey-credentials-get",
+        "screen-wake-lock",
+        "serial",
+        "usb",
+        "xr-spatial-tracking",
+    )
+}
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": [SELF],
