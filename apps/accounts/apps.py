@@ -7,4 +7,11 @@ class AccountsConfig(AppConfig):
     verbose_name = "Accounts and API tokens"
 
     def ready(self):
+        from django.contrib.auth.signals import user_logged_in
+
         from apps.accounts import schema  # noqa: F401 - registers the OpenAPI extension
+        from apps.accounts.middleware import start_idle_clock
+
+        # Like Django's own update_last_login: sign-in stamps the session, so the first
+        # request after it does not write the session again.
+        user_logged_in.connect(start_idle_clock, dispatch_uid="accounts.start_idle_clock")

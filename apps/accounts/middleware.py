@@ -12,6 +12,12 @@ LAST_ACTIVITY_SESSION_KEY = "gpufleet_last_activity_epoch_seconds"
 ACTIVITY_WRITE_INTERVAL_SECONDS = 60
 
 
+def start_idle_clock(sender, request, user, **kwargs):
+    """Receiver of user_logged_in: the idle time counts from sign-in."""
+    if request is not None and hasattr(request, "session"):
+        request.session[LAST_ACTIVITY_SESSION_KEY] = int(time.time())
+
+
 class SessionIdleTimeoutMiddleware:
     """Signs out a session that made no request for SESSION_IDLE_TIMEOUT.
 
