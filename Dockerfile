@@ -36,8 +36,8 @@ ENV DJANGO_SETTINGS_MODULE=config.settings_production \
 # must be given real ones (settings_production refuses to start without SECRET_KEY).
 RUN SECRET_KEY=collectstatic-build-step-only ALLOWED_HOSTS=localhost \
         python manage.py collectstatic --noinput \
-    && mkdir -p /app/var \
-    && chown gpufleet:gpufleet /app/var
+    && mkdir -p /app/var/media \
+    && chown -R gpufleet:gpufleet /app/var
 
 USER gpufleet
 

@@ -18,7 +18,7 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 TEST_ENV := DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
 	CELERY_BROKER_URL=$(TEST_REDIS_URL) DJANGO_SETTINGS_MODULE=config.settings
 
-.PHONY: run test install lint format clean
+.PHONY: run test install lint format clean backup restore
 
 $(INSTALLED): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: gpufleet needs Python 3.11 or newer (python3.11+ not found on PATH)"; exit 1; }
@@ -47,6 +47,13 @@ test: $(INSTALLED)
 	$(TEST_ENV) $(BIN)/python manage.py makemigrations --check --dry-run
 	$(TEST_ENV) $(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	$(TEST_ENV) $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# gpufleet's own database into var/backups/ (BACKUP_DIR); restore the newest, or BACKUP=path.
+backup: $(INSTALLED)
+	$(BIN)/python manage.py backup_database
+
+restore: $(INSTALLED)
+	$(BIN)/python manage.py restore_database $(BACKUP)
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .

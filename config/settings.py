@@ -164,6 +164,8 @@ STORAGES = {
 }
 MEDIA_ROOT = env.path("MEDIA_ROOT", default=str(VAR_DIR / "media"))
 MEDIA_URL = "media/"
+# Where manage.py backup_database writes gpufleet's own backups (apps/backups/self_backup.py).
+BACKUP_DIR = env.path("BACKUP_DIR", default=str(VAR_DIR / "backups"))
 
 # Security headers that hold in every environment; HTTPS-only ones are in production.
 X_FRAME_OPTIONS = "DENY"
