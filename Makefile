@@ -41,6 +41,7 @@ run: $(INSTALLED)
 test: $(INSTALLED)
 	PYTHON=$(BIN)/python DATABASE_URL=$(TEST_DATABASE_URL) scripts/ensure_services.sh
 	scripts/ensure_chromium.sh
+	scripts/ensure_poppler.sh
 	scripts/ensure_prometheus.sh
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

@@ -14,6 +14,12 @@ from decimal import Decimal
 from django.db import models
 
 from apps.core.bounds import plain
+from apps.core.exports import (
+    csv_cell,
+    pdf_paragraph,
+    pdf_string,
+    write_xlsx_cell,
+)
 from apps.core.templatetags import units
 from apps.procurement.models import Scenario, ScenarioOption
 from apps.procurement.services import MONEY_FIELDS, prices_used
@@ -288,14 +294,15 @@ def _generated_line() -> str:
 
 
 def _csv_value(value):
-    """Plain numbers (a decimal point, no thousands separators), as the forms take them."""
+    """Plain numbers (a decimal point, no thousands separators), as the forms take them;
+    text through ``csv_cell``, so a name is never a formula."""
     if value is None:
         return ""
     if isinstance(value, float):
         return f"{value:.4f}"
     if isinstance(value, Decimal):
         return plain(value)
-    return value
+    return csv_cell(value)
 
 
 def build_csv(result) -> bytes:
@@ -303,14 +310,14 @@ def build_csv(result) -> bytes:
     writer = csv.writer(buffer)
     headers, rows = comparison_table(result, formatted=False)
     # A CSV has no number format: its percentages are the ratios they are stored as.
-    writer.writerow([header.replace("(%)", "(ratio)") for header in headers])
+    writer.writerow([_csv_value(header.replace("(%)", "(ratio)")) for header in headers])
     for values in rows:
         writer.writerow([_csv_value(value) for value in values])
     writer.writerow([])
-    writer.writerow(["Recommendation", _recommendation(result)])
-    writer.writerow(["What-if", _what_if_sentence(result)])
+    writer.writerow(["Recommendation", _csv_value(_recommendation(result))])
+    writer.writerow(["What-if", _csv_value(_what_if_sentence(result))])
     for label, value, _ in input_rows(result):
-        writer.writerow([label, _csv_value(value)])
+        writer.writerow([_csv_value(label), _csv_value(value)])
     writer.writerow([])
     writer.writerow(PRICE_HEADERS)
     for values in price_rows(result):
@@ -351,7 +358,7 @@ def build_xlsx(result) -> bytes:
 
     def header_row(sheet, headers, row=1):
         for column, header in enumerate(headers, start=1):
-            cell = sheet.cell(row=row, column=column, value=header)
+            cell = write_xlsx_cell(sheet, row, column, header)
             cell.font, cell.fill = header_font, header_fill
             cell.alignment = Alignment(wrap_text=True, vertical="top")
         sheet.freeze_panes = sheet.cell(row=row + 1, column=2)
@@ -370,23 +377,23 @@ def build_xlsx(result) -> bytes:
         for column, (value, (_, _, number_format, _)) in enumerate(
             zip(values, specs, strict=True), start=1
         ):
-            cell = sheet.cell(row=row_index, column=column, value=value)
+            cell = write_xlsx_cell(sheet, row_index, column, value)
             if number_format and isinstance(value, int | float):
                 cell.number_format = number_format
     widths(sheet, {1: 34, **{column: 16 for column in range(2, len(headers))}, len(headers): 60})
     sheet.row_dimensions[1].height = 45
     summary_row = len(rows) + 3
-    sheet.cell(row=summary_row, column=1, value="Recommendation").font = Font(bold=True)
-    sheet.cell(row=summary_row, column=2, value=_recommendation(result))
-    sheet.cell(row=summary_row + 1, column=1, value=_what_if_sentence(result))
-    sheet.cell(row=summary_row + 2, column=1, value=_generated_line())
+    write_xlsx_cell(sheet, summary_row, 1, "Recommendation").font = Font(bold=True)
+    write_xlsx_cell(sheet, summary_row, 2, _recommendation(result))
+    write_xlsx_cell(sheet, summary_row + 1, 1, _what_if_sentence(result))
+    write_xlsx_cell(sheet, summary_row + 2, 1, _generated_line())
 
     inputs = workbook.create_sheet("Inputs & assumptions")
     header_row(inputs, ["Input (unit)", "Value"])
     line = 2
     for label, value, places in input_rows(result):
-        inputs.cell(row=line, column=1, value=label)
-        cell = inputs.cell(row=line, column=2, value=value)
+        write_xlsx_cell(inputs, line, 1, label)
+        cell = write_xlsx_cell(inputs, line, 2, value)
         if places is not None and isinstance(value, int | float | Decimal):
             cell.number_format = "#,##0" if places == 0 else "#,##0." + "0" * places
         line += 1
@@ -397,12 +404,12 @@ def build_xlsx(result) -> bytes:
     for values in option_rows:
         line += 1
         for column, value in enumerate(values, start=1):
-            inputs.cell(row=line, column=column, value=value)
+            write_xlsx_cell(inputs, line, column, value)
     line += 2
-    inputs.cell(row=line, column=1, value="Assumptions and formulas").font = Font(bold=True)
+    write_xlsx_cell(inputs, line, 1, "Assumptions and formulas").font = Font(bold=True)
     for assumption in ASSUMPTIONS:
         line += 1
-        inputs.cell(row=line, column=1, value=assumption)
+        write_xlsx_cell(inputs, line, 1, assumption)
     widths(inputs, {1: 48, 2: 40, **{column: 18 for column in range(3, len(option_headers) + 1)}})
 
     prices = workbook.create_sheet("Prices used")
@@ -411,7 +418,7 @@ def build_xlsx(result) -> bytes:
     )
     for row_index, values in enumerate(price_rows(result), start=2):
         for column, value in enumerate(values, start=1):
-            prices.cell(row=row_index, column=column, value=value)
+            write_xlsx_cell(prices, row_index, column, value)
     widths(prices, {1: 34, 2: 44, 3: 16, 4: 22, 5: 70})
 
     demand_sheet = workbook.create_sheet("Demand curve")
@@ -425,13 +432,13 @@ def build_xlsx(result) -> bytes:
         for index, value in enumerate(result.demand.hourly_reference_gpus):
             row_index = index + 2
             hour = times[index].replace(tzinfo=None) if index < len(times) else index
-            cell = demand_sheet.cell(row=row_index, column=1, value=hour)
+            cell = write_xlsx_cell(demand_sheet, row_index, 1, hour)
             if times:
                 cell.number_format = "yyyy-mm-dd hh:mm"
-            demand_sheet.cell(row=row_index, column=2, value=round(value, 4)).number_format = "0.00"
+            write_xlsx_cell(demand_sheet, row_index, 2, round(value, 4)).number_format = "0.00"
             for offset, (_, option_result) in enumerate(option_results, start=3):
-                demand_sheet.cell(
-                    row=row_index, column=offset, value=option_result.gpus_needed_by_hour[index]
+                write_xlsx_cell(
+                    demand_sheet, row_index, offset, option_result.gpus_needed_by_hour[index]
                 )
     widths(demand_sheet, {column: 20 for column in range(1, len(demand_headers) + 1)})
 
@@ -465,9 +472,13 @@ def _pick(headers, rows, wanted):
     ]
 
 
+def _short(name, length):
+    return name if len(name) <= length else name[: length - 1] + "…"
+
+
 def _bar_chart(labels, values, title, unit):
     from reportlab.graphics.charts.barcharts import HorizontalBarChart
-    from reportlab.graphics.shapes import Drawing, String
+    from reportlab.graphics.shapes import Drawing
     from reportlab.lib import colors
 
     drawing = Drawing(720, 40 + 28 * len(labels))
@@ -475,8 +486,9 @@ def _bar_chart(labels, values, title, unit):
     chart.x, chart.y = 220, 20
     chart.width, chart.height = 460, 22 * len(labels)
     chart.data = [values]
-    chart.categoryAxis.categoryNames = [label[:40] for label in labels]
-    chart.categoryAxis.labels.fontSize = 7
+    # The option names are drawn beside the bars by pdf_string: an axis label has one font,
+    # and a name may need several (Latin and Chinese).
+    chart.categoryAxis.categoryNames = [""] * len(labels)
     chart.valueAxis.valueMin = 0
     chart.valueAxis.labels.fontSize = 7
     chart.valueAxis.labelTextFormat = lambda value: f"{value:,.0f}"
@@ -486,7 +498,19 @@ def _bar_chart(labels, values, title, unit):
     chart.barLabels.boxAnchor = "w"
     chart.barLabels.dx = 3
     drawing.add(chart)
-    drawing.add(String(0, drawing.height - 12, title, fontSize=10, fontName="Helvetica-Bold"))
+    # The first category is drawn at the bottom of a horizontal bar chart.
+    band = chart.height / len(labels)
+    for index, label in enumerate(labels):
+        drawing.add(
+            pdf_string(
+                chart.x - 5,
+                chart.y + band * (index + 0.5) - 2.5,
+                _short(label, 40),
+                font_size=7,
+                text_anchor="end",
+            )
+        )
+    drawing.add(pdf_string(0, drawing.height - 12, title, font_name="Helvetica-Bold", font_size=10))
     return drawing
 
 
@@ -505,7 +529,7 @@ def _line_chart(points, title, x_label, y_label, marker=None):
     plot.yValueAxis.valueMin = 0
     plot.yValueAxis.labelTextFormat = lambda value: f"{value:,.0f}"
     drawing.add(plot)
-    drawing.add(String(0, 185, title, fontSize=10, fontName="Helvetica-Bold"))
+    drawing.add(pdf_string(0, 185, title, font_name="Helvetica-Bold", font_size=10))
     drawing.add(String(300, 5, x_label, fontSize=8))
     drawing.add(String(0, 170, y_label, fontSize=8))
     if marker is not None:
@@ -520,6 +544,7 @@ def _line_chart(points, title, x_label, y_label, marker=None):
 
 def build_pdf(result) -> bytes:
     from reportlab.lib import colors
+    from reportlab.lib.enums import TA_RIGHT
     from reportlab.lib.pagesizes import A4, landscape
     from reportlab.lib.styles import getSampleStyleSheet
     from reportlab.lib.units import mm
@@ -528,6 +553,8 @@ def build_pdf(result) -> bytes:
 
     styles = getSampleStyleSheet()
     small = styles["BodyText"].clone("small", fontSize=8, leading=10)
+    cell = small.clone("cell", fontSize=7, leading=9)
+    number_cell = cell.clone("number_cell", alignment=TA_RIGHT)
     scenario = result.scenario
     currency = scenario.currency
     buffer = io.BytesIO()
@@ -553,8 +580,15 @@ def build_pdf(result) -> bytes:
     )
 
     def table(headers, rows, widths=None):
-        data = [[Paragraph(header, small) for header in headers]] + [
-            [value if isinstance(value, Paragraph) else _shown(value, None) for value in values]
+        """Every cell a Paragraph of escaped text, so a name wraps in its column, may be in
+        any script and is never markup; the first column reads left, the others right."""
+        data = [[pdf_paragraph(header, small) for header in headers]] + [
+            [
+                value
+                if isinstance(value, Paragraph)
+                else pdf_paragraph(_shown(value, None), number_cell if column else cell)
+                for column, value in enumerate(values)
+            ]
             for values in rows
         ]
         built = Table(data, colWidths=widths, repeatRows=1)
@@ -562,16 +596,16 @@ def build_pdf(result) -> bytes:
         return built
 
     story = [
-        Paragraph(f"{scenario.name}: procurement comparison", styles["Title"]),
-        Paragraph(
+        pdf_paragraph(f"{scenario.name}: procurement comparison", styles["Title"]),
+        pdf_paragraph(
             f"Horizon {scenario.horizon_months} months · prices in {currency} · demand: "
             f"{result.info.source_label}. {_generated_line()}",
             small,
         ),
-        Paragraph(_what_if_sentence(result), small),
+        pdf_paragraph(_what_if_sentence(result), small),
         Spacer(1, 4 * mm),
         Paragraph("Recommendation", styles["Heading2"]),
-        Paragraph(_recommendation(result), styles["BodyText"]),
+        pdf_paragraph(_recommendation(result), styles["BodyText"]),
         Spacer(1, 4 * mm),
     ]
     headers, rows = comparison_table(result, formatted=True)
@@ -581,12 +615,12 @@ def build_pdf(result) -> bytes:
             Paragraph("Comparison", styles["Heading2"]),
             table(picked_headers, picked_rows, [200] + [75] * (len(picked_headers) - 1)),
             Spacer(1, 4 * mm),
-            Paragraph(f"Total cost over the horizon by line ({currency})", styles["Heading3"]),
+            pdf_paragraph(f"Total cost over the horizon by line ({currency})", styles["Heading3"]),
             table(*_pick(headers, rows, BREAKDOWN_COLUMNS), [200] + [80] * 6),
         ]
         problems = [(row.option.name, row.problem) for row in result.rows if row.problem]
         for name, problem in problems:
-            story.append(Paragraph(f"{name}: not compared — {problem}", small))
+            story.append(pdf_paragraph(f"{name}: not compared — {problem}", small))
     else:
         story.append(Paragraph("No options to compare yet.", styles["BodyText"]))
 
@@ -607,7 +641,7 @@ def build_pdf(result) -> bytes:
             story.append(
                 _line_chart(
                     list(enumerate(hybrid.cost_by_baseline_gpus)),
-                    f"{hybrid.spec.name}: total cost by baseline size ({currency}); "
+                    f"{_short(hybrid.spec.name, 60)}: total cost by baseline size ({currency}); "
                     f"optimum {hybrid.optimal_baseline_gpus} GPUs",
                     "baseline GPUs",
                     currency,
@@ -635,7 +669,7 @@ def build_pdf(result) -> bytes:
         ),
         Spacer(1, 4 * mm),
         Paragraph("Assumptions and formulas", styles["Heading2"]),
-        *[Paragraph(f"• {assumption}", small) for assumption in ASSUMPTIONS],
+        *[pdf_paragraph(f"• {assumption}", small) for assumption in ASSUMPTIONS],
     ]
     option_headers, option_rows = option_input_rows(result)
     if option_rows:
@@ -662,10 +696,10 @@ def build_pdf(result) -> bytes:
                 [
                     [
                         name,
-                        Paragraph(label, small),
+                        pdf_paragraph(label, small),
                         _shown(value, None),
                         unit,
-                        Paragraph(source, small),
+                        pdf_paragraph(source, small),
                     ]
                     for name, label, value, unit, source in priced
                 ],

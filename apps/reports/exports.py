@@ -9,6 +9,7 @@ from openpyxl import Workbook
 from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 
+from apps.core.exports import append_xlsx_row, csv_cell
 from apps.reports import explain
 
 FORMATS = ("csv", "xlsx")
@@ -69,7 +70,7 @@ def _csv_value(value):
         return ""
     if isinstance(value, float):
         return round(value, CSV_DECIMALS)
-    return value
+    return csv_cell(value)
 
 
 def cost_report_csv(rows, total=None) -> str:
@@ -107,7 +108,7 @@ def _explain_sheet(workbook, rows, total):
     """Every figure of every row, step by step: the numbers as numbers, the last step of
     each figure the figure itself."""
     sheet = workbook.create_sheet("How each figure is computed")
-    sheet.append([header for header, _ in EXPLAIN_COLUMNS])
+    append_xlsx_row(sheet, [header for header, _ in EXPLAIN_COLUMNS])
     for cell in sheet[1]:
         cell.font = Font(bold=True)
     for row in _with_total(rows, total):
@@ -115,9 +116,10 @@ def _explain_sheet(workbook, rows, total):
         for figure, steps in explain.explain_row(row).items():
             label = explain.FIGURES[figure][0]
             for number, step in enumerate(steps, start=1):
-                sheet.append(
+                append_xlsx_row(
+                    sheet,
                     [key, row.label, label, number, step.label, step.expression]
-                    + [step.value, step.unit, step.note]
+                    + [step.value, step.unit, step.note],
                 )
                 value_cell = sheet.cell(row=sheet.max_row, column=7)
                 value_cell.number_format = _explain_number_format(step.unit)
@@ -136,19 +138,20 @@ def cost_report_xlsx(rows, filters, total=None) -> bytes:
     workbook = Workbook()
     sheet = workbook.active
     sheet.title = "Cost report"
-    sheet.append(
+    append_xlsx_row(
+        sheet,
         [
             f"gpufleet cost report by {filters['group_by']}, UTC days {filters['start']} to "
             f"{filters['end']} (included)"
-        ]
+        ],
     )
     sheet["A1"].font = Font(bold=True, size=12)
-    sheet.append([header for header, _, _ in COLUMNS])
+    append_xlsx_row(sheet, [header for header, _, _ in COLUMNS])
     for cell in sheet[2]:
         cell.font = Font(bold=True)
     for row in _with_total(rows, total):
         values = _row_values(row, total)
-        sheet.append([values[key] for _, key, _ in COLUMNS])
+        append_xlsx_row(sheet, [values[key] for _, key, _ in COLUMNS])
         if row is total:
             for cell in sheet[sheet.max_row]:
                 cell.font = Font(bold=True)
