@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.core.pagination import StrictLimitOffsetPagination
+from apps.core.parsers import BoundedJSONParser
 from apps.core.schema import ErrorSerializer
 from apps.core.serializers import SlugReferenceField, StrictBooleanField, StrictCharField
 from apps.pools.models import Pool, Workload
@@ -23,6 +24,17 @@ from apps.telemetry.models import (
 from apps.telemetry.parsers import GPU_CSV_FIELDS, REQUEST_CSV_FIELDS, TelemetryFormatError
 
 MAX_TEXT_CHARACTERS = 20_000_000
+# The body that can carry that text: 4 bytes per character (UTF-8's longest, sent
+# unescaped) and room for the other fields.
+MAX_BODY_BYTES = 4 * MAX_TEXT_CHARACTERS + 64 * 1024
+
+
+class IngestJSONParser(BoundedJSONParser):
+    max_body_bytes = MAX_BODY_BYTES
+    limit_sentence = (
+        f"The text may hold {MAX_TEXT_CHARACTERS:,} characters; split a larger file into "
+        "several pushes."
+    )
 
 
 class _RangeSerializer(serializers.Serializer):
@@ -232,6 +244,7 @@ def _result(run: ImportRun) -> dict:
 
 class _IngestView(APIView):
     permission_classes = [IsAuthenticated]
+    parser_classes = [IngestJSONParser]
     kind = ""
 
     def check_permissions(self, request):
@@ -299,6 +312,7 @@ class GpuIngestView(_IngestView):
         responses={
             201: ImportResultSerializer,
             409: ALREADY_IMPORTED,
+            413: ErrorSerializer,
             422: ImportResultSerializer,
         },
     )
@@ -316,6 +330,7 @@ class RequestIngestView(_IngestView):
         responses={
             201: ImportResultSerializer,
             409: ALREADY_IMPORTED,
+            413: ErrorSerializer,
             422: ImportResultSerializer,
         },
     )
