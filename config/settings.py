@@ -112,9 +112,16 @@ REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            # Redis unreachable: reads miss and writes are dropped, so pages compute their
+            # figures in the request (apps/core/cache.py). Timeouts keep a Redis host that
+            # drops packets from holding a request: pages make a dozen cache calls.
+            "BACKEND": "apps.core.cache.FailSoftRedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="gpufleet"),
+            "OPTIONS": {
+                "socket_connect_timeout": env.float("CACHE_CONNECT_TIMEOUT_SECONDS", default=0.25),
+                "socket_timeout": env.float("CACHE_TIMEOUT_SECONDS", default=0.5),
+            },
         }
     }
 else:
@@ -282,13 +289,41 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A task whose worker died unacknowledged goes back to the queue after this long (Redis
 # has no consumer heartbeat); it must exceed the longest task's time limit.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT_SECONDS", default=2 * 60 * 60)
+    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT_SECONDS", default=2 * 60 * 60),
+    # A broker that is down or drops packets must not hold a web request: publishing
+    # gives up within seconds and the work waits in the outbox (apps/core/outbox.py).
+    # The read timeout stays above the worker's 1 s BRPOP; a publisher's connection is
+    # tried once (publishing retries on its own, CELERY_TASK_PUBLISH_RETRY_POLICY), not
+    # for CELERY_BROKER_CONNECTION_TIMEOUT with 2 s pauses.
+    "socket_connect_timeout": 1.0,
+    "socket_timeout": 2.0,
+    "max_retries": 0,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.2,
 }
+CELERY_BROKER_CONNECTION_TIMEOUT = 1.0
+# Publishing retries twice at most, for a broker restart; the outbox retries the rest.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.2,
+}
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = 1.0
+CELERY_REDIS_SOCKET_TIMEOUT = 5.0
 CELERY_BEAT_SCHEDULE = {
     "worker-heartbeat": {
         "task": "core.record_worker_heartbeat",
         "schedule": timedelta(seconds=60),
     },
+}
+CELERY_BEAT_SCHEDULE["drain-outbox"] = {
+    # Work recorded while the broker was unreachable is published once it is back
+    # (apps/core/outbox.py); beat itself needs the broker, so this runs from then on.
+    "task": "core.drain_outbox",
+    "schedule": timedelta(seconds=30),
+    "options": {"expires": 25},
 }
 CELERY_BEAT_SCHEDULE["purge-raw-telemetry"] = {
     "task": "telemetry.purge_raw_samples",

@@ -17,3 +17,31 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self):
         return f"{self.hostname} at {self.last_seen_at:%Y-%m-%d %H:%M:%S}"
+
+
+class OutboxTask(models.Model):
+    """A Celery task recorded in the transaction of the write that needs it, published
+    once that transaction commits; while the broker is unreachable it waits here until
+    ``core.drain_outbox`` publishes it (apps/core/outbox.py)."""
+
+    name = models.CharField(max_length=200)
+    args = models.JSONField(default=list, blank=True)
+    kwargs = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+        indexes = [
+            models.Index(
+                fields=["created_at"],
+                name="core_outbox_waiting",
+                condition=models.Q(enqueued_at__isnull=True),
+            )
+        ]
+
+    def __str__(self):
+        state = f"enqueued {self.enqueued_at:%Y-%m-%d %H:%M:%S}" if self.enqueued_at else "waiting"
+        return f"{self.name} ({state})"

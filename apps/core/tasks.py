@@ -22,3 +22,11 @@ def record_worker_heartbeat(hostname: str | None = None) -> dict:
             process_id=os.getpid(), last_seen_at=now, beats=F("beats") + 1
         )
     return {"hostname": hostname, "process_id": os.getpid(), "at": now.isoformat()}
+
+
+@shared_task(name="core.drain_outbox", time_limit=120, soft_time_limit=100, ignore_result=True)
+def drain_outbox_task() -> int:
+    """Publish the work recorded while the broker was unreachable (apps/core/outbox.py)."""
+    from apps.core.outbox import drain_outbox
+
+    return drain_outbox()

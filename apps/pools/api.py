@@ -5,6 +5,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.core.outbox import enqueue
 from apps.pools.estimate_serializers import (
     MemoryEstimateRequestSerializer,
     MemoryEstimateResponseSerializer,
@@ -28,7 +29,7 @@ class PoolViewSet(viewsets.ModelViewSet):
         service_period = serializer.instance.service_period
         pool = serializer.save()
         if pool.service_period != service_period:
-            rollup_pool_history_task.delay_on_commit(pool.pk)
+            enqueue(rollup_pool_history_task, pool.pk)
 
 
 class WorkloadViewSet(viewsets.ModelViewSet):

@@ -10,6 +10,7 @@ from apps.catalog.models import GpuModel
 from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
 from apps.core.htmx import render_page
+from apps.core.outbox import enqueue
 from apps.pools.assessment import assess_workload
 from apps.pools.charts import build_memory_breakdown_figure
 from apps.pools.estimates import EstimateError, run_memory_estimate
@@ -108,7 +109,7 @@ def pool_edit(request, slug):
     )
     # A saved form redirects; a refused one has still copied its valid fields onto ``pool``.
     if response.status_code == 302 and pool.service_period != service_period:
-        rollup_pool_history_task.delay_on_commit(pool.pk)
+        enqueue(rollup_pool_history_task, pool.pk)
     return response
 
 

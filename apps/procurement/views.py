@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
 from apps.core.htmx import render_page
+from apps.core.outbox import enqueue
 from apps.procurement import charts
 from apps.procurement.forms import (
     ExportForm,
@@ -260,7 +261,7 @@ def export_create(request, slug):
                 what_if=what_if,
                 created_by=request.user,
             )
-            generate_export_task.delay_on_commit(export.pk)
+            enqueue(generate_export_task, export.pk)
         return redirect(export)
     return render_page(
         request, "procurement/export_form.html", {"form": form, "scenario": scenario}

@@ -1,5 +1,5 @@
 """Report figures cached until the data under them changes, and recomputed by a worker
-right after it changes (issue 5: "add daily rollups or caching where needed").
+right after it changes.
 
 Every cached entry's key holds the *reports version*, a counter in the cache that every
 write affecting a report bumps: hourly and daily rollups (apps/reports/rollups.py), and
@@ -15,6 +15,11 @@ debounced to one per ``WARM_DELAY_SECONDS``) that recomputes the pages viewed in
 ``RECENT_WINDOW_SECONDS`` (``remember_view``), most recently viewed first, within
 ``WARM_BUDGET_SECONDS``. A visitor arriving during the warm-up computes the page in the
 request, as before; figures are never served stale.
+
+With Redis unreachable the cache answers every read as a miss (apps/core/cache.py): pages
+compute their figures in the request, and no work is handed to workers, whose results
+would have nowhere to go. A version bump lost to the outage is made on the next call that
+reaches Redis again, so figures cached before the outage are not served after it.
 """
 
 import hashlib
@@ -25,6 +30,8 @@ import time
 from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
+
+from apps.core.cache import cache_unreachable
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +49,13 @@ WARM_FLAG_KEY = "reports:warm-up-scheduled"
 WARM_DELAY_SECONDS = 2
 WARM_BUDGET_SECONDS = 20
 
+# A bump this process could not make while the cache was unreachable, made on its return.
+_bump_missed = False
+
 
 def reports_version() -> int:
+    if _bump_missed:
+        bump_reports_version()
     version = cache.get(VERSION_KEY)
     if version is None:
         cache.add(VERSION_KEY, 1, timeout=None)
@@ -52,10 +64,13 @@ def reports_version() -> int:
 
 
 def bump_reports_version() -> None:
+    global _bump_missed
     try:
-        cache.incr(VERSION_KEY)
+        bumped = cache.incr(VERSION_KEY) is not None
     except ValueError:  # not there yet (fresh cache)
         cache.add(VERSION_KEY, 2, timeout=None)
+        bumped = not cache_unreachable()
+    _bump_missed = not bumped
 
 
 def data_changed() -> None:
@@ -66,9 +81,14 @@ def data_changed() -> None:
 
 
 def workers_run_warm_ups() -> bool:
-    """Whether a worker takes report work off the web process: ``REPORTS_WARM_UP`` on and
-    Celery not eager (no worker with ``make run``)."""
-    return settings.REPORTS_WARM_UP and not settings.CELERY_TASK_ALWAYS_EAGER
+    """Whether a worker takes report work off the web process: ``REPORTS_WARM_UP`` on,
+    Celery not eager (no worker with ``make run``) and the cache, where workers leave
+    their results, reachable."""
+    return (
+        settings.REPORTS_WARM_UP
+        and not settings.CELERY_TASK_ALWAYS_EAGER
+        and not cache_unreachable()
+    )
 
 
 def schedule_warm_up() -> bool:
@@ -84,7 +104,7 @@ def schedule_warm_up() -> bool:
     from apps.reports.tasks import warm_report_cache_task
 
     try:
-        warm_report_cache_task.apply_async(countdown=WARM_DELAY_SECONDS)
+        warm_report_cache_task.apply_async(countdown=WARM_DELAY_SECONDS, retry=False)
     except Exception:  # the broker's errors vary by transport
         cache.delete(WARM_FLAG_KEY)
         logger.warning("could not queue the reports warm-up", exc_info=True)
@@ -155,6 +175,11 @@ def _job_key(prefix: str, kind: str, query: str) -> str:
 def start_background_job(kind: str, query: str) -> bool:
     """True when this call should queue the job (none queued for this data version)."""
     return cache.add(_job_key("job", kind, query), 1, timeout=BACKGROUND_JOB_SECONDS)
+
+
+def forget_background_job(kind: str, query: str) -> None:
+    """Drop the job's key, when it could not be queued, so the next view queues it."""
+    cache.delete(_job_key("job", kind, query))
 
 
 def set_background_progress(kind: str, query: str, progress: dict) -> None:

@@ -1,6 +1,7 @@
 """The Overview, the reports page (filters through htmx, CSV/XLSX export, a recompute
 job with progress) and the interruptions of training jobs."""
 
+import logging
 import time
 from datetime import UTC, timedelta
 from zoneinfo import ZoneInfo
@@ -9,6 +10,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.contrib.auth.models import AnonymousUser
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.http import HttpRequest, QueryDict
 from django.shortcuts import get_object_or_404, redirect
 from django.template.loader import render_to_string
@@ -21,6 +23,7 @@ from apps.core.charts import freeze_figure
 from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
 from apps.core.htmx import render_page
+from apps.core.outbox import enqueue
 from apps.pools.charts import build_gpus_by_purpose_figure
 from apps.pools.models import Interruption, Pool, Purpose
 from apps.reports import charts, costmodel, explain, exports, queries
@@ -29,6 +32,7 @@ from apps.reports.cache import (
     background_progress,
     cached,
     cached_value,
+    forget_background_job,
     recent_views,
     remember_view,
     set_background_progress,
@@ -38,6 +42,8 @@ from apps.reports.cache import (
 from apps.reports.forms import SYNC_RECOMPUTE_DAYS, InterruptionForm, ReportFilterForm
 from apps.reports.models import RecomputeJob
 from apps.reports.tasks import compute_report_task, recompute_days_task
+
+logger = logging.getLogger(__name__)
 
 OVERVIEW_CURVE_DAYS = 28
 
@@ -219,12 +225,20 @@ def _computes_in_background(request, form) -> bool:
     return days > SYNC_RECOMPUTE_DAYS
 
 
-def _background_report_html(request, form) -> str:
+def _background_report_html(request, form) -> str | None:
     """The progress partial of a report a worker computes, queuing the job once per
-    range and data version; it polls the page until the figures are cached."""
+    range and data version; it polls the page until the figures are cached. None when
+    the job cannot be queued: the page computes the figures."""
     query = _report_query(request)
     if start_background_job("report", query):
-        compute_report_task.delay(query)
+        try:
+            compute_report_task.apply_async((query,), retry=False)
+        except Exception:  # the broker's errors vary by transport
+            # The page computes the figures itself rather than wait for a worker that
+            # cannot be reached (its job key is dropped so the next view may queue it).
+            logger.warning("could not queue the report computation", exc_info=True)
+            forget_background_job("report", query)
+            return None
     progress = background_progress("report", query) or {"done": 0, "step": "waiting for a worker"}
     context = {
         "days": (form.cleaned_data["end"] - form.cleaned_data["start"]).days + 1,
@@ -283,7 +297,7 @@ def report(request):
         html = cached_value("report-html", _report_keys(request, form)[1])
         if html is None and _computes_in_background(request, form):
             html = _background_report_html(request, form)
-        elif html is None:
+        if html is None:
             html = _report_results(request, form)[1]
         context["results_html"] = html
     # Filter changes swap only the results (hx-target="#report-results").
@@ -471,12 +485,13 @@ def recompute_create(request):
     if not form.is_valid():
         messages.error(request, "Choose a valid range to recompute.")
         return redirect("reports:report")
-    job = RecomputeJob.objects.create(
-        start_day=form.cleaned_data["start"],
-        end_day=form.cleaned_data["end"],
-        created_by=request.user,
-    )
-    recompute_days_task.delay(job.pk)
+    with transaction.atomic():
+        job = RecomputeJob.objects.create(
+            start_day=form.cleaned_data["start"],
+            end_day=form.cleaned_data["end"],
+            created_by=request.user,
+        )
+        enqueue(recompute_days_task, job.pk)
     return redirect("reports:recompute_detail", pk=job.pk)
 
 

@@ -8,6 +8,7 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
+from apps.core.outbox import enqueue
 from apps.telemetry import rollups
 from apps.telemetry.models import GpuSample
 from apps.telemetry.pull_tasks import (  # noqa: F401 - registers the pull tasks with workers
@@ -84,8 +85,9 @@ def purge_raw_samples_task() -> int:
 
 
 def schedule_rollups(summary) -> int:
-    """Enqueue (after commit) one task per pool or workload and contiguous hour range the
-    import touched: only those hours are recomputed. Returns the number of tasks.
+    """Enqueue (after commit, through the outbox) one task per pool or workload and
+    contiguous hour range the import touched: only those hours are recomputed. Returns the
+    number of tasks.
 
     For uploads, the API and the command line, whose users wait for their result; the
     pull channels queue their pool-hours for ``rollup_pending_task`` instead."""
@@ -99,7 +101,7 @@ def schedule_rollups(summary) -> int:
             by_owner.setdefault(owner_id, []).append(hour)
         for owner_id, hours in by_owner.items():
             for start, end in rollups.hour_ranges(hours):
-                task.delay_on_commit(owner_id, start.isoformat(), end.isoformat())
+                enqueue(task, owner_id, start.isoformat(), end.isoformat())
                 tasks += 1
     return tasks
 

@@ -16,6 +16,7 @@ from django.utils.text import get_valid_filename
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.core.htmx import render_page
+from apps.core.outbox import enqueue, waiting_first_args
 from apps.pools.models import Pool
 from apps.telemetry.forms import (
     DeviceAssignForm,
@@ -46,7 +47,8 @@ def import_list(request):
         .order_by("-created_at", "-pk")
     )
     page = Paginator(runs, PAGE_SIZE).get_page(request.GET.get("page"))
-    return render_page(request, "telemetry/import_list.html", {"page": page})
+    context = {"page": page, "waiting_run_ids": waiting_first_args(import_file_task.name)}
+    return render_page(request, "telemetry/import_list.html", context)
 
 
 def _upload_path(run: ImportRun, name: str) -> Path:
@@ -78,8 +80,12 @@ def _start_import(request, form) -> ImportRun:
         with path.open("wb") as destination:
             for chunk in upload.chunks():
                 destination.write(chunk)
-        import_file_task.delay_on_commit(
-            run.pk, str(path), form.task_columns(), form.cleaned_data["time_zone"]
+        enqueue(
+            import_file_task,
+            run.pk,
+            str(path),
+            form.task_columns(),
+            form.cleaned_data["time_zone"],
         )
     return run
 
@@ -116,6 +122,10 @@ def import_detail(request, pk):
         "run": run,
         "finished": run.status in FINISHED_STATUSES,
         "errors_not_shown": max(run.rows_rejected - len(run.errors), 0),
+        # Its task is in the outbox, not yet on the broker (apps/core/outbox.py).
+        "waiting_run_ids": waiting_first_args(import_file_task.name)
+        if run.status == ImportRun.Status.PENDING
+        else set(),
     }
     # The progress card polls itself; anything else gets the page or the whole column.
     partial = "progress" if request.htmx and request.htmx.target == "import-progress" else "content"

@@ -74,7 +74,9 @@ def test_a_backdated_service_period_counts_the_kept_samples(
 ):
     _import_the_old_sample(new_pool)
     queued = []
-    monkeypatch.setattr("apps.pools.api.rollup_pool_history_task.delay_on_commit", queued.append)
+    monkeypatch.setattr(
+        "apps.pools.api.enqueue", lambda task, *args: queued.append((task.name, *args))
+    )
     client.force_login(make_user("lead"))
     response = client.patch(
         reverse("pool-detail", kwargs={"slug": new_pool.slug}),
@@ -82,7 +84,7 @@ def test_a_backdated_service_period_counts_the_kept_samples(
         content_type="application/json",
     )
     assert response.status_code == 200, response.content
-    assert queued == [new_pool.pk]
+    assert queued == [("telemetry.rollup_pool_history", new_pool.pk)]
     rollups.rollup_pool_history(new_pool.pk)  # what the queued task runs
 
     usage = PoolHourlyUsage.objects.get(pool=new_pool, hour=SAMPLE_HOUR)
