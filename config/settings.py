@@ -241,6 +241,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "apps.core.pagination.StrictLimitOffsetPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "apps.core.schema.GpufleetAutoSchema",
+    # ProtectedError/RestrictedError → 409 JSON, not a 500 page.
+    "EXCEPTION_HANDLER": "apps.core.api_errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "gpufleet API",

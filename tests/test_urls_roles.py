@@ -128,6 +128,11 @@ POST_ONLY_API = {
     "api-ingest-requests",
     "api-usage-hourly",
     "api-usage-requests-hourly",
+    # tests/pools/test_archive.py
+    "pool-archive",
+    "pool-restore",
+    "workload-archive",
+    "workload-restore",
 }
 # Not walked, with the reason.
 EXCLUDED = {
@@ -136,6 +141,10 @@ EXCLUDED = {
     "healthz": "public JSON probe for load balancers; covered by test_health",
     "reports:recompute_create": "POST-only; covered by tests/reports/test_views.py",
     "telemetry:device_assign": "POST-only; covered by tests/telemetry/test_views.py",
+    "pools:pool_archive": "POST-only; every role covered by tests/pools/test_archive.py",
+    "pools:pool_restore": "POST-only; every role covered by tests/pools/test_archive.py",
+    "pools:workload_archive": "POST-only; every role covered by tests/pools/test_archive.py",
+    "pools:workload_restore": "POST-only; every role covered by tests/pools/test_archive.py",
     "procurement:export_download": "a streamed file; every role's download and the 404 "
     "without a file are covered by tests/procurement/test_exports.py",
     "backups:version_mark_stable": "POST-only; covered by tests/backups/test_views.py",

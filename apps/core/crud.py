@@ -36,11 +36,15 @@ def delete_page(
     cancel_url,
     pretitle="",
     delete=None,
+    usage_history=(),
+    archive_url="",
 ):
-    """GET asks for confirmation (or lists what blocks the delete); POST deletes, with
-    ``delete()`` when the object's service must do more than ``obj.delete()`` (e.g.
-    recompute what depended on it), then goes to ``list_url``."""
-    if request.method == "POST" and not blocking:
+    """GET asks for confirmation, listing what the delete removes with the object (or
+    what blocks it); POST deletes, with ``delete()`` when the object's service must do
+    more than ``obj.delete()`` (e.g. recompute what depended on it), then goes to
+    ``list_url``. An object with ``usage_history`` ((what, count) pairs) is never
+    deleted: the page offers to archive it at ``archive_url`` instead."""
+    if request.method == "POST" and not blocking and not usage_history:
         try:
             (delete or obj.delete)()
         except (ProtectedError, RestrictedError) as error:  # used since the page was shown
@@ -57,8 +61,35 @@ def delete_page(
             "blocking_label": blocking_label,
             "cancel_url": cancel_url,
             "pretitle": pretitle,
+            "usage_history": usage_history,
+            "archive_url": archive_url,
+            "removed": [] if blocking or usage_history else what_a_delete_removes(obj),
         },
     )
+
+
+def what_a_delete_removes(obj) -> list[tuple[str, int]]:
+    """(what, how many) of the rows deleting ``obj`` removes with it, as the ORM would
+    cascade (its change history is kept apart and stays)."""
+    from django.db import router
+    from django.db.models.deletion import Collector
+
+    collector = Collector(using=router.db_for_write(type(obj)))
+    try:
+        collector.collect([obj])
+    except (ProtectedError, RestrictedError):
+        return []  # the delete is refused anyway, and says by what
+    counts: dict[str, int] = {}
+    for model, instances in collector.data.items():
+        if model is not type(obj):
+            label = str(model._meta.verbose_name_plural)
+            counts[label] = counts.get(label, 0) + len(instances)
+    for queryset in collector.fast_deletes:
+        count = queryset.count()
+        if count:
+            label = str(queryset.model._meta.verbose_name_plural)
+            counts[label] = counts.get(label, 0) + count
+    return sorted(counts.items())
 
 
 def _label(noun, obj) -> str:

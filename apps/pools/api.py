@@ -1,6 +1,10 @@
-from drf_spectacular.utils import extend_schema
-from rest_framework import viewsets
-from rest_framework.exceptions import ValidationError
+from django.urls import reverse
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -15,8 +19,71 @@ from apps.pools.models import Pool, Workload
 from apps.pools.serializers import PoolSerializer, WorkloadSerializer
 from apps.telemetry.tasks import rollup_pool_history_task
 
+ARCHIVED_PARAMETER = OpenApiParameter(
+    "archived",
+    OpenApiTypes.STR,
+    enum=["false", "true", "all"],
+    description="false (default): the active ones; true: the archived ones; all: both.",
+)
 
-class PoolViewSet(viewsets.ModelViewSet):
+
+class ArchivableViewSet(viewsets.ModelViewSet):
+    """Lists hide archived objects unless ``?archived=true|all``; an object with usage
+    history is never deleted (409, with the archive action's URL); ``POST …/archive/``
+    and ``…/restore/`` need the model's change permission."""
+
+    def get_queryset(self):
+        queryset = super().get_queryset()
+        if self.action == "list":
+            archived = self.request.query_params.get("archived") or "false"
+            if archived not in ("false", "true", "all"):
+                raise ValidationError({"archived": [f"“{archived}”: expected false, true or all."]})
+            queryset = queryset.by_archived(archived)
+        return queryset
+
+    def destroy(self, request, *args, **kwargs):
+        obj = self.get_object()
+        history = obj.usage_history()
+        if history:
+            kept = ", ".join(f"{count:,} {label}" for label, count in history)
+            return Response(
+                {
+                    "detail": (
+                        f"{obj.name} has usage history ({kept}): it is archived, not "
+                        "deleted, so every report keeps it."
+                    ),
+                    "archive": request.build_absolute_uri(
+                        reverse(f"{self.basename}-archive", kwargs={"slug": obj.slug})
+                    ),
+                },
+                status=status.HTTP_409_CONFLICT,
+            )
+        return super().destroy(request, *args, **kwargs)
+
+    def _set_archived(self, request, archived: bool):
+        model = self.queryset.model
+        if not request.user.has_perm(f"pools.change_{model._meta.model_name}"):
+            raise PermissionDenied()
+        obj = self.get_object()
+        if archived != obj.is_archived:
+            obj.archived_at = timezone.now() if archived else None
+            obj.save(update_fields=["archived_at", "updated_at"])
+        return Response(self.get_serializer(obj).data)
+
+    @extend_schema(request=None)
+    @action(detail=True, methods=["post"])
+    def archive(self, request, slug=None):
+        """Retire it: hidden from lists, kept with its history in every report."""
+        return self._set_archived(request, True)
+
+    @extend_schema(request=None)
+    @action(detail=True, methods=["post"])
+    def restore(self, request, slug=None):
+        return self._set_archived(request, False)
+
+
+@extend_schema_view(list=extend_schema(parameters=[ARCHIVED_PARAMETER]))
+class PoolViewSet(ArchivableViewSet):
     """GPU pools, addressed by slug. Writes need the Technical lead role."""
 
     queryset = Pool.objects.select_related("owner", "gpu_model").order_by("name")
@@ -32,7 +99,8 @@ class PoolViewSet(viewsets.ModelViewSet):
             enqueue(rollup_pool_history_task, pool.pk)
 
 
-class WorkloadViewSet(viewsets.ModelViewSet):
+@extend_schema_view(list=extend_schema(parameters=[ARCHIVED_PARAMETER]))
+class WorkloadViewSet(ArchivableViewSet):
     """Workloads, addressed by slug; ``pool`` is the pool's slug."""
 
     queryset = Workload.objects.with_pool().order_by("name")

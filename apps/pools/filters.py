@@ -33,6 +33,13 @@ class PoolFilter(django_filters.FilterSet):
     q = django_filters.CharFilter(
         method="search", label="Search", widget=forms.TextInput(attrs={"placeholder": "Name"})
     )
+    # Applied in filter_queryset, so that no choice (the default) hides archived pools.
+    archived = django_filters.ChoiceFilter(
+        label="Show",
+        choices=[("all", "Show archived"), ("true", "Archived only")],
+        empty_label="Hide archived",
+        method="keep",
+    )
 
     class Meta:
         model = Pool
@@ -40,6 +47,13 @@ class PoolFilter(django_filters.FilterSet):
 
     def search(self, queryset, name, value):
         return queryset.filter(name__icontains=value)
+
+    def keep(self, queryset, name, value):
+        return queryset
+
+    def filter_queryset(self, queryset):
+        queryset = super().filter_queryset(queryset)
+        return queryset.by_archived(self.form.cleaned_data.get("archived"))
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

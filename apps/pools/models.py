@@ -202,6 +202,12 @@ class Pool(models.Model):
         blank=True,
         help_text="When they stopped being paid for; blank while the pool is in service.",
     )
+    archived_at = models.DateTimeField(
+        "Archived at",
+        null=True,
+        blank=True,
+        help_text="Retired: hidden from lists, kept with its history in every report.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -220,6 +226,23 @@ class Pool(models.Model):
 
     def get_absolute_url(self):
         return reverse("pools:pool_detail", kwargs={"slug": self.slug})
+
+    @property
+    def is_archived(self) -> bool:
+        return self.archived_at is not None
+
+    def usage_history(self) -> list[tuple[str, int]]:
+        """(what, how many) of the records that make up the pool's history, those it has:
+        hourly rollups are the only record of hours whose raw samples are purged, so a
+        pool with any is archived, never deleted."""
+        from apps.telemetry.models import GpuSample
+
+        counts = [
+            ("hourly usage rows", self.hourly_usage.count()),
+            ("daily usage rows", self.daily_usage.count()),
+            ("raw GPU samples", GpuSample.objects.filter(device__pool=self).count()),
+        ]
+        return [(label, count) for label, count in counts if count]
 
     @property
     def service_period(self) -> tuple:
@@ -493,6 +516,12 @@ class Workload(models.Model):
         help_text="An accuracy validation on an evaluation set is on record.",
     )
 
+    archived_at = models.DateTimeField(
+        "Archived at",
+        null=True,
+        blank=True,
+        help_text="Retired: hidden from lists, kept with its history in every report.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -508,6 +537,24 @@ class Workload(models.Model):
 
     def get_absolute_url(self):
         return reverse("pools:workload_detail", kwargs={"slug": self.slug})
+
+    @property
+    def is_archived(self) -> bool:
+        return self.archived_at is not None
+
+    def usage_history(self) -> list[tuple[str, int]]:
+        """(what, how many) of the records that make up the workload's history, those it
+        has; a workload with any is archived, never deleted."""
+        counts = [
+            ("hourly request rows", self.hourly_requests.count()),
+            ("daily request rows", self.daily_requests.count()),
+            ("attributed GPU-hour rows", self.attributed_usage.count()),
+            ("raw request samples", self.request_samples.count()),
+            ("interruptions", self.interruptions.count()),
+            ("backup versions", self.backup_versions.count()),
+            ("backup policies", int(hasattr(self, "backup_policy"))),
+        ]
+        return [(label, count) for label, count in counts if count]
 
     @property
     def is_training(self) -> bool:
@@ -539,7 +586,8 @@ class Interruption(models.Model):
     checkpoint interval", CACM 17(9), 1974).
     """
 
-    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="interruptions")
+    # History: a workload with interruptions is archived, never deleted.
+    workload = models.ForeignKey(Workload, on_delete=models.PROTECT, related_name="interruptions")
     occurred_at = models.DateTimeField("Interrupted at")
     cause = models.CharField(max_length=20, choices=InterruptionCause.choices)
     restart_minutes = models.PositiveIntegerField(

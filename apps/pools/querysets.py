@@ -2,7 +2,22 @@ from django.db import models
 from django.db.models import Count, DecimalField, ExpressionWrapper, F, Sum
 
 
-class PoolQuerySet(models.QuerySet):
+class ArchivableQuerySet(models.QuerySet):
+    def active(self):
+        return self.filter(archived_at__isnull=True)
+
+    def archived(self):
+        return self.filter(archived_at__isnull=False)
+
+    def by_archived(self, value: str | None):
+        """``?archived=``: "true" the archived only, "all" both, else (default) the
+        active only. Reports and exports never filter: history counts either way."""
+        if value == "all":
+            return self
+        return self.archived() if value == "true" else self.active()
+
+
+class PoolQuerySet(ArchivableQuerySet):
     def with_workload_counts(self):
         return self.annotate(workload_count=Count("workloads"))
 
@@ -30,6 +45,6 @@ class PoolQuerySet(models.QuerySet):
         return {row["purpose"]: row["gpus"] for row in rows}
 
 
-class WorkloadQuerySet(models.QuerySet):
+class WorkloadQuerySet(ArchivableQuerySet):
     def with_pool(self):
         return self.select_related("pool__gpu_model", "owner", "model_architecture")

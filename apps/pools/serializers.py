@@ -28,6 +28,9 @@ class PoolSerializer(StrictModelSerializer):
     )
     price_breakdown = serializers.SerializerMethodField()
     needs_icp_filing = serializers.BooleanField(read_only=True)
+    archived = serializers.BooleanField(
+        source="is_archived", read_only=True, help_text="Retired: POST …/restore/ to undo."
+    )
 
     class Meta:
         model = Pool
@@ -65,10 +68,17 @@ class PoolSerializer(StrictModelSerializer):
             "effective_price_per_gpu_hour_usd",
             "price_per_hour_usd",
             "price_breakdown",
+            "archived",
+            "archived_at",
             "created_at",
             "updated_at",
         ]
-        read_only_fields = ["effective_price_per_gpu_hour_usd", "created_at", "updated_at"]
+        read_only_fields = [
+            "effective_price_per_gpu_hour_usd",
+            "archived_at",
+            "created_at",
+            "updated_at",
+        ]
 
     def get_price_breakdown(self, pool) -> list[dict]:
         breakdown = pool.price_breakdown()
@@ -114,6 +124,9 @@ class WorkloadSerializer(StrictModelSerializer):
         required=False,
     )
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    archived = serializers.BooleanField(
+        source="is_archived", read_only=True, help_text="Retired: POST …/restore/ to undo."
+    )
 
     class Meta:
         model = Workload
@@ -152,10 +165,12 @@ class WorkloadSerializer(StrictModelSerializer):
             "quantization_validated",
             "k8s_namespace",
             "pod_name_prefix",
+            "archived",
+            "archived_at",
             "created_at",
             "updated_at",
         ]
-        read_only_fields = ["created_at", "updated_at"]
+        read_only_fields = ["archived_at", "created_at", "updated_at"]
 
     def validate(self, attrs):
         values = {

@@ -1,10 +1,12 @@
 from datetime import timedelta
 
+from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.paginator import Paginator
-from django.shortcuts import get_object_or_404
+from django.shortcuts import get_object_or_404, redirect
+from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.catalog.models import GpuModel
 from apps.core.crud import delete_page, form_page
@@ -29,6 +31,7 @@ UTILIZATION_WINDOW = timedelta(days=14)
 
 @require_GET
 def pool_list(request):
+    # Archived pools are hidden unless the filter's "Show" asks for them.
     pool_filter = PoolFilter(request.GET, queryset=Pool.objects.all())
     filtered_pools = pool_filter.qs
     sort = request.GET.get("sort", "name")
@@ -126,16 +129,48 @@ def pool_delete(request, slug):
         list_url="pools:pool_list",
         cancel_url=pool.get_absolute_url(),
         pretitle="Pools",
+        usage_history=pool.usage_history(),
+        archive_url=reverse("pools:pool_archive", kwargs={"slug": pool.slug}),
     )
+
+
+def _set_archived(request, obj, noun, *, archived: bool):
+    if archived and obj.archived_at is None:
+        obj.archived_at = timezone.now()
+        messages.success(
+            request,
+            f"{noun} {obj.name} archived: hidden from lists, its history kept in every "
+            "report, export and API answer.",
+        )
+    elif not archived and obj.archived_at is not None:
+        obj.archived_at = None
+        messages.success(request, f"{noun} {obj.name} restored.")
+    obj.save(update_fields=["archived_at", "updated_at"])
+    return redirect(obj)
+
+
+@permission_required("pools.change_pool", raise_exception=True)
+@require_POST
+def pool_archive(request, slug):
+    return _set_archived(request, get_object_or_404(Pool, slug=slug), "Pool", archived=True)
+
+
+@permission_required("pools.change_pool", raise_exception=True)
+@require_POST
+def pool_restore(request, slug):
+    return _set_archived(request, get_object_or_404(Pool, slug=slug), "Pool", archived=False)
 
 
 @require_GET
 def workload_list(request):
-    workloads = Workload.objects.with_pool().order_by("name")
+    archived = request.GET.get("archived", "")
+    workloads = Workload.objects.with_pool().by_archived(archived).order_by("name")
     page = Paginator(workloads, PAGE_SIZE).get_page(request.GET.get("page"))
     gpu_catalog = list(GpuModel.objects.all())
     rows = [(workload, assess_workload(workload, gpu_catalog=gpu_catalog)) for workload in page]
-    return render_page(request, "pools/workload_list.html", {"page": page, "rows": rows})
+    context = {"page": page, "rows": rows, "archived": archived}
+    partial = "workloads" if request.htmx and request.htmx.target == "workloads" else "content"
+    return render_page(request, "pools/workload_list.html", context, partial=partial)
 
 
 @require_GET
@@ -194,7 +229,23 @@ def workload_delete(request, slug):
         list_url="pools:workload_list",
         cancel_url=workload.get_absolute_url(),
         pretitle="Workloads",
+        usage_history=workload.usage_history(),
+        archive_url=reverse("pools:workload_archive", kwargs={"slug": workload.slug}),
     )
+
+
+@permission_required("pools.change_workload", raise_exception=True)
+@require_POST
+def workload_archive(request, slug):
+    workload = get_object_or_404(Workload, slug=slug)
+    return _set_archived(request, workload, "Workload", archived=True)
+
+
+@permission_required("pools.change_workload", raise_exception=True)
+@require_POST
+def workload_restore(request, slug):
+    workload = get_object_or_404(Workload, slug=slug)
+    return _set_archived(request, workload, "Workload", archived=False)
 
 
 @require_GET

@@ -10,7 +10,7 @@ from django.db import models
 
 
 class PoolDailyUsage(models.Model):
-    pool = models.ForeignKey("pools.Pool", on_delete=models.CASCADE, related_name="daily_usage")
+    pool = models.ForeignKey("pools.Pool", on_delete=models.PROTECT, related_name="daily_usage")
     day = models.DateField()
     measured_hours = models.PositiveIntegerField(help_text="Hours with telemetry.")
     measured_capacity_gpu_hours = models.FloatField()
@@ -34,7 +34,7 @@ class PoolDailyUsage(models.Model):
 
 class WorkloadDailyRequests(models.Model):
     workload = models.ForeignKey(
-        "pools.Workload", on_delete=models.CASCADE, related_name="daily_requests"
+        "pools.Workload", on_delete=models.PROTECT, related_name="daily_requests"
     )
     day = models.DateField()
     requests = models.PositiveBigIntegerField()
@@ -112,7 +112,7 @@ class WorkloadHourlyUsage(models.Model):
     """
 
     workload = models.ForeignKey(
-        "pools.Workload", on_delete=models.CASCADE, related_name="attributed_usage"
+        "pools.Workload", on_delete=models.PROTECT, related_name="attributed_usage"
     )
     hour = models.DateTimeField()
     allocated_gpu_hours = models.FloatField()

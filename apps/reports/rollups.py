@@ -218,14 +218,19 @@ GROUP BY matched.workload_id, matched.hour
 """
 
 
-def attribute_pool_hours(pool_ids, start: datetime, end: datetime) -> int:
+def attribute_pool_hours(
+    pool_ids, start: datetime, end: datetime, *, released_device_ids=()
+) -> int:
     """Recompute the workload attribution of ``pool_ids`` (None: every pool) in
     [start, end), for pools with a labelled workload. PostgreSQL only (LATERAL); on
-    SQLite, the development database, shared pools stay unattributed."""
+    SQLite, the development database, shared pools stay unattributed. Only hours whose
+    raw samples are held are rewritten (apps/telemetry/rollups.py, ``samples_held_q``):
+    the attribution of purged hours is kept."""
     from django.db import connection
 
     from apps.pools.models import Workload
     from apps.reports.models import WorkloadHourlyUsage
+    from apps.telemetry.rollups import samples_held_q
 
     labelled = Workload.objects.exclude(k8s_namespace="", pod_name_prefix="")
     if pool_ids is not None:
@@ -234,7 +239,7 @@ def attribute_pool_hours(pool_ids, start: datetime, end: datetime) -> int:
     stale = WorkloadHourlyUsage.objects.filter(hour__gte=start, hour__lt=end)
     if pool_ids is not None:
         stale = stale.filter(workload__pool_id__in=list(pool_ids))
-    stale.delete()
+    stale.filter(samples_held_q("workload__pool_id", released_device_ids)).delete()
     if not pools or connection.vendor != "postgresql":
         return 0
     written = 0

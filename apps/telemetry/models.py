@@ -114,7 +114,7 @@ class GpuSample(models.Model):
 class RequestSample(models.Model):
     id = models.BigAutoField(primary_key=True)
     workload = models.ForeignKey(
-        "pools.Workload", on_delete=models.CASCADE, related_name="request_samples"
+        "pools.Workload", on_delete=models.PROTECT, related_name="request_samples"
     )
     timestamp = models.DateTimeField()
     input_tokens = models.PositiveIntegerField()
@@ -195,7 +195,9 @@ class ImportRun(models.Model):
 class PoolHourlyUsage(models.Model):
     """One pool in one UTC hour (definitions in apps/telemetry/rollups.py)."""
 
-    pool = models.ForeignKey("pools.Pool", on_delete=models.CASCADE, related_name="hourly_usage")
+    # The only record of an hour once its raw samples are purged: a pool with any is
+    # archived, never deleted.
+    pool = models.ForeignKey("pools.Pool", on_delete=models.PROTECT, related_name="hourly_usage")
     hour = models.DateTimeField()
     reporting_gpus = models.PositiveIntegerField()
     capacity_gpu_hours = models.FloatField()
@@ -290,7 +292,7 @@ class PendingRollup(models.Model):
 
 class WorkloadHourlyRequests(models.Model):
     workload = models.ForeignKey(
-        "pools.Workload", on_delete=models.CASCADE, related_name="hourly_requests"
+        "pools.Workload", on_delete=models.PROTECT, related_name="hourly_requests"
     )
     hour = models.DateTimeField()
     requests = models.PositiveIntegerField()

@@ -31,6 +31,15 @@ success/empty) and the p95 latency.
 Every rollup also rebuilds the daily sums of the UTC days it touched
 (apps/reports/rollups.py), in the same transaction, so reports never see one without
 the other.
+
+History is permanent: raw samples are purged after TELEMETRY_RAW_RETENTION_DAYS and the
+hourly rows are then the only record, so a recompute deletes or rewrites a pool-hour (its
+rollup-kind flags, its workload attribution) only where raw samples of that pool's devices
+are held for that hour; every other hour in the range stays exactly as it is, whatever
+the range. Samples follow their device: when devices move to another pool, the pool they
+left names them (``released_device_ids``) so its hours that held only their samples are
+rebuilt too, and the hours move with the devices. Workload request hours follow the same
+rule with their request samples.
 """
 
 import uuid
@@ -38,6 +47,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.db import connection, transaction
+from django.db.models import Exists, OuterRef, Q
 
 from apps.reports.rollups import (
     attribute_pool_hours,
@@ -46,9 +56,11 @@ from apps.reports.rollups import (
 )
 from apps.telemetry.mig import DEFAULT_MIG_COMPUTE_SLICES
 from apps.telemetry.models import (
+    GpuSample,
     PendingRollup,
     PoolHourFlag,
     PoolHourlyUsage,
+    RequestSample,
     WorkloadHourlyRequests,
 )
 
@@ -182,17 +194,57 @@ FROM (SELECT 1) AS one LEFT JOIN flags ON true
 """
 
 
+def raw_retention_horizon(now: datetime | None = None) -> datetime:
+    """The start of the oldest hour whose raw samples are all kept: the purge deletes the
+    hours before it (TELEMETRY_RAW_RETENTION_DAYS); their rollups are final."""
+    from django.conf import settings
+    from django.utils import timezone
+
+    moment = (now or timezone.now()) - timedelta(days=settings.TELEMETRY_RAW_RETENTION_DAYS)
+    return moment.replace(minute=0, second=0, microsecond=0)
+
+
+def samples_held_q(
+    pool_field: str = "pool_id", released_device_ids=(), hour_field: str = "hour"
+) -> Q:
+    """Rows of pool-hours whose raw samples are still held: samples of the pool's devices
+    (or of ``released_device_ids``, devices that just left it) in that hour. Only these
+    can be rebuilt; the others are the only record of their hour."""
+    in_hour = {
+        "timestamp__gte": OuterRef(hour_field),
+        "timestamp__lt": OuterRef(hour_field) + _ONE_HOUR,
+    }
+    held = Exists(GpuSample.objects.filter(device__pool_id=OuterRef(pool_field), **in_hour))
+    if released_device_ids:
+        held |= Exists(GpuSample.objects.filter(device_id__in=list(released_device_ids), **in_hour))
+    return Q(held)
+
+
+def _delete_rebuildable_hours(pool_ids, start, end, released_device_ids=()) -> None:
+    """Delete the pool-hours (and their rollup-kind flags) in [start, end) that the
+    samples held can rebuild; ``pool_ids`` None: every pool."""
+    held = samples_held_q(released_device_ids=released_device_ids)
+    for model, extra in (
+        (PoolHourlyUsage, {}),
+        (PoolHourFlag, {"kind__in": PoolHourFlag.ROLLUP_KINDS}),
+    ):
+        rows = model.objects.filter(hour__gte=start, hour__lt=end, **extra)
+        if pool_ids is not None:
+            rows = rows.filter(pool_id__in=list(pool_ids))
+        rows.filter(held).delete()
+
+
 @transaction.atomic
-def rollup_pool_hours(pool_id: int, start: datetime, end: datetime) -> int:
-    """Recompute every hour of one pool in [start, end): hours whose samples are gone
-    (purged, or devices moved to another pool) are deleted, so the result equals a
-    rollup from scratch. Returns the number of hourly rows written."""
-    PoolHourlyUsage.objects.filter(pool_id=pool_id, hour__gte=start, hour__lt=end).delete()
-    PoolHourFlag.objects.filter(
-        pool_id=pool_id, hour__gte=start, hour__lt=end, kind__in=PoolHourFlag.ROLLUP_KINDS
-    ).delete()
+def rollup_pool_hours(
+    pool_id: int, start: datetime, end: datetime, *, released_device_ids=()
+) -> int:
+    """Recompute the hours of one pool in [start, end) that hold raw samples, so a rerun
+    gives the same rows; an hour with no samples held (purged) keeps its row and flags.
+    ``released_device_ids``: devices that just left the pool, whose samples' hours are
+    rebuilt without them. Returns the number of hourly rows written."""
+    _delete_rebuildable_hours([pool_id], start, end, released_device_ids)
     written = _insert_pool_hours("device.pool_id = %s", [pool_id, start, end])
-    attribute_pool_hours([pool_id], start, end)
+    attribute_pool_hours([pool_id], start, end, released_device_ids=released_device_ids)
     rollup_pool_days([pool_id], start, end)
     return written
 
@@ -201,10 +253,7 @@ def rollup_pool_hours(pool_id: int, start: datetime, end: datetime) -> int:
 def rollup_all_pool_hours(start: datetime, end: datetime) -> int:
     """``rollup_pool_hours`` for every pool at once: one scan of the samples instead of
     one per pool (bench/telemetry.py: 2.0× → 0.9× a hand-written GROUP BY)."""
-    PoolHourlyUsage.objects.filter(hour__gte=start, hour__lt=end).delete()
-    PoolHourFlag.objects.filter(
-        hour__gte=start, hour__lt=end, kind__in=PoolHourFlag.ROLLUP_KINDS
-    ).delete()
+    _delete_rebuildable_hours(None, start, end)
     written = _insert_pool_hours("device.pool_id IS NOT NULL", [start, end])
     attribute_pool_hours(None, start, end)
     rollup_pool_days(None, start, end)
@@ -349,9 +398,18 @@ OK_STATUSES = ("", "ok", "success", "succeeded", "200", "201", "204")
 
 @transaction.atomic
 def rollup_workload_hours(workload_id: int, start: datetime, end: datetime) -> int:
-    """Requests per workload and hour; the p95 in SQL on PostgreSQL (percentile_cont)."""
+    """Requests per workload and hour; the p95 in SQL on PostgreSQL (percentile_cont).
+    Only hours whose request samples are held are deleted and rewritten."""
     WorkloadHourlyRequests.objects.filter(
         workload_id=workload_id, hour__gte=start, hour__lt=end
+    ).filter(
+        Exists(
+            RequestSample.objects.filter(
+                workload_id=OuterRef("workload_id"),
+                timestamp__gte=OuterRef("hour"),
+                timestamp__lt=OuterRef("hour") + _ONE_HOUR,
+            )
+        )
     ).delete()
     hour = _hour_sql("timestamp")
     statuses = ", ".join(["%s"] * len(OK_STATUSES))
@@ -468,11 +526,9 @@ def rollup_pool_history(pool_id: int) -> int:
     """After the pool's service period changed: its hours recomputed from the raw samples
     still kept (hours outside the new period lose their row and gain an
     ``outside_service`` flag), then its daily sums over its whole hourly history, which
-    leave out hours outside the period whose samples are purged. Returns hourly rows
-    written."""
+    leave out hours outside the period whose samples are purged (their rows are kept).
+    Returns hourly rows written."""
     from django.db.models import Max, Min
-
-    from apps.telemetry.models import GpuSample
 
     written = 0
     samples = GpuSample.objects.filter(device__pool_id=pool_id).aggregate(
@@ -494,13 +550,12 @@ def rollup_everything() -> tuple[int, int]:
     """From scratch, for every pool and workload with data: (pool rows, workload rows)."""
     from django.db.models import Max, Min
 
-    from apps.telemetry.models import GpuSample, RequestSample
     from apps.telemetry.services import hour_of
 
     pool_rows = workload_rows = 0
-    # The span of all raw samples (two probes of the timestamp index): raw samples are purged
-    # by age for every pool alike, so inside it every pool's hours can be recomputed, and
-    # the hourly rows before it, whose samples are gone, are kept.
+    # The span of all raw samples (two probes of the timestamp index); inside it only the
+    # pool-hours that hold samples are rebuilt, so one stray old sample widens the span
+    # without touching the purged hours between.
     span = GpuSample.objects.aggregate(first=Min("timestamp"), last=Max("timestamp"))
     if span["first"] is not None:
         end = hour_of(span["last"]) + _ONE_HOUR

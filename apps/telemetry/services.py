@@ -458,6 +458,50 @@ def _flag_clock_skew(rows, devices, touched_instants, received_at: datetime) -> 
     return sentences
 
 
+def _refuse_final_hours(rows: list[GpuSampleRow], devices: dict) -> tuple[list, list[RowError]]:
+    """(rows kept, one error per refused row): a row older than the raw retention is
+    refused when its pool-hour has a rollup row and no raw samples held, as after the
+    purge. That hourly row is the hour's only record and a recompute never rewrites it
+    (apps/telemetry/rollups.py), so the sample could never count."""
+    from django.conf import settings
+
+    from apps.telemetry.models import PoolHourlyUsage
+    from apps.telemetry.rollups import raw_retention_horizon, samples_held_q
+
+    horizon = raw_retention_horizon()
+    old = [(row, pool_id) for row, pool_id in _pools_of_rows(rows, devices) if pool_id]
+    old = [(row, pool_id) for row, pool_id in old if row.timestamp < horizon]
+    if not old:
+        return rows, []
+    hours = [hour_of(row.timestamp) for row, _pool_id in old]
+    final = set(
+        PoolHourlyUsage.objects.filter(
+            pool_id__in={pool_id for _row, pool_id in old},
+            hour__gte=min(hours),
+            hour__lte=max(hours),
+        )
+        .exclude(samples_held_q())
+        .values_list("pool_id", "hour")
+    )
+    refused = {
+        id(row) for (row, pool_id), hour in zip(old, hours, strict=True) if (pool_id, hour) in final
+    }
+    if not refused:
+        return rows, []
+    days = settings.TELEMETRY_RAW_RETENTION_DAYS
+    errors = [
+        RowError(
+            row.line_number,
+            f"line {row.line_number}: sample at {_utc_minute(row.timestamp)} is older than "
+            f"the {days}-day raw retention; the hour's rollup is final (its raw samples are "
+            "purged and its hourly row is the only record)",
+        )
+        for row in rows
+        if id(row) in refused
+    ]
+    return [row for row in rows if id(row) not in refused], errors
+
+
 def _rejection(result: ParseResult, total: int) -> ImportSummary:
     return ImportSummary(
         rows_total=total,
@@ -492,6 +536,13 @@ def import_gpu_samples(
     if result.errors and not skip_bad_rows:
         return _rejection(result, total)
     devices, new_count = register_devices(result.rows, pool=pool)
+    kept, refused = _refuse_final_hours(result.rows, devices)
+    if refused:
+        errors = sorted([*result.errors, *refused], key=lambda error: error.line_number)
+        result = ParseResult(rows=kept, errors=errors)
+        if not skip_bad_rows:
+            transaction.set_rollback(True)  # the devices registered above are not kept
+            return _rejection(result, total)
     touched_instants: set[tuple[int, datetime]] = set()
     accepted = _insert_ignoring_duplicates(
         "telemetry_gpusample",

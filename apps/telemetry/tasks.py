@@ -2,10 +2,9 @@
 and delete-then-recompute of a range in one transaction), so they are acknowledged late
 and re-queued when their worker dies."""
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from celery import shared_task
-from django.conf import settings
 from django.utils import timezone
 
 from apps.core.outbox import enqueue
@@ -78,8 +77,10 @@ def rollup_pending_task() -> int:
 
 @shared_task(name="telemetry.purge_raw_samples", time_limit=30 * 60)
 def purge_raw_samples_task() -> int:
-    """Raw samples older than the retention go; hourly rollups are kept forever."""
-    cutoff = timezone.now() - timedelta(days=settings.TELEMETRY_RAW_RETENTION_DAYS)
+    """Raw samples older than the retention go, whole hours at a time; hourly rollups
+    are kept forever. An hour is either held whole or gone: a recompute rebuilds only
+    hours that hold samples (apps/telemetry/rollups.py), never one from half of them."""
+    cutoff = rollups.raw_retention_horizon()
     deleted, _ = GpuSample.objects.filter(timestamp__lt=cutoff).delete()
     return deleted
 

@@ -160,7 +160,8 @@ def device_assign(request):
     pool = form.cleaned_data["pool"]
     devices = list(form.cleaned_data["devices"])
     device_ids = [device.pk for device in devices]
-    # Pools the devices leave lose their samples' hours: recompute those too.
+    # Pools the devices leave lose their samples' hours: recompute those too, naming the
+    # devices, since their samples now count for the new pool.
     pool_ids = {pool.pk} | {device.pool_id for device in devices if device.pool_id}
     with transaction.atomic():
         GpuDevice.objects.filter(pk__in=device_ids).update(
@@ -180,7 +181,8 @@ def device_assign(request):
         if span["samples"]:
             start, end = hour_of(span["first"]), hour_of(span["last"]) + timedelta(hours=1)
             for pool_id in sorted(pool_ids):
-                rollup_pool_hours(pool_id, start, end)
+                released = [device.pk for device in devices if device.pool_id == pool_id]
+                rollup_pool_hours(pool_id, start, end, released_device_ids=released)
     gpus = f"{len(devices)} GPU{'s' if len(devices) != 1 else ''}"
     samples = span["samples"]
     outside = span["before"] + span["after"]

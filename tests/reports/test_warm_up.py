@@ -121,6 +121,9 @@ def test_warm_view_skips_pages_that_no_longer_exist(gpu_model):
     pool = _make_pools(gpu_model, 1)[0]
     pool_id = pool.pk
     pool.workloads.all().delete()
+    # A pool with usage history is archived, never deleted: only one without history goes.
+    pool.hourly_usage.all().delete()
+    pool.daily_usage.all().delete()
     Pool.objects.filter(pk=pool_id).delete()
     assert warm_view("pool", str(pool_id)) is False
     assert warm_view("report", "start=2026-05-10&end=2026-05-01") is False
