@@ -64,6 +64,8 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # ?pool=%00 would reach PostgreSQL, which refuses NUL in text with a 500.
+    "apps.core.middleware.RefuseNulCharactersMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "apps.accounts.middleware.SessionIdleTimeoutMiddleware",
@@ -356,6 +358,24 @@ CELERY_BEAT_SCHEDULE["warm-report-cache"] = {
     "schedule": crontab(minute=0),
     "options": {"expires": 50 * 60},
 }
+CELERY_BEAT_SCHEDULE["reap-stalled-runs"] = {
+    # Imports, exports and recomputes whose worker stopped are marked interrupted and
+    # retried within minutes, not after the visibility timeout (apps/core/runs.py).
+    "task": "core.reap_stalled_runs",
+    "schedule": timedelta(seconds=60),
+    "options": {"expires": 55},
+}
+# A background run writes its heartbeat at least this often while it runs; one not heard
+# from for STALLED_RUN_AFTER_SECONDS is marked interrupted and retried, up to
+# RUN_MAX_ATTEMPTS attempts in all (apps/core/runs.py).
+RUN_HEARTBEAT_SECONDS = env.int("RUN_HEARTBEAT_SECONDS", default=30)
+STALLED_RUN_AFTER_SECONDS = env.int("STALLED_RUN_AFTER_SECONDS", default=3 * 60)
+RUN_MAX_ATTEMPTS = env.int("RUN_MAX_ATTEMPTS", default=3)
+STALLED_RUN_REAPERS = [
+    "apps.telemetry.services.reap_stalled_imports",
+    "apps.reports.recompute.reap_stalled_recomputes",
+    "apps.procurement.services.reap_stalled_exports",
+]
 # Recompute the report pages people viewed lately right after the data under them changes
 # (apps/reports/cache.py); off, the first visitor after a change computes them.
 REPORTS_WARM_UP = env.bool("REPORTS_WARM_UP", default=True)

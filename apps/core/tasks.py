@@ -30,3 +30,12 @@ def drain_outbox_task() -> int:
     from apps.core.outbox import drain_outbox
 
     return drain_outbox()
+
+
+@shared_task(name="core.reap_stalled_runs", time_limit=60, soft_time_limit=50)
+def reap_stalled_runs_task() -> dict:
+    """Mark background runs whose worker stopped interrupted and retry them
+    (apps/core/runs.py); beat runs it every minute."""
+    from apps.core.runs import reap_stalled_runs
+
+    return reap_stalled_runs()

@@ -332,11 +332,16 @@ class ComparisonExport(models.Model):
         RUNNING = "running", "Running"
         SUCCEEDED = "succeeded", "Ready"
         FAILED = "failed", "Failed"
+        INTERRUPTED = "interrupted", "Interrupted"
 
     scenario = models.ForeignKey(Scenario, on_delete=models.CASCADE, related_name="exports")
     format = models.CharField(max_length=10, choices=Format.choices)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
     progress_pct = models.PositiveSmallIntegerField(default=0)
+    # Written at each progress update and every RUN_HEARTBEAT_SECONDS while it runs; the
+    # reaper marks a run not heard from for a few minutes interrupted (apps/core/runs.py).
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Times a worker started it.")
     file = models.FileField(upload_to="procurement/exports/%Y/%m/", blank=True)
     message = models.TextField(blank=True)
     what_if = models.JSONField(
@@ -364,7 +369,7 @@ class ComparisonExport(models.Model):
 
     @property
     def finished(self) -> bool:
-        return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)
+        return self.status in (self.Status.SUCCEEDED, self.Status.FAILED, self.Status.INTERRUPTED)
 
     @property
     def filename(self) -> str:

@@ -690,8 +690,8 @@ def import_prices(
 
 
 def _progress(export, pct, status=None):
-    export.progress_pct = pct
-    fields = ["progress_pct"]
+    export.progress_pct, export.heartbeat_at = pct, timezone.now()
+    fields = ["progress_pct", "heartbeat_at"]
     if status:
         export.status = status
         fields.append("status")
@@ -700,34 +700,63 @@ def _progress(export, pct, status=None):
 
 def run_export(export_id: int) -> str:
     """Compute the comparison and write the file; progress is kept on the export for the
-    page's progress bar. A failure is recorded on the export, then re-raised."""
+    page's progress bar. A failure is recorded on the export, then re-raised. An export
+    finished, running elsewhere or out of attempts is left alone (apps/core/runs.py)."""
+    from apps.core import runs
     from apps.procurement import exports
 
+    claimed = runs.claim(
+        ComparisonExport,
+        export_id,
+        startable=(ComparisonExport.Status.PENDING, ComparisonExport.Status.INTERRUPTED),
+        progress_pct=10,
+        message="",
+    )
     export = ComparisonExport.objects.get(pk=export_id)
-    _progress(export, 10, ComparisonExport.Status.RUNNING)
+    if not claimed:
+        return export.status
     try:
-        export.scenario = scenario_queryset().get(pk=export.scenario_id)
-        result = build_comparison_what_if(export.scenario, export.what_if)
-        _progress(export, 40)
-        writer = {
-            ComparisonExport.Format.CSV: exports.build_csv,
-            ComparisonExport.Format.XLSX: exports.build_xlsx,
-            ComparisonExport.Format.PDF: exports.build_pdf,
-        }[export.format]
-        content = writer(result)
-        _progress(export, 80)
-        export.file.save(export.filename, ContentFile(content), save=False)
-        export.status = ComparisonExport.Status.SUCCEEDED
-        export.progress_pct = 100
-        export.finished_at = timezone.now()
-        export.message = f"{len(content):,} bytes."
-        export.save()
+        with runs.heartbeat(ComparisonExport, export.pk):
+            export.scenario = scenario_queryset().get(pk=export.scenario_id)
+            result = build_comparison_what_if(export.scenario, export.what_if)
+            _progress(export, 40)
+            writer = {
+                ComparisonExport.Format.CSV: exports.build_csv,
+                ComparisonExport.Format.XLSX: exports.build_xlsx,
+                ComparisonExport.Format.PDF: exports.build_pdf,
+            }[export.format]
+            content = writer(result)
+            _progress(export, 80)
+            export.file.save(export.filename, ContentFile(content), save=False)
+            export.status = ComparisonExport.Status.SUCCEEDED
+            export.progress_pct = 100
+            export.finished_at = timezone.now()
+            export.message = f"{len(content):,} bytes."
+            export.save()
     except Exception as error:
         ComparisonExport.objects.filter(pk=export.pk).update(
             status=ComparisonExport.Status.FAILED,
             progress_pct=100,
             finished_at=timezone.now(),
-            message=f"The export failed: {error.__class__.__name__}: {error}",
+            message=(
+                f"The export stopped with an error ({type(error).__name__}: {error}). Ask "
+                "for it again; the server log has the details."
+            ),
         )
         raise
     return export.status
+
+
+def reap_stalled_exports() -> int:
+    """Mark exports not heard from for a few minutes interrupted and queue them again (an
+    export recomputes and replaces its file). Returns the exports marked."""
+    from apps.core import runs
+    from apps.core.outbox import enqueue
+    from apps.procurement.tasks import generate_export_task
+
+    return runs.reap(
+        ComparisonExport.objects.all(),
+        describe=lambda export: ("worker", "writing the export"),
+        retry=lambda export: enqueue(generate_export_task, export.pk),
+        advice=lambda export: "ask for the export again.",
+    )

@@ -64,10 +64,15 @@ class RecomputeJob(models.Model):
         RUNNING = "running", "Running"
         DONE = "done", "Done"
         FAILED = "failed", "Failed"
+        INTERRUPTED = "interrupted", "Interrupted"
 
     start_day = models.DateField()
     end_day = models.DateField(help_text="Included.")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
+    # Written at each progress update and every RUN_HEARTBEAT_SECONDS while it runs; the
+    # reaper marks a run not heard from for a few minutes interrupted (apps/core/runs.py).
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Times a worker started it.")
     days_done = models.PositiveIntegerField(default=0)
     rows_written = models.PositiveIntegerField(default=0)
     message = models.TextField(blank=True)
@@ -97,7 +102,7 @@ class RecomputeJob(models.Model):
 
     @property
     def is_finished(self) -> bool:
-        return self.status in (self.Status.DONE, self.Status.FAILED)
+        return self.status in (self.Status.DONE, self.Status.FAILED, self.Status.INTERRUPTED)
 
 
 class WorkloadHourlyUsage(models.Model):

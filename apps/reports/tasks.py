@@ -1,44 +1,13 @@
-from datetime import UTC, datetime, time, timedelta
-
 from celery import shared_task
-from django.utils import timezone
-
-from apps.reports.models import RecomputeJob
-from apps.reports.rollups import rebuild_days
-
-DAYS_PER_STEP = 7
 
 
-@shared_task(acks_late=True)
+@shared_task(acks_late=True, reject_on_worker_lost=True)
 def recompute_days_task(job_id: int) -> int:
-    """Rebuild a range's daily rows a week at a time, saving progress after each week.
+    """Rebuild a range's daily rows (apps/reports/recompute.py). Idempotent: each week is
+    a keyed rebuild, so a redelivered or retried task writes the same rows again."""
+    from apps.reports.recompute import run_recompute
 
-    Each week is a keyed rebuild (delete + insert in one transaction), so a redelivered
-    task after a worker died writes the same rows again, never twice."""
-    job = RecomputeJob.objects.get(pk=job_id)
-    job.status, job.days_done, job.rows_written = RecomputeJob.Status.RUNNING, 0, 0
-    job.save(update_fields=["status", "days_done", "rows_written"])
-    try:
-        day = job.start_day
-        while day <= job.end_day:
-            last = min(day + timedelta(days=DAYS_PER_STEP - 1), job.end_day)
-            pool_rows, workload_rows = rebuild_days(
-                datetime.combine(day, time.min, tzinfo=UTC),
-                datetime.combine(last + timedelta(days=1), time.min, tzinfo=UTC),
-            )
-            job.days_done += (last - day).days + 1
-            job.rows_written += pool_rows + workload_rows
-            job.save(update_fields=["days_done", "rows_written"])
-            day = last + timedelta(days=1)
-    except Exception as error:
-        job.status, job.message = RecomputeJob.Status.FAILED, f"{type(error).__name__}: {error}"
-        job.finished_at = timezone.now()
-        job.save(update_fields=["status", "message", "finished_at"])
-        raise
-    job.status, job.finished_at = RecomputeJob.Status.DONE, timezone.now()
-    job.message = f"{job.rows_written:,} daily rows rebuilt over {job.day_count} days."
-    job.save(update_fields=["status", "finished_at", "message"])
-    return job.rows_written
+    return run_recompute(job_id)
 
 
 @shared_task(name="reports.warm_report_cache", ignore_result=True)

@@ -1,6 +1,9 @@
 """Telemetry over the API: agents push scrapes and request logs; scripts read the
 hourly rollups."""
 
+import logging
+
+from django.core.validators import ProhibitNullCharactersValidator
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -22,6 +25,8 @@ from apps.telemetry.models import (
     WorkloadHourlyRequests,
 )
 from apps.telemetry.parsers import GPU_CSV_FIELDS, REQUEST_CSV_FIELDS, TelemetryFormatError
+
+logger = logging.getLogger(__name__)
 
 MAX_TEXT_CHARACTERS = 20_000_000
 # The body that can carry that text: 4 bytes per character (UTF-8's longest, sent
@@ -185,6 +190,16 @@ class _IngestSerializer(serializers.Serializer):
     time_zone = StrictCharField(required=False, default="UTC")
     skip_bad_rows = StrictBooleanField(required=False, default=False)
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # A NUL character in the text is refused by the import with its line, as in a file.
+        text = self.fields["text"]
+        text.validators = [
+            validator
+            for validator in text.validators
+            if not isinstance(validator, ProhibitNullCharactersValidator)
+        ]
+
     def validate_time_zone(self, value):
         from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -296,6 +311,12 @@ class _IngestView(APIView):
             )
         except TelemetryFormatError as error:
             raise ValidationError({"text": [str(error)]}) from error
+        except Exception:
+            # run_import marked the run failed with a sentence: the client reads it, the
+            # log keeps the traceback.
+            logger.exception("import run %s failed", run.pk)
+            run.refresh_from_db()
+            return Response(_result(run), status=500)
         return Response(_result(run), status=422 if summary.rejected_whole else 201)
 
 

@@ -145,6 +145,7 @@ class ImportRun(models.Model):
         SUCCEEDED = "succeeded", "Succeeded"
         REJECTED = "rejected", "Rejected"
         FAILED = "failed", "Failed"
+        INTERRUPTED = "interrupted", "Interrupted"
 
     class Source(models.TextChoices):
         UPLOAD = "upload", "Web upload"
@@ -166,7 +167,13 @@ class ImportRun(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
+    # Written at each progress update and every RUN_HEARTBEAT_SECONDS while it runs; the
+    # reaper marks a run not heard from for a few minutes interrupted (apps/core/runs.py).
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Times a worker started it.")
+    # What the upload task was called with, so the reaper can queue it again.
+    task_arguments = models.JSONField(default=dict, blank=True)
     skip_bad_rows = models.BooleanField(default=False)
     rows_total = models.PositiveIntegerField(default=0)
     rows_accepted = models.PositiveIntegerField(default=0)

@@ -502,6 +502,67 @@ def _refuse_final_hours(rows: list[GpuSampleRow], devices: dict) -> tuple[list, 
     return [row for row in rows if id(row) not in refused], errors
 
 
+# The text columns a parsed row is stored in: (row attribute, model, column, what a person
+# calls it). A value longer than its column is refused with its line, never left to the
+# database's DataError.
+_GPU_ROW_TEXT_COLUMNS = (
+    ("uuid", GpuDevice, "uuid", "device id"),
+    ("hostname", GpuDevice, "hostname", "hostname"),
+    ("model_name", GpuDevice, "model_name", "GPU model name"),
+    ("driver_version", GpuDevice, "driver_version", "driver version"),
+    ("mig_profile", GpuDevice, "mig_profile", "MIG profile"),
+    ("pod", GpuSample, "pod", "pod"),
+    ("namespace", GpuSample, "namespace", "namespace"),
+    ("container", GpuSample, "container", "container"),
+)
+_REQUEST_ROW_TEXT_COLUMNS = (("status", RequestSample, "status", "status"),)
+NUL_SENTENCE = "a NUL character (\\x00); the file is binary or corrupted"
+
+
+def refuse_nul_characters(text: str) -> None:
+    """Raise TelemetryFormatError naming the first line holding a NUL character: PostgreSQL
+    cannot store one in text, and a text file does not hold one."""
+    from apps.telemetry.parsers import TelemetryFormatError
+
+    position = text.find("\x00")
+    if position >= 0:
+        raise TelemetryFormatError(f"line {text.count(chr(10), 0, position) + 1}: {NUL_SENTENCE}")
+
+
+def _unstorable_value_error(row, columns) -> RowError | None:
+    for attribute, model, column, label in columns:
+        value = getattr(row.device, attribute) if attribute == "uuid" else getattr(row, attribute)
+        if not value:
+            continue
+        if "\x00" in value:
+            return RowError(row.line_number, f"line {row.line_number}: {label}: {NUL_SENTENCE}")
+        limit = model._meta.get_field(column).max_length
+        if len(value) > limit:
+            return RowError(
+                row.line_number,
+                f"line {row.line_number}: {label} is {len(value):,} characters; at most {limit:,}",
+            )
+    return None
+
+
+def _without_unstorable_rows(result: ParseResult, columns) -> ParseResult:
+    """The result with rows whose text cannot be stored (longer than its column, or holding
+    a NUL character) moved to its errors, in line order."""
+    refused = []
+    for row in result.rows:
+        error = _unstorable_value_error(row, columns)
+        if error is not None:
+            refused.append((row, error))
+    if not refused:
+        return result
+    refused_rows = {id(row) for row, _error in refused}
+    errors = [*result.errors, *(error for _row, error in refused)]
+    return ParseResult(
+        rows=[row for row in result.rows if id(row) not in refused_rows],
+        errors=sorted(errors, key=lambda error: error.line_number),
+    )
+
+
 def _rejection(result: ParseResult, total: int) -> ImportSummary:
     return ImportSummary(
         rows_total=total,
@@ -532,6 +593,7 @@ def import_gpu_samples(
     rolled up by the next ``telemetry.rollup_pending`` beat tick exactly when the samples
     are stored, instead of one rollup task per scrape (bench/README.md, finding 3).
     """
+    result = _without_unstorable_rows(result, _GPU_ROW_TEXT_COLUMNS)
     total = len(result.rows) + len(result.errors)
     if result.errors and not skip_bad_rows:
         return _rejection(result, total)
@@ -580,6 +642,7 @@ def import_gpu_samples(
 
 @transaction.atomic
 def import_requests(result: ParseResult, *, workload, skip_bad_rows=False) -> ImportSummary:
+    result = _without_unstorable_rows(result, _REQUEST_ROW_TEXT_COLUMNS)
     total = len(result.rows) + len(result.errors)
     if result.errors and not skip_bad_rows:
         return _rejection(result, total)
@@ -623,6 +686,40 @@ def record_import_run(run: ImportRun, summary: ImportSummary) -> ImportRun:
     run.finished_at = timezone.now()
     run.save()
     return run
+
+
+def reap_stalled_imports() -> int:
+    """Mark imports not heard from for a few minutes interrupted (apps/core/runs.py); an
+    upload whose file is still there is queued again, since samples are keyed upserts.
+    Returns the runs marked."""
+    from pathlib import Path
+
+    from apps.core import runs
+    from apps.core.outbox import enqueue
+    from apps.telemetry.tasks import import_file_task
+
+    pulled = (ImportRun.Source.SCRAPE, ImportRun.Source.PROMETHEUS)
+
+    def describe(run):
+        by_worker = run.source == ImportRun.Source.UPLOAD or run.source in pulled
+        return ("worker" if by_worker else "process", "importing")
+
+    def can_retry(run):
+        path = run.task_arguments.get("path")
+        return run.source == ImportRun.Source.UPLOAD and bool(path) and Path(path).exists()
+
+    def advice(run):
+        if run.source in pulled:
+            return "the source's next pull runs on schedule."
+        return "import the file again."
+
+    return runs.reap(
+        ImportRun.objects.all(),
+        describe=describe,
+        can_retry=can_retry,
+        retry=lambda run: enqueue(import_file_task, run.pk, **run.task_arguments),
+        advice=advice,
+    )
 
 
 def hours_between(start: datetime, end: datetime) -> list[datetime]:
@@ -715,11 +812,44 @@ def already_imported_sentence(earlier: ImportRun) -> str:
     )
 
 
+def failed_import_sentence(error: BaseException) -> str:
+    return (
+        f"The import stopped with an error ({type(error).__name__}: {error}). Samples are "
+        "stored once each, so importing the file again is safe; the server log has the details."
+    )
+
+
+def mark_import_failed(run: ImportRun, error: BaseException) -> None:
+    ImportRun.objects.filter(pk=run.pk).update(
+        status=ImportRun.Status.FAILED,
+        progress_pct=100,
+        finished_at=timezone.now(),
+        message=failed_import_sentence(error),
+    )
+
+
 def run_import(run: ImportRun, text: str, *, columns=None, tz=None, scraped_at=None):
+    """Parse, store and record one import (``_parse_store_and_record``), writing the run's
+    heartbeat meanwhile. Any error but a refused file marks the run failed with a sentence,
+    then is raised: no channel leaves a run "running"."""
+    from apps.core import runs
+    from apps.telemetry.parsers import TelemetryFormatError
+
+    try:
+        with runs.heartbeat(ImportRun, run.pk):
+            return _parse_store_and_record(run, text, columns=columns, tz=tz, scraped_at=scraped_at)
+    except TelemetryFormatError:
+        raise
+    except Exception as error:
+        mark_import_failed(run, error)
+        raise
+
+
+def _parse_store_and_record(run: ImportRun, text: str, *, columns=None, tz=None, scraped_at=None):
     """Parse, store and record one import, the same way for every channel (command line,
     upload task, API): the run ends succeeded or rejected with its counts, and the hours it
-    touched are scheduled for rollup. A file that cannot be read at all raises
-    TelemetryFormatError after the run is marked rejected with the reason.
+    touched are scheduled for rollup. A file that cannot be read at all (a NUL character
+    included) raises TelemetryFormatError after the run is marked rejected with the reason.
 
     The run keeps the content's digest (unless the channel already set it from the raw
     bytes) and, for dcgm, the scrape time the samples were dated at; samples are checked
@@ -734,6 +864,7 @@ def run_import(run: ImportRun, text: str, *, columns=None, tz=None, scraped_at=N
         run.scraped_at = scraped_at
 
     try:
+        refuse_nul_characters(text)
         if run.kind == "gpu":
             result = parse_gpu_text(
                 text, format=run.format, columns=columns, tz=tz, scraped_at=scraped_at
@@ -745,7 +876,7 @@ def run_import(run: ImportRun, text: str, *, columns=None, tz=None, scraped_at=N
         run.finished_at = timezone.now()
         run.save()
         raise
-    ImportRun.objects.filter(pk=run.pk).update(progress_pct=50)
+    ImportRun.objects.filter(pk=run.pk).update(progress_pct=50, heartbeat_at=timezone.now())
     if run.kind == "gpu":
         summary = import_gpu_samples(
             result, pool=run.pool, skip_bad_rows=run.skip_bad_rows, received_at=run.created_at

@@ -121,13 +121,23 @@ def import_file_task(run_id: int, path: str, columns: dict | None = None, tz: st
     from pathlib import Path
     from zoneinfo import ZoneInfo
 
+    from apps.core import runs
     from apps.telemetry import services
     from apps.telemetry.models import ImportRun
     from apps.telemetry.parsers import TelemetryFormatError
 
+    # The arguments are kept on the run, so the reaper can queue the import again when this
+    # worker stops; a redelivered task of a run retried or finished meanwhile does nothing.
+    claimed = runs.claim(
+        ImportRun,
+        run_id,
+        startable=(ImportRun.Status.PENDING, ImportRun.Status.INTERRUPTED),
+        progress_pct=5,
+        task_arguments={"path": path, "columns": columns, "tz": tz},
+    )
     run = ImportRun.objects.select_related("pool", "workload").get(pk=run_id)
-    run.status, run.progress_pct = ImportRun.Status.RUNNING, 5
-    run.save(update_fields=["status", "progress_pct"])
+    if not claimed:
+        return run.status
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
         # dcgm: dated at the scrape time the form asked for (run.scraped_at).
@@ -145,12 +155,7 @@ def import_file_task(run_id: int, path: str, columns: dict | None = None, tz: st
     except Exception as error:
         # Anything unexpected: the page must stop showing "running"; the file is kept so
         # the re-delivered task (acks_late) can try again.
-        ImportRun.objects.filter(pk=run.pk).update(
-            status=ImportRun.Status.FAILED,
-            progress_pct=100,
-            finished_at=timezone.now(),
-            message=f"The import failed: {error.__class__.__name__}: {error}",
-        )
+        services.mark_import_failed(run, error)
         raise
     # The samples are stored: the uploaded copy is no longer needed.
     Path(path).unlink(missing_ok=True)

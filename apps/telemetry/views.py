@@ -36,6 +36,8 @@ FINISHED_STATUSES = {
     ImportRun.Status.SUCCEEDED,
     ImportRun.Status.REJECTED,
     ImportRun.Status.FAILED,
+    # The reaper's sentence says whether it is retried: the page stops polling either way.
+    ImportRun.Status.INTERRUPTED,
 }
 
 

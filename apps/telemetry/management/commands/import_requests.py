@@ -46,4 +46,8 @@ class Command(BaseCommand):
             summary = services.run_import(run, text, columns=columns, tz=time_zone(options["tz"]))
         except TelemetryFormatError as error:
             raise CommandError(f"{options['path']}: {error}") from error
+        except Exception as error:  # run_import marked the run failed with this sentence
+            raise CommandError(
+                f"{options['path']}: {services.failed_import_sentence(error)}"
+            ) from error
         report(self, summary)

@@ -111,6 +111,10 @@ class Command(BaseCommand):
             )
         except TelemetryFormatError as error:
             raise CommandError(f"{options['path']}: {error}") from error
+        except Exception as error:  # run_import marked the run failed with this sentence
+            raise CommandError(
+                f"{options['path']}: {services.failed_import_sentence(error)}"
+            ) from error
         report(self, summary)
         if summary.new_devices or summary.unassigned_devices:
             self.stdout.write(summary.describe())
