@@ -105,5 +105,5 @@ def test_pool_filter_updates_table_without_reload(page, live_server, make_user, 
     assert page.evaluate("window.__noReload") is True, "the page reloaded"
     expect(page).to_have_url(
         f"{live_server.url}/pools/?purpose=inference&deployment=on_premises"
-        "&region=&gpu_model=&q=&sort=-gpus"
+        "&region=&gpu_model=&q=&archived=&sort=-gpus"
     )

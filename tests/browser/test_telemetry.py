@@ -1,8 +1,10 @@
 """An upload in Chromium runs on a real Celery worker; the detail page's progress card
 polls until the run is done, without a reload."""
 
+import os
 import re
-from datetime import UTC, datetime
+import shutil
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -53,11 +55,23 @@ def test_upload_progress_then_summary(
 @pytest.mark.browser
 @pytest.mark.worker
 def test_scrape_time_is_prefilled_and_a_second_upload_is_refused(
-    page, live_server, make_user, pool, celery_worker_process, screenshot_dir, transactional_db
+    page,
+    live_server,
+    make_user,
+    pool,
+    celery_worker_process,
+    screenshot_dir,
+    transactional_db,
+    tmp_path,
 ):
-    # The pool entered service after the scrape was taken: its sample is kept, not charged.
+    # The pool entered service after the scrape was taken, two hours before (service is
+    # counted by the hour): its sample is kept, not charged.
     pool.in_service_from = datetime.now(UTC).replace(second=0, microsecond=0)
     pool.save()
+    scrape = tmp_path / SCRAPE.name
+    shutil.copyfile(SCRAPE, scrape)
+    taken = (pool.in_service_from - timedelta(hours=2)).timestamp()
+    os.utime(scrape, (taken, taken))
     _sign_in(page, live_server, make_user("lead"))
     page.goto(f"{live_server.url}/telemetry/imports/new/")
     scrape_time = page.locator("#id_scraped_at")
@@ -67,8 +81,8 @@ def test_scrape_time_is_prefilled_and_a_second_upload_is_refused(
     expect(scrape_time).to_be_visible()
 
     # Choosing the file fills in its modification time, in the form's zone (UTC)…
-    page.set_input_files("#id_file", str(SCRAPE))
-    modified = datetime.fromtimestamp(SCRAPE.stat().st_mtime, UTC).replace(microsecond=0)
+    page.set_input_files("#id_file", str(scrape))
+    modified = datetime.fromtimestamp(scrape.stat().st_mtime, UTC).replace(microsecond=0)
     expect(scrape_time).to_have_value(re.compile(f"^{modified:%Y-%m-%dT%H:%M}(:{modified:%S})?$"))
     # …and a change of zone rewrites the time it filled in, as wall-clock time there.
     page.fill("#id_time_zone", "Asia/Shanghai")
@@ -90,7 +104,7 @@ def test_scrape_time_is_prefilled_and_a_second_upload_is_refused(
     # The same file again: refused on the form, naming and linking the first import.
     page.goto(f"{live_server.url}/telemetry/imports/new/")
     page.select_option("#id_format", "dcgm")
-    page.set_input_files("#id_file", str(SCRAPE))
+    page.set_input_files("#id_file", str(scrape))
     page.select_option("#id_pool", str(pool.pk))
     page.locator("#import-form button[type=submit]").click()
     refusal = page.locator(".invalid-feedback", has_text="nothing added")
