@@ -1,4 +1,4 @@
-"""Overview and reports pages on a year of rollups (issue 5, "Performance").
+"""Overview and reports pages on a year of rollups.
 
 Fills a database of its own with 100 pools, 200 workloads and a year of hourly rollups
 (876,000 pool-hours, 1,752,000 workload-hours, written by ``generate_series`` on the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Telemetry ingest and rollup benchmark (issue 4, "Performance").
+"""Telemetry ingest and rollup benchmark.
 
 Generates a synthetic fleet (default 1,000 GPUs × 24 h at 1-minute resolution: 1.44 M
 samples) as generic CSV and as dcgm-exporter text, and prints, all measured in this run on

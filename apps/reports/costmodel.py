@@ -1,5 +1,5 @@
 """What GPU hours cost, how much of it is idle, and what a request or a training hour
-costs (framework-free; FORMULAS.md "Cost of owned GPUs per hour", issue 5's cost model).
+costs (framework-free; FORMULAS.md "Cost of owned GPUs per hour").
 
 Per pool and hour:
 
@@ -57,7 +57,7 @@ def effective_training_gpu_hours(busy_gpu_hours: float, lost_gpu_hours: float) -
 
 
 def peak_hours_above_mean(mean_demand_by_hour: Sequence[float | None]) -> frozenset[int]:
-    """Issue 5's default peak hours: the hours of the day whose mean demand is above the
+    """The default peak hours: the hours of the day whose mean demand is above the
     daily mean (hours with no data are left out of both)."""
     known = [(hour, value) for hour, value in enumerate(mean_demand_by_hour) if value is not None]
     if not known:

@@ -1,5 +1,5 @@
 """Daily sums of the hourly rollups, so a report over a year reads 365 rows per pool,
-not 8,760 (issue 5, "Performance"). Kept in step with the hourly rows by
+not 8,760. Kept in step with the hourly rows by
 ``apps.reports.rollups`` whenever telemetry rolls hours up; days are UTC days.
 
 Interruptions live with the workloads (``apps.pools.models.Interruption``).
@@ -57,7 +57,7 @@ class WorkloadDailyRequests(models.Model):
 
 class RecomputeJob(models.Model):
     """Rebuilding the daily rows of a range from the hourly ones, on a Celery worker, with
-    its progress for the page's progress bar (issue 5: "recompute for large ranges")."""
+    its progress for the page's progress bar."""
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"

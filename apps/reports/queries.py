@@ -1,4 +1,4 @@
-"""The report figures, aggregated in SQL (issue 5): a handful of queries per report,
+"""The report figures, aggregated in SQL: a handful of queries per report,
 whatever the number of pools, workloads or hours.
 
 Sums over a range read the daily rows for the whole UTC days inside it and the hourly
@@ -804,7 +804,7 @@ def usage_profile(
     purpose: str | None = None,
 ) -> list[HourOfDay]:
     """The hour-of-day curve of a pool (or of every pool of a purpose, or of the fleet):
-    issue 5's ``/api/v1/usage/profile/``. Two queries on PostgreSQL."""
+    ``/api/v1/usage/profile/``. Two queries on PostgreSQL."""
     span = Span.of(start, end)
     hourly = PoolHourlyUsage.objects.filter(
         hour__gte=span.start, hour__lt=span.end, reporting_gpus__gt=0
@@ -970,7 +970,7 @@ class PeakSplitRow:
 def peak_split(start: datetime, end: datetime, *, purpose=None, pool=None) -> list[PeakSplitRow]:
     """Cost of measured hours and requests in each pool's peak and off-peak local hours,
     for the pools that serve requests. Peak hours are the pool's own, else the hours whose
-    mean requests are above the daily mean (issue 5). Four queries on PostgreSQL."""
+    mean requests are above the daily mean. Four queries on PostgreSQL."""
     span = Span.of(start, end)
     # Pools with a workload that logged requests in the span: an index probe per workload
     # on (workload, hour), not a join over every request-hour.

@@ -3,7 +3,7 @@
 The fixture fleet is small enough to add up on paper: two pools, hourly rows written
 directly (the telemetry rollups are tested in tests/telemetry), daily rows built from
 them by apps.reports.rollups, requests and one interruption. Every expected figure below
-is computed in the test from the same inputs with the formulas of issue 5 / FORMULAS.md,
+is computed in the test from the same inputs with the formulas of FORMULAS.md,
 not read back from the code under test.
 """
 

@@ -85,7 +85,7 @@ def _query_count(client, url, **headers):
 def test_page_queries_do_not_grow_with_the_number_of_pools(
     client, make_user, gpu_model, url_name, params
 ):
-    """Issue 5: aggregates in SQL, a query count independent of the fleet's size."""
+    """Aggregates in SQL: a query count independent of the fleet's size."""
     client.force_login(make_user("reader"))
     url = reverse(url_name) + params
     _make_pools(gpu_model, 3)

@@ -1,6 +1,6 @@
 """A worker killed with SIGKILL in the middle of a rollup loses nothing and counts
 nothing twice: the task is acknowledged late, goes back to the queue, and the hours a
-second worker writes are exactly those of a clean run (issue 4, "Correctness rules")."""
+second worker writes are exactly those of a clean run."""
 
 import os
 import signal
