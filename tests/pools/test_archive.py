@@ -99,6 +99,21 @@ def test_the_delete_page_of_a_pool_with_history_offers_to_archive(pool, make_use
 
 
 @pytest.mark.django_db
+def test_a_pool_with_history_and_workloads_can_be_archived_at_once(pool, workload, make_user):
+    """Archiving keeps everything, so the workloads need not be moved first (deleting
+    would need that)."""
+    _history(pool)
+    client = _client(make_user, "lead")
+    page = client.get(reverse("pools:pool_delete", args=[pool.slug])).content.decode()
+    assert reverse("pools:pool_archive", args=[pool.slug]) in page
+    assert 'id="delete-archive-keeps"' in page and workload.name in page
+    assert 'id="delete-blocked"' not in page
+    client.post(reverse("pools:pool_archive", args=[pool.slug]))
+    pool.refresh_from_db()
+    assert pool.archived_at is not None
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize("role", ROLES)
 def test_every_role_archives_and_restores_as_its_permissions_say(role, pool, make_user):
     _history(pool)
