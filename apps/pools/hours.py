@@ -5,7 +5,21 @@ first and last hour, both included, as a shop's opening hours do ("9-18" is 09:0
 A range may wrap past midnight ("22-2" is 22, 23, 0, 1, 2).
 """
 
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+ONE_HOUR = timedelta(hours=1)
+
+
+def floor_hour(moment: datetime) -> datetime:
+    """The start of the UTC hour ``moment`` falls in."""
+    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def ceil_hour(moment: datetime) -> datetime:
+    """``moment`` itself on a whole UTC hour, else the start of the next one."""
+    floored = floor_hour(moment)
+    return floored if floored == moment.astimezone(UTC) else floored + ONE_HOUR
 
 
 def parse_hour_ranges(text: str) -> frozenset[int]:

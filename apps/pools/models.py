@@ -15,6 +15,7 @@ from django.utils import timezone as django_timezone
 from simple_history.models import HistoricalRecords
 
 from apps.pools import costing
+from apps.pools.hours import ceil_hour, floor_hour
 from apps.pools.querysets import PoolQuerySet, WorkloadQuerySet
 from apps.pools.validators import validate_hour_ranges, validate_timezone
 
@@ -68,10 +69,6 @@ def _money(label, **kwargs):
 
 # Telemetry dated before this is refused (a node whose clock was never set reports 1970).
 EARLIEST_SERVICE_START = datetime(2000, 1, 1, tzinfo=UTC)
-
-
-def _floor_hour(moment: datetime) -> datetime:
-    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
 
 
 def service_period_problem(start, end) -> str | None:
@@ -254,12 +251,8 @@ class Pool(models.Model):
 
         An hour that the period overlaps is paid whole, as the rollups count it: from the
         hour ``in_service_from`` falls in, up to the hour ``in_service_until`` ends in."""
-        first = _floor_hour(self.in_service_from)
         until = self.in_service_until
-        if until is None:
-            return first, None
-        end = _floor_hour(until)
-        return first, end if end == until.astimezone(UTC) else end + timedelta(hours=1)
+        return floor_hour(self.in_service_from), ceil_hour(until) if until else None
 
     @property
     def is_owned(self) -> bool:

@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import Max, Min
 from django.utils import timezone
 
+from apps.pools.hours import floor_hour
 from apps.pools.models import TRAINING_KINDS, Interruption, InterruptionCause, Pool, Purpose
 from apps.reports.rollups import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
@@ -65,10 +66,6 @@ def _utilization_pct(pool: Pool, relative: float, wobble: float, hours_since_fai
     return max(0.0, min(100.0, base))
 
 
-def _hour_of(moment: datetime) -> datetime:
-    return moment.replace(minute=0, second=0, microsecond=0)
-
-
 def demo_history_start(now=None) -> datetime:
     """The first hour of the demo's usage: where the first seed started it, else DEMO_DAYS
     before the current hour. Demo pools are in service from then on."""
@@ -80,7 +77,7 @@ def demo_history_start(now=None) -> datetime:
 
 def _demo_end(now: datetime) -> datetime:
     # The current hour is written too: a newcomer's Overview has no unmeasured hour.
-    return _hour_of(now) + timedelta(hours=1)
+    return floor_hour(now) + timedelta(hours=1)
 
 
 def _next_hours(model, owner_field: str) -> dict[int, datetime]:
@@ -127,7 +124,7 @@ def seed_usage_demo(now=None) -> tuple[int, int]:
         )
         tdp_kw = pool.gpu_model.tdp_watts / 1000
         memory_mib = float(pool.gpu_model.memory_gb) * 1e9 / 2**20
-        pool_start = max(start, _hour_of(pool.in_service_from))
+        pool_start = max(start, floor_hour(pool.in_service_from))
         pool_from = next_pool_hour.get(pool.id, pool_start)
         workloads = [
             (workload, next_workload_hour.get(workload.id, pool_start))

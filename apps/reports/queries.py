@@ -30,7 +30,7 @@ from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce, ExtractHour, ExtractIsoWeekDay
 from django.utils import timezone
 
-from apps.pools.hours import parse_hour_ranges
+from apps.pools.hours import ceil_hour, floor_hour, parse_hour_ranges
 from apps.pools.models import (
     TRAINING_KINDS,
     Interruption,
@@ -60,15 +60,6 @@ class PercentileCont(Aggregate):
 
     def __init__(self, expression, fraction: float, **extra):
         super().__init__(expression, fraction=float(fraction), **extra)
-
-
-def floor_hour(moment: datetime) -> datetime:
-    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
-
-
-def ceil_hour(moment: datetime) -> datetime:
-    floored = floor_hour(moment)
-    return floored if floored == moment.astimezone(UTC) else floored + ONE_HOUR
 
 
 @dataclass(frozen=True)

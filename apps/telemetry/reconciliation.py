@@ -14,6 +14,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from django.db.models import Count, Sum
 from django.db.models.functions import TruncDate
 
+from apps.pools.hours import floor_hour
 from apps.pools.models import Pool
 from apps.telemetry.models import PoolHourFlag, PoolHourlyUsage
 
@@ -66,14 +67,10 @@ def in_service_hours_of_day(pool: Pool, day: date) -> int:
 
 def _in_service_hours(pool: Pool, start: datetime, end: datetime) -> int:
     first_hour, end_hour = pool.service_hours()
-    end = min(end, _hour_of(datetime.now(UTC)) + _ONE_HOUR)
+    end = min(end, floor_hour(datetime.now(UTC)) + _ONE_HOUR)
     if end_hour is not None:
         end = min(end, end_hour)
     return max(0, int((end - max(start, first_hour)) / _ONE_HOUR))
-
-
-def _hour_of(moment: datetime) -> datetime:
-    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
 
 
 def flagged_pool_days(*, pool: Pool | None = None, kind: str = "", start=None, end=None):
@@ -134,7 +131,7 @@ def pool_coverage(pool: Pool, hourly_rows, hours: int = 24) -> tuple[float | Non
     """(coverage %, flagged hours, in-service hours) over the pool's last ``hours`` whole
     UTC hours, the current one included, from its hourly rows (dicts with ``hour`` and
     ``reporting_gpus``: the ones its page has read for the utilisation chart)."""
-    end = _hour_of(datetime.now(UTC)) + _ONE_HOUR
+    end = floor_hour(datetime.now(UTC)) + _ONE_HOUR
     start = end - hours * _ONE_HOUR
     in_service = _in_service_hours(pool, start, end)
     reporting = sum(row["reporting_gpus"] for row in hourly_rows if start <= row["hour"] < end)

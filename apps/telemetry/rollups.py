@@ -49,6 +49,7 @@ from datetime import UTC, datetime, timedelta
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
 
+from apps.pools.hours import floor_hour
 from apps.reports.rollups import (
     attribute_pool_hours,
     rollup_pool_days,
@@ -200,8 +201,9 @@ def raw_retention_horizon(now: datetime | None = None) -> datetime:
     from django.conf import settings
     from django.utils import timezone
 
-    moment = (now or timezone.now()) - timedelta(days=settings.TELEMETRY_RAW_RETENTION_DAYS)
-    return moment.replace(minute=0, second=0, microsecond=0)
+    return floor_hour(
+        (now or timezone.now()) - timedelta(days=settings.TELEMETRY_RAW_RETENTION_DAYS)
+    )
 
 
 def samples_held_q(
@@ -535,8 +537,8 @@ def rollup_pool_history(pool_id: int) -> int:
         first=Min("timestamp"), last=Max("timestamp")
     )
     if samples["first"] is not None:
-        start = samples["first"].replace(minute=0, second=0, microsecond=0)
-        end = samples["last"].replace(minute=0, second=0, microsecond=0) + _ONE_HOUR
+        start = floor_hour(samples["first"])
+        end = floor_hour(samples["last"]) + _ONE_HOUR
         written = rollup_pool_hours(pool_id, start, end)
     hours = PoolHourlyUsage.objects.filter(pool_id=pool_id).aggregate(
         first=Min("hour"), last=Max("hour")
