@@ -41,18 +41,13 @@ _PLAIN_CLASSES: dict[type, type] = {}
 
 
 def plain_number_class(field_class: type) -> type:
-    """``field_class`` reading plain numbers only, e.g. PlainDecimalField."""
+    """``field_class`` reading plain numbers only: DecimalField gives PlainDecimalField."""
     if issubclass(field_class, PlainNumberMixin):
         return field_class
     if field_class not in _PLAIN_CLASSES:
         name = f"Plain{field_class.__name__}"
         _PLAIN_CLASSES[field_class] = type(name, (PlainNumberMixin, field_class), {})
     return _PLAIN_CLASSES[field_class]
-
-
-PlainDecimalField = plain_number_class(forms.DecimalField)
-PlainFloatField = plain_number_class(forms.FloatField)
-PlainIntegerField = plain_number_class(forms.IntegerField)
 
 
 def read_plain_numbers(field: forms.IntegerField) -> None:
