@@ -501,21 +501,20 @@ def prices_used(scenario: Scenario, row: "OptionRow") -> list[PriceUsed]:
     pool = option.source_pool
     lines = []
     for name in PRICE_INPUT_FIELDS:
-        typed = getattr(option, name)
-        from_pool = pool_value(pool, name) if typed is None else None
-        if typed is None and from_pool is None:
+        value = option_value(option, name, rate)
+        if value is None:
             continue
-        label = str(ScenarioOption._meta.get_field(name).verbose_name)
-        unit = PRICE_INPUT_UNITS[name].format(currency=currency)
-        if typed is not None:
-            lines.append(PriceUsed(label, float(typed), unit, "typed on the option"))
+        if getattr(option, name) is not None:
+            source = "typed on the option"
         elif name in MONEY_FIELDS:
-            source = f"from pool {pool.name}: {float(from_pool):g} USD"
+            source = f"from pool {pool.name}: {float(pool_value(pool, name)):g} USD"
             if currency != "USD":
                 source += f" × {scenario.usd_exchange_rate:g} {currency} per USD"
-            lines.append(PriceUsed(label, float(from_pool) * rate, unit, source))
         else:
-            lines.append(PriceUsed(label, float(from_pool), unit, f"from pool {pool.name}"))
+            source = f"from pool {pool.name}"
+        label = str(ScenarioOption._meta.get_field(name).verbose_name)
+        unit = PRICE_INPUT_UNITS[name].format(currency=currency)
+        lines.append(PriceUsed(label, value, unit, source))
     if pool is not None:
         lines.append(
             PriceUsed(
