@@ -11,6 +11,8 @@ from django.db.models import Max, Sum
 from django.utils import timezone
 
 from apps.catalog.models import GpuModel
+from apps.core import runs
+from apps.core.outbox import enqueue
 from apps.pools import costing, memory
 from apps.pools.assessment import inference_settings_of, shape_of
 from apps.procurement import comparison, skypilot
@@ -22,6 +24,7 @@ from apps.procurement.models import (
     ScenarioOption,
     ThroughputBasis,
 )
+from apps.procurement.tasks import generate_export_task
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
 
 HOURS = comparison.HOURS_PER_MONTH
@@ -701,8 +704,7 @@ def run_export(export_id: int) -> str:
     """Compute the comparison and write the file; progress is kept on the export for the
     page's progress bar. A failure is recorded on the export, then re-raised. An export
     finished, running elsewhere or out of attempts is left alone (apps/core/runs.py)."""
-    from apps.core import runs
-    from apps.procurement import exports
+    from apps.procurement import exports  # exports imports this module
 
     claimed = runs.claim(
         ComparisonExport,
@@ -749,10 +751,6 @@ def run_export(export_id: int) -> str:
 def reap_stalled_exports() -> int:
     """Mark exports not heard from for a few minutes interrupted and queue them again (an
     export recomputes and replaces its file). Returns the exports marked."""
-    from apps.core import runs
-    from apps.core.outbox import enqueue
-    from apps.procurement.tasks import generate_export_task
-
     return runs.reap(
         ComparisonExport.objects.all(),
         describe=lambda export: ("worker", "writing the export"),
