@@ -523,8 +523,11 @@ def explain_utilization(busy_gpu_hours, capacity_gpu_hours, result, *, period: s
 
 
 def explain_gpu_total(gpus_by_purpose: list[tuple[str, int]], total: int) -> list[Step]:
-    """The GPUs of every pool, by purpose."""
-    steps = [Step(label, "Σ GPUs of its pools", gpus, "GPUs") for label, gpus in gpus_by_purpose]
+    """The GPUs of every pool in service, by purpose."""
+    steps = [
+        Step(label, "Σ GPUs of its pools in service", gpus, "GPUs")
+        for label, gpus in gpus_by_purpose
+    ]
     terms = " + ".join(count(gpus) for _, gpus in gpus_by_purpose)
     return [*steps, Step("GPUs", terms, total, "GPUs")]
 

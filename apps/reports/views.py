@@ -407,7 +407,7 @@ def overview_explain(request):
             for key, label in (("24h", "last 24 h"), ("7d", "last 7 days"))
         ]
     elif kpi == "gpus":
-        title, period = "GPUs", "Every pool, now"
+        title, period = "GPUs", "Every pool in service now"
         by_purpose = [(label, gpus) for label, _, gpus in figures["gpus_by_purpose"]]
         sections = [("GPUs", explain.explain_gpu_total(by_purpose, figures["gpu_total"]))]
     else:

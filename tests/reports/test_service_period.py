@@ -173,3 +173,28 @@ def test_coverage_counts_silent_hours_as_none_reporting(client, make_user, pool)
     assert page.context["coverage_pct"] == pytest.approx(50.0)
     assert page.context["coverage_hours"] == 24
     assert "50.0 %" in page.content.decode()
+
+
+@pytest.mark.django_db
+def test_the_overview_counts_the_gpus_of_pools_in_service_only(client, make_user, new_pool):
+    """The new pool (8 GPUs) is in service; a retired one (8) and a planned one (8) are
+    not: 8 GPUs, by hand, not 24."""
+    for slug, since, until in (
+        ("retired", datetime(2025, 1, 1, tzinfo=UTC), datetime(2025, 6, 1, tzinfo=UTC)),
+        ("planned", timezone.now() + timedelta(days=30), None),
+    ):
+        Pool.objects.create(
+            name=slug,
+            slug=slug,
+            purpose=Purpose.INFERENCE,
+            deployment=Deployment.CLOUD_ON_DEMAND,
+            gpu_model=new_pool.gpu_model,
+            gpu_count=8,
+            gpus_per_node=8,
+            on_demand_price_per_gpu_hour_usd=PRICE,
+            in_service_from=since,
+            in_service_until=until,
+        )
+    client.force_login(make_user("reader"))
+    page = client.get(reverse("core:overview"))
+    assert page.context["gpu_total"] == new_pool.gpu_count == 8
