@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 from django.db import models
+from django.utils.text import capfirst
 
 from apps.core.bounds import plain
 from apps.core.exports import (
@@ -202,9 +203,12 @@ def input_rows(result) -> list[tuple[str, object, int | None]]:
     return rows
 
 
+def _field_label(model, name) -> str:
+    return capfirst(str(model._meta.get_field(name).verbose_name))
+
+
 def _what_if_label(name) -> str:
-    label = str(Scenario._meta.get_field(name).verbose_name)
-    return label[:1].upper() + label[1:]
+    return _field_label(Scenario, name)
 
 
 def _shown(value, places) -> str:
@@ -267,8 +271,7 @@ def option_input_rows(result) -> tuple[list[str], list[list]]:
     currency = result.scenario.currency
     headers = ["Option"]
     for name in OPTION_INPUT_FIELDS:
-        label = str(ScenarioOption._meta.get_field(name).verbose_name)
-        label = label[:1].upper() + label[1:]
+        label = _field_label(ScenarioOption, name)
         if name in MONEY_FIELDS:
             label = f"{label} ({currency})"
         elif name in RATIO_FIELDS:
