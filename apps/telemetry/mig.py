@@ -27,8 +27,3 @@ def compute_slices_of_profile(profile: str) -> int | None:
         return None
     slices = int(match.group(1))
     return slices if slices > 0 else None
-
-
-def slice_share(profile_slices: int, gpu_slices: int) -> float:
-    """A slice's share of its GPU: N ÷ the GPU model's compute slices (3g on H100: 3/7)."""
-    return profile_slices / gpu_slices

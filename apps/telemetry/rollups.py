@@ -78,10 +78,6 @@ def _hour_sql(column: str) -> str:
     return f"strftime('%%Y-%%m-%%d %%H:00:00', {column})"
 
 
-def _least_sql() -> str:
-    return "LEAST" if connection.vendor == "postgresql" else "MIN"
-
-
 # One row per physical GPU (UUID) and hour, with what the usage row and the flags need.
 GPU_HOURS_SQL = """
 SELECT device.pool_id, per_device.hour, device.uuid,
@@ -143,7 +139,8 @@ INSERT INTO telemetry_poolhourlyusage (
 SELECT pool_id, hour,
        COUNT({share}),
        MAX(declared_gpus),
-       {least}(MAX(declared_gpus) * 1.0, COALESCE(SUM({share}), 0)),
+       CASE WHEN SUM({share}) > MAX(declared_gpus) THEN MAX(declared_gpus) * 1.0
+            ELSE COALESCE(SUM({share}), 0) END,
        100.0 * SUM({share}) / NULLIF(COUNT({share}), 0),
        100.0 * MAX({share}),
        MAX(max_memory_used_mib),
@@ -265,7 +262,6 @@ def rollup_all_pool_hours(start: datetime, end: datetime) -> int:
 def _insert_pool_hours(pool_filter: str, params: list) -> int:
     """One scan of the samples into per-GPU-hours, then the usage rows and the flags from
     them: a single statement on PostgreSQL, a temporary table on SQLite."""
-    least = _least_sql()
     gpu_hours = GPU_HOURS_SQL.format(
         hour=_hour_sql("sample.timestamp"),
         service_start=_hour_sql("pool.in_service_from"),
@@ -273,7 +269,7 @@ def _insert_pool_hours(pool_filter: str, params: list) -> int:
         mj_per_kwh=MILLIJOULES_PER_KWH,
         pool_filter=pool_filter,
     )
-    pool_rollup = POOL_ROLLUP_SQL.format(share=_GPU_SHARE, least=least)
+    pool_rollup = POOL_ROLLUP_SQL.format(share=_GPU_SHARE)
     flag_sums = FLAG_SUMS_SQL.format(share=_GPU_SHARE, tolerance=_SHARE_TOLERANCE)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
