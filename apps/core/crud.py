@@ -6,7 +6,9 @@ only run after it passed.
 """
 
 from django.contrib import messages
+from django.db import router
 from django.db.models import ProtectedError, RestrictedError
+from django.db.models.deletion import Collector
 from django.shortcuts import redirect
 
 from apps.core.htmx import render_page
@@ -71,9 +73,6 @@ def delete_page(
 def what_a_delete_removes(obj) -> list[tuple[str, int]]:
     """(what, how many) of the rows deleting ``obj`` removes with it, as the ORM would
     cascade (its change history is kept apart and stays)."""
-    from django.db import router
-    from django.db.models.deletion import Collector
-
     collector = Collector(using=router.db_for_write(type(obj)))
     try:
         collector.collect([obj])
