@@ -502,10 +502,18 @@ def _refuse_final_hours(rows: list[GpuSampleRow], devices: dict) -> tuple[list, 
     return [row for row in rows if id(row) not in refused], errors
 
 
-# The text columns a parsed row is stored in: (row attribute, model, column, what a person
-# calls it). A value longer than its column is refused with its line, never left to the
-# database's DataError.
-_GPU_ROW_TEXT_COLUMNS = (
+def _text_columns(*specs) -> tuple[tuple[str, str, int], ...]:
+    """(row attribute, what a person calls it, the column's max_length) per (row attribute,
+    model, column, label): the lengths are read once here, not per row."""
+    return tuple(
+        (attribute, label, model._meta.get_field(column).max_length)
+        for attribute, model, column, label in specs
+    )
+
+
+# The text columns a parsed row is stored in. A value longer than its column is refused
+# with its line, never left to the database's DataError.
+_GPU_ROW_TEXT_COLUMNS = _text_columns(
     ("uuid", GpuDevice, "uuid", "device id"),
     ("hostname", GpuDevice, "hostname", "hostname"),
     ("model_name", GpuDevice, "model_name", "GPU model name"),
@@ -515,7 +523,7 @@ _GPU_ROW_TEXT_COLUMNS = (
     ("namespace", GpuSample, "namespace", "namespace"),
     ("container", GpuSample, "container", "container"),
 )
-_REQUEST_ROW_TEXT_COLUMNS = (("status", RequestSample, "status", "status"),)
+_REQUEST_ROW_TEXT_COLUMNS = _text_columns(("status", RequestSample, "status", "status"))
 NUL_SENTENCE = "a NUL character (\\x00); the file is binary or corrupted"
 
 
@@ -530,13 +538,12 @@ def refuse_nul_characters(text: str) -> None:
 
 
 def _unstorable_value_error(row, columns) -> RowError | None:
-    for attribute, model, column, label in columns:
+    for attribute, label, limit in columns:
         value = getattr(row.device, attribute) if attribute == "uuid" else getattr(row, attribute)
         if not value:
             continue
         if "\x00" in value:
             return RowError(row.line_number, f"line {row.line_number}: {label}: {NUL_SENTENCE}")
-        limit = model._meta.get_field(column).max_length
         if len(value) > limit:
             return RowError(
                 row.line_number,
