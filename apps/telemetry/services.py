@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -25,6 +26,7 @@ from apps.telemetry.models import (
     HostnameRule,
     ImportRun,
     PoolHourFlag,
+    PoolHourlyUsage,
     RequestSample,
 )
 from apps.telemetry.parsers.rows import GpuSampleRow, ParseResult, RowError
@@ -463,14 +465,14 @@ def _refuse_final_hours(rows: list[GpuSampleRow], devices: dict) -> tuple[list, 
     refused when its pool-hour has a rollup row and no raw samples held, as after the
     purge. That hourly row is the hour's only record and a recompute never rewrites it
     (apps/telemetry/rollups.py), so the sample could never count."""
-    from django.conf import settings
-
-    from apps.telemetry.models import PoolHourlyUsage
     from apps.telemetry.rollups import raw_retention_horizon, samples_held_q
 
     horizon = raw_retention_horizon()
-    old = [(row, pool_id) for row, pool_id in _pools_of_rows(rows, devices) if pool_id]
-    old = [(row, pool_id) for row, pool_id in old if row.timestamp < horizon]
+    # Per row only the age is compared: the pool is looked up for the few old rows.
+    old_rows = [row for row in rows if row.timestamp < horizon]
+    if not old_rows:
+        return rows, []
+    old = [(row, pool_id) for row, pool_id in _pools_of_rows(old_rows, devices) if pool_id]
     if not old:
         return rows, []
     hours = [hour_of(row.timestamp) for row, _pool_id in old]
