@@ -23,6 +23,25 @@ from apps.core.bounds import (
 SLUG_RE = re.compile(r"[-a-zA-Z0-9_]+")
 
 
+class NoBlankQueryMixin:
+    """Query strings read "?start=" as a parameter not given; the schema says a value, so
+    a blank one is refused, naming it. Lists the parameters in ``not_blank``."""
+
+    not_blank: tuple[str, ...] = ()
+
+    def validate(self, attrs):
+        blank = [
+            name
+            for name in self.not_blank
+            if name in self.fields and self.initial_data.get(name, None) == ""
+        ]
+        if blank:
+            raise serializers.ValidationError(
+                {name: ["This parameter must not be empty."] for name in blank}
+            )
+        return super().validate(attrs)
+
+
 class StrictCharField(serializers.CharField):
     """DRF turns 0 into "0"; the schema says string, so a number is a 400."""
 

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.core.schema import ErrorSerializer
-from apps.core.serializers import SlugReferenceField, StrictModelSerializer
+from apps.core.serializers import NoBlankQueryMixin, SlugReferenceField, StrictModelSerializer
 from apps.pools.models import Interruption, Pool, Purpose, Workload
 from apps.reports import explain, queries
 
@@ -21,7 +21,7 @@ TIME_ZONES = sorted(available_timezones())
 NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No pool with that slug.")
 
 
-class ReportRangeSerializer(serializers.Serializer):
+class ReportRangeSerializer(NoBlankQueryMixin, serializers.Serializer):
     start = serializers.DateTimeField(
         required=False, help_text="ISO 8601, inclusive; default: 30 days before the end."
     )
@@ -29,17 +29,10 @@ class ReportRangeSerializer(serializers.Serializer):
         required=False, help_text="ISO 8601, exclusive; default: now. Clipped to now."
     )
 
-    # Query strings read "?start=" as absent; the schema says a date-time, so say it.
     not_blank = ("start", "end", "pool", "tz", "purpose", "group_by")
 
     def validate(self, attrs):
-        blank = [
-            name
-            for name in self.not_blank
-            if name in self.fields and self.initial_data.get(name, None) == ""
-        ]
-        if blank:
-            raise ValidationError({name: ["This parameter must not be empty."] for name in blank})
+        attrs = super().validate(attrs)
         # An end at or before the start selects nothing, as in the usage API.
         end = attrs.get("end") or timezone.now()
         start = attrs.get("start") or end - DEFAULT_RANGE

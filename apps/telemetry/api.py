@@ -15,7 +15,12 @@ from rest_framework.views import APIView
 from apps.core.pagination import StrictLimitOffsetPagination
 from apps.core.parsers import BoundedJSONParser
 from apps.core.schema import ErrorSerializer
-from apps.core.serializers import SlugReferenceField, StrictBooleanField, StrictCharField
+from apps.core.serializers import (
+    NoBlankQueryMixin,
+    SlugReferenceField,
+    StrictBooleanField,
+    StrictCharField,
+)
 from apps.pools.models import Pool, Workload
 from apps.telemetry import reconciliation, services
 from apps.telemetry.models import (
@@ -359,22 +364,13 @@ class RequestIngestView(_IngestView):
         return self._ingest(request, RequestIngestSerializer)
 
 
-class ReconciliationQuerySerializer(_RangeSerializer):
+class ReconciliationQuerySerializer(NoBlankQueryMixin, _RangeSerializer):
     pool = serializers.SlugField(required=False, help_text="Only this pool's slug.")
     kind = serializers.ChoiceField(
         choices=PoolHourFlag.Kind.choices, required=False, help_text="Only this flag."
     )
 
-    def validate(self, attrs):
-        # A query string's "start=" arrives as "not given"; it is a mistake, not "all".
-        blank = [
-            name for name in ("start", "end", "pool", "kind") if self.initial_data.get(name) == ""
-        ]
-        if blank:
-            raise ValidationError(
-                {name: ["Give a value or leave the parameter out."] for name in blank}
-            )
-        return attrs
+    not_blank = ("start", "end", "pool", "kind")
 
 
 class PoolHourFlagSerializer(serializers.ModelSerializer):
