@@ -54,11 +54,14 @@ def delete_page(
             return redirect(cancel_url)
         messages.success(request, f"{_label(noun, obj)} deleted.")
         return redirect(list_url)
+    title, heading = _confirmation_titles(obj, archives=bool(usage_history))
     return render_page(
         request,
         "components/confirm_delete.html",
         {
             "object": obj,
+            "title": title,
+            "heading": heading,
             "blocking": blocking,
             "blocking_label": blocking_label,
             "cancel_url": cancel_url,
@@ -68,6 +71,16 @@ def delete_page(
             "removed": [] if blocking or usage_history else what_a_delete_removes(obj),
         },
     )
+
+
+def _confirmation_titles(obj, *, archives: bool) -> tuple[str, str]:
+    """(page title, heading) naming what the page's button does: an object with usage
+    history is archived, so its page never says "Delete"."""
+    if not archives:
+        return f"Delete {obj}", f"Delete {obj.name}"
+    if getattr(obj, "archived_at", None):
+        return f"{obj} is archived", f"{obj.name} is archived"
+    return f"Archive {obj}", f"Archive {obj.name}"
 
 
 def what_a_delete_removes(obj) -> list[tuple[str, int]]:

@@ -2,6 +2,7 @@
 lists, kept with its history in every report, export and API answer, restorable);
 only one without history is deleted, after a confirmation that lists what goes."""
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -300,3 +301,61 @@ def test_api_lists_filter_by_archived(pool, spare_pool, workload, architecture, 
     assert slugs("/api/v1/workloads/", "true") == {"archived-job"}
     # An archived object stays addressable by its slug.
     assert client.get(f"/api/v1/pools/{pool.slug}/").status_code == 200
+
+
+# --- the confirmation page names what its button does -------------------------------------
+
+
+def _confirmation(client, url) -> tuple[str, str, list[str]]:
+    """(page title, heading, submit buttons' labels) of a confirmation page."""
+    page = client.get(url).content.decode()
+    title = re.search(r"<title>(.*?) · gpufleet</title>", page, re.S).group(1).strip()
+    heading = re.search(r'<h2 class="page-title">(.*?)</h2>', page, re.S).group(1).strip()
+    body = page.split('class="page-body"', 1)[1]  # not the header's sign-out button
+    buttons = re.findall(r'<button type="submit"[^>]*>\s*(.*?)\s*</button>', body)
+    return title, heading, buttons
+
+
+@pytest.mark.django_db
+def test_the_page_of_a_pool_with_history_is_titled_archive(pool, make_user):
+    _history(pool)
+    client = _client(make_user, "lead")
+    title, heading, buttons = _confirmation(client, reverse("pools:pool_delete", args=[pool.slug]))
+    assert title == heading == f"Archive {pool.name}"
+    assert "Archive" in buttons and "Delete" not in buttons
+
+
+@pytest.mark.django_db
+def test_the_page_of_a_workload_with_history_is_titled_archive(workload, make_user):
+    _requests(workload)
+    client = _client(make_user, "lead")
+    url = reverse("pools:workload_delete", args=[workload.slug])
+    title, heading, buttons = _confirmation(client, url)
+    assert title == heading == f"Archive {workload.name}"
+    assert "Archive" in buttons and "Delete" not in buttons
+
+
+@pytest.mark.django_db
+def test_the_page_of_an_archived_pool_says_it_is_archived(pool, make_user):
+    _history(pool)
+    pool.archived_at = datetime(2026, 11, 1, tzinfo=UTC)
+    pool.save()
+    client = _client(make_user, "lead")
+    title, heading, buttons = _confirmation(client, reverse("pools:pool_delete", args=[pool.slug]))
+    assert title == heading == f"{pool.name} is archived"
+    assert buttons == []
+
+
+@pytest.mark.django_db
+def test_the_page_of_a_pool_without_history_is_titled_delete(spare_pool, workload, make_user):
+    client = _client(make_user, "lead")
+    url = reverse("pools:pool_delete", args=[spare_pool.slug])
+    title, heading, buttons = _confirmation(client, url)
+    assert title == heading == f"Delete {spare_pool.name}"
+    assert buttons == ["Delete"]
+    # Blocked by its workloads, without history: still a delete, once they are moved.
+    title, heading, buttons = _confirmation(
+        client, reverse("pools:pool_delete", args=[workload.pool.slug])
+    )
+    assert title == heading == f"Delete {workload.pool.name}"
+    assert buttons == []
