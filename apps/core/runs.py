@@ -67,25 +67,47 @@ def claim(model, pk: int, *, startable: tuple[str, ...], **fields) -> bool:
     )
 
 
+class _Beat:
+    """What a block under ``heartbeat`` reports: its progress, written by the heartbeat's
+    thread at once rather than by the block, whose transaction would hold the run's row
+    locked (and hide the value) until it commits."""
+
+    def __init__(self):
+        self.progress_pct: int | None = None
+        self.wake = threading.Event()
+
+    def progress(self, percent: int) -> None:
+        if percent != self.progress_pct:
+            self.progress_pct = percent
+            self.wake.set()
+
+
 @contextmanager
 def heartbeat(model, pk: int):
     """Keep run ``pk``'s ``heartbeat_at`` fresh while the block runs, from a thread with
-    its own database connection.
+    its own database connection; the block may report ``progress(percent)`` on the object
+    it gets.
 
     The row is skipped while another transaction holds it locked, rather than waited for:
     a heartbeat must never stall the run it reports on."""
     stop = threading.Event()
+    beat_state = _Beat()
     interval_seconds = settings.RUN_HEARTBEAT_SECONDS
 
     def beat():
         try:
-            while not stop.wait(interval_seconds):
+            while True:
+                beat_state.wake.wait(interval_seconds)
+                beat_state.wake.clear()
+                if stop.is_set():
+                    break
+                fields = {"heartbeat_at": timezone.now()}
+                if beat_state.progress_pct is not None:
+                    fields["progress_pct"] = beat_state.progress_pct
                 unlocked = model.objects.filter(pk=pk).select_for_update(skip_locked=True)
                 try:
                     with transaction.atomic():
-                        model.objects.filter(pk__in=unlocked.values("pk")).update(
-                            heartbeat_at=timezone.now()
-                        )
+                        model.objects.filter(pk__in=unlocked.values("pk")).update(**fields)
                 except DatabaseError:
                     logger.warning("could not record the heartbeat of %s %s", model.__name__, pk)
         finally:
@@ -94,9 +116,10 @@ def heartbeat(model, pk: int):
     thread = threading.Thread(target=beat, name=f"heartbeat-{model.__name__}-{pk}", daemon=True)
     thread.start()
     try:
-        yield
+        yield beat_state
     finally:
         stop.set()
+        beat_state.wake.set()
         thread.join(timeout=interval_seconds + 10)
 
 
