@@ -1,4 +1,6 @@
 from django import forms
+from django.core.exceptions import ValidationError
+from django.db.models import Q
 from django.utils import timezone as django_timezone
 
 from apps.core.forms import SlugFromNameMixin, TablerFormMixin
@@ -198,13 +200,55 @@ WORKLOAD_SECTIONS = (
 )
 
 
+def archived_pool_error(pool, current_pool_id=None) -> str | None:
+    """Why a workload cannot be placed on ``pool``, or None: an archived pool keeps the
+    workloads already on it (``current_pool_id``) but takes no new ones. One rule for
+    the form and the API."""
+    if pool is None or not pool.is_archived or pool.pk == current_pool_id:
+        return None
+    return (
+        f"The pool {pool.name} is archived: restore it first, or choose a pool that is not "
+        "archived."
+    )
+
+
+class WorkloadPoolField(forms.ModelChoiceField):
+    """Offers its queryset (the pools a workload may be placed on) and refuses an
+    archived pool by name, with what to do, rather than as an unknown choice."""
+
+    def to_python(self, value):
+        try:
+            return super().to_python(value)
+        except ValidationError as unknown:
+            pool = Pool.objects.archived().filter(pk=_as_pk(value)).first()
+            if pool is None:
+                raise unknown from None
+            raise ValidationError(archived_pool_error(pool), code="archived") from None
+
+
+def _as_pk(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
 class WorkloadForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.ModelForm):
     sections = WORKLOAD_SECTIONS
 
     class Meta:
         model = Workload
         fields = [name for _, names in WORKLOAD_SECTIONS for name in names]
+        field_classes = {"pool": WorkloadPoolField}
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Archived pools are not offered, except the one the workload already runs on,
+        # which it keeps until it is moved.
+        self.fields["pool"].queryset = Pool.objects.filter(
+            Q(archived_at__isnull=True) | Q(pk=self.instance.pool_id)
+        )
 
     def clean(self):
         cleaned = super().clean()

@@ -2,7 +2,11 @@ from rest_framework import serializers
 
 from apps.catalog.models import GpuModel, ModelArchitecture
 from apps.core.serializers import SlugReferenceField, StrictModelSerializer
-from apps.pools.forms import REQUIRED_COST_FIELDS, workload_consistency_errors
+from apps.pools.forms import (
+    REQUIRED_COST_FIELDS,
+    archived_pool_error,
+    workload_consistency_errors,
+)
 from apps.pools.models import Deployment, Pool, Workload, service_period_problem
 
 
@@ -171,6 +175,13 @@ class WorkloadSerializer(StrictModelSerializer):
             "updated_at",
         ]
         read_only_fields = ["archived_at", "created_at", "updated_at"]
+
+    def validate_pool(self, pool):
+        current_pool_id = self.instance.pool_id if self.instance is not None else None
+        problem = archived_pool_error(pool, current_pool_id)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return pool
 
     def validate(self, attrs):
         values = {
