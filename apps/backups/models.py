@@ -81,8 +81,9 @@ def _tier_price(tier):
 
 
 class BackupPolicy(models.Model):
+    # History: a workload with a backup policy (and its drills) is archived, never deleted.
     workload = models.OneToOneField(
-        Workload, on_delete=models.CASCADE, related_name="backup_policy"
+        Workload, on_delete=models.PROTECT, related_name="backup_policy"
     )
     covered_items = models.JSONField(
         "What is kept",
@@ -306,7 +307,8 @@ def version_name_clash(workload, name, *, exclude_pk=None) -> str | None:
 
 
 class BackupVersion(models.Model):
-    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="backup_versions")
+    # History: a workload with backup versions is archived, never deleted.
+    workload = models.ForeignKey(Workload, on_delete=models.PROTECT, related_name="backup_versions")
     kind = models.CharField(max_length=30, choices=VersionKind.choices)
     name = models.CharField(
         max_length=300, editable=False, help_text="Generated from model, data, precision, config."

@@ -537,7 +537,9 @@ class Workload(models.Model):
 
     def usage_history(self) -> list[tuple[str, int]]:
         """(what, how many) of the records that make up the workload's history, those it
-        has; a workload with any is archived, never deleted."""
+        has; a workload with any is archived, never deleted. The history tables, backups
+        included, reference it with PROTECT, so no other delete path removes them."""
+        policy = getattr(self, "backup_policy", None)
         counts = [
             ("hourly request rows", self.hourly_requests.count()),
             ("daily request rows", self.daily_requests.count()),
@@ -545,7 +547,8 @@ class Workload(models.Model):
             ("raw request samples", self.request_samples.count()),
             ("interruptions", self.interruptions.count()),
             ("backup versions", self.backup_versions.count()),
-            ("backup policies", int(hasattr(self, "backup_policy"))),
+            ("backup policies", int(policy is not None)),
+            ("restore drills", policy.drills.count() if policy is not None else 0),
         ]
         return [(label, count) for label, count in counts if count]
 
