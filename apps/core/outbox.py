@@ -133,3 +133,17 @@ def waiting_first_args(task_name: str) -> set:
         .iterator()
         if args
     }
+
+
+def mark_waiting(runs, task, *, not_started: str) -> list:
+    """Set ``waiting_for_worker`` on each of ``runs`` (exports, recomputes: models whose
+    task is ``task(run.pk)``) and return them as a list: True while the run has not
+    started (status ``not_started``) and its task is still kept here because the broker
+    could not take it. One query for them all, none when no run is waiting to start;
+    templates show it with ``components/_waiting_for_worker.html``."""
+    runs = list(runs)
+    not_started_ids = {run.pk for run in runs if run.status == not_started}
+    waiting = waiting_first_args(task.name) & not_started_ids if not_started_ids else set()
+    for run in runs:
+        run.waiting_for_worker = run.pk in waiting
+    return runs

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
 from apps.core.htmx import render_page
-from apps.core.outbox import enqueue
+from apps.core.outbox import enqueue, mark_waiting
 from apps.procurement import charts
 from apps.procurement.forms import (
     ExportForm,
@@ -101,7 +101,11 @@ def scenario_detail(request, slug):
             request, "procurement/scenario_detail.html", context, partial="comparison"
         )
     context["history"] = history_rows(scenario)
-    context["exports"] = scenario.exports.select_related("created_by")[:EXPORTS_SHOWN]
+    context["exports"] = mark_waiting(
+        scenario.exports.select_related("created_by")[:EXPORTS_SHOWN],
+        generate_export_task,
+        not_started=ComparisonExport.Status.PENDING,
+    )
     context["export_form"] = ExportForm()
     return render_page(request, "procurement/scenario_detail.html", context)
 
@@ -273,6 +277,7 @@ def export_detail(request, pk):
     export = get_object_or_404(
         ComparisonExport.objects.select_related("scenario", "created_by"), pk=pk
     )
+    mark_waiting([export], generate_export_task, not_started=ComparisonExport.Status.PENDING)
     context = {"export": export}
     partial = "progress" if request.htmx and request.htmx.target == "export-progress" else "content"
     return render_page(request, "procurement/export_detail.html", context, partial=partial)

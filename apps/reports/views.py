@@ -23,7 +23,7 @@ from apps.core.charts import freeze_figure
 from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
 from apps.core.htmx import render_page
-from apps.core.outbox import enqueue
+from apps.core.outbox import enqueue, mark_waiting
 from apps.pools.charts import build_gpus_by_purpose_figure
 from apps.pools.models import Interruption, Pool, Purpose
 from apps.reports import charts, costmodel, explain, exports, queries
@@ -281,7 +281,7 @@ def compute_report_in_background(query: str) -> bool:
 @require_GET
 def report(request):
     form = _filter_form(request)
-    context = {"form": form, "recent_jobs": RecomputeJob.objects.all()[:3]}
+    context = {"form": form}
     export_format = request.GET.get("export")
     if not form.is_valid():
         context["results_html"] = _render_results(request, {"form": form})
@@ -304,6 +304,11 @@ def report(request):
     partial = "results" if request.htmx and request.htmx.target == "report-results" else "content"
     if partial == "content":
         context["filter_fields_html"] = _filter_fields_html(request, form)
+        context["recent_jobs"] = mark_waiting(
+            RecomputeJob.objects.all()[:3],
+            recompute_days_task,
+            not_started=RecomputeJob.Status.QUEUED,
+        )
     return render_page(request, "reports/report.html", context, partial=partial)
 
 
@@ -498,6 +503,7 @@ def recompute_create(request):
 @require_GET
 def recompute_detail(request, pk):
     job = get_object_or_404(RecomputeJob.objects.select_related("created_by"), pk=pk)
+    mark_waiting([job], recompute_days_task, not_started=RecomputeJob.Status.QUEUED)
     partial = (
         "progress" if request.htmx and request.htmx.target == "recompute-progress" else "content"
     )
