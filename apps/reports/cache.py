@@ -16,6 +16,16 @@ debounced to one per ``WARM_DELAY_SECONDS``) that recomputes the pages viewed in
 ``WARM_BUDGET_SECONDS``. A visitor arriving during the warm-up computes the page in the
 request, as before; figures are never served stale.
 
+A warm-up keeps no run record and needs no heartbeat: no page shows it running, and one
+lost with its worker leaves only entries not yet computed, which their next visitor
+computes as without warm-ups (the flag that debounces warm-ups expires a minute later, and
+beat warms again each hour). A long report computed for a polling page does show
+progress, so it beats like the other background runs (apps/core/runs.py): the worker
+writes the job's heartbeat at each step and, from a thread, every
+``RUN_HEARTBEAT_SECONDS``; a poll that finds it not heard from for
+``STALLED_RUN_AFTER_SECONDS`` says the worker stopped and queues the job again, up to
+``RUN_MAX_ATTEMPTS`` attempts (``background_job_stalled``, ``retry_background_job``).
+
 With Redis unreachable the cache answers every read as a miss (apps/core/cache.py): pages
 compute their figures in the request, and no work is handed to workers, whose results
 would have nowhere to go. A version bump lost to the outage is made on the next call that
@@ -25,7 +35,9 @@ reaches Redis again, so figures cached before the outage are not served after it
 import hashlib
 import json
 import logging
+import threading
 import time
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.core.cache import cache
@@ -177,6 +189,11 @@ def start_background_job(kind: str, query: str) -> bool:
     return cache.add(_job_key("job", kind, query), 1, timeout=BACKGROUND_JOB_SECONDS)
 
 
+def background_attempts(kind: str, query: str) -> int:
+    """Times the job was queued for this data version (0: never)."""
+    return cache.get(_job_key("job", kind, query)) or 0
+
+
 def forget_background_job(kind: str, query: str) -> None:
     """Drop the job's key, when it could not be queued, so the next view queues it."""
     cache.delete(_job_key("job", kind, query))
@@ -188,3 +205,59 @@ def set_background_progress(kind: str, query: str, progress: dict) -> None:
 
 def background_progress(kind: str, query: str) -> dict | None:
     return cache.get(_job_key("progress", kind, query))
+
+
+def record_background_heartbeat(kind: str, query: str, at: float | None = None) -> None:
+    """The worker computing the job is alive at ``at`` (a Unix time; default now)."""
+    heard_at = time.time() if at is None else at
+    cache.set(_job_key("heard", kind, query), heard_at, timeout=BACKGROUND_JOB_SECONDS)
+
+
+def background_last_heard(kind: str, query: str) -> float | None:
+    """Unix time the job's worker was last heard from, or None."""
+    return cache.get(_job_key("heard", kind, query))
+
+
+@contextmanager
+def background_heartbeat(kind: str, query: str):
+    """Keep the job's heartbeat fresh from a thread while the block runs: one step of a
+    long report (a single query over a year of rollups) can outlast the reaper's wait."""
+    stop = threading.Event()
+
+    def beat():
+        while not stop.wait(settings.RUN_HEARTBEAT_SECONDS):
+            record_background_heartbeat(kind, query)
+
+    record_background_heartbeat(kind, query)
+    thread = threading.Thread(target=beat, name=f"heartbeat-{kind}-job", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=settings.RUN_HEARTBEAT_SECONDS + 10)
+
+
+def background_job_stalled(kind: str, query: str, progress: dict | None) -> float | None:
+    """When a started job's worker was last heard (a Unix time), if that is more than
+    ``STALLED_RUN_AFTER_SECONDS`` ago: it showed progress, has neither failed nor been
+    given up, and stopped beating. None while it is alive, finished or not started."""
+    if not progress or progress.get("error") or progress.get("interrupted"):
+        return None
+    heard_at = background_last_heard(kind, query)
+    if heard_at is None or time.time() - heard_at <= settings.STALLED_RUN_AFTER_SECONDS:
+        return None
+    return heard_at
+
+
+def retry_background_job(kind: str, query: str, progress: dict) -> bool:
+    """Count one more attempt of a stalled job and show ``progress`` (waiting for the
+    next worker) until a worker takes it; True when this call should queue it: another
+    poll may have counted the attempt already."""
+    attempt = background_attempts(kind, query) + 1
+    if not cache.add(_job_key(f"retry-{attempt}", kind, query), 1, BACKGROUND_JOB_SECONDS):
+        return False
+    cache.set(_job_key("job", kind, query), attempt, timeout=BACKGROUND_JOB_SECONDS)
+    set_background_progress(kind, query, progress)
+    cache.delete(_job_key("heard", kind, query))  # not stalled until a worker beats again
+    return True

@@ -3,9 +3,10 @@ job with progress) and the interruptions of training jobs."""
 
 import logging
 import time
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.contrib.auth.models import AnonymousUser
@@ -24,17 +25,23 @@ from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
 from apps.core.htmx import render_page
 from apps.core.outbox import enqueue, mark_waiting
+from apps.core.runs import interrupted_sentence
 from apps.pools.charts import build_gpus_by_purpose_figure
 from apps.pools.models import Interruption, Pool, Purpose
 from apps.reports import charts, costmodel, explain, exports, queries
 from apps.reports.cache import (
     WARM_BUDGET_SECONDS,
+    background_attempts,
+    background_heartbeat,
+    background_job_stalled,
     background_progress,
     cached,
     cached_value,
     forget_background_job,
     recent_views,
+    record_background_heartbeat,
     remember_view,
+    retry_background_job,
     set_background_progress,
     start_background_job,
     workers_run_warm_ups,
@@ -230,26 +237,74 @@ def _background_report_html(request, form) -> str | None:
     range and data version; it polls the page until the figures are cached. None when
     the job cannot be queued: the page computes the figures."""
     query = _report_query(request)
-    if start_background_job("report", query):
-        try:
-            compute_report_task.apply_async((query,), retry=False)
-        except Exception:  # the broker's errors vary by transport
-            # The page computes the figures itself rather than wait for a worker that
-            # cannot be reached (its job key is dropped so the next view may queue it).
-            logger.warning("could not queue the report computation", exc_info=True)
-            forget_background_job("report", query)
+    if start_background_job("report", query) and not _queue_report(query):
+        return None
+    progress = background_progress("report", query)
+    last_heard = background_job_stalled("report", query, progress)
+    if last_heard is not None:
+        progress = _after_the_worker_stopped(query, datetime.fromtimestamp(last_heard, UTC))
+        if progress is None:
             return None
-    progress = background_progress("report", query) or {"done": 0, "step": "waiting for a worker"}
+    progress = progress or {"done": 0, "step": "waiting for a worker"}
     context = {
         "days": (form.cleaned_data["end"] - form.cleaned_data["start"]).days + 1,
         "progress_pct": round(100 * progress["done"] / len(REPORT_STEPS)),
         "progress_step": progress["step"],
         "progress_error": progress.get("error"),
+        "progress_note": progress.get("note"),
+        "progress_interrupted": progress.get("interrupted"),
         "poll_url": f"{request.path}?{query}",
         "inline_url": f"{request.path}?{query}{'&' if query else ''}compute=inline",
         "sync_days": SYNC_RECOMPUTE_DAYS,
     }
     return render_to_string("reports/report.html#computing", context, request=request)
+
+
+def _queue_report(query: str) -> bool:
+    """Hand the report to a worker; False when the broker cannot be reached."""
+    try:
+        compute_report_task.apply_async((query,), retry=False)
+    except Exception:  # the broker's errors vary by transport
+        # The page computes the figures itself rather than wait for a worker that cannot
+        # be reached (its job key is dropped so the next view may queue it).
+        logger.warning("could not queue the report computation", exc_info=True)
+        forget_background_job("report", query)
+        return False
+    return True
+
+
+def _after_the_worker_stopped(query: str, last_heard: datetime) -> dict | None:
+    """The progress to show for a report whose worker stopped beating: queued again while
+    it has attempts left, else given up with the way to compute it in the page. None
+    when it cannot be queued again: the page computes the figures."""
+    doing = "computing these figures"
+    attempts = background_attempts("report", query)
+    if attempts >= settings.RUN_MAX_ATTEMPTS:
+        progress = {
+            "done": 0,
+            "step": "interrupted",
+            "interrupted": interrupted_sentence(
+                who="worker",
+                doing=doing,
+                last_heard=last_heard,
+                next_step=f"it was given up after {attempts} attempt{'s' * (attempts != 1)}.",
+            ),
+        }
+        set_background_progress("report", query, progress)
+        return progress
+    progress = {
+        "done": 0,
+        "step": "waiting for a worker",
+        "note": interrupted_sentence(
+            who="worker",
+            doing=doing,
+            last_heard=last_heard,
+            next_step="they are being computed again.",
+        ),
+    }
+    if retry_background_job("report", query, progress) and not _queue_report(query):
+        return None
+    return progress
 
 
 def compute_report_in_background(query: str) -> bool:
@@ -262,10 +317,12 @@ def compute_report_in_background(query: str) -> bool:
 
     def progress(done, step):
         set_background_progress("report", query, {"done": done, "step": step})
+        record_background_heartbeat("report", query)
 
     progress(0, REPORT_STEPS[0])
     try:
-        _report_results(request, form, progress=progress)
+        with background_heartbeat("report", query):
+            _report_results(request, form, progress=progress)
     except Exception as error:
         # The polling page stops and says why, rather than waiting for the job's key to
         # expire; the task still fails, so the worker's log has the traceback.
