@@ -42,16 +42,24 @@ def test_a_workload_with_only_versions_is_protected_too(workload):
     assert _backups_kept(workload) == (0, 1, 2, 0)
 
 
+def test_a_workload_with_only_a_policy_is_protected_too(workload):
+    make_policy(workload)
+    with pytest.raises(ProtectedError):
+        Workload.objects.get(pk=workload.pk).delete()
+    assert _backups_kept(workload) == (1, 0, 0, 0)
+
+
 def test_the_admin_cannot_delete_a_workload_with_backups(client, make_user, workload):
-    policy = make_policy(workload)
-    make_drill(policy, make_version(workload))
+    """No drill yet: nothing else protects the policy and the versions."""
+    make_policy(workload)
+    make_version(workload)
     client.force_login(make_user("admin"))
     url = reverse("admin:pools_workload_delete", args=[workload.pk])
     page = client.get(url).content.decode()
     assert "protected" in page
     client.post(url, {"post": "yes"})
     assert Workload.objects.filter(pk=workload.pk).exists()
-    assert _backups_kept(workload) == (1, 1, 2, 1)
+    assert _backups_kept(workload) == (1, 1, 2, 0)
 
 
 def test_the_delete_page_lists_the_backups_it_keeps_and_archives(client, make_user, workload):
