@@ -1,16 +1,19 @@
 """Importing parsed telemetry: register devices, store samples once, say what happened.
 
 Writes are atomic: a file with bad rows is rejected whole unless ``skip_bad_rows`` is
-set, in which case the good rows are kept and every rejected line is reported. On
-PostgreSQL samples go through ``COPY`` into a temporary staging table and one
-``INSERT … ON CONFLICT DO NOTHING`` (psycopg 3); elsewhere ``bulk_create`` ignoring
-conflicts. A sample is unique per (device, timestamp), so a second import of the same
-file adds nothing and reports every row as a duplicate.
+set, in which case the good rows are kept and every rejected line is reported. A file is
+read, parsed and stored a chunk of lines at a time (IMPORT_CHUNK_ROWS) inside one
+transaction, so memory holds one chunk's rows. On PostgreSQL each chunk goes through
+``COPY`` into a temporary staging table and ``INSERT … ON CONFLICT DO NOTHING`` (psycopg
+3); elsewhere ``bulk_create`` ignoring conflicts. A sample is unique per (device,
+timestamp), so a second import of the same file adds nothing and reports every row as a
+duplicate.
 """
 
 import fnmatch
 import hashlib
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -29,9 +32,12 @@ from apps.telemetry.models import (
     PoolHourlyUsage,
     RequestSample,
 )
+from apps.telemetry.parsers import NUL_SENTENCE, FileLines, TelemetryFormatError, paused_gc
 from apps.telemetry.parsers.rows import GpuSampleRow, ParseResult, RowError
 
 ERRORS_KEPT = 50  # rejected lines stored on the import run (the count is always exact)
+# Lines parsed, staged and inserted at a time by an import: memory holds one chunk's rows.
+IMPORT_CHUNK_ROWS = 50_000
 # A sample dated further ahead of its arrival than this comes from a node whose clock runs
 # fast: kept (within the parsers' 1-day allowance), but its pool-hour is flagged.
 CLOCK_SKEW_TOLERANCE = timedelta(minutes=5)
@@ -104,63 +110,112 @@ def _match_rule(hostname: str, rules) -> object | None:
     return None
 
 
-def register_devices(rows: list[GpuSampleRow], *, pool=None) -> tuple[dict, int]:
-    """Map each row's device to a GpuDevice, creating unknown ones; returns (by key, new).
+class DeviceRegistry:
+    """The GpuDevices of one import's rows, registered chunk by chunk: ``register(rows)``
+    maps each row's device to its GpuDevice, creating unknown ones at once (their samples
+    reference them); ``save()`` writes what the import learnt about the known ones in one
+    statement at the end.
 
     New devices join ``pool`` when the import names one, else the first matching hostname
-    rule's pool, else they wait unassigned: never dropped.
+    rule's pool, else they wait unassigned: never dropped. What a GPU reports about itself
+    (hostname, model, driver, MIG profile) comes from its latest sample in the import.
     """
-    latest: dict[str, GpuSampleRow] = {}
-    first_seen: dict[str, datetime] = {}
-    for row in rows:
-        key = GpuDevice.key_for(row.device.uuid, row.device.gpu_instance_id)
-        if key not in latest or row.timestamp >= latest[key].timestamp:
-            latest[key] = row
-        if key not in first_seen or row.timestamp < first_seen[key]:
-            first_seen[key] = row.timestamp
-    existing = {device.key: device for device in GpuDevice.objects.filter(key__in=latest)}
-    rules = list(HostnameRule.objects.select_related("pool"))
-    new_devices, changed = [], []
-    for key, row in latest.items():
-        device = existing.get(key)
-        if device is None:
-            assigned_pool = pool or _match_rule(row.hostname, rules)
-            assignment = (
-                GpuDevice.Assignment.IMPORT
-                if pool
-                else GpuDevice.Assignment.RULE
-                if assigned_pool
-                else GpuDevice.Assignment.UNASSIGNED
-            )
-            device = GpuDevice(
-                key=key,
-                uuid=row.device.uuid,
-                gpu_instance_id=row.device.gpu_instance_id,
-                first_seen_at=first_seen[key],
-                last_seen_at=row.timestamp,
-                pool=assigned_pool,
-                assignment=assignment,
-            )
-            new_devices.append(device)
-        else:
-            if pool is not None and device.pool_id is None:
-                device.pool, device.assignment = pool, GpuDevice.Assignment.IMPORT
+
+    def __init__(self, *, pool=None):
+        self.pool = pool
+        self.devices: dict[str, GpuDevice] = {}
+        self.new_count = 0
+        self._rules = None
+        self._latest_at: dict[str, datetime] = {}  # of the sample each device's fields came from
+        self._changed: dict[str, GpuDevice] = {}
+
+    def register(self, rows: list[GpuSampleRow]) -> dict[str, GpuDevice]:
+        latest: dict[str, GpuSampleRow] = {}
+        first_seen: dict[str, datetime] = {}
+        for row in rows:
+            key = GpuDevice.key_for(row.device.uuid, row.device.gpu_instance_id)
+            if key not in latest or row.timestamp >= latest[key].timestamp:
+                latest[key] = row
+            if key not in first_seen or row.timestamp < first_seen[key]:
+                first_seen[key] = row.timestamp
+        unknown = [key for key in latest if key not in self.devices]
+        created = self._add(unknown, latest, first_seen) if unknown else set()
+        for key, row in latest.items():
+            if key in created:
+                continue  # created from these very rows
+            device = self.devices[key]
             device.last_seen_at = max(device.last_seen_at, row.timestamp)
             device.first_seen_at = min(device.first_seen_at, first_seen[key])
-            changed.append(device)
-        # What the GPU reports about itself is refreshed from its latest sample.
-        device.hostname = row.hostname or device.hostname
-        device.gpu_index = row.gpu_index if row.gpu_index is not None else device.gpu_index
-        device.model_name = row.model_name or device.model_name
-        device.driver_version = row.driver_version or device.driver_version
-        device.mig_profile = row.mig_profile or device.mig_profile
-        device.mig_compute_slices = compute_slices_of_profile(device.mig_profile)
-        device.mig_mode_enabled = row.mig_mode_enabled
-    GpuDevice.objects.bulk_create(new_devices)
-    if changed:
-        _refresh_devices(changed)
-    devices = existing | {device.key: device for device in new_devices}
-    return devices, len(new_devices)
+            if row.timestamp >= self._latest_at[key]:
+                self._latest_at[key] = row.timestamp
+                _describe_device(device, row)
+            self._changed[key] = device
+        return {key: self.devices[key] for key in latest}
+
+    def _add(self, keys, latest, first_seen) -> set[str]:
+        """Look the devices of ``keys`` up, creating the unknown ones; returns the keys
+        created."""
+        existing = {device.key: device for device in GpuDevice.objects.filter(key__in=keys)}
+        new_devices = []
+        for key in keys:
+            row = latest[key]
+            device = existing.get(key)
+            if device is None:
+                if self._rules is None:
+                    self._rules = list(HostnameRule.objects.select_related("pool"))
+                assigned_pool = self.pool or _match_rule(row.hostname, self._rules)
+                assignment = (
+                    GpuDevice.Assignment.IMPORT
+                    if self.pool
+                    else GpuDevice.Assignment.RULE
+                    if assigned_pool
+                    else GpuDevice.Assignment.UNASSIGNED
+                )
+                device = GpuDevice(
+                    key=key,
+                    uuid=row.device.uuid,
+                    gpu_instance_id=row.device.gpu_instance_id,
+                    first_seen_at=first_seen[key],
+                    last_seen_at=row.timestamp,
+                    pool=assigned_pool,
+                    assignment=assignment,
+                )
+                _describe_device(device, row)
+                new_devices.append(device)
+                self._latest_at[key] = row.timestamp
+            else:
+                if self.pool is not None and device.pool_id is None:
+                    device.pool, device.assignment = self.pool, GpuDevice.Assignment.IMPORT
+                # Its stored fields predate the import: any row of it describes it better.
+                self._latest_at[key] = datetime.min.replace(tzinfo=UTC)
+            self.devices[key] = device
+        GpuDevice.objects.bulk_create(new_devices)
+        self.new_count += len(new_devices)
+        return {device.key for device in new_devices}
+
+    def save(self) -> None:
+        if self._changed:
+            _refresh_devices(list(self._changed.values()))
+
+
+def _describe_device(device: GpuDevice, row: GpuSampleRow) -> None:
+    """What the GPU reports about itself, from ``row``."""
+    device.hostname = row.hostname or device.hostname
+    device.gpu_index = row.gpu_index if row.gpu_index is not None else device.gpu_index
+    device.model_name = row.model_name or device.model_name
+    device.driver_version = row.driver_version or device.driver_version
+    device.mig_profile = row.mig_profile or device.mig_profile
+    device.mig_compute_slices = compute_slices_of_profile(device.mig_profile)
+    device.mig_mode_enabled = row.mig_mode_enabled
+
+
+def register_devices(rows: list[GpuSampleRow], *, pool=None) -> tuple[dict, int]:
+    """Map each row's device to a GpuDevice, creating unknown ones; returns (by key, new).
+    One DeviceRegistry over one chunk: see there."""
+    registry = DeviceRegistry(pool=pool)
+    devices = registry.register(rows)
+    registry.save()
+    return devices, registry.new_count
 
 
 # The device fields an import refreshes, with their PostgreSQL types for unnest().
@@ -335,129 +390,158 @@ def outside_service_sentences(pool: Pool, *, before: int, after: int) -> list[st
     return sentences
 
 
-def _outside_service_warnings(rows, devices, touched_instants) -> list[str]:
-    """Sentences about the rows dated outside their pool's service period.
+class _OutsideServiceCount:
+    """Counts, chunk by chunk, the rows dated outside their pool's service period, and
+    says so in sentences at the end of the import.
 
-    The pools' first and last instants come from ``touched_instants``, so the rows are
-    walked again only when some pool's span crosses its service period's bounds."""
-    spans: dict[int, list[datetime]] = {}
-    for pool_id, instant in touched_instants:
-        span = spans.get(pool_id)
-        if span is None:
-            spans[pool_id] = [instant, instant]
-        elif instant < span[0]:
-            span[0] = instant
-        elif instant > span[1]:
-            span[1] = instant
-    if not spans:
-        return []
-    pools = {
-        pool.pk: pool
-        for pool in Pool.objects.filter(pk__in=spans).only(
+    A chunk's pools' first and last instants come from its touched instants, so its rows
+    are walked again only when some pool's span crosses its service period's bounds."""
+
+    def __init__(self):
+        self.pools: dict[int, Pool] = {}
+        self.bounds: dict[int, tuple] = {}
+        self.before: Counter = Counter()
+        self.after: Counter = Counter()
+
+    def _load(self, pool_ids) -> None:
+        missing = [pool_id for pool_id in pool_ids if pool_id not in self.pools]
+        if not missing:
+            return
+        for pool in Pool.objects.filter(pk__in=missing).only(
             "name", "in_service_from", "in_service_until"
-        )
-    }
-    # Counted by the hour, as the rollup counts them: a sample in an hour the period
-    # overlaps is in service.
-    bounds = {pool_id: pool.service_hours() for pool_id, pool in pools.items()}
+        ):
+            self.pools[pool.pk] = pool
+            # Counted by the hour, as the rollup counts them: a sample in an hour the
+            # period overlaps is in service.
+            self.bounds[pool.pk] = pool.service_hours()
 
-    def before_start(pool_id, moment):
-        return moment < bounds[pool_id][0]
+    def before_start(self, pool_id, moment) -> bool:
+        return moment < self.bounds[pool_id][0]
 
-    def after_end(pool_id, moment):
-        end = bounds[pool_id][1]
+    def after_end(self, pool_id, moment) -> bool:
+        end = self.bounds[pool_id][1]
         return end is not None and moment >= end
 
-    crossing = {
-        pool_id
-        for pool_id, (first, last) in spans.items()
-        if before_start(pool_id, first) or after_end(pool_id, last)
-    }
-    if not crossing:
-        return []
-    before, after = Counter(), Counter()
-    for row, pool_id in _pools_of_rows(rows, devices):
-        if pool_id in crossing:
-            if before_start(pool_id, row.timestamp):
-                before[pool_id] += 1
-            elif after_end(pool_id, row.timestamp):
-                after[pool_id] += 1
-    sentences = []
-    for pool_id in sorted(crossing, key=lambda pool_id: pools[pool_id].name):
-        sentences += outside_service_sentences(
-            pools[pool_id], before=before[pool_id], after=after[pool_id]
-        )
-    return sentences
+    def add(self, rows, devices, touched_instants) -> None:
+        spans: dict[int, list[datetime]] = {}
+        for pool_id, instant in touched_instants:
+            span = spans.get(pool_id)
+            if span is None:
+                spans[pool_id] = [instant, instant]
+            elif instant < span[0]:
+                span[0] = instant
+            elif instant > span[1]:
+                span[1] = instant
+        if not spans:
+            return
+        self._load(spans)
+        crossing = {
+            pool_id
+            for pool_id, (first, last) in spans.items()
+            if self.before_start(pool_id, first) or self.after_end(pool_id, last)
+        }
+        if not crossing:
+            return
+        for row, pool_id in _pools_of_rows(rows, devices):
+            if pool_id in crossing:
+                if self.before_start(pool_id, row.timestamp):
+                    self.before[pool_id] += 1
+                elif self.after_end(pool_id, row.timestamp):
+                    self.after[pool_id] += 1
+
+    def sentences(self) -> list[str]:
+        sentences = []
+        outside = set(self.before) | set(self.after)
+        for pool_id in sorted(outside, key=lambda pool_id: self.pools[pool_id].name):
+            sentences += outside_service_sentences(
+                self.pools[pool_id], before=self.before[pool_id], after=self.after[pool_id]
+            )
+        return sentences
 
 
 def _lead_minutes(lead: timedelta) -> int:
     return round(lead.total_seconds() / 60)
 
 
-def _flag_clock_skew(rows, devices, touched_instants, received_at: datetime) -> list[str]:
-    """Flag the pool-hours of rows dated more than CLOCK_SKEW_TOLERANCE after
-    ``received_at`` (PoolHourFlag kind clock_skew, one per pool and hour, rewritten by the
-    latest import that saw skew there) and return sentences for the import's warnings.
+class _ClockSkewCount:
+    """Finds, chunk by chunk, the rows dated more than CLOCK_SKEW_TOLERANCE after
+    ``received_at``; at the end of the import ``flag()`` writes their pool-hours' flags
+    (PoolHourFlag kind clock_skew, one per pool and hour, rewritten by the latest import
+    that saw skew there) and returns sentences for the import's warnings.
 
-    Only when some pool's latest instant, or a GPU without a pool, can be ahead are the
-    rows walked again."""
-    threshold = received_at + CLOCK_SKEW_TOLERANCE
-    unassigned = any(device.pool_id is None for device in devices.values())
-    if not unassigned and not any(instant > threshold for _pool, instant in touched_instants):
-        return []
-    # (pool id, hour) → [samples, devices, largest lead]; pool id None for GPUs without one
-    per_hour: dict[tuple, list] = {}
-    for row, pool_id in _pools_of_rows(rows, devices):
-        if row.timestamp <= threshold:
-            continue
-        key = (pool_id, hour_of(row.timestamp))
-        found = per_hour.get(key)
-        if found is None:
-            found = per_hour[key] = [0, set(), timedelta(0)]
-        found[0] += 1
-        found[1].add(row.device)
-        found[2] = max(found[2], row.timestamp - received_at)
-    arrival = _utc_minute(received_at)
-    flags = [
-        PoolHourFlag(
-            pool_id=pool_id,
-            hour=hour,
-            kind=PoolHourFlag.Kind.CLOCK_SKEW,
-            samples=samples,
-            gpus=len(gpus),
-            detail=(
-                f"{_samples(samples)} up to {_lead_minutes(lead)} min ahead of their arrival "
-                f"at {arrival}"
-            ),
+    A chunk's rows are walked again only when some pool's latest instant, or a GPU
+    without a pool, can be ahead."""
+
+    def __init__(self, received_at: datetime):
+        self.received_at = received_at
+        self.threshold = received_at + CLOCK_SKEW_TOLERANCE
+        # (pool id, hour) → [samples, devices, largest lead]; pool id None for GPUs
+        # without one
+        self.per_hour: dict[tuple, list] = {}
+
+    def add(self, rows, devices, touched_instants) -> None:
+        threshold = self.threshold
+        unassigned = any(device.pool_id is None for device in devices.values())
+        if not unassigned and not any(instant > threshold for _pool, instant in touched_instants):
+            return
+        per_hour = self.per_hour
+        for row, pool_id in _pools_of_rows(rows, devices):
+            if row.timestamp <= threshold:
+                continue
+            key = (pool_id, hour_of(row.timestamp))
+            found = per_hour.get(key)
+            if found is None:
+                found = per_hour[key] = [0, set(), timedelta(0)]
+            found[0] += 1
+            found[1].add(row.device)
+            found[2] = max(found[2], row.timestamp - self.received_at)
+
+    def flag(self) -> list[str]:
+        if not self.per_hour:
+            return []
+        arrival = _utc_minute(self.received_at)
+        flags = [
+            PoolHourFlag(
+                pool_id=pool_id,
+                hour=hour,
+                kind=PoolHourFlag.Kind.CLOCK_SKEW,
+                samples=samples,
+                gpus=len(gpus),
+                detail=(
+                    f"{_samples(samples)} up to {_lead_minutes(lead)} min ahead of their "
+                    f"arrival at {arrival}"
+                ),
+            )
+            for (pool_id, hour), (samples, gpus, lead) in sorted(
+                self.per_hour.items(), key=lambda item: (item[0][0] or 0, item[0][1])
+            )
+            if pool_id is not None
+        ]
+        PoolHourFlag.objects.bulk_create(
+            flags,
+            update_conflicts=True,
+            unique_fields=["pool", "hour", "kind"],
+            update_fields=["samples", "gpus", "detail"],
         )
-        for (pool_id, hour), (samples, gpus, lead) in sorted(
-            per_hour.items(), key=lambda item: (item[0][0] or 0, item[0][1])
+        per_pool: dict[int | None, list] = {}
+        for (pool_id, _hour), (samples, _gpus, lead) in self.per_hour.items():
+            total = per_pool.setdefault(pool_id, [0, timedelta(0)])
+            total[0] += samples
+            total[1] = max(total[1], lead)
+        names = dict(
+            Pool.objects.filter(pk__in=[p for p in per_pool if p]).values_list("pk", "name")
         )
-        if pool_id is not None
-    ]
-    PoolHourFlag.objects.bulk_create(
-        flags,
-        update_conflicts=True,
-        unique_fields=["pool", "hour", "kind"],
-        update_fields=["samples", "gpus", "detail"],
-    )
-    per_pool: dict[int | None, list] = {}
-    for (pool_id, _hour), (samples, _gpus, lead) in per_hour.items():
-        total = per_pool.setdefault(pool_id, [0, timedelta(0)])
-        total[0] += samples
-        total[1] = max(total[1], lead)
-    names = dict(Pool.objects.filter(pk__in=[p for p in per_pool if p]).values_list("pk", "name"))
-    sentences = []
-    for pool_id, (samples, lead) in sorted(
-        per_pool.items(), key=lambda item: names.get(item[0], "")
-    ):
-        whose = f"of pool {names[pool_id]}" if pool_id else "of GPUs without a pool"
-        kept = "kept, their hours flagged" if pool_id else "kept"
-        sentences.append(
-            f"{_samples(samples)} {whose} dated up to {_lead_minutes(lead)} min ahead of "
-            f"their arrival at {arrival}: {kept}; check the node's clock."
-        )
-    return sentences
+        sentences = []
+        for pool_id, (samples, lead) in sorted(
+            per_pool.items(), key=lambda item: names.get(item[0], "")
+        ):
+            whose = f"of pool {names[pool_id]}" if pool_id else "of GPUs without a pool"
+            kept = "kept, their hours flagged" if pool_id else "kept"
+            sentences.append(
+                f"{_samples(samples)} {whose} dated up to {_lead_minutes(lead)} min ahead of "
+                f"their arrival at {arrival}: {kept}; check the node's clock."
+            )
+        return sentences
 
 
 def _refuse_final_hours(rows: list[GpuSampleRow], devices: dict) -> tuple[list, list[RowError]]:
@@ -526,14 +610,12 @@ _GPU_ROW_TEXT_COLUMNS = _text_columns(
     ("container", GpuSample, "container", "container"),
 )
 _REQUEST_ROW_TEXT_COLUMNS = _text_columns(("status", RequestSample, "status", "status"))
-NUL_SENTENCE = "a NUL character (\\x00); the file is binary or corrupted"
 
 
 def refuse_nul_characters(text: str) -> None:
     """Raise TelemetryFormatError naming the first line holding a NUL character: PostgreSQL
-    cannot store one in text, and a text file does not hold one."""
-    from apps.telemetry.parsers import TelemetryFormatError
-
+    cannot store one in text, and a text file does not hold one. (FileLines checks each
+    line of a file as it reads it.)"""
     position = text.find("\x00")
     if position >= 0:
         raise TelemetryFormatError(f"line {text.count(chr(10), 0, position) + 1}: {NUL_SENTENCE}")
@@ -572,25 +654,62 @@ def _without_unstorable_rows(result: ParseResult, columns) -> ParseResult:
     )
 
 
-def _rejection(result: ParseResult, total: int) -> ImportSummary:
-    return ImportSummary(
-        rows_total=total,
-        rejected=len(result.errors),
-        errors=result.errors[:ERRORS_KEPT],
-        rejected_whole=True,
-    )
+def _chunks(result) -> Iterable[ParseResult]:
+    return (result,) if isinstance(result, ParseResult) else result
+
+
+class _Tally:
+    """Rows and errors counted over the chunks of one import; the first ERRORS_KEPT
+    errors kept in line order (chunks come in line order, each sorted)."""
+
+    def __init__(self):
+        self.rows_total = 0
+        self.stored = 0  # rows handed to the database, duplicates included
+        self.rejected = 0
+        self.errors: list[RowError] = []
+
+    def add_errors(self, errors: list[RowError]) -> None:
+        self.rejected += len(errors)
+        room = ERRORS_KEPT - len(self.errors)
+        if room > 0:
+            self.errors.extend(errors[:room])
+
+    def summary(self, **fields) -> ImportSummary:
+        if fields.get("rejected_whole"):
+            return ImportSummary(
+                rows_total=self.rows_total,
+                rejected=self.rejected,
+                errors=self.errors,
+                rejected_whole=True,
+            )
+        accepted = fields.pop("accepted")
+        return ImportSummary(
+            rows_total=self.rows_total,
+            accepted=accepted,
+            duplicates=self.stored - accepted,
+            rejected=self.rejected,
+            errors=self.errors,
+            **fields,
+        )
 
 
 @transaction.atomic
 def import_gpu_samples(
-    result: ParseResult,
+    result,
     *,
     pool=None,
     skip_bad_rows=False,
     defer_rollups=False,
     received_at: datetime | None = None,
+    after_chunk=None,
 ) -> ImportSummary:
     """Store the parsed rows once each; the summary names the pool-hours they touched.
+
+    ``result`` is a ParseResult or the ParseResults of a parser's ``iter_*`` stream:
+    chunk by chunk the devices are registered and the rows staged and inserted, all in
+    this one transaction, so memory holds one chunk and the import still lands whole or
+    not at all. A file with a bad row and no ``skip_bad_rows`` is read to its end, for
+    the counts, and rolled back. ``after_chunk()`` is called after each chunk (progress).
 
     Rows are kept whatever their pool's service period, and the summary's ``warnings``
     count those outside it (reports do not charge them). Rows dated more than
@@ -602,84 +721,98 @@ def import_gpu_samples(
     rolled up by the next ``telemetry.rollup_pending`` beat tick exactly when the samples
     are stored, instead of one rollup task per scrape (bench/README.md, finding 3).
     """
-    result = _without_unstorable_rows(result, _GPU_ROW_TEXT_COLUMNS)
-    total = len(result.rows) + len(result.errors)
-    if result.errors and not skip_bad_rows:
-        return _rejection(result, total)
-    devices, new_count = register_devices(result.rows, pool=pool)
-    kept, refused = _refuse_final_hours(result.rows, devices)
-    if refused:
-        errors = sorted([*result.errors, *refused], key=lambda error: error.line_number)
-        result = ParseResult(rows=kept, errors=errors)
-        if not skip_bad_rows:
-            transaction.set_rollback(True)  # the devices registered above are not kept
-            return _rejection(result, total)
-    touched_instants: set[tuple[int, datetime]] = set()
-    accepted = _insert_ignoring_duplicates(
-        "telemetry_gpusample",
-        SAMPLE_COLUMNS,
-        SAMPLE_COLUMN_TYPES,
-        _sample_values(result.rows, devices, touched_instants),
-    )
-    hours: dict[datetime, datetime] = {}
-    touched = set()
-    for pool_id, instant in touched_instants:
-        hour = hours.get(instant)
-        if hour is None:
-            hour = hours[instant] = hour_of(instant)
-        touched.add((pool_id, hour))
+    tally = _Tally()
+    registry = DeviceRegistry(pool=pool)
+    accepted = 0
+    touched: set[tuple[int, datetime]] = set()  # (pool id, hour)
+    outside_service = _OutsideServiceCount()
+    clock_skew = _ClockSkewCount(received_at or timezone.now())
+    for chunk in _chunks(result):
+        chunk = _without_unstorable_rows(chunk, _GPU_ROW_TEXT_COLUMNS)
+        tally.rows_total += len(chunk.rows) + len(chunk.errors)
+        tally.add_errors(chunk.errors)
+        if tally.rejected and not skip_bad_rows:
+            continue  # the file is refused: read on only to count its rows and errors
+        chunk_devices = registry.register(chunk.rows)
+        kept, refused = _refuse_final_hours(chunk.rows, chunk_devices)
+        if refused:
+            tally.add_errors(refused)
+            if not skip_bad_rows:
+                continue
+        chunk_instants: set[tuple[int, datetime]] = set()
+        accepted += _insert_ignoring_duplicates(
+            "telemetry_gpusample",
+            SAMPLE_COLUMNS,
+            SAMPLE_COLUMN_TYPES,
+            _sample_values(kept, chunk_devices, chunk_instants),
+        )
+        tally.stored += len(kept)
+        outside_service.add(kept, chunk_devices, chunk_instants)
+        clock_skew.add(kept, chunk_devices, chunk_instants)
+        # Kept by the hour: a file of distinct instants would otherwise keep them all.
+        hours: dict[datetime, datetime] = {}
+        for pool_id, instant in chunk_instants:
+            hour = hours.get(instant)
+            if hour is None:
+                hour = hours[instant] = hour_of(instant)
+            touched.add((pool_id, hour))
+        if after_chunk is not None:
+            after_chunk()
+    if tally.rejected and not skip_bad_rows:
+        transaction.set_rollback(True)  # the devices and samples stored above are not kept
+        return tally.summary(rejected_whole=True)
+    registry.save()
     if defer_rollups and touched:
         from apps.telemetry.rollups import queue_pool_hours
 
         queue_pool_hours(touched)
-    warnings = _outside_service_warnings(result.rows, devices, touched_instants)
-    warnings += _flag_clock_skew(
-        result.rows, devices, touched_instants, received_at or timezone.now()
-    )
-    return ImportSummary(
-        rows_total=total,
+    return tally.summary(
         accepted=accepted,
-        duplicates=len(result.rows) - accepted,
-        rejected=len(result.errors),
-        errors=result.errors[:ERRORS_KEPT],
-        new_devices=new_count,
-        unassigned_devices=sum(1 for device in devices.values() if device.pool_id is None),
+        new_devices=registry.new_count,
+        unassigned_devices=sum(1 for device in registry.devices.values() if device.pool_id is None),
         touched_pool_hours=touched,
-        warnings=warnings,
+        warnings=outside_service.sentences() + clock_skew.flag(),
     )
 
 
 @transaction.atomic
-def import_requests(result: ParseResult, *, workload, skip_bad_rows=False) -> ImportSummary:
-    result = _without_unstorable_rows(result, _REQUEST_ROW_TEXT_COLUMNS)
-    total = len(result.rows) + len(result.errors)
-    if result.errors and not skip_bad_rows:
-        return _rejection(result, total)
-    accepted = _insert_ignoring_duplicates(
-        "telemetry_requestsample",
-        REQUEST_COLUMNS,
-        REQUEST_COLUMN_TYPES,
-        (
+def import_requests(result, *, workload, skip_bad_rows=False, after_chunk=None) -> ImportSummary:
+    """Store the parsed request rows of ``workload`` once each, chunk by chunk in one
+    transaction, as ``import_gpu_samples`` does."""
+    tally = _Tally()
+    accepted = 0
+    touched = set()
+    for chunk in _chunks(result):
+        chunk = _without_unstorable_rows(chunk, _REQUEST_ROW_TEXT_COLUMNS)
+        tally.rows_total += len(chunk.rows) + len(chunk.errors)
+        tally.add_errors(chunk.errors)
+        if tally.rejected and not skip_bad_rows:
+            continue
+        accepted += _insert_ignoring_duplicates(
+            "telemetry_requestsample",
+            REQUEST_COLUMNS,
+            REQUEST_COLUMN_TYPES,
             (
-                workload.pk,
-                row.timestamp,
-                row.input_tokens,
-                row.output_tokens,
-                row.latency_ms,
-                row.status,
-                row.count,
-            )
-            for row in result.rows
-        ),
-    )
-    return ImportSummary(
-        rows_total=total,
-        accepted=accepted,
-        duplicates=len(result.rows) - accepted,
-        rejected=len(result.errors),
-        errors=result.errors[:ERRORS_KEPT],
-        touched_workload_hours={(workload.pk, hour_of(row.timestamp)) for row in result.rows},
-    )
+                (
+                    workload.pk,
+                    row.timestamp,
+                    row.input_tokens,
+                    row.output_tokens,
+                    row.latency_ms,
+                    row.status,
+                    row.count,
+                )
+                for row in chunk.rows
+            ),
+        )
+        tally.stored += len(chunk.rows)
+        touched |= {(workload.pk, hour_of(row.timestamp)) for row in chunk.rows}
+        if after_chunk is not None:
+            after_chunk()
+    if tally.rejected and not skip_bad_rows:
+        transaction.set_rollback(True)
+        return tally.summary(rejected_whole=True)
+    return tally.summary(accepted=accepted, touched_workload_hours=touched)
 
 
 def record_import_run(run: ImportRun, summary: ImportSummary) -> ImportRun:
@@ -754,43 +887,55 @@ def parse_column_mapping(text: str) -> dict[str, str]:
     return mapping
 
 
-def parse_gpu_text(text: str, *, format: str, columns=None, tz=None, scraped_at=None):
-    """Dispatch to the format's parser (apps/telemetry/parsers/)."""
-    from datetime import UTC
-
+def gpu_chunks(source, *, format: str, columns=None, tz=None, scraped_at=None):
+    """The ParseResults of ``source`` (a text, or FileLines of a file) in the format's
+    parser (apps/telemetry/parsers/), a chunk of lines at a time."""
     from apps.telemetry import parsers
 
     tz = tz or UTC
     if format == "dcgm":
-        return parsers.parse_dcgm(text, scraped_at=scraped_at or timezone.now())
+        return parsers.iter_dcgm(
+            source, scraped_at=scraped_at or timezone.now(), chunk_rows=IMPORT_CHUNK_ROWS
+        )
     if format == "nvidia-smi":
-        return parsers.parse_nvidia_smi_csv(text, tz=tz)
+        return parsers.iter_nvidia_smi_csv(source, tz=tz, chunk_rows=IMPORT_CHUNK_ROWS)
     if format == "csv":
         if not columns:
             raise parsers.TelemetryFormatError(
                 "a generic CSV needs a column mapping: timestamp=…,device=…,utilization_pct=…"
             )
-        return parsers.parse_gpu_csv(text, columns=columns, tz=tz)
+        return parsers.iter_gpu_csv(source, columns=columns, tz=tz, chunk_rows=IMPORT_CHUNK_ROWS)
     raise parsers.TelemetryFormatError(f"unknown format “{format}”; expected one of {GPU_FORMATS}")
 
 
-def parse_request_text(text: str, *, format: str, columns=None, tz=None):
-    from datetime import UTC
-
+def request_chunks(source, *, format: str, columns=None, tz=None):
+    """As ``gpu_chunks``, for request logs."""
     from apps.telemetry import parsers
 
     if format == "azure-llm":
-        return parsers.parse_azure_llm(text)
+        return parsers.iter_azure_llm(source, chunk_rows=IMPORT_CHUNK_ROWS)
     if format == "csv":
         if not columns:
             raise parsers.TelemetryFormatError(
                 "a generic request CSV needs a column mapping: "
                 "timestamp=…,input_tokens=…,output_tokens=…"
             )
-        return parsers.parse_request_csv(text, columns=columns, tz=tz or UTC)
+        return parsers.iter_request_csv(
+            source, columns=columns, tz=tz or UTC, chunk_rows=IMPORT_CHUNK_ROWS
+        )
     raise parsers.TelemetryFormatError(
         f"unknown format “{format}”; expected one of {REQUEST_FORMATS}"
     )
+
+
+def parse_gpu_text(text: str, *, format: str, columns=None, tz=None, scraped_at=None):
+    """The whole text parsed as one ParseResult."""
+    from apps.telemetry.parsers._common import merge_chunks
+
+    with paused_gc():
+        return merge_chunks(
+            gpu_chunks(text, format=format, columns=columns, tz=tz, scraped_at=scraped_at)
+        )
 
 
 def content_sha256(content: bytes | str) -> str:
@@ -798,6 +943,16 @@ def content_sha256(content: bytes | str) -> str:
     byte-order mark left out (the importers read text as utf-8-sig)."""
     data = content.encode("utf-8") if isinstance(content, str) else content
     return hashlib.sha256(data.removeprefix(b"\xef\xbb\xbf")).hexdigest()
+
+
+def file_sha256(path) -> str:
+    """``content_sha256`` of a file's bytes, read 64 KiB at a time."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        digest.update(handle.read(3).removeprefix(b"\xef\xbb\xbf"))
+        while block := handle.read(2**16):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def earlier_identical_import(*, kind: str, digest: str) -> ImportRun | None:
@@ -837,16 +992,20 @@ def mark_import_failed(run: ImportRun, error: BaseException) -> None:
     )
 
 
-def run_import(run: ImportRun, text: str, *, columns=None, tz=None, scraped_at=None):
-    """Parse, store and record one import (``_parse_store_and_record``), writing the run's
-    heartbeat meanwhile. Any error but a refused file marks the run failed with a sentence,
-    then is raised: no channel leaves a run "running"."""
+def run_import(run: ImportRun, source, *, columns=None, tz=None, scraped_at=None):
+    """Parse, store and record one import (``_parse_store_and_record``) of ``source``, a
+    text or the path of a file (read a chunk at a time), writing the run's heartbeat and
+    progress meanwhile. Any error but a refused file marks the run failed with a
+    sentence, then is raised: no channel leaves a run "running"."""
     from apps.core import runs
-    from apps.telemetry.parsers import TelemetryFormatError
 
     try:
-        with runs.heartbeat(ImportRun, run.pk):
-            return _parse_store_and_record(run, text, columns=columns, tz=tz, scraped_at=scraped_at)
+        if not isinstance(source, str):
+            source = FileLines(source)
+        with runs.heartbeat(ImportRun, run.pk) as beat, paused_gc():
+            return _parse_store_and_record(
+                run, source, beat, columns=columns, tz=tz, scraped_at=scraped_at
+            )
     except TelemetryFormatError:
         raise
     except Exception as error:
@@ -854,44 +1013,64 @@ def run_import(run: ImportRun, text: str, *, columns=None, tz=None, scraped_at=N
         raise
 
 
-def _parse_store_and_record(run: ImportRun, text: str, *, columns=None, tz=None, scraped_at=None):
+# The progress bar's share of reading and storing; the rest is recording and scheduling.
+_PROGRESS_BEFORE_READING_PCT, _PROGRESS_AFTER_STORING_PCT = 5, 95
+
+
+def _parse_store_and_record(
+    run: ImportRun, source, beat, *, columns=None, tz=None, scraped_at=None
+):
     """Parse, store and record one import, the same way for every channel (command line,
     upload task, API): the run ends succeeded or rejected with its counts, and the hours it
     touched are scheduled for rollup. A file that cannot be read at all (a NUL character
-    included) raises TelemetryFormatError after the run is marked rejected with the reason.
+    or bytes that are not UTF-8 included) raises TelemetryFormatError after the run is
+    marked rejected with the reason.
 
     The run keeps the content's digest (unless the channel already set it from the raw
     bytes) and, for dcgm, the scrape time the samples were dated at; samples are checked
-    for clock skew against the run's creation, when the content arrived."""
-    from apps.telemetry.parsers import TelemetryFormatError
+    for clock skew against the run's creation, when the content arrived. A file is read
+    and stored a chunk at a time, its progress reported after each chunk."""
     from apps.telemetry.tasks import schedule_rollups
 
+    is_file = isinstance(source, FileLines)
     if not run.content_sha256:
-        run.content_sha256 = content_sha256(text)
+        run.content_sha256 = file_sha256(source.path) if is_file else content_sha256(source)
     if run.kind == "gpu" and run.format == "dcgm":
         scraped_at = scraped_at or run.scraped_at or run.created_at
         run.scraped_at = scraped_at
 
+    def after_chunk():
+        if is_file:
+            span = _PROGRESS_AFTER_STORING_PCT - _PROGRESS_BEFORE_READING_PCT
+            beat.progress(_PROGRESS_BEFORE_READING_PCT + round(span * source.fraction_read))
+
     try:
-        refuse_nul_characters(text)
+        if not is_file:
+            refuse_nul_characters(source)
         if run.kind == "gpu":
-            result = parse_gpu_text(
-                text, format=run.format, columns=columns, tz=tz, scraped_at=scraped_at
+            chunks = gpu_chunks(
+                source, format=run.format, columns=columns, tz=tz, scraped_at=scraped_at
+            )
+            summary = import_gpu_samples(
+                chunks,
+                pool=run.pool,
+                skip_bad_rows=run.skip_bad_rows,
+                received_at=run.created_at,
+                after_chunk=after_chunk,
             )
         else:
-            result = parse_request_text(text, format=run.format, columns=columns, tz=tz)
+            chunks = request_chunks(source, format=run.format, columns=columns, tz=tz)
+            summary = import_requests(
+                chunks,
+                workload=run.workload,
+                skip_bad_rows=run.skip_bad_rows,
+                after_chunk=after_chunk,
+            )
     except TelemetryFormatError as error:
         run.status, run.message, run.progress_pct = ImportRun.Status.REJECTED, str(error), 100
         run.finished_at = timezone.now()
         run.save()
         raise
-    ImportRun.objects.filter(pk=run.pk).update(progress_pct=50, heartbeat_at=timezone.now())
-    if run.kind == "gpu":
-        summary = import_gpu_samples(
-            result, pool=run.pool, skip_bad_rows=run.skip_bad_rows, received_at=run.created_at
-        )
-    else:
-        summary = import_requests(result, workload=run.workload, skip_bad_rows=run.skip_bad_rows)
     record_import_run(run, summary)
     if not summary.rejected_whole:
         schedule_rollups(summary)

@@ -5,7 +5,6 @@ and re-queued when their worker dies."""
 from datetime import datetime
 
 from celery import shared_task
-from django.utils import timezone
 
 from apps.core.outbox import enqueue
 from apps.telemetry import rollups
@@ -139,19 +138,14 @@ def import_file_task(run_id: int, path: str, columns: dict | None = None, tz: st
     if not claimed:
         return run.status
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-        # dcgm: dated at the scrape time the form asked for (run.scraped_at).
-        services.run_import(run, text, columns=columns, tz=ZoneInfo(tz))
+        # Read a chunk at a time; dcgm: dated at the scrape time the form asked for
+        # (run.scraped_at).
+        services.run_import(run, Path(path), columns=columns, tz=ZoneInfo(tz))
     except TelemetryFormatError:
-        Path(path).unlink(missing_ok=True)  # run_import marked the run rejected
-        return ImportRun.Status.REJECTED
-    except UnicodeDecodeError as error:
-        run.status, run.progress_pct = ImportRun.Status.REJECTED, 100
-        run.message = f"Not UTF-8 text ({error.reason} at byte {error.start})."
-        run.finished_at = timezone.now()
-        run.save()
+        # run_import marked the run rejected (a NUL character or bytes that are not UTF-8
+        # included, with their line)
         Path(path).unlink(missing_ok=True)
-        return run.status
+        return ImportRun.Status.REJECTED
     except Exception as error:
         # Anything unexpected: the page must stop showing "running"; the file is kept so
         # the re-delivered task (acks_late) can try again.

@@ -5,7 +5,7 @@ process stopped is marked interrupted by the reaper (retried when it is an uploa
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 from django.urls import reverse
 from django.utils import timezone
 
@@ -13,8 +13,8 @@ from apps.accounts.models import ApiToken
 from apps.core.runs import reap_stalled_runs
 from apps.telemetry import services
 from apps.telemetry.models import GpuDevice, GpuSample, ImportRun
+from tests.telemetry.helpers import import_csv_command
 
-COLUMNS = "timestamp=time,device=gpu,utilization_pct=util"
 TEN = datetime(2026, 11, 1, 10, tzinfo=UTC)
 LONG_DEVICE_ID = "GPU-" + "x" * 10_236  # 10,240 characters
 
@@ -23,21 +23,6 @@ def _csv(devices=("GPU-a", "GPU-b", "GPU-c")) -> str:
     return "time,gpu,util\n" + "".join(
         f"{(TEN + timedelta(minutes=line)).isoformat()},{device},50\n"
         for line, device in enumerate(devices)
-    )
-
-
-def _import_command(path, pool, *extra):
-    call_command(
-        "import_telemetry",
-        str(path),
-        "--format",
-        "csv",
-        "--pool",
-        pool.slug,
-        "--columns",
-        COLUMNS,
-        *extra,
-        stdout=None,
     )
 
 
@@ -76,7 +61,7 @@ def test_a_command_line_import_that_raises_ends_failed_with_a_sentence(pool, tmp
     path = tmp_path / "samples.csv"
     path.write_text(_csv())
     with pytest.raises(CommandError, match="disk full"):
-        _import_command(path, pool)
+        import_csv_command(path, pool)
     run = ImportRun.objects.get()
     assert run.status == ImportRun.Status.FAILED
     assert run.finished_at is not None and run.progress_pct == 100
@@ -119,7 +104,7 @@ def test_a_nul_character_in_a_file_is_refused_with_its_line(pool, tmp_path):
     path = tmp_path / "binary.csv"
     path.write_text(_csv().replace("GPU-b", "GPU-\x00b"))
     with pytest.raises(CommandError) as refused:
-        _import_command(path, pool, "--skip-bad-rows")
+        import_csv_command(path, pool, "--skip-bad-rows")
     line = "line 3: a NUL character (\\x00); the file is binary or corrupted"
     assert line in str(refused.value)
     run = ImportRun.objects.get()
@@ -152,12 +137,12 @@ def test_a_10_kb_device_id_is_refused_with_its_line(pool, tmp_path):
     path = tmp_path / "long.csv"
     path.write_text(_csv(devices=("GPU-a", LONG_DEVICE_ID, "GPU-c")))
     with pytest.raises(CommandError, match="line 3: device id is 10,240 characters; at most 100"):
-        _import_command(path, pool)
+        import_csv_command(path, pool)
     assert ImportRun.objects.get().status == ImportRun.Status.REJECTED
     assert not GpuDevice.objects.exists()
 
     # With --skip-bad-rows the other lines are kept and the long one is listed.
-    _import_command(path, pool, "--skip-bad-rows")
+    import_csv_command(path, pool, "--skip-bad-rows")
     run = ImportRun.objects.latest("pk")
     assert run.status == ImportRun.Status.SUCCEEDED
     assert (run.rows_accepted, run.rows_rejected) == (2, 1)

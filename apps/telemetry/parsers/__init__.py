@@ -3,14 +3,23 @@
 No Django imports and no database: the importer (services, commands, tasks) decides what
 to store. Every parser returns a ParseResult whose ``rows`` passed every check and whose
 ``errors`` name the line and the reason; a file that cannot be read at all raises
-TelemetryFormatError.
+TelemetryFormatError. Each ``parse_*`` has an ``iter_*`` twin that reads a text or a file's
+lines (FileLines) and yields a ParseResult per chunk of lines, so that an import of a large
+file holds one chunk of rows at a time.
 """
 
-from ._common import EARLIEST_TIMESTAMP
-from .azure_llm import parse_azure_llm
-from .dcgm import parse_dcgm
-from .generic_csv import GPU_CSV_FIELDS, REQUEST_CSV_FIELDS, parse_gpu_csv, parse_request_csv
-from .nvidia_smi import parse_nvidia_smi_csv
+from ._common import CHUNK_ROWS, EARLIEST_TIMESTAMP, NUL_SENTENCE, FileLines, paused_gc
+from .azure_llm import iter_azure_llm, parse_azure_llm
+from .dcgm import iter_dcgm, parse_dcgm
+from .generic_csv import (
+    GPU_CSV_FIELDS,
+    REQUEST_CSV_FIELDS,
+    iter_gpu_csv,
+    iter_request_csv,
+    parse_gpu_csv,
+    parse_request_csv,
+)
+from .nvidia_smi import iter_nvidia_smi_csv, parse_nvidia_smi_csv
 from .rows import (
     METRIC_FIELDS,
     DeviceKey,
@@ -23,20 +32,29 @@ from .rows import (
 )
 
 __all__ = [
+    "CHUNK_ROWS",
     "EARLIEST_TIMESTAMP",
     "GPU_CSV_FIELDS",
     "METRIC_FIELDS",
+    "NUL_SENTENCE",
     "REQUEST_CSV_FIELDS",
     "DeviceKey",
+    "FileLines",
     "GpuSampleRow",
     "ParseResult",
     "RequestRow",
     "RowError",
     "TelemetryFormatError",
     "has_any_metric",
+    "iter_azure_llm",
+    "iter_dcgm",
+    "iter_gpu_csv",
+    "iter_nvidia_smi_csv",
+    "iter_request_csv",
     "parse_azure_llm",
     "parse_dcgm",
     "parse_gpu_csv",
     "parse_nvidia_smi_csv",
     "parse_request_csv",
+    "paused_gc",
 ]

@@ -1,12 +1,15 @@
 """Helpers shared by the parsers: timestamps, numbers, missing-value markers, CSV headers."""
 
+import contextlib
 import csv
 import functools
 import gc
 import io
+import os
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta, tzinfo
 
-from .rows import RowError, TelemetryFormatError
+from .rows import ParseResult, RowError, TelemetryFormatError
 
 # A sample stamped further ahead than this is refused: a clock or time-zone mistake that
 # would otherwise land in hours that have not happened yet.
@@ -18,6 +21,83 @@ EARLIEST_TIMESTAMP = datetime(2000, 1, 1, tzinfo=UTC)
 
 # Unix seconds this large are surely milliseconds (10^11 s is the year 5138).
 _UNIX_SECONDS_CEILING = 1e11
+
+# The lines a parser turns into one ParseResult of a stream: an import holds one chunk of
+# rows at a time, never a whole file's (50,000 rows are some 25 MB).
+CHUNK_ROWS = 50_000
+BYTE_ORDER_MARK = "\ufeff"
+NUL_SENTENCE = "a NUL character (\\x00); the file is binary or corrupted"
+
+
+class FileLines:
+    """The lines of a UTF-8 text file, each with its line end, read a buffer at a time.
+
+    What the parsers read instead of a whole text, so that an import holds one chunk of
+    rows, never the file. The first line loses its byte-order mark; a line holding a NUL
+    character (which no text file and no PostgreSQL text column holds) or bytes that are
+    not UTF-8 raises TelemetryFormatError naming it. ``fraction_read`` says how far the
+    reading got, for a progress bar.
+    """
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        self.size_bytes = os.path.getsize(self.path)
+        self.bytes_read = 0
+
+    @property
+    def fraction_read(self) -> float:
+        return min(1.0, self.bytes_read / self.size_bytes) if self.size_bytes else 1.0
+
+    def __iter__(self) -> Iterator[str]:
+        self.bytes_read = 0
+        with open(self.path, "rb") as handle:
+            for line_number, raw in enumerate(handle, 1):
+                if line_number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]
+                    self.bytes_read = 3
+                if b"\x00" in raw:
+                    raise TelemetryFormatError(f"line {line_number}: {NUL_SENTENCE}")
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    raise TelemetryFormatError(
+                        f"line {line_number}: not UTF-8 text ({error.reason} at byte "
+                        f"{self.bytes_read + error.start:,} of the file)"
+                    ) from None
+                self.bytes_read += len(raw)
+                yield line
+
+
+def lines_without_ends(source: "str | Iterable[str]") -> Iterable[str]:
+    """The lines of a text (split on "\n", a leading byte-order mark dropped) or of an
+    iterable of lines that keep their ends, such as FileLines; a "\r" before the "\n" stays."""
+    if isinstance(source, str):
+        return source.removeprefix(BYTE_ORDER_MARK).split("\n")
+    return (line[:-1] if line[-1:] == "\n" else line for line in source)
+
+
+def merge_chunks(chunks: Iterable) -> "ParseResult":
+    """The ParseResults of a stream as one, rows and errors in line order."""
+    merged = None
+    for chunk in chunks:
+        if merged is None:
+            merged = chunk
+        else:
+            merged.rows.extend(chunk.rows)
+            merged.errors.extend(chunk.errors)
+    return merged if merged is not None else ParseResult(rows=[], errors=[])
+
+
+@contextlib.contextmanager
+def paused_gc():
+    """The block runs with the cyclic garbage collector paused; see ``pausing_gc``."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def pausing_gc(parse):
@@ -33,13 +113,8 @@ def pausing_gc(parse):
 
     @functools.wraps(parse)
     def wrapper(*args, **kwargs):
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with paused_gc():
             return parse(*args, **kwargs)
-        finally:
-            if was_enabled:
-                gc.enable()
 
     return wrapper
 
@@ -111,27 +186,34 @@ def parse_timestamp(value: str, tz: tzinfo) -> datetime:
     return to_utc(parsed, tz)
 
 
-def read_csv(text: str) -> tuple[list[str], list[tuple[int, list[str]]]]:
-    """(header cells stripped, [(line number, cells)…]) with blank lines dropped.
+def read_csv(
+    source: "str | Iterable[str]",
+) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
+    """(header cells stripped, the records after it as (line number, cells)), blank lines
+    dropped. ``source`` is a text or an iterable of lines that keep their ends (FileLines);
+    the records are read as they are consumed.
 
-    Raises TelemetryFormatError when the text is empty or not CSV at all.
+    Raises TelemetryFormatError when the text is empty or, while the records are read,
+    not CSV at all.
     """
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True)
-    records: list[tuple[int, list[str]]] = []
-    append = records.append
-    try:
-        for cells in reader:
-            # csv yields [] for an empty line, [""] for one holding only blanks
-            if cells and (len(cells) > 1 or cells[0].strip()):
-                append((reader.line_num, cells))
-    except csv.Error as error:
-        raise TelemetryFormatError(f"line {reader.line_num}: not valid CSV ({error})") from None
-    if not records:
+    if isinstance(source, str):
+        source = io.StringIO(source.removeprefix(BYTE_ORDER_MARK), newline="")
+    reader = csv.reader(source, skipinitialspace=True)
+
+    def records():
+        try:
+            for cells in reader:
+                # csv yields [] for an empty line, [""] for one holding only blanks
+                if cells and (len(cells) > 1 or cells[0].strip()):
+                    yield reader.line_num, cells
+        except csv.Error as error:
+            raise TelemetryFormatError(f"line {reader.line_num}: not valid CSV ({error})") from None
+
+    iterator = records()
+    first = next(iterator, None)
+    if first is None:
         raise TelemetryFormatError("the file is empty: expected a CSV header line")
-    header = [cell.strip() for cell in records[0][1]]
-    return header, records[1:]
+    return [cell.strip() for cell in first[1]], iterator
 
 
 def describe_headers(header: list[str], limit: int = 40) -> str:

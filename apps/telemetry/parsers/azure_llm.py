@@ -6,9 +6,19 @@ UTC. Python keeps microseconds, so the 7th digit is dropped; it is 0 throughout 
 published files. Format: Azure/AzurePublicDataset, AzureLLMInferenceDataset2023.md.
 """
 
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 
-from ._common import EARLIEST_TIMESTAMP, future_error, latest_allowed, past_error, pausing_gc
+from ._common import (
+    CHUNK_ROWS,
+    EARLIEST_TIMESTAMP,
+    future_error,
+    latest_allowed,
+    lines_without_ends,
+    merge_chunks,
+    past_error,
+    pausing_gc,
+)
 from .rows import ParseResult, RequestRow, RowError, TelemetryFormatError
 
 HEADER = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
@@ -30,26 +40,37 @@ def _tokens(text: str, column: str, line_number: int, errors: list[RowError]) ->
 
 @pausing_gc
 def parse_azure_llm(text: str, *, now: datetime | None = None) -> ParseResult:
+    """``iter_azure_llm`` of a whole text as one ParseResult."""
+    return merge_chunks(iter_azure_llm(text, now=now))
+
+
+def iter_azure_llm(
+    source: str | Iterable[str], *, now: datetime | None = None, chunk_rows: int = CHUNK_ROWS
+) -> Iterator[ParseResult]:
     """One RequestRow per line: ContextTokens → input_tokens, GeneratedTokens →
-    output_tokens, count 1, no latency or status (the trace has neither).
+    output_tokens, count 1, no latency or status (the trace has neither); a ParseResult
+    per ``chunk_rows`` lines of ``source``, a text or an iterable of lines (FileLines).
 
     Errors (the line is left out): not three cells, a timestamp that does not parse, is
     before 2000 or is more than 1 day after ``now``, a token count that is not a whole number ≥ 0.
     Raises TelemetryFormatError when the first line is not the trace's header.
     """
     now, latest = latest_allowed(now)
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    lines = text.split("\n")
-    header = tuple(cell.strip() for cell in lines[0].split(","))
+    lines = iter(lines_without_ends(source))
+    first_line = next(lines, "")
+    header = tuple(cell.strip() for cell in first_line.split(","))
     if header != HEADER:
         raise TelemetryFormatError(
             f"line 1: expected the Azure LLM trace header {','.join(HEADER)}, "
-            f"found {lines[0].strip()[:200]!r}"
+            f"found {first_line.strip()[:200]!r}"
         )
     rows: list[RequestRow] = []
     errors: list[RowError] = []
-    for line_number, line in enumerate(lines[1:], 2):
+    next_chunk_at = 2 + chunk_rows
+    for line_number, line in enumerate(lines, 2):
+        if line_number >= next_chunk_at:
+            yield ParseResult(rows=rows, errors=errors)
+            rows, errors, next_chunk_at = [], [], line_number + chunk_rows
         cells = line.split(",")
         if len(cells) != 3:
             if not line.strip():
@@ -87,4 +108,4 @@ def parse_azure_llm(text: str, *, now: datetime | None = None) -> ParseResult:
             errors.append(past_error(line_number, timestamp))
             continue
         rows.append(RequestRow(line_number, timestamp, input_tokens, output_tokens))
-    return ParseResult(rows=rows, errors=errors)
+    yield ParseResult(rows=rows, errors=errors)

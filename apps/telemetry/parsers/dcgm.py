@@ -17,13 +17,17 @@ semantics from NVIDIA dcgm-exporter (``etc/default-counters.csv``,
 """
 
 import re
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 
 from ._common import (
+    CHUNK_ROWS,
     EARLIEST_TIMESTAMP,
     aware_utc,
     future_error,
     latest_allowed,
+    lines_without_ends,
+    merge_chunks,
     past_error,
     pausing_gc,
 )
@@ -151,7 +155,25 @@ def _device_context(label_text: str) -> tuple | str:
 
 @pausing_gc
 def parse_dcgm(text: str, *, scraped_at: datetime, now: datetime | None = None) -> ParseResult:
+    """``iter_dcgm`` of a whole text as one ParseResult."""
+    return merge_chunks(iter_dcgm(text, scraped_at=scraped_at, now=now))
+
+
+def iter_dcgm(
+    source: str | Iterable[str],
+    *,
+    scraped_at: datetime,
+    now: datetime | None = None,
+    chunk_rows: int = CHUNK_ROWS,
+) -> Iterator[ParseResult]:
     """Parse one or more dcgm-exporter scrapes into one GpuSampleRow per (device, timestamp).
+
+    ``source`` is a text or an iterable of lines (FileLines). Rows come as a ParseResult
+    per run of whole scrapes of at least ``chunk_rows`` samples: a chunk is cut only where
+    a scrape begins (a ``# HELP`` line of a metric family already seen since the last cut),
+    because a sample's metrics are spread over the lines of one scrape. A file without
+    HELP lines is one chunk. A sample whose device and time were already reported by an
+    earlier chunk's scrape is an error naming that scrape's line.
 
     ``scraped_at`` (timezone-aware) stamps every line that carries no timestamp of its own;
     a line's own timestamp (integer milliseconds since the epoch, as the text format
@@ -187,14 +209,35 @@ def parse_dcgm(text: str, *, scraped_at: datetime, now: datetime | None = None) 
     errors: list[RowError] = []
     contexts: dict[str, tuple | str] = {}
     samples: dict[tuple, list] = {}
+    # (device, timestamp) → first line, of the samples of the chunks already returned
+    earlier_samples: dict[tuple, int] = {}
+    families_since_cut: set[str] = set()
     metric_slot = _METRIC_SLOTS.get
     stored_lines = 0
+    seen_text = False
 
-    for line_number, line in enumerate(text.split("\n"), 1):
+    def result_of_samples() -> ParseResult:
+        rows = _rows_of_samples(samples, default_timestamp, default_too_early, latest, now, errors)
+        errors.sort(key=lambda error: error.line_number)
+        return ParseResult(rows=rows, errors=errors)
+
+    for line_number, line in enumerate(lines_without_ends(source), 1):
         if not line:
             continue
+        if not seen_text and not line.isspace():
+            seen_text = True
         first_character = line[0]
         if first_character == "#":
+            if line.startswith("# HELP "):
+                family = line[7:].split(None, 1)[0] if len(line) > 7 else ""
+                if family in families_since_cut:  # a new scrape begins
+                    if len(samples) >= chunk_rows:
+                        yield result_of_samples()
+                        for key, record in samples.items():
+                            earlier_samples[key] = record[0]
+                        samples, errors = {}, []
+                    families_since_cut.clear()
+                families_since_cut.add(family)
             continue
         if first_character in " \t\r":
             line = line.strip()
@@ -269,6 +312,15 @@ def parse_dcgm(text: str, *, scraped_at: datetime, now: datetime | None = None) 
         key = (context[9], timestamp_ms)
         record = samples.get(key)
         if record is None:
+            if earlier_samples and key in earlier_samples:
+                errors.append(
+                    RowError(
+                        line_number,
+                        f"line {line_number}: {name} repeats the GPU and time of the "
+                        f"sample from line {earlier_samples[key]} on, in an earlier scrape",
+                    )
+                )
+                continue
             record = samples[key] = [line_number, context, False, *([None] * _SLOT_COUNT)]
 
         value_text = tokens[0]
@@ -323,13 +375,25 @@ def parse_dcgm(text: str, *, scraped_at: datetime, now: datetime | None = None) 
             record[2] = True
 
     if not stored_lines:
-        if not text.strip():
+        if not seen_text:
             raise TelemetryFormatError("the scrape is empty")
         raise TelemetryFormatError(
             "no dcgm-exporter GPU metrics found (looked for "
             f"{', '.join(METRIC_NAMES[:3])}…): is this a dcgm-exporter /metrics scrape?"
         )
+    yield result_of_samples()
 
+
+def _rows_of_samples(
+    samples: dict[tuple, list],
+    default_timestamp: datetime,
+    default_too_early: bool,
+    latest: datetime,
+    now: datetime,
+    errors: list[RowError],
+) -> list[GpuSampleRow]:
+    """One row per sample record read without error; the samples dated too late, or at a
+    scrape time before 2000, go to ``errors``."""
     rows: list[GpuSampleRow] = []
     timestamps: dict[int | None, datetime] = {None: default_timestamp}
     for (_device_identity, timestamp_ms), record in samples.items():
@@ -374,5 +438,4 @@ def parse_dcgm(text: str, *, scraped_at: datetime, now: datetime | None = None) 
                 container=context[8],
             )
         )
-    errors.sort(key=lambda error: error.line_number)
-    return ParseResult(rows=rows, errors=errors)
+    return rows

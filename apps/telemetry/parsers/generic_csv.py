@@ -10,14 +10,17 @@ Timestamps are ISO 8601 (naive ones read in ``tz``) or unix seconds, int or floa
 cells and ``N/A``/``[N/A]`` are missing values.
 """
 
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, tzinfo
 
 from ._common import (
+    CHUNK_ROWS,
     EARLIEST_TIMESTAMP,
     describe_headers,
     future_error,
     is_missing,
     latest_allowed,
+    merge_chunks,
     parse_timestamp,
     past_error,
     pausing_gc,
@@ -145,7 +148,20 @@ def _report(line_number: int, problems: list[str], errors: list[RowError]) -> No
 def parse_gpu_csv(
     text: str, *, columns: dict[str, str], tz: tzinfo = UTC, now: datetime | None = None
 ) -> ParseResult:
-    """GPU samples from a CSV whose headers ``columns`` names.
+    """``iter_gpu_csv`` of a whole text as one ParseResult."""
+    return merge_chunks(iter_gpu_csv(text, columns=columns, tz=tz, now=now))
+
+
+def iter_gpu_csv(
+    source: str | Iterable[str],
+    *,
+    columns: dict[str, str],
+    tz: tzinfo = UTC,
+    now: datetime | None = None,
+    chunk_rows: int = CHUNK_ROWS,
+) -> Iterator[ParseResult]:
+    """GPU samples from a CSV whose headers ``columns`` names, a ParseResult per
+    ``chunk_rows`` lines: ``source`` is a text or an iterable of lines (FileLines).
 
     Fields: ``timestamp``, ``device`` (its value becomes ``DeviceKey(uuid=value)``) and
     ``utilization_pct`` (0–100) are required in the mapping; ``memory_used_mib``,
@@ -159,7 +175,7 @@ def parse_gpu_csv(
     a mapped header the file lacks (listing the headers found), or an empty file.
     """
     now, latest = latest_allowed(now)
-    header, records = _read_csv(text)
+    header, records = _read_csv(source)
     at = _resolve_columns(header, columns, GPU_CSV_FIELDS, GPU_CSV_REQUIRED)
     cell_count = len(header)
     timestamp_at, device_at, utilization_at = at["timestamp"], at["device"], at["utilization_pct"]
@@ -171,7 +187,15 @@ def parse_gpu_csv(
 
     rows = []
     errors: list[RowError] = []
+    next_chunk_at = 1 + chunk_rows
     for line_number, cells in records:
+        if line_number >= next_chunk_at:
+            yield ParseResult(rows=rows, errors=errors)
+            rows, errors, next_chunk_at = [], [], line_number + chunk_rows
+            # Caches held for one chunk: a file of distinct instants or devices per line
+            # would otherwise keep them all.
+            timestamps.parsed.clear()
+            devices.clear()
         if len(cells) != cell_count:
             errors.append(_cell_count_error(line_number, len(cells), cell_count))
             continue
@@ -213,14 +237,27 @@ def parse_gpu_csv(
                 power_w=power,
             )
         )
-    return ParseResult(rows=rows, errors=errors)
+    yield ParseResult(rows=rows, errors=errors)
 
 
 @pausing_gc
 def parse_request_csv(
     text: str, *, columns: dict[str, str], tz: tzinfo = UTC, now: datetime | None = None
 ) -> ParseResult:
-    """Inference requests from a CSV whose headers ``columns`` names.
+    """``iter_request_csv`` of a whole text as one ParseResult."""
+    return merge_chunks(iter_request_csv(text, columns=columns, tz=tz, now=now))
+
+
+def iter_request_csv(
+    source: str | Iterable[str],
+    *,
+    columns: dict[str, str],
+    tz: tzinfo = UTC,
+    now: datetime | None = None,
+    chunk_rows: int = CHUNK_ROWS,
+) -> Iterator[ParseResult]:
+    """Inference requests from a CSV whose headers ``columns`` names, a ParseResult per
+    ``chunk_rows`` lines (``source`` as in ``iter_gpu_csv``).
 
     Fields: ``timestamp``, ``input_tokens`` and ``output_tokens`` (whole numbers ≥ 0) are
     required; ``latency_ms`` (≥ 0), ``status`` (text, kept as written) and ``count``
@@ -228,7 +265,7 @@ def parse_request_csv(
     TelemetryFormatError as in ``parse_gpu_csv``.
     """
     now, latest = latest_allowed(now)
-    header, records = _read_csv(text)
+    header, records = _read_csv(source)
     at = _resolve_columns(header, columns, REQUEST_CSV_FIELDS, REQUEST_CSV_REQUIRED)
     cell_count = len(header)
     timestamp_at, input_at, output_at = at["timestamp"], at["input_tokens"], at["output_tokens"]
@@ -237,7 +274,12 @@ def parse_request_csv(
 
     rows: list[RequestRow] = []
     errors: list[RowError] = []
+    next_chunk_at = 1 + chunk_rows
     for line_number, cells in records:
+        if line_number >= next_chunk_at:
+            yield ParseResult(rows=rows, errors=errors)
+            rows, errors, next_chunk_at = [], [], line_number + chunk_rows
+            timestamps.parsed.clear()
         if len(cells) != cell_count:
             errors.append(_cell_count_error(line_number, len(cells), cell_count))
             continue
@@ -274,4 +316,4 @@ def parse_request_csv(
                 count=count,
             )
         )
-    return ParseResult(rows=rows, errors=errors)
+    yield ParseResult(rows=rows, errors=errors)

@@ -12,14 +12,17 @@ load labels seemingly swapped (idle shows 100 % at 145 W, load 9 %), and rows sa
 what the file says.
 """
 
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, tzinfo
 
 from ._common import (
+    CHUNK_ROWS,
     EARLIEST_TIMESTAMP,
     describe_headers,
     future_error,
     is_missing,
     latest_allowed,
+    merge_chunks,
     past_error,
     pausing_gc,
     read_csv,
@@ -72,7 +75,20 @@ def _parse_nvidia_timestamp(value: str, tz: tzinfo) -> datetime:
 def parse_nvidia_smi_csv(
     text: str, *, tz: tzinfo = UTC, now: datetime | None = None
 ) -> ParseResult:
-    """Parse nvidia-smi query-gpu CSV (Linux or Windows line ends) into one row per line.
+    """``iter_nvidia_smi_csv`` of a whole text as one ParseResult."""
+    return merge_chunks(iter_nvidia_smi_csv(text, tz=tz, now=now))
+
+
+def iter_nvidia_smi_csv(
+    source: str | Iterable[str],
+    *,
+    tz: tzinfo = UTC,
+    now: datetime | None = None,
+    chunk_rows: int = CHUNK_ROWS,
+) -> Iterator[ParseResult]:
+    """Parse nvidia-smi query-gpu CSV (Linux or Windows line ends) into one row per line,
+    a ParseResult per ``chunk_rows`` lines; ``source`` is a text or an iterable of lines
+    (FileLines).
 
     Columns used when present: ``timestamp`` (naive, read in ``tz``) and ``uuid`` (both
     required), ``index``, ``name``, ``driver_version``, ``hostname``, ``utilization.gpu``,
@@ -92,7 +108,7 @@ def parse_nvidia_smi_csv(
     ``--format=csv,noheader`` output or a file that is not nvidia-smi CSV at all.
     """
     now, latest = latest_allowed(now)
-    header, records = read_csv(text)
+    header, records = read_csv(source)
     fields = [_query_field(cell) for cell in header]
     position = {field: index for index, field in reversed(list(enumerate(fields)))}
     for required in REQUIRED_COLUMNS:
@@ -119,7 +135,11 @@ def parse_nvidia_smi_csv(
 
     rows: list[GpuSampleRow] = []
     errors: list[RowError] = []
+    next_chunk_at = 1 + chunk_rows
     for line_number, cells in records:
+        if line_number >= next_chunk_at:
+            yield ParseResult(rows=rows, errors=errors)
+            rows, errors, next_chunk_at = [], [], line_number + chunk_rows
         if len(cells) != cell_count:
             errors.append(
                 RowError(
@@ -198,4 +218,4 @@ def parse_nvidia_smi_csv(
                 **values,
             )
         )
-    return ParseResult(rows=rows, errors=errors)
+    yield ParseResult(rows=rows, errors=errors)

@@ -1,13 +1,15 @@
 """``manage.py import_requests PATH --workload SLUG --format {azure-llm,csv}
 [--columns timestamp=H,input_tokens=H,output_tokens=H,latency_ms=H,status=H]``"""
 
-from pathlib import Path
-
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.pools.models import Workload
 from apps.telemetry import services
-from apps.telemetry.management.commands.import_telemetry import read_text, report, time_zone
+from apps.telemetry.management.commands.import_telemetry import (
+    readable_file,
+    report,
+    time_zone,
+)
 from apps.telemetry.models import ImportRun
 from apps.telemetry.parsers import TelemetryFormatError
 
@@ -31,19 +33,19 @@ class Command(BaseCommand):
             columns = services.parse_column_mapping(options["columns"])
         except ValueError as error:
             raise CommandError(f"--columns: {error}") from error
-        text = read_text(options["path"])
+        path = readable_file(options["path"])
         run = ImportRun.objects.create(
-            content_sha256=services.content_sha256(Path(options["path"]).read_bytes()),
+            content_sha256=services.file_sha256(path),
             kind="requests",
             format=options["format"],
             source=ImportRun.Source.COMMAND,
-            filename=Path(options["path"]).name,
+            filename=path.name,
             workload=workload,
             skip_bad_rows=options["skip_bad_rows"],
             status=ImportRun.Status.RUNNING,
         )
         try:
-            summary = services.run_import(run, text, columns=columns, tz=time_zone(options["tz"]))
+            summary = services.run_import(run, path, columns=columns, tz=time_zone(options["tz"]))
         except TelemetryFormatError as error:
             raise CommandError(f"{options['path']}: {error}") from error
         except Exception as error:  # run_import marked the run failed with this sentence

@@ -25,15 +25,12 @@ def time_zone(name: str):
         raise CommandError(f"--tz: unknown time zone “{name}” (e.g. UTC, Asia/Shanghai)") from error
 
 
-def read_text(path: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8-sig")
-    except FileNotFoundError as error:
-        raise CommandError(f"{path}: no such file") from error
-    except UnicodeDecodeError as error:
-        raise CommandError(
-            f"{path}: not UTF-8 text ({error.reason} at byte {error.start})"
-        ) from error
+def readable_file(path: str) -> Path:
+    """The file to import, read later a chunk at a time (never whole into memory)."""
+    file_path = Path(path)
+    if not file_path.is_file():
+        raise CommandError(f"{path}: no such file")
+    return file_path
 
 
 def report(command, summary):
@@ -80,9 +77,9 @@ class Command(BaseCommand):
             columns = services.parse_column_mapping(options["columns"])
         except ValueError as error:
             raise CommandError(f"--columns: {error}") from error
-        text = read_text(options["path"])
+        path = readable_file(options["path"])
         # Of the bytes, as an upload of the same file is recognised (newlines untranslated).
-        digest = services.content_sha256(Path(options["path"]).read_bytes())
+        digest = services.file_sha256(path)
         scraped_at = None
         if options["format"] == "dcgm":
             if options["scraped_at"]:
@@ -93,13 +90,13 @@ class Command(BaseCommand):
                 if scraped_at.tzinfo is None:
                     scraped_at = scraped_at.replace(tzinfo=time_zone(options["tz"]))
             else:
-                modified = Path(options["path"]).stat().st_mtime
+                modified = path.stat().st_mtime
                 scraped_at = datetime.fromtimestamp(modified, tz=UTC)
         run = ImportRun.objects.create(
             kind="gpu",
             format=options["format"],
             source=ImportRun.Source.COMMAND,
-            filename=Path(options["path"]).name,
+            filename=path.name,
             pool=pool,
             skip_bad_rows=options["skip_bad_rows"],
             status=ImportRun.Status.RUNNING,
@@ -107,7 +104,7 @@ class Command(BaseCommand):
         )
         try:
             summary = services.run_import(
-                run, text, columns=columns, tz=time_zone(options["tz"]), scraped_at=scraped_at
+                run, path, columns=columns, tz=time_zone(options["tz"]), scraped_at=scraped_at
             )
         except TelemetryFormatError as error:
             raise CommandError(f"{options['path']}: {error}") from error
