@@ -16,7 +16,7 @@ from django.utils.text import get_valid_filename
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.core.htmx import render_page
-from apps.core.outbox import enqueue, waiting_first_args
+from apps.core.outbox import enqueue, mark_waiting
 from apps.pools.models import Pool
 from apps.telemetry.forms import (
     DeviceAssignForm,
@@ -49,8 +49,10 @@ def import_list(request):
         .order_by("-created_at", "-pk")
     )
     page = Paginator(runs, PAGE_SIZE).get_page(request.GET.get("page"))
-    context = {"page": page, "waiting_run_ids": waiting_first_args(import_file_task.name)}
-    return render_page(request, "telemetry/import_list.html", context)
+    page.object_list = mark_waiting(
+        page.object_list, import_file_task, not_started=ImportRun.Status.PENDING
+    )
+    return render_page(request, "telemetry/import_list.html", {"page": page})
 
 
 def _upload_path(run: ImportRun, name: str) -> Path:
@@ -124,11 +126,9 @@ def import_detail(request, pk):
         "run": run,
         "finished": run.status in FINISHED_STATUSES,
         "errors_not_shown": max(run.rows_rejected - len(run.errors), 0),
-        # Its task is in the outbox, not yet on the broker (apps/core/outbox.py).
-        "waiting_run_ids": waiting_first_args(import_file_task.name)
-        if run.status == ImportRun.Status.PENDING
-        else set(),
     }
+    # Its task may be in the outbox, not yet on the broker (apps/core/outbox.py).
+    mark_waiting([run], import_file_task, not_started=ImportRun.Status.PENDING)
     # The progress card polls itself; anything else gets the page or the whole column.
     partial = "progress" if request.htmx and request.htmx.target == "import-progress" else "content"
     return render_page(request, "telemetry/import_detail.html", context, partial=partial)
