@@ -23,7 +23,7 @@ from apps.backups.services import overdue_and_failing_summary
 from apps.core.charts import freeze_figure
 from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
-from apps.core.htmx import render_page
+from apps.core.htmx import fragment_for, render_page
 from apps.core.outbox import enqueue, mark_waiting
 from apps.core.runs import interrupted_sentence
 from apps.pools.charts import build_gpus_by_purpose_figure
@@ -357,16 +357,17 @@ def report(request):
         if html is None:
             html = _report_results(request, form)[1]
         context["results_html"] = html
-    # Filter changes swap only the results (hx-target="#report-results").
-    partial = "results" if request.htmx and request.htmx.target == "report-results" else "content"
-    if partial == "content":
+    # Filter changes swap only the results (hx-target="#report-results"): the filter fields
+    # and recent jobs are read for the whole page only.
+    fragments = {"report-results": "report-results"}
+    if not fragment_for(request, fragments):
         context["filter_fields_html"] = _filter_fields_html(request, form)
         context["recent_jobs"] = mark_waiting(
             RecomputeJob.objects.all()[:3],
             recompute_days_task,
             not_started=RecomputeJob.Status.QUEUED,
         )
-    return render_page(request, "reports/report.html", context, partial=partial)
+    return render_page(request, "reports/report.html", context, fragments=fragments)
 
 
 def _filter_fields_html(request, form) -> str:
@@ -561,10 +562,12 @@ def recompute_create(request):
 def recompute_detail(request, pk):
     job = get_object_or_404(RecomputeJob.objects.select_related("created_by"), pk=pk)
     mark_waiting([job], recompute_days_task, not_started=RecomputeJob.Status.QUEUED)
-    partial = (
-        "progress" if request.htmx and request.htmx.target == "recompute-progress" else "content"
+    return render_page(
+        request,
+        "reports/recompute_detail.html",
+        {"job": job},
+        fragments={"recompute-progress": "recompute-progress"},
     )
-    return render_page(request, "reports/recompute_detail.html", {"job": job}, partial=partial)
 
 
 # --- interruptions -----------------------------------------------------------------------
