@@ -1,4 +1,3 @@
-
 from apps.backups.models import BackupPolicy
 from apps.core.tables import CellColumn, ListTable
 

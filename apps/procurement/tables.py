@@ -1,4 +1,3 @@
-
 from apps.core.tables import CellColumn, ListTable
 from apps.procurement.models import Scenario
 
