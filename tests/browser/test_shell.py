@@ -5,7 +5,7 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect
 
-from apps.pools.management.commands.seed_demo import DEMO_POOLS
+from apps.demo.management.commands.seed_demo import DEMO_POOLS
 from tests.conftest import TEST_PASSWORD
 
 NAVIGATION = [

@@ -264,7 +264,7 @@ def test_plotly_loads_on_chart_pages_only(client, make_user, pool, workload):
     client.force_login(make_user("lead"))
     plotly = "vendor/plotly/plotly.min.js"
     for url in (
-        reverse("core:overview"),
+        reverse("dashboard:overview"),
         pool.get_absolute_url(),
         workload.get_absolute_url(),
         reverse("pools:calculator"),
