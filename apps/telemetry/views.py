@@ -36,13 +36,6 @@ from apps.telemetry.tasks import import_file_task
 
 PAGE_SIZE = 25
 IMPORT_FORMS = {"gpu": GpuImportForm, "requests": RequestImportForm}
-FINISHED_STATUSES = {
-    ImportRun.Status.SUCCEEDED,
-    ImportRun.Status.REJECTED,
-    ImportRun.Status.FAILED,
-    # The reaper's sentence says whether it is retried: the page stops polling either way.
-    ImportRun.Status.INTERRUPTED,
-}
 
 
 @require_GET
@@ -133,7 +126,9 @@ def import_detail(request, pk):
     )
     context = {
         "run": run,
-        "finished": run.status in FINISHED_STATUSES,
+        # Interrupted counts: the reaper's sentence says whether it is retried, and the
+        # page stops polling either way.
+        "finished": run.is_finished,
         "errors_not_shown": max(run.rows_rejected - len(run.errors), 0),
     }
     # Its task may be in the outbox, not yet on the broker (apps/core/outbox.py).
