@@ -45,6 +45,7 @@ test: $(INSTALLED)
 	scripts/ensure_prometheus.sh
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 	$(TEST_ENV) $(BIN)/python manage.py makemigrations --check --dry-run
 	$(TEST_ENV) $(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	$(TEST_ENV) $(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -59,6 +60,7 @@ restore: $(INSTALLED)
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 format: $(INSTALLED)
 	$(BIN)/ruff check --fix .

@@ -56,6 +56,8 @@ INSTALLED_APPS = [
     "apps.reports",
     "apps.backups",
     "apps.procurement",
+    "apps.dashboard",
+    "apps.demo",
 ]
 
 MIDDLEWARE = [
@@ -140,7 +142,7 @@ AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "core:overview"
+LOGIN_REDIRECT_URL = "dashboard:overview"
 LOGOUT_REDIRECT_URL = "login"
 # A session ends 14 days after sign-in however busy (Django's default, stated), and
 # sooner after SESSION_IDLE_TIMEOUT without a request (apps/accounts/middleware.py).

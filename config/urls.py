@@ -7,6 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from apps.core.views import healthz
 
 urlpatterns = [
+    path("", include("apps.dashboard.urls")),
     path("", include("apps.core.urls")),
     path("", include("apps.pools.urls")),
     path("catalog/", include("apps.catalog.urls")),

@@ -30,7 +30,7 @@ SUPERUSER = "superuser"
 
 # URL name → (kwargs kind, who may GET it: EVERYONE, SUPERUSER or a permission)
 ROUTES = {
-    "core:overview": (None, EVERYONE),
+    "dashboard:overview": (None, EVERYONE),
     "backups:policy_list": (None, EVERYONE),
     "backups:policy_detail": ("backup_policy", EVERYONE),
     "backups:policy_create": ("workload", "backups.add_backuppolicy"),
@@ -57,6 +57,8 @@ ROUTES = {
     "core:user_list": (None, SUPERUSER),
     "pools:pool_list": (None, EVERYONE),
     "pools:pool_detail": ("pool", EVERYONE),
+    "reports:pool_panel": ("pool", EVERYONE),
+    "telemetry:pool_panel": ("pool", EVERYONE),
     "pools:pool_create": (None, "pools.add_pool"),
     "pools:pool_edit": ("pool", "pools.change_pool"),
     "pools:pool_delete": ("pool", "pools.delete_pool"),
@@ -86,7 +88,7 @@ ROUTES = {
     "telemetry:rule_delete": ("hostname_rule", "telemetry.delete_hostnamerule"),
     "reports:report": (None, EVERYONE),
     "reports:report_explain": (None, EVERYONE),
-    "reports:overview_explain": (None, EVERYONE),
+    "dashboard:overview_explain": (None, EVERYONE),
     "reports:recompute_detail": ("recompute_job", EVERYONE),
     "reports:interruption_list": (None, EVERYONE),
     "reports:interruption_create": (None, "pools.add_interruption"),

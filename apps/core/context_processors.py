@@ -2,7 +2,7 @@ from apps.core.roles import role_names_of
 
 # (label, URL name, URL-name prefixes of the pages that belong to the section)
 NAVIGATION = (
-    ("Overview", "core:overview", ("core:overview",)),
+    ("Overview", "dashboard:overview", ("dashboard:overview",)),
     ("Pools", "pools:pool_list", ("pools:pool_",)),
     ("Workloads", "pools:workload_list", ("pools:workload_", "pools:calculator")),
     ("Catalog", "catalog:gpu_model_list", ("catalog:",)),

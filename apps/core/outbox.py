@@ -43,16 +43,28 @@ _publish_failed_at = None  # time.monotonic() of this process's last failed publ
 def enqueue(task, *args, **kwargs) -> OutboxTask | None:
     """Record ``task(*args, **kwargs)`` for a worker and publish it after the commit.
 
-    Arguments must be JSON (ids, strings, numbers), as Celery's serializer needs anyway.
-    Returns the row, or None where tasks run inline."""
+    ``task`` is a Celery task or its name: a module a task calls back enqueues it by name,
+    so that it need not import the tasks module that imports it. Arguments must be JSON
+    (ids, strings, numbers), as Celery's serializer needs anyway. Returns the row, or None
+    where tasks run inline."""
     if celery_app.conf.task_always_eager:
-        transaction.on_commit(lambda: task.apply_async(args, kwargs))
+        transaction.on_commit(lambda: _task_named(task).apply_async(args, kwargs))
         return None
-    row = OutboxTask.objects.create(name=task.name, args=list(args), kwargs=kwargs)
+    name = task if isinstance(task, str) else task.name
+    row = OutboxTask.objects.create(name=name, args=list(args), kwargs=kwargs)
     # robust: a publish that fails after the commit is logged and left to the drain, never
     # raised into the request whose write is already saved.
     transaction.on_commit(lambda: _publish_after_commit(row.pk), robust=True)
     return row
+
+
+def _task_named(task):
+    """The task object of a task or task name; the apps' task modules are imported first
+    (Celery's autodiscovery is lazy) so that every task is registered."""
+    if not isinstance(task, str):
+        return task
+    celery_app.loader.import_default_modules()
+    return celery_app.tasks[task]
 
 
 def _publish_after_commit(row_id: int) -> None:

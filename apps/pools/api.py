@@ -9,7 +9,6 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.core.outbox import enqueue
 from apps.pools.estimate_serializers import (
     MemoryEstimateRequestSerializer,
     MemoryEstimateResponseSerializer,
@@ -17,7 +16,7 @@ from apps.pools.estimate_serializers import (
 from apps.pools.estimates import EstimateError, run_memory_estimate
 from apps.pools.models import Pool, Workload
 from apps.pools.serializers import PoolSerializer, WorkloadSerializer
-from apps.telemetry.tasks import rollup_pool_history_task
+from apps.pools.signals import service_period_changed
 
 ARCHIVED_PARAMETER = OpenApiParameter(
     "archived",
@@ -96,7 +95,7 @@ class PoolViewSet(ArchivableViewSet):
         service_period = serializer.instance.service_period
         pool = serializer.save()
         if pool.service_period != service_period:
-            enqueue(rollup_pool_history_task, pool.pk)
+            service_period_changed.send(sender=Pool, pool=pool)
 
 
 @extend_schema_view(list=extend_schema(parameters=[ARCHIVED_PARAMETER]))

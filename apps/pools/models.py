@@ -232,12 +232,11 @@ class Pool(models.Model):
         """(what, how many) of the records that make up the pool's history, those it has:
         hourly rollups are the only record of hours whose raw samples are purged, so a
         pool with any is archived, never deleted."""
-        from apps.telemetry.models import GpuSample
-
         counts = [
             ("hourly usage rows", self.hourly_usage.count()),
             ("daily usage rows", self.daily_usage.count()),
-            ("raw GPU samples", GpuSample.objects.filter(device__pool=self).count()),
+            # Through the devices' reverse relation: pools do not import telemetry.
+            ("raw GPU samples", self.devices.aggregate(count=models.Count("samples"))["count"]),
         ]
         return [(label, count) for label, count in counts if count]
 

@@ -1,5 +1,3 @@
-from datetime import timedelta
-
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.paginator import Paginator
@@ -12,21 +10,15 @@ from apps.catalog.models import GpuModel
 from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
 from apps.core.htmx import render_page
-from apps.core.outbox import enqueue
 from apps.pools.assessment import assess_workload
 from apps.pools.charts import build_memory_breakdown_figure
 from apps.pools.estimates import EstimateError, run_memory_estimate
 from apps.pools.filters import POOL_SORTS, PoolFilter
 from apps.pools.forms import CalculatorForm, PoolForm, WorkloadForm
 from apps.pools.models import Pool, Workload
-from apps.reports.views import pool_report_context
-from apps.telemetry.charts import build_pool_utilization_figure
-from apps.telemetry.reconciliation import pool_coverage
-from apps.telemetry.tasks import rollup_pool_history_task
+from apps.pools.signals import service_period_changed
 
 PAGE_SIZE = 25
-# How far back the pool page's utilization chart looks.
-UTILIZATION_WINDOW = timedelta(days=14)
 
 
 @require_GET
@@ -69,29 +61,12 @@ def pool_detail(request, slug):
     for workload in workloads:
         workload.pool = pool  # already loaded: saves one query per workload
         rows.append((workload, assess_workload(workload, gpu_catalog=gpu_catalog)))
-    hourly_rows = list(
-        pool.hourly_usage.filter(hour__gte=timezone.now() - UTILIZATION_WINDOW)
-        .order_by("hour")
-        .values(
-            "hour",
-            "avg_utilization_pct",
-            "max_utilization_pct",
-            "reporting_gpus",
-            "capacity_gpu_hours",
-        )
-    )
-    coverage_pct, flagged_hours, in_service_hours = pool_coverage(pool, hourly_rows)
     context = {
         "pool": pool,
         "rows": rows,
-        "coverage_pct": coverage_pct,
-        "coverage_flagged_hours": flagged_hours,
-        "coverage_hours": in_service_hours,
         "price_breakdown": pool.price_breakdown(),
         "findings_count": sum(len(assessment.findings) for _, assessment in rows),
         "history": history_rows(pool),
-        **pool_report_context(pool, timezone.now()),
-        "utilization_figure": build_pool_utilization_figure(hourly_rows),
     }
     return render_page(request, "pools/pool_detail.html", context)
 
@@ -112,7 +87,7 @@ def pool_edit(request, slug):
     )
     # A saved form redirects; a refused one has still copied its valid fields onto ``pool``.
     if response.status_code == 302 and pool.service_period != service_period:
-        enqueue(rollup_pool_history_task, pool.pk)
+        service_period_changed.send(sender=Pool, pool=pool)
     return response
 
 

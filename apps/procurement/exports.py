@@ -22,7 +22,7 @@ from apps.core.exports import (
     write_xlsx_cell,
 )
 from apps.core.templatetags import units
-from apps.procurement.models import Scenario, ScenarioOption
+from apps.procurement.models import ComparisonExport, Scenario, ScenarioOption
 from apps.procurement.services import MONEY_FIELDS, prices_used
 
 ASSUMPTIONS = (
@@ -711,3 +711,11 @@ def build_pdf(result) -> bytes:
         ]
     document.build(story)
     return buffer.getvalue()
+
+
+# The file each export format is written as, by ``services.run_export``.
+WRITERS = {
+    ComparisonExport.Format.CSV: build_csv,
+    ComparisonExport.Format.XLSX: build_xlsx,
+    ComparisonExport.Format.PDF: build_pdf,
+}

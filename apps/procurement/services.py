@@ -24,7 +24,6 @@ from apps.procurement.models import (
     ScenarioOption,
     ThroughputBasis,
 )
-from apps.procurement.tasks import generate_export_task
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
 
 HOURS = comparison.HOURS_PER_MONTH
@@ -700,11 +699,12 @@ def _progress(export, pct, status=None):
     export.save(update_fields=fields)
 
 
-def run_export(export_id: int) -> str:
-    """Compute the comparison and write the file; progress is kept on the export for the
-    page's progress bar. A failure is recorded on the export, then re-raised. An export
-    finished, running elsewhere or out of attempts is left alone (apps/core/runs.py)."""
-    from apps.procurement import exports  # exports imports this module
+def run_export(export_id: int, *, writers: dict) -> str:
+    """Compute the comparison and write the file with ``writers[export.format]``
+    (apps/procurement/exports.py's WRITERS: handed in, as that module imports this one);
+    progress is kept on the export for the page's progress bar. A failure is recorded on
+    the export, then re-raised. An export finished, running elsewhere or out of attempts is
+    left alone (apps/core/runs.py)."""
 
     claimed = runs.claim(
         ComparisonExport,
@@ -721,12 +721,7 @@ def run_export(export_id: int) -> str:
             export.scenario = scenario_queryset().get(pk=export.scenario_id)
             result = build_comparison_what_if(export.scenario, export.what_if)
             _progress(export, 40)
-            writer = {
-                ComparisonExport.Format.CSV: exports.build_csv,
-                ComparisonExport.Format.XLSX: exports.build_xlsx,
-                ComparisonExport.Format.PDF: exports.build_pdf,
-            }[export.format]
-            content = writer(result)
+            content = writers[export.format](result)
             _progress(export, 80)
             export.file.save(export.filename, ContentFile(content), save=False)
             export.status = ComparisonExport.Status.SUCCEEDED
@@ -754,6 +749,6 @@ def reap_stalled_exports() -> int:
     return runs.reap(
         ComparisonExport.objects.all(),
         describe=lambda export: ("worker", "writing the export"),
-        retry=lambda export: enqueue(generate_export_task, export.pk),
+        retry=lambda export: enqueue("procurement.generate_export", export.pk),
         advice=lambda export: "ask for the export again.",
     )

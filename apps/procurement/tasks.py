@@ -13,6 +13,7 @@ from celery import shared_task
 )
 def generate_export_task(export_id: int) -> str:
     """Write one export's file. Idempotent: a re-run recomputes and replaces the file."""
+    from apps.procurement.exports import WRITERS
     from apps.procurement.services import run_export
 
-    return run_export(export_id)
+    return run_export(export_id, writers=WRITERS)

@@ -113,10 +113,11 @@ def schedule_warm_up() -> bool:
         return False
     if not cache.add(WARM_FLAG_KEY, 1, timeout=WARM_DELAY_SECONDS + 60):
         return False
-    from apps.reports.tasks import warm_report_cache_task
+    from config.celery_app import app
 
     try:
-        warm_report_cache_task.apply_async(countdown=WARM_DELAY_SECONDS, retry=False)
+        # By name: the tasks module imports the warm-up, which imports this one.
+        app.send_task("reports.warm_report_cache", countdown=WARM_DELAY_SECONDS, retry=False)
     except Exception:  # the broker's errors vary by transport
         cache.delete(WARM_FLAG_KEY)
         logger.warning("could not queue the reports warm-up", exc_info=True)

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from apps.pools.hours import floor_hour
 from apps.pools.models import TRAINING_KINDS, Interruption, InterruptionCause, Pool, Purpose
-from apps.reports.rollups import rebuild_days
+from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
 
 DEMAND_CSV = Path(__file__).parent / "demo_data" / "alibaba_genai_weekday_hour_requests.csv"

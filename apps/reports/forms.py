@@ -96,11 +96,7 @@ class ReportFilterForm(TablerFormMixin, forms.Form):
 
     @property
     def span_datetimes(self) -> tuple[datetime, datetime]:
-        start, end = self.cleaned_data["start"], self.cleaned_data["end"]
-        return (
-            datetime.combine(start, time.min, tzinfo=UTC),
-            datetime.combine(end + timedelta(days=1), time.min, tzinfo=UTC),
-        )
+        return report_span(self.cleaned_data)
 
 
 class InterruptionForm(TablerFormMixin, forms.ModelForm):
@@ -138,3 +134,17 @@ class InterruptionForm(TablerFormMixin, forms.ModelForm):
         for name, message in errors.items():
             self.add_error(name, message)
         return cleaned
+
+
+def report_span(data: dict) -> tuple[datetime, datetime]:
+    """[start, end) of a report's UTC days, both included."""
+    return (
+        datetime.combine(data["start"], time.min, tzinfo=UTC),
+        datetime.combine(data["end"] + timedelta(days=1), time.min, tzinfo=UTC),
+    )
+
+
+def report_filter_form(params) -> "ReportFilterForm":
+    """The reports page's filters from its query parameters; none at all (a first visit)
+    gets the defaults."""
+    return ReportFilterForm(params if params else ReportFilterForm.defaults())

@@ -39,9 +39,13 @@ from apps.pools.models import (
     Workload,
 )
 from apps.reports import costmodel, explain
-from apps.reports.models import PoolDailyUsage, WorkloadDailyRequests
-from apps.reports.rollups import in_service_q
-from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
+from apps.telemetry.days import in_service_q
+from apps.telemetry.models import (
+    PoolDailyUsage,
+    PoolHourlyUsage,
+    WorkloadDailyRequests,
+    WorkloadHourlyRequests,
+)
 
 ONE_HOUR = timedelta(hours=1)
 EARLIEST = datetime(2020, 1, 1, tzinfo=UTC)
@@ -545,7 +549,7 @@ def cost_report(
 def attributed_usage(span: Span, workload_ids) -> dict[int, tuple[float, float]]:
     """Per workload: (allocated, busy) GPU-hours its labelled samples account for in
     shared pools (apps/reports/models.py, WorkloadHourlyUsage). One query."""
-    from apps.reports.models import WorkloadHourlyUsage
+    from apps.telemetry.models import WorkloadHourlyUsage
 
     rows = (
         WorkloadHourlyUsage.objects.filter(

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from apps.core import runs
 from apps.reports.models import RecomputeJob
-from apps.reports.rollups import rebuild_days
+from apps.telemetry.days import rebuild_days
 
 DAYS_PER_STEP = 7
 
@@ -62,11 +62,10 @@ def reap_stalled_recomputes() -> int:
     """Mark recomputes not heard from for a few minutes interrupted and queue them again
     (a rebuild is keyed, so a rerun is safe). Returns the jobs marked."""
     from apps.core.outbox import enqueue
-    from apps.reports.tasks import recompute_days_task
 
     return runs.reap(
         RecomputeJob.objects.all(),
         describe=lambda job: ("worker", "recomputing daily totals"),
-        retry=lambda job: enqueue(recompute_days_task, job.pk),
+        retry=lambda job: enqueue("reports.recompute_days", job.pk),
         advice=lambda job: "start the recompute again.",
     )

@@ -1,5 +1,5 @@
-"""Writes that change what a report shows make the cached figures unreachable
-(apps/reports/cache.py)."""
+"""Writes that change what a report shows, and recomputed usage (telemetry's
+``usage_changed``), make the cached figures unreachable (apps/reports/cache.py)."""
 
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
@@ -12,9 +12,17 @@ def _bump_after_commit(sender, **kwargs):
     transaction.on_commit(data_changed)
 
 
+def _usage_changed(sender, **kwargs):
+    # Sent after the commit already (apps/telemetry/days.py).
+    data_changed()
+
+
 def connect():
     from apps.catalog.models import GpuModel
     from apps.pools.models import Interruption, Pool, Workload
+    from apps.telemetry.signals import usage_changed
+
+    usage_changed.connect(_usage_changed, dispatch_uid="reports-usage-changed")
 
     for model in (Pool, Workload, Interruption, GpuModel):
         post_save.connect(_bump_after_commit, sender=model, dispatch_uid=f"reports-{model}-save")

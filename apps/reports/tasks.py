@@ -1,7 +1,7 @@
 from celery import shared_task
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True)
+@shared_task(name="reports.recompute_days", acks_late=True, reject_on_worker_lost=True)
 def recompute_days_task(job_id: int) -> int:
     """Rebuild a range's daily rows (apps/reports/recompute.py). Idempotent: each week is
     a keyed rebuild, so a redelivered or retried task writes the same rows again."""
@@ -20,7 +20,7 @@ def warm_report_cache_task() -> int:
     from django.core.cache import cache
 
     from apps.reports.cache import WARM_FLAG_KEY
-    from apps.reports.views import warm_recent_views
+    from apps.reports.warming import warm_recent_views
 
     cache.delete(WARM_FLAG_KEY)
     return warm_recent_views()
@@ -30,6 +30,6 @@ def warm_report_cache_task() -> int:
 def compute_report_task(query: str) -> bool:
     """A long report's figures, computed for the page that polls for them (the reports
     page with a range over ``SYNC_RECOMPUTE_DAYS``). Idempotent: it writes cache entries."""
-    from apps.reports.views import compute_report_in_background
+    from apps.reports.warming import compute_report_in_background
 
     return compute_report_in_background(query)

@@ -365,3 +365,88 @@ class PullSource(models.Model):
 
     def __str__(self):
         return self.name
+
+
+class PoolDailyUsage(models.Model):
+    """Daily sums of a pool's hourly rollups, so a report over a year reads 365 rows per
+    pool, not 8,760; kept in step with the hourly rows by the rollup pipeline
+    (apps/telemetry/days.py). Days are UTC days. The table keeps the name it was created
+    with in the reports app."""
+
+    pool = models.ForeignKey("pools.Pool", on_delete=models.PROTECT, related_name="daily_usage")
+    day = models.DateField()
+    measured_hours = models.PositiveIntegerField(help_text="Hours with telemetry.")
+    measured_capacity_gpu_hours = models.FloatField()
+    busy_gpu_hours = models.FloatField()
+    reporting_gpu_hours = models.FloatField(help_text="Σ reporting GPUs over the hours.")
+    energy_kwh = models.FloatField(help_text="Measured energy of the hours that have it.")
+    busy_gpu_hours_without_energy = models.FloatField(
+        help_text="Busy GPU-hours of the hours without measured energy (TDP × utilisation)."
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["pool", "day"], name="pool_daily_usage_unique")
+        ]
+        indexes = [models.Index(fields=["day"], name="pool_daily_usage_day")]
+        ordering = ["pool_id", "day"]
+        db_table = "reports_pooldailyusage"
+
+    def __str__(self):
+        return f"{self.pool_id} {self.day}"
+
+
+class WorkloadDailyRequests(models.Model):
+    workload = models.ForeignKey(
+        "pools.Workload", on_delete=models.PROTECT, related_name="daily_requests"
+    )
+    day = models.DateField()
+    requests = models.PositiveBigIntegerField()
+    input_tokens = models.PositiveBigIntegerField()
+    output_tokens = models.PositiveBigIntegerField()
+    errors = models.PositiveBigIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workload", "day"], name="workload_daily_requests_unique"
+            )
+        ]
+        indexes = [models.Index(fields=["day"], name="workload_daily_requests_day")]
+        ordering = ["workload_id", "day"]
+        db_table = "reports_workloaddailyrequests"
+
+    def __str__(self):
+        return f"{self.workload_id} {self.day}"
+
+
+class WorkloadHourlyUsage(models.Model):
+    """The GPU time a workload used in a shared pool, from the Kubernetes labels of the
+    samples (dcgm-exporter's pod/namespace): a sample counts for the workload whose
+    namespace and pod-name prefix it matches (the longest prefix wins).
+
+    Per device and hour with n utilisation samples, m of them the workload's:
+    ``allocated_gpu_hours`` += m ÷ n and ``busy_gpu_hours`` += Σ their utilisation ÷ 100 ÷ n,
+    so a device serving one workload all hour adds exactly its pool-hour figures
+    (apps/telemetry/rollups.py). Written with the pool's hourly rollup.
+    """
+
+    workload = models.ForeignKey(
+        "pools.Workload", on_delete=models.PROTECT, related_name="attributed_usage"
+    )
+    hour = models.DateTimeField()
+    allocated_gpu_hours = models.FloatField()
+    busy_gpu_hours = models.FloatField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workload", "hour"], name="workload_hourly_usage_unique"
+            )
+        ]
+        indexes = [models.Index(fields=["hour"], name="workload_hourly_usage_hour")]
+        ordering = ["workload_id", "hour"]
+        db_table = "reports_workloadhourlyusage"
+
+    def __str__(self):
+        return f"{self.workload_id} {self.hour:%Y-%m-%d %H:00}"

@@ -47,10 +47,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef
 
+from apps.core.outbox import enqueue
 from apps.pools.hours import floor_hour
-from apps.reports.rollups import (
+from apps.telemetry.days import (
     attribute_pool_hours,
     rollup_pool_days,
     rollup_workload_days,
@@ -64,6 +65,7 @@ from apps.telemetry.models import (
     RequestSample,
     WorkloadHourlyRequests,
 )
+from apps.telemetry.retention import samples_held_q
 
 MILLIJOULES_PER_KWH = 3.6e9
 # Rounding slack: seven 1g slices at 100 % add up to 1.0000000000000002.
@@ -190,33 +192,6 @@ flags AS ({flag_sums})
 SELECT (SELECT COUNT(*) FROM written), flags.*
 FROM (SELECT 1) AS one LEFT JOIN flags ON true
 """
-
-
-def raw_retention_horizon(now: datetime | None = None) -> datetime:
-    """The start of the oldest hour whose raw samples are all kept: the purge deletes the
-    hours before it (TELEMETRY_RAW_RETENTION_DAYS); their rollups are final."""
-    from django.conf import settings
-    from django.utils import timezone
-
-    return floor_hour(
-        (now or timezone.now()) - timedelta(days=settings.TELEMETRY_RAW_RETENTION_DAYS)
-    )
-
-
-def samples_held_q(
-    pool_field: str = "pool_id", released_device_ids=(), hour_field: str = "hour"
-) -> Q:
-    """Rows of pool-hours whose raw samples are still held: samples of the pool's devices
-    (or of ``released_device_ids``, devices that just left it) in that hour. Only these
-    can be rebuilt; the others are the only record of their hour."""
-    in_hour = {
-        "timestamp__gte": OuterRef(hour_field),
-        "timestamp__lt": OuterRef(hour_field) + _ONE_HOUR,
-    }
-    held = Exists(GpuSample.objects.filter(device__pool_id=OuterRef(pool_field), **in_hour))
-    if released_device_ids:
-        held |= Exists(GpuSample.objects.filter(device_id__in=list(released_device_ids), **in_hour))
-    return Q(held)
 
 
 def _delete_rebuildable_hours(pool_ids, start, end, released_device_ids=()) -> None:
@@ -438,7 +413,6 @@ def rollup_workload_hours(workload_id: int, start: datetime, end: datetime) -> i
 
 def _fill_p95_in_python(workload_id, start, end):
     from apps.telemetry.models import RequestSample
-    from apps.telemetry.services import hour_of
 
     latencies: dict = {}
     samples = RequestSample.objects.filter(
@@ -448,7 +422,7 @@ def _fill_p95_in_python(workload_id, start, end):
         latency_ms__isnull=False,
     ).values_list("timestamp", "latency_ms")
     for timestamp, latency in samples:
-        latencies.setdefault(hour_of(timestamp), []).append(latency)
+        latencies.setdefault(floor_hour(timestamp), []).append(latency)
     for row in WorkloadHourlyRequests.objects.filter(
         workload_id=workload_id, hour__gte=start, hour__lt=end
     ):
@@ -548,20 +522,40 @@ def rollup_everything() -> tuple[int, int]:
     """From scratch, for every pool and workload with data: (pool rows, workload rows)."""
     from django.db.models import Max, Min
 
-    from apps.telemetry.services import hour_of
-
     pool_rows = workload_rows = 0
     # The span of all raw samples (two probes of the timestamp index); inside it only the
     # pool-hours that hold samples are rebuilt, so one stray old sample widens the span
     # without touching the purged hours between.
     span = GpuSample.objects.aggregate(first=Min("timestamp"), last=Max("timestamp"))
     if span["first"] is not None:
-        end = hour_of(span["last"]) + _ONE_HOUR
-        pool_rows += rollup_all_pool_hours(hour_of(span["first"]), end)
+        end = floor_hour(span["last"]) + _ONE_HOUR
+        pool_rows += rollup_all_pool_hours(floor_hour(span["first"]), end)
     spans = RequestSample.objects.values("workload_id").annotate(
         first=Min("timestamp"), last=Max("timestamp")
     )
     for span in spans:
-        end = hour_of(span["last"]) + _ONE_HOUR
-        workload_rows += rollup_workload_hours(span["workload_id"], hour_of(span["first"]), end)
+        end = floor_hour(span["last"]) + _ONE_HOUR
+        workload_rows += rollup_workload_hours(span["workload_id"], floor_hour(span["first"]), end)
     return pool_rows, workload_rows
+
+
+def schedule_rollups(summary) -> int:
+    """Enqueue (after commit, through the outbox) one task per pool or workload and
+    contiguous hour range the import touched: only those hours are recomputed. Returns the
+    number of tasks.
+
+    For uploads, the API and the command line, whose users wait for their result; the
+    pull channels queue their pool-hours for ``rollup_pending_task`` instead."""
+    tasks = 0
+    for task, touched in (
+        ("telemetry.rollup_pool_hours", summary.touched_pool_hours),
+        ("telemetry.rollup_workload_hours", summary.touched_workload_hours),
+    ):
+        by_owner: dict[int, list] = {}
+        for owner_id, hour in touched:
+            by_owner.setdefault(owner_id, []).append(hour)
+        for owner_id, hours in by_owner.items():
+            for start, end in hour_ranges(hours):
+                enqueue(task, owner_id, start.isoformat(), end.isoformat())
+                tasks += 1
+    return tasks

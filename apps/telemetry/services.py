@@ -549,7 +549,7 @@ def _refuse_final_hours(rows: list[GpuSampleRow], devices: dict) -> tuple[list, 
     refused when its pool-hour has a rollup row and no raw samples held, as after the
     purge. That hourly row is the hour's only record and a recompute never rewrites it
     (apps/telemetry/rollups.py), so the sample could never count."""
-    from apps.telemetry.rollups import raw_retention_horizon, samples_held_q
+    from apps.telemetry.retention import raw_retention_horizon, samples_held_q
 
     horizon = raw_retention_horizon()
     # Per row only the age is compared: the pool is looked up for the few old rows.
@@ -838,7 +838,6 @@ def reap_stalled_imports() -> int:
 
     from apps.core import runs
     from apps.core.outbox import enqueue
-    from apps.telemetry.tasks import import_file_task
 
     pulled = (ImportRun.Source.SCRAPE, ImportRun.Source.PROMETHEUS)
 
@@ -859,7 +858,7 @@ def reap_stalled_imports() -> int:
         ImportRun.objects.all(),
         describe=describe,
         can_retry=can_retry,
-        retry=lambda run: enqueue(import_file_task, run.pk, **run.task_arguments),
+        retry=lambda run: enqueue("telemetry.import_file", run.pk, **run.task_arguments),
         advice=advice,
     )
 
@@ -1030,7 +1029,7 @@ def _parse_store_and_record(
     bytes) and, for dcgm, the scrape time the samples were dated at; samples are checked
     for clock skew against the run's creation, when the content arrived. A file is read
     and stored a chunk at a time, its progress reported after each chunk."""
-    from apps.telemetry.tasks import schedule_rollups
+    from apps.telemetry.rollups import schedule_rollups
 
     is_file = isinstance(source, FileLines)
     if not run.content_sha256:

@@ -6,8 +6,7 @@ from datetime import datetime
 
 from celery import shared_task
 
-from apps.core.outbox import enqueue
-from apps.telemetry import rollups
+from apps.telemetry import retention, rollups
 from apps.telemetry.models import GpuSample
 from apps.telemetry.pull_tasks import (  # noqa: F401 - registers the pull tasks with workers
     pull_due_sources_task,
@@ -79,31 +78,9 @@ def purge_raw_samples_task() -> int:
     """Raw samples older than the retention go, whole hours at a time; hourly rollups
     are kept forever. An hour is either held whole or gone: a recompute rebuilds only
     hours that hold samples (apps/telemetry/rollups.py), never one from half of them."""
-    cutoff = rollups.raw_retention_horizon()
+    cutoff = retention.raw_retention_horizon()
     deleted, _ = GpuSample.objects.filter(timestamp__lt=cutoff).delete()
     return deleted
-
-
-def schedule_rollups(summary) -> int:
-    """Enqueue (after commit, through the outbox) one task per pool or workload and
-    contiguous hour range the import touched: only those hours are recomputed. Returns the
-    number of tasks.
-
-    For uploads, the API and the command line, whose users wait for their result; the
-    pull channels queue their pool-hours for ``rollup_pending_task`` instead."""
-    tasks = 0
-    for task, touched in (
-        (rollup_pool_hours_task, summary.touched_pool_hours),
-        (rollup_workload_hours_task, summary.touched_workload_hours),
-    ):
-        by_owner: dict[int, list] = {}
-        for owner_id, hour in touched:
-            by_owner.setdefault(owner_id, []).append(hour)
-        for owner_id, hours in by_owner.items():
-            for start, end in rollups.hour_ranges(hours):
-                enqueue(task, owner_id, start.isoformat(), end.isoformat())
-                tasks += 1
-    return tasks
 
 
 @shared_task(

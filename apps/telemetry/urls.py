@@ -10,6 +10,7 @@ urlpatterns = [
     path("gpus/unassigned/", views.device_unassigned, name="device_unassigned"),
     path("gpus/assign/", views.device_assign, name="device_assign"),
     path("reconciliation/", views.reconciliation, name="reconciliation"),
+    path("pools/<slug:slug>/panel/", views.pool_panel, name="pool_panel"),
     path("rules/", views.rule_list, name="rule_list"),
     path("rules/new/", views.rule_create, name="rule_create"),
     path("rules/<int:pk>/delete/", views.rule_delete, name="rule_delete"),

@@ -12,12 +12,14 @@ from django.core.paginator import Paginator
 from django.db import transaction
 from django.db.models import Count, Max, Min, Q
 from django.shortcuts import get_object_or_404, redirect
+from django.utils import timezone
 from django.utils.text import get_valid_filename
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.core.htmx import render_page
 from apps.core.outbox import enqueue, mark_waiting
 from apps.pools.models import Pool
+from apps.telemetry.charts import build_pool_utilization_figure
 from apps.telemetry.forms import (
     DeviceAssignForm,
     GpuImportForm,
@@ -25,7 +27,7 @@ from apps.telemetry.forms import (
     RequestImportForm,
 )
 from apps.telemetry.models import GpuDevice, GpuSample, HostnameRule, ImportRun, PoolHourFlag
-from apps.telemetry.reconciliation import flagged_pool_days, pool_days
+from apps.telemetry.reconciliation import flagged_pool_days, pool_coverage, pool_days
 from apps.telemetry.rollups import rollup_pool_hours
 from apps.telemetry.services import hour_of, outside_service_sentences
 from apps.telemetry.tasks import import_file_task
@@ -261,3 +263,34 @@ def reconciliation(request):
             "query_without_page": urlencode(query),
         },
     )
+
+
+# How far back a pool's utilization chart looks.
+UTILIZATION_WINDOW = timedelta(days=14)
+
+
+@require_GET
+def pool_panel(request, slug):
+    """The pool page's utilization panel: its coverage over the last 24 h and its hourly
+    utilization over UTILIZATION_WINDOW, loaded by the page once it is shown."""
+    pool = get_object_or_404(Pool, slug=slug)
+    hourly_rows = list(
+        pool.hourly_usage.filter(hour__gte=timezone.now() - UTILIZATION_WINDOW)
+        .order_by("hour")
+        .values(
+            "hour",
+            "avg_utilization_pct",
+            "max_utilization_pct",
+            "reporting_gpus",
+            "capacity_gpu_hours",
+        )
+    )
+    coverage_pct, flagged_hours, in_service_hours = pool_coverage(pool, hourly_rows)
+    context = {
+        "pool": pool,
+        "coverage_pct": coverage_pct,
+        "coverage_flagged_hours": flagged_hours,
+        "coverage_hours": in_service_hours,
+        "utilization_figure": build_pool_utilization_figure(hourly_rows),
+    }
+    return render_page(request, "telemetry/pool_panel.html", context, partial="panel")

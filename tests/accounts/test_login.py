@@ -10,10 +10,10 @@ from tests.factories import TEST_PASSWORD
 def test_login_then_logout(client, make_user):
     user = make_user("reader")
     response = client.post(reverse("login"), {"username": user.username, "password": TEST_PASSWORD})
-    assert response.status_code == 302 and response.url == reverse("core:overview")
-    assert client.get(reverse("core:overview")).status_code == 200
+    assert response.status_code == 302 and response.url == reverse("dashboard:overview")
+    assert client.get(reverse("dashboard:overview")).status_code == 200
     assert client.post(reverse("logout")).status_code == 302
-    assert client.get(reverse("core:overview")).status_code == 302
+    assert client.get(reverse("dashboard:overview")).status_code == 302
 
 
 @pytest.mark.django_db
@@ -28,4 +28,4 @@ def test_repeated_failures_lock_the_account_out(client, make_user, settings):
     # Even the right password is refused while locked out.
     again = client.post(reverse("login"), {"username": user.username, "password": TEST_PASSWORD})
     assert again.status_code == 429
-    assert client.get(reverse("core:overview")).status_code == 302
+    assert client.get(reverse("dashboard:overview")).status_code == 302

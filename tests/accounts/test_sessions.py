@@ -26,12 +26,12 @@ def _age_last_activity(client, seconds):
 @pytest.mark.django_db
 def test_idle_session_is_signed_out(client, make_user, settings):
     _sign_in(client, make_user("reader"))
-    assert client.get(reverse("core:overview")).status_code == 200
+    assert client.get(reverse("dashboard:overview")).status_code == 200
     _age_last_activity(client, int(settings.SESSION_IDLE_TIMEOUT.total_seconds()) + 60)
-    response = client.get(reverse("core:overview"))
+    response = client.get(reverse("dashboard:overview"))
     assert response.status_code == 302 and response.url.startswith(reverse("login"))
     # Signed out for good, not just for one request.
-    assert client.get(reverse("core:overview")).status_code == 302
+    assert client.get(reverse("dashboard:overview")).status_code == 302
 
 
 @pytest.mark.django_db
@@ -39,10 +39,10 @@ def test_activity_within_the_idle_timeout_keeps_the_session(client, make_user, s
     _sign_in(client, make_user("reader"))
     idle_seconds = int(settings.SESSION_IDLE_TIMEOUT.total_seconds())
     _age_last_activity(client, idle_seconds - 120)
-    assert client.get(reverse("core:overview")).status_code == 200
+    assert client.get(reverse("dashboard:overview")).status_code == 200
     # That request counted as activity: the clock starts again from it.
     assert time.time() - client.session[LAST_ACTIVITY_SESSION_KEY] < 60
-    assert client.get(reverse("core:overview")).status_code == 200
+    assert client.get(reverse("dashboard:overview")).status_code == 200
 
 
 def test_idle_timeout_and_absolute_lifetime_defaults(settings):

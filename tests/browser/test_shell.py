@@ -4,7 +4,7 @@ navigation, sees the overview chart drawn as SVG, and leaves a screenshot behind
 import pytest
 from playwright.sync_api import expect
 
-from apps.pools.management.commands.seed_demo import DEMO_POOLS
+from apps.demo.management.commands.seed_demo import DEMO_POOLS
 from tests.factories import TEST_PASSWORD
 
 NAVIGATION = [

@@ -171,7 +171,7 @@ def test_sign_in_pages_and_the_api_answer_quickly_with_redis_down(
     _, seconds = _timed(lambda: _sign_in(client, lead))
     assert seconds < FAST_SECONDS
     pages = {
-        "overview": reverse("core:overview"),
+        "overview": reverse("dashboard:overview"),
         "pool": reverse("pools:pool_detail", kwargs={"slug": pool.slug}),
         "reports": reverse("reports:report"),
         "long report": reverse("reports:report") + "?start=2025-01-01&end=2025-12-31",
@@ -308,7 +308,7 @@ def test_a_redis_that_hangs_costs_one_timeout_not_one_per_call(
     client.force_login(make_user("lead"))
     with hung_redis_url() as url, redis_unreachable(url):
         pages = [
-            reverse("core:overview"),
+            reverse("dashboard:overview"),
             reverse("pools:pool_detail", kwargs={"slug": pool.slug}),
             reverse("reports:report"),
         ]

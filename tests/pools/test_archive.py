@@ -10,10 +10,14 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from apps.pools.models import Interruption, Pool, Workload, WorkloadKind
-from apps.reports.models import PoolDailyUsage
 from apps.reports.queries import cost_report
-from apps.reports.rollups import rebuild_days
-from apps.telemetry.models import HostnameRule, PoolHourlyUsage, WorkloadHourlyRequests
+from apps.telemetry.days import rebuild_days
+from apps.telemetry.models import (
+    HostnameRule,
+    PoolDailyUsage,
+    PoolHourlyUsage,
+    WorkloadHourlyRequests,
+)
 
 ROLES = ["lead", "ops", "procurement", "reader", "admin"]
 MAY_CHANGE_POOLS = {"lead", "admin"}

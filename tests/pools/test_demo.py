@@ -8,11 +8,15 @@ from django.core.management import call_command
 from django.db.models import Max, Min, Sum
 from django.utils import timezone
 
-from apps.pools.management.commands.seed_demo import DEMO_POOLS
+from apps.demo.management.commands.seed_demo import DEMO_POOLS
 from apps.pools.models import Pool, Purpose, Workload, WorkloadKind
 from apps.reports.demo import DEMO_DAYS, seed_usage_demo
-from apps.reports.models import PoolDailyUsage, WorkloadDailyRequests
-from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
+from apps.telemetry.models import (
+    PoolDailyUsage,
+    PoolHourlyUsage,
+    WorkloadDailyRequests,
+    WorkloadHourlyRequests,
+)
 
 FIRST_SEED = datetime(2026, 11, 20, 10, 30, tzinfo=UTC)
 USAGE_FIELDS = (

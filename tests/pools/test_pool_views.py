@@ -8,8 +8,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from apps.demo.management.commands.seed_demo import DEMO_POOLS, DEMO_WORKLOADS
 from apps.pools import memory, models
-from apps.pools.management.commands.seed_demo import DEMO_POOLS, DEMO_WORKLOADS
 from apps.pools.models import Pool, Workload
 
 

@@ -27,7 +27,8 @@ from apps.reports.cache import (
     set_background_progress,
     start_background_job,
 )
-from apps.reports.views import REPORT_STEPS, compute_report_in_background
+from apps.reports.selectors import REPORT_STEPS
+from apps.reports.warming import compute_report_in_background
 from config.celery_app import app as celery_app
 from tests.reports.test_views import _make_pools
 

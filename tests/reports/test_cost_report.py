@@ -2,7 +2,7 @@
 
 The fixture fleet is small enough to add up on paper: two pools, hourly rows written
 directly (the telemetry rollups are tested in tests/telemetry), daily rows built from
-them by apps.reports.rollups, requests and one interruption. Every expected figure below
+them by apps.telemetry.days, requests and one interruption. Every expected figure below
 is computed in the test from the same inputs with the formulas of FORMULAS.md,
 not read back from the code under test.
 """
@@ -23,7 +23,7 @@ from apps.pools.models import (
     Workload,
     WorkloadKind,
 )
-from apps.reports.rollups import rebuild_days
+from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
 
 # A range of 2 whole UTC days plus 6 hours on each side, so the report reads daily rows
@@ -249,7 +249,7 @@ def test_daily_rows_and_hourly_edges_give_the_same_sums_as_hourly_rows_alone(
 ):
     """Drop the daily rows: the middle days then count nothing. Rebuilt, they count the
     same as the hourly rows they came from."""
-    from apps.reports.models import PoolDailyUsage
+    from apps.telemetry.models import PoolDailyUsage
 
     client.force_login(make_user("reader"))
     params = {"start": START.isoformat(), "end": END.isoformat()}
@@ -450,7 +450,7 @@ def test_imported_telemetry_reaches_the_daily_rows_and_the_report(client, make_u
     from django.core.management import call_command
     from django.db.models import Sum
 
-    from apps.reports.models import PoolDailyUsage
+    from apps.telemetry.models import PoolDailyUsage
 
     capture = sorted(
         (Path(__file__).resolve().parent.parent / "data/nvidia-smi/query_gpu_csv").glob("*.csv")

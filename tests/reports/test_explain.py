@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from apps.pools.models import Pool, Workload, WorkloadKind
 from apps.reports import explain, queries
-from apps.reports.models import WorkloadHourlyUsage
+from apps.telemetry.models import WorkloadHourlyUsage
 from tests.reports.test_cost_report import (  # noqa: F401 (fleet is a fixture)
     CLOUD_PRICE,
     END,
@@ -293,7 +293,7 @@ def test_overview_kpis_explain_themselves(client, make_user, gpu_model):
     from django.utils import timezone
 
     from apps.pools.models import Deployment, Purpose
-    from apps.reports.rollups import rebuild_days
+    from apps.telemetry.days import rebuild_days
     from apps.telemetry.models import PoolHourlyUsage
 
     now = timezone.now()
@@ -326,9 +326,9 @@ def test_overview_kpis_explain_themselves(client, make_user, gpu_model):
     )
     rebuild_days(month_start, now + timedelta(hours=1))
     client.force_login(make_user("reader"))
-    overview = client.get(reverse("core:overview")).content.decode()
+    overview = client.get(reverse("dashboard:overview")).content.decode()
     assert 'hx-get="/reports/explain/overview/?kpi=cost"' in overview
-    url = reverse("reports:overview_explain")
+    url = reverse("dashboard:overview_explain")
 
     cost = client.get(url, {"kpi": "cost"}, headers={"HX-Request": "true"}).content.decode()
     assert f"8 GPUs × {hours} h × $2.00/GPU-h" in cost

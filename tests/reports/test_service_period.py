@@ -75,7 +75,7 @@ def test_a_backdated_service_period_counts_the_kept_samples(
     _import_the_old_sample(new_pool)
     queued = []
     monkeypatch.setattr(
-        "apps.pools.api.enqueue", lambda task, *args: queued.append((task.name, *args))
+        "apps.telemetry.signals.enqueue", lambda task, *args: queued.append((task, *args))
     )
     client.force_login(make_user("lead"))
     response = client.patch(
@@ -168,7 +168,12 @@ def test_coverage_counts_silent_hours_as_none_reporting(client, make_user, pool)
             busy_gpu_hours=8,
         )
     client.force_login(make_user("reader"))
-    page = client.get(pool.get_absolute_url())
+    # The pool page loads its utilization panel, which holds the coverage, from telemetry.
+    assert (
+        reverse("telemetry:pool_panel", args=[pool.slug])
+        in client.get(pool.get_absolute_url()).content.decode()
+    )
+    page = client.get(reverse("telemetry:pool_panel", args=[pool.slug]))
     # By hand: 12 × 16 reporting GPU-h ÷ (16 GPUs × 24 h) = 50.0 %.
     assert page.context["coverage_pct"] == pytest.approx(50.0)
     assert page.context["coverage_hours"] == 24
@@ -196,5 +201,5 @@ def test_the_overview_counts_the_gpus_of_pools_in_service_only(client, make_user
             in_service_until=until,
         )
     client.force_login(make_user("reader"))
-    page = client.get(reverse("core:overview"))
+    page = client.get(reverse("dashboard:overview"))
     assert page.context["gpu_total"] == new_pool.gpu_count == 8

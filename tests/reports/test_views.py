@@ -15,9 +15,9 @@ from openpyxl import load_workbook
 
 from apps.pools.models import Deployment, Interruption, Pool, Purpose, Workload, WorkloadKind
 from apps.reports.cache import bump_reports_version
-from apps.reports.models import PoolDailyUsage, RecomputeJob
-from apps.reports.rollups import rebuild_days
-from apps.telemetry.models import PoolHourlyUsage
+from apps.reports.models import RecomputeJob
+from apps.telemetry.days import rebuild_days
+from apps.telemetry.models import PoolDailyUsage, PoolHourlyUsage
 from tests.waiting import wait_until
 
 
@@ -76,7 +76,7 @@ def _query_count(client, url, **headers):
 @pytest.mark.parametrize(
     ("url_name", "params"),
     [
-        ("core:overview", ""),
+        ("dashboard:overview", ""),
         ("reports:report", ""),
         ("reports:report", "?group_by=purpose"),
         ("reports:report", "?group_by=workload"),
@@ -99,7 +99,7 @@ def test_page_queries_do_not_grow_with_the_number_of_pools(
 def test_overview_shows_the_month_and_the_curves(client, make_user, gpu_model):
     _make_pools(gpu_model, 3, hours=72)
     client.force_login(make_user("procurement"))
-    page = client.get(reverse("core:overview")).content.decode()
+    page = client.get(reverse("dashboard:overview")).content.decode()
     for chart in ("chart-busy-split", "chart-cost-share", "chart-hour-of-day", "chart-heatmap"):
         assert f'id="{chart}"' in page, chart
     assert 'id="kpi-utilization"' in page and "50.0 %" in page
@@ -108,7 +108,7 @@ def test_overview_shows_the_month_and_the_curves(client, make_user, gpu_model):
 @pytest.mark.django_db
 def test_overview_without_telemetry_explains_the_empty_charts(client, make_user, pool):
     client.force_login(make_user("reader"))
-    page = client.get(reverse("core:overview")).content.decode()
+    page = client.get(reverse("dashboard:overview")).content.decode()
     assert "No telemetry in the last 28 days" in page
     # Cost still accrues for hours without telemetry, shown as unmeasured.
     assert "unmeasured" in page
@@ -281,10 +281,10 @@ def test_recompute_job_runs_on_a_real_worker_with_progress(
 def test_cached_figures_follow_new_rollups_and_interruptions(client, make_user, workload):
     """The Overview is cached (apps/reports/cache.py) yet never older than its data: a
     rollup or a recorded interruption makes the cached figures unreachable."""
-    from apps.reports.rollups import rollup_pool_days
+    from apps.telemetry.days import rollup_pool_days
 
     client.force_login(make_user("reader"))
-    url = reverse("core:overview")
+    url = reverse("dashboard:overview")
     assert "No telemetry in the last 28 days" in client.get(url).content.decode()
 
     # An hourly row written behind the rollups' back is not seen: the page is cached.

@@ -19,7 +19,7 @@ from apps.reports.cache import (
     recent_views,
     remember_view,
 )
-from apps.reports.views import warm_recent_views, warm_view
+from apps.reports.warming import warm_recent_views, warm_view
 from apps.telemetry.models import PoolHourlyUsage
 from tests.reports.test_views import _make_pools
 from tests.waiting import wait_until
@@ -97,9 +97,10 @@ def test_a_warm_up_serves_every_viewed_page_without_reading_the_rollups(
     report_cache.cache.delete(report_cache.RECENT_KEY)
     pools = _make_pools(gpu_model, 3, hours=72)
     client.force_login(make_user("reader"))
-    pool_url = reverse("pools:pool_detail", kwargs={"slug": pools[0].slug})
+    # The pool page's cost panel, which the page loads from reports.
+    pool_url = reverse("reports:pool_panel", kwargs={"slug": pools[0].slug})
     pages = [
-        (reverse("core:overview"), {}),
+        (reverse("dashboard:overview"), {}),
         (reverse("reports:report"), RESULTS),
         (reverse("reports:report") + "?group_by=purpose&tz=Asia%2FShanghai", RESULTS),
         (pool_url, {}),
@@ -143,7 +144,7 @@ def test_a_rollup_queues_a_warm_up_on_a_real_worker(
 ):
     """The rollup's commit queues the warm-up; the worker recomputes the Overview someone
     viewed, with the new hour in it, before anyone asks again."""
-    from apps.reports.rollups import rollup_pool_days
+    from apps.telemetry.days import rollup_pool_days
 
     settings.REPORTS_WARM_UP = True
     _wait_for_next_hour_if_at_its_end()
@@ -151,7 +152,7 @@ def test_a_rollup_queues_a_warm_up_on_a_real_worker(
     report_cache.cache.delete(report_cache.WARM_FLAG_KEY)
     pool = _make_pools(gpu_model, 1, hours=24)[0]
     client.force_login(make_user("reader"))
-    url = reverse("core:overview")
+    url = reverse("dashboard:overview")
     assert "50.0 %" in client.get(url).content.decode()  # 4 of 8 GPU-hours every hour
 
     hour = timezone.now().replace(minute=0, second=0, microsecond=0) - timedelta(hours=30)
@@ -215,7 +216,7 @@ def test_a_failed_background_report_stops_polling_and_says_why(
 ):
     from apps.reports import queries
     from apps.reports.cache import start_background_job
-    from apps.reports.views import compute_report_in_background
+    from apps.reports.warming import compute_report_in_background
 
     settings.REPORTS_WARM_UP = True
     settings.CELERY_TASK_ALWAYS_EAGER = False

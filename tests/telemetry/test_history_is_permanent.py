@@ -12,17 +12,19 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.pools.models import Pool, Workload, WorkloadKind
-from apps.reports.models import PoolDailyUsage, RecomputeJob, WorkloadHourlyUsage
-from apps.reports.rollups import rebuild_days
+from apps.reports.models import RecomputeJob
 from apps.reports.tasks import recompute_days_task
-from apps.telemetry import rollups, services
+from apps.telemetry import retention, rollups, services
+from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import (
     GpuDevice,
     GpuSample,
+    PoolDailyUsage,
     PoolHourFlag,
     PoolHourlyUsage,
     RequestSample,
     WorkloadHourlyRequests,
+    WorkloadHourlyUsage,
 )
 
 # A week a month before the tests' clock, long past the 14-day raw retention.
@@ -331,7 +333,7 @@ def test_the_purge_removes_whole_hours_only(pool, settings):
     from apps.telemetry.tasks import purge_raw_samples_task
 
     device = _device(pool)
-    horizon = rollups.raw_retention_horizon()
+    horizon = retention.raw_retention_horizon()
     _sample(device, horizon - timedelta(minutes=1))
     _sample(device, horizon + timedelta(minutes=1))
 

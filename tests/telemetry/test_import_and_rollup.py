@@ -22,7 +22,7 @@ from apps.telemetry.models import (
     RequestSample,
     WorkloadHourlyRequests,
 )
-from apps.telemetry.tasks import schedule_rollups
+from apps.telemetry.rollups import schedule_rollups
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SCRAPES = sorted((DATA / "dcgm-exporter" / "scrapes").glob("*.prom"))

@@ -18,11 +18,10 @@ from django.urls import reverse
 
 from apps.catalog.models import GpuModel
 from apps.pools.models import Deployment, Pool, Purpose, Workload, WorkloadKind
-from apps.reports.models import WorkloadHourlyUsage
 from apps.reports.queries import cost_report
 from apps.telemetry import rollups
 from apps.telemetry.mig import compute_slices_of_profile
-from apps.telemetry.models import GpuDevice, PoolHourFlag, PoolHourlyUsage
+from apps.telemetry.models import GpuDevice, PoolHourFlag, PoolHourlyUsage, WorkloadHourlyUsage
 from apps.telemetry.parsers import parse_dcgm
 from apps.telemetry.services import import_gpu_samples
 from tests.factories import SERVICE_START

@@ -1,7 +1,10 @@
-"""Daily sums of the hourly rollups, recomputed from the hourly rows of the days that
-changed, so a retried or repeated call gives the same rows (keyed upserts, as the hourly
-rollups). Telemetry calls these after every hourly rollup; ``rebuild_days`` backs the
-reports page's "recompute" job and ``manage.py rollup_usage --all``.
+"""The last stages of the rollup pipeline (apps/telemetry/rollups.py): the workload
+attribution of shared pools' hours, from the samples' Kubernetes labels, and the daily sums
+of the hourly rollups, recomputed from the hourly rows of the days that changed, so a
+retried or repeated call gives the same rows (keyed upserts, as the hourly rollups).
+``rebuild_days`` backs the reports page's "recompute" job and ``manage.py rollup_usage
+--all``. Once the days are committed ``usage_changed`` tells the readers (the reports
+invalidate and warm their figures).
 """
 
 from datetime import UTC, date, datetime, time, timedelta
@@ -10,10 +13,15 @@ from django.db import transaction
 from django.db.models import Count, F, FloatField, Q, Sum, Value
 from django.db.models.functions import Coalesce, Trunc, TruncDate
 
-from apps.reports.cache import data_changed
-from apps.reports.models import PoolDailyUsage, WorkloadDailyRequests
 from apps.telemetry.mig import DEFAULT_MIG_COMPUTE_SLICES
-from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
+from apps.telemetry.models import (
+    PoolDailyUsage,
+    PoolHourlyUsage,
+    WorkloadDailyRequests,
+    WorkloadHourlyRequests,
+    WorkloadHourlyUsage,
+)
+from apps.telemetry.signals import usage_changed
 
 _ZERO = Value(0.0, output_field=FloatField())
 
@@ -88,7 +96,9 @@ def rollup_pool_days(pool_ids, start: datetime, end: datetime) -> int:
     # Days whose hours are all gone (purged rollups, a pool's devices moved) go too.
     stale.delete()
     PoolDailyUsage.objects.bulk_create(daily, batch_size=2000)
-    transaction.on_commit(data_changed)
+    transaction.on_commit(
+        lambda: usage_changed.send(sender=PoolDailyUsage, pool_ids=pool_ids, start=start, end=end)
+    )
     return len(daily)
 
 
@@ -126,7 +136,11 @@ def rollup_workload_days(workload_ids, start: datetime, end: datetime) -> int:
     ]
     stale.delete()
     WorkloadDailyRequests.objects.bulk_create(daily, batch_size=2000)
-    transaction.on_commit(data_changed)
+    transaction.on_commit(
+        lambda: usage_changed.send(
+            sender=WorkloadDailyRequests, workload_ids=workload_ids, start=start, end=end
+        )
+    )
     return len(daily)
 
 
@@ -229,8 +243,7 @@ def attribute_pool_hours(
     from django.db import connection
 
     from apps.pools.models import Workload
-    from apps.reports.models import WorkloadHourlyUsage
-    from apps.telemetry.rollups import samples_held_q
+    from apps.telemetry.retention import samples_held_q
 
     labelled = Workload.objects.exclude(k8s_namespace="", pod_name_prefix="")
     if pool_ids is not None:

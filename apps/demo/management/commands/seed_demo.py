@@ -431,12 +431,14 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         now = timezone.now()
+        # Everything or nothing: a demo half seeded is worse than none.
         with transaction.atomic():
             users = self.seed_users()
             history_start = demo_history_start(now)
             self.seed_fleet(owner=users["lead"], in_service_from=history_start)
             pool_hours, workload_hours = seed_usage_demo(now=now)
             seed_backups_demo()
+            seed_procurement_demo()
         self.stdout.write(
             f"Usage: {pool_hours:,} pool-hours and {workload_hours:,} workload-hours of demo "
             f"telemetry added (history from {history_start:%Y-%m-%d %H:%M} UTC up to this "
@@ -446,7 +448,6 @@ class Command(BaseCommand):
         self.stdout.write(f"Demo logins (password for all: {DEMO_PASSWORD}):")
         for username, _, role in DEMO_USERS:
             self.stdout.write(f"  {username:<12} {role or 'Administrator (superuser)'}")
-        seed_procurement_demo()
 
     def seed_users(self):
         user_model = get_user_model()

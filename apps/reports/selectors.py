@@ -1,0 +1,150 @@
+"""What the report pages show, as data: the Overview's, a pool's and a filtered report's
+figures and charts. Plain parameters in, dicts out, cached (apps/reports/cache.py) until
+the data changes; views render them, the warm-ups (apps/reports/warming.py) compute them
+ahead of a visit. Nothing here reads a request."""
+
+from datetime import UTC, timedelta
+from zoneinfo import ZoneInfo
+
+from apps.core.charts import freeze_figure
+from apps.pools.charts import build_gpus_by_purpose_figure
+from apps.pools.models import Pool, Purpose
+from apps.reports import charts, costmodel, queries
+from apps.reports.cache import cached
+from apps.reports.forms import report_span
+
+OVERVIEW_CURVE_DAYS = 28
+
+
+def _overview_context(now):
+    month_start = now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    month_rows = queries.cost_report(month_start, now, "purpose")
+    month = queries.total_row(month_rows)
+    curve_start = now - timedelta(days=OVERVIEW_CURVE_DAYS)
+    zone_name = "UTC"
+    zone = ZoneInfo(zone_name)
+    split = queries.daily_split(curve_start, now)
+    profile = queries.usage_profile(curve_start, now, zone)
+    heatmap = queries.weekday_hour_heatmap(curve_start, now, zone)
+    gpus_by_purpose = {purpose.value: 0 for purpose in Purpose} | (
+        Pool.objects.in_service(now).gpus_by_purpose()
+    )
+    # The sums under the utilisation KPIs, kept for their explanation: the last 24 (and
+    # 7 × 24) whole UTC hours, the current one included.
+    window_end = queries.ceil_hour(now)
+    usage_24h = queries.fleet_usage_sums(window_end - timedelta(hours=24), window_end)
+    usage_7d = queries.fleet_usage_sums(window_end - timedelta(days=7), window_end)
+    context = {
+        "now": now,
+        "month_start": month_start,
+        "month": month,
+        "month_rows": month_rows,
+        "gpus_by_purpose": [
+            (purpose.label, purpose.value, gpus_by_purpose[purpose.value]) for purpose in Purpose
+        ],
+        "gpu_total": sum(gpus_by_purpose.values()),
+        "utilization_24h_pct": costmodel.ratio_or_none(*usage_24h, 100),
+        "utilization_7d_pct": costmodel.ratio_or_none(*usage_7d, 100),
+        "usage_24h": usage_24h,
+        "usage_7d": usage_7d,
+        "curve_days": OVERVIEW_CURVE_DAYS,
+        "zone_name": zone_name,
+        "gpus_by_purpose_figure": freeze_figure(
+            build_gpus_by_purpose_figure(gpus_by_purpose, dict(Purpose.choices))
+        ),
+        "busy_split_figure": freeze_figure(charts.build_daily_split_figure(split, metric="busy")),
+        "cost_split_figure": freeze_figure(charts.build_daily_split_figure(split, metric="cost")),
+        "cost_share_figure": freeze_figure(charts.build_share_donut(month_rows)),
+        "hour_of_day_figure": freeze_figure(
+            charts.build_hour_of_day_figure(profile, zone_name=zone_name)
+        ),
+        "heatmap_figure": freeze_figure(charts.build_heatmap_figure(heatmap, zone_name=zone_name)),
+    }
+    return context
+
+
+POOL_CURVE_DAYS = 28
+
+
+def pool_figures(pool, now) -> dict:
+    """The pool page's cost figures and curves over the last 28 days, in its time zone;
+    cached until the data changes."""
+    return cached("pool", {"pool": pool.pk}, lambda: _pool_report_context(pool, now))
+
+
+def _pool_report_context(pool, now):
+    start = now - timedelta(days=POOL_CURVE_DAYS)
+    zone_name = pool.timezone or "UTC"
+    rows = queries.cost_report(start, now, "pool", pool_slug=pool.slug)
+    profile = queries.usage_profile(start, now, ZoneInfo(zone_name), pool=pool)
+    return {
+        "pool_report": rows[0] if rows else None,
+        "pool_curve_days": POOL_CURVE_DAYS,
+        "pool_zone_name": zone_name,
+        "pool_hour_of_day_figure": freeze_figure(
+            charts.build_hour_of_day_figure(profile, zone_name=zone_name)
+        ),
+        "pool_split_figure": freeze_figure(
+            charts.build_daily_split_figure(
+                queries.daily_split(start, now, pool=pool), metric="cost"
+            )
+        ),
+    }
+
+
+def overview_figures(now) -> dict:
+    """The Overview's figures and charts at ``now``; cached until the data changes."""
+    return cached("overview", {}, lambda: _overview_context(now))
+
+
+REPORT_STEPS = ("cost rows", "hour-of-day curve", "peak split", "daily split", "charts")
+
+
+def report_cache_filters(data: dict) -> dict:
+    """The report's filters (a ReportFilterForm's cleaned data) as cache parameters."""
+    return {name: getattr(value, "slug", value) for name, value in data.items()}
+
+
+def report_figures(data: dict, progress=None) -> dict:
+    """The report's figures for ``data``, a valid ReportFilterForm's cleaned data; cached
+    until the data changes. ``progress(steps_done, next_step)`` is told after each step
+    when a worker computes a long range (apps/reports/warming.py)."""
+    return cached("report", report_cache_filters(data), lambda: _report_figures(data, progress))
+
+
+def _report_figures(data: dict, progress=None) -> dict:
+    progress = progress or (lambda done, step: None)
+    start, end = report_span(data)
+    pool = data.get("pool")
+    zone_name = data["tz"]
+    zone = ZoneInfo(zone_name)
+    rows = queries.cost_report(
+        start,
+        end,
+        data["group_by"],
+        purpose=data.get("purpose") or None,
+        pool_slug=pool.slug if pool else None,
+    )
+    progress(1, REPORT_STEPS[1])
+    profile = queries.usage_profile(
+        start, end, zone, pool=pool, purpose=None if pool else (data.get("purpose") or None)
+    )
+    progress(2, REPORT_STEPS[2])
+    peak_rows = queries.peak_split(start, end, purpose=data.get("purpose") or None, pool=pool)
+    progress(3, REPORT_STEPS[3])
+    split = queries.daily_split(start, end, pool=pool)
+    progress(4, REPORT_STEPS[4])
+    return {
+        "rows": rows,
+        "total": queries.total_row(rows),
+        "group_by": data["group_by"],
+        "start_day": data["start"],
+        "end_day": data["end"],
+        "zone_name": zone_name,
+        "peak_rows": peak_rows,
+        "cost_figure": freeze_figure(charts.build_cost_breakdown_figure(rows)),
+        "hour_of_day_figure": freeze_figure(
+            charts.build_hour_of_day_figure(profile, zone_name=zone_name)
+        ),
+        "split_figure": freeze_figure(charts.build_daily_split_figure(split, metric="cost")),
+    }

@@ -1,0 +1,83 @@
+"""Figures computed ahead of a visit: after a change the pages viewed lately are warmed
+(apps/reports/cache.py), and a long report is computed by a worker for the page that
+polls for it. Both call the selectors and the renderer a page calls, with the page's own
+cache keys, so the page then finds them; neither builds a request."""
+
+import time
+
+from django.http import QueryDict
+from django.utils import timezone
+
+from apps.pools.models import Pool
+from apps.reports import rendering, selectors
+from apps.reports.cache import (
+    WARM_BUDGET_SECONDS,
+    background_heartbeat,
+    recent_views,
+    record_background_heartbeat,
+    set_background_progress,
+)
+from apps.reports.forms import report_filter_form
+
+
+def warm_view(kind: str, argument: str = "") -> bool:
+    """Compute one remembered page's figures into the cache (a no-op when they are there
+    already). False when the page no longer exists or its filters are no longer valid."""
+    now = timezone.now()
+    if kind == "overview":
+        selectors.overview_figures(now)
+        return True
+    if kind == "pool":
+        pool = Pool.objects.filter(pk=int(argument)).select_related("gpu_model").first()
+        if pool is None:
+            return False
+        selectors.pool_figures(pool, now)
+        return True
+    if kind == "report":
+        params = QueryDict(argument)
+        form = report_filter_form(params)
+        if not form.is_valid():
+            return False
+        rendering.report_results(form, argument)
+        rendering.filter_fields_html(form, params.urlencode())
+        return True
+    return False
+
+
+def warm_recent_views(budget_seconds: float = WARM_BUDGET_SECONDS) -> int:
+    """Recompute the pages viewed lately, most recent first, until the budget is spent.
+    Returns how many were warmed."""
+    started = time.monotonic()
+    warmed = 0
+    for kind, argument in recent_views():
+        if time.monotonic() - started > budget_seconds:
+            break
+        warmed += warm_view(kind, argument)
+    return warmed
+
+
+def compute_report_in_background(query: str) -> bool:
+    """What ``compute_report_task`` runs: the report's figures and partial into the cache,
+    telling the progress partial after each step."""
+    form = report_filter_form(QueryDict(query))
+    if not form.is_valid():
+        return False
+
+    def progress(done, step):
+        set_background_progress("report", query, {"done": done, "step": step})
+        record_background_heartbeat("report", query)
+
+    progress(0, selectors.REPORT_STEPS[0])
+    try:
+        with background_heartbeat("report", query):
+            rendering.report_results(form, query, progress=progress)
+    except Exception as error:
+        # The polling page stops and says why, rather than waiting for the job's key to
+        # expire; the task still fails, so the worker's log has the traceback.
+        set_background_progress(
+            "report",
+            query,
+            {"done": 0, "step": "failed", "error": f"{type(error).__name__}: {error}"},
+        )
+        raise
+    return True
