@@ -67,9 +67,10 @@ def django_db_setup(django_db_setup, django_db_blocker):
 def _restore_migrated_rows_if_flushed():
     """Put back the migrated rows, with their ids, when a flush removed them.
 
-    Django keeps the serialized copy on the connection object, and Playwright's sync API
-    runs part of a test where that object is a fresh one, without it; the copy is handed
-    to whichever connection is in use, so the flush that ends the test also leaves the
+    Django keeps the serialized copy on the connection object, and the object in use is
+    not always the one it was stored on: a live-server test driven by Playwright that
+    follows a demo reader finds none. The copy is handed to the connection in use, so
+    Django's own rollback finds it too, and the flush that ends the test leaves the
     permissions alone (it skips post_migrate when a copy is there).
     """
     from django.db import connection
@@ -181,10 +182,14 @@ def demo(db, demo_rows):
     """The demo fleet of ``seed_demo`` (pools, workloads, 28 days of usage, backups,
     scenarios and the demo users) in this test's database, for tests that read it.
     Tests of seed_demo itself run the command."""
+    from apps.reports.cache import bump_reports_version
     from tests.snapshots import restore_rows
 
     _restore_migrated_rows_if_flushed()
     restore_rows(demo_rows)
+    # The copied rows bypass the ORM, so nothing tells the reports cache; a write would,
+    # and figures cached (or being warmed by a worker) before describe a fleet without them.
+    bump_reports_version()
 
 
 class CeleryWorker:
