@@ -11,16 +11,16 @@ import subprocess
 import sys
 import time
 import uuid
-from datetime import UTC, datetime
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from django.apps import apps as django_apps
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
-from apps.core.roles import OPS, PROCUREMENT, TECHNICAL_LEAD, grant_role_permissions
+from tests.factories import (
+    PoolFactory,
+    UserFactory,
+    WorkloadFactory,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS_DIR = REPO_ROOT / "test-artifacts"
@@ -29,15 +29,64 @@ ARTIFACTS_DIR = REPO_ROOT / "test-artifacts"
 # refuse to run in the same thread as a live loop.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
-ROLE_NAMES = {
-    "lead": TECHNICAL_LEAD.name,
-    "ops": OPS.name,
-    "procurement": PROCUREMENT.name,
-    "reader": None,  # signed in, no role: reads everything, changes nothing
-    "admin": None,  # superuser
-}
-TEST_PASSWORD = "correct-horse-battery-staple"
-SERVICE_START = datetime(2022, 1, 1, tzinfo=UTC)
+TRANSACTIONAL_FIXTURES = {"transactional_db", "live_server"}
+
+
+def pytest_collection_modifyitems(items):
+    """Transactional tests roll back by serialization: the flush that ends each of them
+    would otherwise also remove what the migrations created (the role groups, the
+    catalog), which every later test relies on. Django restores the post-migration
+    rows from the copy it serializes when it creates the test database."""
+    for item in items:
+        marker = item.get_closest_marker("django_db")
+        transactional = TRANSACTIONAL_FIXTURES & set(getattr(item, "fixturenames", ()))
+        if marker is not None and marker.kwargs.get("transaction"):
+            transactional = True
+        if transactional:
+            kwargs = {**(marker.kwargs if marker else {}), "transaction": True}
+            kwargs["serialized_rollback"] = True
+            item.add_marker(pytest.mark.django_db(**kwargs), append=False)
+
+
+# The rows the migrations leave (role groups, catalog, permissions), serialized once.
+MIGRATED_ROWS = {}
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """The migrated database, and a copy of its rows kept for serialized rollbacks."""
+    from django.db import connection
+
+    with django_db_blocker.unblock():
+        MIGRATED_ROWS["default"] = (
+            getattr(connection, "_test_serialized_contents", None)
+            or connection.creation.serialize_db_to_string()
+        )
+
+
+def _restore_migrated_rows_if_flushed():
+    """Put back the migrated rows, with their ids, when a flush removed them.
+
+    Django keeps the serialized copy on the connection object, and the object in use is
+    not always the one it was stored on: a live-server test driven by Playwright that
+    follows a demo reader finds none. The copy is handed to the connection in use, so
+    Django's own rollback finds it too, and the flush that ends the test leaves the
+    permissions alone (it skips post_migrate when a copy is there).
+    """
+    from django.db import connection
+
+    connection._test_serialized_contents = MIGRATED_ROWS["default"]
+    if not Group.objects.exists():
+        connection.creation.deserialize_db_from_string(MIGRATED_ROWS["default"])
+
+
+@pytest.fixture(autouse=True)
+def migrated_rows(request):
+    """Transactional tests start from the migrated rows like every other test."""
+    marker = request.node.get_closest_marker("django_db")
+    if marker is not None and marker.kwargs.get("transaction"):
+        request.getfixturevalue("transactional_db")
+        _restore_migrated_rows_if_flushed()
 
 
 @pytest.fixture(autouse=True)
@@ -64,38 +113,23 @@ def no_report_warm_ups(settings):
 
 @pytest.fixture
 def role_groups(db):
-    """The role groups as the data migrations leave them (transactional tests flush them)."""
-    grant_role_permissions(django_apps)
+    """The role groups as the data migrations create them."""
     return {group.name: group for group in Group.objects.all()}
 
 
 @pytest.fixture
-def make_user(role_groups):
+def make_user(db):
+    """``make_user("ops")``: a new user holding that role (see tests/factories.py)."""
+
     def make(role: str):
-        user_model = get_user_model()
-        user = user_model.objects.create_user(
-            username=f"{role}-{uuid.uuid4().hex[:6]}",
-            password=TEST_PASSWORD,
-            first_name=role.capitalize(),
-            is_superuser=role == "admin",
-            is_staff=role == "admin",
-        )
-        if ROLE_NAMES[role]:
-            user.groups.add(role_groups[ROLE_NAMES[role]])
-        return user
+        return UserFactory(role=role)
 
     return make
 
 
 @pytest.fixture
 def catalog(db):
-    """The seeded catalog (apps/catalog/data/). Its data migration fills it; transactional
-    tests flush it, so it is restored here when missing."""
-    from apps.catalog.models import GpuModel, ModelArchitecture
-    from apps.catalog.seed import load_gpu_models, load_model_architectures
-
-    load_gpu_models(GpuModel, overwrite=False)
-    load_model_architectures(ModelArchitecture, overwrite=False)
+    """The seeded catalog (apps/catalog/data/), as its data migration fills it."""
 
 
 @pytest.fixture
@@ -115,39 +149,47 @@ def architecture(catalog):
 
 @pytest.fixture
 def pool(gpu_model):
-    from apps.pools.models import Deployment, Pool, Purpose
-
-    pool = Pool(
-        name="Test H100 training",
-        slug="test-h100-training",
-        purpose=Purpose.TRAINING,
-        deployment=Deployment.CLOUD_ON_DEMAND,
-        gpu_model=gpu_model,
-        gpu_count=16,
-        gpus_per_node=8,
-        on_demand_price_per_gpu_hour_usd=Decimal("2.99"),
-        # The tests' telemetry is dated 2022 onwards: a pool backfilled from then on.
-        in_service_from=SERVICE_START,
-    )
-    pool.refresh_effective_price()
-    pool.save()
-    return pool
+    """A 16 × H100 SXM cloud training pool at $2.99 per GPU-hour, in service since 2022."""
+    return PoolFactory(name="Test H100 training", slug="test-h100-training", gpu_model=gpu_model)
 
 
 @pytest.fixture
 def workload(pool, architecture):
-    from apps.pools.models import Workload, WorkloadKind
-
-    return Workload.objects.create(
-        name="Test fine-tune",
-        slug="test-fine-tune",
-        kind=WorkloadKind.FULL_FINE_TUNE,
-        model_architecture=architecture,
-        pool=pool,
-        gpu_count=8,
-        data_parallel=8,
-        zero_stage=3,
+    """A Llama-3-8B full fine-tune on 8 of the pool's GPUs (data parallel 8, ZeRO-3)."""
+    return WorkloadFactory(
+        name="Test fine-tune", slug="test-fine-tune", pool=pool, model_architecture=architecture
     )
+
+
+@pytest.fixture(scope="session")
+def demo_rows(django_db_setup, django_db_blocker):
+    """What ``seed_demo`` adds to a migrated database, computed once per session."""
+    from django.core.management import call_command
+    from django.db import transaction
+
+    from tests.snapshots import capture_added_rows
+
+    with django_db_blocker.unblock(), transaction.atomic():
+        # In a transaction rolled back with the capture's.
+        _restore_migrated_rows_if_flushed()
+        rows = capture_added_rows(lambda: call_command("seed_demo", verbosity=0))
+        transaction.set_rollback(True)
+    return rows
+
+
+@pytest.fixture
+def demo(db, demo_rows):
+    """The demo fleet of ``seed_demo`` (pools, workloads, 28 days of usage, backups,
+    scenarios and the demo users) in this test's database, for tests that read it.
+    Tests of seed_demo itself run the command."""
+    from apps.reports.cache import bump_reports_version
+    from tests.snapshots import restore_rows
+
+    _restore_migrated_rows_if_flushed()
+    restore_rows(demo_rows)
+    # The copied rows bypass the ORM, so nothing tells the reports cache; a write would,
+    # and figures cached (or being warmed by a worker) before describe a fleet without them.
+    bump_reports_version()
 
 
 class CeleryWorker:

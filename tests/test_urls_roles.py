@@ -16,6 +16,14 @@ from apps.core.roles import OPS, PROCUREMENT, TECHNICAL_LEAD
 from apps.pools.models import Interruption
 from apps.reports.models import RecomputeJob
 from apps.telemetry.models import HostnameRule, ImportRun
+from tests.factories import (
+    BackupPolicyFactory,
+    HostnameRuleFactory,
+    PoolFactory,
+    ScenarioFactory,
+    UserFactory,
+    WorkloadFactory,
+)
 
 EVERYONE = "everyone"
 SUPERUSER = "superuser"
@@ -323,3 +331,225 @@ def test_api_refuses_anonymous_and_serves_every_role(client, name, pool, workloa
     for role_key in ROLE_KEYS:
         client.force_login(make_user(role_key))
         assert client.get(url).status_code == 200, (name, role_key)
+
+
+# --- POST legs ----------------------------------------------------------------------
+# Each main create/edit/delete view, POSTed by every role: with the permission the saved
+# state shows the object created, changed or deleted; without it the answer is 403 and
+# nothing changed. The form data is the one the view itself renders (as a superuser sees
+# it), so a field added to a form is posted without this file knowing about it.
+
+
+def _form_data(form) -> dict:
+    """What a browser would submit for ``form`` as rendered: each field's shown value."""
+    from django import forms
+
+    data = {}
+    for bound_field in form:
+        value = bound_field.value()
+        widget = bound_field.field.widget
+        if isinstance(widget, forms.CheckboxInput):
+            if value:
+                data[bound_field.html_name] = "on"
+        elif getattr(widget, "allow_multiple_selected", False):
+            data[bound_field.html_name] = [str(item) for item in value or ()]
+        else:
+            data[bound_field.html_name] = "" if value is None else str(value)
+    return data
+
+
+def _rendered_form_data(url, changes):
+    from django.test import Client
+
+    admin = Client()
+    admin.force_login(UserFactory(role="admin"))
+    response = admin.get(url)
+    assert response.status_code == 200, url
+    return {**_form_data(response.context["form"]), **changes}
+
+
+def _pool_state(slug):
+    from apps.pools.models import Pool
+
+    return Pool.objects.filter(slug=slug).values("name", "description").first()
+
+
+def _workload_state(slug):
+    from apps.pools.models import Workload
+
+    return Workload.objects.filter(slug=slug).values("name", "description").first()
+
+
+def _policy_state(slug):
+    from apps.backups.models import BackupPolicy
+
+    return BackupPolicy.objects.filter(workload__slug=slug).values("rpo_minutes").first()
+
+
+def _scenario_state(slug):
+    from apps.procurement.models import Scenario
+
+    return Scenario.objects.filter(slug=slug).values("name", "horizon_months").first()
+
+
+def _rule_state(pattern):
+    return HostnameRule.objects.filter(hostname_pattern=pattern).values("pool__slug").first()
+
+
+def _setup_pool_create(pool):
+    url = reverse("pools:pool_create")
+    edit_url = reverse("pools:pool_edit", kwargs={"slug": pool.slug})
+    data = _rendered_form_data(edit_url, {"name": "Posted pool", "slug": "posted-pool"})
+    return url, data, lambda: _pool_state("posted-pool"), lambda state: state is not None
+
+
+def _setup_pool_edit(pool):
+    url = reverse("pools:pool_edit", kwargs={"slug": pool.slug})
+    data = _rendered_form_data(url, {"description": "Posted description"})
+
+    def changed(state):
+        return state["description"] == "Posted description"
+
+    return url, data, lambda: _pool_state(pool.slug), changed
+
+
+def _setup_pool_delete(pool):
+    # A pool with no workloads and no usage: deleting it is allowed.
+    spare = PoolFactory(gpu_model=pool.gpu_model)
+    url = reverse("pools:pool_delete", kwargs={"slug": spare.slug})
+    return url, {}, lambda: _pool_state(spare.slug), lambda state: state is None
+
+
+def _setup_workload_create(pool):
+    workload = WorkloadFactory(pool=pool)
+    edit_url = reverse("pools:workload_edit", kwargs={"slug": workload.slug})
+    data = _rendered_form_data(edit_url, {"name": "Posted workload", "slug": "posted-workload"})
+    url = reverse("pools:workload_create")
+    return url, data, lambda: _workload_state("posted-workload"), lambda state: state is not None
+
+
+def _setup_workload_edit(pool):
+    workload = WorkloadFactory(pool=pool)
+    url = reverse("pools:workload_edit", kwargs={"slug": workload.slug})
+    data = _rendered_form_data(url, {"description": "Posted description"})
+
+    def changed(state):
+        return state["description"] == "Posted description"
+
+    return url, data, lambda: _workload_state(workload.slug), changed
+
+
+def _setup_workload_delete(pool):
+    workload = WorkloadFactory(pool=pool)  # no usage, no backups: deleting it is allowed
+    url = reverse("pools:workload_delete", kwargs={"slug": workload.slug})
+    return url, {}, lambda: _workload_state(workload.slug), lambda state: state is None
+
+
+def _setup_policy_create(pool):
+    workload = WorkloadFactory(pool=pool)
+    url = reverse("backups:policy_create", kwargs={"slug": workload.slug})
+    data = _rendered_form_data(url, {"rpo_minutes": "90", "rto_minutes": "60"})
+    return url, data, lambda: _policy_state(workload.slug), lambda state: state is not None
+
+
+def _setup_policy_edit(pool):
+    policy = BackupPolicyFactory(workload=WorkloadFactory(pool=pool))
+    slug = policy.workload.slug
+    url = reverse("backups:policy_edit", kwargs={"slug": slug})
+    data = _rendered_form_data(url, {"rpo_minutes": "45"})
+    return url, data, lambda: _policy_state(slug), lambda state: state["rpo_minutes"] == 45
+
+
+def _setup_policy_delete(pool):
+    policy = BackupPolicyFactory(workload=WorkloadFactory(pool=pool))
+    slug = policy.workload.slug
+    url = reverse("backups:policy_delete", kwargs={"slug": slug})
+    return url, {}, lambda: _policy_state(slug), lambda state: state is None
+
+
+def _setup_scenario_create(pool):
+    scenario = ScenarioFactory(demand_pool=pool)
+    edit_url = reverse("procurement:scenario_edit", kwargs={"slug": scenario.slug})
+    data = _rendered_form_data(edit_url, {"name": "Posted scenario", "slug": "posted-scenario"})
+    url = reverse("procurement:scenario_create")
+    return url, data, lambda: _scenario_state("posted-scenario"), lambda state: state is not None
+
+
+def _setup_scenario_edit(pool):
+    scenario = ScenarioFactory(demand_pool=pool)
+    url = reverse("procurement:scenario_edit", kwargs={"slug": scenario.slug})
+    data = _rendered_form_data(url, {"horizon_months": "24"})
+
+    def changed(state):
+        return state["horizon_months"] == 24
+
+    return url, data, lambda: _scenario_state(scenario.slug), changed
+
+
+def _setup_scenario_delete(pool):
+    scenario = ScenarioFactory(demand_pool=pool)
+    url = reverse("procurement:scenario_delete", kwargs={"slug": scenario.slug})
+    return url, {}, lambda: _scenario_state(scenario.slug), lambda state: state is None
+
+
+def _setup_rule_create(pool):
+    url = reverse("telemetry:rule_create")
+    data = _rendered_form_data(url, {"pool": str(pool.pk), "hostname_pattern": "posted-*"})
+    return url, data, lambda: _rule_state("posted-*"), lambda state: state is not None
+
+
+def _setup_rule_delete(pool):
+    rule = HostnameRuleFactory(pool=pool, hostname_pattern="doomed-*")
+    url = reverse("telemetry:rule_delete", kwargs={"pk": rule.pk})
+    return url, {}, lambda: _rule_state("doomed-*"), lambda state: state is None
+
+
+# URL name → builds (url, POST data, read the saved state, "did the POST take effect?")
+POST_CASES = {
+    "pools:pool_create": _setup_pool_create,
+    "pools:pool_edit": _setup_pool_edit,
+    "pools:pool_delete": _setup_pool_delete,
+    "pools:workload_create": _setup_workload_create,
+    "pools:workload_edit": _setup_workload_edit,
+    "pools:workload_delete": _setup_workload_delete,
+    "backups:policy_create": _setup_policy_create,
+    "backups:policy_edit": _setup_policy_edit,
+    "backups:policy_delete": _setup_policy_delete,
+    "procurement:scenario_create": _setup_scenario_create,
+    "procurement:scenario_edit": _setup_scenario_edit,
+    "procurement:scenario_delete": _setup_scenario_delete,
+    "telemetry:rule_create": _setup_rule_create,
+    "telemetry:rule_delete": _setup_rule_delete,
+}
+
+
+def test_post_cases_follow_the_routes_table():
+    assert set(POST_CASES) <= set(ROUTES)
+    assert all(ROUTES[name][1] not in (EVERYONE, SUPERUSER) for name in POST_CASES)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role_key", ROLE_KEYS)
+@pytest.mark.parametrize("name", sorted(POST_CASES))
+def test_role_posts_and_the_saved_state_shows_it_or_403(client, name, role_key, pool):
+    _, rule = ROUTES[name]
+    url, data, saved_state, took_effect = POST_CASES[name](pool)
+    user = UserFactory(role=role_key)
+    client.force_login(user)
+    allowed = _expected_from_roles_table(role_key, rule)
+    assert allowed == user.has_perm(rule)
+    before = saved_state()
+    assert not took_effect(before), "the case must start from a state the POST changes"
+
+    response = client.post(url, data)
+
+    after = saved_state()
+    if allowed:
+        errors = (
+            response.context and response.context.get("form") and response.context["form"].errors
+        )
+        assert response.status_code == 302, errors
+        assert took_effect(after), (name, role_key, after)
+    else:
+        assert response.status_code == 403
+        assert after == before

@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from tests.conftest import TEST_PASSWORD
+from tests.factories import TEST_PASSWORD
 
 
 @pytest.mark.django_db

@@ -9,7 +9,7 @@ from axes.models import AccessAttempt
 from django.urls import reverse
 
 from apps.accounts.middleware import LAST_ACTIVITY_SESSION_KEY
-from tests.conftest import TEST_PASSWORD
+from tests.factories import TEST_PASSWORD
 
 
 def _sign_in(client, user):

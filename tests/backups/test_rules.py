@@ -288,12 +288,11 @@ def test_checkpoint_advice_uses_the_pools_interruptions(workload):
     assert services.checkpoint_advice(policy).mtbf.job_mtbf_seconds == 36000
 
 
-def test_demo_seed_is_idempotent(db):
+def test_demo_seed_is_idempotent(demo):
     from django.core.management import call_command
 
     from apps.backups.models import RestoreDrill
 
-    call_command("seed_demo", verbosity=0)
     counts = (
         BackupPolicy.objects.count(),
         BackupVersion.objects.count(),

@@ -9,7 +9,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from tests.backups.factories import SHA_A, make_policy, make_version
-from tests.conftest import TEST_PASSWORD
+from tests.factories import TEST_PASSWORD
 
 LOCAL = "%Y-%m-%dT%H:%M"  # datetime-local, read in TIME_ZONE (UTC in tests)
 

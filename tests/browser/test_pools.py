@@ -4,16 +4,14 @@ page's memory chart."""
 import re
 
 import pytest
-from django.core.management import call_command
 from playwright.sync_api import expect
 
 from apps.pools.models import Pool
-from tests.conftest import TEST_PASSWORD
+from tests.factories import TEST_PASSWORD
 
 
 @pytest.fixture
-def signed_in_lead(page, live_server, make_user, transactional_db, role_groups):
-    call_command("seed_demo", verbosity=0)
+def signed_in_lead(page, live_server, make_user, transactional_db, demo):
     user = make_user("lead")
     page.set_viewport_size({"width": 1400, "height": 1000})
     page.goto(f"{live_server.url}/login/")

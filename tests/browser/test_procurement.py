@@ -4,7 +4,7 @@ its charts through htmx, without reloading the page."""
 import pytest
 from playwright.sync_api import expect
 
-from tests.conftest import TEST_PASSWORD
+from tests.factories import TEST_PASSWORD
 from tests.procurement.conftest import add_measurements, make_scenario
 
 

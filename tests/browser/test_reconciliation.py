@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 from apps.pools.models import Deployment, Pool, Purpose
 from apps.telemetry import rollups
 from apps.telemetry.models import PoolHourFlag, PoolHourlyUsage
-from tests.conftest import TEST_PASSWORD
+from tests.factories import TEST_PASSWORD
 
 H100_CAPTURE = (
     Path(__file__).resolve().parent.parent

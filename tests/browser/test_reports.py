@@ -2,16 +2,15 @@
 the reports page redraws the table and the charts without reloading the page."""
 
 import pytest
-from django.core.management import call_command
 from playwright.sync_api import expect
 
 from apps.pools.models import Pool
-from tests.conftest import TEST_PASSWORD
+from tests.factories import TEST_PASSWORD
 
 
 @pytest.fixture
-def signed_in_reader(page, live_server, make_user, transactional_db, role_groups):
-    call_command("seed_demo", verbosity=0)  # includes 28 days of demo usage
+def signed_in_reader(page, live_server, make_user, transactional_db, demo):
+    # The demo includes 28 days of usage.
     user = make_user("reader")
     page.set_viewport_size({"width": 1400, "height": 1000})
     page.goto(f"{live_server.url}/login/")

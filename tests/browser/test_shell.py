@@ -2,11 +2,10 @@
 navigation, sees the overview chart drawn as SVG, and leaves a screenshot behind."""
 
 import pytest
-from django.core.management import call_command
 from playwright.sync_api import expect
 
 from apps.demo.management.commands.seed_demo import DEMO_POOLS
-from tests.conftest import TEST_PASSWORD
+from tests.factories import TEST_PASSWORD
 
 NAVIGATION = [
     "Overview",
@@ -20,8 +19,8 @@ NAVIGATION = [
 
 
 @pytest.fixture
-def demo_fleet(transactional_db, role_groups):
-    call_command("seed_demo", verbosity=0)
+def demo_fleet(transactional_db, demo):
+    """The demo fleet, committed for the live server."""
 
 
 def _sign_in(page, live_server, user):

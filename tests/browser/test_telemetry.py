@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from playwright.sync_api import expect
 
-from tests.conftest import TEST_PASSWORD
+from tests.factories import TEST_PASSWORD
 
 SCRAPE = (
     Path(__file__).resolve().parent.parent

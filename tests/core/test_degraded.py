@@ -28,8 +28,9 @@ from apps.procurement.models import ComparisonExport
 from apps.reports.models import RecomputeJob
 from apps.telemetry.models import ImportRun, PoolHourlyUsage
 from config.celery_app import app as celery_app
-from tests.conftest import TEST_PASSWORD
+from tests.factories import TEST_PASSWORD
 from tests.procurement.conftest import add_measurements, make_scenario
+from tests.waiting import wait_until
 
 # Nothing listens on port 1 of loopback: connections are refused at once.
 UNREACHABLE_REDIS = "redis://127.0.0.1:1/0"
@@ -279,18 +280,20 @@ def test_an_upload_waits_for_the_broker_then_a_real_worker_imports_it(
     assert outbox.drain_outbox() == 1
     row.refresh_from_db()
     assert row.enqueued_at is not None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+
+    def run_finished():
         run.refresh_from_db()
-        if run.status not in (ImportRun.Status.PENDING, ImportRun.Status.RUNNING):
-            break
-        time.sleep(0.2)
+        return run.status not in (ImportRun.Status.PENDING, ImportRun.Status.RUNNING)
+
+    wait_until(run_finished, timeout_seconds=60, what="the worker to run the import")
     assert run.status == ImportRun.Status.SUCCEEDED, run.message
     assert run.rows_accepted == 1
     # The rollup it scheduled went through the outbox too, and the worker ran it.
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not PoolHourlyUsage.objects.filter(pool=pool).exists():
-        time.sleep(0.2)
+    wait_until(
+        PoolHourlyUsage.objects.filter(pool=pool).exists,
+        timeout_seconds=60,
+        what="the worker to run the rollup",
+    )
     assert PoolHourlyUsage.objects.filter(pool=pool).count() == 1
     assert not OutboxTask.objects.filter(enqueued_at__isnull=True).exists()
     page = client.get(reverse("telemetry:import_detail", kwargs={"pk": run.pk})).content.decode()

@@ -47,8 +47,7 @@ def test_catalog_edits_are_kept_too(client, make_user, gpu_model):
 
 
 @pytest.mark.django_db
-def test_running_seed_demo_again_adds_no_history(role_groups):
-    call_command("seed_demo", verbosity=0)
+def test_running_seed_demo_again_adds_no_history(demo):
     counts = (Pool.history.count(), Workload.history.count())
     call_command("seed_demo", verbosity=0)
     assert (Pool.history.count(), Workload.history.count()) == counts

@@ -4,7 +4,6 @@ say what is wrong, prices computed from cost inputs, fit and placement on the pa
 from decimal import Decimal
 
 import pytest
-from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -12,11 +11,6 @@ from django.urls import reverse
 from apps.demo.management.commands.seed_demo import DEMO_POOLS, DEMO_WORKLOADS
 from apps.pools import memory, models
 from apps.pools.models import Pool, Workload
-
-
-@pytest.fixture
-def demo(db, role_groups):
-    call_command("seed_demo", verbosity=0)
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ and the PDF (pypdf text) carry the same numbers as the page."""
 import csv
 import io
 import re
-import time
 
 import pytest
 from django.urls import reverse
@@ -12,6 +11,7 @@ from openpyxl import load_workbook
 from pypdf import PdfReader
 
 from apps.procurement.models import ComparisonExport
+from tests.waiting import wait_until
 
 
 @pytest.fixture
@@ -155,14 +155,14 @@ def test_all_three_formats_through_a_real_worker(
             reverse("procurement:export_create", args=[scenario.slug]), {"format": export_format}
         )
         assert response.status_code == 302
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            fragment = client.get(response.url, headers=polling).content.decode()
-            if "hx-trigger" not in fragment:
-                break
-            time.sleep(0.2)
-        else:
-            pytest.fail(f"the {export_format} export did not finish in 60 s: {fragment[:300]}")
+        fragment = wait_until(
+            lambda url=response.url: _finished_fragment(
+                client.get(url, headers=polling).content.decode()
+            ),
+            timeout_seconds=60,
+            what=f"the {export_format} export to finish",
+            interval_seconds=0.2,
+        )
         assert 'id="export-download"' in fragment, fragment[:500]
         export = ComparisonExport.objects.get(format=export_format)
         download = client.get(reverse("procurement:export_download", args=[export.pk]))
@@ -189,3 +189,8 @@ def test_every_role_downloads_a_stored_export_again(client, make_user, scenario,
     download = client.get(reverse("procurement:export_download", args=[export.pk]))
     assert download.status_code == 200
     assert b"".join(download.streaming_content).startswith(b"Option")
+
+
+def _finished_fragment(fragment):
+    """The progress fragment once it no longer asks to be polled again, else None."""
+    return fragment if "hx-trigger" not in fragment else None

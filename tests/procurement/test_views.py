@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.core.management import call_command
 from django.urls import reverse
 
 from apps.catalog.models import GpuModel
@@ -85,9 +84,8 @@ def test_empty_state_without_rollups_then_the_entered_fallback(procurement_clien
 
 @pytest.mark.django_db
 def test_procurement_user_builds_a_scenario_from_a_demo_workloads_measured_curve(
-    procurement_client,
+    procurement_client, demo
 ):
-    call_command("seed_demo", verbosity=0)
     workload = Workload.objects.get(slug="chat-api-asia")
     l40s, h100 = GpuModel.objects.get(slug="l40s"), GpuModel.objects.get(slug="h100-pcie")
     l40s_pool = Pool.objects.get(slug="infer-l40s-hk")

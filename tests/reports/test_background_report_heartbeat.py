@@ -89,7 +89,7 @@ def test_the_worker_beats_while_a_long_step_runs(long_report, settings, monkeypa
 
     def slow_daily_split(*args, **kwargs):
         before = background_last_heard("report", long_report)
-        time.sleep(0.6)
+        time.sleep(0.6)  # a long step: the beats during its duration are what is tested
         heard_during_the_step.append((before, background_last_heard("report", long_report)))
         return daily_split(*args, **kwargs)
 

@@ -23,7 +23,7 @@ from apps.reports.queries import (
     weekday_hour_heatmap,
 )
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
-from tests.conftest import SERVICE_START
+from tests.factories import SERVICE_START
 
 NEW_YORK = ZoneInfo("America/New_York")
 # Ten days around each US change; the hours in between are not written.

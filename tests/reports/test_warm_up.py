@@ -3,7 +3,6 @@ viewed lately are warmed, and a long range no page has cached yet is computed in
 background while the page shows its progress."""
 
 import re
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -23,6 +22,7 @@ from apps.reports.cache import (
 from apps.reports.warming import warm_recent_views, warm_view
 from apps.telemetry.models import PoolHourlyUsage
 from tests.reports.test_views import _make_pools
+from tests.waiting import wait_until
 
 ROLLUP_TABLES = ("telemetry_poolhourlyusage", "reports_pooldailyusage")
 AGGREGATES = ("SUM(", "COUNT(", "MIN(", "percentile_cont")
@@ -58,7 +58,12 @@ def _wait_for_next_hour_if_at_its_end():
     # look for them under the next hour's key.
     now = timezone.now()
     if now.minute == 59 and now.second >= 15:
-        time.sleep(61 - now.second)
+        wait_until(
+            lambda: timezone.now().hour != now.hour,
+            timeout_seconds=61,
+            what="the next UTC hour",
+            interval_seconds=0.5,
+        )
 
 
 @pytest.mark.django_db
@@ -160,11 +165,12 @@ def test_a_rollup_queues_a_warm_up_on_a_real_worker(
         avg_utilization_pct=100,
     )
     rollup_pool_days([pool.pk], hour, hour + timedelta(hours=1))
-    deadline = time.monotonic() + 60
-    while cached_value("overview", {}) is None:
-        if time.monotonic() > deadline:
-            pytest.fail("no warm-up filled the Overview within 60 s")
-        time.sleep(0.2)
+    wait_until(
+        lambda: cached_value("overview", {}) is not None,
+        timeout_seconds=60,
+        what="a warm-up to fill the Overview",
+        interval_seconds=0.2,
+    )
     html, reads = _rollup_queries(client, url)
     assert reads == []
     # 7-day utilisation now counts the full hour: (24 × 4 + 8) ÷ (25 × 8) = 52.0 %.
@@ -186,13 +192,12 @@ def test_a_long_range_is_computed_by_a_worker_while_the_page_shows_progress(
     first = client.get(url, headers=RESULTS).content.decode()
     assert 'id="report-progress-pct"' in first and 'hx-trigger="load delay:1s"' in first
     assert 'id="report-table"' not in first
-    deadline = time.monotonic() + 60
-    fragment = first
-    while 'id="report-table"' not in fragment:
-        if time.monotonic() > deadline:
-            pytest.fail(f"the worker did not compute the report within 60 s: {fragment[:300]}")
-        time.sleep(0.3)
-        fragment = client.get(url, headers=RESULTS).content.decode()
+    fragment = wait_until(
+        lambda: _with_table(client.get(url, headers=RESULTS).content.decode()),
+        timeout_seconds=60,
+        what="the worker to compute the report",
+        interval_seconds=0.3,
+    )
     assert "hx-trigger" not in fragment.split('id="report-table"')[0]
 
     # The same figures as computing them in the request.
@@ -244,3 +249,8 @@ def test_every_beat_entry_names_a_registered_task(settings):
         assert entry["task"] in celery_app.tasks, f"{name}: {entry['task']} is not a task"
     hourly = settings.CELERY_BEAT_SCHEDULE["warm-report-cache"]["schedule"]
     assert hourly.minute == {0} and hourly.hour == set(range(24))
+
+
+def _with_table(fragment):
+    """The results fragment once it holds the report's table, else None."""
+    return fragment if 'id="report-table"' in fragment else None

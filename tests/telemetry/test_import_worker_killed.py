@@ -18,6 +18,7 @@ from apps.telemetry.services import reap_stalled_imports
 from apps.telemetry.tasks import import_file_task
 from config.celery_app import app as celery_app
 from tests.conftest import CeleryWorker
+from tests.waiting import wait_until
 
 START = datetime(2026, 11, 1, tzinfo=UTC)
 GPUS, MINUTES = 8, 120
@@ -35,13 +36,7 @@ def _csv() -> str:
 
 
 def _wait_for(predicate, timeout_seconds, what):
-    deadline = time.monotonic() + timeout_seconds
-    while time.monotonic() < deadline:
-        found = predicate()
-        if found:
-            return found
-        time.sleep(0.1)
-    pytest.fail(f"timed out after {timeout_seconds} s waiting for {what}")
+    return wait_until(predicate, timeout_seconds=timeout_seconds, what=what)
 
 
 def _run(pk) -> ImportRun:
@@ -99,6 +94,7 @@ def test_an_import_whose_worker_is_sigkilled_is_interrupted_then_retried(pool, s
         # it alone however long the step takes.
         blocked_at = _run(run.pk).heartbeat_at
         _wait_for(lambda: _run(run.pk).heartbeat_at > blocked_at, 10, "a heartbeat during the step")
+        # Longer than the stall threshold must pass: the reaper's patience is what is tested.
         time.sleep(STALLED_AFTER_SECONDS + HEARTBEAT_SECONDS)
         assert reap_stalled_imports() == 0
         assert _run(run.pk).status == ImportRun.Status.RUNNING

@@ -24,7 +24,7 @@ from apps.telemetry.mig import compute_slices_of_profile
 from apps.telemetry.models import GpuDevice, PoolHourFlag, PoolHourlyUsage, WorkloadHourlyUsage
 from apps.telemetry.parsers import parse_dcgm
 from apps.telemetry.services import import_gpu_samples
-from tests.conftest import SERVICE_START
+from tests.factories import SERVICE_START
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 HOUR = datetime(2026, 11, 20, 10, tzinfo=UTC)

@@ -36,6 +36,7 @@ from apps.telemetry.models import (
 from apps.telemetry.parsers import TelemetryFormatError
 from apps.telemetry.pull_tasks import pull_due_sources_task, pull_source_task
 from apps.telemetry.tasks import rollup_pending_task
+from tests.waiting import wait_until
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SCRAPES = sorted((DATA / "dcgm-exporter" / "scrapes").glob("*.prom"))
@@ -117,7 +118,7 @@ class ScrapeHandler(BaseHTTPRequestHandler):
         if self.path == "/not-metrics":
             return self._send(200, b"# just a page\nhello_world 1\n", "text/plain")
         if self.path == "/slow":
-            time.sleep(2)
+            time.sleep(2)  # an exporter slower than the pull's timeout: the delay is the test
             return self._send(200, SCRAPES[0].read_bytes(), "text/plain")
         return self._send(404, b"404 page not found\n", "text/plain")
 
@@ -700,8 +701,19 @@ def prometheus_server(scrape_server, tmp_path_factory):
                     f"{PROMETHEUS_STARTUP_SECONDS} s ({last_error}):\n{log_path.read_text()}"
                 )
             time.sleep(0.25)
-        # Two more scrapes, so that every instant pulled below has every target's data.
-        time.sleep(2)
+        # Two more scrapes of every target, so that every instant pulled below has every
+        # target's data.
+        all_seen_at = time.time()
+
+        def scraped_twice_since():
+            answer = api_get(base_url, "/api/v1/query?query=timestamp(DCGM_FI_DEV_GPU_UTIL)")
+            stamps = {
+                item["metric"].get("UUID"): float(item["value"][1])
+                for item in answer["data"]["result"]
+            }
+            return set(stamps) == set(ALL_EXPECTED) and min(stamps.values()) >= all_seen_at + 2
+
+        wait_until(scraped_twice_since, timeout_seconds=30, what="two more scrapes of every target")
         yield base_url
     finally:
         process.terminate()
@@ -756,7 +768,7 @@ def test_pull_prometheus_from_a_real_prometheus(prometheus_server, pool):
 
     # The next pull continues from pulled_until: one row per GPU and new second, and the
     # boundary instant once more as a duplicate.
-    time.sleep(2.2)
+    time.sleep(2.2)  # new seconds to pull: the clock moving on is what the pull continues over
     later = timezone.now()
     following = pull.pull_prometheus(source, now=later, step_seconds=1)
     new_seconds = int(later.timestamp()) - int(now.timestamp())

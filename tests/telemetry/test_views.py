@@ -4,7 +4,6 @@ Roles without the permission change nothing; list pages keep a constant query co
 
 import hashlib
 import re
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from apps.telemetry.models import (
     PoolHourlyUsage,
     RequestSample,
 )
+from tests.waiting import wait_until
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 L4_SCRAPE = DATA / "dcgm-exporter" / "scrapes" / "kops_aws_L4_driver580.prom"
@@ -737,15 +737,18 @@ def test_upload_is_imported_by_a_real_worker(client, make_user, celery_worker_pr
     run = ImportRun.objects.get()
     url = reverse("telemetry:import_detail", kwargs={"pk": run.pk})
     polling = {"HX-Request": "true", "HX-Target": "import-progress"}
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        fragment = client.get(url, headers=polling).content.decode()
-        if "hx-trigger" not in fragment:
-            break
-        time.sleep(0.2)
-    else:
-        pytest.fail(f"the import did not finish within 60 s: {fragment[:500]}")
+    fragment = wait_until(
+        lambda: _finished_fragment(client.get(url, headers=polling).content.decode()),
+        timeout_seconds=60,
+        what="the import's progress to stop polling",
+        interval_seconds=0.2,
+    )
     run.refresh_from_db()
     assert run.status == "succeeded", run.message
     assert run.rows_accepted == 8 == GpuDevice.objects.filter(pool__isnull=True).count()
     assert 'id="rows-accepted">8<' in fragment
+
+
+def _finished_fragment(fragment):
+    """The progress fragment once it no longer asks to be polled again, else None."""
+    return fragment if "hx-trigger" not in fragment else None

@@ -4,7 +4,6 @@ second worker writes are exactly those of a clean run."""
 
 import os
 import signal
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -18,6 +17,7 @@ from apps.telemetry.parsers.rows import DeviceKey, GpuSampleRow, ParseResult
 from apps.telemetry.tasks import rollup_pool_hours_task
 from config.celery_app import app as celery_app
 from tests.conftest import CeleryWorker
+from tests.waiting import wait_until
 
 START = datetime(2026, 11, 1, tzinfo=UTC)
 HOURS = 12
@@ -61,12 +61,7 @@ def _snapshot(pool):
 
 
 def _wait_for(predicate, timeout_seconds, what):
-    deadline = time.monotonic() + timeout_seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    pytest.fail(f"timed out after {timeout_seconds} s waiting for {what}")
+    return wait_until(predicate, timeout_seconds=timeout_seconds, what=what)
 
 
 @pytest.mark.worker
