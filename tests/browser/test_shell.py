@@ -1,6 +1,8 @@
 """Headless Chromium (Debian's, through Playwright): every role signs in, walks the
 navigation, sees the overview chart drawn as SVG, and leaves a screenshot behind."""
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -97,7 +99,10 @@ def test_pool_filter_updates_table_without_reload(page, live_server, make_user, 
     on_premises = [spec for spec in demo_inference if spec["deployment"] == "on_premises"]
     expect(page.locator("#pool-table tbody tr")).to_have_count(len(on_premises))
     # Sorting by GPUs, descending, keeps the filters.
+    # The second click waits for the first sort to land: htmx ignores a click on an
+    # element whose request is still loading.
     page.locator("#pool-table th a", has_text="GPUs").click()
+    expect(page).to_have_url(re.compile(r"sort=gpus$"))
     page.locator("#pool-table th a", has_text="GPUs").click()
     first = max(on_premises, key=lambda spec: spec["gpu_count"])
     expect(page.locator("#pool-table tbody tr").first).to_contain_text(first["name"])
