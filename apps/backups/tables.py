@@ -1,7 +1,7 @@
 from apps.backups.models import BackupPolicy
-from apps.core.tables import CellColumn, ListTable
+from apps.core.tables import ListTable, cells
 
-END = {"th": {"class": "text-end"}, "td": {"class": "text-end"}}
+cell = cells("backups/_policy_cells.html")
 
 
 class PolicyTable(ListTable):
@@ -12,48 +12,24 @@ class PolicyTable(ListTable):
     element_id = "policies"
     empty_template = "backups/_policy_list_empty.html"
 
-    workload = CellColumn(
-        "backups/_policy_cells.html#workload",
-        verbose_name="Workload",
-        order_by=("workload__name",),
-    )
-    status = CellColumn(
-        "backups/_policy_cells.html#status",
-        verbose_name="Status",
-        orderable=False,
-    )
-    coverage = CellColumn(
-        "backups/_policy_cells.html#coverage",
-        verbose_name="Coverage",
-        order_by=("coverage_percent", "workload__name"),
-        attrs=END,
-    )
-    missing = CellColumn(
-        "backups/_policy_cells.html#missing",
-        verbose_name="What is missing",
-        orderable=False,
+    workload = cell("workload", "Workload", "workload__name")
+    status = cell("status", "Status")
+    coverage = cell("coverage", "Coverage", "coverage_percent", "workload__name", end=True)
+    missing = cell(
+        "missing",
+        "What is missing",
         attrs={"td": {"class": "small", "style": "max-width: 28rem"}},
     )
-    last_drill = CellColumn(
-        "backups/_policy_cells.html#last_drill",
-        verbose_name="Last drill",
-        order_by=("last_drill_at", "workload__name"),
+    last_drill = cell("last_drill", "Last drill", "last_drill_at", "workload__name")
+    next_drill = cell("next_drill", "Next drill due", "drill_due_at", "workload__name")
+    targets = cell(
+        "targets", "RPO / RTO target", "rpo_minutes", "rto_minutes", "workload__name", end=True
     )
-    next_drill = CellColumn(
-        "backups/_policy_cells.html#next_drill",
-        verbose_name="Next drill due",
-        order_by=("drill_due_at", "workload__name"),
-    )
-    targets = CellColumn(
-        "backups/_policy_cells.html#targets",
-        verbose_name="RPO / RTO target",
-        order_by=("rpo_minutes", "rto_minutes", "workload__name"),
-        attrs=END,
-    )
-    risk = CellColumn(
-        "backups/_policy_cells.html#risk",
-        verbose_name="Risk",
-        order_by=("risk_score", "workload__name"),
+    risk = cell(
+        "risk",
+        "Risk",
+        "risk_score",
+        "workload__name",
         attrs={
             "th": {
                 "class": "text-end",

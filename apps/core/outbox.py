@@ -63,7 +63,8 @@ def _task_named(task):
     (Celery's autodiscovery is lazy) so that every task is registered."""
     if not isinstance(task, str):
         return task
-    celery_app.loader.import_default_modules()
+    if task not in celery_app.tasks:
+        celery_app.loader.import_default_modules()
     return celery_app.tasks[task]
 
 

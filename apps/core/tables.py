@@ -14,6 +14,8 @@ from django.template.loader import get_template
 from django_tables2 import RequestConfig
 
 PAGE_SIZE = 25
+# A column of numbers: header and cells aligned right.
+END_ALIGNED = {"th": {"class": "text-end"}, "td": {"class": "text-end"}}
 
 
 class CellColumn(tables.Column):
@@ -35,6 +37,23 @@ class CellColumn(tables.Column):
         context = getattr(table, "context", None) or Context()
         with context.update({"record": record, "value": value, "column": bound_column}):
             return template.render(context)
+
+
+def cells(template_name: str):
+    """A maker of the CellColumns drawn by the partials of ``template_name``:
+    ``cell(partial, label, *sort_fields, end=False, **column_options)``. Without sort fields
+    the column is not sortable; ``end`` aligns a column of numbers right."""
+
+    def cell(partial: str, label, *sort_fields: str, end: bool = False, **options):
+        if sort_fields:
+            options["order_by"] = sort_fields
+        else:
+            options["orderable"] = False
+        if end:
+            options.setdefault("attrs", END_ALIGNED)
+        return CellColumn(f"{template_name}#{partial}", verbose_name=label, **options)
+
+    return cell
 
 
 class ListTable(tables.Table):

@@ -1,10 +1,8 @@
 import django_tables2 as tables
 from django.db.models import DecimalField, ExpressionWrapper, F
 
-from apps.core.tables import CellColumn, ListTable
+from apps.core.tables import END_ALIGNED, ListTable, cells
 from apps.pools.models import Pool, Workload
-
-END = {"th": {"class": "text-end"}, "td": {"class": "text-end"}}
 
 
 def with_price_per_hour(pools):
@@ -18,6 +16,10 @@ def with_price_per_hour(pools):
     )
 
 
+pool_cell = cells("pools/_pool_cells.html")
+workload_cell = cells("pools/_workload_cells.html")
+
+
 class PoolTable(ListTable):
     element_id = "pool-table"
     empty_template = "pools/_pool_list_empty.html"
@@ -25,46 +27,23 @@ class PoolTable(ListTable):
     has_filter_form = True
 
     # Ties keep the list's order by name.
-    name = CellColumn(
-        "pools/_pool_cells.html#name",
-        verbose_name="Pool",
-        order_by=("name",),
-    )
-    purpose = CellColumn(
-        "pools/_pool_cells.html#purpose",
-        verbose_name="Purpose",
-        orderable=False,
-    )
+    name = pool_cell("name", "Pool", "name")
+    purpose = pool_cell("purpose", "Purpose")
     deployment = tables.Column(verbose_name="Deployment", orderable=False)
-    region = CellColumn(
-        "pools/_pool_cells.html#region",
-        verbose_name="Region",
-        order_by=("region", "name"),
-    )
+    region = pool_cell("region", "Region", "region", "name")
     gpu_model = tables.Column(verbose_name="GPU model", accessor="gpu_model__name", orderable=False)
-    gpus = CellColumn(
-        "pools/_pool_cells.html#gpus",
-        verbose_name="GPUs",
-        order_by=("gpu_count", "name"),
-        attrs=END,
+    gpus = pool_cell("gpus", "GPUs", "gpu_count", "name", end=True)
+    price = pool_cell(
+        "price", "Price per GPU-hour", "effective_price_per_gpu_hour_usd", "name", end=True
     )
-    price = CellColumn(
-        "pools/_pool_cells.html#price",
-        verbose_name="Price per GPU-hour",
-        order_by=("effective_price_per_gpu_hour_usd", "name"),
-        attrs=END,
-    )
-    price_per_hour = CellColumn(
-        "pools/_pool_cells.html#price_per_hour",
-        verbose_name="Price per hour",
-        order_by=("price_per_hour_sort", "name"),
-        attrs=END,
+    price_per_hour = pool_cell(
+        "price_per_hour", "Price per hour", "price_per_hour_sort", "name", end=True
     )
     workloads = tables.Column(
         verbose_name="Workloads",
         accessor="workload_count",
         order_by=("workload_count", "name"),
-        attrs=END,
+        attrs=END_ALIGNED,
     )
 
     class Meta(ListTable.Meta):
@@ -81,48 +60,14 @@ class WorkloadTable(ListTable):
     empty_template = "pools/_workload_list_empty.html"
     has_filter_form = True
 
-    name = CellColumn(
-        "pools/_workload_cells.html#name",
-        verbose_name="Workload",
-        order_by=("name",),
-    )
-    kind = CellColumn(
-        "pools/_workload_cells.html#kind",
-        verbose_name="Kind",
-        order_by=("kind", "name"),
-    )
-    model = CellColumn(
-        "pools/_workload_cells.html#model",
-        verbose_name="Model",
-        order_by=("model_architecture__name", "name"),
-    )
-    pool = CellColumn(
-        "pools/_workload_cells.html#pool",
-        verbose_name="Pool",
-        order_by=("pool__name", "name"),
-    )
-    gpus = CellColumn(
-        "pools/_workload_cells.html#gpus",
-        verbose_name="GPUs",
-        order_by=("gpu_count", "name"),
-        attrs=END,
-    )
-    memory = CellColumn(
-        "pools/_workload_cells.html#memory",
-        verbose_name="Memory per GPU",
-        orderable=False,
-        attrs=END,
-    )
-    fit = CellColumn(
-        "pools/_workload_cells.html#fit",
-        verbose_name="Fit",
-        orderable=False,
-    )
-    warnings = CellColumn(
-        "pools/_workload_cells.html#warnings",
-        verbose_name="Warnings",
-        orderable=False,
-    )
+    name = workload_cell("name", "Workload", "name")
+    kind = workload_cell("kind", "Kind", "kind", "name")
+    model = workload_cell("model", "Model", "model_architecture__name", "name")
+    pool = workload_cell("pool", "Pool", "pool__name", "name")
+    gpus = workload_cell("gpus", "GPUs", "gpu_count", "name", end=True)
+    memory = workload_cell("memory", "Memory per GPU", end=True)
+    fit = workload_cell("fit", "Fit")
+    warnings = workload_cell("warnings", "Warnings")
 
     class Meta(ListTable.Meta):
         model = Workload

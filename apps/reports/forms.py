@@ -94,10 +94,6 @@ class ReportFilterForm(TablerFormMixin, forms.Form):
         cleaned["group_by"] = cleaned.get("group_by") or "pool"
         return cleaned
 
-    @property
-    def span_datetimes(self) -> tuple[datetime, datetime]:
-        return report_span(self.cleaned_data)
-
 
 class InterruptionForm(TablerFormMixin, forms.ModelForm):
     class Meta:

@@ -190,8 +190,13 @@ def pool_panel(request, slug):
     page once it is shown."""
     pool = get_object_or_404(Pool.objects.select_related("gpu_model"), slug=slug)
     remember_view("pool", str(pool.pk))
-    context = {"pool": pool, **selectors.pool_figures(pool, timezone.now())}
-    return render_page(request, "reports/pool_panel.html", context, partial="panel")
+    context = {
+        "pool": pool,
+        "panel_title": "cost and use",
+        "panel_template": "reports/_pool_report.html",
+        **selectors.pool_figures(pool, timezone.now()),
+    }
+    return render_page(request, "layouts/pool_panel.html", context, partial="panel")
 
 
 # --- how a figure was computed (apps/reports/explain.py) ---------------------------------

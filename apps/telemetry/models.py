@@ -85,8 +85,8 @@ class GpuSample(models.Model):
 
     The key is (device, timestamp) itself: it is the "never twice" rule, so no surrogate
     ``id`` and no separate unique index are kept up to date on every insert
-    (bench/README.md, finding 2: the import's database share went from 0.09× to 0.14× a
-    bare COPY). Its first column also serves the foreign key's lookups, hence no index of
+    (bench/README.md, finding 2, measures what a surrogate id and its index cost an
+    import). Its first column also serves the foreign key's lookups, hence no index of
     its own on ``device``.
     """
 

@@ -209,15 +209,6 @@ def _describe_device(device: GpuDevice, row: GpuSampleRow) -> None:
     device.mig_mode_enabled = row.mig_mode_enabled
 
 
-def register_devices(rows: list[GpuSampleRow], *, pool=None) -> tuple[dict, int]:
-    """Map each row's device to a GpuDevice, creating unknown ones; returns (by key, new).
-    One DeviceRegistry over one chunk: see there."""
-    registry = DeviceRegistry(pool=pool)
-    devices = registry.register(rows)
-    registry.save()
-    return devices, registry.new_count
-
-
 # The device fields an import refreshes, with their PostgreSQL types for unnest().
 _REFRESHED_DEVICE_FIELDS = (
     ("pool_id", "bigint"),
@@ -266,10 +257,10 @@ def _sample_values(rows: list[GpuSampleRow], devices: dict, touched_instants: se
     Per row this is two dict lookups by int and an identity check: devices are cached per
     DeviceKey object, and each pool's last instant is remembered (the dcgm and CSV parsers
     share one datetime object among an instant's rows), so mostly only a new instant of a
-    pool reaches the set; the caller turns the few instants into hours. Finding the
-    touched pool-hours with a key, ``hour_of()`` and a set insertion per row cost ~3 µs a
-    row; building the tuples and the touched pool-hours now cost ~0.5 µs a row together
-    (an hour of the bench fleet, 60,000 rows; bench/README.md, finding 2).
+    pool reaches the set; the caller turns the few instants into hours. The tuples and the
+    touched pool-hours cost about 0.5 µs a row together, against about 3 µs with a key,
+    ``hour_of()`` and a set insertion per row (an hour of the bench fleet, 60,000 rows;
+    bench/README.md, finding 2).
     """
     # Keyed by the DeviceKey object's identity (an int hash) rather than by the frozen
     # dataclass (a Python-level __hash__ per row): the rows keep their DeviceKeys alive, so
@@ -307,12 +298,13 @@ def _insert_ignoring_duplicates(
 ) -> int:
     """Insert rows, skipping those whose key already exists; returns rows inserted.
 
-    On PostgreSQL: binary ``COPY`` into a temporary staging table, then one ``INSERT …
-    SELECT … ON CONFLICT DO NOTHING``. Binary COPY with the column types declared sends
-    floats and timestamps as they are instead of formatting them as text for the server
-    to parse back: storing 4 hours of the bench fleet (240,000 rows) went from ~32 to ~20
-    µs a row. Staging in rounds of 20,000–50,000 rows, to keep the temporary table within
-    temp_buffers, was no faster there and slower for a day (bench/README.md, finding 2).
+    On PostgreSQL: binary ``COPY`` into a temporary staging table, emptied first, then
+    one ``INSERT … SELECT … ON CONFLICT DO NOTHING``; an import calls this once per chunk.
+    Binary COPY with the column types declared sends floats and timestamps as they are
+    rather than as text for the server to parse back: about 20 µs a row to store 4 hours
+    of the bench fleet (240,000 rows), against about 32 µs as text (bench/README.md,
+    finding 2). A chunk of 50,000 rows takes a steady 0.45–0.85 s however large the table
+    has grown (bench/memory.py).
     """
     if connection.vendor == "postgresql":
         staging = f"{table}_staging"
