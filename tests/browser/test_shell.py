@@ -1,6 +1,8 @@
 """Headless Chromium (Debian's, through Playwright): every role signs in, walks the
 navigation, sees the overview chart drawn as SVG, and leaves a screenshot behind."""
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -98,6 +100,9 @@ def test_pool_filter_updates_table_without_reload(page, live_server, make_user, 
     expect(page.locator("#pool-table tbody tr")).to_have_count(len(on_premises))
     # Sorting by GPUs, descending, keeps the filters.
     page.locator("#pool-table th a", has_text="GPUs").click()
+    # The second click goes to the header the first one's swap brings (its link sorts
+    # the other way), so it waits for that swap.
+    expect(page).to_have_url(re.compile(r"sort=gpus$"))
     page.locator("#pool-table th a", has_text="GPUs").click()
     first = max(on_premises, key=lambda spec: spec["gpu_count"])
     expect(page.locator("#pool-table tbody tr").first).to_contain_text(first["name"])
