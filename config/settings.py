@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "csp",
     "axes",
     "django_filters",
+    "django_tables2",
     "simple_history",
     "rest_framework",
     "drf_spectacular",

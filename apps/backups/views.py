@@ -12,12 +12,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from apps.backups import services
 from apps.backups.forms import BackupPolicyForm, BackupVersionForm, RestoreDrillForm
 from apps.backups.models import BackupPolicy, BackupVersion, RestoreDrill
+from apps.backups.tables import PolicyTable
 from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
 from apps.core.htmx import render_page
+from apps.core.tables import configure_table
 from apps.pools.models import Workload
 
-PAGE_SIZE = 25
 VERSIONS_PAGE_SIZE = 10
 DRILLS_PAGE_SIZE = 10
 
@@ -32,19 +33,22 @@ def _policy_or_404(slug):
 def policy_list(request):
     """The fleet view: overdue and failing policies first, then by risk."""
     now = timezone.now()
-    policies = BackupPolicy.objects.ranked_by_risk(now)
-    page = Paginator(policies, PAGE_SIZE).get_page(request.GET.get("page"))
-    rows = [(policy, policy.coverage()) for policy in page]
+    table = PolicyTable(BackupPolicy.objects.ranked_by_risk(now))
+    page = configure_table(request, table)
+    for policy in page:
+        policy.coverage_assessment = policy.coverage()
     context = {
+        "table": table,
         "page": page,
-        "rows": rows,
         "summary": services.overdue_and_failing_summary(now),
         "uncovered_workloads": Workload.objects.filter(backup_policy__isnull=True)
         .select_related("pool")
         .order_by("name"),
         "now": now,
     }
-    return render_page(request, "backups/policy_list.html", context)
+    return render_page(
+        request, "backups/policy_list.html", context, fragments={"policies": "policies"}
+    )
 
 
 def _policy_page_context(request, policy, drill_form=None):

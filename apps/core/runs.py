@@ -8,8 +8,9 @@ until it commits). A worker killed with SIGKILL stops beating at once, whereas i
 only comes back from Redis after the visibility timeout (two hours): the reaper
 (``core.reap_stalled_runs``, every minute) notices within ``STALLED_RUN_AFTER_SECONDS``.
 
-The models share the fields ``status``, ``heartbeat_at``, ``attempts``, ``message``,
-``finished_at`` and ``created_at``, and the status values "running" and "interrupted".
+The runs are ``apps.core.jobs.Job`` models: they share the fields ``status``,
+``heartbeat_at``, ``attempts``, ``message``, ``started_at``, ``finished_at`` and
+``created_at``, and the status values "running" and "interrupted".
 """
 
 import logging
@@ -61,6 +62,7 @@ def claim(model, pk: int, *, startable: tuple[str, ...], **fields) -> bool:
             status=RUNNING,
             heartbeat_at=now,
             attempts=F("attempts") + 1,
+            started_at=now,
             finished_at=None,
             **fields,
         )

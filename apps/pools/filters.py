@@ -2,51 +2,22 @@ import django_filters
 from django import forms
 
 from apps.catalog.models import GpuModel
-from apps.pools.models import Deployment, Pool, Purpose
-
-POOL_SORTS = {
-    "name": "name",
-    "-name": "-name",
-    "gpus": "gpu_count",
-    "-gpus": "-gpu_count",
-    "price": "effective_price_per_gpu_hour_usd",
-    "-price": "-effective_price_per_gpu_hour_usd",
-    "region": "region",
-    "-region": "-region",
-}
+from apps.pools.models import Deployment, Pool, Purpose, Workload
 
 
-def _regions(request=None):
-    regions = Pool.objects.exclude(region="").order_by("region").values_list("region", flat=True)
-    return [(region, region) for region in regions.distinct()]
-
-
-class PoolFilter(django_filters.FilterSet):
-    purpose = django_filters.ChoiceFilter(choices=Purpose.choices, empty_label="All purposes")
-    deployment = django_filters.ChoiceFilter(
-        choices=Deployment.choices, empty_label="All deployments"
-    )
-    region = django_filters.ChoiceFilter(choices=_regions, empty_label="All regions")
-    gpu_model = django_filters.ModelChoiceFilter(
-        queryset=GpuModel.objects.all(), to_field_name="slug", empty_label="All GPU models"
-    )
-    q = django_filters.CharFilter(
-        method="search", label="Search", widget=forms.TextInput(attrs={"placeholder": "Name"})
-    )
-    # Applied in filter_queryset, so that no choice (the default) hides archived pools.
-    archived = django_filters.ChoiceFilter(
+def _archived_filter():
+    # Applied in filter_queryset, so that no choice (the default) hides archived objects.
+    return django_filters.ChoiceFilter(
         label="Show",
         choices=[("all", "Show archived"), ("true", "Archived only")],
         empty_label="Hide archived",
         method="keep",
     )
 
-    class Meta:
-        model = Pool
-        fields = ["purpose", "deployment", "region", "gpu_model"]
 
-    def search(self, queryset, name, value):
-        return queryset.filter(name__icontains=value)
+class ArchivedFilterMixin:
+    """``?archived=`` for the lists of archivable models (``ArchivableQuerySet``), with
+    Tabler's classes on every field."""
 
     def keep(self, queryset, name, value):
         return queryset
@@ -60,3 +31,38 @@ class PoolFilter(django_filters.FilterSet):
         for field in self.form.fields.values():
             css = "form-select" if isinstance(field.widget, forms.Select) else "form-control"
             field.widget.attrs["class"] = f"{css} form-select-sm" if css == "form-select" else css
+
+
+def _regions(request=None):
+    regions = Pool.objects.exclude(region="").order_by("region").values_list("region", flat=True)
+    return [(region, region) for region in regions.distinct()]
+
+
+class PoolFilter(ArchivedFilterMixin, django_filters.FilterSet):
+    purpose = django_filters.ChoiceFilter(choices=Purpose.choices, empty_label="All purposes")
+    deployment = django_filters.ChoiceFilter(
+        choices=Deployment.choices, empty_label="All deployments"
+    )
+    region = django_filters.ChoiceFilter(choices=_regions, empty_label="All regions")
+    gpu_model = django_filters.ModelChoiceFilter(
+        queryset=GpuModel.objects.all(), to_field_name="slug", empty_label="All GPU models"
+    )
+    q = django_filters.CharFilter(
+        method="search", label="Search", widget=forms.TextInput(attrs={"placeholder": "Name"})
+    )
+    archived = _archived_filter()
+
+    class Meta:
+        model = Pool
+        fields = ["purpose", "deployment", "region", "gpu_model"]
+
+    def search(self, queryset, name, value):
+        return queryset.filter(name__icontains=value)
+
+
+class WorkloadFilter(ArchivedFilterMixin, django_filters.FilterSet):
+    archived = _archived_filter()
+
+    class Meta:
+        model = Workload
+        fields = []

@@ -1,6 +1,5 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
-from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.utils import timezone
@@ -10,15 +9,15 @@ from apps.catalog.models import GpuModel
 from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
 from apps.core.htmx import render_page
+from apps.core.tables import configure_table
 from apps.pools.assessment import assess_workload
 from apps.pools.charts import build_memory_breakdown_figure
 from apps.pools.estimates import EstimateError, run_memory_estimate
-from apps.pools.filters import POOL_SORTS, PoolFilter
+from apps.pools.filters import PoolFilter, WorkloadFilter
 from apps.pools.forms import CalculatorForm, PoolForm, WorkloadForm
 from apps.pools.models import Pool, Workload
 from apps.pools.signals import service_period_changed
-
-PAGE_SIZE = 25
+from apps.pools.tables import PoolTable, WorkloadTable, with_price_per_hour
 
 
 @require_GET
@@ -26,30 +25,21 @@ def pool_list(request):
     # Archived pools are hidden unless the filter's "Show" asks for them.
     pool_filter = PoolFilter(request.GET, queryset=Pool.objects.all())
     filtered_pools = pool_filter.qs
-    sort = request.GET.get("sort", "name")
-    ordering = POOL_SORTS.get(sort, "name")
-    pools = (
-        filtered_pools.with_workload_counts()
-        .select_related("owner", "gpu_model")
-        .order_by(ordering, "name")
+    pools = with_price_per_hour(
+        filtered_pools.with_workload_counts().select_related("owner", "gpu_model")
     )
-    page = Paginator(pools, PAGE_SIZE).get_page(request.GET.get("page"))
-    query_without_page = request.GET.copy()
-    query_without_page.pop("page", None)
-    query_without_sort = query_without_page.copy()
-    query_without_sort.pop("sort", None)
+    table = PoolTable(pools)
     context = {
-        "page": page,
+        "table": table,
+        "page": configure_table(request, table),
         "filter": pool_filter,
         "totals": filtered_pools.totals(),
-        "sort": sort,
-        "query_without_page": query_without_page.urlencode(),
-        "query_without_sort": query_without_sort.urlencode(),
         "is_filtered": any(request.GET.get(name) for name in pool_filter.form.fields),
     }
-    # The filter form swaps only the table; any other htmx request gets the whole column.
-    partial = "table" if request.htmx and request.htmx.target == "pool-table" else "content"
-    return render_page(request, "pools/pool_list.html", context, partial=partial)
+    # The filter form, the sort headers and the pagination swap only the table.
+    return render_page(
+        request, "pools/pool_list.html", context, fragments={"pool-table": "pool-table"}
+    )
 
 
 @require_GET
@@ -138,14 +128,21 @@ def pool_restore(request, slug):
 
 @require_GET
 def workload_list(request):
-    archived = request.GET.get("archived", "")
-    workloads = Workload.objects.with_pool().by_archived(archived).order_by("name")
-    page = Paginator(workloads, PAGE_SIZE).get_page(request.GET.get("page"))
+    workload_filter = WorkloadFilter(request.GET, queryset=Workload.objects.with_pool())
+    table = WorkloadTable(workload_filter.qs)
+    page = configure_table(request, table)
     gpu_catalog = list(GpuModel.objects.all())
-    rows = [(workload, assess_workload(workload, gpu_catalog=gpu_catalog)) for workload in page]
-    context = {"page": page, "rows": rows, "archived": archived}
-    partial = "workloads" if request.htmx and request.htmx.target == "workloads" else "content"
-    return render_page(request, "pools/workload_list.html", context, partial=partial)
+    for workload in page:
+        workload.assessment = assess_workload(workload, gpu_catalog=gpu_catalog)
+    context = {
+        "table": table,
+        "page": page,
+        "filter": workload_filter,
+        "archived": request.GET.get("archived", ""),
+    }
+    return render_page(
+        request, "pools/workload_list.html", context, fragments={"workloads": "workloads"}
+    )
 
 
 @require_GET
@@ -269,5 +266,9 @@ def calculator(request):
             else None
         ),
     }
-    partial = "result" if request.htmx and request.htmx.target == "calculator-result" else "content"
-    return render_page(request, "pools/calculator.html", context, partial=partial)
+    return render_page(
+        request,
+        "pools/calculator.html",
+        context,
+        fragments={"calculator-result": "calculator-result"},
+    )

@@ -13,6 +13,7 @@ from django.db import models
 from django.urls import reverse
 from simple_history.models import HistoricalRecords
 
+from apps.core.jobs import Job
 from apps.pools.models import ZONES_NEEDING_ICP_FILING, ComplianceZone
 
 
@@ -321,7 +322,7 @@ class ScenarioOption(models.Model):
         return None
 
 
-class ComparisonExport(models.Model):
+class ComparisonExport(Job):
     class Format(models.TextChoices):
         CSV = "csv", "CSV"
         XLSX = "xlsx", "Excel (XLSX)"
@@ -334,16 +335,19 @@ class ComparisonExport(models.Model):
         FAILED = "failed", "Failed"
         INTERRUPTED = "interrupted", "Interrupted"
 
+    not_started_status = Status.PENDING
+    succeeded_status = Status.SUCCEEDED
+    finished_statuses = (Status.SUCCEEDED, Status.FAILED, Status.INTERRUPTED)
+    job_noun = "export"
+    failure_sentence_template = (
+        "The export stopped with an error ({error}). Ask for it again; the server log has "
+        "the details."
+    )
+
     scenario = models.ForeignKey(Scenario, on_delete=models.CASCADE, related_name="exports")
     format = models.CharField(max_length=10, choices=Format.choices)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
-    progress_pct = models.PositiveSmallIntegerField(default=0)
-    # Written at each progress update and every RUN_HEARTBEAT_SECONDS while it runs; the
-    # reaper marks a run not heard from for a few minutes interrupted (apps/core/runs.py).
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    attempts = models.PositiveSmallIntegerField(default=0, help_text="Times a worker started it.")
     file = models.FileField(upload_to="procurement/exports/%Y/%m/", blank=True)
-    message = models.TextField(blank=True)
     what_if = models.JSONField(
         "What-if inputs",
         default=dict,
@@ -354,8 +358,6 @@ class ComparisonExport(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-pk"]
@@ -366,10 +368,6 @@ class ComparisonExport(models.Model):
 
     def get_absolute_url(self):
         return reverse("procurement:export_detail", kwargs={"pk": self.pk})
-
-    @property
-    def finished(self) -> bool:
-        return self.status in (self.Status.SUCCEEDED, self.Status.FAILED, self.Status.INTERRUPTED)
 
     @property
     def filename(self) -> str:

@@ -8,7 +8,6 @@ from decimal import Decimal
 from django.core.files.base import ContentFile
 from django.db import transaction
 from django.db.models import Max, Sum
-from django.utils import timezone
 
 from apps.catalog.models import GpuModel
 from apps.core import runs
@@ -690,15 +689,6 @@ def import_prices(
 # --- Exports --------------------------------------------------------------------------
 
 
-def _progress(export, pct, status=None):
-    export.progress_pct, export.heartbeat_at = pct, timezone.now()
-    fields = ["progress_pct", "heartbeat_at"]
-    if status:
-        export.status = status
-        fields.append("status")
-    export.save(update_fields=fields)
-
-
 def run_export(export_id: int, *, writers: dict) -> str:
     """Compute the comparison and write the file with ``writers[export.format]``
     (apps/procurement/exports.py's WRITERS: handed in, as that module imports this one);
@@ -716,30 +706,14 @@ def run_export(export_id: int, *, writers: dict) -> str:
     export = ComparisonExport.objects.get(pk=export_id)
     if not claimed:
         return export.status
-    try:
-        with runs.heartbeat(ComparisonExport, export.pk):
-            export.scenario = scenario_queryset().get(pk=export.scenario_id)
-            result = build_comparison_what_if(export.scenario, export.what_if)
-            _progress(export, 40)
-            content = writers[export.format](result)
-            _progress(export, 80)
-            export.file.save(export.filename, ContentFile(content), save=False)
-            export.status = ComparisonExport.Status.SUCCEEDED
-            export.progress_pct = 100
-            export.finished_at = timezone.now()
-            export.message = f"{len(content):,} bytes."
-            export.save()
-    except Exception as error:
-        ComparisonExport.objects.filter(pk=export.pk).update(
-            status=ComparisonExport.Status.FAILED,
-            progress_pct=100,
-            finished_at=timezone.now(),
-            message=(
-                f"The export stopped with an error ({type(error).__name__}: {error}). Ask "
-                "for it again; the server log has the details."
-            ),
-        )
-        raise
+    with export.running():
+        export.scenario = scenario_queryset().get(pk=export.scenario_id)
+        result = build_comparison_what_if(export.scenario, export.what_if)
+        export.advance(40)
+        content = writers[export.format](result)
+        export.advance(80)
+        export.file.save(export.filename, ContentFile(content), save=False)
+        export.succeed(f"{len(content):,} bytes.", also_save=["file"])
     return export.status
 
 

@@ -13,8 +13,9 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
-from apps.core.htmx import render_page
+from apps.core.htmx import fragment_for, render_page
 from apps.core.outbox import enqueue, mark_waiting
+from apps.core.tables import configure_table
 from apps.procurement import charts
 from apps.procurement.forms import (
     ExportForm,
@@ -30,6 +31,7 @@ from apps.procurement.services import (
     scenario_queryset,
     what_if_json,
 )
+from apps.procurement.tables import ScenarioTable
 from apps.procurement.tasks import generate_export_task
 
 EXPORTS_SHOWN = 20
@@ -41,9 +43,16 @@ def scenario_list(request):
         Scenario.objects.select_related("created_by", "demand_pool", "demand_workload")
         .annotate(option_count=Count("options", distinct=True))
         .annotate(last_export_at=Max("exports__created_at"))
-        .order_by("name")
     )
-    return render_page(request, "procurement/scenario_list.html", {"scenarios": scenarios})
+    table = ScenarioTable(scenarios)
+    # Not paginated: a fleet compares a handful of scenarios.
+    configure_table(request, table, per_page=None)
+    return render_page(
+        request,
+        "procurement/scenario_list.html",
+        {"table": table},
+        fragments={"scenarios": "scenarios"},
+    )
 
 
 def _comparison_context(scenario, result):
@@ -96,9 +105,11 @@ def scenario_detail(request, slug):
         "error_lines": error_lines,
         **_comparison_context(scenario, result),
     }
-    if request.htmx and request.htmx.target == "comparison":
+    # The what-if form swaps only the comparison: the rest of the page is not read.
+    fragments = {"comparison": "comparison"}
+    if fragment_for(request, fragments):
         return render_page(
-            request, "procurement/scenario_detail.html", context, partial="comparison"
+            request, "procurement/scenario_detail.html", context, fragments=fragments
         )
     context["history"] = history_rows(scenario)
     context["exports"] = mark_waiting(
@@ -279,8 +290,12 @@ def export_detail(request, pk):
     )
     mark_waiting([export], generate_export_task, not_started=ComparisonExport.Status.PENDING)
     context = {"export": export}
-    partial = "progress" if request.htmx and request.htmx.target == "export-progress" else "content"
-    return render_page(request, "procurement/export_detail.html", context, partial=partial)
+    return render_page(
+        request,
+        "procurement/export_detail.html",
+        context,
+        fragments={"export-progress": "export-progress"},
+    )
 
 
 @require_GET

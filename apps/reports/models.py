@@ -6,8 +6,10 @@ live with the workloads (``apps.pools.models.Interruption``).
 from django.conf import settings
 from django.db import models
 
+from apps.core.jobs import Job
 
-class RecomputeJob(models.Model):
+
+class RecomputeJob(Job):
     """Rebuilding the daily rows of a range from the hourly ones, on a Celery worker, with
     its progress for the page's progress bar."""
 
@@ -18,16 +20,21 @@ class RecomputeJob(models.Model):
         FAILED = "failed", "Failed"
         INTERRUPTED = "interrupted", "Interrupted"
 
+    not_started_status = Status.QUEUED
+    succeeded_status = Status.DONE
+    finished_statuses = (Status.DONE, Status.FAILED, Status.INTERRUPTED)
+    job_noun = "recompute"
+    failure_sentence_template = (
+        "The recompute stopped with an error ({error}); the days rebuilt so far are kept. "
+        "Start it again; the server log has the details."
+    )
+    progress_kept_on_failure = True
+
     start_day = models.DateField()
     end_day = models.DateField(help_text="Included.")
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
-    # Written at each progress update and every RUN_HEARTBEAT_SECONDS while it runs; the
-    # reaper marks a run not heard from for a few minutes interrupted (apps/core/runs.py).
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    attempts = models.PositiveSmallIntegerField(default=0, help_text="Times a worker started it.")
     days_done = models.PositiveIntegerField(default=0)
     rows_written = models.PositiveIntegerField(default=0)
-    message = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
@@ -35,8 +42,6 @@ class RecomputeJob(models.Model):
         on_delete=models.SET_NULL,
         related_name="+",
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -48,10 +53,6 @@ class RecomputeJob(models.Model):
     def day_count(self) -> int:
         return (self.end_day - self.start_day).days + 1
 
-    @property
-    def progress_pct(self) -> int:
+    def days_done_pct(self) -> int:
+        """The share of the range's days rebuilt, for ``advance``."""
         return round(100 * self.days_done / self.day_count) if self.day_count else 100
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in (self.Status.DONE, self.Status.FAILED, self.Status.INTERRUPTED)

@@ -3,8 +3,6 @@ heartbeat, and the reaper of recomputes whose worker stopped (apps/core/runs.py)
 
 from datetime import UTC, datetime, time, timedelta
 
-from django.utils import timezone
-
 from apps.core import runs
 from apps.reports.models import RecomputeJob
 from apps.telemetry.days import rebuild_days
@@ -23,6 +21,7 @@ def run_recompute(job_id: int) -> int:
         RecomputeJob,
         job_id,
         startable=(RecomputeJob.Status.QUEUED, RecomputeJob.Status.INTERRUPTED),
+        progress_pct=0,
         days_done=0,
         rows_written=0,
         message="",
@@ -30,31 +29,19 @@ def run_recompute(job_id: int) -> int:
     if not claimed:
         return 0
     job = RecomputeJob.objects.get(pk=job_id)
-    try:
-        with runs.heartbeat(RecomputeJob, job.pk):
-            day = job.start_day
-            while day <= job.end_day:
-                last = min(day + timedelta(days=DAYS_PER_STEP - 1), job.end_day)
-                pool_rows, workload_rows = rebuild_days(
-                    datetime.combine(day, time.min, tzinfo=UTC),
-                    datetime.combine(last + timedelta(days=1), time.min, tzinfo=UTC),
-                )
-                job.days_done += (last - day).days + 1
-                job.rows_written += pool_rows + workload_rows
-                job.heartbeat_at = timezone.now()
-                job.save(update_fields=["days_done", "rows_written", "heartbeat_at"])
-                day = last + timedelta(days=1)
-    except Exception as error:
-        job.status, job.finished_at = RecomputeJob.Status.FAILED, timezone.now()
-        job.message = (
-            f"The recompute stopped with an error ({type(error).__name__}: {error}); the days "
-            "rebuilt so far are kept. Start it again; the server log has the details."
-        )
-        job.save(update_fields=["status", "message", "finished_at"])
-        raise
-    job.status, job.finished_at = RecomputeJob.Status.DONE, timezone.now()
-    job.message = f"{job.rows_written:,} daily rows rebuilt over {job.day_count} days."
-    job.save(update_fields=["status", "finished_at", "message"])
+    with job.running():
+        day = job.start_day
+        while day <= job.end_day:
+            last = min(day + timedelta(days=DAYS_PER_STEP - 1), job.end_day)
+            pool_rows, workload_rows = rebuild_days(
+                datetime.combine(day, time.min, tzinfo=UTC),
+                datetime.combine(last + timedelta(days=1), time.min, tzinfo=UTC),
+            )
+            job.days_done += (last - day).days + 1
+            job.rows_written += pool_rows + workload_rows
+            job.advance(job.days_done_pct(), also_save=["days_done", "rows_written"])
+            day = last + timedelta(days=1)
+        job.succeed(f"{job.rows_written:,} daily rows rebuilt over {job.day_count} days.")
     return job.rows_written
 
 

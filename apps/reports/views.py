@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
-from apps.core.htmx import render_page
+from apps.core.htmx import fragment_for, render_page
 from apps.core.outbox import enqueue, mark_waiting
 from apps.core.runs import interrupted_sentence
 from apps.pools.models import Interruption, Pool
@@ -171,16 +171,17 @@ def report(request):
         if html is None:
             html = rendering.report_results(form, query)[1]
         context["results_html"] = html
-    # Filter changes swap only the results (hx-target="#report-results").
-    partial = "results" if request.htmx and request.htmx.target == "report-results" else "content"
-    if partial == "content":
+    # Filter changes swap only the results (hx-target="#report-results"): the filter fields
+    # and recent jobs are read for the whole page only.
+    fragments = {"report-results": "report-results"}
+    if not fragment_for(request, fragments):
         context["filter_fields_html"] = rendering.filter_fields_html(form, request.GET.urlencode())
         context["recent_jobs"] = mark_waiting(
             RecomputeJob.objects.all()[:3],
             recompute_days_task,
             not_started=RecomputeJob.Status.QUEUED,
         )
-    return render_page(request, "reports/report.html", context, partial=partial)
+    return render_page(request, "reports/report.html", context, fragments=fragments)
 
 
 @require_GET
@@ -255,10 +256,12 @@ def recompute_create(request):
 def recompute_detail(request, pk):
     job = get_object_or_404(RecomputeJob.objects.select_related("created_by"), pk=pk)
     mark_waiting([job], recompute_days_task, not_started=RecomputeJob.Status.QUEUED)
-    partial = (
-        "progress" if request.htmx and request.htmx.target == "recompute-progress" else "content"
+    return render_page(
+        request,
+        "reports/recompute_detail.html",
+        {"job": job},
+        fragments={"recompute-progress": "recompute-progress"},
     )
-    return render_page(request, "reports/recompute_detail.html", {"job": job}, partial=partial)
 
 
 # --- interruptions -----------------------------------------------------------------------

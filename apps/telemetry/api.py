@@ -5,6 +5,7 @@ import logging
 
 from django.core.validators import ProhibitNullCharactersValidator
 from django.urls import reverse
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
@@ -305,6 +306,7 @@ class _IngestView(APIView):
             workload=data.get("workload"),
             skip_bad_rows=data["skip_bad_rows"],
             status=ImportRun.Status.RUNNING,
+            started_at=timezone.now(),
         )
         try:
             summary = services.run_import(

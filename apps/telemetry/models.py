@@ -11,6 +11,8 @@ from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
 
+from apps.core.jobs import Job
+
 
 class GpuDevice(models.Model):
     """A GPU, or a MIG slice of one (UUID + GPU instance id), registered on first sight."""
@@ -138,7 +140,7 @@ class RequestSample(models.Model):
         return f"{self.count} request(s) at {self.timestamp:%Y-%m-%d %H:%M:%S}"
 
 
-class ImportRun(models.Model):
+class ImportRun(Job):
     class Status(models.TextChoices):
         PENDING = "pending", "Waiting"
         RUNNING = "running", "Running"
@@ -154,6 +156,15 @@ class ImportRun(models.Model):
         SCRAPE = "scrape", "dcgm-exporter scrape"
         PROMETHEUS = "prometheus", "Prometheus query"
 
+    not_started_status = Status.PENDING
+    succeeded_status = Status.SUCCEEDED
+    finished_statuses = (Status.SUCCEEDED, Status.REJECTED, Status.FAILED, Status.INTERRUPTED)
+    job_noun = "import"
+    failure_sentence_template = (
+        "The import stopped with an error ({error}). Samples are stored once each, so "
+        "importing the file again is safe; the server log has the details."
+    )
+
     kind = models.CharField(
         max_length=10, choices=[("gpu", "GPU telemetry"), ("requests", "Requests")]
     )
@@ -165,26 +176,16 @@ class ImportRun(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
-    # Written at each progress update and every RUN_HEARTBEAT_SECONDS while it runs; the
-    # reaper marks a run not heard from for a few minutes interrupted (apps/core/runs.py).
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    attempts = models.PositiveSmallIntegerField(default=0, help_text="Times a worker started it.")
-    # What the upload task was called with, so the reaper can queue it again.
-    task_arguments = models.JSONField(default=dict, blank=True)
     skip_bad_rows = models.BooleanField(default=False)
     rows_total = models.PositiveIntegerField(default=0)
     rows_accepted = models.PositiveIntegerField(default=0)
     rows_duplicate = models.PositiveIntegerField(default=0)
     rows_rejected = models.PositiveIntegerField(default=0)
-    progress_pct = models.PositiveSmallIntegerField(default=0)
     errors = models.JSONField(default=list, blank=True, help_text="The first rejected lines.")
     warnings = models.JSONField(
         default=list, blank=True, help_text="What was kept but needs a look, in sentences."
     )
-    message = models.TextField(blank=True)
     # An identical file uploaded again is recognised by its digest and refused.
     content_sha256 = models.CharField("SHA-256 of the content", max_length=64, blank=True)
     scraped_at = models.DateTimeField(

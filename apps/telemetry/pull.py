@@ -169,9 +169,7 @@ def _http_error(url: str, response: _HttpResponse) -> PullError:
 def _finish_failed(
     source: PullSource, run: ImportRun, now: datetime, reason: str, status: str
 ) -> ImportRun:
-    run.status, run.message, run.progress_pct = status, reason, 100
-    run.finished_at = timezone.now()
-    run.save()
+    run.finish(status, reason)
     _record_on_source(source, now, STATUS_ERROR, reason)
     logger.warning("pull of %s (%s) failed: %s", source.name, source.url, reason)
     return run
@@ -199,6 +197,7 @@ def _pull(
         pool=source.pool,
         skip_bad_rows=True,
         status=ImportRun.Status.RUNNING,
+        started_at=timezone.now(),
     )
     try:
         result, note = fetch()

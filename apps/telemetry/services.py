@@ -815,6 +815,19 @@ def import_requests(result, *, workload, skip_bad_rows=False, after_chunk=None) 
     return tally.summary(accepted=accepted, touched_workload_hours=touched)
 
 
+# What an import sets on its run before it ends, saved with its outcome.
+_CONTENT_FIELDS = ("content_sha256", "scraped_at")
+_RESULT_FIELDS = (
+    *_CONTENT_FIELDS,
+    "rows_total",
+    "rows_accepted",
+    "rows_duplicate",
+    "rows_rejected",
+    "errors",
+    "warnings",
+)
+
+
 def record_import_run(run: ImportRun, summary: ImportSummary) -> ImportRun:
     run.rows_total = summary.rows_total
     run.rows_accepted = summary.accepted
@@ -822,11 +835,8 @@ def record_import_run(run: ImportRun, summary: ImportSummary) -> ImportRun:
     run.rows_rejected = summary.rejected
     run.errors = [{"line": error.line_number, "message": error.message} for error in summary.errors]
     run.warnings = summary.warnings
-    run.status = ImportRun.Status.REJECTED if summary.rejected_whole else ImportRun.Status.SUCCEEDED
-    run.message = summary.describe()
-    run.progress_pct = 100
-    run.finished_at = timezone.now()
-    run.save()
+    status = ImportRun.Status.REJECTED if summary.rejected_whole else ImportRun.Status.SUCCEEDED
+    run.finish(status, summary.describe(), also_save=_RESULT_FIELDS)
     return run
 
 
@@ -975,41 +985,19 @@ def already_imported_sentence(earlier: ImportRun) -> str:
     )
 
 
-def failed_import_sentence(error: BaseException) -> str:
-    return (
-        f"The import stopped with an error ({type(error).__name__}: {error}). Samples are "
-        "stored once each, so importing the file again is safe; the server log has the details."
-    )
-
-
-def mark_import_failed(run: ImportRun, error: BaseException) -> None:
-    ImportRun.objects.filter(pk=run.pk).update(
-        status=ImportRun.Status.FAILED,
-        progress_pct=100,
-        finished_at=timezone.now(),
-        message=failed_import_sentence(error),
-    )
-
-
 def run_import(run: ImportRun, source, *, columns=None, tz=None, scraped_at=None):
     """Parse, store and record one import (``_parse_store_and_record``) of ``source``, a
     text or the path of a file (read a chunk at a time), writing the run's heartbeat and
     progress meanwhile. Any error but a refused file marks the run failed with a
-    sentence, then is raised: no channel leaves a run "running"."""
-    from apps.core import runs
-
-    try:
+    sentence (``ImportRun.failure_sentence``), then is raised: no channel leaves a run
+    "running"."""
+    with run.running(recorded=(TelemetryFormatError,)) as beat:
         if not isinstance(source, str):
             source = FileLines(source)
-        with runs.heartbeat(ImportRun, run.pk) as beat, paused_gc():
+        with paused_gc():
             return _parse_store_and_record(
                 run, source, beat, columns=columns, tz=tz, scraped_at=scraped_at
             )
-    except TelemetryFormatError:
-        raise
-    except Exception as error:
-        mark_import_failed(run, error)
-        raise
 
 
 # The progress bar's share of reading and storing; the rest is recording and scheduling.
@@ -1066,9 +1054,7 @@ def _parse_store_and_record(
                 after_chunk=after_chunk,
             )
     except TelemetryFormatError as error:
-        run.status, run.message, run.progress_pct = ImportRun.Status.REJECTED, str(error), 100
-        run.finished_at = timezone.now()
-        run.save()
+        run.finish(ImportRun.Status.REJECTED, str(error), also_save=_CONTENT_FIELDS)
         raise
     record_import_run(run, summary)
     if not summary.rejected_whole:

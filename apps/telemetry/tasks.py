@@ -124,9 +124,10 @@ def import_file_task(run_id: int, path: str, columns: dict | None = None, tz: st
         Path(path).unlink(missing_ok=True)
         return ImportRun.Status.REJECTED
     except Exception as error:
-        # Anything unexpected: the page must stop showing "running"; the file is kept so
+        # Anything unexpected (run_import records its own; this also covers the time zone
+        # it is called with): the page must stop showing "running"; the file is kept so
         # the re-delivered task (acks_late) can try again.
-        services.mark_import_failed(run, error)
+        run.fail(run.failure_sentence(error))
         raise
     # The samples are stored: the uploaded copy is no longer needed.
     Path(path).unlink(missing_ok=True)

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from apps.core.htmx import render_page
 from apps.core.outbox import enqueue, mark_waiting
+from apps.core.tables import configure_table
 from apps.pools.models import Pool
 from apps.telemetry.charts import build_pool_utilization_figure
 from apps.telemetry.forms import (
@@ -30,17 +31,11 @@ from apps.telemetry.models import GpuDevice, GpuSample, HostnameRule, ImportRun,
 from apps.telemetry.reconciliation import flagged_pool_days, pool_coverage, pool_days
 from apps.telemetry.rollups import rollup_pool_hours
 from apps.telemetry.services import hour_of, outside_service_sentences
+from apps.telemetry.tables import ImportTable
 from apps.telemetry.tasks import import_file_task
 
 PAGE_SIZE = 25
 IMPORT_FORMS = {"gpu": GpuImportForm, "requests": RequestImportForm}
-FINISHED_STATUSES = {
-    ImportRun.Status.SUCCEEDED,
-    ImportRun.Status.REJECTED,
-    ImportRun.Status.FAILED,
-    # The reaper's sentence says whether it is retried: the page stops polling either way.
-    ImportRun.Status.INTERRUPTED,
-}
 
 
 @require_GET
@@ -50,11 +45,16 @@ def import_list(request):
         .defer("errors")
         .order_by("-created_at", "-pk")
     )
-    page = Paginator(runs, PAGE_SIZE).get_page(request.GET.get("page"))
-    page.object_list = mark_waiting(
-        page.object_list, import_file_task, not_started=ImportRun.Status.PENDING
+    table = ImportTable(runs)
+    page = configure_table(request, table)
+    # The records are the ones the table draws: the flag set here shows in their rows.
+    mark_waiting(page.object_list, import_file_task, not_started=ImportRun.Status.PENDING)
+    return render_page(
+        request,
+        "telemetry/import_list.html",
+        {"table": table, "page": page},
+        fragments={"imports": "imports"},
     )
-    return render_page(request, "telemetry/import_list.html", {"page": page})
 
 
 def _upload_path(run: ImportRun, name: str) -> Path:
@@ -126,14 +126,20 @@ def import_detail(request, pk):
     )
     context = {
         "run": run,
-        "finished": run.status in FINISHED_STATUSES,
+        # Interrupted counts: the reaper's sentence says whether it is retried, and the
+        # page stops polling either way.
+        "finished": run.is_finished,
         "errors_not_shown": max(run.rows_rejected - len(run.errors), 0),
     }
     # Its task may be in the outbox, not yet on the broker (apps/core/outbox.py).
     mark_waiting([run], import_file_task, not_started=ImportRun.Status.PENDING)
-    # The progress card polls itself; anything else gets the page or the whole column.
-    partial = "progress" if request.htmx and request.htmx.target == "import-progress" else "content"
-    return render_page(request, "telemetry/import_detail.html", context, partial=partial)
+    # The progress card polls itself; anything else gets the page or its content.
+    return render_page(
+        request,
+        "telemetry/import_detail.html",
+        context,
+        fragments={"import-progress": "import-progress"},
+    )
 
 
 @require_GET

@@ -1,9 +1,12 @@
 """The technical lead's review in Chromium: the live what-if calculator and the workload
 page's memory chart."""
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
+from apps.pools.models import Pool
 from tests.factories import TEST_PASSWORD
 
 
@@ -59,3 +62,45 @@ def test_workload_page_draws_the_memory_chart_against_the_gpu(
     expect(page.locator("#chart-memory")).to_contain_text("A100 SXM 80GB: 80 GB")
     expect(page.locator("#recommendations tbody tr").first).to_be_visible()
     page.screenshot(path=str(screenshot_dir / "workload-does-not-fit.png"), full_page=True)
+
+
+@pytest.mark.browser
+def test_pool_list_sorts_by_a_header_click_and_keeps_it_through_a_filter(
+    signed_in_lead, live_server, screenshot_dir
+):
+    """The price-per-GPU-hour header swaps the table in place (no reload), pushes the
+    sorted URL, and a filter change afterwards keeps that order."""
+    page = signed_in_lead
+    page.goto(f"{live_server.url}/pools/")
+    page.evaluate("window.__noReload = true")
+    expected = sorted(
+        Pool.objects.active().values_list("effective_price_per_gpu_hour_usd", "name"),
+    )
+
+    header = page.locator("#pool-table thead a", has_text="Price per GPU-hour")
+    header.click()
+    expect(page.locator("#pool-table thead a.table-sort.asc")).to_have_text("Price per GPU-hour")
+    expect(page).to_have_url(re.compile(r"[?&]sort=price\b"))
+    names = page.locator("#pool-table tbody tr td:first-child a").all_inner_texts()
+    assert names == [name for _, name in expected]
+
+    page.locator("#pool-table thead a", has_text="Price per GPU-hour").click()
+    expect(page.locator("#pool-table thead a.table-sort.desc")).to_have_text("Price per GPU-hour")
+    expect(page).to_have_url(re.compile(r"[?&]sort=-price\b"))
+    names = page.locator("#pool-table tbody tr td:first-child a").all_inner_texts()
+    assert names == [name for _, name in reversed(expected)]
+
+    page.select_option("#id_purpose", "inference")
+    expect(page).to_have_url(re.compile(r"purpose=inference"))
+    inference = sorted(
+        Pool.objects.active()
+        .filter(purpose="inference")
+        .values_list("effective_price_per_gpu_hour_usd", "name"),
+        reverse=True,
+    )
+    expect(page.locator("#pool-table tbody tr")).to_have_count(len(inference))
+    names = page.locator("#pool-table tbody tr td:first-child a").all_inner_texts()
+    assert names == [name for _, name in inference]
+    assert "sort=-price" in page.url
+    page.screenshot(path=str(screenshot_dir / "pool-list-sorted.png"), full_page=True)
+    assert page.evaluate("window.__noReload") is True, "the page reloaded"

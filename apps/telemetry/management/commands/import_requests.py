@@ -2,6 +2,7 @@
 [--columns timestamp=H,input_tokens=H,output_tokens=H,latency_ms=H,status=H]``"""
 
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 
 from apps.pools.models import Workload
 from apps.telemetry import services
@@ -43,13 +44,12 @@ class Command(BaseCommand):
             workload=workload,
             skip_bad_rows=options["skip_bad_rows"],
             status=ImportRun.Status.RUNNING,
+            started_at=timezone.now(),
         )
         try:
             summary = services.run_import(run, path, columns=columns, tz=time_zone(options["tz"]))
         except TelemetryFormatError as error:
             raise CommandError(f"{options['path']}: {error}") from error
         except Exception as error:  # run_import marked the run failed with this sentence
-            raise CommandError(
-                f"{options['path']}: {services.failed_import_sentence(error)}"
-            ) from error
+            raise CommandError(f"{options['path']}: {run.failure_sentence(error)}") from error
         report(self, summary)

@@ -11,6 +11,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 
 from apps.pools.models import Pool
 from apps.telemetry import services
@@ -100,6 +101,7 @@ class Command(BaseCommand):
             pool=pool,
             skip_bad_rows=options["skip_bad_rows"],
             status=ImportRun.Status.RUNNING,
+            started_at=timezone.now(),
             content_sha256=digest,
         )
         try:
@@ -109,9 +111,7 @@ class Command(BaseCommand):
         except TelemetryFormatError as error:
             raise CommandError(f"{options['path']}: {error}") from error
         except Exception as error:  # run_import marked the run failed with this sentence
-            raise CommandError(
-                f"{options['path']}: {services.failed_import_sentence(error)}"
-            ) from error
+            raise CommandError(f"{options['path']}: {run.failure_sentence(error)}") from error
         report(self, summary)
         if summary.new_devices or summary.unassigned_devices:
             self.stdout.write(summary.describe())
