@@ -97,10 +97,15 @@ def fast_password_hashing(settings):
 
 @pytest.fixture(autouse=True)
 def fresh_report_cache():
-    """Each test starts with no cached report figures reachable (apps/reports/cache.py):
-    the cache outlives the test database's rollbacks."""
-    from apps.reports.cache import bump_reports_version
+    """Each test starts with no cached report figures reachable and no pages remembered
+    as recently viewed (apps/reports/cache.py): the cache outlives the test database's
+    rollbacks, and a worker still warming another test's remembered pages would cache
+    them under this test's version."""
+    from django.core.cache import cache
 
+    from apps.reports.cache import RECENT_KEY, bump_reports_version
+
+    cache.delete(RECENT_KEY)
     bump_reports_version()
 
 

@@ -2,8 +2,6 @@
 it: progress, success, failure with a sentence a person can act on, and the state
 values each model's page and reaper rely on."""
 
-import threading
-import time
 from datetime import date, timedelta
 
 import pytest
@@ -16,6 +14,7 @@ from apps.core.jobs import FAILED, INTERRUPTED, RUNNING, Job
 from apps.procurement.models import ComparisonExport, Scenario
 from apps.reports.models import RecomputeJob
 from apps.telemetry.models import ImportRun
+from tests.waiting import wait_until
 
 JOB_MODELS = (ImportRun, ComparisonExport, RecomputeJob)
 
@@ -173,17 +172,14 @@ def test_running_keeps_the_heartbeat_fresh_from_its_own_thread(settings):
     run = make_job(ImportRun, status=RUNNING)
     long_ago = timezone.now() - timedelta(hours=1)
     ImportRun.objects.filter(pk=run.pk).update(heartbeat_at=long_ago)
-    beating = threading.Event()
     with run.running() as beat:
         beat.progress(55)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+
+        def beaten():
             run.refresh_from_db()
-            if run.heartbeat_at > long_ago and run.progress_pct == 55:
-                beating.set()
-                break
-            time.sleep(0.05)
-    assert beating.is_set(), "the heartbeat thread wrote nothing within 10 s"
+            return run.heartbeat_at > long_ago and run.progress_pct == 55
+
+        wait_until(beaten, timeout_seconds=10, what="the heartbeat thread to write")
 
 
 @pytest.mark.django_db
