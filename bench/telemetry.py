@@ -776,7 +776,7 @@ def measure_incremental(
             new_rows,
             note=(
                 f"the {len(touched)} pool-hours a 1-hour import touched after {history_days} d "
-                f"of history, as the Celery task runs them (rollup_pool_hours); best of {repeat}"
+                f"of history, as the drain runs them (rollup_pool_hours a range); best of {repeat}"
             ),
             ratio=ratio,
             ratio_text=f"{ratio:.2%} of full",
@@ -828,7 +828,7 @@ def measure_sustained(
             status=ImportRun.Status.RUNNING,
         )
         result = services.parse_gpu_text(text, format="dcgm", scraped_at=scraped_at)
-        summary = services.import_gpu_samples(result, skip_bad_rows=True, defer_rollups=True)
+        summary = services.import_gpu_samples(result, skip_bad_rows=True)
         services.record_import_run(run, summary)
         imported += summary.accepted
         if with_drain and number % (node_count * DRAIN_EVERY_ROUNDS) == 0:

@@ -297,6 +297,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # has no consumer heartbeat); it must exceed the longest task's time limit.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT_SECONDS", default=2 * 60 * 60),
+    # Such tasks are looked for every interval × throttle seconds (kombu's defaults: 10 × 10):
+    # a short visibility timeout needs a shorter sweep to be felt.
+    "unacked_restore_interval": env.int("CELERY_UNACKED_RESTORE_INTERVAL_SECONDS", default=10),
+    "unacked_restore_throttle": env.int("CELERY_UNACKED_RESTORE_THROTTLE", default=10),
     # A broker that is down or drops packets must not hold a web request: publishing
     # gives up within seconds and the work waits in the outbox (apps/core/outbox.py).
     # The read timeout stays above the worker's 1 s BRPOP; a publisher's connection is
@@ -343,7 +347,8 @@ CELERY_BEAT_SCHEDULE["pull-telemetry-sources"] = {
     "options": {"expires": 12},
 }
 CELERY_BEAT_SCHEDULE["rollup-pending-telemetry"] = {
-    # Pulled samples reach the hourly rollups within a minute (telemetry.PendingRollup).
+    # Pulled samples reach the hourly rollups within a minute (telemetry.PendingRollup);
+    # uploads, the API and the command line ask for the same drain after their commit.
     "task": "telemetry.rollup_pending",
     "schedule": timedelta(seconds=60),
     "options": {"expires": 55},

@@ -9,10 +9,11 @@ invalidate and warm their figures).
 
 from datetime import UTC, date, datetime, time, timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, F, FloatField, Q, Sum, Value
 from django.db.models.functions import Coalesce, Trunc, TruncDate
 
+from apps.pools.models import Workload
 from apps.telemetry.mig import DEFAULT_MIG_COMPUTE_SLICES
 from apps.telemetry.models import (
     PoolDailyUsage,
@@ -21,6 +22,7 @@ from apps.telemetry.models import (
     WorkloadHourlyRequests,
     WorkloadHourlyUsage,
 )
+from apps.telemetry.retention import samples_held_q
 from apps.telemetry.signals import usage_changed
 
 _ZERO = Value(0.0, output_field=FloatField())
@@ -240,11 +242,6 @@ def attribute_pool_hours(
     SQLite, the development database, shared pools stay unattributed. Only hours whose
     raw samples are held are rewritten (apps/telemetry/rollups.py, ``samples_held_q``):
     the attribution of purged hours is kept."""
-    from django.db import connection
-
-    from apps.pools.models import Workload
-    from apps.telemetry.retention import samples_held_q
-
     labelled = Workload.objects.exclude(k8s_namespace="", pod_name_prefix="")
     if pool_ids is not None:
         labelled = labelled.filter(pool_id__in=list(pool_ids))

@@ -273,11 +273,12 @@ class PoolHourFlag(models.Model):
 
 
 class PendingRollup(models.Model):
-    """A pool-hour whose samples changed and whose rollup waits for the next
-    ``telemetry.rollup_pending`` beat tick (apps/telemetry/rollups.py, ``rollup_pending``).
+    """A pool-hour whose samples changed and whose rollup waits for the drain
+    (``telemetry.rollup_pending``: apps/telemetry/rollups.py, ``rollup_pending``).
 
-    The pull channels queue here instead of enqueuing a rollup per scrape: a 1,000-GPU
-    fleet scraped every 15 s is 500 scrapes a minute but only a few pool-hours
+    Every channel queues here: an upload, the API and the command line ask for a drain
+    right after their commit; the pull channels leave it to beat's tick every minute, since
+    a 1,000-GPU fleet scraped every 15 s is 500 scrapes a minute but only a few pool-hours
     (bench/README.md, finding 3). A row is written in the import's own transaction, so a
     committed sample always has its pool-hour queued.
     """
@@ -286,7 +287,7 @@ class PendingRollup(models.Model):
     hour = models.DateTimeField()
     # Replaced by every import that touches the pool-hour again. The drain deletes only
     # the rows whose token it read before rolling up, so samples committed while it runs
-    # keep their pool-hour queued for the next tick.
+    # keep their pool-hour queued for the next drain.
     token = models.UUIDField(default=uuid.uuid4)
 
     class Meta:
@@ -296,6 +297,25 @@ class PendingRollup(models.Model):
 
     def __str__(self):
         return f"{self.pool_id} {self.hour:%Y-%m-%d %H:00}"
+
+
+class PendingWorkloadRollup(models.Model):
+    """A workload-hour whose request samples changed, queued for the same drain as
+    ``PendingRollup`` and unqueued by token the same way."""
+
+    workload = models.ForeignKey("pools.Workload", on_delete=models.CASCADE, related_name="+")
+    hour = models.DateTimeField()
+    token = models.UUIDField(default=uuid.uuid4)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workload", "hour"], name="pending_workload_rollup_unique"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.workload_id} {self.hour:%Y-%m-%d %H:00}"
 
 
 class WorkloadHourlyRequests(models.Model):

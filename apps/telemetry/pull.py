@@ -10,9 +10,9 @@
 
 Both record an ImportRun (history page) and the outcome on the PullSource, keep the good
 rows of a sample with an odd line (a live endpoint should not lose a whole scrape to one
-bad value; the rejected ones are listed on the run), queue the pool-hours they touched for
-the next ``telemetry.rollup_pending`` beat tick (PendingRollup: one rollup per pool-hour a
-minute, not one per scrape), and never raise for what a network or a server can be
+bad value; the rejected ones are listed on the run), leave the pool-hours they touched
+queued for the next ``telemetry.rollup_pending`` beat tick (PendingRollup: one rollup per
+pool-hour a minute, not one per scrape), and never raise for what a network or a server can be
 expected to do: unreachable, timing out, answering an HTTP error or something that is not
 telemetry.
 
@@ -202,7 +202,7 @@ def _pull(
     try:
         result, note = fetch()
         summary = services.import_gpu_samples(
-            result, pool=source.pool, skip_bad_rows=True, defer_rollups=True, received_at=now
+            result, pool=source.pool, skip_bad_rows=True, received_at=now
         )
     except PullError as error:
         return _finish_failed(source, run, now, str(error), ImportRun.Status.FAILED), STATUS_ERROR

@@ -29,8 +29,13 @@ Per workload and hour: requests, input and output tokens, errors (status not 2xx
 success/empty) and the p95 latency.
 
 Every rollup also rebuilds the daily sums of the UTC days it touched
-(apps/reports/rollups.py), in the same transaction, so reports never see one without
+(apps/telemetry/days.py), in the same transaction, so reports never see one without
 the other.
+
+Every channel (upload, API, command line, pull) queues the hours it touched
+(``queue_pool_hours``, ``queue_workload_hours``) in its import's transaction, and one
+drain (``rollup_pending``) rolls them up: device-hours, pool-hours, workload attribution,
+days, in one transaction per owner and contiguous hour range.
 
 History is permanent: raw samples are purged after TELEMETRY_RAW_RETENTION_DAYS and the
 hourly rows are then the only record, so a recompute deletes or rewrites a pool-hour (its
@@ -47,7 +52,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, Max, Min, OuterRef
 
 from apps.core.outbox import enqueue
 from apps.pools.hours import floor_hour
@@ -60,6 +65,7 @@ from apps.telemetry.mig import DEFAULT_MIG_COMPUTE_SLICES
 from apps.telemetry.models import (
     GpuSample,
     PendingRollup,
+    PendingWorkloadRollup,
     PoolHourFlag,
     PoolHourlyUsage,
     RequestSample,
@@ -440,8 +446,6 @@ def rollup_workload_hours(workload_id: int, start: datetime, end: datetime) -> i
 
 
 def _fill_p95_in_python(workload_id, start, end):
-    from apps.telemetry.models import RequestSample
-
     latencies: dict = {}
     samples = RequestSample.objects.filter(
         workload_id=workload_id,
@@ -470,53 +474,70 @@ def hour_ranges(hours) -> list[tuple[datetime, datetime]]:
 
 
 def queue_pool_hours(pool_hours) -> None:
-    """Queue (pool id, hour) pairs for ``rollup_pending``, in the caller's transaction.
+    """Queue (pool id, hour) pairs for the drain, in the caller's transaction."""
+    _queue(PendingRollup, "pool", pool_hours)
 
-    One ``INSERT … ON CONFLICT (pool_id, hour) DO UPDATE SET token = excluded.token``:
-    a pool-hour is queued once however often it is touched, and a fresh token tells the
-    drain it was touched again. Rows go in (pool, hour) order, so two imports touching
-    the same pool-hours lock them in the same order and cannot deadlock.
-    """
-    PendingRollup.objects.bulk_create(
+
+def queue_workload_hours(workload_hours) -> None:
+    """Queue (workload id, hour) pairs for the drain, in the caller's transaction."""
+    _queue(PendingWorkloadRollup, "workload", workload_hours)
+
+
+def _queue(model, owner: str, owner_hours) -> None:
+    """One ``INSERT … ON CONFLICT (owner, hour) DO UPDATE SET token = excluded.token``:
+    an hour is queued once however often it is touched, and a fresh token tells the
+    drain it was touched again. Rows go in (owner, hour) order, so two imports touching
+    the same hours lock them in the same order and cannot deadlock."""
+    model.objects.bulk_create(
         [
-            PendingRollup(pool_id=pool_id, hour=hour, token=uuid.uuid4())
-            for pool_id, hour in sorted(pool_hours)
+            model(**{f"{owner}_id": owner_id, "hour": hour, "token": uuid.uuid4()})
+            for owner_id, hour in sorted(owner_hours)
         ],
         update_conflicts=True,
-        unique_fields=["pool", "hour"],
+        unique_fields=[owner, "hour"],
         update_fields=["token"],
     )
 
 
+def request_drain() -> None:
+    """Ask a worker for ``telemetry.rollup_pending`` once the caller's transaction
+    commits (through the outbox, so a broker that is down delays it and loses nothing).
+    The channels whose user waits for the result (an upload, the API, the command line)
+    ask; the pull channels leave their pool-hours to beat's tick."""
+    enqueue("telemetry.rollup_pending")
+
+
 def rollup_pending() -> tuple[int, int]:
-    """Roll up every queued pool-hour, then unqueue exactly the rows that were read;
-    returns (pool-hours unqueued, hourly rows written).
+    """Roll up every queued pool-hour and workload-hour, then unqueue exactly the rows
+    that were read; returns (hours unqueued, hourly rows written).
 
     Samples committed before the queue is read are in the rollup, which reads them
     afterwards. An import committing later either queued a row this drain never saw, or
     replaced the token of a row it did see; neither is deleted, so the next drain rolls
     that hour up again. A drain killed halfway leaves its rows queued: recomputing an
-    hour is idempotent. Each pool's contiguous hours are one ``rollup_pool_hours``
-    transaction that also unqueues them, row by row in (pool, hour) order, the order
-    ``queue_pool_hours`` locks them in.
+    hour is idempotent, and two drains at once compute the same rows (a pool's rollups
+    wait for each other: ``_serialize_rollups``). Each owner's contiguous hours are one
+    transaction that rolls them up and unqueues them, row by row in (owner, hour)
+    order, the order ``_queue`` locks them in.
     """
-    pending = list(
-        PendingRollup.objects.order_by("pool_id", "hour").values_list("pool_id", "hour", "token")
-    )
-    tokens: dict[tuple[int, datetime], uuid.UUID] = {
-        (pool_id, hour): token for pool_id, hour, token in pending
-    }
-    by_pool: dict[int, list[datetime]] = {}
-    for pool_id, hour, _token in pending:
-        by_pool.setdefault(pool_id, []).append(hour)
+    pools = _drain(PendingRollup, "pool_id", rollup_pool_hours)
+    workloads = _drain(PendingWorkloadRollup, "workload_id", rollup_workload_hours)
+    return pools[0] + workloads[0], pools[1] + workloads[1]
+
+
+def _drain(model, owner: str, rollup) -> tuple[int, int]:
+    pending = list(model.objects.order_by(owner, "hour").values_list(owner, "hour", "token"))
+    by_owner: dict[int, dict[datetime, uuid.UUID]] = {}
+    for owner_id, hour, token in pending:
+        by_owner.setdefault(owner_id, {})[hour] = token
     written = 0
-    for pool_id, hours in by_pool.items():
-        for start, end in hour_ranges(hours):
+    for owner_id, tokens in by_owner.items():
+        for start, end in hour_ranges(tokens):
             with transaction.atomic():
-                written += rollup_pool_hours(pool_id, start, end)
+                written += rollup(owner_id, start, end)
                 hour = start
                 while hour < end:
-                    PendingRollup.objects.filter(token=tokens[pool_id, hour]).delete()
+                    model.objects.filter(token=tokens[hour]).delete()
                     hour += _ONE_HOUR
     return len(pending), written
 
@@ -528,8 +549,6 @@ def rollup_pool_history(pool_id: int) -> int:
     ``outside_service`` flag), then its daily sums over its whole hourly history, which
     leave out hours outside the period whose samples are purged (their rows are kept).
     Returns hourly rows written."""
-    from django.db.models import Max, Min
-
     written = 0
     samples = GpuSample.objects.filter(device__pool_id=pool_id).aggregate(
         first=Min("timestamp"), last=Max("timestamp")
@@ -548,8 +567,6 @@ def rollup_pool_history(pool_id: int) -> int:
 
 def rollup_everything() -> tuple[int, int]:
     """From scratch, for every pool and workload with data: (pool rows, workload rows)."""
-    from django.db.models import Max, Min
-
     pool_rows = workload_rows = 0
     # The span of all raw samples (two probes of the timestamp index); inside it only the
     # pool-hours that hold samples are rebuilt, so one stray old sample widens the span
@@ -565,25 +582,3 @@ def rollup_everything() -> tuple[int, int]:
         end = floor_hour(span["last"]) + _ONE_HOUR
         workload_rows += rollup_workload_hours(span["workload_id"], floor_hour(span["first"]), end)
     return pool_rows, workload_rows
-
-
-def schedule_rollups(summary) -> int:
-    """Enqueue (after commit, through the outbox) one task per pool or workload and
-    contiguous hour range the import touched: only those hours are recomputed. Returns the
-    number of tasks.
-
-    For uploads, the API and the command line, whose users wait for their result; the
-    pull channels queue their pool-hours for ``rollup_pending_task`` instead."""
-    tasks = 0
-    for task, touched in (
-        ("telemetry.rollup_pool_hours", summary.touched_pool_hours),
-        ("telemetry.rollup_workload_hours", summary.touched_workload_hours),
-    ):
-        by_owner: dict[int, list] = {}
-        for owner_id, hour in touched:
-            by_owner.setdefault(owner_id, []).append(hour)
-        for owner_id, hours in by_owner.items():
-            for start, end in hour_ranges(hours):
-                enqueue(task, owner_id, start.isoformat(), end.isoformat())
-                tasks += 1
-    return tasks

@@ -16,12 +16,16 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from apps.core import runs
+from apps.core.outbox import enqueue
 from apps.pools.models import Pool
+from apps.telemetry import parsers
 from apps.telemetry.mig import compute_slices_of_profile
 from apps.telemetry.models import (
     GpuDevice,
@@ -33,7 +37,10 @@ from apps.telemetry.models import (
     RequestSample,
 )
 from apps.telemetry.parsers import NUL_SENTENCE, FileLines, TelemetryFormatError, paused_gc
+from apps.telemetry.parsers._common import merge_chunks
 from apps.telemetry.parsers.rows import GpuSampleRow, ParseResult, RowError
+from apps.telemetry.retention import raw_retention_horizon, samples_held_q
+from apps.telemetry.rollups import queue_pool_hours, queue_workload_hours, request_drain
 
 ERRORS_KEPT = 50  # rejected lines stored on the import run (the count is always exact)
 # Lines parsed, staged and inserted at a time by an import: memory holds one chunk's rows.
@@ -541,8 +548,6 @@ def _refuse_final_hours(rows: list[GpuSampleRow], devices: dict) -> tuple[list, 
     refused when its pool-hour has a rollup row and no raw samples held, as after the
     purge. That hourly row is the hour's only record and a recompute never rewrites it
     (apps/telemetry/rollups.py), so the sample could never count."""
-    from apps.telemetry.retention import raw_retention_horizon, samples_held_q
-
     horizon = raw_retention_horizon()
     # Per row only the age is compared: the pool is looked up for the few old rows.
     old_rows = [row for row in rows if row.timestamp < horizon]
@@ -691,7 +696,6 @@ def import_gpu_samples(
     *,
     pool=None,
     skip_bad_rows=False,
-    defer_rollups=False,
     received_at: datetime | None = None,
     after_chunk=None,
 ) -> ImportSummary:
@@ -708,10 +712,9 @@ def import_gpu_samples(
     CLOCK_SKEW_TOLERANCE after ``received_at`` (default now: when the text arrived) flag
     their pool-hours as clock skew and are counted in the warnings too.
 
-    With ``defer_rollups`` (the pull channels: a scrape every 15 s per node) those
-    pool-hours are also queued as PendingRollup rows in this same transaction, so they are
-    rolled up by the next ``telemetry.rollup_pending`` beat tick exactly when the samples
-    are stored, instead of one rollup task per scrape (bench/README.md, finding 3).
+    The pool-hours the rows touched are queued for the rollup drain (PendingRollup) in
+    this same transaction, so a committed sample always has its hour queued; the caller
+    decides when the drain runs (``rollups.request_drain``).
     """
     tally = _Tally()
     registry = DeviceRegistry(pool=pool)
@@ -754,9 +757,7 @@ def import_gpu_samples(
         transaction.set_rollback(True)  # the devices and samples stored above are not kept
         return tally.summary(rejected_whole=True)
     registry.save()
-    if defer_rollups and touched:
-        from apps.telemetry.rollups import queue_pool_hours
-
+    if touched:
         queue_pool_hours(touched)
     return tally.summary(
         accepted=accepted,
@@ -770,7 +771,8 @@ def import_gpu_samples(
 @transaction.atomic
 def import_requests(result, *, workload, skip_bad_rows=False, after_chunk=None) -> ImportSummary:
     """Store the parsed request rows of ``workload`` once each, chunk by chunk in one
-    transaction, as ``import_gpu_samples`` does."""
+    transaction, and queue the workload-hours they touched, as ``import_gpu_samples``
+    does."""
     tally = _Tally()
     accepted = 0
     touched = set()
@@ -804,6 +806,8 @@ def import_requests(result, *, workload, skip_bad_rows=False, after_chunk=None) 
     if tally.rejected and not skip_bad_rows:
         transaction.set_rollback(True)
         return tally.summary(rejected_whole=True)
+    if touched:
+        queue_workload_hours(touched)
     return tally.summary(accepted=accepted, touched_workload_hours=touched)
 
 
@@ -836,11 +840,6 @@ def reap_stalled_imports() -> int:
     """Mark imports not heard from for a few minutes interrupted (apps/core/runs.py); an
     upload whose file is still there is queued again, since samples are keyed upserts.
     Returns the runs marked."""
-    from pathlib import Path
-
-    from apps.core import runs
-    from apps.core.outbox import enqueue
-
     pulled = (ImportRun.Source.SCRAPE, ImportRun.Source.PROMETHEUS)
 
     def describe(run):
@@ -891,8 +890,6 @@ def parse_column_mapping(text: str) -> dict[str, str]:
 def gpu_chunks(source, *, format: str, columns=None, tz=None, scraped_at=None):
     """The ParseResults of ``source`` (a text, or FileLines of a file) in the format's
     parser (apps/telemetry/parsers/), a chunk of lines at a time."""
-    from apps.telemetry import parsers
-
     tz = tz or UTC
     if format == "dcgm":
         return parsers.iter_dcgm(
@@ -911,8 +908,6 @@ def gpu_chunks(source, *, format: str, columns=None, tz=None, scraped_at=None):
 
 def request_chunks(source, *, format: str, columns=None, tz=None):
     """As ``gpu_chunks``, for request logs."""
-    from apps.telemetry import parsers
-
     if format == "azure-llm":
         return parsers.iter_azure_llm(source, chunk_rows=IMPORT_CHUNK_ROWS)
     if format == "csv":
@@ -931,8 +926,6 @@ def request_chunks(source, *, format: str, columns=None, tz=None):
 
 def parse_gpu_text(text: str, *, format: str, columns=None, tz=None, scraped_at=None):
     """The whole text parsed as one ParseResult."""
-    from apps.telemetry.parsers._common import merge_chunks
-
     with paused_gc():
         return merge_chunks(
             gpu_chunks(text, format=format, columns=columns, tz=tz, scraped_at=scraped_at)
@@ -1001,16 +994,14 @@ def _parse_store_and_record(
 ):
     """Parse, store and record one import, the same way for every channel (command line,
     upload task, API): the run ends succeeded or rejected with its counts, and the hours it
-    touched are scheduled for rollup. A file that cannot be read at all (a NUL character
-    or bytes that are not UTF-8 included) raises TelemetryFormatError after the run is
-    marked rejected with the reason.
+    touched are rolled up by a drain asked for after the commit. A file that cannot be
+    read at all (a NUL character or bytes that are not UTF-8 included) raises
+    TelemetryFormatError after the run is marked rejected with the reason.
 
     The run keeps the content's digest (unless the channel already set it from the raw
     bytes) and, for dcgm, the scrape time the samples were dated at; samples are checked
     for clock skew against the run's creation, when the content arrived. A file is read
     and stored a chunk at a time, its progress reported after each chunk."""
-    from apps.telemetry.rollups import schedule_rollups
-
     is_file = isinstance(source, FileLines)
     if not run.content_sha256:
         run.content_sha256 = file_sha256(source.path) if is_file else content_sha256(source)
@@ -1049,6 +1040,6 @@ def _parse_store_and_record(
         run.finish(ImportRun.Status.REJECTED, str(error), also_save=_CONTENT_FIELDS)
         raise
     record_import_run(run, summary)
-    if not summary.rejected_whole:
-        schedule_rollups(summary)
+    if summary.touched_pool_hours or summary.touched_workload_hours:
+        request_drain()
     return summary

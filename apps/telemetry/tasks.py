@@ -2,31 +2,19 @@
 and delete-then-recompute of a range in one transaction), so they are acknowledged late
 and re-queued when their worker dies."""
 
-from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
 
 from celery import shared_task
 
-from apps.telemetry import retention, rollups
-from apps.telemetry.models import GpuSample
+from apps.core import runs
+from apps.telemetry import retention, rollups, services
+from apps.telemetry.models import GpuSample, ImportRun
+from apps.telemetry.parsers import TelemetryFormatError
 from apps.telemetry.pull_tasks import (  # noqa: F401 - registers the pull tasks with workers
     pull_due_sources_task,
     pull_source_task,
 )
-
-
-@shared_task(
-    name="telemetry.rollup_pool_hours",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    max_retries=5,
-    default_retry_delay=30,
-    time_limit=15 * 60,
-    soft_time_limit=14 * 60,
-)
-def rollup_pool_hours_task(pool_id: int, start_iso: str, end_iso: str) -> int:
-    return rollups.rollup_pool_hours(
-        pool_id, datetime.fromisoformat(start_iso), datetime.fromisoformat(end_iso)
-    )
 
 
 @shared_task(
@@ -43,21 +31,6 @@ def rollup_pool_history_task(pool_id: int) -> int:
 
 
 @shared_task(
-    name="telemetry.rollup_workload_hours",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    max_retries=5,
-    default_retry_delay=30,
-    time_limit=15 * 60,
-    soft_time_limit=14 * 60,
-)
-def rollup_workload_hours_task(workload_id: int, start_iso: str, end_iso: str) -> int:
-    return rollups.rollup_workload_hours(
-        workload_id, datetime.fromisoformat(start_iso), datetime.fromisoformat(end_iso)
-    )
-
-
-@shared_task(
     name="telemetry.rollup_pending",
     acks_late=True,
     reject_on_worker_lost=True,
@@ -65,10 +38,11 @@ def rollup_workload_hours_task(workload_id: int, start_iso: str, end_iso: str) -
     soft_time_limit=14 * 60,
 )
 def rollup_pending_task() -> int:
-    """Roll up the pool-hours the pull channels queued (PendingRollup); beat runs it every
-    60 s (settings: "rollup-pending-telemetry"), so pulled data reaches the charts within
-    about a minute. Idempotent: a drain killed halfway leaves its rows queued and the next
-    one recomputes those hours. Returns the pool-hours unqueued."""
+    """Roll up the hours every channel queued (PendingRollup, PendingWorkloadRollup).
+    Uploads, the API and the command line ask for it after their commit; beat runs it
+    every 60 s (settings: "rollup-pending-telemetry"), so pulled data reaches the charts
+    within about a minute. Idempotent: a drain killed halfway leaves its rows queued and
+    the next one recomputes those hours. Returns the hours unqueued."""
     unqueued, _written = rollups.rollup_pending()
     return unqueued
 
@@ -94,14 +68,6 @@ def import_file_task(run_id: int, path: str, columns: dict | None = None, tz: st
     """Import an uploaded file recorded as ImportRun ``run_id``; progress is written on
     the run for the page's progress bar. Idempotent: samples are keyed, so a re-run after
     a lost worker stores nothing twice (its summary then counts duplicates)."""
-    from pathlib import Path
-    from zoneinfo import ZoneInfo
-
-    from apps.core import runs
-    from apps.telemetry import services
-    from apps.telemetry.models import ImportRun
-    from apps.telemetry.parsers import TelemetryFormatError
-
     # The arguments are kept on the run, so the reaper can queue the import again when this
     # worker stops; a redelivered task of a run retried or finished meanwhile does nothing.
     claimed = runs.claim(

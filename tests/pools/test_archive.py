@@ -245,7 +245,8 @@ def test_api_delete_of_a_pool_with_history_answers_409_json(pool, make_user):
 
 @pytest.mark.django_db
 def test_api_delete_refused_by_the_database_answers_409_json(pool, workload, make_user):
-    """A pool with workloads (PROTECT): Django's ProtectedError used to answer 500 HTML."""
+    """A pool with workloads (PROTECT): without a handler, Django's ProtectedError would
+    answer 500 HTML."""
     assert pool.workloads.exists()
     response = _api(make_user, "lead").delete(f"/api/v1/pools/{pool.slug}/")
     assert response.status_code == 409

@@ -22,7 +22,6 @@ from apps.telemetry.models import (
     RequestSample,
     WorkloadHourlyRequests,
 )
-from apps.telemetry.rollups import schedule_rollups
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SCRAPES = sorted((DATA / "dcgm-exporter" / "scrapes").glob("*.prom"))
@@ -311,23 +310,42 @@ def test_hostname_rules_assign_new_devices(tmp_path, pool):
 
 
 @pytest.mark.django_db
-def test_only_touched_hours_are_scheduled(tmp_path, pool, django_capture_on_commit_callbacks):
+def test_only_touched_hours_are_queued_and_one_drain_is_asked_for(
+    tmp_path, pool, django_capture_on_commit_callbacks
+):
+    from apps.core.models import OutboxTask
+    from apps.telemetry.models import PendingRollup
+
     ten = datetime(2026, 11, 1, 10, tzinfo=UTC)
     rows = [(ten + timedelta(hours=offset), "GPU-a", "n", 10, 1, 1) for offset in (0, 1, 5)]
     path = tmp_path / "samples.csv"
     _write_samples(path, rows)
-    from apps.telemetry.parsers import parse_gpu_csv
-
-    result = parse_gpu_csv(path.read_text(), columns=services.parse_column_mapping(COLUMNS))
-    summary = services.import_gpu_samples(result, pool=pool)
     with django_capture_on_commit_callbacks() as callbacks:
-        scheduled = schedule_rollups(summary)
-    # 10:00–12:00 is one contiguous range, 15:00–16:00 another.
-    assert scheduled == 2 and len(callbacks) == 2
+        run(
+            "import_telemetry",
+            str(path),
+            "--format",
+            "csv",
+            "--columns",
+            COLUMNS,
+            "--pool",
+            pool.slug,
+        )
+    assert sorted(PendingRollup.objects.values_list("hour", flat=True)) == [
+        ten,
+        ten + timedelta(hours=1),
+        ten + timedelta(hours=5),
+    ]
+    # One drain for the whole import, whatever the number of hours it touched.
+    assert [task.name for task in OutboxTask.objects.all()] == ["telemetry.rollup_pending"]
+    assert len(callbacks) == 1
+    # 10:00–12:00 is one contiguous range, 15:00–16:00 another: two rollups.
     assert rollups.hour_ranges([ten, ten + timedelta(hours=1), ten + timedelta(hours=5)]) == [
         (ten, ten + timedelta(hours=2)),
         (ten + timedelta(hours=5), ten + timedelta(hours=6)),
     ]
+    assert rollups.rollup_pending() == (3, 3)
+    assert not PendingRollup.objects.exists()
 
 
 @pytest.mark.django_db
@@ -517,14 +535,14 @@ def test_touched_pool_hours_are_each_pool_hour_with_a_sample(pool):
 
 
 @pytest.mark.django_db
-def test_deferred_rollups_are_queued_with_the_samples_and_only_with_them(pool):
+def test_rollups_are_queued_with_the_samples_and_only_with_them(pool):
     from django.db import transaction
 
     from apps.telemetry.models import PendingRollup
 
     ten = datetime(2026, 11, 1, 10, tzinfo=UTC)
     rows = [_row("GPU-q", ten + timedelta(minutes=30 * step), 40.0) for step in range(3)]
-    summary = _import(rows, pool=pool, defer_rollups=True)
+    summary = _import(rows, pool=pool)
     queued = dict(PendingRollup.objects.values_list("hour", "token"))
     assert (
         set(queued)
@@ -534,7 +552,7 @@ def test_deferred_rollups_are_queued_with_the_samples_and_only_with_them(pool):
     assert not PoolHourlyUsage.objects.exists()
 
     # Touched again: still one row per pool-hour, with a new token.
-    _import(rows[:1], pool=pool, defer_rollups=True)
+    _import(rows[:1], pool=pool)
     again = dict(PendingRollup.objects.values_list("hour", "token"))
     assert set(again) == set(queued)
     assert (
@@ -542,13 +560,16 @@ def test_deferred_rollups_are_queued_with_the_samples_and_only_with_them(pool):
         and again[ten + timedelta(hours=1)] == queued[ten + timedelta(hours=1)]
     )
 
-    # An import rolled back queues nothing; a plain import queues nothing either.
+    # An import rolled back queues nothing; one that commits queues exactly its hour.
     PendingRollup.objects.all().delete()
     with pytest.raises(RuntimeError), transaction.atomic():
-        _import([_row("GPU-q", ten + timedelta(hours=5), 1.0)], pool=pool, defer_rollups=True)
+        _import([_row("GPU-q", ten + timedelta(hours=5), 1.0)], pool=pool)
         raise RuntimeError("the pull failed after the import")
-    _import([_row("GPU-q", ten + timedelta(hours=6), 1.0)], pool=pool)
     assert not PendingRollup.objects.exists()
+    _import([_row("GPU-q", ten + timedelta(hours=6), 1.0)], pool=pool)
+    assert list(PendingRollup.objects.values_list("pool_id", "hour")) == [
+        (pool.pk, ten + timedelta(hours=6))
+    ]
 
 
 @pytest.mark.django_db
@@ -560,9 +581,8 @@ def test_the_drain_rolls_up_queued_hours_and_keeps_those_touched_meanwhile(pool,
     _import(
         [_row("GPU-1", ten, 30.0), _row("GPU-1", ten + timedelta(hours=1), 50.0)],
         pool=pool,
-        defer_rollups=True,
     )
-    _import([_row("GPU-2", ten + timedelta(hours=4), 70.0)], pool=other, defer_rollups=True)
+    _import([_row("GPU-2", ten + timedelta(hours=4), 70.0)], pool=other)
 
     # While the drain rolls up pool's 10:00–12:00, another scrape stores a sample at
     # 10:30 and queues 10:00 again, as a pull committing meanwhile would.
@@ -576,7 +596,6 @@ def test_the_drain_rolls_up_queued_hours_and_keeps_those_touched_meanwhile(pool,
                 _import(
                     [_row("GPU-3", ten + timedelta(minutes=30), 90.0)],
                     pool=pool,
-                    defer_rollups=True,
                 )
             )
         return written
@@ -601,9 +620,41 @@ def test_rollup_usage_also_drains_the_queue(pool):
     from apps.telemetry.models import PendingRollup
 
     ten = datetime(2026, 11, 1, 10, tzinfo=UTC)
-    _import([_row("GPU-u", ten, 25.0)], pool=pool, defer_rollups=True)
+    _import([_row("GPU-u", ten, 25.0)], pool=pool)
     # Without --all only the last 48 hours are redone, which 2026-11-01 may not be in.
     output = run("rollup_usage")
-    assert "(1 queued by pulls among them)" in output
+    assert "(1 of them queued by imports)" in output
     assert not PendingRollup.objects.exists()
     assert PoolHourlyUsage.objects.get(pool=pool, hour=ten).busy_gpu_hours == pytest.approx(0.25)
+
+
+@pytest.mark.django_db
+def test_range_rollup_tasks_left_in_the_outbox_become_queued_hours(pool, inference_workload):
+    """The migration that brought the drain turns the per-range rollup tasks an outbox
+    still holds into the hours they named, so none of them is lost at an upgrade."""
+    from importlib import import_module
+
+    from django.apps import apps as registry
+
+    from apps.core.models import OutboxTask
+    from apps.telemetry.models import PendingRollup, PendingWorkloadRollup
+
+    migration = import_module("apps.telemetry.migrations.0012_drain_queue_for_workload_hours")
+    ten = datetime(2026, 11, 1, 10, tzinfo=UTC)
+    OutboxTask.objects.create(
+        name="telemetry.rollup_pool_hours",
+        args=[pool.pk, ten.isoformat(), (ten + timedelta(hours=3)).isoformat()],
+    )
+    OutboxTask.objects.create(
+        name="telemetry.rollup_workload_hours",
+        args=[inference_workload.pk, ten.isoformat(), (ten + timedelta(hours=1)).isoformat()],
+    )
+    OutboxTask.objects.create(name="telemetry.rollup_pending")
+    migration.queue_the_ranges_of_range_tasks(registry, None)
+    assert sorted(PendingRollup.objects.values_list("hour", flat=True)) == [
+        ten + timedelta(hours=offset) for offset in range(3)
+    ]
+    assert list(PendingWorkloadRollup.objects.values_list("workload_id", "hour")) == [
+        (inference_workload.pk, ten)
+    ]
+    assert list(OutboxTask.objects.values_list("name", flat=True)) == ["telemetry.rollup_pending"]

@@ -1,6 +1,7 @@
-"""A worker killed with SIGKILL in the middle of a rollup loses nothing and counts
-nothing twice: the task is acknowledged late, goes back to the queue, and the hours a
-second worker writes are exactly those of a clean run."""
+"""A worker killed with SIGKILL in the middle of the rollup drain loses nothing and
+counts nothing twice: the task is acknowledged late, goes back to the queue, the queued
+hours stay queued, and the hours a second worker writes are exactly those of a clean
+run."""
 
 import os
 import signal
@@ -12,9 +13,9 @@ import pytest
 from django.db import connection
 
 from apps.telemetry import rollups, services
-from apps.telemetry.models import PoolHourlyUsage
+from apps.telemetry.models import PendingRollup, PoolHourlyUsage
 from apps.telemetry.parsers.rows import DeviceKey, GpuSampleRow, ParseResult
-from apps.telemetry.tasks import rollup_pool_hours_task
+from apps.telemetry.tasks import rollup_pending_task
 from config.celery_app import app as celery_app
 from tests.conftest import CeleryWorker
 from tests.waiting import wait_until
@@ -70,6 +71,7 @@ def test_rollup_survives_a_sigkilled_worker(pool):
     assert connection.vendor == "postgresql"
     services.import_gpu_samples(ParseResult(rows=_rows(), errors=[]), pool=pool)
     end = START + timedelta(hours=HOURS)
+    assert PendingRollup.objects.filter(pool=pool).count() == HOURS
 
     # The clean run, computed in this process, is what the killed run must reproduce.
     rollups.rollup_pool_hours(pool.pk, START, end)
@@ -78,7 +80,12 @@ def test_rollup_survives_a_sigkilled_worker(pool):
     PoolHourlyUsage.objects.filter(pool=pool).delete()
 
     queue = f"gpufleet-kill-{uuid.uuid4().hex[:8]}"
-    environment = {"CELERY_VISIBILITY_TIMEOUT_SECONDS": str(VISIBILITY_TIMEOUT_SECONDS)}
+    environment = {
+        "CELERY_VISIBILITY_TIMEOUT_SECONDS": str(VISIBILITY_TIMEOUT_SECONDS),
+        # Look for the dead worker's task every second, not every 100 s.
+        "CELERY_UNACKED_RESTORE_INTERVAL_SECONDS": "1",
+        "CELERY_UNACKED_RESTORE_THROTTLE": "1",
+    }
     settings = connection.settings_dict
     # A lock held from a separate connection freezes the worker inside its rollup
     # transaction, so the kill lands mid-task every time, not by luck of timing.
@@ -94,9 +101,7 @@ def test_rollup_survives_a_sigkilled_worker(pool):
         locker.execute("LOCK TABLE telemetry_poolhourlyusage IN ACCESS EXCLUSIVE MODE")
         first = CeleryWorker(queue, "celery-worker-killed.log", environment)
         first.wait_until_ready()
-        result = rollup_pool_hours_task.apply_async(
-            args=(pool.pk, START.isoformat(), end.isoformat()), queue=queue
-        )
+        result = rollup_pending_task.apply_async(queue=queue)
 
         def worker_is_blocked_in_the_rollup():
             with connection.cursor() as cursor:
@@ -110,12 +115,13 @@ def test_rollup_survives_a_sigkilled_worker(pool):
         os.kill(first.pid, signal.SIGKILL)
         first.process.wait(timeout=20)
         locker.rollback()  # let the dead worker's transaction go (it is rolled back)
+        assert PendingRollup.objects.filter(pool=pool).count() == HOURS
 
         second = CeleryWorker(queue, "celery-worker-second.log", environment)
         second.wait_until_ready()
         # The unacknowledged task comes back after the visibility timeout.
-        written = result.get(timeout=300)
-        assert written == HOURS
+        unqueued = result.get(timeout=300)
+        assert unqueued == HOURS
     finally:
         locker.close()
         for worker in (first, second):
@@ -124,3 +130,4 @@ def test_rollup_survives_a_sigkilled_worker(pool):
         celery_app.control.purge()
 
     assert _snapshot(pool) == clean
+    assert not PendingRollup.objects.exists()

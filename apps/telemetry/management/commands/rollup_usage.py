@@ -2,8 +2,8 @@
 
 Without ``--all`` only the last 48 hours of every pool and workload with data are redone
 (what a late import usually touches); ``--all`` recomputes everything from the samples.
-Either way the pool-hours the pull channels queued (PendingRollup, drained every minute
-by beat) are rolled up and unqueued first, so nothing is left waiting for beat.
+Either way the hours the imports queued (PendingRollup, PendingWorkloadRollup: the
+drain's queue) are rolled up and unqueued first, so nothing is left waiting for a worker.
 """
 
 from datetime import timedelta
@@ -46,5 +46,5 @@ class Command(BaseCommand):
             )
         self.stdout.write(
             f"{pool_rows} pool-hours and {workload_rows} workload-hours rolled up"
-            + (f" ({queued} queued by pulls among them)." if queued else ".")
+            + (f" ({queued} of them queued by imports)." if queued else ".")
         )
