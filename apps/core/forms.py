@@ -5,7 +5,6 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.forms.boundfield import BoundField
 from django.forms.utils import pretty_name
-from django.utils.text import slugify
 
 from apps.core.bounds import (
     BOUNDS,
@@ -19,6 +18,7 @@ from apps.core.bounds import (
     number_text_error,
     plain,
 )
+from apps.core.slugs import slug_from_name
 
 # Slugs that would shadow a fixed URL such as /pools/new/.
 RESERVED_SLUGS = frozenset({"new"})
@@ -183,10 +183,17 @@ class SlugFromNameMixin:
         super().__init__(*args, **kwargs)
         if "slug" in self.fields:
             self.fields["slug"].required = False
-            self.fields["slug"].help_text = "Leave empty to derive it from the name."
+            self.fields[
+                "slug"
+            ].help_text = "Leave empty to derive it from the name (Chinese is spelt in pinyin)."
+
+    def _slug_max_length(self) -> int:
+        return getattr(self.fields["slug"], "max_length", None) or 50
 
     def clean_slug(self):
-        slug = self.cleaned_data.get("slug") or slugify(self.data.get("name", ""))
+        slug = self.cleaned_data.get("slug") or slug_from_name(
+            self.data.get("name", ""), max_length=self._slug_max_length()
+        )
         if not slug:
             raise forms.ValidationError("Enter a slug or a name it can be made from.")
         if slug in RESERVED_SLUGS:
