@@ -17,7 +17,10 @@ from apps.core.htmx import render_page
 def form_page(request, *, form_class, noun, template, instance=None, initial=None, context=None):
     """GET shows the form; a valid POST saves, says so and redirects to the object.
     ``form_class`` may be any callable taking the form's arguments, e.g. a
-    ``functools.partial`` that binds the form's own keyword arguments."""
+    ``functools.partial`` that binds the form's own keyword arguments. A new object's
+    owner, where it has one, is whoever creates it unless the form is told otherwise."""
+    if instance is None:
+        initial = {"owner": request.user.pk, **(initial or {})}
     form = form_class(request.POST or None, instance=instance, initial=initial)
     if request.method == "POST" and form.is_valid():
         saved = form.save()

@@ -199,3 +199,74 @@ class SlugFromNameMixin:
         if slug in RESERVED_SLUGS:
             raise forms.ValidationError(f"“{slug}” is reserved for a page address; choose another.")
         return slug
+
+
+@dataclass(frozen=True)
+class FormSection:
+    """A titled group of a form's fields, shown while the field whose element id is
+    ``controller_id`` has one of ``shown_values`` (always, without a controller)."""
+
+    title: str
+    fields: list[BoundField]
+    controller_id: str = ""
+    shown_values: tuple[str, ...] = ()
+
+
+class SectionedFormMixin:
+    """Fields in titled sections (``sections``: (title, field names) pairs), some of them
+    shown only for some values of another field (``section_conditions``: title →
+    (field name, values)), as a workload's training settings are for training kinds only.
+
+    The page hides the other sections (static/js/conditional_fields.js) and the server
+    does not ask for their fields: a hidden field left empty keeps the value it had (the
+    object's, or the model's default for a new one). Everything shown is still validated.
+    """
+
+    sections = ()
+    section_conditions: dict = {}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._hidden_field_names = set()
+        if self.is_bound:
+            for title, names in self.sections:
+                if not self._section_shown(title):
+                    self._hidden_field_names.update(names)
+            for name in self._hidden_field_names:
+                if name in self.fields:
+                    self.fields[name].required = False
+
+    def _section_shown(self, title: str) -> bool:
+        condition = self.section_conditions.get(title)
+        if condition is None:
+            return True
+        controller, values = condition
+        return self.data.get(self.add_prefix(controller)) in {str(value) for value in values}
+
+    def field_sections(self) -> list[FormSection]:
+        """The sections with their bound fields, for templates that render forms in cards."""
+        sections = []
+        for title, names in self.sections:
+            controller, values = self.section_conditions.get(title, ("", ()))
+            sections.append(
+                FormSection(
+                    title,
+                    [self[name] for name in names],
+                    self[controller].auto_id if controller else "",
+                    tuple(str(value) for value in values),
+                )
+            )
+        return sections
+
+    def _clean_fields(self):
+        super()._clean_fields()
+        for name in self._hidden_field_names:
+            field = self.fields.get(name)
+            if field is not None and self.cleaned_data.get(name) in field.empty_values:
+                kept = self.get_initial_for_field(field, name)
+                if kept in field.empty_values:
+                    continue
+                try:
+                    self.cleaned_data[name] = field.clean(kept)
+                except ValidationError as error:
+                    self.add_error(name, error)

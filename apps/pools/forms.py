@@ -3,8 +3,9 @@ from django.core.exceptions import ValidationError
 from django.db.models import Q
 from django.utils import timezone as django_timezone
 
-from apps.core.forms import SlugFromNameMixin, TablerFormMixin
+from apps.core.forms import SectionedFormMixin, SlugFromNameMixin, TablerFormMixin
 from apps.pools.models import (
+    TRAINING_KINDS,
     Deployment,
     InferencePrecision,
     Optimizer,
@@ -12,6 +13,7 @@ from apps.pools.models import (
     Recompute,
     TrainingPrecision,
     Workload,
+    WorkloadKind,
     service_period_problem,
 )
 
@@ -55,6 +57,9 @@ POOL_SECTIONS = (
     ("Reports", ["timezone", "peak_hours"]),
 )
 
+CLOUD_DEPLOYMENTS = (Deployment.CLOUD_ON_DEMAND, Deployment.CLOUD_RESERVED)
+OWNED_DEPLOYMENTS = (Deployment.BARE_METAL, Deployment.ON_PREMISES)
+
 # What each deployment must be given to have an effective price.
 REQUIRED_COST_FIELDS = {
     Deployment.CLOUD_ON_DEMAND: ["on_demand_price_per_gpu_hour_usd"],
@@ -74,16 +79,12 @@ REQUIRED_COST_FIELDS = {
 }
 
 
-class SectionedFormMixin:
-    sections = ()
-
-    def field_sections(self):
-        """(title, bound fields) pairs for templates that render forms in cards."""
-        return [(title, [self[name] for name in names]) for title, names in self.sections]
-
-
 class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.ModelForm):
     sections = POOL_SECTIONS
+    section_conditions = {
+        "Cloud price": ("deployment", CLOUD_DEPLOYMENTS),
+        "Owned hardware": ("deployment", OWNED_DEPLOYMENTS),
+    }
 
     class Meta:
         model = Pool
@@ -235,6 +236,10 @@ def _as_pk(value) -> int | None:
 
 class WorkloadForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.ModelForm):
     sections = WORKLOAD_SECTIONS
+    section_conditions = {
+        "Training": ("kind", sorted(TRAINING_KINDS)),
+        "Inference": ("kind", [kind for kind in WorkloadKind.values if kind not in TRAINING_KINDS]),
+    }
 
     class Meta:
         model = Workload
@@ -261,8 +266,6 @@ class WorkloadForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms
 
 def workload_consistency_errors(values: dict) -> list[tuple[str, str]]:
     """Cross-field rules shared by the form and the API serializer: (field, message)."""
-    from apps.pools.models import TRAINING_KINDS
-
     errors = []
     pool, gpu_count, kind = values.get("pool"), values.get("gpu_count"), values.get("kind")
     if pool and gpu_count and gpu_count > pool.gpu_count:

@@ -2,8 +2,7 @@ from django import forms
 
 from apps.catalog.models import GpuModel
 from apps.core.bounds import Scale
-from apps.core.forms import SlugFromNameMixin, TablerFormMixin
-from apps.pools.forms import SectionedFormMixin
+from apps.core.forms import SectionedFormMixin, SlugFromNameMixin, TablerFormMixin
 from apps.procurement.models import (
     ComparisonExport,
     DemandSource,
@@ -62,6 +61,7 @@ def parse_profile(text: str) -> list[float]:
 
 class ScenarioForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.ModelForm):
     sections = SCENARIO_SECTIONS
+    section_conditions = {"Training job": ("demand_source", [DemandSource.TRAINING_JOB])}
 
     class Meta:
         model = Scenario

@@ -104,3 +104,36 @@ def test_pool_list_sorts_by_a_header_click_and_keeps_it_through_a_filter(
     assert "sort=-price" in page.url
     page.screenshot(path=str(screenshot_dir / "pool-list-sorted.png"), full_page=True)
     assert page.evaluate("window.__noReload") is True, "the page reloaded"
+
+
+@pytest.mark.browser
+def test_forms_show_only_the_fields_of_the_choice(signed_in_lead, live_server, screenshot_dir):
+    page = signed_in_lead
+    page.goto(f"{live_server.url}/workloads/new/")
+    training = page.locator('fieldset[data-show-when="id_kind"]', has_text="Training")
+    inference = page.locator('fieldset[data-show-when="id_kind"]', has_text="Inference")
+    page.select_option("#id_kind", "online_inference")
+    expect(training).to_be_hidden()
+    expect(inference).to_be_visible()
+    # A hidden required field no longer blocks the browser's own validation.
+    assert page.locator("#id_seq_len").evaluate("input => input.required") is False
+    page.select_option("#id_kind", "pre_training")
+    expect(training).to_be_visible()
+    expect(inference).to_be_hidden()
+    assert page.locator("#id_seq_len").evaluate("input => input.required") is True
+    page.screenshot(path=str(screenshot_dir / "workload-form-training.png"), full_page=True)
+
+    page.goto(f"{live_server.url}/pools/new/")
+    cloud = page.locator("fieldset", has_text="Cloud price")
+    owned = page.locator("fieldset", has_text="Owned hardware")
+    page.select_option("#id_deployment", "cloud_on_demand")
+    expect(cloud).to_be_visible()
+    expect(owned).to_be_hidden()
+    page.select_option("#id_deployment", "on_premises")
+    expect(cloud).to_be_hidden()
+    expect(owned).to_be_visible()
+
+    page.goto(f"{live_server.url}/calculator/")
+    expect(page.locator("#group-custom-shape")).to_be_hidden()  # Llama-3-8B is chosen
+    page.select_option("#id_model", "")
+    expect(page.locator("#group-custom-shape")).to_be_visible()
