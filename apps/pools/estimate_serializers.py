@@ -99,6 +99,21 @@ class PerGpuBytesSerializer(serializers.Serializer):
     total = serializers.IntegerField()
 
 
+class ProposalSerializer(serializers.Serializer):
+    """One change that would make the estimate fit, recomputed with it."""
+
+    change = serializers.CharField(help_text="What changes, e.g. “FP8 weights”, “H200”.")
+    gpu_name = serializers.CharField()
+    gpus = serializers.IntegerField(help_text="GPUs of one replica (inference) or of the job.")
+    per_gpu_bytes = serializers.IntegerField(help_text="The per-GPU total after the change.")
+    gpu_memory_bytes = serializers.IntegerField()
+    headroom_bytes = serializers.IntegerField()
+    price_per_hour_usd = serializers.FloatField(
+        allow_null=True, help_text="GPUs × the catalog's reference price per GPU-hour (USD/h)."
+    )
+    warning = serializers.CharField(allow_blank=True)
+
+
 class MemoryEstimateResponseSerializer(serializers.Serializer):
     mode = serializers.CharField()
     model = serializers.CharField(allow_null=True)
@@ -113,3 +128,6 @@ class MemoryEstimateResponseSerializer(serializers.Serializer):
     headroom_bytes = serializers.IntegerField(allow_null=True)
     max_concurrent_sequences = serializers.IntegerField(allow_null=True)
     decode_tokens_per_second_ceiling = serializers.FloatField(allow_null=True)
+    proposals = ProposalSerializer(
+        many=True, help_text="When it does not fit on gpu_model: what would, one change each."
+    )

@@ -3,6 +3,7 @@ validated inputs (the API's names) in, a plain dict out. The maths is memory.py'
 
 from apps.catalog.models import GpuModel, ModelArchitecture
 from apps.pools import memory
+from apps.pools.proposals import propose
 
 SHAPE_FIELDS = ("params", "layers", "hidden_size", "attention_heads", "kv_heads", "head_dim")
 TRAINING_DEFAULTS = {
@@ -106,12 +107,15 @@ def run_memory_estimate(data: dict) -> dict:
         "headroom_bytes": None,
         "max_concurrent_sequences": None,
         "decode_tokens_per_second_ceiling": None,
+        "proposals": [],
         "breakdown": breakdown,  # for the calculator page; the API serializer drops it
         "gpu": gpu_model,
     }
     if gpu_model is not None:
         result["fits"] = memory.fits(breakdown, gpu_model.memory_bytes)
         result["headroom_bytes"] = memory.headroom_bytes(breakdown, gpu_model.memory_bytes)
+        if not result["fits"]:
+            result["proposals"] = propose(shape, mode, settings, gpu_model, GpuModel.objects.all())
         if mode == "inference" and shape.has_kv_shape:
             result["max_concurrent_sequences"] = memory.max_concurrent_sequences(
                 shape, settings, gpu_model.memory_bytes
