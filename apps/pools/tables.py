@@ -51,6 +51,12 @@ class PoolTable(ListTable):
         fields = ()
         order_by = "name"
 
+    def __init__(self, *args, extra_columns=None, **kwargs):
+        super().__init__(*args, extra_columns=extra_columns, **kwargs)
+        # The columns other apps registered (apps/pools/list_columns.py): the totals row
+        # leaves a cell for each.
+        self.extra_column_names = [name for name, _ in extra_columns or ()]
+
 
 class WorkloadTable(ListTable):
     """Memory, fit and warnings come from the fit engine (``record.assessment``, set by the
