@@ -16,6 +16,7 @@ from apps.core.tables import END_ALIGNED, cells
 from apps.pools.list_columns import PoolListColumns
 from apps.reports import selectors
 from apps.reports.cache import remember_view
+from apps.reports.tables import header_with_unit
 
 # (column name, annotation the cell shows and SQL sorts by, figure of pool_list_figures)
 ANNOTATIONS = (
@@ -25,17 +26,17 @@ ANNOTATIONS = (
 )
 HEADERS = {
     "utilization_30d": (
-        "Utilisation 30 d (%)",
+        ("Utilisation", "% · 30 d"),
         "Busy ÷ measured GPU-hours over the last 30 days, the hours with telemetry only. "
         "— : no telemetry in those 30 days.",
     ),
     "idle_cost_30d": (
-        "Idle cost 30 d (USD)",
+        ("Idle cost", "USD · 30 d"),
         "What the capacity that was not busy cost over the last 30 days: measured cost × "
         "(1 − busy ÷ measured GPU-hours). — : no telemetry in those 30 days.",
     ),
     "cost_30d": (
-        "Cost 30 d (USD)",
+        ("Cost", "USD · 30 d"),
         "What the pool cost over the last 30 days: every GPU-hour in service, with or "
         "without telemetry. — : not in service in those 30 days.",
     ),
@@ -72,10 +73,12 @@ def annotate(pools, now):
 def columns():
     made = []
     for name, annotation, _ in ANNOTATIONS:
-        label, explanation = HEADERS[name]
+        (label, unit), explanation = HEADERS[name]
+        # The unit under the label, as on the Reports page, keeps the columns narrow.
+        header = header_with_unit(label, unit)
         attrs = {"th": {**END_ALIGNED["th"], "title": explanation}, "td": END_ALIGNED["td"]}
         made.append(
-            (name, cell(name, label, annotation, "name", end=True, nulls_last=True, attrs=attrs))
+            (name, cell(name, header, annotation, "name", end=True, nulls_last=True, attrs=attrs))
         )
     return made
 

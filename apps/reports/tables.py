@@ -15,15 +15,17 @@ from apps.core.tables import ListTable, RowsData, cells
 report_cell = cells("reports/_report_cells.html")
 
 
-def _header(label: str, unit: str = ""):
+def header_with_unit(label: str, unit: str = ""):
+    """The label, and its unit on a line of its own beside the sort arrow."""
     if not unit:
         return label
-    return format_html('{}<div class="small text-secondary">{}</div>', label, unit)
+    unit_html = '<span class="small text-secondary text-nowrap">{}</span>'
+    return format_html("{}<br>" + unit_html, label, unit)
 
 
 def _figure(name: str, label: str, unit: str, figure: str):
     # Ties keep the rows' order by name.
-    return report_cell(name, _header(label, unit), figure, "label", end=True)
+    return report_cell(name, header_with_unit(label, unit), figure, "label", end=True)
 
 
 class ReportTable(ListTable):
@@ -54,7 +56,11 @@ class ReportTable(ListTable):
     )
 
     class Meta(ListTable.Meta):
-        attrs = {"class": "table card-table table-vcenter table-sm", "id": "report-table"}
+        attrs = {
+            "class": "table card-table table-vcenter table-sm",
+            "id": "report-table",
+            "thead": {"class": "headers-wrap"},
+        }
         row_attrs = {"data-key": lambda record: record.key}
 
     def __init__(self, rows, *, group_by: str, query, **kwargs):

@@ -250,8 +250,11 @@ def test_figures_match_a_hand_computation_and_the_report_over_the_same_window(re
 @pytest.mark.django_db
 def test_a_reader_sees_the_columns_with_units_explanations_and_dashes(reader_client, fleet):
     body = reader_client.get(reverse("pools:pool_list")).content.decode()
-    for header in ("Utilisation 30 d (%)", "Idle cost 30 d (USD)", "Cost 30 d (USD)"):
-        assert f">{header}</a>" in body
+    for label, unit in (("Utilisation", "%"), ("Idle cost", "USD"), ("Cost", "USD")):
+        assert (
+            f'>{label}<br><span class="small text-secondary text-nowrap">{unit} · 30 d</span></a>'
+            in body
+        )
     assert 'title="What the capacity that was not busy cost over the last 30 days' in body
     assert 'id="pool-column-notes"' in body and "last 30 days" in body
     expected = fleet["expected"]

@@ -76,7 +76,8 @@ def test_the_header_says_how_it_is_sorted_and_its_links_keep_the_filters(reader_
         FIGURES
     )
     # Units stay in the headers, the group in the first one.
-    assert ">Purpose</a>" in body and 'Cost<div class="small text-secondary">USD</div>' in body
+    assert ">Purpose</a>" in body
+    assert 'Cost<br><span class="small text-secondary text-nowrap">USD</span></a>' in body
 
 
 @pytest.mark.django_db
