@@ -9,9 +9,12 @@ django-filter FilterSets).
 
 import django_tables2 as tables
 from django.core.paginator import EmptyPage, Page, PageNotAnInteger
+from django.db.models import F
 from django.template import Context
 from django.template.loader import get_template
 from django_tables2 import RequestConfig
+from django_tables2.data import TableListData
+from django_tables2.utils import Accessor
 
 PAGE_SIZE = 25
 # A column of numbers: header and cells aligned right.
@@ -24,13 +27,25 @@ class CellColumn(tables.Column):
     it renders into the page's context, so the context processors (a query for the user's
     roles) do not run again for every cell."""
 
-    def __init__(self, template_name, **kwargs):
+    def __init__(self, template_name, *, nulls_last=False, **kwargs):
         kwargs.setdefault("empty_values", ())
         # The template reads ``record``: no attribute is looked up (or method called) for
         # a value the cell does not use.
         kwargs.setdefault("accessor", tables.A("pk"))
         super().__init__(**kwargs)
         self.template_name = template_name
+        self.nulls_last = nulls_last
+
+    def order(self, queryset, is_descending):
+        """With ``nulls_last``, rows without a value (NULL) come last both ways: a column
+        of figures some rows lack, whose "—" would otherwise lead one of the two orders
+        (PostgreSQL puts NULLs first when descending)."""
+        if not self.nulls_last or self.order_by is None:
+            return queryset, False
+        fields = [field.bare.replace(".", "__") for field in self.order_by]
+        if is_descending:
+            return queryset.order_by(*(F(field).desc(nulls_last=True) for field in fields)), True
+        return queryset.order_by(*(F(field).asc(nulls_last=True) for field in fields)), True
 
     def render(self, record, table, value, bound_column, **kwargs):
         template = get_template(self.template_name).template
@@ -42,7 +57,8 @@ class CellColumn(tables.Column):
 def cells(template_name: str):
     """A maker of the CellColumns drawn by the partials of ``template_name``:
     ``cell(partial, label, *sort_fields, end=False, **column_options)``. Without sort fields
-    the column is not sortable; ``end`` aligns a column of numbers right."""
+    the column is not sortable; ``end`` aligns a column of numbers right; ``nulls_last``
+    sorts the rows without a value last, ascending or descending."""
 
     def cell(partial: str, label, *sort_fields: str, end: bool = False, **options):
         if sort_fields:
@@ -54,6 +70,30 @@ def cells(template_name: str):
         return CellColumn(f"{template_name}#{partial}", verbose_name=label, **options)
 
     return cell
+
+
+class RowsData(TableListData):
+    """Rows computed in Python (dataclasses, dicts), sorted here: stable, and with the
+    missing values (None) last whichever way, as the SQL of ``nulls_last`` columns, so a
+    "—" never leads a sorted column."""
+
+    def order_by(self, aliases):
+        sort_keys = []
+        for alias in aliases:
+            bound_column = self.table.columns[alias.lstrip("-")]
+            # The column's own sort fields, flipped as a whole when descending.
+            if alias.startswith("-") != bound_column.order_by_alias.is_descending:
+                sort_keys += bound_column.order_by.opposite
+            else:
+                sort_keys += bound_column.order_by
+        # Least significant key first: each stable pass keeps the order of its ties.
+        for sort_key in reversed(sort_keys):
+            accessor = Accessor(sort_key.bare)
+            known, missing = [], []
+            for row in self.data:
+                (missing if accessor.resolve(row, quiet=True) is None else known).append(row)
+            known.sort(key=accessor.resolve, reverse=sort_key.is_descending)
+            self.data = known + missing
 
 
 class ListTable(tables.Table):
@@ -68,6 +108,9 @@ class ListTable(tables.Table):
     # (components/_table_sort_input.html); an htmx swap of the table updates it out of
     # band, so a filter change keeps the column the list is sorted by.
     has_filter_form = False
+    # The query string the sort links change: None for the request's own. A table drawn
+    # without a request (a worker rendering a page ahead of its visit) sets it.
+    query = None
 
     class Meta:
         template_name = "components/_table.html"

@@ -50,6 +50,14 @@ class PoolTable(ListTable):
         model = Pool
         fields = ()
         order_by = "name"
+        # Headers may wrap: with the columns other apps add, the list fits a 1440 px screen.
+        attrs = {**ListTable.Meta.attrs, "thead": {"class": "headers-wrap"}}
+
+    def __init__(self, *args, extra_columns=None, **kwargs):
+        super().__init__(*args, extra_columns=extra_columns, **kwargs)
+        # The columns other apps registered (apps/pools/list_columns.py): the totals row
+        # leaves a cell for each.
+        self.extra_column_names = [name for name, _ in extra_columns or ()]
 
 
 class WorkloadTable(ListTable):

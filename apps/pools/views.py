@@ -10,6 +10,7 @@ from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
 from apps.core.htmx import render_page
 from apps.core.tables import configure_table
+from apps.pools import list_columns
 from apps.pools.assessment import assess_workload
 from apps.pools.charts import build_memory_breakdown_figure
 from apps.pools.estimates import EstimateError, run_memory_estimate
@@ -28,13 +29,16 @@ def pool_list(request):
     pools = with_price_per_hour(
         filtered_pools.with_workload_counts().select_related("owner", "gpu_model")
     )
-    table = PoolTable(pools)
+    # The apps above pools add their columns (usage, cost) through the registry.
+    pools, extra_columns, column_notes = list_columns.apply(pools, timezone.now())
+    table = PoolTable(pools, extra_columns=extra_columns)
     context = {
         "table": table,
         "page": configure_table(request, table),
         "filter": pool_filter,
         "totals": filtered_pools.totals(),
         "is_filtered": any(request.GET.get(name) for name in pool_filter.form.fields),
+        "column_notes": column_notes,
     }
     # The filter form, the sort headers and the pagination swap only the table.
     return render_page(

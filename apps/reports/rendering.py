@@ -2,10 +2,12 @@
 cached beside them: the rendered table costs more than reading the figures back
 (bench/dashboard.py). Rendering reads no request, so a worker renders it as a page would."""
 
+from django.http import QueryDict
 from django.template.loader import render_to_string
 
 from apps.reports import selectors
 from apps.reports.cache import cached
+from apps.reports.tables import ReportTable
 
 
 def results_cache_parameters(data: dict, query: str) -> dict:
@@ -14,11 +16,34 @@ def results_cache_parameters(data: dict, query: str) -> dict:
     return {**selectors.report_cache_filters(data), "query": query}
 
 
+def _results_context(form, query: str, figures: dict | None) -> dict:
+    context = {**(figures or {}), "form": form, "explain_query": query}
+    if figures:
+        context["report_table"] = ReportTable(
+            figures["rows"], group_by=figures["group_by"], query=QueryDict(query)
+        )
+    return context
+
+
 def render_results(form, query: str, figures: dict | None = None) -> str:
     """The results partial of ``form`` (figures or its errors); each figure links to its
-    explanation, and the exports to their files, under the same filters (``query``)."""
-    context = {**(figures or {}), "form": form, "explain_query": query}
-    return render_to_string("reports/report.html#results_body", context)
+    explanation, and the exports to their files, under the same filters (``query``), whose
+    ``sort`` orders the table."""
+    return render_to_string(
+        "reports/report.html#results_body", _results_context(form, query, figures)
+    )
+
+
+def report_table_html(form, query: str, figures: dict) -> str:
+    """The table alone (``#report-rows``), as a sort header swaps it; cached like the
+    results partial."""
+    return cached(
+        "report-table-html",
+        results_cache_parameters(form.cleaned_data, query),
+        lambda: render_to_string(
+            "reports/report.html#report-rows", _results_context(form, query, figures)
+        ),
+    )
 
 
 def report_results(form, query: str, progress=None) -> tuple[dict, str]:

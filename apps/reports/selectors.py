@@ -3,11 +3,12 @@ figures and charts. Plain parameters in, dicts out, cached (apps/reports/cache.p
 the data changes; views render them, the warm-ups (apps/reports/warming.py) compute them
 ahead of a visit. Nothing here reads a request."""
 
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from apps.core.charts import freeze_figure
 from apps.pools.charts import build_gpus_by_purpose_figure
+from apps.pools.hours import floor_hour
 from apps.pools.models import Pool, Purpose
 from apps.reports import charts, costmodel, queries
 from apps.reports.cache import cached
@@ -89,6 +90,37 @@ def _pool_report_context(pool, now):
                 queries.daily_split(start, now, pool=pool), metric="cost"
             )
         ),
+    }
+
+
+POOL_LIST_DAYS = 30
+
+
+def pool_list_window(now) -> tuple[datetime, datetime]:
+    """[start, end) of the pool list's figures: the last 30 × 24 whole UTC hours, the
+    current one included (the report clamps a range to the current hour's end too)."""
+    end = floor_hour(now) + timedelta(hours=1)
+    return end - timedelta(days=POOL_LIST_DAYS), end
+
+
+def pool_list_figures(now) -> dict[str, dict]:
+    """Per pool slug, its last 30 days (``pool_list_window``) as the report by pool over
+    that window shows them: ``utilization_pct``, ``idle_cost_usd`` and ``cost_usd``. A
+    figure the window has no data for is None: utilisation and idle cost without an hour
+    of telemetry (idle would be a $0 that says nothing), cost without an hour in service.
+    Every pool, archived ones too; cached until the data changes."""
+    return cached("pool-list", {"days": POOL_LIST_DAYS}, lambda: _pool_list_figures(now))
+
+
+def _pool_list_figures(now) -> dict[str, dict]:
+    start, end = pool_list_window(now)
+    return {
+        row.key: {
+            "utilization_pct": row.utilization_pct,
+            "idle_cost_usd": row.idle_cost_usd if row.measured_capacity_gpu_hours else None,
+            "cost_usd": row.cost_usd if row.capacity_gpu_hours else None,
+        }
+        for row in queries.cost_report(start, end, "pool")
     }
 
 

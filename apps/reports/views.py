@@ -10,11 +10,13 @@ from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.paginator import Paginator
 from django.db import transaction
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import retarget
 
 from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
@@ -42,9 +44,11 @@ from apps.reports.forms import (
     report_filter_form,
 )
 from apps.reports.models import RecomputeJob
+from apps.reports.tables import ReportTable
 from apps.reports.tasks import compute_report_task, recompute_days_task
 
 logger = logging.getLogger(__name__)
+TABLE_ID = ReportTable.element_id
 
 
 def _filter_form(request) -> ReportFilterForm:
@@ -161,6 +165,13 @@ def report(request):
         )
     else:
         remember_view("report", query)
+        if fragment_for(request, {TABLE_ID: TABLE_ID}):
+            # A sort header: the table alone, from the figures the page shows.
+            figures = cached_value("report", selectors.report_cache_filters(form.cleaned_data))
+            if figures is None and not _computes_in_background(request, form):
+                figures = selectors.report_figures(form.cleaned_data)
+            if figures is not None:
+                return HttpResponse(rendering.report_table_html(form, query, figures))
         # The rendered partial alone when it is cached: the figures under it (a hundred
         # rows and three charts) need not be read back.
         html = cached_value(
@@ -172,8 +183,9 @@ def report(request):
             html = rendering.report_results(form, query)[1]
         context["results_html"] = html
     # Filter changes swap only the results (hx-target="#report-results"): the filter fields
-    # and recent jobs are read for the whole page only.
-    fragments = {"report-results": "report-results"}
+    # and recent jobs are read for the whole page only. A sort whose table cannot be drawn
+    # yet (invalid filters, figures a worker is computing) gets the results in its place.
+    fragments = {"report-results": "report-results", TABLE_ID: "report-results"}
     if not fragment_for(request, fragments):
         context["filter_fields_html"] = rendering.filter_fields_html(form, request.GET.urlencode())
         context["recent_jobs"] = mark_waiting(
@@ -181,7 +193,10 @@ def report(request):
             recompute_days_task,
             not_started=RecomputeJob.Status.QUEUED,
         )
-    return render_page(request, "reports/report.html", context, fragments=fragments)
+    response = render_page(request, "reports/report.html", context, fragments=fragments)
+    if fragment_for(request, {TABLE_ID: TABLE_ID}):
+        retarget(response, "#report-results")
+    return response
 
 
 @require_GET

@@ -33,6 +33,9 @@ def warm_view(kind: str, argument: str = "") -> bool:
             return False
         selectors.pool_figures(pool, now)
         return True
+    if kind == "pool-list":
+        selectors.pool_list_figures(now)
+        return True
     if kind == "report":
         params = QueryDict(argument)
         form = report_filter_form(params)

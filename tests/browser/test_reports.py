@@ -1,6 +1,8 @@
 """The morning look at the fleet in Chromium: the Overview's charts draw, and a filter on
 the reports page redraws the table and the charts without reloading the page."""
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -149,3 +151,34 @@ def test_a_report_cell_and_an_overview_kpi_explain_themselves_without_reload(
     expect(drawer).to_contain_text("busy ÷")
     _wait_until_drawer_is_in(page)
     page.screenshot(path=screenshot_dir / "overview-explain-utilization.png", full_page=False)
+
+
+@pytest.mark.browser
+def test_a_report_header_sorts_the_table_in_place_keeping_the_filters(
+    signed_in_reader, live_server, screenshot_dir
+):
+    """Idle cost, most first: the table alone swaps, the URL keeps the grouping, and at
+    1440 px neither the report table nor the pool list with its 30-day columns scrolls
+    sideways."""
+    page = signed_in_reader
+    page.set_viewport_size({"width": 1440, "height": 1000})
+    page.goto(f"{live_server.url}/reports/?group_by=pool")
+    page.evaluate("window.__noReload = true")
+    header = page.locator('#report-table thead a[href*="sort=idle"]')
+    header.click()
+    expect(page).to_have_url(re.compile(r"[?&]sort=idle\b"))
+    assert "group_by=pool" in page.url, "the sort keeps the filters"
+    page.locator('#report-table thead a[href*="sort=-idle"]').click()
+    expect(page.locator("#report-table thead a.table-sort.desc")).to_contain_text("Idle")
+    idle = page.locator('#report-table tbody a[href*="figure=idle_cost_usd"]').all_inner_texts()
+    amounts = [float(text.strip("$").replace(",", "")) for text in idle]
+    assert amounts == sorted(amounts, reverse=True) and len(amounts) == 8
+    assert page.evaluate("window.__noReload") is True, "the sort reloaded the page"
+    overflow = "el => el.scrollWidth - el.clientWidth"
+    assert page.locator("#report-rows .table-responsive").evaluate(overflow) <= 1
+    page.screenshot(path=str(screenshot_dir / "reports-sorted-by-idle.png"), full_page=True)
+
+    page.goto(f"{live_server.url}/pools/?sort=-cost_30d")
+    expect(page.locator("#pool-table thead a.table-sort.desc")).to_contain_text("Cost")
+    assert page.locator("#pool-table .table-responsive").evaluate(overflow) <= 1
+    page.screenshot(path=str(screenshot_dir / "pool-list-by-cost.png"), full_page=True)

@@ -87,8 +87,9 @@ def test_pool_list_header_says_how_it_is_sorted_and_offers_the_other_way(lead_cl
     body = lead_client.get(reverse("pools:pool_list"), {"sort": "-gpus"}).content.decode()
     assert 'class="table-sort desc" href="?sort=gpus"' in body
     assert 'aria-sort="descending"' in body
-    # Every sortable header swaps the table in place and keeps the URL shareable.
-    assert body.count('hx-target="#pool-table" hx-swap="outerHTML" hx-push-url="true"') == 6
+    # Every sortable header swaps the table in place and keeps the URL shareable: the
+    # pools' own 6 and the 3 usage and cost columns apps/reports registers.
+    assert body.count('hx-target="#pool-table" hx-swap="outerHTML" hx-push-url="true"') == 6 + 3
     # Units stay in the cells, as before.
     assert "$1.50/GPU-h" in body and "$48.00/h" in body
 

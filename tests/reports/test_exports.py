@@ -41,7 +41,8 @@ ADDITIVE = SUMS  # the figures a total adds up
 def _page_cells(html: str) -> dict[str, list[str]]:
     """Row key (``total`` for the footer) → the text of its figure cells."""
     rows = {}
-    for key, body in re.findall(r'<tr data-key="([^"]+)">(.*?)</tr>', html, re.S):
+    # Each row's attributes: its key, then django-tables2's even/odd class.
+    for key, body in re.findall(r'<tr data-key="([^"]+)"[^>]*>(.*?)</tr>', html, re.S):
         rows[key] = [
             unescape(text) for text in re.findall(r'class="explain-link"[^>]*>([^<]*)</a>', body)
         ]

@@ -1,3 +1,5 @@
+from urllib.parse import urlencode
+
 from django import template
 from django.template.loader import get_template
 
@@ -18,3 +20,16 @@ def list_table(context, table):
             return get_template(table.template_name).template.render(context)
     finally:
         del table.context
+
+
+@register.simple_tag(takes_context=True)
+def sort_url(context, table, column):
+    """``?…`` that sorts ``table`` by ``column`` the other way (or first way), keeping
+    every other parameter of the query but the page, as django-tables2's
+    ``querystring_replace``. The query is the table's own (``ListTable.query``) when it
+    is drawn without a request, else the request's."""
+    query = table.query if table.query is not None else context["request"].GET
+    params = dict(query.lists())
+    params[table.prefixed_order_by_field] = column.order_by_alias.next
+    params.pop(table.prefixed_page_field, None)
+    return "?" + urlencode(params, doseq=True)
