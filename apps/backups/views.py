@@ -160,8 +160,7 @@ def drill_create(request, slug):
                 form.add_error(None, error)
             else:
                 if not request.htmx:
-                    verdict = "passed" if drill.passed else "failed"
-                    messages.success(request, f"Drill recorded: it {verdict}.")
+                    messages.success(request, f"Drill recorded: {drill.verdict_sentence}")
                     return redirect(policy)
                 context = _policy_page_context(request, _policy_or_404(slug))
                 context["just_recorded"] = drill
