@@ -123,6 +123,13 @@ class BackupPolicy(models.Model):
     drill_frequency_days = models.PositiveIntegerField(
         "Drill every (days)", default=30, validators=[MinValueValidator(1)]
     )
+    drill_retry_interval_days = models.PositiveIntegerField(
+        "Retry a failed drill after (days)",
+        default=7,
+        validators=[MinValueValidator(1)],
+        help_text="After a failed drill the next one is due this soon, not a full drill "
+        "interval later: the fix needs proving.",
+    )
     mtbf_hours = models.DecimalField(
         "MTBF of the job (hours)",
         max_digits=10,
@@ -215,6 +222,17 @@ class BackupPolicy(models.Model):
     def is_overdue_at(self, now=None) -> bool:
         now = now or timezone.now()
         return self.drill_due_at is not None and self.drill_due_at < now
+
+    def drill_interval_days_after(self, verdict) -> int:
+        """Days from a drill with this verdict (None: never drilled, from the policy's
+        creation) to the next one due. A retry never waits longer than a regular drill."""
+        if verdict == DrillVerdict.FAILED:
+            return min(self.drill_retry_interval_days, self.drill_frequency_days)
+        return self.drill_frequency_days
+
+    @property
+    def next_drill_interval_days(self) -> int:
+        return self.drill_interval_days_after(self.last_drill_verdict)
 
     @property
     def last_drill_verdict(self) -> str | None:

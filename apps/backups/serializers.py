@@ -184,6 +184,7 @@ class BackupPolicySerializer(StrictModelSerializer):
             "rpo_minutes",
             "rto_minutes",
             "drill_frequency_days",
+            "drill_retry_interval_days",
             "mtbf_hours",
             "checkpoint_size_gb",
             "last_drill_at",

@@ -41,8 +41,10 @@ _PASSED_BY_VERDICT = {
 
 
 def _schedule(policy, last_drill_at, last_verdict, now):
+    """From the latest drill (else the policy's creation): a failed drill is retried after
+    the policy's retry interval, any other after its drill frequency."""
     start = last_drill_at or policy.created_at
-    due = start + timedelta(days=policy.drill_frequency_days)
+    due = start + timedelta(days=policy.drill_interval_days_after(last_verdict))
     return {
         "last_drill_at": last_drill_at,
         "last_drill_passed": _PASSED_BY_VERDICT[last_verdict],
