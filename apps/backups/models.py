@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
-from apps.backups import consistency, coverage
+from apps.backups import consistency, coverage, recovery_units
 from apps.backups.querysets import BackupPolicyQuerySet, BackupVersionQuerySet
 from apps.backups.validators import (
     CHECKSUM_HEX_LENGTHS,
@@ -222,6 +222,14 @@ class BackupPolicy(models.Model):
     def is_overdue_at(self, now=None) -> bool:
         now = now or timezone.now()
         return self.drill_due_at is not None and self.drill_due_at < now
+
+    @property
+    def rpo_seconds(self) -> int:
+        return self.rpo_minutes * 60
+
+    @property
+    def rto_seconds(self) -> int:
+        return self.rto_minutes * 60
 
     def drill_interval_days_after(self, verdict) -> int:
         """Days from a drill with this verdict (None: never drilled, from the policy's
@@ -629,15 +637,15 @@ class RestoreDrill(models.Model):
                 else "The service did not answer again."
             )
         if not self.rto_met:
-            reasons.append(
-                f"Took {_minutes(self.actual_rto_seconds)} against an RTO of "
-                f"{policy.rto_minutes} min."
+            actual, target = recovery_units.format_pair(
+                self.actual_rto_seconds, self.rto_target_seconds
             )
+            reasons.append(f"Took {actual} against an RTO of {target}.")
         if not self.rpo_met:
-            reasons.append(
-                f"The restored version was {_minutes(self.actual_rpo_seconds)} old against an "
-                f"RPO of {policy.rpo_minutes} min."
+            actual, target = recovery_units.format_pair(
+                self.actual_rpo_seconds, self.rpo_target_seconds
             )
+            reasons.append(f"The restored version was {actual} old against an RPO of {target}.")
         if self.checksum_mismatches:
             reasons.append(f"{self.checksum_summary}.")
         if self.outcome == DrillOutcome.RESTORED_WITH_ISSUES and not reasons:
@@ -650,12 +658,3 @@ class RestoreDrill(models.Model):
         else:
             self.verdict = DrillVerdict.PASSED
         self.passed = self.verdict == DrillVerdict.PASSED
-
-
-def _minutes(seconds: int) -> str:
-    minutes = seconds / 60
-    if minutes >= 48 * 60:
-        return f"{minutes / 1440:,.1f} days"
-    if minutes >= 120:
-        return f"{minutes / 60:,.1f} h"
-    return f"{minutes:,.0f} min"

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from apps.backups import services
 from apps.backups.forms import BackupPolicyForm, BackupVersionForm, RestoreDrillForm
 from apps.backups.models import BackupPolicy, BackupVersion, RestoreDrill
+from apps.backups.recovery_units import unit_for
 from apps.backups.tables import PolicyTable
 from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
@@ -21,6 +22,21 @@ from apps.pools.models import Workload
 
 VERSIONS_PAGE_SIZE = 10
 DRILLS_PAGE_SIZE = 10
+
+
+def _recovery_units(*, policies=(), drills=()):
+    """One unit for every RPO on a page and one for every RTO, from the largest shown."""
+    drills = list(drills)
+    return {
+        "rpo_unit": unit_for(
+            [policy.rpo_seconds for policy in policies]
+            + [seconds for d in drills for seconds in (d.actual_rpo_seconds, d.rpo_target_seconds)]
+        ),
+        "rto_unit": unit_for(
+            [policy.rto_seconds for policy in policies]
+            + [seconds for d in drills for seconds in (d.actual_rto_seconds, d.rto_target_seconds)]
+        ),
+    }
 
 
 def _policy_or_404(slug):
@@ -41,6 +57,7 @@ def policy_list(request):
         "table": table,
         "page": page,
         "summary": services.overdue_and_failing_summary(now),
+        **_recovery_units(policies=page),
         "uncovered_workloads": Workload.objects.filter(backup_policy__isnull=True)
         .select_related("pool")
         .order_by("name"),
@@ -57,7 +74,11 @@ def _policy_page_context(request, policy, drill_form=None):
     drills = policy.drills.select_related("version", "performed_by")
     version_page = Paginator(versions, VERSIONS_PAGE_SIZE).get_page(request.GET.get("versions"))
     drill_page = Paginator(drills, DRILLS_PAGE_SIZE).get_page(request.GET.get("drills"))
+    latest_drill = drills.first()
     return {
+        **_recovery_units(
+            policies=[policy], drills=[*drill_page, *([latest_drill] if latest_drill else [])]
+        ),
         "policy": policy,
         "workload": workload,
         "coverage": policy.coverage(),
@@ -69,7 +90,7 @@ def _policy_page_context(request, policy, drill_form=None):
             for version in version_page
         ],
         "drill_page": drill_page,
-        "latest_drill": drills.first(),
+        "latest_drill": latest_drill,
         "drill_form": drill_form
         if drill_form is not None
         else (
@@ -184,7 +205,9 @@ def drill_detail(request, pk):
         RestoreDrill.objects.select_related("policy__workload", "version", "performed_by"), pk=pk
     )
     return render_page(
-        request, "backups/drill_detail.html", {"drill": drill, "history": history_rows(drill)}
+        request,
+        "backups/drill_detail.html",
+        {"drill": drill, "history": history_rows(drill), **_recovery_units(drills=[drill])},
     )
 
 
