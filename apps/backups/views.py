@@ -168,7 +168,8 @@ def policy_delete(request, slug):
 @require_http_methods(["GET", "POST"])
 def drill_create(request, slug):
     """The drill form on the policy page posts here with htmx and gets the compliance
-    column back (drill recorded, status and list updated) without a reload."""
+    column back (drill recorded, status and list updated) without a reload, and with a
+    recorded drill the history card out of band."""
     policy = _policy_or_404(slug)
     form = RestoreDrillForm(
         request.POST or None, request.FILES or None, policy=policy, initial=_drill_initial(policy)
@@ -184,7 +185,7 @@ def drill_create(request, slug):
                     messages.success(request, f"Drill recorded: {drill.verdict_sentence}")
                     return redirect(policy)
                 context = _policy_page_context(request, _policy_or_404(slug))
-                context["just_recorded"] = drill
+                context.update(just_recorded=drill, history_out_of_band=True)
                 return render_page(
                     request, "backups/policy_detail.html", context, partial="compliance"
                 )
