@@ -249,6 +249,24 @@ class RestoreDrillForm(TablerFormMixin, forms.ModelForm):
             "observed_checksums": forms.Textarea(attrs={"rows": 3, "class": "font-monospace"}),
             "notes": forms.Textarea(attrs={"rows": 2}),
         }
+        error_messages = {
+            "version": {
+                "required": "Pick the version that was restored.",
+                "invalid_choice": "That version is not one of this workload's: pick one listed.",
+            },
+            "restored_from_tier": {"required": "Pick the tier the version was restored from."},
+            "started_at": {
+                "required": "Give when the restore started, e.g. 2026-12-01 14:30.",
+                "invalid": "Type a date and time, e.g. 2026-12-01 14:30.",
+            },
+            "finished_at": {
+                "required": "Give when the service answered or training ran again, "
+                "e.g. 2026-12-01 15:10.",
+                "invalid": "Type a date and time, e.g. 2026-12-01 15:10.",
+            },
+            "reference_time": {"invalid": "Type a date and time, e.g. 2026-12-01 14:00."},
+            "outcome": {"required": "Pick the result of the restore."},
+        }
 
     def __init__(self, *args, policy, **kwargs):
         super().__init__(*args, **kwargs)

@@ -250,6 +250,20 @@ def compare_checksums(version: BackupVersion, observed_pairs) -> consistency.Che
     return consistency.compare_checksums(expected, dict(observed_pairs))
 
 
+def drill_blocker(policy: BackupPolicy) -> str | None:
+    """Why no drill can be recorded on ``policy`` yet, or None: a drill restores a
+    registered version that is still kept."""
+    versions = BackupVersion.objects.filter(workload_id=policy.workload_id)
+    if not versions.exists():
+        return "Register a version of this policy's software before recording a drill"
+    if not versions.kept().exists():
+        return (
+            "Every registered version of this policy's software was purged: register one "
+            "that is still kept before recording a drill"
+        )
+    return None
+
+
 @transaction.atomic
 def record_drill(drill: RestoreDrill, *, observed_pairs, user=None) -> RestoreDrill:
     """Evaluate and store a drill, and move the policy's drill schedule on."""

@@ -70,6 +70,8 @@ def policy_list(request):
 
 def _policy_page_context(request, policy, drill_form=None):
     workload = policy.workload
+    can_record = request.user.has_perm("backups.add_restoredrill")
+    drill_blocked = services.drill_blocker(policy) if can_record else None
     versions = BackupVersion.objects.filter(workload=workload).prefetch_related("checksums")
     drills = policy.drills.select_related("version", "performed_by")
     version_page = Paginator(versions, VERSIONS_PAGE_SIZE).get_page(request.GET.get("versions"))
@@ -91,11 +93,12 @@ def _policy_page_context(request, policy, drill_form=None):
         ],
         "drill_page": drill_page,
         "latest_drill": latest_drill,
+        "drill_blocked": drill_blocked,
         "drill_form": drill_form
         if drill_form is not None
         else (
             RestoreDrillForm(policy=policy, initial=_drill_initial(policy))
-            if request.user.has_perm("backups.add_restoredrill")
+            if can_record and drill_blocked is None
             else None
         ),
         "history": services.policy_history(policy),
@@ -171,6 +174,15 @@ def drill_create(request, slug):
     column back (drill recorded, status and list updated) without a reload, and with a
     recorded drill the history card out of band."""
     policy = _policy_or_404(slug)
+    blocked = services.drill_blocker(policy)
+    if blocked:
+        # Say what to register first, rather than a form whose version list is empty.
+        context = {"policy": policy, "workload": policy.workload, "drill_blocked": blocked}
+        if request.htmx:
+            context = _policy_page_context(request, policy)
+            return render_page(request, "backups/policy_detail.html", context, partial="compliance")
+        status = 400 if request.method == "POST" else 200
+        return render_page(request, "backups/drill_form.html", context, status=status)
     form = RestoreDrillForm(
         request.POST or None, request.FILES or None, policy=policy, initial=_drill_initial(policy)
     )
