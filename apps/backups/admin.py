@@ -29,8 +29,8 @@ class BackupVersionAdmin(SimpleHistoryAdmin):
 
 @admin.register(RestoreDrill)
 class RestoreDrillAdmin(SimpleHistoryAdmin):
-    list_display = ["policy", "version", "finished_at", "passed"]
-    list_filter = ["passed"]
+    list_display = ["policy", "version", "finished_at", "verdict"]
+    list_filter = ["verdict"]
     list_select_related = ["policy__workload", "version"]
 
     # A drill edited or deleted here moves its policy's next drill date and overdue flag

@@ -386,9 +386,11 @@ def _drill(
     resumed=True,
     outcome="restored",
     bad_nodes=(),
+    unrecorded_nodes=0,
 ):
     """A drill ``days_ago`` that took ``minutes`` and restored ``version`` as it was
-    ``age_minutes`` after it was made (its RPO age at the played failure)."""
+    ``age_minutes`` after it was made (its RPO age at the played failure); the last
+    ``unrecorded_nodes`` nodes' checksums were not recorded after the restore."""
     return {
         "version": version,
         "days_ago": days_ago,
@@ -398,6 +400,7 @@ def _drill(
         "resumed": resumed,
         "outcome": outcome,
         "bad_nodes": set(bad_nodes),
+        "unrecorded_nodes": unrecorded_nodes,
     }
 
 
@@ -417,7 +420,16 @@ DRILLS = {
             "resume where it stopped.",
         )
     ],
-    "mistral-7b-lora-support": [_drill("hot", 50, 25, age_minutes=40, notes="Restored from NFS.")],
+    "mistral-7b-lora-support": [
+        _drill(
+            "hot",
+            50,
+            25,
+            age_minutes=40,
+            unrecorded_nodes=1,
+            notes="Restored from NFS; the node was recycled before its checksum was taken.",
+        )
+    ],
     "chat-api-asia": [
         _drill(
             "v1",
@@ -523,9 +535,11 @@ def seed_backups_demo(now=None) -> dict:
             if version is None or policy.drills.filter(version=version).exists():
                 continue
             started = now - timedelta(days=spec["days_ago"])
+            rows = list(VersionChecksum.objects.filter(version=version))
+            recorded = rows[: max(0, len(rows) - spec["unrecorded_nodes"])]
             observed = [
                 (row.node, _checksum(version.name, row.node, row.node in spec["bad_nodes"]))
-                for row in VersionChecksum.objects.filter(version=version)
+                for row in recorded
             ]
             drill = RestoreDrill(
                 policy=policy,

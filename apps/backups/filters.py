@@ -1,6 +1,6 @@
 import django_filters
 
-from apps.backups.models import BackupVersion, RestoreDrill, Tier, VersionKind
+from apps.backups.models import BackupVersion, DrillVerdict, RestoreDrill, Tier, VersionKind
 from apps.core.serializers import StrictBooleanFilter
 
 
@@ -19,7 +19,8 @@ class RestoreDrillFilter(django_filters.FilterSet):
         field_name="policy__workload__slug", help_text="Workload slug."
     )
     passed = StrictBooleanFilter()
+    verdict = django_filters.ChoiceFilter(choices=DrillVerdict.choices)
 
     class Meta:
         model = RestoreDrill
-        fields = ["workload", "passed"]
+        fields = ["workload", "passed", "verdict"]

@@ -29,6 +29,8 @@ class DateTimeLocalInput(forms.DateTimeInput):
         super().__init__(attrs, format=DATETIME_FORMAT)
 
 
+RETRY_DEFAULT_DAYS = BackupPolicy._meta.get_field("drill_retry_interval_days").default
+
 TIER_PARTS = ("location", "retention_count", "retention_days", "price_per_gb_month_usd")
 TIER_FIELDS = [f"{tier}_{part}" for tier in Tier.values for part in TIER_PARTS]
 
@@ -49,11 +51,18 @@ class BackupPolicyForm(TablerFormMixin, forms.ModelForm):
             "rpo_minutes",
             "rto_minutes",
             "drill_frequency_days",
+            "drill_retry_interval_days",
             "mtbf_hours",
             "checkpoint_size_gb",
             "notes",
         ]
         widgets = {"notes": forms.Textarea(attrs={"rows": 2})}
+        error_messages = {
+            "drill_frequency_days": {"min_value": "Drill at least every day: type 1 or more."},
+            "drill_retry_interval_days": {
+                "min_value": "Retry a failed drill after at least 1 day: type 1 or more, e.g. 7."
+            },
+        }
 
     def __init__(self, *args, workload, **kwargs):
         super().__init__(*args, **kwargs)
@@ -62,6 +71,9 @@ class BackupPolicyForm(TablerFormMixin, forms.ModelForm):
         field = self.fields["covered_items"]
         field.choices = [(item.key, item.label) for item in self.checklist]
         field.widget.attrs["class"] = "form-check-input"
+        retry = self.fields["drill_retry_interval_days"]
+        retry.required = False
+        retry.help_text = f"{retry.help_text} Blank: {RETRY_DEFAULT_DAYS} days."
         if not workload.is_training:
             for name in ("current_data_version", "mtbf_hours", "checkpoint_size_gb"):
                 del self.fields[name]
@@ -75,6 +87,10 @@ class BackupPolicyForm(TablerFormMixin, forms.ModelForm):
         return [
             (label, [self[f"{tier}_{part}"] for part in TIER_PARTS]) for tier, label in Tier.choices
         ]
+
+    def clean_drill_retry_interval_days(self):
+        retry_days = self.cleaned_data.get("drill_retry_interval_days")
+        return RETRY_DEFAULT_DAYS if retry_days is None else retry_days
 
     def clean(self):
         cleaned = super().clean()
@@ -91,6 +107,14 @@ class BackupPolicyForm(TablerFormMixin, forms.ModelForm):
                 )
         if rpo and rpo > 365 * 24 * 60:
             self.add_error("rpo_minutes", "An RPO of more than a year is not a target.")
+        frequency_days = cleaned.get("drill_frequency_days")
+        retry_days = cleaned.get("drill_retry_interval_days")
+        if frequency_days and retry_days and retry_days > frequency_days:
+            self.add_error(
+                "drill_retry_interval_days",
+                f"A failed drill is retried sooner than the regular drill: at most "
+                f"{frequency_days} days (Drill every), e.g. 7.",
+            )
         return cleaned
 
     def save(self, commit=True):
@@ -224,6 +248,24 @@ class RestoreDrillForm(TablerFormMixin, forms.ModelForm):
             "reference_time": DateTimeLocalInput(),
             "observed_checksums": forms.Textarea(attrs={"rows": 3, "class": "font-monospace"}),
             "notes": forms.Textarea(attrs={"rows": 2}),
+        }
+        error_messages = {
+            "version": {
+                "required": "Pick the version that was restored.",
+                "invalid_choice": "That version is not one of this workload's: pick one listed.",
+            },
+            "restored_from_tier": {"required": "Pick the tier the version was restored from."},
+            "started_at": {
+                "required": "Give when the restore started, e.g. 2026-12-01 14:30.",
+                "invalid": "Type a date and time, e.g. 2026-12-01 14:30.",
+            },
+            "finished_at": {
+                "required": "Give when the service answered or training ran again, "
+                "e.g. 2026-12-01 15:10.",
+                "invalid": "Type a date and time, e.g. 2026-12-01 15:10.",
+            },
+            "reference_time": {"invalid": "Type a date and time, e.g. 2026-12-01 14:00."},
+            "outcome": {"required": "Pick the result of the restore."},
         }
 
     def __init__(self, *args, policy, **kwargs):

@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
-from apps.backups import coverage
+from apps.backups import consistency, coverage, recovery_units
 from apps.backups.querysets import BackupPolicyQuerySet, BackupVersionQuerySet
 from apps.backups.validators import (
     CHECKSUM_HEX_LENGTHS,
@@ -123,6 +123,13 @@ class BackupPolicy(models.Model):
     drill_frequency_days = models.PositiveIntegerField(
         "Drill every (days)", default=30, validators=[MinValueValidator(1)]
     )
+    drill_retry_interval_days = models.PositiveIntegerField(
+        "Retry a failed drill after (days)",
+        default=7,
+        validators=[MinValueValidator(1)],
+        help_text="After a failed drill the next one is due this soon, not a full drill "
+        "interval later: the fix needs proving.",
+    )
     mtbf_hours = models.DecimalField(
         "MTBF of the job (hours)",
         max_digits=10,
@@ -215,6 +222,35 @@ class BackupPolicy(models.Model):
     def is_overdue_at(self, now=None) -> bool:
         now = now or timezone.now()
         return self.drill_due_at is not None and self.drill_due_at < now
+
+    @property
+    def rpo_seconds(self) -> int:
+        return self.rpo_minutes * 60
+
+    @property
+    def rto_seconds(self) -> int:
+        return self.rto_minutes * 60
+
+    def drill_interval_days_after(self, verdict) -> int:
+        """Days from a drill with this verdict (None: never drilled, from the policy's
+        creation) to the next one due. A retry never waits longer than a regular drill."""
+        if verdict == DrillVerdict.FAILED:
+            return min(self.drill_retry_interval_days, self.drill_frequency_days)
+        return self.drill_frequency_days
+
+    @property
+    def next_drill_interval_days(self) -> int:
+        return self.drill_interval_days_after(self.last_drill_verdict)
+
+    @property
+    def last_drill_verdict(self) -> str | None:
+        """The latest drill's verdict (None: never drilled). ``last_drill_passed`` holds it
+        for SQL: true passed, false failed, null not verified."""
+        if self.last_drill_at is None:
+            return None
+        if self.last_drill_passed is None:
+            return DrillVerdict.NOT_VERIFIED
+        return DrillVerdict.PASSED if self.last_drill_passed else DrillVerdict.FAILED
 
 
 class VersionKind(models.TextChoices):
@@ -443,6 +479,14 @@ class VersionChecksum(models.Model):
         return f"{self.node}: {self.checksum[:12]}…"
 
 
+class DrillVerdict(models.TextChoices):
+    PASSED = "passed", "Passed"
+    FAILED = "failed", "Failed"
+    # Nothing failed, but some node's checksum was not recorded on one side: the restore
+    # is not proven consistent, nor shown inconsistent.
+    NOT_VERIFIED = "not_verified", "Not verified"
+
+
 class DrillOutcome(models.TextChoices):
     RESTORED = "restored", "Restored and working"
     RESTORED_WITH_ISSUES = "restored_with_issues", "Restored, with issues"
@@ -503,8 +547,19 @@ class RestoreDrill(models.Model):
     rpo_target_minutes = models.PositiveIntegerField(editable=False, default=0)
     actual_rto_seconds = models.PositiveIntegerField(editable=False, default=0)
     actual_rpo_seconds = models.PositiveBigIntegerField(editable=False, default=0)
-    checksums_compared = models.PositiveIntegerField(editable=False, default=0)
+    checksums_compared = models.PositiveIntegerField(
+        editable=False, default=0, help_text="Nodes with a checksum on both sides."
+    )
+    checksums_matched = models.PositiveIntegerField(editable=False, default=0)
     checksum_mismatches = models.JSONField(editable=False, default=list)
+    checksums_unverified = models.JSONField(
+        editable=False,
+        default=list,
+        help_text="Nodes whose checksum is blank on one side: neither a match nor a mismatch.",
+    )
+    verdict = models.CharField(
+        max_length=20, choices=DrillVerdict.choices, editable=False, default=DrillVerdict.FAILED
+    )
     passed = models.BooleanField(editable=False, default=False)
     failure_reasons = models.JSONField(editable=False, default=list)
     recorded_at = models.DateTimeField(auto_now_add=True)
@@ -541,9 +596,25 @@ class RestoreDrill(models.Model):
     def rpo_met(self) -> bool:
         return self.actual_rpo_seconds <= self.rpo_target_seconds
 
-    def evaluate(self, mismatches, compared: int):
+    @property
+    def checksum_summary(self) -> str:
+        return consistency.checksum_summary(
+            matched=self.checksums_matched,
+            mismatched_nodes=[row["node"] for row in self.checksum_mismatches],
+            unverified=len(self.checksums_unverified),
+        )
+
+    @property
+    def verdict_sentence(self) -> str:
+        if self.verdict == DrillVerdict.NOT_VERIFIED:
+            return f"not verified. {self.checksum_summary}."
+        return f"it {self.verdict}."
+
+    def evaluate(self, comparison: consistency.ChecksumComparison):
         """Actual RTO (start → resumed) and RPO (the version's age at the reference time)
-        against the policy's targets, and pass/fail with its reasons."""
+        against the policy's targets, and the verdict with its reasons: failed when any
+        reason holds, not verified when nothing failed but a node's checksums were not
+        both recorded, else passed."""
         policy, version = self.policy, self.version
         self.rto_target_minutes = policy.rto_minutes
         self.rpo_target_minutes = policy.rpo_minutes
@@ -552,8 +623,10 @@ class RestoreDrill(models.Model):
             0, round((self.finished_at - self.started_at).total_seconds())
         )
         self.actual_rpo_seconds = max(0, round((reference - version.created_at).total_seconds()))
-        self.checksums_compared = compared
-        self.checksum_mismatches = list(mismatches)
+        self.checksums_compared = comparison.compared
+        self.checksums_matched = len(comparison.matched)
+        self.checksum_mismatches = list(comparison.mismatches)
+        self.checksums_unverified = list(comparison.unverified)
         reasons = []
         if self.outcome == DrillOutcome.FAILED:
             reasons.append("The restore failed.")
@@ -564,32 +637,24 @@ class RestoreDrill(models.Model):
                 else "The service did not answer again."
             )
         if not self.rto_met:
-            reasons.append(
-                f"Took {_minutes(self.actual_rto_seconds)} against an RTO of "
-                f"{policy.rto_minutes} min."
+            actual, target = recovery_units.format_pair(
+                self.actual_rto_seconds, self.rto_target_seconds
             )
+            reasons.append(f"Took {actual} against an RTO of {target}.")
         if not self.rpo_met:
-            reasons.append(
-                f"The restored version was {_minutes(self.actual_rpo_seconds)} old against an "
-                f"RPO of {policy.rpo_minutes} min."
+            actual, target = recovery_units.format_pair(
+                self.actual_rpo_seconds, self.rpo_target_seconds
             )
+            reasons.append(f"The restored version was {actual} old against an RPO of {target}.")
         if self.checksum_mismatches:
-            nodes = ", ".join(m["node"] for m in self.checksum_mismatches[:5])
-            more = len(self.checksum_mismatches) - 5
-            reasons.append(
-                f"Checksums differ on {len(self.checksum_mismatches)} of {compared} "
-                f"nodes/replicas ({nodes}{f' and {more} more' if more > 0 else ''})."
-            )
+            reasons.append(f"{self.checksum_summary}.")
         if self.outcome == DrillOutcome.RESTORED_WITH_ISSUES and not reasons:
             reasons.append("Restored with issues (see the notes).")
         self.failure_reasons = reasons
-        self.passed = not reasons
-
-
-def _minutes(seconds: int) -> str:
-    minutes = seconds / 60
-    if minutes >= 48 * 60:
-        return f"{minutes / 1440:,.1f} days"
-    if minutes >= 120:
-        return f"{minutes / 60:,.1f} h"
-    return f"{minutes:,.0f} min"
+        if reasons:
+            self.verdict = DrillVerdict.FAILED
+        elif not comparison.verified:
+            self.verdict = DrillVerdict.NOT_VERIFIED
+        else:
+            self.verdict = DrillVerdict.PASSED
+        self.passed = self.verdict == DrillVerdict.PASSED

@@ -156,6 +156,9 @@ class BackupPolicySerializer(StrictModelSerializer):
     coverage_summary = serializers.SerializerMethodField()
     coverage_gaps = serializers.SerializerMethodField()
     is_overdue = serializers.SerializerMethodField()
+    last_drill_verdict = serializers.SerializerMethodField(
+        help_text="passed, failed or not_verified; null when never drilled."
+    )
 
     class Meta:
         model = BackupPolicy
@@ -181,10 +184,12 @@ class BackupPolicySerializer(StrictModelSerializer):
             "rpo_minutes",
             "rto_minutes",
             "drill_frequency_days",
+            "drill_retry_interval_days",
             "mtbf_hours",
             "checkpoint_size_gb",
             "last_drill_at",
             "last_drill_passed",
+            "last_drill_verdict",
             "drill_due_at",
             "is_overdue",
         ]
@@ -198,6 +203,9 @@ class BackupPolicySerializer(StrictModelSerializer):
 
     def get_is_overdue(self, policy) -> bool:
         return policy.is_overdue_at()
+
+    def get_last_drill_verdict(self, policy) -> str | None:
+        return policy.last_drill_verdict
 
 
 class ChecksumMismatchSerializer(serializers.Serializer):
@@ -213,6 +221,12 @@ class RestoreDrillSerializer(serializers.ModelSerializer):
     version = serializers.PrimaryKeyRelatedField(read_only=True)
     performed_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     checksum_mismatches = ChecksumMismatchSerializer(many=True, read_only=True)
+    checksums_unverified = ChecksumMismatchSerializer(
+        many=True,
+        read_only=True,
+        help_text="Nodes whose checksum is null on one side: neither a match nor a mismatch.",
+    )
+    checksum_summary = serializers.CharField(read_only=True)
     failure_reasons = serializers.ListField(child=serializers.CharField(), read_only=True)
 
     class Meta:
@@ -233,7 +247,11 @@ class RestoreDrillSerializer(serializers.ModelSerializer):
             "actual_rpo_seconds",
             "rpo_target_minutes",
             "checksums_compared",
+            "checksums_matched",
             "checksum_mismatches",
+            "checksums_unverified",
+            "checksum_summary",
+            "verdict",
             "passed",
             "failure_reasons",
             "notes",

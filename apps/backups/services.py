@@ -9,11 +9,12 @@ from django.db.models import Count, OuterRef, Q, Subquery
 from django.urls import reverse
 from django.utils import timezone
 
-from apps.backups import checkpointing
+from apps.backups import checkpointing, consistency
 from apps.backups.models import (
     KEPT_TIERS,
     BackupPolicy,
     BackupVersion,
+    DrillVerdict,
     RestoreDrill,
     Tier,
     VersionChecksum,
@@ -30,12 +31,23 @@ MTBF_WINDOW = timedelta(days=90)
 # --- Drill schedule -------------------------------------------------------------------
 
 
-def _schedule(policy, last_drill_at, last_drill_passed, now):
+# The latest drill's verdict as the policy stores it: null is "not verified".
+_PASSED_BY_VERDICT = {
+    DrillVerdict.PASSED: True,
+    DrillVerdict.FAILED: False,
+    DrillVerdict.NOT_VERIFIED: None,
+    None: None,
+}
+
+
+def _schedule(policy, last_drill_at, last_verdict, now):
+    """From the latest drill (else the policy's creation): a failed drill is retried after
+    the policy's retry interval, any other after its drill frequency."""
     start = last_drill_at or policy.created_at
-    due = start + timedelta(days=policy.drill_frequency_days)
+    due = start + timedelta(days=policy.drill_interval_days_after(last_verdict))
     return {
         "last_drill_at": last_drill_at,
-        "last_drill_passed": last_drill_passed,
+        "last_drill_passed": _PASSED_BY_VERDICT[last_verdict],
         "drill_due_at": due,
         "overdue_since": due if due < now else None,
     }
@@ -51,14 +63,14 @@ def refresh_drill_schedules(policies=None, *, now=None) -> int:
     rows = list(
         queryset.annotate(
             latest_finished_at=Subquery(latest.values("finished_at")[:1]),
-            latest_passed=Subquery(latest.values("passed")[:1]),
+            latest_verdict=Subquery(latest.values("verdict")[:1]),
         )
     )
     changed = []
     overdue = 0
     fields = ["last_drill_at", "last_drill_passed", "drill_due_at", "overdue_since"]
     for policy in rows:
-        values = _schedule(policy, policy.latest_finished_at, policy.latest_passed, now)
+        values = _schedule(policy, policy.latest_finished_at, policy.latest_verdict, now)
         if values["overdue_since"] is not None:
             overdue += 1
         if any(getattr(policy, name) != value for name, value in values.items()):
@@ -78,6 +90,9 @@ def overdue_and_failing_summary(now=None) -> dict:
         policies=Count("pk"),
         overdue=Count("pk", filter=Q(drill_due_at__lt=now)),
         failing=Count("pk", filter=Q(last_drill_passed=False)),
+        not_verified=Count(
+            "pk", filter=Q(last_drill_at__isnull=False, last_drill_passed__isnull=True)
+        ),
         never_drilled=Count("pk", filter=Q(last_drill_at__isnull=True)),
     )
     summary["workloads_without_policy"] = Workload.objects.filter(
@@ -228,18 +243,25 @@ def release_lines(workload) -> list[ReleaseLine]:
 # --- Drills ---------------------------------------------------------------------------
 
 
-def compare_checksums(version: BackupVersion, observed_pairs) -> tuple[list[dict], int]:
-    """Registered checksums against those seen after the restore: mismatches (including
-    nodes whose checksum is missing on either side) and how many nodes were compared."""
+def compare_checksums(version: BackupVersion, observed_pairs) -> consistency.ChecksumComparison:
+    """Registered checksums against those seen after the restore, node by node; a node
+    blank on either side is not verified (``apps/backups/consistency.py``)."""
     expected = dict(version.checksums.values_list("node", "checksum"))
-    observed = dict(observed_pairs)
-    mismatches = []
-    for node in sorted(set(expected) | set(observed)):
-        if expected.get(node) != observed.get(node):
-            mismatches.append(
-                {"node": node, "expected": expected.get(node), "observed": observed.get(node)}
-            )
-    return mismatches, len(set(expected) | set(observed))
+    return consistency.compare_checksums(expected, dict(observed_pairs))
+
+
+def drill_blocker(policy: BackupPolicy) -> str | None:
+    """Why no drill can be recorded on ``policy`` yet, or None: a drill restores a
+    registered version that is still kept."""
+    versions = BackupVersion.objects.filter(workload_id=policy.workload_id)
+    if not versions.exists():
+        return "Register a version of this policy's software before recording a drill"
+    if not versions.kept().exists():
+        return (
+            "Every registered version of this policy's software was purged: register one "
+            "that is still kept before recording a drill"
+        )
+    return None
 
 
 @transaction.atomic
@@ -249,8 +271,7 @@ def record_drill(drill: RestoreDrill, *, observed_pairs, user=None) -> RestoreDr
         raise ValidationError(f"{drill.version} was purged: it cannot have been restored.")
     if user is not None and user.is_authenticated and drill.performed_by_id is None:
         drill.performed_by = user
-    mismatches, compared = compare_checksums(drill.version, observed_pairs)
-    drill.evaluate(mismatches, compared)
+    drill.evaluate(compare_checksums(drill.version, observed_pairs))
     drill.save()
     refresh_drill_schedules(BackupPolicy.objects.filter(pk=drill.policy_id))
     return drill

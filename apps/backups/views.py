@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from apps.backups import services
 from apps.backups.forms import BackupPolicyForm, BackupVersionForm, RestoreDrillForm
 from apps.backups.models import BackupPolicy, BackupVersion, RestoreDrill
+from apps.backups.recovery_units import unit_for
 from apps.backups.tables import PolicyTable
 from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
@@ -21,6 +22,21 @@ from apps.pools.models import Workload
 
 VERSIONS_PAGE_SIZE = 10
 DRILLS_PAGE_SIZE = 10
+
+
+def _recovery_units(*, policies=(), drills=()):
+    """One unit for every RPO on a page and one for every RTO, from the largest shown."""
+    drills = list(drills)
+    return {
+        "rpo_unit": unit_for(
+            [policy.rpo_seconds for policy in policies]
+            + [seconds for d in drills for seconds in (d.actual_rpo_seconds, d.rpo_target_seconds)]
+        ),
+        "rto_unit": unit_for(
+            [policy.rto_seconds for policy in policies]
+            + [seconds for d in drills for seconds in (d.actual_rto_seconds, d.rto_target_seconds)]
+        ),
+    }
 
 
 def _policy_or_404(slug):
@@ -41,6 +57,7 @@ def policy_list(request):
         "table": table,
         "page": page,
         "summary": services.overdue_and_failing_summary(now),
+        **_recovery_units(policies=page),
         "uncovered_workloads": Workload.objects.filter(backup_policy__isnull=True)
         .select_related("pool")
         .order_by("name"),
@@ -53,11 +70,17 @@ def policy_list(request):
 
 def _policy_page_context(request, policy, drill_form=None):
     workload = policy.workload
+    can_record = request.user.has_perm("backups.add_restoredrill")
+    drill_blocked = services.drill_blocker(policy) if can_record else None
     versions = BackupVersion.objects.filter(workload=workload).prefetch_related("checksums")
     drills = policy.drills.select_related("version", "performed_by")
     version_page = Paginator(versions, VERSIONS_PAGE_SIZE).get_page(request.GET.get("versions"))
     drill_page = Paginator(drills, DRILLS_PAGE_SIZE).get_page(request.GET.get("drills"))
+    latest_drill = drills.first()
     return {
+        **_recovery_units(
+            policies=[policy], drills=[*drill_page, *([latest_drill] if latest_drill else [])]
+        ),
         "policy": policy,
         "workload": workload,
         "coverage": policy.coverage(),
@@ -69,12 +92,13 @@ def _policy_page_context(request, policy, drill_form=None):
             for version in version_page
         ],
         "drill_page": drill_page,
-        "latest_drill": drills.first(),
+        "latest_drill": latest_drill,
+        "drill_blocked": drill_blocked,
         "drill_form": drill_form
         if drill_form is not None
         else (
             RestoreDrillForm(policy=policy, initial=_drill_initial(policy))
-            if request.user.has_perm("backups.add_restoredrill")
+            if can_record and drill_blocked is None
             else None
         ),
         "history": services.policy_history(policy),
@@ -147,8 +171,18 @@ def policy_delete(request, slug):
 @require_http_methods(["GET", "POST"])
 def drill_create(request, slug):
     """The drill form on the policy page posts here with htmx and gets the compliance
-    column back (drill recorded, status and list updated) without a reload."""
+    column back (drill recorded, status and list updated) without a reload, and with a
+    recorded drill the history card out of band."""
     policy = _policy_or_404(slug)
+    blocked = services.drill_blocker(policy)
+    if blocked:
+        # Say what to register first, rather than a form whose version list is empty.
+        context = {"policy": policy, "workload": policy.workload, "drill_blocked": blocked}
+        if request.htmx:
+            context = _policy_page_context(request, policy)
+            return render_page(request, "backups/policy_detail.html", context, partial="compliance")
+        status = 400 if request.method == "POST" else 200
+        return render_page(request, "backups/drill_form.html", context, status=status)
     form = RestoreDrillForm(
         request.POST or None, request.FILES or None, policy=policy, initial=_drill_initial(policy)
     )
@@ -160,11 +194,10 @@ def drill_create(request, slug):
                 form.add_error(None, error)
             else:
                 if not request.htmx:
-                    verdict = "passed" if drill.passed else "failed"
-                    messages.success(request, f"Drill recorded: it {verdict}.")
+                    messages.success(request, f"Drill recorded: {drill.verdict_sentence}")
                     return redirect(policy)
                 context = _policy_page_context(request, _policy_or_404(slug))
-                context["just_recorded"] = drill
+                context.update(just_recorded=drill, history_out_of_band=True)
                 return render_page(
                     request, "backups/policy_detail.html", context, partial="compliance"
                 )
@@ -185,7 +218,9 @@ def drill_detail(request, pk):
         RestoreDrill.objects.select_related("policy__workload", "version", "performed_by"), pk=pk
     )
     return render_page(
-        request, "backups/drill_detail.html", {"drill": drill, "history": history_rows(drill)}
+        request,
+        "backups/drill_detail.html",
+        {"drill": drill, "history": history_rows(drill), **_recovery_units(drills=[drill])},
     )
 
 

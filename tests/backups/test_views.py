@@ -170,3 +170,35 @@ def test_paging_one_table_keeps_the_others_page(client, make_user, workload):
     # The drills' "Next" link stays on the second page of versions, and back.
     assert 'href="?drills=2&amp;versions=2#compliance"' in page
     assert 'href="?versions=1&amp;drills=1#versions"' in page
+
+
+def test_a_recorded_drill_sends_the_history_card_out_of_band(client, make_user, workload):
+    make_policy(workload)
+    version = make_version(workload)
+    client.force_login(make_user("ops"))
+    start = timezone.now() - timezone.timedelta(minutes=30)
+    data = {
+        "version": version.pk,
+        "restored_from_tier": "hot",
+        "started_at": start.strftime("%Y-%m-%dT%H:%M"),
+        "finished_at": (start + timezone.timedelta(minutes=15)).strftime("%Y-%m-%dT%H:%M"),
+        "resumed": "on",
+        "outcome": "restored",
+        "observed_checksums": f"node-0 {SHA_A}\nnode-1 {SHA_A}",
+    }
+    url = reverse("backups:drill_create", kwargs={"slug": workload.slug})
+    headers = {"HX-Request": "true", "HX-Target": "compliance"}
+    body = client.post(url, data, headers=headers).content.decode()
+    assert '<div class="card" id="history" hx-swap-oob="true">' in body
+    # The card lists the drill just recorded, after the #compliance element, not inside.
+    history = body[body.index('id="history"') :]
+    assert f"Drill of {RestoreDrill.objects.get().finished_at:%Y-%m-%d %H:%M}" in history
+    assert body.index('id="history"') > body.rindex("</form>")
+    # A refused drill changes no history: the card is not sent.
+    data["finished_at"] = (start - timezone.timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M")
+    refused = client.post(url, data, headers=headers).content.decode()
+    assert "before it started" in refused and 'id="history"' not in refused
+    # The page itself draws the card in place, never out of band.
+    page = client.get(reverse("backups:policy_detail", kwargs={"slug": workload.slug}))
+    assert page.content.decode().count('id="history"') == 1
+    assert "hx-swap-oob" not in page.content.decode()

@@ -43,6 +43,7 @@ def test_ops_records_a_drill_and_the_compliance_view_changes_without_reload(
     page.goto(f"{live_server.url}/backups/{workload.slug}/")
     expect(page.locator("#drill-status")).to_contain_text("never drilled")
     expect(page.locator("#drill-table")).to_have_count(0)
+    expect(page.locator("#history")).not_to_contain_text("Drill of")
     page.evaluate("window.__noReload = true")
 
     start = timezone.now() - timedelta(minutes=40)
@@ -64,7 +65,10 @@ def test_ops_records_a_drill_and_the_compliance_view_changes_without_reload(
     expect(page.locator("#latest-drill")).to_contain_text("25 min / 60 min")
     expect(page.locator("#drill-status")).to_contain_text("on schedule")
     expect(page.locator("#drill-table tbody tr")).to_have_count(1)
-    expect(page.locator("#drill-table")).to_contain_text("0 of 2 nodes differ")
+    expect(page.locator("#drill-table")).to_contain_text("Checksums match on 2 of 2 nodes/replicas")
+    # The history card (outside the compliance column) lists the drill too, out of band.
+    expect(page.locator("#history")).to_contain_text("Drill of")
+    expect(page.locator("#history")).to_have_count(1)
     page.screenshot(path=str(screenshot_dir / "backups-drill-recorded.png"), full_page=True)
     assert page.evaluate("window.__noReload") is True, "the page reloaded"
 
