@@ -57,7 +57,6 @@ def policy_list(request):
         "table": table,
         "page": page,
         "summary": services.overdue_and_failing_summary(now),
-        **_recovery_units(policies=page),
         "uncovered_workloads": Workload.objects.filter(backup_policy__isnull=True)
         .select_related("pool")
         .order_by("name"),

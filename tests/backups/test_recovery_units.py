@@ -85,7 +85,7 @@ def test_the_policy_page_writes_every_rpo_in_days(client, make_user, two_weeks_r
 
 
 @pytest.mark.django_db
-def test_the_fleet_view_writes_every_rpo_in_the_unit_of_the_largest(
+def test_the_fleet_view_writes_each_target_in_the_unit_that_suits_it(
     client, make_user, pool, workload
 ):
     chat = Workload.objects.create(
@@ -95,6 +95,7 @@ def test_the_fleet_view_writes_every_rpo_in_the_unit_of_the_largest(
     make_policy(chat, covered_items=["model_artifact"], rpo_minutes=20160, rto_minutes=30)
     client.force_login(make_user("reader"))
     body = client.get(reverse("backups:policy_list")).content.decode()
-    # Largest RPO 14 days → days: 120 min = 120/1,440 = 0.083 days. RTOs ≤ 60 min → min.
-    assert "0.083 days / 60 min" in body and "14 days / 30 min" in body
-    assert "120 min" not in body
+    # A row compares nothing with another: 120 min < 3 h stays in minutes, 20,160 min
+    # ≥ 72 h is 20,160 / 1,440 = 14 days; no small target reads as a fraction of days.
+    assert "120 min / 60 min" in body and "14 days / 30 min" in body
+    assert "0.083 days" not in body and "20,160 min" not in body

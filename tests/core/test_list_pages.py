@@ -157,8 +157,8 @@ def test_policy_list_is_riskiest_first_until_a_header_is_chosen(client, make_use
     ).content.decode()
     assert fragment.lstrip().startswith('<div id="policies">')
     assert "backup-summary" not in fragment and 'data-workload="alpha"' in fragment
-    # RPOs 90, 240 and 30 min: the largest is 4 h ≥ 3 h, so every RPO is in hours.
-    assert "4 h / 60 min" in fragment and "1.5 h / 60 min" in fragment
+    # Each target in the unit that suits it: 240 min ≥ 3 h is 4 h; 90 min stays minutes.
+    assert "4 h / 60 min" in fragment and "90 min / 60 min" in fragment
     assert "overdue)" not in fragment and "on schedule" in fragment
     # The overdue note counts from the page's clock.
     BackupPolicy.objects.filter(pk=policies[0].pk).update(
