@@ -1,13 +1,17 @@
-"""Telemetry pages: upload and follow an import, its history, the unassigned-GPUs triage
-and the hostname rules that keep that triage short."""
+"""Telemetry pages: upload and follow an import (and try a refused upload again with
+another format, without choosing the file again), its history, the unassigned-GPUs
+triage with a suggested pool per GPU, and the hostname rules that keep that triage
+short."""
 
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlencode
+from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.db.models import Count, Max, Min, Q
@@ -20,14 +24,17 @@ from apps.core.htmx import render_page
 from apps.core.outbox import enqueue, mark_waiting
 from apps.core.tables import configure_table
 from apps.pools.models import Pool
+from apps.telemetry import kept_uploads
 from apps.telemetry.charts import build_pool_utilization_figure
 from apps.telemetry.forms import (
+    DETECT,
     DeviceAssignForm,
     GpuImportForm,
     HostnameRuleForm,
     RequestImportForm,
 )
 from apps.telemetry.models import GpuDevice, GpuSample, HostnameRule, ImportRun, PoolHourFlag
+from apps.telemetry.parsers.detect import FORMAT_LABELS
 from apps.telemetry.reconciliation import flagged_pool_days, pool_coverage, pool_days
 from apps.telemetry.rollups import rollup_pool_hours
 from apps.telemetry.services import hour_of, outside_service_sentences
@@ -64,16 +71,26 @@ def _upload_path(run: ImportRun, name: str) -> Path:
     return directory / f"{run.pk}-{safe_name}"
 
 
+# A refused upload may be tried again with another format or mapping while its file is
+# kept: these runs are the ones that refused their file.
+RETRYABLE_STATUSES = (ImportRun.Status.REJECTED, ImportRun.Status.FAILED)
+
+
 def _start_import(request, form) -> ImportRun:
-    """Record the run, keep the file where the worker can read it, and enqueue the
-    import once the run is committed (the worker must find it)."""
-    upload = form.cleaned_data["file"]
+    """Record the run, put the file where the worker can read it (keeping a copy for a
+    retry: apps/telemetry/kept_uploads.py), and enqueue the import once the run is
+    committed (the worker must find it). A kept file gone meanwhile raises
+    KeptUploadError before anything is saved."""
+    upload = form.cleaned_data.get("file")
+    kept = kept_uploads.keep(upload, form.content_sha256) if upload else form.kept
+    filename = Path(form.filename).name
     with transaction.atomic():
         run = ImportRun.objects.create(
             kind=form.kind,
             format=form.cleaned_data["format"],
+            detected_format=form.detected_format,
             source=ImportRun.Source.UPLOAD,
-            filename=Path(upload.name).name[:255],
+            filename=filename[:255],
             pool=form.cleaned_data.get("pool"),
             workload=form.cleaned_data.get("workload"),
             created_by=request.user,
@@ -82,10 +99,8 @@ def _start_import(request, form) -> ImportRun:
             content_sha256=form.content_sha256,
             scraped_at=form.cleaned_data.get("scraped_at"),
         )
-        path = _upload_path(run, upload.name)
-        with path.open("wb") as destination:
-            for chunk in upload.chunks():
-                destination.write(chunk)
+        path = _upload_path(run, filename)
+        kept_uploads.copy_for_run(kept, path)
         enqueue(
             import_file_task,
             run.pk,
@@ -102,21 +117,88 @@ def import_create(request):
     kind = request.POST.get("kind") or request.GET.get("kind") or "gpu"
     if kind not in IMPORT_FORMS:
         kind = "gpu"
-    form_class = IMPORT_FORMS[kind]
+    retry_of = None
     if request.method == "POST":
-        form = form_class(request.POST, request.FILES)
+        form = IMPORT_FORMS[kind](request.POST, request.FILES, user=request.user)
         if form.is_valid():
-            run = _start_import(request, form)
-            messages.info(request, f"{run.filename} uploaded; the import runs in the background.")
-            return redirect("telemetry:import_detail", pk=run.pk)
+            try:
+                run = _start_import(request, form)
+            except kept_uploads.KeptUploadError as error:
+                form.add_error("file", str(error))
+            else:
+                detected = FORMAT_LABELS.get(run.detected_format)
+                messages.info(
+                    request,
+                    f"{run.filename} uploaded{f' (detected: {detected})' if detected else ''}; "
+                    "the import runs in the background.",
+                )
+                return redirect("telemetry:import_detail", pk=run.pk)
+        # Whatever was wrong, the file need not be chosen again.
+        form.keep_upload()
+    elif request.GET.get("retry"):
+        retry_of = _retryable_run(request, request.GET["retry"])
+        kind = retry_of.kind
+        form = _retry_form(request, retry_of)
     else:
         initial = {}
         if kind == "gpu" and request.GET.get("pool"):
             initial["pool"] = request.GET["pool"]
         if kind == "requests" and request.GET.get("workload"):
             initial["workload"] = request.GET["workload"]
-        form = form_class(initial=initial)
-    return render_page(request, "telemetry/import_form.html", {"form": form, "kind": kind})
+        form = IMPORT_FORMS[kind](initial=initial, user=request.user)
+    return render_page(
+        request,
+        "telemetry/import_form.html",
+        {"form": form, "kind": kind, "kept": form.kept, "retry_of": retry_of},
+    )
+
+
+def _retryable_run(request, pk) -> ImportRun:
+    """The refused upload ``pk`` that this user may try again: their own (a superuser
+    may retry anyone's); 404 for no such upload, 403 for someone else's."""
+    try:
+        pk = int(pk)
+    except ValueError:
+        pk = 0
+    run = get_object_or_404(ImportRun, pk=pk, source=ImportRun.Source.UPLOAD)
+    if run.created_by_id != request.user.pk and not request.user.is_superuser:
+        raise PermissionDenied("Only the person who uploaded a file can try it again.")
+    return run
+
+
+def _retry_form(request, run: ImportRun):
+    """The upload form for trying ``run``'s file again, its settings filled in and the
+    kept file referred to; without a kept file, the plain form and a message saying why."""
+    arguments = run.task_arguments or {}
+    columns = arguments.get("columns") or {}
+    initial = {
+        # A format chosen by hand was the wrong one: detection is the better first guess.
+        "format": run.format if run.detected_format else DETECT,
+        "columns": ",".join(f"{field}={header}" for field, header in columns.items()),
+        "time_zone": arguments.get("tz") or "UTC",
+        "skip_bad_rows": run.skip_bad_rows,
+        "pool": run.pool_id,
+        "workload": run.workload_id,
+    }
+    if run.scraped_at:
+        # As the browser would fill it in: wall-clock time in the form's zone.
+        local = run.scraped_at.astimezone(ZoneInfo(initial["time_zone"]))
+        initial["scraped_at"] = f"{local:%Y-%m-%dT%H:%M:%S}"
+    if run.status not in RETRYABLE_STATUSES:
+        messages.warning(
+            request,
+            f"Import #{run.pk} is {run.get_status_display().lower()}, not refused: there is "
+            "nothing to try again. Choose a file to import another.",
+        )
+        return IMPORT_FORMS[run.kind](initial=initial, user=request.user)
+    kept = kept_uploads.find(run.content_sha256, run.filename)
+    if kept is None:
+        messages.error(request, kept_uploads.gone_sentence(run.filename))
+        return IMPORT_FORMS[run.kind](initial=initial, user=request.user)
+    initial["kept_upload"] = kept_uploads.token_for(kept, request.user)
+    form = IMPORT_FORMS[run.kind](initial=initial, user=request.user)
+    form.kept = kept
+    return form
 
 
 @require_GET
@@ -126,10 +208,13 @@ def import_detail(request, pk):
     )
     context = {
         "run": run,
+        "format_label": FORMAT_LABELS.get(run.format, run.format),
         # Interrupted counts: the reaper's sentence says whether it is retried, and the
         # page stops polling either way.
         "finished": run.is_finished,
         "errors_not_shown": max(run.rows_rejected - len(run.errors), 0),
+        "retry_kept": _retry_kept(request, run),
+        "same_content_runs": _same_content_runs(run),
     }
     # Its task may be in the outbox, not yet on the broker (apps/core/outbox.py).
     mark_waiting([run], import_file_task, not_started=ImportRun.Status.PENDING)
@@ -139,6 +224,31 @@ def import_detail(request, pk):
         "telemetry/import_detail.html",
         context,
         fragments={"import-progress": "import-progress"},
+    )
+
+
+def _retry_kept(request, run: ImportRun):
+    """The kept file of a refused upload that this user may try again, else None."""
+    user = request.user
+    if (
+        run.source != ImportRun.Source.UPLOAD
+        or run.status not in RETRYABLE_STATUSES
+        or not user.has_perm("telemetry.add_importrun")
+        or (run.created_by_id != user.pk and not user.is_superuser)
+    ):
+        return None
+    return kept_uploads.find(run.content_sha256, run.filename)
+
+
+def _same_content_runs(run: ImportRun):
+    """The other imports of the same content, e.g. the retry of a refused upload."""
+    if not run.content_sha256:
+        return []
+    return list(
+        ImportRun.objects.filter(kind=run.kind, content_sha256=run.content_sha256)
+        .exclude(pk=run.pk)
+        .only("pk", "status", "format", "detected_format", "created_at")
+        .order_by("created_at", "pk")[:10]
     )
 
 
