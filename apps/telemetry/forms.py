@@ -304,7 +304,9 @@ class _ImportForm(TablerFormMixin, forms.Form):
 
 
 def _article(label: str) -> str:
-    return f"an {label}" if label[:1].lower() in "aeiou" else f"a {label}"
+    # As the words are said: "an Azure…", "an nvidia-smi…" (en-vidia), "a dcgm…".
+    spoken_vowel = label[:1].lower() in "aeiou" or label.lower().startswith("nvidia")
+    return f"an {label}" if spoken_vowel else f"a {label}"
 
 
 def _upload_sha256(upload) -> str:

@@ -187,8 +187,8 @@ def _retry_form(request, run: ImportRun):
     if run.status not in RETRYABLE_STATUSES:
         messages.warning(
             request,
-            f"Import #{run.pk} is {run.get_status_display().lower()}, not refused: there is "
-            "nothing to try again. Choose a file to import another.",
+            f"Import #{run.pk} was not refused ({run.get_status_display()}): there is nothing "
+            "to try again. Choose a file to import another.",
         )
         return IMPORT_FORMS[run.kind](initial=initial, user=request.user)
     kept = kept_uploads.find(run.content_sha256, run.filename)
