@@ -474,7 +474,9 @@ class HostnameRuleForm(TablerFormMixin, forms.ModelForm):
 
 
 class DeviceAssignForm(TablerFormMixin, forms.Form):
-    """The triage page's bulk form: these devices go to that pool."""
+    """The triage page's bulk form: these devices go to that pool or, with
+    ``use_suggestions``, each to the pool suggested for it (apps/telemetry/triage.py),
+    which the view works out again: no pool is taken from the request then."""
 
     pool = forms.ModelChoiceField(
         queryset=Pool.objects.order_by("name"), label="Pool", empty_label="Choose a pool"
@@ -484,3 +486,15 @@ class DeviceAssignForm(TablerFormMixin, forms.Form):
         label="GPUs",
         error_messages={"required": "Tick at least one GPU to assign."},
     )
+
+    def __init__(self, *args, use_suggestions=False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.use_suggestions = use_suggestions
+        if use_suggestions:
+            self.fields["pool"].required = False
+
+    def clean(self):
+        cleaned_data = super().clean()
+        if self.use_suggestions:
+            cleaned_data["pool"] = None
+        return cleaned_data

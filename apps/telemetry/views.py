@@ -40,6 +40,7 @@ from apps.telemetry.rollups import rollup_pool_hours
 from apps.telemetry.services import hour_of, outside_service_sentences
 from apps.telemetry.tables import ImportTable
 from apps.telemetry.tasks import import_file_task
+from apps.telemetry.triage import suggest_pools
 
 PAGE_SIZE = 25
 IMPORT_FORMS = {"gpu": GpuImportForm, "requests": RequestImportForm}
@@ -252,6 +253,20 @@ def _same_content_runs(run: ImportRun):
     )
 
 
+def _suggestion_sources():
+    """(hostname rules in priority order, pools that may take GPUs) for the triage's
+    suggestions: archived pools take nothing new."""
+    rules = [
+        rule
+        for rule in HostnameRule.objects.select_related("pool__gpu_model").order_by(
+            "priority", "id"
+        )
+        if not rule.pool.is_archived
+    ]
+    pools = list(Pool.objects.active().select_related("gpu_model").order_by("name"))
+    return rules, pools
+
+
 @require_GET
 def device_unassigned(request):
     devices = (
@@ -260,10 +275,17 @@ def device_unassigned(request):
         .order_by("hostname", "gpu_index", "key")
     )
     page = Paginator(devices, PAGE_SIZE).get_page(request.GET.get("page"))
+    rules, pools = _suggestion_sources()
+    suggestions = suggest_pools(page.object_list, rules=rules, pools=pools)
+    for device in page.object_list:
+        device.suggestion = suggestions[device.pk]
     context = {
         "page": page,
         "assign_form": DeviceAssignForm(),
         "rule_count": HostnameRule.objects.count(),
+        "suggested_count": sum(
+            1 for suggestion in suggestions.values() if suggestion and suggestion.pool
+        ),
     }
     return render_page(request, "telemetry/device_unassigned.html", context)
 
@@ -271,39 +293,103 @@ def device_unassigned(request):
 @permission_required("telemetry.change_gpudevice", raise_exception=True)
 @require_POST
 def device_assign(request):
-    form = DeviceAssignForm(request.POST)
+    """Assign the ticked GPUs to the chosen pool or (``action=suggested``) each unassigned
+    one to the pool suggested for it, worked out here again from the rules and pools."""
+    use_suggestions = request.POST.get("action") == "suggested"
+    form = DeviceAssignForm(request.POST, use_suggestions=use_suggestions)
     if not form.is_valid():
         for errors in form.errors.values():
             for error in errors:
                 messages.error(request, error)
         return redirect("telemetry:device_unassigned")
-    pool = form.cleaned_data["pool"]
     devices = list(form.cleaned_data["devices"])
+    if use_suggestions:
+        groups = _suggested_groups(request, devices)
+        if not groups:
+            return redirect("telemetry:device_unassigned")
+    else:
+        groups = [(form.cleaned_data["pool"], GpuDevice.Assignment.MANUAL, devices)]
+    with transaction.atomic():
+        outcomes = [
+            (pool, group, _assign_devices(pool, group, assignment))
+            for pool, assignment, group in groups
+        ]
+    for pool, group, span in outcomes:
+        _say_assigned(request, pool, group, span)
+    return redirect("telemetry:device_unassigned")
+
+
+def _suggested_groups(request, devices):
+    """[(pool, assignment, devices)] of the ticked GPUs that are unassigned and have a
+    suggested pool; says what happens to the others."""
+    rules, pools = _suggestion_sources()
+    already = [device for device in devices if device.pool_id is not None]
+    waiting = [device for device in devices if device.pool_id is None]
+    suggestions = suggest_pools(waiting, rules=rules, pools=pools)
+    groups: dict[tuple[int, str], tuple] = {}
+    unsuggested = []
+    for device in waiting:
+        suggestion = suggestions[device.pk]
+        if suggestion is None or suggestion.pool is None:
+            unsuggested.append(device)
+            continue
+        # A rule's suggestion is what the rule would have done on first sight.
+        assignment = (
+            GpuDevice.Assignment.RULE if suggestion.by_rule else GpuDevice.Assignment.MANUAL
+        )
+        key = (suggestion.pool.pk, assignment)
+        groups.setdefault(key, (suggestion.pool, assignment, []))[2].append(device)
+    if already:
+        messages.info(
+            request,
+            f"{_gpus(len(already))} already in a pool {'were' if len(already) != 1 else 'was'} "
+            "left there.",
+        )
+    if unsuggested:
+        names = ", ".join(str(device) for device in unsuggested[:5])
+        more = f" and {len(unsuggested) - 5} more" if len(unsuggested) > 5 else ""
+        messages.warning(
+            request,
+            f"{_gpus(len(unsuggested))} without a suggested pool stay unassigned ({names}{more}): "
+            "choose a pool for them and press Assign.",
+        )
+    return sorted(groups.values(), key=lambda group: (group[0].name, group[1]))
+
+
+def _gpus(count: int) -> str:
+    return f"{count} GPU{'s' if count != 1 else ''}"
+
+
+def _assign_devices(pool, devices, assignment) -> dict:
+    """Put ``devices`` in ``pool`` and recompute the hours their samples touch, in the pool
+    and in the pools they leave; returns the span of their samples, with the counts of
+    those outside the pool's service period (``before``, ``after``)."""
     device_ids = [device.pk for device in devices]
     # Pools the devices leave lose their samples' hours: recompute those too, naming the
     # devices, since their samples now count for the new pool.
     pool_ids = {pool.pk} | {device.pool_id for device in devices if device.pool_id}
-    with transaction.atomic():
-        GpuDevice.objects.filter(pk__in=device_ids).update(
-            pool=pool, assignment=GpuDevice.Assignment.MANUAL
-        )
-        # Samples outside the pool's service period are kept but not charged: say so,
-        # counted by the hour as the rollup counts them.
-        first_hour, end_hour = pool.service_hours()
-        outside_counts = {"before": Count("pk", filter=Q(timestamp__lt=first_hour))}
-        if end_hour is not None:
-            outside_counts["after"] = Count("pk", filter=Q(timestamp__gte=end_hour))
-        span = GpuSample.objects.filter(device_id__in=device_ids).aggregate(
-            first=Min("timestamp"), last=Max("timestamp"), samples=Count("*"), **outside_counts
-        )
-        span.setdefault("after", 0)
-        # Triage sizes are small: recompute synchronously so the pool page is right at once.
-        if span["samples"]:
-            start, end = hour_of(span["first"]), hour_of(span["last"]) + timedelta(hours=1)
-            for pool_id in sorted(pool_ids):
-                released = [device.pk for device in devices if device.pool_id == pool_id]
-                rollup_pool_hours(pool_id, start, end, released_device_ids=released)
-    gpus = f"{len(devices)} GPU{'s' if len(devices) != 1 else ''}"
+    GpuDevice.objects.filter(pk__in=device_ids).update(pool=pool, assignment=assignment)
+    # Samples outside the pool's service period are kept but not charged: say so,
+    # counted by the hour as the rollup counts them.
+    first_hour, end_hour = pool.service_hours()
+    outside_counts = {"before": Count("pk", filter=Q(timestamp__lt=first_hour))}
+    if end_hour is not None:
+        outside_counts["after"] = Count("pk", filter=Q(timestamp__gte=end_hour))
+    span = GpuSample.objects.filter(device_id__in=device_ids).aggregate(
+        first=Min("timestamp"), last=Max("timestamp"), samples=Count("*"), **outside_counts
+    )
+    span.setdefault("after", 0)
+    # Triage sizes are small: recompute synchronously so the pool page is right at once.
+    if span["samples"]:
+        start, end = hour_of(span["first"]), hour_of(span["last"]) + timedelta(hours=1)
+        for pool_id in sorted(pool_ids):
+            released = [device.pk for device in devices if device.pool_id == pool_id]
+            rollup_pool_hours(pool_id, start, end, released_device_ids=released)
+    return span
+
+
+def _say_assigned(request, pool, devices, span) -> None:
+    gpus = _gpus(len(devices))
     samples = span["samples"]
     outside = span["before"] + span["after"]
     if outside:
@@ -319,7 +405,6 @@ def device_assign(request):
             f"{gpus} assigned to {pool}; their {samples:,} sample{'s' if samples != 1 else ''} "
             "now count.",
         )
-    return redirect("telemetry:device_unassigned")
 
 
 @require_GET

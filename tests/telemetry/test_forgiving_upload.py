@@ -14,8 +14,8 @@ from django.test import Client
 from django.urls import reverse
 
 from apps.telemetry import kept_uploads
-from apps.telemetry.services import parse_column_mapping
 from apps.telemetry.models import GpuSample, ImportRun, RequestSample
+from apps.telemetry.services import parse_column_mapping
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 NVIDIA_SMI_H100 = (
