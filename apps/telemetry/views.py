@@ -308,11 +308,12 @@ def device_assign(request):
         if not groups:
             return redirect("telemetry:device_unassigned")
     else:
-        groups = [(form.cleaned_data["pool"], GpuDevice.Assignment.MANUAL, devices)]
+        manual = GpuDevice.Assignment.MANUAL
+        groups = [(form.cleaned_data["pool"], [(device, manual) for device in devices])]
     with transaction.atomic():
         outcomes = [
-            (pool, group, _assign_devices(pool, group, assignment))
-            for pool, assignment, group in groups
+            (pool, [device for device, _ in group], _assign_devices(pool, group))
+            for pool, group in groups
         ]
     for pool, group, span in outcomes:
         _say_assigned(request, pool, group, span)
@@ -320,13 +321,13 @@ def device_assign(request):
 
 
 def _suggested_groups(request, devices):
-    """[(pool, assignment, devices)] of the ticked GPUs that are unassigned and have a
-    suggested pool; says what happens to the others."""
+    """[(pool, [(device, assignment)])] of the ticked GPUs that are unassigned and have a
+    suggested pool, by pool name; says what happens to the others."""
     rules, pools = _suggestion_sources()
     already = [device for device in devices if device.pool_id is not None]
     waiting = [device for device in devices if device.pool_id is None]
     suggestions = suggest_pools(waiting, rules=rules, pools=pools)
-    groups: dict[tuple[int, str], tuple] = {}
+    groups: dict[int, tuple] = {}
     unsuggested = []
     for device in waiting:
         suggestion = suggestions[device.pk]
@@ -337,8 +338,7 @@ def _suggested_groups(request, devices):
         assignment = (
             GpuDevice.Assignment.RULE if suggestion.by_rule else GpuDevice.Assignment.MANUAL
         )
-        key = (suggestion.pool.pk, assignment)
-        groups.setdefault(key, (suggestion.pool, assignment, []))[2].append(device)
+        groups.setdefault(suggestion.pool.pk, (suggestion.pool, []))[1].append((device, assignment))
     if already:
         messages.info(
             request,
@@ -353,22 +353,27 @@ def _suggested_groups(request, devices):
             f"{_gpus(len(unsuggested))} without a suggested pool stay unassigned ({names}{more}): "
             "choose a pool for them and press Assign.",
         )
-    return sorted(groups.values(), key=lambda group: (group[0].name, group[1]))
+    return sorted(groups.values(), key=lambda group: group[0].name)
 
 
 def _gpus(count: int) -> str:
     return f"{count} GPU{'s' if count != 1 else ''}"
 
 
-def _assign_devices(pool, devices, assignment) -> dict:
-    """Put ``devices`` in ``pool`` and recompute the hours their samples touch, in the pool
-    and in the pools they leave; returns the span of their samples, with the counts of
-    those outside the pool's service period (``before``, ``after``)."""
+def _assign_devices(pool, devices_and_assignments) -> dict:
+    """Put the devices in ``pool``, each recorded with its way of assignment, and
+    recompute the hours their samples touch, in the pool and in the pools they leave;
+    returns the span of their samples, with the counts of those outside the pool's
+    service period (``before``, ``after``)."""
+    devices = [device for device, _ in devices_and_assignments]
     device_ids = [device.pk for device in devices]
     # Pools the devices leave lose their samples' hours: recompute those too, naming the
     # devices, since their samples now count for the new pool.
     pool_ids = {pool.pk} | {device.pool_id for device in devices if device.pool_id}
-    GpuDevice.objects.filter(pk__in=device_ids).update(pool=pool, assignment=assignment)
+    for assignment in sorted({assignment for _, assignment in devices_and_assignments}):
+        GpuDevice.objects.filter(
+            pk__in=[device.pk for device, way in devices_and_assignments if way == assignment]
+        ).update(pool=pool, assignment=assignment)
     # Samples outside the pool's service period are kept but not charged: say so,
     # counted by the hour as the rollup counts them.
     first_hour, end_hour = pool.service_hours()

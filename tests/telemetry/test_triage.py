@@ -214,11 +214,10 @@ def test_one_click_assigns_each_ticked_gpu_to_its_suggested_pool(client, make_us
         "vgpu-1": (None, "unassigned"),
         "mystery": (None, "unassigned"),
     }
-    # One sentence per pool and way, sorted by pool: what each move made count.
-    assert "2 GPUs assigned to L40S inference" not in body  # two ways: rule, by hand
-    assert "1 GPU assigned to L40S inference; their 1 sample now count." in body
-    assert "1 GPU assigned to L40S inference; their 3 samples now count." in body
+    # One sentence per pool, sorted by pool: what each move made count.
+    assert "2 GPUs assigned to L40S inference; their 4 samples now count." in body
     assert "1 GPU assigned to Shanghai H100; their 2 samples now count." in body
+    assert body.index("L40S inference; their 4") < body.index("Shanghai H100; their 2")
     assert (
         "3 GPUs without a suggested pool stay unassigned (edge-1 #0, mystery #0, vgpu-1 #0): "
         "choose a pool for them and press Assign."
