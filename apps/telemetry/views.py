@@ -150,7 +150,13 @@ def import_create(request):
     return render_page(
         request,
         "telemetry/import_form.html",
-        {"form": form, "kind": kind, "kept": form.kept, "retry_of": retry_of},
+        {
+            "form": form,
+            "kind": kind,
+            "kept": form.kept,
+            "retry_of": retry_of,
+            "kept_hours": round(kept_uploads.kept_for().total_seconds() / 3600),
+        },
     )
 
 

@@ -509,3 +509,30 @@ def test_a_retry_of_an_import_that_succeeded_offers_nothing_to_retry(
         page.content.decode()
     )
     assert "kept_upload" not in page.context["form"].initial
+
+
+@pytest.mark.django_db
+def test_an_upload_streamed_to_disk_is_detected_from_its_head_only(
+    lead_client, pool, settings, monkeypatch
+):
+    """Files beyond FILE_UPLOAD_MAX_MEMORY_SIZE arrive as temporary files on disk; the form
+    reads DETECTION_HEAD_BYTES of them, never the whole file, to tell the format."""
+    from apps.telemetry import forms
+    from apps.telemetry.parsers.detect import DETECTION_HEAD_BYTES
+
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 1_000
+    heads, read_head = [], forms.read_head
+
+    def spying_read_head(handle, size_bytes=DETECTION_HEAD_BYTES):
+        head = read_head(handle, size_bytes)
+        heads.append((type(handle).__name__, len(head)))
+        return head
+
+    monkeypatch.setattr(forms, "read_head", spying_read_head)
+    response = _post(
+        lead_client, path=DUTY_CYCLE, format="detect", pool=pool.pk, columns=DUTY_CYCLE_COLUMNS
+    )
+    assert response.status_code == 302, response.context["form"].errors
+    assert DUTY_CYCLE.stat().st_size > 15 * DETECTION_HEAD_BYTES
+    assert heads == [("_TemporaryFileWrapper", DETECTION_HEAD_BYTES)]
+    assert ImportRun.objects.get().detected_format == "csv"
