@@ -389,6 +389,9 @@ STALLED_RUN_REAPERS = [
 REPORTS_WARM_UP = env.bool("REPORTS_WARM_UP", default=True)
 # Raw GPU samples are kept this long; hourly rollups forever.
 TELEMETRY_RAW_RETENTION_DAYS = env.int("TELEMETRY_RAW_RETENTION_DAYS", default=14)
+# Uploaded files are kept this long, so a wrong format or mapping is corrected without
+# choosing the file again (apps/telemetry/kept_uploads.py).
+TELEMETRY_KEPT_UPLOAD_HOURS = env.int("TELEMETRY_KEPT_UPLOAD_HOURS", default=24)
 # A worker whose last heartbeat is older than this is reported as not alive on /healthz.
 WORKER_HEARTBEAT_MAX_AGE = timedelta(minutes=3)
 

@@ -1,8 +1,11 @@
 """Upload forms for telemetry and request logs, hostname rules, and the triage form.
 
-The forms check what can be checked before the file is read (mapping syntax and field
-names, time zone, size); the rows themselves are checked by the parsers in the import
-task, which name the line.
+The forms check what can be checked before the file is read whole (mapping syntax and
+field names, time zone, size) and what its first few KiB say: its format, when asked to
+detect it or when it contradicts the chosen one, and a generic CSV's headers against the
+mapping. The rows themselves are checked by the parsers in the import task, which name
+the line. A file that arrived with a form that has errors is kept (apps/telemetry/
+kept_uploads.py): the form then refers to it and the file need not be chosen again.
 """
 
 import hashlib
@@ -17,9 +20,32 @@ from django.utils.html import format_html
 
 from apps.core.forms import TablerFormMixin
 from apps.pools.models import Pool, Workload
-from apps.telemetry import services
+from apps.telemetry import kept_uploads, services
 from apps.telemetry.models import GpuDevice, HostnameRule
 from apps.telemetry.parsers import EARLIEST_TIMESTAMP, GPU_CSV_FIELDS, REQUEST_CSV_FIELDS
+from apps.telemetry.parsers.detect import (
+    DETECTION_HEAD_BYTES,
+    FORMAT_LABELS,
+    Detection,
+    detect_format,
+    read_head,
+)
+
+DETECT = "detect"
+DETECT_CHOICE = (DETECT, "Detect from the file")
+# (chosen, detected) pairs where the file's first bytes contradict the choice: the
+# chosen parser would refuse the whole file, so the form says so while the file is kept.
+_CONTRADICTIONS = {
+    ("dcgm", "nvidia-smi"),
+    ("dcgm", "csv"),
+    ("dcgm", "azure-llm"),
+    ("nvidia-smi", "dcgm"),
+    ("nvidia-smi", "azure-llm"),
+    ("csv", "dcgm"),
+    ("azure-llm", "dcgm"),
+    ("azure-llm", "nvidia-smi"),
+    ("azure-llm", "csv"),
+}
 
 DEFAULT_UPLOAD_MAX_BYTES = 200 * 1000 * 1000  # 200 MB
 
@@ -46,8 +72,15 @@ class _ImportForm(TablerFormMixin, forms.Form):
     known_fields: tuple[str, ...] = ()
     required_fields: tuple[str, ...] = ()
     mapping_example = ""
+    # The formats this kind of data comes in; what detection may find beyond them belongs
+    # to the other kind of upload (wrong_kind_sentence).
+    formats: tuple[str, ...] = ()
+    expected_sentence = ""
+    wrong_kind_sentence = ""
 
+    # Not required when the form refers to a kept upload (kept_upload).
     file = forms.FileField(label="File")
+    kept_upload = forms.CharField(required=False, widget=forms.HiddenInput)
     columns = forms.CharField(
         label="Column mapping",
         required=False,
@@ -64,8 +97,17 @@ class _ImportForm(TablerFormMixin, forms.Form):
         help_text="Unticked, a file with any bad row is rejected whole and nothing is stored.",
     )
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
+        self.user = user
+        # With a kept upload the file need not be chosen again (clean_kept_upload).
+        refers_to_kept = (self.data if self.is_bound else self.initial).get("kept_upload")
+        self.fields["file"].required = not refers_to_kept
+        self.content_sha256 = ""
+        # The file this form imports when none is chosen: from its kept_upload token.
+        self.kept: kept_uploads.KeptUpload | None = None
+        # What the file's first bytes were taken for; set once the file is read.
+        self.detection: Detection | None = None
         self.fields["columns"].help_text = (
             f"Generic CSV only: field=header pairs, comma-separated, e.g. "
             f"{self.mapping_example}. Fields: {', '.join(self.known_fields)}; "
@@ -78,6 +120,8 @@ class _ImportForm(TablerFormMixin, forms.Form):
 
     def clean_file(self):
         upload = self.cleaned_data["file"]
+        if not upload:
+            return None
         limit = upload_max_bytes()
         if upload.size > limit:
             raise forms.ValidationError(
@@ -114,9 +158,98 @@ class _ImportForm(TablerFormMixin, forms.Form):
             )
         return mapping
 
+    def clean_kept_upload(self):
+        token = self.cleaned_data["kept_upload"]
+        # A file chosen anew replaces the kept one.
+        if not token or self.files.get("file"):
+            return ""
+        try:
+            self.kept = kept_uploads.load(token, self.user)
+        except kept_uploads.KeptUploadError as error:
+            self.add_error("file", str(error))
+            return ""
+        self.content_sha256 = self.kept.content_sha256
+        return token
+
+    @property
+    def filename(self) -> str:
+        upload = self.cleaned_data.get("file")
+        if upload:
+            return upload.name
+        return self.kept.filename if self.kept else ""
+
+    @property
+    def detected_format(self) -> str:
+        """The format detection chose, when the form asked for it; else empty."""
+        if self.data.get("format") != DETECT or self.detection is None:
+            return ""
+        return self.detection.format or ""
+
+    def _read_head(self) -> bytes | None:
+        upload = self.cleaned_data.get("file")
+        if upload:
+            upload.open("rb")
+            return read_head(upload.file)
+        if self.kept:
+            with self.kept.path.open("rb") as handle:
+                return handle.read(DETECTION_HEAD_BYTES)
+        return None
+
+    def _check_format(self, cleaned_data) -> None:
+        """Resolve "Detect from the file" to the format the head shows, or say what was
+        seen; refuse a chosen format the head contradicts."""
+        chosen = cleaned_data.get("format")
+        head = self._read_head()
+        if head is None or not chosen:
+            return
+        self.detection = detection = detect_format(head)
+        if chosen == DETECT:
+            if detection.format in self.formats:
+                cleaned_data["format"] = detection.format
+            elif detection.format is not None:
+                self.add_error(
+                    "format",
+                    f"This file is {_article(detection.label)} ({detection.seen}): "
+                    f"{self.wrong_kind_sentence}",
+                )
+            else:
+                self.add_error(
+                    "format",
+                    f"Could not tell the format from the file's first "
+                    f"{DETECTION_HEAD_BYTES // 1024} KiB: it holds {detection.seen}. "
+                    f"Expected {self.expected_sentence}. Choose the format below if you "
+                    "know it.",
+                )
+        elif (chosen, detection.format) in _CONTRADICTIONS:
+            self.add_error(
+                "format",
+                f"You chose {_article(FORMAT_LABELS[chosen])}, but the file looks like "
+                f"{_article(detection.label)} ({detection.seen}). Choose "
+                f"“{DETECT_CHOICE[1]}” or the format it is in.",
+            )
+
+    def _check_mapped_headers(self, mapping) -> None:
+        """A generic CSV's mapping names headers its first line has."""
+        headers = self.detection.headers if self.detection else ()
+        if not headers:
+            return
+        missing = [
+            f"{field}={header}" for field, header in mapping.items() if header not in headers
+        ]
+        if missing:
+            self.add_error(
+                "columns",
+                f"The file has no column named as mapped in {', '.join(missing)}; its "
+                f"headers are {', '.join(headers[:40])}{', …' if len(headers) > 40 else ''}.",
+            )
+
     def clean(self):
         cleaned_data = super().clean()
-        digest = getattr(self, "content_sha256", "")
+        if not cleaned_data.get("file") and self.kept is None and "file" not in self.errors:
+            self.add_error("file", self.fields["file"].error_messages["required"])
+        if "file" not in self.errors:
+            self._check_format(cleaned_data)
+        digest = self.content_sha256
         earlier = services.earlier_identical_import(kind=self.kind, digest=digest)
         if earlier is not None:
             self.add_error(
@@ -131,9 +264,10 @@ class _ImportForm(TablerFormMixin, forms.Form):
         mapping = cleaned_data.get("columns")
         if cleaned_data.get("format") == "csv" and "columns" not in self.errors:
             if not mapping:
+                seen = f" ({self.detection.seen})" if self.detected_format == "csv" else ""
                 self.add_error(
                     "columns",
-                    f"A generic CSV needs a column mapping, e.g. {self.mapping_example}.",
+                    f"A generic CSV{seen} needs a column mapping, e.g. {self.mapping_example}.",
                 )
             else:
                 missing = [name for name in self.required_fields if name not in mapping]
@@ -143,13 +277,36 @@ class _ImportForm(TablerFormMixin, forms.Form):
                         f"The column mapping lacks {', '.join(missing)} "
                         f"(required: {', '.join(self.required_fields)}).",
                     )
+                else:
+                    self._check_mapped_headers(mapping)
         return cleaned_data
+
+    def keep_upload(self) -> str:
+        """After errors: keep the file that came with the form and return the token that
+        refers to it (the form's kept_upload), or "" when there is nothing to keep (no
+        file, or the file itself was refused)."""
+        upload = self.cleaned_data.get("file") if hasattr(self, "cleaned_data") else None
+        if "file" in self.errors or not (upload or self.kept) or self.user is None:
+            return ""
+        if upload:
+            self.kept = kept_uploads.keep(upload, self.content_sha256)
+        token = kept_uploads.token_for(self.kept, self.user)
+        # The page is drawn again from the bound data: it must carry the token.
+        self.data = self.data.copy()
+        self.data["kept_upload"] = token
+        return token
 
     def task_columns(self) -> dict | None:
         """The mapping to hand to the import task: only a generic CSV uses one."""
         if self.cleaned_data["format"] != "csv":
             return None
         return self.cleaned_data["columns"] or None
+
+
+def _article(label: str) -> str:
+    # As the words are said: "an Azure…", "an nvidia-smi…" (en-vidia), "a dcgm…".
+    spoken_vowel = label[:1].lower() in "aeiou" or label.lower().startswith("nvidia")
+    return f"an {label}" if spoken_vowel else f"a {label}"
 
 
 def _upload_sha256(upload) -> str:
@@ -169,9 +326,19 @@ class GpuImportForm(_ImportForm):
     required_fields = ("timestamp", "device", "utilization_pct")
     mapping_example = "timestamp=time,device=gpu_uuid,utilization_pct=util"
 
+    formats = ("dcgm", "nvidia-smi", "csv")
+    expected_sentence = (
+        "a dcgm-exporter scrape (lines like DCGM_FI_DEV_GPU_UTIL{…} 42 or # HELP DCGM_…), "
+        "nvidia-smi --query-gpu=… --format=csv output (a header like timestamp, name, "
+        "pci.bus_id, utilization.gpu [%]) or a CSV with a header line and a column mapping"
+    )
+    wrong_kind_sentence = "import it on the Inference requests tab."
+
     format = forms.ChoiceField(
         label="Format",
+        initial=DETECT,
         choices=[
+            DETECT_CHOICE,
             ("dcgm", "dcgm-exporter scrape (Prometheus text from /metrics)"),
             ("nvidia-smi", "nvidia-smi --query-gpu … --format=csv"),
             ("csv", "Generic CSV with a column mapping"),
@@ -260,9 +427,18 @@ class RequestImportForm(_ImportForm):
     required_fields = ("timestamp", "input_tokens", "output_tokens")
     mapping_example = "timestamp=ts,input_tokens=prompt,output_tokens=completion,latency_ms=lat"
 
+    formats = ("azure-llm", "csv")
+    expected_sentence = (
+        "an Azure LLM inference trace (the header TIMESTAMP,ContextTokens,GeneratedTokens) "
+        "or a CSV with a header line and a column mapping"
+    )
+    wrong_kind_sentence = "that is GPU telemetry, imported on the GPU telemetry tab."
+
     format = forms.ChoiceField(
         label="Format",
+        initial=DETECT,
         choices=[
+            DETECT_CHOICE,
             ("azure-llm", "Azure LLM inference trace (TIMESTAMP,ContextTokens,GeneratedTokens)"),
             ("csv", "Generic CSV with a column mapping"),
         ],
@@ -298,7 +474,9 @@ class HostnameRuleForm(TablerFormMixin, forms.ModelForm):
 
 
 class DeviceAssignForm(TablerFormMixin, forms.Form):
-    """The triage page's bulk form: these devices go to that pool."""
+    """The triage page's bulk form: these devices go to that pool or, with
+    ``use_suggestions``, each to the pool suggested for it (apps/telemetry/triage.py),
+    which the view works out again: no pool is taken from the request then."""
 
     pool = forms.ModelChoiceField(
         queryset=Pool.objects.order_by("name"), label="Pool", empty_label="Choose a pool"
@@ -308,3 +486,15 @@ class DeviceAssignForm(TablerFormMixin, forms.Form):
         label="GPUs",
         error_messages={"required": "Tick at least one GPU to assign."},
     )
+
+    def __init__(self, *args, use_suggestions=False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.use_suggestions = use_suggestions
+        if use_suggestions:
+            self.fields["pool"].required = False
+
+    def clean(self):
+        cleaned_data = super().clean()
+        if self.use_suggestions:
+            cleaned_data["pool"] = None
+        return cleaned_data

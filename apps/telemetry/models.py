@@ -191,6 +191,9 @@ class ImportRun(Job):
     scraped_at = models.DateTimeField(
         null=True, blank=True, help_text="dcgm scrapes: when the scrape was taken."
     )
+    # The format an upload's first bytes showed when it asked to detect it: the page says
+    # "Detected: …"; empty when someone chose the format.
+    detected_format = models.CharField(max_length=20, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -1,13 +1,17 @@
-"""Telemetry pages: upload and follow an import, its history, the unassigned-GPUs triage
-and the hostname rules that keep that triage short."""
+"""Telemetry pages: upload and follow an import (and try a refused upload again with
+another format, without choosing the file again), its history, the unassigned-GPUs
+triage with a suggested pool per GPU, and the hostname rules that keep that triage
+short."""
 
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlencode
+from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.db.models import Count, Max, Min, Q
@@ -20,19 +24,23 @@ from apps.core.htmx import render_page
 from apps.core.outbox import enqueue, mark_waiting
 from apps.core.tables import configure_table
 from apps.pools.models import Pool
+from apps.telemetry import kept_uploads
 from apps.telemetry.charts import build_pool_utilization_figure
 from apps.telemetry.forms import (
+    DETECT,
     DeviceAssignForm,
     GpuImportForm,
     HostnameRuleForm,
     RequestImportForm,
 )
 from apps.telemetry.models import GpuDevice, GpuSample, HostnameRule, ImportRun, PoolHourFlag
+from apps.telemetry.parsers.detect import FORMAT_LABELS
 from apps.telemetry.reconciliation import flagged_pool_days, pool_coverage, pool_days
 from apps.telemetry.rollups import rollup_pool_hours
 from apps.telemetry.services import hour_of, outside_service_sentences
 from apps.telemetry.tables import ImportTable
 from apps.telemetry.tasks import import_file_task
+from apps.telemetry.triage import suggest_pools
 
 PAGE_SIZE = 25
 IMPORT_FORMS = {"gpu": GpuImportForm, "requests": RequestImportForm}
@@ -64,16 +72,26 @@ def _upload_path(run: ImportRun, name: str) -> Path:
     return directory / f"{run.pk}-{safe_name}"
 
 
+# A refused upload may be tried again with another format or mapping while its file is
+# kept: these runs are the ones that refused their file.
+RETRYABLE_STATUSES = (ImportRun.Status.REJECTED, ImportRun.Status.FAILED)
+
+
 def _start_import(request, form) -> ImportRun:
-    """Record the run, keep the file where the worker can read it, and enqueue the
-    import once the run is committed (the worker must find it)."""
-    upload = form.cleaned_data["file"]
+    """Record the run, put the file where the worker can read it (keeping a copy for a
+    retry: apps/telemetry/kept_uploads.py), and enqueue the import once the run is
+    committed (the worker must find it). A kept file gone meanwhile raises
+    KeptUploadError before anything is saved."""
+    upload = form.cleaned_data.get("file")
+    kept = kept_uploads.keep(upload, form.content_sha256) if upload else form.kept
+    filename = Path(form.filename).name
     with transaction.atomic():
         run = ImportRun.objects.create(
             kind=form.kind,
             format=form.cleaned_data["format"],
+            detected_format=form.detected_format,
             source=ImportRun.Source.UPLOAD,
-            filename=Path(upload.name).name[:255],
+            filename=filename[:255],
             pool=form.cleaned_data.get("pool"),
             workload=form.cleaned_data.get("workload"),
             created_by=request.user,
@@ -82,10 +100,8 @@ def _start_import(request, form) -> ImportRun:
             content_sha256=form.content_sha256,
             scraped_at=form.cleaned_data.get("scraped_at"),
         )
-        path = _upload_path(run, upload.name)
-        with path.open("wb") as destination:
-            for chunk in upload.chunks():
-                destination.write(chunk)
+        path = _upload_path(run, filename)
+        kept_uploads.copy_for_run(kept, path)
         enqueue(
             import_file_task,
             run.pk,
@@ -102,21 +118,94 @@ def import_create(request):
     kind = request.POST.get("kind") or request.GET.get("kind") or "gpu"
     if kind not in IMPORT_FORMS:
         kind = "gpu"
-    form_class = IMPORT_FORMS[kind]
+    retry_of = None
     if request.method == "POST":
-        form = form_class(request.POST, request.FILES)
+        form = IMPORT_FORMS[kind](request.POST, request.FILES, user=request.user)
         if form.is_valid():
-            run = _start_import(request, form)
-            messages.info(request, f"{run.filename} uploaded; the import runs in the background.")
-            return redirect("telemetry:import_detail", pk=run.pk)
+            try:
+                run = _start_import(request, form)
+            except kept_uploads.KeptUploadError as error:
+                form.add_error("file", str(error))
+            else:
+                detected = FORMAT_LABELS.get(run.detected_format)
+                messages.info(
+                    request,
+                    f"{run.filename} uploaded{f' (detected: {detected})' if detected else ''}; "
+                    "the import runs in the background.",
+                )
+                return redirect("telemetry:import_detail", pk=run.pk)
+        # Whatever was wrong, the file need not be chosen again.
+        form.keep_upload()
+    elif request.GET.get("retry"):
+        retry_of = _retryable_run(request, request.GET["retry"])
+        kind = retry_of.kind
+        form = _retry_form(request, retry_of)
     else:
         initial = {}
         if kind == "gpu" and request.GET.get("pool"):
             initial["pool"] = request.GET["pool"]
         if kind == "requests" and request.GET.get("workload"):
             initial["workload"] = request.GET["workload"]
-        form = form_class(initial=initial)
-    return render_page(request, "telemetry/import_form.html", {"form": form, "kind": kind})
+        form = IMPORT_FORMS[kind](initial=initial, user=request.user)
+    return render_page(
+        request,
+        "telemetry/import_form.html",
+        {
+            "form": form,
+            "kind": kind,
+            "kept": form.kept,
+            "retry_of": retry_of,
+            "kept_hours": round(kept_uploads.kept_for().total_seconds() / 3600),
+        },
+    )
+
+
+def _retryable_run(request, pk) -> ImportRun:
+    """The refused upload ``pk`` that this user may try again: their own (a superuser
+    may retry anyone's); 404 for no such upload, 403 for someone else's."""
+    try:
+        pk = int(pk)
+    except ValueError:
+        pk = 0
+    run = get_object_or_404(ImportRun, pk=pk, source=ImportRun.Source.UPLOAD)
+    if run.created_by_id != request.user.pk and not request.user.is_superuser:
+        raise PermissionDenied("Only the person who uploaded a file can try it again.")
+    return run
+
+
+def _retry_form(request, run: ImportRun):
+    """The upload form for trying ``run``'s file again, its settings filled in and the
+    kept file referred to; without a kept file, the plain form and a message saying why."""
+    arguments = run.task_arguments or {}
+    columns = arguments.get("columns") or {}
+    initial = {
+        # A format chosen by hand was the wrong one: detection is the better first guess.
+        "format": run.format if run.detected_format else DETECT,
+        "columns": ",".join(f"{field}={header}" for field, header in columns.items()),
+        "time_zone": arguments.get("tz") or "UTC",
+        "skip_bad_rows": run.skip_bad_rows,
+        "pool": run.pool_id,
+        "workload": run.workload_id,
+    }
+    if run.scraped_at:
+        # As the browser would fill it in: wall-clock time in the form's zone.
+        local = run.scraped_at.astimezone(ZoneInfo(initial["time_zone"]))
+        initial["scraped_at"] = f"{local:%Y-%m-%dT%H:%M:%S}"
+    if run.status not in RETRYABLE_STATUSES:
+        messages.warning(
+            request,
+            f"Import #{run.pk} was not refused ({run.get_status_display()}): there is nothing "
+            "to try again. Choose a file to import another.",
+        )
+        return IMPORT_FORMS[run.kind](initial=initial, user=request.user)
+    kept = kept_uploads.find(run.content_sha256, run.filename)
+    if kept is None:
+        messages.error(request, kept_uploads.gone_sentence(run.filename))
+        return IMPORT_FORMS[run.kind](initial=initial, user=request.user)
+    initial["kept_upload"] = kept_uploads.token_for(kept, request.user)
+    form = IMPORT_FORMS[run.kind](initial=initial, user=request.user)
+    form.kept = kept
+    return form
 
 
 @require_GET
@@ -126,10 +215,13 @@ def import_detail(request, pk):
     )
     context = {
         "run": run,
+        "format_label": FORMAT_LABELS.get(run.format, run.format),
         # Interrupted counts: the reaper's sentence says whether it is retried, and the
         # page stops polling either way.
         "finished": run.is_finished,
         "errors_not_shown": max(run.rows_rejected - len(run.errors), 0),
+        "retry_kept": _retry_kept(request, run),
+        "same_content_runs": _same_content_runs(run),
     }
     # Its task may be in the outbox, not yet on the broker (apps/core/outbox.py).
     mark_waiting([run], import_file_task, not_started=ImportRun.Status.PENDING)
@@ -142,6 +234,45 @@ def import_detail(request, pk):
     )
 
 
+def _retry_kept(request, run: ImportRun):
+    """The kept file of a refused upload that this user may try again, else None."""
+    user = request.user
+    if (
+        run.source != ImportRun.Source.UPLOAD
+        or run.status not in RETRYABLE_STATUSES
+        or not user.has_perm("telemetry.add_importrun")
+        or (run.created_by_id != user.pk and not user.is_superuser)
+    ):
+        return None
+    return kept_uploads.find(run.content_sha256, run.filename)
+
+
+def _same_content_runs(run: ImportRun):
+    """The other imports of the same content, e.g. the retry of a refused upload."""
+    if not run.content_sha256:
+        return []
+    return list(
+        ImportRun.objects.filter(kind=run.kind, content_sha256=run.content_sha256)
+        .exclude(pk=run.pk)
+        .only("pk", "status", "format", "detected_format", "created_at")
+        .order_by("created_at", "pk")[:10]
+    )
+
+
+def _suggestion_sources():
+    """(hostname rules in priority order, pools that may take GPUs) for the triage's
+    suggestions: archived pools take nothing new."""
+    rules = [
+        rule
+        for rule in HostnameRule.objects.select_related("pool__gpu_model").order_by(
+            "priority", "id"
+        )
+        if not rule.pool.is_archived
+    ]
+    pools = list(Pool.objects.active().select_related("gpu_model").order_by("name"))
+    return rules, pools
+
+
 @require_GET
 def device_unassigned(request):
     devices = (
@@ -150,10 +281,17 @@ def device_unassigned(request):
         .order_by("hostname", "gpu_index", "key")
     )
     page = Paginator(devices, PAGE_SIZE).get_page(request.GET.get("page"))
+    rules, pools = _suggestion_sources()
+    suggestions = suggest_pools(page.object_list, rules=rules, pools=pools)
+    for device in page.object_list:
+        device.suggestion = suggestions[device.pk]
     context = {
         "page": page,
         "assign_form": DeviceAssignForm(),
         "rule_count": HostnameRule.objects.count(),
+        "suggested_count": sum(
+            1 for suggestion in suggestions.values() if suggestion and suggestion.pool
+        ),
     }
     return render_page(request, "telemetry/device_unassigned.html", context)
 
@@ -161,39 +299,108 @@ def device_unassigned(request):
 @permission_required("telemetry.change_gpudevice", raise_exception=True)
 @require_POST
 def device_assign(request):
-    form = DeviceAssignForm(request.POST)
+    """Assign the ticked GPUs to the chosen pool or (``action=suggested``) each unassigned
+    one to the pool suggested for it, worked out here again from the rules and pools."""
+    use_suggestions = request.POST.get("action") == "suggested"
+    form = DeviceAssignForm(request.POST, use_suggestions=use_suggestions)
     if not form.is_valid():
         for errors in form.errors.values():
             for error in errors:
                 messages.error(request, error)
         return redirect("telemetry:device_unassigned")
-    pool = form.cleaned_data["pool"]
     devices = list(form.cleaned_data["devices"])
+    if use_suggestions:
+        groups = _suggested_groups(request, devices)
+        if not groups:
+            return redirect("telemetry:device_unassigned")
+    else:
+        manual = GpuDevice.Assignment.MANUAL
+        groups = [(form.cleaned_data["pool"], [(device, manual) for device in devices])]
+    with transaction.atomic():
+        outcomes = [
+            (pool, [device for device, _ in group], _assign_devices(pool, group))
+            for pool, group in groups
+        ]
+    for pool, group, span in outcomes:
+        _say_assigned(request, pool, group, span)
+    return redirect("telemetry:device_unassigned")
+
+
+def _suggested_groups(request, devices):
+    """[(pool, [(device, assignment)])] of the ticked GPUs that are unassigned and have a
+    suggested pool, by pool name; says what happens to the others."""
+    rules, pools = _suggestion_sources()
+    already = [device for device in devices if device.pool_id is not None]
+    waiting = [device for device in devices if device.pool_id is None]
+    suggestions = suggest_pools(waiting, rules=rules, pools=pools)
+    groups: dict[int, tuple] = {}
+    unsuggested = []
+    for device in waiting:
+        suggestion = suggestions[device.pk]
+        if suggestion is None or suggestion.pool is None:
+            unsuggested.append(device)
+            continue
+        # A rule's suggestion is what the rule would have done on first sight.
+        assignment = (
+            GpuDevice.Assignment.RULE if suggestion.by_rule else GpuDevice.Assignment.MANUAL
+        )
+        groups.setdefault(suggestion.pool.pk, (suggestion.pool, []))[1].append((device, assignment))
+    if already:
+        messages.info(
+            request,
+            f"{_gpus(len(already))} already in a pool {'were' if len(already) != 1 else 'was'} "
+            "left there.",
+        )
+    if unsuggested:
+        names = ", ".join(str(device) for device in unsuggested[:5])
+        more = f" and {len(unsuggested) - 5} more" if len(unsuggested) > 5 else ""
+        messages.warning(
+            request,
+            f"{_gpus(len(unsuggested))} without a suggested pool stay unassigned ({names}{more}): "
+            "choose a pool for them and press Assign.",
+        )
+    return sorted(groups.values(), key=lambda group: group[0].name)
+
+
+def _gpus(count: int) -> str:
+    return f"{count} GPU{'s' if count != 1 else ''}"
+
+
+def _assign_devices(pool, devices_and_assignments) -> dict:
+    """Put the devices in ``pool``, each recorded with its way of assignment, and
+    recompute the hours their samples touch, in the pool and in the pools they leave;
+    returns the span of their samples, with the counts of those outside the pool's
+    service period (``before``, ``after``)."""
+    devices = [device for device, _ in devices_and_assignments]
     device_ids = [device.pk for device in devices]
     # Pools the devices leave lose their samples' hours: recompute those too, naming the
     # devices, since their samples now count for the new pool.
     pool_ids = {pool.pk} | {device.pool_id for device in devices if device.pool_id}
-    with transaction.atomic():
-        GpuDevice.objects.filter(pk__in=device_ids).update(
-            pool=pool, assignment=GpuDevice.Assignment.MANUAL
-        )
-        # Samples outside the pool's service period are kept but not charged: say so,
-        # counted by the hour as the rollup counts them.
-        first_hour, end_hour = pool.service_hours()
-        outside_counts = {"before": Count("pk", filter=Q(timestamp__lt=first_hour))}
-        if end_hour is not None:
-            outside_counts["after"] = Count("pk", filter=Q(timestamp__gte=end_hour))
-        span = GpuSample.objects.filter(device_id__in=device_ids).aggregate(
-            first=Min("timestamp"), last=Max("timestamp"), samples=Count("*"), **outside_counts
-        )
-        span.setdefault("after", 0)
-        # Triage sizes are small: recompute synchronously so the pool page is right at once.
-        if span["samples"]:
-            start, end = hour_of(span["first"]), hour_of(span["last"]) + timedelta(hours=1)
-            for pool_id in sorted(pool_ids):
-                released = [device.pk for device in devices if device.pool_id == pool_id]
-                rollup_pool_hours(pool_id, start, end, released_device_ids=released)
-    gpus = f"{len(devices)} GPU{'s' if len(devices) != 1 else ''}"
+    for assignment in sorted({assignment for _, assignment in devices_and_assignments}):
+        GpuDevice.objects.filter(
+            pk__in=[device.pk for device, way in devices_and_assignments if way == assignment]
+        ).update(pool=pool, assignment=assignment)
+    # Samples outside the pool's service period are kept but not charged: say so,
+    # counted by the hour as the rollup counts them.
+    first_hour, end_hour = pool.service_hours()
+    outside_counts = {"before": Count("pk", filter=Q(timestamp__lt=first_hour))}
+    if end_hour is not None:
+        outside_counts["after"] = Count("pk", filter=Q(timestamp__gte=end_hour))
+    span = GpuSample.objects.filter(device_id__in=device_ids).aggregate(
+        first=Min("timestamp"), last=Max("timestamp"), samples=Count("*"), **outside_counts
+    )
+    span.setdefault("after", 0)
+    # Triage sizes are small: recompute synchronously so the pool page is right at once.
+    if span["samples"]:
+        start, end = hour_of(span["first"]), hour_of(span["last"]) + timedelta(hours=1)
+        for pool_id in sorted(pool_ids):
+            released = [device.pk for device in devices if device.pool_id == pool_id]
+            rollup_pool_hours(pool_id, start, end, released_device_ids=released)
+    return span
+
+
+def _say_assigned(request, pool, devices, span) -> None:
+    gpus = _gpus(len(devices))
     samples = span["samples"]
     outside = span["before"] + span["after"]
     if outside:
@@ -209,7 +416,6 @@ def device_assign(request):
             f"{gpus} assigned to {pool}; their {samples:,} sample{'s' if samples != 1 else ''} "
             "now count.",
         )
-    return redirect("telemetry:device_unassigned")
 
 
 @require_GET

@@ -61,14 +61,15 @@
     found.scrape.dataset.filled = found.scrape.value;
   }
 
-  // Only dcgm scrapes need the field; the others carry their own timestamps.
+  // Only dcgm scrapes need the field; the others carry their own timestamps. A file
+  // whose format is detected may be a scrape, so it keeps the field.
   function showForFormat(form) {
     var found = fields(form);
     if (!found.scrape || !found.format) {
       return;
     }
     var group = found.scrape.closest(".mb-3") || found.scrape;
-    group.hidden = found.format.value !== "dcgm";
+    group.hidden = found.format.value !== "dcgm" && found.format.value !== "detect";
   }
 
   document.addEventListener("change", function (event) {

@@ -1,0 +1,135 @@
+"""Which pool an unassigned GPU probably belongs to, and why.
+
+Plain functions over objects with the attributes named below (GpuDevice, HostnameRule and
+Pool in practice), no queries: the triage page loads the rules and pools once and
+suggests a pool for every GPU on the page.
+
+1. The first hostname rule (by priority) whose pattern matches the GPU's hostname: the
+   rule that would have placed it had it existed when the GPU was first seen.
+2. Else the one pool whose catalog GPU model is the model the GPU reports
+   (``gpu_model_matches``). Several such pools: no suggestion, they are named instead.
+"""
+
+import fnmatch
+import re
+from dataclasses import dataclass, field
+
+# Words in reported names that say who made or sold the card, not which GPU it is:
+# "NVIDIA GeForce RTX 4090", "Tesla T4", "GRID A100-40C" (a vGPU profile of an A100).
+_BRAND_WORDS = frozenset({"nvidia", "tesla", "geforce", "quadro", "grid", "amd", "instinct"})
+# Form factors, under one name each: "A100-SXM4-80GB" and catalog "A100 SXM 80GB" agree.
+_FORM_FACTORS = {"sxm": "sxm", "sxm2": "sxm", "sxm4": "sxm", "sxm5": "sxm"}
+_FORM_FACTORS |= {"pcie": "pcie", "nvl": "nvl"}
+_MEMORY = re.compile(r"^\d+gb$")
+# "NVIDIA H100 80GB HBM3" names its memory type, which tells the SXM card (HBM3) from the
+# PCIe one (HBM2e) where no form factor is named.
+_MEMORY_TYPE = re.compile(r"^(?:hbm\d?e?|gddr\d+x?)$")
+
+
+@dataclass(frozen=True)
+class _ModelName:
+    model_tokens: frozenset[str]
+    form_factor: str
+    memory: str
+    memory_type: str = ""
+
+
+def _read_name(name: str) -> _ModelName:
+    tokens = [token for token in re.split(r"[^a-z0-9]+", (name or "").lower()) if token]
+    model_tokens, form_factor, memory, memory_type = set(), "", "", ""
+    for token in tokens:
+        if token in _BRAND_WORDS:
+            continue
+        if token in _FORM_FACTORS:
+            form_factor = _FORM_FACTORS[token]
+        elif _MEMORY.match(token):
+            memory = token
+        elif _MEMORY_TYPE.match(token):
+            memory_type = token
+        else:
+            model_tokens.add(token)
+    return _ModelName(frozenset(model_tokens), form_factor, memory, memory_type)
+
+
+def gpu_model_matches(reported_name: str, catalog_name: str, catalog_memory_type: str = "") -> bool:
+    """Whether a GPU reporting ``reported_name`` (nvidia-smi's ``name``, dcgm-exporter's
+    ``modelName``) is of the catalog model ``catalog_name``.
+
+    Every word of the catalog name that names the chip must be a word of the reported
+    name ("L4" is not "L40S", "A10" not "A100"); the form factor (SXM, PCIe, NVL) and the
+    memory ("80GB") and the memory type (HBM3, against the catalog's ``memory_type``) must
+    agree when the reported name states them, and count as agreeing when it does not
+    ("NVIDIA H200" states neither).
+    """
+    reported, catalog = _read_name(reported_name), _read_name(catalog_name)
+    if not catalog.model_tokens or not catalog.model_tokens <= reported.model_tokens:
+        return False
+    if reported.form_factor and catalog.form_factor != reported.form_factor:
+        return False
+    if reported.memory and catalog.memory and catalog.memory != reported.memory:
+        return False
+    catalog_type = (catalog_memory_type or "").lower()
+    return not (reported.memory_type and catalog_type and catalog_type != reported.memory_type)
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """``pool`` (None when none can be suggested) and, in words, ``reason``; ``by_rule``
+    when a hostname rule chose it; ``caution`` when something speaks against it."""
+
+    pool: object | None
+    reason: str
+    by_rule: bool = False
+    caution: str = ""
+    # Several pools fit equally: they are named, none is chosen.
+    candidates: tuple = field(default=())
+
+
+def suggest_pool(device, *, rules, pools) -> Suggestion | None:
+    """The suggestion for one GPU (``hostname``, ``model_name``), from ``rules`` in
+    priority order (``hostname_pattern``, ``pool``) and the ``pools`` that may take it
+    (``name``, ``gpu_model.name`` and ``.memory_type``); None when neither rules nor models
+    say anything."""
+    for rule in rules:
+        if device.hostname and fnmatch.fnmatchcase(device.hostname, rule.hostname_pattern):
+            gpu_model = rule.pool.gpu_model
+            catalog_name = gpu_model.name
+            caution = ""
+            if device.model_name and not _same_model(device.model_name, gpu_model):
+                caution = (
+                    f"it reports {device.model_name}; pool {rule.pool.name} has {catalog_name}"
+                )
+            return Suggestion(
+                rule.pool,
+                f"matches hostname rule {rule.hostname_pattern}",
+                by_rule=True,
+                caution=caution,
+            )
+    if not device.model_name:
+        return None
+    same_model = [
+        pool for pool in pools if gpu_model_matches(device.model_name, pool.gpu_model.name)
+    ]
+    if len(same_model) == 1:
+        pool = same_model[0]
+        return Suggestion(pool, f"same GPU model as pool {pool.name} ({pool.gpu_model.name})")
+    if same_model:
+        names = ", ".join(pool.name for pool in same_model)
+        return Suggestion(
+            None,
+            f"{len(same_model)} pools have its GPU model ({names}): choose one",
+            candidates=tuple(same_model),
+        )
+    return None
+
+
+def _same_model(reported_name: str, gpu_model) -> bool:
+    return gpu_model_matches(
+        reported_name, gpu_model.name, getattr(gpu_model, "memory_type", "") or ""
+    )
+
+
+def suggest_pools(devices, *, rules, pools) -> dict:
+    """``suggest_pool`` for each device, by its ``pk``."""
+    rules, pools = list(rules), list(pools)
+    return {device.pk: suggest_pool(device, rules=rules, pools=pools) for device in devices}
