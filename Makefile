@@ -43,6 +43,7 @@ test: $(INSTALLED)
 	scripts/ensure_chromium.sh
 	scripts/ensure_poppler.sh
 	scripts/ensure_prometheus.sh
+	scripts/ensure_gettext.sh
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports

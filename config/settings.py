@@ -28,8 +28,12 @@ ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[:
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 TIME_ZONE = env.str("TIME_ZONE", default="UTC")
 USE_TZ = True
-LANGUAGE_CODE = "en-us"
-USE_I18N = False
+# English unless the browser asks for Chinese (LocaleMiddleware reads Accept-Language);
+# the user menu switches, and the choice is kept in a cookie.
+LANGUAGE_CODE = "en"
+USE_I18N = True
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -66,6 +70,7 @@ MIDDLEWARE = [
     "django_permissions_policy.PermissionsPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     # ?pool=%00 would reach PostgreSQL, which refuses NUL in text with a 500.
     "apps.core.middleware.RefuseNulCharactersMiddleware",
@@ -95,6 +100,7 @@ TEMPLATES = [
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
+                "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "csp.context_processors.nonce",

@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
+from django.views.i18n import set_language
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from apps.core.views import healthz
@@ -19,6 +20,8 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", login_not_required(healthz), name="healthz"),
+    # The sign-in page offers the language too, before anyone is signed in.
+    path("i18n/setlang/", login_not_required(set_language), name="set_language"),
     path("api/v1/", include("config.api_urls")),
     path("api/v1/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path(

@@ -1,15 +1,18 @@
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
 from apps.core.roles import role_names_of
 
 # (label, URL name, URL-name prefixes of the pages that belong to the section)
 NAVIGATION = (
-    ("Overview", "dashboard:overview", ("dashboard:overview",)),
-    ("Pools", "pools:pool_list", ("pools:pool_",)),
-    ("Workloads", "pools:workload_list", ("pools:workload_", "pools:calculator")),
-    ("Catalog", "catalog:gpu_model_list", ("catalog:",)),
-    ("Telemetry", "telemetry:import_list", ("telemetry:",)),
-    ("Backups", "backups:policy_list", ("backups:",)),
-    ("Reports", "reports:report", ("reports:",)),
-    ("Procurement", "procurement:scenario_list", ("procurement:",)),
+    (_("Overview"), "dashboard:overview", ("dashboard:overview",)),
+    (_("Pools"), "pools:pool_list", ("pools:pool_",)),
+    (_("Workloads"), "pools:workload_list", ("pools:workload_", "pools:calculator")),
+    (_("Catalog"), "catalog:gpu_model_list", ("catalog:",)),
+    (_("Telemetry"), "telemetry:import_list", ("telemetry:",)),
+    (_("Backups"), "backups:policy_list", ("backups:",)),
+    (_("Reports"), "reports:report", ("reports:",)),
+    (_("Procurement"), "procurement:scenario_list", ("procurement:",)),
 )
 
 
@@ -21,7 +24,12 @@ def navigation(request):
             (label, url_name, current.startswith(prefixes))
             for label, url_name, prefixes in NAVIGATION
         ],
-        "user_roles": role_names_of(user) if user and user.is_authenticated else [],
+        # Role names are group names, kept in English in the database; shown translated.
+        "user_roles": (
+            [gettext(name) for name in role_names_of(user)]
+            if user and user.is_authenticated
+            else []
+        ),
         # django-htmx's {% htmx_script %} looks for this name to add the CSP nonce.
         "csp_nonce": getattr(request, "csp_nonce", None),
     }

@@ -8,6 +8,8 @@ exactly what this table says once migrations have run.
 
 from dataclasses import dataclass
 
+from django.utils.translation import gettext_noop
+
 
 @dataclass(frozen=True)
 class Role:
@@ -17,7 +19,7 @@ class Role:
 
 
 TECHNICAL_LEAD = Role(
-    name="Technical lead",
+    name=gettext_noop("Technical lead"),
     description="Edits pools, workloads and the GPU and model catalogs.",
     permissions=(
         "catalog.add_gpumodel",
@@ -44,7 +46,7 @@ TECHNICAL_LEAD = Role(
     ),
 )
 OPS = Role(
-    name="Ops",
+    name=gettext_noop("Ops"),
     description="Edits backup policies, records restore drills and imports telemetry.",
     permissions=(
         "telemetry.add_importrun",
@@ -67,7 +69,7 @@ OPS = Role(
     ),
 )
 PROCUREMENT = Role(
-    name="Procurement",
+    name=gettext_noop("Procurement"),
     description="Edits comparison scenarios and exports reports.",
     permissions=(
         "procurement.add_scenario",
@@ -85,7 +87,7 @@ ROLES = (TECHNICAL_LEAD, OPS, PROCUREMENT)
 def role_names_of(user) -> list[str]:
     """Names shown next to the user in the header."""
     if user.is_superuser:
-        return ["Administrator"]
+        return [gettext_noop("Administrator")]
     role_names = {role.name for role in ROLES}
     return sorted(group.name for group in user.groups.all() if group.name in role_names)
 

@@ -111,3 +111,34 @@ def test_pool_filter_updates_table_without_reload(page, live_server, make_user, 
         f"{live_server.url}/pools/?purpose=inference&deployment=on_premises"
         "&region=&gpu_model=&q=&archived=&sort=-gpus"
     )
+
+
+@pytest.mark.browser
+def test_the_user_menu_switches_to_chinese_and_to_dark_mode(
+    page, live_server, make_user, demo_fleet, screenshot_dir
+):
+    page.set_viewport_size({"width": 1440, "height": 900})
+    _sign_in(page, live_server, make_user("lead"))
+    assert page.locator("html").get_attribute("lang") == "en"
+    page.click("[aria-label='Open user menu']")
+    page.click("#language-menu button[value='zh-hans']")
+    expect(page.locator("html")).to_have_attribute("lang", "zh-hans")
+    expect(page.locator("#main-nav")).to_contain_text("资源池")
+    expect(page.locator("#logout-button")).to_have_text("退出登录")
+
+    # Chromium's headless default is a light system theme: the menu picks dark, and the
+    # choice survives a reload.
+    assert page.locator("html").get_attribute("data-bs-theme") == "light"
+    page.click("[aria-label='打开用户菜单']")
+    page.click("[data-theme-choice='dark']")
+    expect(page.locator("html")).to_have_attribute("data-bs-theme", "dark")
+    page.reload()
+    expect(page.locator("html")).to_have_attribute("data-bs-theme", "dark")
+    chart = page.locator(".plotly-chart[data-drawn='true']").first
+    expect(chart).to_be_attached()
+    paper = chart.evaluate("element => element._fullLayout.paper_bgcolor")
+    assert paper.replace(" ", "") == "rgba(0,0,0,0)", paper
+    page.screenshot(path=str(screenshot_dir / "overview-zh-dark.png"), full_page=True)
+    page.click("[aria-label='打开用户菜单']")
+    page.click("[data-theme-choice='system']")
+    expect(page.locator("html")).to_have_attribute("data-bs-theme", "light")
