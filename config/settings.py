@@ -346,6 +346,12 @@ CELERY_BEAT_SCHEDULE["purge-raw-telemetry"] = {
     "task": "telemetry.purge_raw_samples",
     "schedule": timedelta(hours=24),
 }
+CELERY_BEAT_SCHEDULE["purge-kept-uploads"] = {
+    # Uploads kept for a retry go once TELEMETRY_KEPT_UPLOAD_HOURS have passed, even when
+    # no further upload arrives to sweep them.
+    "task": "telemetry.purge_kept_uploads",
+    "schedule": timedelta(hours=1),
+}
 CELERY_BEAT_SCHEDULE["pull-telemetry-sources"] = {
     "task": "telemetry.pull_due_sources",
     # The finest pull interval a source can have (telemetry.models.MIN_PULL_INTERVAL_SECONDS).

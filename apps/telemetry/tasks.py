@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 from celery import shared_task
 
 from apps.core import runs
-from apps.telemetry import retention, rollups, services
+from apps.telemetry import kept_uploads, retention, rollups, services
 from apps.telemetry.models import GpuSample, ImportRun
 from apps.telemetry.parsers import TelemetryFormatError
 from apps.telemetry.pull_tasks import (  # noqa: F401 - registers the pull tasks with workers
@@ -55,6 +55,13 @@ def purge_raw_samples_task() -> int:
     cutoff = retention.raw_retention_horizon()
     deleted, _ = GpuSample.objects.filter(timestamp__lt=cutoff).delete()
     return deleted
+
+
+@shared_task(name="telemetry.purge_kept_uploads", time_limit=10 * 60)
+def purge_kept_uploads_task() -> int:
+    """Uploads kept for a retry (apps/telemetry/kept_uploads.py) past their time go;
+    returns how many. A retry after that asks for the file again, in a sentence."""
+    return kept_uploads.purge_expired()
 
 
 @shared_task(

@@ -536,3 +536,27 @@ def test_an_upload_streamed_to_disk_is_detected_from_its_head_only(
     assert DUTY_CYCLE.stat().st_size > 15 * DETECTION_HEAD_BYTES
     assert heads == [("_TemporaryFileWrapper", DETECTION_HEAD_BYTES)]
     assert ImportRun.objects.get().detected_format == "csv"
+
+
+def test_beat_purges_kept_uploads_past_their_time(settings, media_root):
+    """Beat's hourly ``telemetry.purge_kept_uploads`` deletes what is older than
+    TELEMETRY_KEPT_UPLOAD_HOURS and keeps the rest, with no upload needed to sweep."""
+    import os
+    import time
+
+    from apps.telemetry import kept_uploads
+    from apps.telemetry.tasks import purge_kept_uploads_task
+    from config.settings import CELERY_BEAT_SCHEDULE
+
+    settings.TELEMETRY_KEPT_UPLOAD_HOURS = 2
+    directory = kept_uploads.kept_directory()
+    directory.mkdir(parents=True, exist_ok=True)
+    old, fresh = directory / ("a" * 64), directory / ("b" * 64)
+    old.write_text("x")
+    fresh.write_text("y")
+    three_hours_ago = time.time() - 3 * 3600
+    os.utime(old, (three_hours_ago, three_hours_ago))
+    assert purge_kept_uploads_task.apply().get() == 1
+    assert not old.exists() and fresh.exists()
+    schedule = CELERY_BEAT_SCHEDULE["purge-kept-uploads"]
+    assert schedule["task"] == purge_kept_uploads_task.name
