@@ -142,3 +142,26 @@ def test_the_user_menu_switches_to_chinese_and_to_dark_mode(
     page.click("[aria-label='打开用户菜单']")
     page.click("[data-theme-choice='system']")
     expect(page.locator("html")).to_have_attribute("data-bs-theme", "light")
+
+
+@pytest.mark.browser
+def test_a_chart_downloads_its_data_as_csv(page, live_server, make_user, demo_fleet, tmp_path):
+    page.set_viewport_size({"width": 1440, "height": 900})
+    _sign_in(page, live_server, make_user("lead"))
+    chart = page.locator(".plotly-chart[data-drawn='true']").first
+    expect(chart).to_be_attached()
+    # Points in the figure the page carries, counted from its JSON, not from the CSV code.
+    points = chart.evaluate(
+        """element => JSON.parse(document.getElementById(element.dataset.figureSource)
+              .textContent).data.reduce((sum, trace) => sum + Math.max(
+                  (trace.x || trace.labels || []).length, (trace.y || []).length), 0)"""
+    )
+    chart.hover()
+    with page.expect_download() as download_info:
+        chart.locator("[data-title='Download the data (CSV)']").click()
+    path = tmp_path / "chart.csv"
+    download_info.value.save_as(path)
+    lines = path.read_text(encoding="utf-8-sig").splitlines()
+    assert lines[0] == "series,x,y,z"
+    assert len(lines) - 1 == points > 0
+    assert chart.locator("[data-title='Download as SVG']").count() == 1
