@@ -3,8 +3,9 @@
     .venv/bin/python scripts/po_fill.py TRANSLATIONS.json   # fill empty msgstrs
     .venv/bin/python scripts/po_fill.py --from OTHER.po     # take translations from OTHER
 
-Only empty entries are filled; a translation already in the catalogue is kept. The
-header's fuzzy flag is cleared and the Plural-Forms line set for Chinese (one form).
+Only empty entries are filled; a translation already in the catalogue is kept, except a
+fuzzy one (msgmerge's guess), which is dropped. The header's fuzzy flag is cleared and
+the Plural-Forms line set for Chinese (one form).
 """
 
 import argparse
@@ -33,6 +34,13 @@ def main() -> None:
                 known.setdefault(entry.msgid, entry.msgstr_plural[0])
     filled = 0
     for entry in catalogue:
+        if "fuzzy" in entry.flags:
+            # msgmerge's guess from a similar msgid ("Utilisation" → the translation of
+            # "Administration"): never kept, the entry counts as untranslated.
+            entry.flags.remove("fuzzy")
+            entry.msgstr = ""
+            entry.msgstr_plural = {0: ""} if entry.msgid_plural else {}
+            entry.previous_msgid = entry.previous_msgid_plural = None
         translation = known.get(entry.msgid)
         if not translation:
             continue
@@ -43,8 +51,6 @@ def main() -> None:
         elif not entry.msgstr:
             entry.msgstr = translation
             filled += 1
-        if "fuzzy" in entry.flags:
-            entry.flags.remove("fuzzy")
     catalogue.metadata["Plural-Forms"] = "nplurals=1; plural=0;"
     catalogue.metadata["Language"] = "zh_Hans"
     catalogue.metadata["Content-Type"] = "text/plain; charset=UTF-8"

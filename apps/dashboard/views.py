@@ -8,6 +8,7 @@ from django.views.decorators.http import require_GET
 
 from apps.backups.services import overdue_and_failing_summary
 from apps.core.htmx import render_page
+from apps.dashboard.attention import attention_items
 from apps.pools.models import Pool
 from apps.reports import explain, selectors
 from apps.reports.cache import remember_view
@@ -20,6 +21,9 @@ def overview(request):
     context = selectors.overview_figures(timezone.now())
     context["pool_count"] = Pool.objects.count()
     context["drills"] = overdue_and_failing_summary()
+    now = timezone.now()
+    context["attention"] = attention_items(now)
+    context["idle_ranking"] = selectors.idle_ranking(now)
     return render_page(request, "dashboard/overview.html", context)
 
 

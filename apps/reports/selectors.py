@@ -180,3 +180,57 @@ def _report_figures(data: dict, progress=None) -> dict:
         ),
         "split_figure": freeze_figure(charts.build_daily_split_figure(split, metric="cost")),
     }
+
+
+IDLE_RANKING_WINDOWS_DAYS = (7, 30)
+
+
+def idle_ranking(now) -> dict:
+    """The Overview's "where do the GPU dollars go" table: per pool, idle cost over the
+    last 7 and 30 days (the pool list's rolling window, ``pool_list_window``, of 7 or 30
+    days), with its 30-day utilisation and cost, most idle dollars first; and the fleet's
+    30-day totals beside the month-to-date cards. Same figures as the report by pool over
+    each window (``queries.cost_report``). Language-neutral: names and numbers only."""
+    return cached("idle-ranking", {}, lambda: _idle_ranking(now))
+
+
+def _idle_ranking(now) -> dict:
+    end = floor_hour(now) + timedelta(hours=1)
+    by_window = {
+        days: {row.key: row for row in queries.cost_report(end - timedelta(days=days), end)}
+        for days in IDLE_RANKING_WINDOWS_DAYS
+    }
+    month, week = by_window[30], by_window[7]
+    rows = []
+    for slug, row in month.items():
+        if not row.capacity_gpu_hours:
+            continue  # not in service in those 30 days
+        measured = bool(row.measured_capacity_gpu_hours)
+        week_row = week.get(slug)
+        rows.append(
+            {
+                "slug": slug,
+                "name": row.label,
+                "idle_7d_usd": (
+                    week_row.idle_cost_usd
+                    if week_row is not None and week_row.measured_capacity_gpu_hours
+                    else None
+                ),
+                "idle_30d_usd": row.idle_cost_usd if measured else None,
+                "utilization_30d_pct": row.utilization_pct if measured else None,
+                "cost_30d_usd": row.cost_usd,
+            }
+        )
+    rows.sort(key=lambda row: (row["idle_30d_usd"] is None, -(row["idle_30d_usd"] or 0)))
+    busy = sum(row.busy_gpu_hours for row in month.values())
+    measured = sum(row.measured_capacity_gpu_hours for row in month.values())
+    return {
+        "rows": rows,
+        "start_30d": end - timedelta(days=30),
+        "end": end,
+        "fleet_30d": {
+            "cost_usd": sum(row.cost_usd for row in month.values()),
+            "idle_cost_usd": sum(row.idle_cost_usd for row in month.values()),
+            "utilization_pct": 100 * busy / measured if measured else None,
+        },
+    }

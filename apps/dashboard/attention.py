@@ -1,0 +1,134 @@
+"""What needs a person, for the Overview: each item a sentence with its count and a link
+to the page where it is dealt with. Counted in SQL, a query or two per kind of item.
+
+- restore drills overdue, or whose latest drill failed (backups);
+- pool-hours flagged in the last 7 days (telemetry: more GPUs than declared, MIG lines
+  both reported, slices above 100 %, samples outside the service period, clock skew);
+- pools in service that sent no telemetry in the last 7 days (their cost is counted,
+  their idle is unknown);
+- GPUs that report telemetry but belong to no pool (their samples count nowhere).
+"""
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db.models import Count, Exists, OuterRef
+from django.urls import reverse
+from django.utils.translation import gettext, ngettext
+
+from apps.backups.services import overdue_and_failing_summary
+from apps.pools.hours import floor_hour
+from apps.pools.models import Pool
+from apps.telemetry.models import GpuDevice, PoolHourFlag, PoolHourlyUsage
+
+RECENT_DAYS = 7
+POOLS_NAMED = 3
+
+
+@dataclass(frozen=True)
+class AttentionItem:
+    kind: str
+    sentence: str
+    url: str
+    action: str
+    severity: str = "warning"  # "danger" for what is already failing
+
+
+def attention_items(now) -> list[AttentionItem]:
+    """The items, the failing ones first; empty when nothing needs a person."""
+    since = floor_hour(now) - timedelta(days=RECENT_DAYS)
+    items: list[AttentionItem] = []
+    drills = overdue_and_failing_summary(now)
+    policies = reverse("backups:policy_list")
+    if drills["failing"]:
+        items.append(
+            AttentionItem(
+                "drills-failing",
+                ngettext(
+                    "%(count)d backup policy's latest restore drill failed.",
+                    "%(count)d backup policies' latest restore drills failed.",
+                    drills["failing"],
+                )
+                % {"count": drills["failing"]},
+                policies,
+                gettext("See the failing drills"),
+                "danger",
+            )
+        )
+    if drills["overdue"]:
+        items.append(
+            AttentionItem(
+                "drills-overdue",
+                ngettext(
+                    "%(count)d restore drill is overdue.",
+                    "%(count)d restore drills are overdue.",
+                    drills["overdue"],
+                )
+                % {"count": drills["overdue"]},
+                policies,
+                gettext("Schedule the drills"),
+            )
+        )
+    flagged = list(
+        PoolHourFlag.objects.filter(hour__gte=since)
+        .values("pool__slug", "pool__name")
+        .annotate(hours=Count("hour", distinct=True))
+        .order_by("-hours", "pool__name")
+    )
+    if flagged:
+        hours = sum(row["hours"] for row in flagged)
+        names = ", ".join(row["pool__name"] for row in flagged[:POOLS_NAMED])
+        items.append(
+            AttentionItem(
+                "flagged-hours",
+                ngettext(
+                    "%(hours)d pool-hour flagged in the last %(days)d days (%(pools)s).",
+                    "%(hours)d pool-hours flagged in the last %(days)d days (%(pools)s).",
+                    hours,
+                )
+                % {"hours": hours, "days": RECENT_DAYS, "pools": names},
+                reverse("telemetry:reconciliation"),
+                gettext("Review the flags"),
+            )
+        )
+    silent = list(
+        Pool.objects.active()
+        .in_service(now)
+        .filter(in_service_from__lt=since)
+        .exclude(Exists(PoolHourlyUsage.objects.filter(pool=OuterRef("pk"), hour__gte=since)))
+        .order_by("name")
+        .values_list("name", flat=True)
+    )
+    if silent:
+        names = ", ".join(silent[:POOLS_NAMED]) + (", …" if len(silent) > POOLS_NAMED else "")
+        items.append(
+            AttentionItem(
+                "pools-without-telemetry",
+                ngettext(
+                    "%(count)d pool in service sent no telemetry in the last %(days)d days "
+                    "(%(pools)s): its cost counts, its idle time is unknown.",
+                    "%(count)d pools in service sent no telemetry in the last %(days)d days "
+                    "(%(pools)s): their cost counts, their idle time is unknown.",
+                    len(silent),
+                )
+                % {"count": len(silent), "days": RECENT_DAYS, "pools": names},
+                reverse("telemetry:import_create"),
+                gettext("Import or pull telemetry"),
+            )
+        )
+    unassigned = GpuDevice.objects.filter(pool__isnull=True).count()
+    if unassigned:
+        items.append(
+            AttentionItem(
+                "unassigned-gpus",
+                ngettext(
+                    "%(count)d GPU reports telemetry but belongs to no pool.",
+                    "%(count)d GPUs report telemetry but belong to no pool.",
+                    unassigned,
+                )
+                % {"count": unassigned},
+                reverse("telemetry:device_unassigned"),
+                gettext("Assign them"),
+            )
+        )
+    return items
