@@ -313,3 +313,21 @@ def screenshot_dir():
     path = ARTIFACTS_DIR / "screenshots"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+@pytest.fixture
+def eager_celery():
+    """Run enqueued tasks inline (the suite's settings send them to Redis)."""
+    from config.celery_app import app
+
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = previous
+
+
+@pytest.fixture
+def media_root(settings, tmp_path):
+    """Uploads and exports written under this test's own directory."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return settings.MEDIA_ROOT

@@ -18,16 +18,6 @@ def media_root(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
 
 
-@pytest.fixture
-def eager_celery():
-    from config.celery_app import app
-
-    previous = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = previous
-
-
 def _stalled_export(scenario, attempts=1) -> ComparisonExport:
     export = ComparisonExport.objects.create(
         scenario=scenario, format="csv", status="running", progress_pct=40, attempts=attempts

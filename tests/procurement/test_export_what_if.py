@@ -30,22 +30,6 @@ EXPECTED_TOTALS = {"Rent H100": 14_600, "Hybrid H100": 11_680, "Pool H100": 21_8
 
 
 @pytest.fixture
-def media_root(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
-
-
-@pytest.fixture
-def eager_celery():
-    from config.celery_app import app
-
-    previous = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = previous
-
-
-@pytest.fixture
 def priced_from_pool(scenario, measured_pool):
     return ScenarioOption.objects.create(
         scenario=scenario,

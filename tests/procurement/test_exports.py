@@ -14,22 +14,6 @@ from apps.procurement.models import ComparisonExport
 from tests.waiting import wait_until
 
 
-@pytest.fixture
-def media_root(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
-
-
-@pytest.fixture
-def eager_celery():
-    from config.celery_app import app
-
-    previous = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = previous
-
-
 def _page_totals(client, scenario) -> dict[str, str]:
     page = client.get(reverse("procurement:scenario_detail", args=[scenario.slug])).content
     rows = re.findall(

@@ -13,16 +13,6 @@ from apps.reports.models import RecomputeJob
 REAPER = "apps.reports.recompute.reap_stalled_recomputes"
 
 
-@pytest.fixture
-def eager_celery():
-    from config.celery_app import app
-
-    previous = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = previous
-
-
 def _stalled_job(attempts=1) -> RecomputeJob:
     long_ago = timezone.now() - timedelta(minutes=10)
     job = RecomputeJob.objects.create(

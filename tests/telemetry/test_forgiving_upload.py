@@ -48,16 +48,6 @@ def lead_client(client, lead):
     return client
 
 
-@pytest.fixture
-def eager_celery():
-    from config.celery_app import app
-
-    previous = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = previous
-
-
 def _post(client, *, kind="gpu", path=None, **fields):
     data = {"kind": kind, "time_zone": "UTC", **fields}
     if path is not None:

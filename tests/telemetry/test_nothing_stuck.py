@@ -32,16 +32,6 @@ def media_root(settings, tmp_path):
 
 
 @pytest.fixture
-def eager_celery():
-    from config.celery_app import app
-
-    previous = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = previous
-
-
-@pytest.fixture
 def bearer(make_user):
     _, plaintext = ApiToken.issue(
         user=make_user("ops"), description="agent", lifetime=timedelta(days=1), read_only=False

@@ -47,16 +47,6 @@ def media_root(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
 
 
-@pytest.fixture
-def eager_celery():
-    from config.celery_app import app
-
-    previous = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = previous
-
-
 def _csv(rows) -> str:
     return "time,gpu,util\n" + "".join(
         f"{moment.isoformat()},{gpu},{util}\n" for moment, gpu, util in rows

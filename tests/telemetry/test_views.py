@@ -56,17 +56,6 @@ def lead_client(client, make_user):
 
 
 @pytest.fixture
-def eager_celery():
-    """Run enqueued tasks inline (the suite's settings send them to Redis)."""
-    from config.celery_app import app
-
-    previous = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = previous
-
-
-@pytest.fixture
 def inference_workload(pool, architecture):
     return Workload.objects.create(
         name="Code assistant",
