@@ -5,6 +5,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.forms.boundfield import BoundField
 from django.forms.utils import pretty_name
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from apps.core.bounds import (
     BOUNDS,
@@ -183,9 +185,9 @@ class SlugFromNameMixin:
         super().__init__(*args, **kwargs)
         if "slug" in self.fields:
             self.fields["slug"].required = False
-            self.fields[
-                "slug"
-            ].help_text = "Leave empty to derive it from the name (Chinese is spelt in pinyin)."
+            self.fields["slug"].help_text = _(
+                "Leave empty to derive it from the name (Chinese is spelt in pinyin)."
+            )
 
     def _slug_max_length(self) -> int:
         return getattr(self.fields["slug"], "max_length", None) or 50
@@ -195,9 +197,12 @@ class SlugFromNameMixin:
             self.data.get("name", ""), max_length=self._slug_max_length()
         )
         if not slug:
-            raise forms.ValidationError("Enter a slug or a name it can be made from.")
+            raise forms.ValidationError(gettext("Enter a slug or a name it can be made from."))
         if slug in RESERVED_SLUGS:
-            raise forms.ValidationError(f"“{slug}” is reserved for a page address; choose another.")
+            raise forms.ValidationError(
+                gettext("“%(slug)s” is reserved for a page address; choose another.")
+                % {"slug": slug}
+            )
         return slug
 
 
