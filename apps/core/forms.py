@@ -33,7 +33,7 @@ class PlainNumberMixin:
     def to_python(self, value):
         if isinstance(value, str):
             whole = not isinstance(self, forms.DecimalField | forms.FloatField)
-            problem = number_text_error(value, whole=whole)
+            problem = number_text_error(value, whole=whole, translate=gettext)
             if problem:
                 raise ValidationError(problem, code="invalid")
         return super().to_python(value)
@@ -78,7 +78,7 @@ class BoundValidator:
         self.label, self.bound, self.scale = label, bound, scale
 
     def __call__(self, value):
-        message = bound_error(self.label, value, self.bound, self.scale())
+        message = bound_error(self.label, value, self.bound, self.scale(), translate=gettext)
         if message:
             raise ValidationError(message, code="out_of_range")
 
@@ -173,9 +173,13 @@ class TablerFormMixin:
                 continue
             label = field.label or pretty_name(name)
             self.confirmations[name] = Confirmation(
-                confirm_name, plain(value), confirmation_label(value, bound, scale)
+                confirm_name,
+                plain(value),
+                confirmation_label(value, bound, scale, translate=gettext),
             )
-            self.add_error(name, confirmation_warning(label, value, bound, scale))
+            self.add_error(
+                name, confirmation_warning(label, value, bound, scale, translate=gettext)
+            )
 
 
 class SlugFromNameMixin:

@@ -271,3 +271,28 @@ def test_english_stays_as_it_was(lead_client, architecture):
     page = lead_client.get(architecture.get_absolute_url(), headers={"Accept-Language": "en"})
     text = visible_text(page)
     assert "Token embedding" in text and "In billions" in text and "Try it in the what-if" in text
+
+
+def test_number_ranges_and_confirmations_are_explained_in_chinese(lead_client):
+    response = lead_client.post(
+        reverse("catalog:gpu_model_create"),
+        {
+            "name": "Test Accelerator Z",
+            "vendor": "Acme",
+            "memory_gb": "96",
+            "memory_bandwidth_gb_per_second": "-5",
+            "tdp_watts": "1,4",
+            "reference_price_per_gpu_hour_usd": "62",
+        },
+        headers=CHINESE,
+    )
+    assert_in_chinese(
+        response,
+        [
+            "显存带宽 (GB/s) 必须大于 0 GB/s；当前为 -5：数据手册数值大于 0（不适用时留空）。",
+            '"1,4"：请输入整数，不要带逗号',
+            "确认 $62.00 每 GPU 小时 无误",
+            "极少有 GPU 租到这个价",
+        ],
+        ["must be", "enter a whole number", "is right", "Check it", "Dense, never"],
+    )
