@@ -1,10 +1,11 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class AccountsConfig(AppConfig):
     name = "apps.accounts"
     label = "accounts"
-    verbose_name = "Accounts and API tokens"
+    verbose_name = _("Accounts and API tokens")
 
     def ready(self):
         from django.contrib.auth.signals import user_logged_in

@@ -14,6 +14,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 TOKEN_PREFIX = "gpf"  # noqa: S105 - a public marker, not a secret
 KEY_ID_BYTES = 6  # 12 hex chars: enough to find a row, not enough to guess a token
@@ -35,11 +36,13 @@ class ApiToken(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
     )
-    description = models.CharField(max_length=200)
+    description = models.CharField(_("description"), max_length=200)
     key_id = models.CharField(max_length=2 * KEY_ID_BYTES, unique=True, editable=False)
     secret_sha256 = models.CharField(max_length=64, editable=False)
     read_only = models.BooleanField(
-        default=True, help_text="A read-only token can read everything and change nothing."
+        _("read only"),
+        default=True,
+        help_text=_("A read-only token can read everything and change nothing."),
     )
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
@@ -49,7 +52,8 @@ class ApiToken(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        verbose_name = "API token"
+        verbose_name = _("API token")
+        verbose_name_plural = _("API tokens")
 
     def __str__(self):
         return f"{self.description} ({self.key_id})"

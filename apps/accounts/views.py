@@ -2,6 +2,7 @@ from datetime import timedelta
 
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
 from apps.accounts.forms import ApiTokenForm
@@ -39,6 +40,8 @@ def token_delete(request, key_id):
     token = get_object_or_404(ApiToken, user=request.user, key_id=key_id)
     if request.method == "POST":
         token.delete()
-        messages.success(request, f"Token “{token.description}” revoked.")
+        messages.success(
+            request, _("Token “%(description)s” revoked.") % {"description": token.description}
+        )
         return redirect("accounts:token_list")
     return render_page(request, "accounts/token_confirm_delete.html", {"token": token})

@@ -1,7 +1,8 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class CatalogConfig(AppConfig):
     name = "apps.catalog"
     label = "catalog"
-    verbose_name = "GPU and model catalogs"
+    verbose_name = _("GPU and model catalogs")

@@ -1,4 +1,6 @@
 from django import forms
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from apps.catalog.models import GpuModel, ModelArchitecture
 from apps.core.forms import SlugFromNameMixin, TablerFormMixin
@@ -9,7 +11,7 @@ DENSE_PEAK_FIELDS = (
     "fp8_dense_tflops",
     "int8_dense_tops",
 )
-DENSE_PEAK_HELP = (
+DENSE_PEAK_HELP = _(
     "Dense, never 2:4-sparse: datasheets often print the sparse figure, twice as large. "
     "Leave empty if the GPU lacks the format."
 )
@@ -20,7 +22,10 @@ def _require_positive(form, name, unit):
     value = form.cleaned_data.get(name)
     if value is not None and value <= 0:
         label = form.fields[name].label
-        raise forms.ValidationError(f"{label} must be above 0 {unit}; got {value}.")
+        raise forms.ValidationError(
+            gettext("%(label)s must be above 0 %(unit)s; got %(value)s.")
+            % {"label": label, "unit": unit, "value": value}
+        )
     return value
 
 
@@ -80,13 +85,13 @@ class ModelArchitectureForm(TablerFormMixin, SlugFromNameMixin, forms.ModelForm)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["published_params"].help_text = (
+        self.fields["published_params"].help_text = _(
             "The exact count the model card or checkpoint states (e.g. 8030261248), "
             "compared with the count derived from the shape."
         )
 
     def clean_published_params(self):
-        return _require_positive(self, "published_params", "parameters")
+        return _require_positive(self, "published_params", gettext("parameters"))
 
     def clean(self):
         cleaned = super().clean()
@@ -94,14 +99,20 @@ class ModelArchitectureForm(TablerFormMixin, SlugFromNameMixin, forms.ModelForm)
         if heads and kv_heads and heads % kv_heads and "kv_heads" not in self.errors:
             self.add_error(
                 "kv_heads",
-                f"{kv_heads} KV heads do not divide {heads} attention heads: each KV head "
-                f"serves a whole group of query heads, so use a divisor of {heads}.",
+                gettext(
+                    "%(kv_heads)s KV heads do not divide %(heads)s attention heads: each KV "
+                    "head serves a whole group of query heads, so use a divisor of %(heads)s."
+                )
+                % {"kv_heads": kv_heads, "heads": heads},
             )
         experts, per_token = cleaned.get("experts"), cleaned.get("experts_per_token")
         if experts and per_token and per_token > experts and "experts_per_token" not in self.errors:
             self.add_error(
                 "experts_per_token",
-                f"A token cannot be routed to {per_token} experts when the model has "
-                f"{experts}: use at most {experts}.",
+                gettext(
+                    "A token cannot be routed to %(per_token)s experts when the model has "
+                    "%(experts)s: use at most %(experts)s."
+                )
+                % {"per_token": per_token, "experts": experts},
             )
         return cleaned

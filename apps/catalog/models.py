@@ -6,6 +6,7 @@ from decimal import Decimal
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
 from apps.catalog.architecture import ArchitectureShape, parameter_counts
@@ -15,68 +16,71 @@ BYTES_PER_VENDOR_GB = 10**9
 
 
 class GpuModel(models.Model):
-    name = models.CharField(max_length=100, unique=True)
-    slug = models.SlugField(max_length=100, unique=True)
-    vendor = models.CharField(max_length=50)
+    name = models.CharField(_("name"), max_length=100, unique=True)
+    slug = models.SlugField(_("slug"), max_length=100, unique=True)
+    vendor = models.CharField(_("vendor"), max_length=50)
     memory_gb = models.DecimalField(
-        "Memory (GB)",
+        _("Memory (GB)"),
         max_digits=8,
         decimal_places=2,
         validators=[MinValueValidator(Decimal("0.01"))],
-        help_text="Vendor's nominal figure, in GB (10⁹ bytes).",
+        help_text=_("Vendor's nominal figure, in GB (10⁹ bytes)."),
     )
-    memory_type = models.CharField(max_length=30, blank=True)
+    memory_type = models.CharField(_("memory type"), max_length=30, blank=True)
     memory_bandwidth_gb_per_second = models.DecimalField(
-        "Memory bandwidth (GB/s)",
+        _("Memory bandwidth (GB/s)"),
         max_digits=10,
         decimal_places=1,
         validators=[MinValueValidator(Decimal("0.1"))],
     )
     bf16_dense_tflops = models.DecimalField(
-        "BF16 dense (TFLOP/s)", max_digits=10, decimal_places=1, null=True, blank=True
+        _("BF16 dense (TFLOP/s)"), max_digits=10, decimal_places=1, null=True, blank=True
     )
     fp16_dense_tflops = models.DecimalField(
-        "FP16 dense (TFLOP/s)", max_digits=10, decimal_places=1, null=True, blank=True
+        _("FP16 dense (TFLOP/s)"), max_digits=10, decimal_places=1, null=True, blank=True
     )
     fp8_dense_tflops = models.DecimalField(
-        "FP8 dense (TFLOP/s)", max_digits=10, decimal_places=1, null=True, blank=True
+        _("FP8 dense (TFLOP/s)"), max_digits=10, decimal_places=1, null=True, blank=True
     )
     int8_dense_tops = models.DecimalField(
-        "INT8 dense (TOPS)", max_digits=10, decimal_places=1, null=True, blank=True
+        _("INT8 dense (TOPS)"), max_digits=10, decimal_places=1, null=True, blank=True
     )
-    tdp_watts = models.PositiveIntegerField("TDP (W)")
-    interconnect = models.CharField(max_length=100, blank=True)
+    tdp_watts = models.PositiveIntegerField(_("TDP (W)"))
+    interconnect = models.CharField(_("interconnect"), max_length=100, blank=True)
     interconnect_gb_per_second = models.DecimalField(
-        "Interconnect bandwidth (GB/s)", max_digits=10, decimal_places=1, null=True, blank=True
+        _("Interconnect bandwidth (GB/s)"), max_digits=10, decimal_places=1, null=True, blank=True
     )
-    mig_support = models.BooleanField("MIG support", default=False)
+    mig_support = models.BooleanField(_("MIG support"), default=False)
     # A MIG slice's share of its GPU is the compute slices its profile names ("3g.40gb"
     # holds 3) over this count (NVIDIA Multi-Instance GPU user guide, "Supported MIG
     # profiles": 7 on A100/H100/H200, 4 on A30).
     mig_compute_slices = models.PositiveSmallIntegerField(
-        "MIG compute slices",
+        _("MIG compute slices"),
         null=True,
         blank=True,
-        help_text="Compute slices of a MIG-partitioned GPU: 7 on A100/H100/H200, 4 on A30.",
+        help_text=_("Compute slices of a MIG-partitioned GPU: 7 on A100/H100/H200, 4 on A30."),
     )
     reference_price_per_gpu_hour_usd = models.DecimalField(
-        "Reference price per GPU-hour (USD)",
+        _("Reference price per GPU-hour (USD)"),
         max_digits=10,
         decimal_places=4,
         null=True,
         blank=True,
         validators=[MinValueValidator(Decimal("0"))],
-        help_text="A public on-demand price, used to rank recommendations.",
+        help_text=_("A public on-demand price, used to rank recommendations."),
     )
     source_note = models.TextField(
-        blank=True, help_text="Where the figures come from and how far to trust them."
+        _("source note"),
+        blank=True,
+        help_text=_("Where the figures come from and how far to trust them."),
     )
 
     history = HistoricalRecords()
 
     class Meta:
         ordering = ["vendor", "name"]
-        verbose_name = "GPU model"
+        verbose_name = _("GPU model")
+        verbose_name_plural = _("GPU models")
 
     def __str__(self):
         return self.name
@@ -107,44 +111,58 @@ class GpuModel(models.Model):
 class ModelArchitecture(models.Model):
     """A transformer's shape; parameter counts follow from it (see architecture.py)."""
 
-    name = models.CharField(max_length=100, unique=True)
-    slug = models.SlugField(max_length=100, unique=True)
-    family = models.CharField(max_length=50, blank=True)
-    layers = models.PositiveIntegerField(validators=[MinValueValidator(1)])
-    hidden_size = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    name = models.CharField(_("name"), max_length=100, unique=True)
+    slug = models.SlugField(_("slug"), max_length=100, unique=True)
+    family = models.CharField(_("family"), max_length=50, blank=True)
+    layers = models.PositiveIntegerField(_("layers"), validators=[MinValueValidator(1)])
+    hidden_size = models.PositiveIntegerField(_("hidden size"), validators=[MinValueValidator(1)])
     intermediate_size = models.PositiveIntegerField(
-        help_text="Feed-forward width (per expert for mixture-of-experts).",
+        _("intermediate size"),
+        help_text=_("Feed-forward width (per expert for mixture-of-experts)."),
         validators=[MinValueValidator(1)],
     )
-    attention_heads = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    attention_heads = models.PositiveIntegerField(
+        _("attention heads"), validators=[MinValueValidator(1)]
+    )
     kv_heads = models.PositiveIntegerField(
-        "KV heads",
+        _("KV heads"),
         validators=[MinValueValidator(1)],
-        help_text="Equal to attention heads without grouped-query attention.",
+        help_text=_("Equal to attention heads without grouped-query attention."),
     )
-    head_dim = models.PositiveIntegerField(validators=[MinValueValidator(1)])
-    vocab_size = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    head_dim = models.PositiveIntegerField(_("head dim"), validators=[MinValueValidator(1)])
+    vocab_size = models.PositiveIntegerField(_("vocab size"), validators=[MinValueValidator(1)])
     max_context = models.PositiveIntegerField(
-        "Max context (tokens)", validators=[MinValueValidator(1)]
+        _("Max context (tokens)"), validators=[MinValueValidator(1)]
     )
     experts = models.PositiveIntegerField(
-        default=1, validators=[MinValueValidator(1)], help_text="1 for a dense model."
+        _("experts"),
+        default=1,
+        validators=[MinValueValidator(1)],
+        help_text=_("1 for a dense model."),
     )
-    experts_per_token = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
+    experts_per_token = models.PositiveIntegerField(
+        _("experts per token"), default=1, validators=[MinValueValidator(1)]
+    )
     tied_embeddings = models.BooleanField(
-        default=False, help_text="Input embedding and output head share one matrix."
+        _("tied embeddings"),
+        default=False,
+        help_text=_("Input embedding and output head share one matrix."),
     )
-    qkv_bias = models.BooleanField("Bias on Q/K/V projections", default=False)
+    qkv_bias = models.BooleanField(_("Bias on Q/K/V projections"), default=False)
     published_params = models.BigIntegerField(
-        null=True, blank=True, help_text="The parameter count the model card states."
+        _("published params"),
+        null=True,
+        blank=True,
+        help_text=_("The parameter count the model card states."),
     )
-    source_note = models.TextField(blank=True)
+    source_note = models.TextField(_("source note"), blank=True)
 
     history = HistoricalRecords()
 
     class Meta:
         ordering = ["family", "name"]
-        verbose_name = "model architecture"
+        verbose_name = _("model architecture")
+        verbose_name_plural = _("model architectures")
 
     def __str__(self):
         return self.name

@@ -4,6 +4,8 @@ from django.contrib.auth.decorators import permission_required
 from django.db.models import Count
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods
 
 from apps.catalog.architecture import ParameterCounts, parameter_counts
@@ -20,6 +22,7 @@ class ParameterLine:
     formula: str
     count: int
     is_total: bool = False
+    element_id: str = ""
 
 
 def published_difference(architecture: ModelArchitecture, counts: ParameterCounts):
@@ -30,69 +33,99 @@ def published_difference(architecture: ModelArchitecture, counts: ParameterCount
 
 
 def parameter_lines(architecture: ModelArchitecture, counts: ParameterCounts):
-    """The count of each part with the formula that gives it (see architecture.py)."""
+    """The count of each part with the formula that gives it (see architecture.py), in
+    the language of the request."""
     shape = architecture.shape
-    hidden, vocab = shape.hidden_size, shape.vocab_size
-    query_width = shape.attention_heads * shape.head_dim
-    key_value_width = shape.kv_heads * shape.head_dim
+    hidden, vocab = f"{shape.hidden_size:,}", f"{shape.vocab_size:,}"
+    query_width = f"{shape.attention_heads * shape.head_dim:,}"
+    key_value_width = f"{shape.kv_heads * shape.head_dim:,}"
+    widths = {"hidden": hidden, "query": query_width, "key_value": key_value_width}
     attention_formula = (
-        f"q + k + v + o = {hidden:,} × {query_width:,} + 2 × {hidden:,} × {key_value_width:,} "
-        f"+ {query_width:,} × {hidden:,}"
+        _(
+            "q + k + v + o = %(hidden)s × %(query)s + 2 × %(hidden)s × %(key_value)s "
+            "+ %(query)s × %(hidden)s"
+        )
+        % widths
     )
     if shape.qkv_bias:
-        attention_formula += f" + bias {query_width:,} + 2 × {key_value_width:,}"
-    mlp_formula = f"3 × hidden × intermediate = 3 × {hidden:,} × {shape.intermediate_size:,}"
+        attention_formula += _(" + bias %(query)s + 2 × %(key_value)s") % widths
+    mlp_formula = _("3 × hidden × intermediate = 3 × %(hidden)s × %(intermediate)s") % {
+        "hidden": hidden,
+        "intermediate": f"{shape.intermediate_size:,}",
+    }
     if shape.experts > 1:
-        mlp_formula += f" × {shape.experts} experts"
+        mlp_formula += _(" × %(experts)s experts") % {"experts": shape.experts}
+    embedding_formula = _("vocab × hidden = %(vocab)s × %(hidden)s") % {
+        "vocab": vocab,
+        "hidden": hidden,
+    }
     lines = [
+        ParameterLine(_("Token embedding"), embedding_formula, counts.embedding),
         ParameterLine(
-            "Token embedding", f"vocab × hidden = {vocab:,} × {hidden:,}", counts.embedding
-        ),
-        ParameterLine(
-            "Attention, per layer",
-            f"{attention_formula} (heads {shape.attention_heads}, "
-            f"KV heads {shape.kv_heads}, head dim {shape.head_dim})",
+            _("Attention, per layer"),
+            _("%(formula)s (heads %(heads)s, KV heads %(kv_heads)s, head dim %(head_dim)s)")
+            % {
+                "formula": attention_formula,
+                "heads": shape.attention_heads,
+                "kv_heads": shape.kv_heads,
+                "head_dim": shape.head_dim,
+            },
             counts.per_layer_attention,
         ),
-        ParameterLine("MLP, per layer", mlp_formula, counts.per_layer_mlp),
+        ParameterLine(_("MLP, per layer"), mlp_formula, counts.per_layer_mlp),
     ]
     if counts.per_layer_router:
         lines.append(
             ParameterLine(
-                "Router, per layer",
-                f"hidden × experts = {hidden:,} × {shape.experts}",
+                _("Router, per layer"),
+                _("hidden × experts = %(hidden)s × %(experts)s")
+                % {"hidden": hidden, "experts": shape.experts},
                 counts.per_layer_router,
             )
         )
     lines += [
-        ParameterLine("Norms, per layer", f"2 × hidden = 2 × {hidden:,}", counts.per_layer_norms),
         ParameterLine(
-            f"All {counts.layers} layers",
-            f"layers × per layer = {counts.layers} × {counts.per_layer:,}",
+            _("Norms, per layer"),
+            _("2 × hidden = 2 × %(hidden)s") % {"hidden": hidden},
+            counts.per_layer_norms,
+        ),
+        ParameterLine(
+            _("All %(layers)s layers") % {"layers": counts.layers},
+            _("layers × per layer = %(layers)s × %(per_layer)s")
+            % {"layers": counts.layers, "per_layer": f"{counts.per_layer:,}"},
             counts.layers * counts.per_layer,
         ),
-        ParameterLine("Final norm", f"hidden = {hidden:,}", counts.final_norm),
         ParameterLine(
-            "Output head",
-            "tied to the token embedding"
-            if shape.tied_embeddings
-            else f"vocab × hidden = {vocab:,} × {hidden:,}",
+            _("Final norm"), _("hidden = %(hidden)s") % {"hidden": hidden}, counts.final_norm
+        ),
+        ParameterLine(
+            _("Output head"),
+            _("tied to the token embedding") if shape.tied_embeddings else embedding_formula,
             counts.output_head,
         ),
         ParameterLine(
-            "Total",
-            "embedding + layers × per layer + final norm + output head",
+            _("Total"),
+            _("embedding + layers × per layer + final norm + output head"),
             counts.total,
             is_total=True,
+            element_id="parameter-total",
         ),
     ]
     if counts.active != counts.total:
         lines.append(
             ParameterLine(
-                "Active per token",
-                f"total − {counts.layers} layers × ({shape.experts} − "
-                f"{shape.experts_per_token}) idle experts × 3 × {hidden:,} × "
-                f"{shape.intermediate_size:,}",
+                _("Active per token"),
+                _(
+                    "total − %(layers)s layers × (%(experts)s − %(per_token)s) idle experts "
+                    "× 3 × %(hidden)s × %(intermediate)s"
+                )
+                % {
+                    "layers": counts.layers,
+                    "experts": shape.experts,
+                    "per_token": shape.experts_per_token,
+                    "hidden": hidden,
+                    "intermediate": f"{shape.intermediate_size:,}",
+                },
                 counts.active,
                 is_total=True,
             )
@@ -121,9 +154,9 @@ def gpu_model_detail(request, slug):
 
 
 GPU_FORM_CONTEXT = {
-    "pretitle": "GPU catalog",
-    "new_title": "New GPU model",
-    "submit_label": "Save GPU model",
+    "pretitle": gettext_lazy("GPU catalog"),
+    "new_title": gettext_lazy("New GPU model"),
+    "submit_label": gettext_lazy("Save GPU model"),
 }
 
 
@@ -133,7 +166,7 @@ def gpu_model_create(request):
     return form_page(
         request,
         form_class=GpuModelForm,
-        noun="GPU model",
+        noun=gettext_lazy("GPU model"),
         template="catalog/catalog_form.html",
         context={**GPU_FORM_CONTEXT, "cancel_url": reverse("catalog:gpu_model_list")},
     )
@@ -146,7 +179,7 @@ def gpu_model_edit(request, slug):
     return form_page(
         request,
         form_class=GpuModelForm,
-        noun="GPU model",
+        noun=gettext_lazy("GPU model"),
         template="catalog/catalog_form.html",
         instance=gpu_model,
         context={**GPU_FORM_CONTEXT, "cancel_url": gpu_model.get_absolute_url()},
@@ -160,12 +193,12 @@ def gpu_model_delete(request, slug):
     return delete_page(
         request,
         obj=gpu_model,
-        noun="GPU model",
+        noun=gettext_lazy("GPU model"),
         blocking=list(gpu_model.pools.order_by("name")),
-        blocking_label="pools",
+        blocking_label=_("pools"),
         list_url="catalog:gpu_model_list",
         cancel_url=gpu_model.get_absolute_url(),
-        pretitle="GPU catalog",
+        pretitle=_("GPU catalog"),
     )
 
 
@@ -214,9 +247,9 @@ def architecture_detail(request, slug):
 
 
 ARCHITECTURE_FORM_CONTEXT = {
-    "pretitle": "Model architectures",
-    "new_title": "New model architecture",
-    "submit_label": "Save architecture",
+    "pretitle": gettext_lazy("Model architectures"),
+    "new_title": gettext_lazy("New model architecture"),
+    "submit_label": gettext_lazy("Save architecture"),
 }
 
 
@@ -226,7 +259,7 @@ def architecture_create(request):
     return form_page(
         request,
         form_class=ModelArchitectureForm,
-        noun="Model architecture",
+        noun=gettext_lazy("Model architecture"),
         template="catalog/catalog_form.html",
         context={**ARCHITECTURE_FORM_CONTEXT, "cancel_url": reverse("catalog:architecture_list")},
     )
@@ -239,7 +272,7 @@ def architecture_edit(request, slug):
     return form_page(
         request,
         form_class=ModelArchitectureForm,
-        noun="Model architecture",
+        noun=gettext_lazy("Model architecture"),
         template="catalog/catalog_form.html",
         instance=architecture,
         context={**ARCHITECTURE_FORM_CONTEXT, "cancel_url": architecture.get_absolute_url()},
@@ -253,10 +286,10 @@ def architecture_delete(request, slug):
     return delete_page(
         request,
         obj=architecture,
-        noun="Model architecture",
+        noun=gettext_lazy("Model architecture"),
         blocking=list(architecture.workloads.order_by("name")),
-        blocking_label="workloads",
+        blocking_label=_("workloads"),
         list_url="catalog:architecture_list",
         cancel_url=architecture.get_absolute_url(),
-        pretitle="Model architectures",
+        pretitle=_("Model architectures"),
     )

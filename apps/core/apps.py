@@ -1,7 +1,8 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class CoreConfig(AppConfig):
     name = "apps.core"
     label = "core"
-    verbose_name = "Core"
+    verbose_name = _("Core")

@@ -12,9 +12,15 @@ separators ("1,234.5", "1 234", "1'234", "1_000"), exponents ("1e3") and signs (
 Ranges are keyed by the field's name as forms and serializers spell it; the money ones
 are in USD, and a form whose prices are in another currency scales them by its
 exchange rate (procurement scenarios).
+
+Messages are English by default (the API's); a caller passes ``translate`` (the forms
+pass Django's ``gettext``) to have them, and the units and reasons they quote, in the
+language of the request. The texts are marked for extraction with ``gettext_noop`` and
+``_``, defined here as the identity so that this module keeps no Django import.
 """
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -25,7 +31,18 @@ PLAIN_WHOLE_NUMBER = re.compile(r"-?\d+(?:\.0*)?", re.ASCII)
 GROUPING = ",'’_ \u00a0\u2009\u202f"
 
 
-def number_text_error(text: str, *, whole: bool = False) -> str | None:
+def _untranslated(text: str) -> str:
+    return text
+
+
+# makemessages extracts the arguments of these names; they return the text unchanged.
+gettext_noop = _untranslated
+_ = _untranslated
+
+
+def number_text_error(
+    text: str, *, whole: bool = False, translate: Callable[[str], str] = _untranslated
+) -> str | None:
     """Why ``text`` is not a plain number to be read as typed, or None if it is one.
     Surrounding whitespace is ignored; an empty text is the caller's business."""
     text = text.strip()
@@ -35,30 +52,46 @@ def number_text_error(text: str, *, whole: bool = False) -> str | None:
     comma = re.fullmatch(r"(-?\d*),(\d+)", text, re.ASCII)
     if comma and len(comma[2]) != 3:
         if whole:
-            return f"{quoted}: enter a whole number, with no comma"
-        return f"{quoted}: use a decimal point, e.g. {comma[1]}.{comma[2]}"
+            return translate(_("%(quoted)s: enter a whole number, with no comma")) % {
+                "quoted": quoted
+            }
+        return translate(_("%(quoted)s: use a decimal point, e.g. %(example)s")) % {
+            "quoted": quoted,
+            "example": f"{comma[1]}.{comma[2]}",
+        }
     if comma and not whole:
         point, joined = f"{comma[1]}.{comma[2]}", f"{comma[1]}{comma[2]}"
-        return (
-            f"{quoted} could be {point} or {joined}: type {point} (a decimal point) "
-            f"or {joined} (no thousands separator)"
-        )
+        return translate(
+            _(
+                "%(quoted)s could be %(point)s or %(joined)s: type %(point)s (a decimal "
+                "point) or %(joined)s (no thousands separator)"
+            )
+        ) % {"quoted": quoted, "point": point, "joined": joined}
     european = re.fullmatch(r"(-?\d{1,3}(?:\.\d{3})+),(\d+)", text, re.ASCII)
     if european and not whole:
-        return (
-            f"{quoted}: use a decimal point and no thousands separators, "
-            f"e.g. {european[1].replace('.', '')}.{european[2]}"
-        )
+        return translate(
+            _("%(quoted)s: use a decimal point and no thousands separators, e.g. %(example)s")
+        ) % {"quoted": quoted, "example": f"{european[1].replace('.', '')}.{european[2]}"}
     if re.fullmatch(f"-?\\d{{1,3}}(?:[{GROUPING}]\\d{{3}})+(?:\\.\\d+)?", text, re.ASCII):
         digits = re.sub(f"[{GROUPING}]", "", text)
-        return f"{quoted}: type the number without thousands separators, e.g. {digits}"
+        return translate(
+            _("%(quoted)s: type the number without thousands separators, e.g. %(example)s")
+        ) % {"quoted": quoted, "example": digits}
     if text.startswith("+") and (PLAIN_WHOLE_NUMBER if whole else PLAIN_NUMBER).fullmatch(text[1:]):
-        return f"{quoted}: leave out the plus sign, e.g. {text[1:]}"
+        return translate(_("%(quoted)s: leave out the plus sign, e.g. %(example)s")) % {
+            "quoted": quoted,
+            "example": text[1:],
+        }
     if whole and PLAIN_NUMBER.fullmatch(text):
-        return f"{quoted}: enter a whole number"
+        return translate(_("%(quoted)s: enter a whole number")) % {"quoted": quoted}
     if re.fullmatch(r"-?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d{1,3}", text, re.ASCII):
-        return f"{quoted}: write the number out, e.g. {plain(text)}"
-    return f"{quoted} is not a number: type digits with a decimal point, e.g. 1.4"
+        return translate(_("%(quoted)s: write the number out, e.g. %(example)s")) % {
+            "quoted": quoted,
+            "example": plain(text),
+        }
+    return translate(
+        _("%(quoted)s is not a number: type digits with a decimal point, e.g. 1.4")
+    ) % {"quoted": quoted}
 
 
 @dataclass(frozen=True)
@@ -79,59 +112,82 @@ def _d(text):
 GPU_HOUR_PRICE = Bound(
     _d("0"),
     _d("1000"),
-    "USD per GPU-hour",
-    "cloud GPUs rent for about 1–15 USD per GPU-hour; a larger figure is usually the "
-    "price of a whole instance or of a month",
+    gettext_noop("USD per GPU-hour"),
+    gettext_noop(
+        "cloud GPUs rent for about 1–15 USD per GPU-hour; a larger figure is usually the "
+        "price of a whole instance or of a month"
+    ),
     money=True,
     confirm_above=_d("50"),
 )
 PURCHASE_PRICE = Bound(
     _d("0"),
     _d("1000000"),
-    "USD per GPU",
-    "a datacentre GPU with its share of the server costs 10,000–80,000 USD",
+    gettext_noop("USD per GPU"),
+    gettext_noop("a datacentre GPU with its share of the server costs 10,000–80,000 USD"),
     money=True,
 )
 POWER_PRICE = Bound(
     _d("0"),
     _d("2"),
-    "USD per kWh",
-    "electricity costs about 0.05–0.40 USD per kWh; a larger figure is usually per MWh",
+    gettext_noop("USD per kWh"),
+    gettext_noop(
+        "electricity costs about 0.05–0.40 USD per kWh; a larger figure is usually per MWh"
+    ),
     money=True,
 )
 PUE = Bound(
     _d("1.0"),
     _d("3.0"),
     "",
-    "PUE is facility power ÷ IT power: 1.0 at the very best, 1.1–1.6 in most data centres",
+    gettext_noop(
+        "PUE is facility power ÷ IT power: 1.0 at the very best, 1.1–1.6 in most data centres"
+    ),
 )
 MONTHS_OF_LIFE = Bound(
-    _d("1"), _d("120"), "months", "ten years is longer than any GPU stays in service"
+    _d("1"),
+    _d("120"),
+    gettext_noop("months"),
+    gettext_noop("ten years is longer than any GPU stays in service"),
 )
-TERM_MONTHS = Bound(_d("1"), _d("120"), "months", "reservations run for 1 to 36 months")
-MONEY_PER_MONTH = Bound(_d("0"), None, "USD per month", "a cost cannot be negative", money=True)
-MONEY_ONCE = Bound(_d("0"), None, "USD", "a cost cannot be negative", money=True)
+TERM_MONTHS = Bound(
+    _d("1"), _d("120"), gettext_noop("months"), gettext_noop("reservations run for 1 to 36 months")
+)
+MONEY_PER_MONTH = Bound(
+    _d("0"),
+    None,
+    gettext_noop("USD per month"),
+    gettext_noop("a cost cannot be negative"),
+    money=True,
+)
+MONEY_ONCE = Bound(
+    _d("0"), None, gettext_noop("USD"), gettext_noop("a cost cannot be negative"), money=True
+)
 STORAGE_PRICE = Bound(
     _d("0"),
     _d("10"),
-    "USD per GB-month",
-    "object storage costs about 0.001–0.03 USD per GB-month; a larger figure is usually "
-    "per TB-month",
+    gettext_noop("USD per GB-month"),
+    gettext_noop(
+        "object storage costs about 0.001–0.03 USD per GB-month; a larger figure is usually "
+        "per TB-month"
+    ),
 )
 EFFICIENCY = Bound(
     _d("0.01"),
     _d("1"),
     "",
-    "an efficiency is a share of the GPU's peak: 0.4 means 40 %, and it cannot pass 1",
+    gettext_noop(
+        "an efficiency is a share of the GPU's peak: 0.4 means 40 %, and it cannot pass 1"
+    ),
 )
 MFU = Bound(
     _d("0.001"),
     _d("1"),
     "",
-    "MFU is a share of the GPU's peak: 0.4 means 40 %, and it cannot pass 1",
+    gettext_noop("MFU is a share of the GPU's peak: 0.4 means 40 %, and it cannot pass 1"),
 )
-PERCENT = Bound(_d("0"), _d("100"), "%", "a share of the traffic is 0 to 100 %")
-POSITIVE_COUNT = Bound(_d("0"), None, "", "a count cannot be negative")
+PERCENT = Bound(_d("0"), _d("100"), "%", gettext_noop("a share of the traffic is 0 to 100 %"))
+POSITIVE_COUNT = Bound(_d("0"), None, "", gettext_noop("a count cannot be negative"))
 
 
 def _positive(unit):
@@ -139,7 +195,7 @@ def _positive(unit):
         _d("0"),
         None,
         unit,
-        "a datasheet figure is above 0 (empty when it does not apply)",
+        gettext_noop("a datasheet figure is above 0 (empty when it does not apply)"),
         above_minimum=True,
     )
 
@@ -158,7 +214,10 @@ BOUNDS: dict[str, Bound] = {
     # Workloads
     "expected_mfu": MFU,
     "expected_peak_requests_per_second": Bound(
-        _d("0"), None, "requests per second", "a request rate cannot be negative"
+        _d("0"),
+        None,
+        gettext_noop("requests per second"),
+        gettext_noop("a request rate cannot be negative"),
     ),
     # Catalog
     "reference_price_per_gpu_hour_usd": GPU_HOUR_PRICE,
@@ -176,14 +235,18 @@ BOUNDS: dict[str, Bound] = {
     "reserved_upfront_per_gpu": Bound(
         _d("0"),
         _d("1000000"),
-        "USD per GPU",
-        "an upfront payment is at most the price of the GPU",
+        gettext_noop("USD per GPU"),
+        gettext_noop("an upfront payment is at most the price of the GPU"),
         money=True,
     ),
     "purchase_price_per_gpu": PURCHASE_PRICE,
     "power_price_per_kwh": POWER_PRICE,
     "colocation_per_gpu_month": Bound(
-        _d("0"), None, "USD per GPU-month", "a cost cannot be negative", money=True
+        _d("0"),
+        None,
+        gettext_noop("USD per GPU-month"),
+        gettext_noop("a cost cannot be negative"),
+        money=True,
     ),
     "operations_per_month": MONEY_PER_MONTH,
     "storage_per_month": MONEY_PER_MONTH,
@@ -192,20 +255,25 @@ BOUNDS: dict[str, Bound] = {
     "reference_efficiency": EFFICIENCY,
     "baseline_gpus": POSITIVE_COUNT,
     "horizon_months": Bound(
-        _d("1"), _d("120"), "months", "a comparison runs for 1 month to 10 years"
+        _d("1"),
+        _d("120"),
+        gettext_noop("months"),
+        gettext_noop("a comparison runs for 1 month to 10 years"),
     ),
-    "window_days": Bound(_d("1"), _d("366"), "days", "the rollups cover up to a year"),
+    "window_days": Bound(
+        _d("1"), _d("366"), gettext_noop("days"), gettext_noop("the rollups cover up to a year")
+    ),
     "usd_exchange_rate": Bound(
         _d("0.000001"),
         _d("1000000"),
-        "per USD",
-        "units of the scenario's currency one US dollar buys",
+        gettext_noop("per USD"),
+        gettext_noop("units of the scenario's currency one US dollar buys"),
     ),
     "entered_gpu_hours_per_month": Bound(
         _d("0"),
         _d("1000000000"),
-        "GPU-hours per month",
-        "a billion GPU-hours a month is over a million GPUs busy all month",
+        gettext_noop("GPU-hours per month"),
+        gettext_noop("a billion GPU-hours a month is over a million GPUs busy all month"),
     ),
     # Backups
     "hot_price_per_gb_month_usd": STORAGE_PRICE,
@@ -241,10 +309,12 @@ class Scale:
             return value
         return value * self.usd_rate
 
-    def unit(self, bound: Bound) -> str:
+    def unit(self, bound: Bound, translate: Callable[[str], str] = _untranslated) -> str:
+        """The bound's unit, translated (its translation keeps "USD"), in this currency."""
+        unit = translate(bound.unit) if bound.unit else ""
         if bound.money and self.currency != "USD":
-            return bound.unit.replace("USD", self.currency)
-        return bound.unit
+            return unit.replace("USD", self.currency)
+        return unit
 
 
 USD = Scale()
@@ -256,14 +326,21 @@ def _with_unit(number: str, unit: str) -> str:
     return f"{number}{unit}" if unit == "%" else f"{number} {unit}"
 
 
-def bound_error(label: str, value, bound: Bound, scale: Scale = USD) -> str | None:
+def bound_error(
+    label: str,
+    value,
+    bound: Bound,
+    scale: Scale = USD,
+    *,
+    translate: Callable[[str], str] = _untranslated,
+) -> str | None:
     """The message for a value outside its range (naming the field, the range with its
     unit and why), or None when it is inside."""
     if value is None:
         return None
     value = Decimal(value)
     low, high = scale.limit(bound, bound.minimum), scale.limit(bound, bound.maximum)
-    unit = scale.unit(bound)
+    unit = scale.unit(bound, translate)
     # Unscaled limits read as declared ("1.0 and 3.0" for the PUE).
     plain_limit = str if scale.usd_rate == 1 else plain
     too_low = low is not None and (value <= low if bound.above_minimum else value < low)
@@ -271,14 +348,26 @@ def bound_error(label: str, value, bound: Bound, scale: Scale = USD) -> str | No
     if not (too_low or too_high):
         return None
     if low is not None and high is not None:
-        expected = f"between {plain_limit(low)} and {_with_unit(plain_limit(high), unit)}"
+        expected = translate(_("between %(low)s and %(high)s")) % {
+            "low": plain_limit(low),
+            "high": _with_unit(plain_limit(high), unit),
+        }
     elif bound.above_minimum:
-        expected = f"above {_with_unit(plain_limit(low), unit)}"
+        expected = translate(_("above %(limit)s")) % {"limit": _with_unit(plain_limit(low), unit)}
     elif too_low:
-        expected = f"at least {_with_unit(plain_limit(low), unit)}"
+        expected = translate(_("at least %(limit)s")) % {
+            "limit": _with_unit(plain_limit(low), unit)
+        }
     else:
-        expected = f"at most {_with_unit(plain_limit(high), unit)}"
-    return f"{label} must be {expected}; got {plain(value)}: {bound.reason}."
+        expected = translate(_("at most %(limit)s")) % {
+            "limit": _with_unit(plain_limit(high), unit)
+        }
+    return translate(_("%(label)s must be %(expected)s; got %(value)s: %(reason)s.")) % {
+        "label": label,
+        "expected": expected,
+        "value": plain(value),
+        "reason": translate(bound.reason),
+    }
 
 
 def needs_confirmation(value, bound: Bound, scale: Scale = USD) -> bool:
@@ -287,25 +376,50 @@ def needs_confirmation(value, bound: Bound, scale: Scale = USD) -> bool:
     return limit is not None and value is not None and Decimal(value) > limit
 
 
-def _per(bound: Bound) -> str:
+# The "per …" parts of the money units that ask for a confirmation, for extraction.
+PER_UNITS = (gettext_noop("per GPU-hour"),)
+
+
+def _per(bound: Bound, translate: Callable[[str], str] = _untranslated) -> str:
     """ "per GPU-hour" of "USD per GPU-hour": the money part is said by money_text."""
-    return bound.unit.partition(" ")[2]
+    return translate(bound.unit.partition(" ")[2])
 
 
-def confirmation_label(value, bound: Bound, scale: Scale = USD) -> str:
+def confirmation_label(
+    value, bound: Bound, scale: Scale = USD, *, translate: Callable[[str], str] = _untranslated
+) -> str:
     """What the person ticks: "Yes, $62.00 per GPU-hour is right"."""
-    return f"Yes, {money_text(value, scale.currency)} {_per(bound)} is right"
+    return translate(_("Yes, %(price)s %(per)s is right")) % {
+        "price": money_text(value, scale.currency),
+        "per": _per(bound, translate),
+    }
 
 
 def confirmation_warning(
-    label: str, value, bound: Bound, scale: Scale = USD, *, how: str | None = None
+    label: str,
+    value,
+    bound: Bound,
+    scale: Scale = USD,
+    *,
+    how: str | None = None,
+    translate: Callable[[str], str] = _untranslated,
 ) -> str:
     """Why the value asks for a confirmation and how to give it (by default, the form's
     checkbox; the API passes its own ``how``)."""
     limit = scale.limit(bound, bound.confirm_above)
-    how = how or f"tick “{confirmation_label(value, bound, scale)}”"
-    return (
-        f"{label}: {money_text(value, scale.currency)} {_per(bound)} is above "
-        f"{money_text(limit, scale.currency)} {_per(bound)}, which few GPUs rent for "
-        f"({bound.reason}). Check it, then {how} to save it."
-    )
+    how = how or translate(_("tick “%(label)s”")) % {
+        "label": confirmation_label(value, bound, scale, translate=translate)
+    }
+    return translate(
+        _(
+            "%(label)s: %(price)s %(per)s is above %(limit)s %(per)s, which few GPUs rent "
+            "for (%(reason)s). Check it, then %(how)s to save it."
+        )
+    ) % {
+        "label": label,
+        "price": money_text(value, scale.currency),
+        "per": _per(bound, translate),
+        "limit": money_text(limit, scale.currency),
+        "reason": translate(bound.reason),
+        "how": how,
+    }

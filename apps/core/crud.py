@@ -10,6 +10,8 @@ from django.db import router
 from django.db.models import ProtectedError, RestrictedError
 from django.db.models.deletion import Collector
 from django.shortcuts import redirect
+from django.utils import translation
+from django.utils.translation import gettext as _
 
 from apps.core.htmx import render_page
 
@@ -24,8 +26,11 @@ def form_page(request, *, form_class, noun, template, instance=None, initial=Non
     form = form_class(request.POST or None, instance=instance, initial=initial)
     if request.method == "POST" and form.is_valid():
         saved = form.save()
-        verb = "saved" if instance else "created"
-        messages.success(request, f"{_label(noun, saved)} {verb}.")
+        label = _label(noun, saved)
+        if instance:
+            messages.success(request, _("%(object)s saved.") % {"object": label})
+        else:
+            messages.success(request, _("%(object)s created.") % {"object": label})
         return redirect(saved)
     return render_page(request, template, {"form": form, "object": instance, **(context or {})})
 
@@ -55,7 +60,7 @@ def delete_page(
         except (ProtectedError, RestrictedError) as error:  # used since the page was shown
             messages.error(request, _blocked_message(_label(noun, obj), error))
             return redirect(cancel_url)
-        messages.success(request, f"{_label(noun, obj)} deleted.")
+        messages.success(request, _("%(object)s deleted.") % {"object": _label(noun, obj)})
         return redirect(list_url)
     title, heading = _confirmation_titles(obj, archives=bool(usage_history))
     return render_page(
@@ -80,10 +85,13 @@ def _confirmation_titles(obj, *, archives: bool) -> tuple[str, str]:
     """(page title, heading) naming what the page's button does: an object with usage
     history is archived, so its page never says "Delete"."""
     if not archives:
-        return f"Delete {obj}", f"Delete {obj.name}"
+        return _("Delete %(name)s") % {"name": obj}, _("Delete %(name)s") % {"name": obj.name}
     if getattr(obj, "archived_at", None):
-        return f"{obj} is archived", f"{obj.name} is archived"
-    return f"Archive {obj}", f"Archive {obj.name}"
+        return (
+            _("%(name)s is archived") % {"name": obj},
+            _("%(name)s is archived") % {"name": obj.name},
+        )
+    return _("Archive %(name)s") % {"name": obj}, _("Archive %(name)s") % {"name": obj.name}
 
 
 def what_a_delete_removes(obj) -> list[tuple[str, int]]:
@@ -109,15 +117,25 @@ def what_a_delete_removes(obj) -> list[tuple[str, int]]:
 
 def _label(noun, obj) -> str:
     """ "Pool H100 east", or "Drill of v3 on 2026-11-29" when the name already says what
-    it is."""
+    it is. ``noun`` may be lazily translated: the name is compared with its English."""
     name = str(obj)
-    if name.lower().startswith(noun.lower()):
+    with translation.override("en"):
+        english_noun = str(noun)
+    if name.lower().startswith(english_noun.lower()):
         return name[:1].upper() + name[1:]
-    return f"{noun} {name}"
+    return _("%(noun)s %(name)s") % {"noun": noun, "name": name}
 
 
 def _blocked_message(name, error):
     objects = list(getattr(error, "protected_objects", None) or error.restricted_objects)
     used_by = ", ".join(str(obj) for obj in objects[:5])
-    more = f" and {len(objects) - 5} more" if len(objects) > 5 else ""
-    return f"{name} is still used by {used_by}{more}; it was kept."
+    if len(objects) > 5:
+        return _("%(name)s is still used by %(used_by)s and %(more)s more; it was kept.") % {
+            "name": name,
+            "used_by": used_by,
+            "more": len(objects) - 5,
+        }
+    return _("%(name)s is still used by %(used_by)s; it was kept.") % {
+        "name": name,
+        "used_by": used_by,
+    }

@@ -5,6 +5,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.forms.boundfield import BoundField
 from django.forms.utils import pretty_name
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from apps.core.bounds import (
     BOUNDS,
@@ -31,7 +33,7 @@ class PlainNumberMixin:
     def to_python(self, value):
         if isinstance(value, str):
             whole = not isinstance(self, forms.DecimalField | forms.FloatField)
-            problem = number_text_error(value, whole=whole)
+            problem = number_text_error(value, whole=whole, translate=gettext)
             if problem:
                 raise ValidationError(problem, code="invalid")
         return super().to_python(value)
@@ -76,7 +78,7 @@ class BoundValidator:
         self.label, self.bound, self.scale = label, bound, scale
 
     def __call__(self, value):
-        message = bound_error(self.label, value, self.bound, self.scale())
+        message = bound_error(self.label, value, self.bound, self.scale(), translate=gettext)
         if message:
             raise ValidationError(message, code="out_of_range")
 
@@ -171,9 +173,13 @@ class TablerFormMixin:
                 continue
             label = field.label or pretty_name(name)
             self.confirmations[name] = Confirmation(
-                confirm_name, plain(value), confirmation_label(value, bound, scale)
+                confirm_name,
+                plain(value),
+                confirmation_label(value, bound, scale, translate=gettext),
             )
-            self.add_error(name, confirmation_warning(label, value, bound, scale))
+            self.add_error(
+                name, confirmation_warning(label, value, bound, scale, translate=gettext)
+            )
 
 
 class SlugFromNameMixin:
@@ -183,9 +189,9 @@ class SlugFromNameMixin:
         super().__init__(*args, **kwargs)
         if "slug" in self.fields:
             self.fields["slug"].required = False
-            self.fields[
-                "slug"
-            ].help_text = "Leave empty to derive it from the name (Chinese is spelt in pinyin)."
+            self.fields["slug"].help_text = _(
+                "Leave empty to derive it from the name (Chinese is spelt in pinyin)."
+            )
 
     def _slug_max_length(self) -> int:
         return getattr(self.fields["slug"], "max_length", None) or 50
@@ -195,9 +201,12 @@ class SlugFromNameMixin:
             self.data.get("name", ""), max_length=self._slug_max_length()
         )
         if not slug:
-            raise forms.ValidationError("Enter a slug or a name it can be made from.")
+            raise forms.ValidationError(gettext("Enter a slug or a name it can be made from."))
         if slug in RESERVED_SLUGS:
-            raise forms.ValidationError(f"“{slug}” is reserved for a page address; choose another.")
+            raise forms.ValidationError(
+                gettext("“%(slug)s” is reserved for a page address; choose another.")
+                % {"slug": slug}
+            )
         return slug
 
 

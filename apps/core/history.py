@@ -3,8 +3,11 @@ django-simple-history's records (one query for the records and their users)."""
 
 from dataclasses import dataclass, field
 
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
 HISTORY_LIMIT = 10
-_ACTIONS = {"+": "created", "~": "changed", "-": "deleted"}
+_ACTIONS = {"+": _("created"), "~": _("changed"), "-": _("deleted")}
 
 
 @dataclass
@@ -65,8 +68,8 @@ def rows_from_records(records, model, quiet=QUIET_FIELDS) -> list[HistoryRow]:
         user = record.history_user
         row = HistoryRow(
             when=record.history_date,
-            who=(user.get_full_name() or user.get_username()) if user else "system",
-            action=_ACTIONS.get(record.history_type, record.history_type),
+            who=(user.get_full_name() or user.get_username()) if user else gettext("system"),
+            action=str(_ACTIONS.get(record.history_type, record.history_type)),
         )
         previous = records[index + 1] if index + 1 < len(records) else None
         if previous is not None and record.history_type == "~":

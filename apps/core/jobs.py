@@ -18,6 +18,8 @@ from contextlib import contextmanager
 
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_noop
+from django.utils.translation import gettext_lazy as _
 
 from apps.core import runs
 
@@ -32,9 +34,11 @@ class Job(models.Model):
     succeeded_status = "succeeded"
     finished_statuses: tuple[str, ...] = ("succeeded", FAILED, INTERRUPTED)
     # What the job is called in sentences: "the export", "waiting… the export is kept".
-    job_noun = "job"
-    # The sentence a failure is recorded with; {error} is "RuntimeError: disk full".
-    failure_sentence_template = (
+    job_noun = _("job")
+    # The sentence a failure is recorded with; {error} is "RuntimeError: disk full". It is
+    # stored with the job, so it is written in the language the work runs in (marked with
+    # gettext_noop, translated when the failure is recorded).
+    failure_sentence_template = gettext_noop(
         "The job stopped with an error ({error}). Start it again; the server log has the details."
     )
     # A job whose finished steps stay done (a recompute's days) shows on failure how far it
@@ -65,7 +69,8 @@ class Job(models.Model):
     def failure_sentence(cls, error: BaseException) -> str:
         """The sentence a person reads when the job stopped with ``error``: what happened
         and what to do next."""
-        return cls.failure_sentence_template.format(error=f"{type(error).__name__}: {error}")
+        template = gettext(cls.failure_sentence_template)
+        return template.format(error=f"{type(error).__name__}: {error}")
 
     def advance(
         self, percent: int, message: str | None = None, *, also_save: Iterable[str] = ()

@@ -13,14 +13,14 @@ from django.utils.translation import gettext_noop
 
 @dataclass(frozen=True)
 class Role:
-    name: str
+    name: str  # kept in English in the database (the group's name); shown translated
     description: str
     permissions: tuple[str, ...]  # "app_label.codename"
 
 
 TECHNICAL_LEAD = Role(
     name=gettext_noop("Technical lead"),
-    description="Edits pools, workloads and the GPU and model catalogs.",
+    description=gettext_noop("Edits pools, workloads and the GPU and model catalogs."),
     permissions=(
         "catalog.add_gpumodel",
         "catalog.change_gpumodel",
@@ -47,7 +47,9 @@ TECHNICAL_LEAD = Role(
 )
 OPS = Role(
     name=gettext_noop("Ops"),
-    description="Edits backup policies, records restore drills and imports telemetry.",
+    description=gettext_noop(
+        "Edits backup policies, records restore drills and imports telemetry."
+    ),
     permissions=(
         "telemetry.add_importrun",
         "pools.add_interruption",
@@ -70,7 +72,7 @@ OPS = Role(
 )
 PROCUREMENT = Role(
     name=gettext_noop("Procurement"),
-    description="Edits comparison scenarios and exports reports.",
+    description=gettext_noop("Edits comparison scenarios and exports reports."),
     permissions=(
         "procurement.add_scenario",
         "procurement.change_scenario",

@@ -24,6 +24,7 @@ from django.db import DatabaseError, connections, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
+from django.utils.translation import gettext
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +47,14 @@ def interrupted_sentence(*, who: str, doing: str, last_heard: datetime, next_ste
     """E.g. "The worker stopped while importing (last heard 14:02 UTC); it is being
     retried." """
     last_heard_at = last_heard_sentence(last_heard)
-    return f"The {who} stopped while {doing} (last heard {last_heard_at}); {next_step}"
+    return gettext(
+        "The %(who)s stopped while %(doing)s (last heard %(last_heard)s); %(next_step)s"
+    ) % {
+        "who": who,
+        "doing": doing,
+        "last_heard": last_heard_at,
+        "next_step": next_step,
+    }
 
 
 def claim(model, pk: int, *, startable: tuple[str, ...], **fields) -> bool:
@@ -151,7 +159,7 @@ def reap(
         who, doing = describe(run)
         last_heard = run.heartbeat_at or run.created_at
         retrying = retry is not None and can_retry(run) and run.attempts < settings.RUN_MAX_ATTEMPTS
-        next_step = "it is being retried." if retrying else advice(run)
+        next_step = gettext("it is being retried.") if retrying else advice(run)
         message = interrupted_sentence(
             who=who, doing=doing, last_heard=last_heard, next_step=next_step
         )

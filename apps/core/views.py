@@ -1,6 +1,7 @@
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.http import JsonResponse
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -13,7 +14,7 @@ from apps.core.roles import ROLES
 def user_list(request):
     """Who can sign in and with which role. Administering users is for superusers only."""
     if not request.user.is_superuser:
-        raise PermissionDenied("Only administrators manage users.")
+        raise PermissionDenied(_("Only administrators manage users."))
     users = get_user_model().objects.prefetch_related("groups").order_by("username")
     return render_page(request, "core/user_list.html", {"users": users, "roles": ROLES})
 

@@ -3,7 +3,9 @@ apps whose figures it shows (reports' cost and use, backups' overdue drills), so
 them imports another to draw it."""
 
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import dateformat, timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET
 
 from apps.backups.services import overdue_and_failing_summary
@@ -29,17 +31,17 @@ def overview(request):
 
 # Overview KPI → (title, figures of the month-to-date total row).
 OVERVIEW_MONTH_KPIS = {
-    "cost": ("Cost, month to date", ("cost_usd", "unmeasured_cost_usd")),
-    "idle": ("Idle cost, month to date", ("idle_cost_usd",)),
+    "cost": (_("Cost, month to date"), ("cost_usd", "unmeasured_cost_usd")),
+    "idle": (_("Idle cost, month to date"), ("idle_cost_usd",)),
     "per-request": (
-        "Inference cost per 1k requests, month to date",
+        _("Inference cost per 1k requests, month to date"),
         ("cost_per_1k_requests_usd", "cost_per_1m_tokens_usd"),
     ),
     "training": (
-        "Per effective training GPU-hour, month to date",
+        _("Per effective training GPU-hour, month to date"),
         ("cost_per_effective_training_gpu_hour_usd", "lost_gpu_hours", "interruption_cost_usd"),
     ),
-    "unmeasured": ("Unmeasured, month to date", ("unmeasured_gpu_hours",)),
+    "unmeasured": (_("Unmeasured, month to date"), ("unmeasured_gpu_hours",)),
 }
 OVERVIEW_KPIS = ("gpus", "utilization", *OVERVIEW_MONTH_KPIS, "drills")
 
@@ -50,10 +52,15 @@ def overview_explain(request):
     figures."""
     kpi = request.GET.get("kpi") or "cost"
     if kpi not in OVERVIEW_KPIS:
-        return explain_page(request, {"error": f"No figure “{kpi}” on the Overview."}, 404)
+        error = gettext("No figure “%(kpi)s” on the Overview.") % {"kpi": kpi}
+        return explain_page(request, {"error": error}, 404)
     now = timezone.now()
     figures = selectors.overview_figures(now)
-    period = f"Month to date: since {figures['month_start']:%-d %b %Y} 00:00 UTC"
+    # "1 Dec 2026" in English; the format is translated with the month's name.
+    day_month_year = gettext("j M Y")
+    period = gettext("Month to date: since %(date)s 00:00 UTC") % {
+        "date": dateformat.format(figures["month_start"], day_month_year)
+    }
     if kpi in OVERVIEW_MONTH_KPIS:
         title, names = OVERVIEW_MONTH_KPIS[kpi]
         month = figures["month"]
@@ -61,23 +68,26 @@ def overview_explain(request):
             (explain.FIGURES[name][0], explain.explain_figure(month, name)) for name in names
         ]
     elif kpi == "utilization":
-        title, period = "Utilisation", "Pool-hours with telemetry, every pool"
+        title, period = gettext("Utilisation"), gettext("Pool-hours with telemetry, every pool")
         sections = [
             (
-                f"Utilisation, {label}",
+                gettext("Utilisation, %(period)s") % {"period": label},
                 explain.explain_utilization(
                     *figures[f"usage_{key}"], figures[f"utilization_{key}_pct"], period=label
                 ),
             )
-            for key, label in (("24h", "last 24 h"), ("7d", "last 7 days"))
+            for key, label in (("24h", gettext("last 24 h")), ("7d", gettext("last 7 days")))
         ]
     elif kpi == "gpus":
-        title, period = "GPUs", "Every pool in service now"
+        title, period = gettext("GPUs"), gettext("Every pool in service now")
         by_purpose = [(label, gpus) for label, _, gpus in figures["gpus_by_purpose"]]
-        sections = [("GPUs", explain.explain_gpu_total(by_purpose, figures["gpu_total"]))]
+        sections = [(gettext("GPUs"), explain.explain_gpu_total(by_purpose, figures["gpu_total"]))]
     else:
-        title, period = "Restore drills overdue", f"Backup policies at {now:%-d %b %Y %H:%M} UTC"
-        sections = [("Drills", explain.explain_drills(overdue_and_failing_summary(now)))]
+        title = gettext("Restore drills overdue")
+        period = gettext("Backup policies at %(moment)s UTC") % {
+            "moment": dateformat.format(now, gettext("j M Y H:i"))
+        }
+        sections = [(gettext("Drills"), explain.explain_drills(overdue_and_failing_summary(now)))]
     context = {
         "title": title,
         "period": period,

@@ -8,6 +8,7 @@ A figure without data renders the shared empty state instead of a blank plot.
 from django import template
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext_lazy as _
 
 from apps.core.charts import FrozenFigure, figure_has_data
 
@@ -17,8 +18,12 @@ register = template.Library()
 _JSON_SCRIPT_ESCAPES = {ord(">"): "\\u003E", ord("<"): "\\u003C", ord("&"): "\\u0026"}
 
 
+# Shown where a page names no empty state of its own.
+NO_DATA_MESSAGE = _("No data to chart yet.")
+
+
 @register.simple_tag
-def plotly_chart(figure, chart_id, empty_message="No data to chart yet.", height_px=320):
+def plotly_chart(figure, chart_id, empty_message=NO_DATA_MESSAGE, height_px=320):
     if isinstance(figure, FrozenFigure):
         figure_json = figure.json.translate(_JSON_SCRIPT_ESCAPES)
     elif figure is None or not figure_has_data(figure):

@@ -1,6 +1,7 @@
 """Numbers with their units, the same way on every page."""
 
 from django import template
+from django.utils.translation import gettext
 
 register = template.Library()
 
@@ -27,7 +28,7 @@ def duration(seconds):
         return "—"
     seconds = float(seconds)
     if seconds >= 2 * 86400:
-        return f"{seconds / 86400:,.1f} days"
+        return gettext("%(days)s days") % {"days": f"{seconds / 86400:,.1f}"}
     if seconds >= 2 * 3600:
         return f"{seconds / 3600:,.1f} h"
     if seconds >= 120:
