@@ -34,6 +34,7 @@ LANGUAGE_CODE = "en"
 USE_I18N = True
 LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
 LOCALE_PATHS = [BASE_DIR / "locale"]
+FORMAT_MODULE_PATH = ["config.formats"]
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -1,6 +1,6 @@
 """Fill the zh-Hans catalogue from a JSON file of {msgid: msgstr} (and merge catalogues).
 
-    .venv/bin/python scripts/po_fill.py TRANSLATIONS.json   # fill empty msgstrs
+    .venv/bin/python scripts/po_fill.py A.json [B.json …]   # fill empty msgstrs
     .venv/bin/python scripts/po_fill.py --from OTHER.po     # take translations from OTHER
 
 Only empty entries are filled; a translation already in the catalogue is kept, except a
@@ -19,13 +19,13 @@ CATALOGUE = Path(__file__).resolve().parent.parent / "locale/zh_Hans/LC_MESSAGES
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("translations", nargs="?", help="JSON {msgid: msgstr}")
+    parser.add_argument("translations", nargs="*", help="JSON files of {msgid: msgstr}")
     parser.add_argument("--from", dest="other", help="another .po to take translations from")
     arguments = parser.parse_args()
     catalogue = polib.pofile(str(CATALOGUE))
     known: dict[str, str] = {}
-    if arguments.translations:
-        known.update(json.loads(Path(arguments.translations).read_text(encoding="utf-8")))
+    for path in arguments.translations:
+        known.update(json.loads(Path(path).read_text(encoding="utf-8")))
     if arguments.other:
         for entry in polib.pofile(arguments.other):
             if entry.msgstr and "fuzzy" not in entry.flags:

@@ -117,3 +117,16 @@ def test_every_string_of_the_interface_is_in_the_catalogue(tmp_path, settings, m
     held = {(entry.msgctxt, entry.msgid) for entry in catalogue if not entry.obsolete}
     assert not wanted - held, f"not in the catalogue: {sorted(wanted - held)[:10]}"
     assert not held - wanted, f"no longer in the code: {sorted(held - wanted)[:10]}"
+
+
+def test_numbers_keep_their_thousands_separator_in_chinese():
+    from datetime import date
+
+    from django.contrib.humanize.templatetags.humanize import intcomma
+    from django.utils import translation
+    from django.utils.formats import date_format, number_format
+
+    with translation.override("zh-hans"):
+        assert intcomma(46702792704) == "46,702,792,704"
+        assert number_format(5300.5, decimal_pos=1, force_grouping=True) == "5,300.5"
+        assert date_format(date(2026, 12, 1)) == "2026-12-01"
