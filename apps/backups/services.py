@@ -424,9 +424,9 @@ def checkpoint_advice(policy: BackupPolicy, *, now=None) -> CheckpointAdvice | N
         return None
     advice = CheckpointAdvice(mtbf=job_mtbf(policy, now=now))
     if not workload.checkpoint_write_seconds:
-        advice.missing.append("the workload's checkpoint write time")
+        advice.missing.append(gettext("the workload's checkpoint write time"))
     if advice.mtbf.job_mtbf_seconds is None:
-        advice.missing.append("an MTBF (recorded interruptions in the pool, or entered)")
+        advice.missing.append(gettext("an MTBF (recorded interruptions in the pool, or entered)"))
     if advice.missing:
         return advice
     write = float(workload.checkpoint_write_seconds)
