@@ -180,7 +180,7 @@ class BackupPolicy(models.Model):
         validators=[MinValueValidator(Decimal("0.01"))],
         help_text=_("Weights + optimizer state, 10⁹ bytes. Blank: the latest checkpoint's size."),
     )
-    notes = models.TextField(blank=True)
+    notes = models.TextField(_("Notes"), blank=True)
 
     # Derived: refresh_coverage() before saving; the drill schedule by services.py.
     coverage_percent = models.PositiveSmallIntegerField(
@@ -377,7 +377,7 @@ def version_name_clash(workload, name, *, exclude_pk=None) -> str | None:
 class BackupVersion(models.Model):
     # History: a workload with backup versions is archived, never deleted.
     workload = models.ForeignKey(Workload, on_delete=models.PROTECT, related_name="backup_versions")
-    kind = models.CharField(max_length=30, choices=VersionKind.choices)
+    kind = models.CharField(_("Kind"), max_length=30, choices=VersionKind.choices)
     name = models.CharField(
         max_length=300,
         editable=False,
@@ -395,7 +395,7 @@ class BackupVersion(models.Model):
         blank=True,
         help_text=_("Required for training checkpoints, e.g. 2024q2-dedup-v3."),
     )
-    precision = models.CharField(max_length=10, choices=VersionPrecision.choices)
+    precision = models.CharField(_("Precision"), max_length=10, choices=VersionPrecision.choices)
     config_hash = models.CharField(
         _("Config hash"),
         max_length=64,
@@ -406,8 +406,10 @@ class BackupVersion(models.Model):
         _("Training step"), null=True, blank=True, help_text=_("Checkpoints only.")
     )
     tag = models.SlugField(_("Tag"), max_length=40, blank=True, help_text=_("Optional, e.g. rc1."))
-    tier = models.CharField(max_length=10, choices=Tier.choices)
-    location = models.CharField(max_length=500, help_text=_("Where it is stored (URI)."))
+    tier = models.CharField(_("Tier"), max_length=10, choices=Tier.choices)
+    location = models.CharField(
+        _("Location"), max_length=500, help_text=_("Where it is stored (URI).")
+    )
     size_bytes = models.PositiveBigIntegerField(
         _("Size (bytes)"), validators=[MinValueValidator(1)]
     )
@@ -417,7 +419,10 @@ class BackupVersion(models.Model):
         help_text=_("When the checkpoint or release was made."),
     )
     checksum_algorithm = models.CharField(
-        max_length=20, choices=ChecksumAlgorithm.choices, default=ChecksumAlgorithm.SHA256
+        _("Checksum algorithm"),
+        max_length=20,
+        choices=ChecksumAlgorithm.choices,
+        default=ChecksumAlgorithm.SHA256,
     )
     # Release record (inference releases and quantized variants)
     stable_since = models.DateTimeField(null=True, blank=True, editable=False)
@@ -430,7 +435,7 @@ class BackupVersion(models.Model):
         validators=[MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("100"))],
         help_text=_("Share of traffic the release served during its gray/canary phase."),
     )
-    rollback_steps = models.TextField(blank=True)
+    rollback_steps = models.TextField(_("Rollback steps"), blank=True)
     validation_results = models.TextField(
         _("Validation-set results"), blank=True, help_text=_("e.g. MMLU 79.1 (baseline 79.4).")
     )
@@ -500,7 +505,7 @@ class VersionChecksum(models.Model):
     node = models.CharField(
         _("Node or replica"), max_length=100, help_text=_("e.g. node-03/rank-24 or replica-2.")
     )
-    checksum = models.CharField(max_length=128)
+    checksum = models.CharField(_("Checksum"), max_length=128)
     recorded_at = models.DateTimeField(auto_now_add=True)
 
     history = HistoricalRecords()
@@ -576,8 +581,9 @@ class RestoreDrill(models.Model):
         blank=True,
         help_text=_("One line per node or replica: name, a space, the checksum."),
     )
-    notes = models.TextField(blank=True)
+    notes = models.TextField(_("Notes"), blank=True)
     evidence = models.FileField(
+        _("Evidence"),
         upload_to=evidence_path,
         blank=True,
         max_length=300,

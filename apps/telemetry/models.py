@@ -72,11 +72,16 @@ class HostnameRule(models.Model):
     """Devices whose hostname matches the pattern (shell-style, e.g. ``gpu-sh-*``) join the
     pool. Lower priority numbers are tried first."""
 
-    pool = models.ForeignKey("pools.Pool", on_delete=models.CASCADE, related_name="hostname_rules")
+    pool = models.ForeignKey(
+        "pools.Pool",
+        on_delete=models.CASCADE,
+        related_name="hostname_rules",
+        verbose_name=_("Pool"),
+    )
     hostname_pattern = models.CharField(
         max_length=255, help_text=_("Shell-style: gpu-sh-*, node-1?")
     )
-    priority = models.PositiveIntegerField(default=100)
+    priority = models.PositiveIntegerField(_("Priority"), default=100)
 
     class Meta:
         ordering = ["priority", "id"]

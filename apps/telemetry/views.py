@@ -546,7 +546,7 @@ def pool_panel(request, slug):
         "coverage_flagged_hours": flagged_hours,
         "coverage_hours": in_service_hours,
         "utilization_figure": build_pool_utilization_figure(hourly_rows),
-        "panel_title": "utilization",
+        "panel_title": gettext("utilization"),
         "panel_template": "telemetry/_pool_utilization.html",
     }
     return render_page(request, "layouts/pool_panel.html", context, partial="panel")
