@@ -698,7 +698,7 @@ class RestoreDrill(models.Model):
                 % {"actual": actual, "target": target}
             )
         if self.checksum_mismatches:
-            reasons.append(f"{self.checksum_summary}.")
+            reasons.append(gettext("%(summary)s.") % {"summary": self.checksum_summary})
         if self.outcome == DrillOutcome.RESTORED_WITH_ISSUES and not reasons:
             reasons.append(gettext("Restored with issues (see the notes)."))
         return reasons
