@@ -2,13 +2,15 @@
 
 A node is *matched* when both sides hold the same checksum, *mismatched* when both sides
 hold a checksum and they differ, and *not verified* when either side is blank: a checksum
-nobody recorded proves nothing either way, so it is neither a match nor a mismatch. No
-Django imports: the drill model, the services and the data migration share it.
+nobody recorded proves nothing either way, so it is neither a match nor a mismatch. The
+drill model, the services and the data migration share it; its only Django import is the
+translation of the sentence, worded in the reader's language when it is shown.
 """
 
 from dataclasses import dataclass, field
 
-NODE_WORD = "nodes/replicas"
+from django.utils.translation import gettext
+
 NAMED_NODES_MAX = 5
 
 
@@ -54,16 +56,20 @@ def checksum_summary(*, matched: int, mismatched_nodes: list[str], unverified: i
     on 2 of 4 nodes/replicas; 2 not verified"."""
     nodes = matched + len(mismatched_nodes) + unverified
     if nodes == unverified:
-        return "Checksums not verified (none recorded)"
+        return gettext("Checksums not verified (none recorded)")
     if mismatched_nodes:
         named = ", ".join(mismatched_nodes[:NAMED_NODES_MAX])
         more = len(mismatched_nodes) - NAMED_NODES_MAX
-        sentence = (
-            f"Checksums differ on {len(mismatched_nodes)} of {nodes} {NODE_WORD} "
-            f"({named}{f' and {more} more' if more > 0 else ''})"
-        )
+        if more > 0:
+            named = gettext("%(named)s and %(more)s more") % {"named": named, "more": more}
+        sentence = gettext(
+            "Checksums differ on %(differ)s of %(nodes)s nodes/replicas (%(named)s)"
+        ) % {"differ": len(mismatched_nodes), "nodes": nodes, "named": named}
     else:
-        sentence = f"Checksums match on {matched} of {nodes} {NODE_WORD}"
+        sentence = gettext("Checksums match on %(matched)s of %(nodes)s nodes/replicas") % {
+            "matched": matched,
+            "nodes": nodes,
+        }
     if unverified:
-        sentence += f"; {unverified} not verified"
+        sentence += gettext("; %(unverified)s not verified") % {"unverified": unverified}
     return sentence

@@ -2,10 +2,14 @@
 
 Training backs up the *process* (so a run can resume), inference the *state* (so a bad
 release can roll back); PRODUCT.md, "Backups protect different things". Plain Python:
-the checklist, the score and the wording, no Django.
+the checklist, the score and the wording; the only Django import marks the wording for
+translation, so a page words it in its reader's language.
 """
 
 from dataclasses import dataclass
+
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 TRAINING = "training"
 INFERENCE = "inference"
@@ -29,161 +33,165 @@ ITEMS = (
     # Training: the process, so the job resumes where it stopped.
     CoverageItem(
         "checkpoint_weights",
-        "checkpoint weights",
+        _("checkpoint weights"),
         TRAINING,
         ESSENTIAL,
-        "the run restarts from step zero",
+        _("the run restarts from step zero"),
     ),
     CoverageItem(
         "optimizer_state",
-        "optimizer state",
+        _("optimizer state"),
         TRAINING,
         ESSENTIAL,
-        "a resumed run restarts Adam's moments from zero: the loss spikes and the run "
-        "no longer matches the one that stopped",
+        _(
+            "a resumed run restarts Adam's moments from zero: the loss spikes and the run "
+            "no longer matches the one that stopped"
+        ),
     ),
     CoverageItem(
         "lr_scheduler_state",
-        "LR-scheduler state",
+        _("LR-scheduler state"),
         TRAINING,
         IMPORTANT,
-        "the learning rate jumps back to its warm-up value on resume",
+        _("the learning rate jumps back to its warm-up value on resume"),
     ),
     CoverageItem(
         "data_version",
-        "data version",
+        _("data version"),
         TRAINING,
         ESSENTIAL,
-        "nobody can tell which data the checkpoint saw, so a resume may repeat or skip data",
+        _("nobody can tell which data the checkpoint saw, so a resume may repeat or skip data"),
     ),
     CoverageItem(
         "training_config",
-        "training config",
+        _("training config"),
         TRAINING,
         ESSENTIAL,
-        "the hyper-parameters and parallel layout have to be guessed on resume",
+        _("the hyper-parameters and parallel layout have to be guessed on resume"),
     ),
     CoverageItem(
         "random_seed",
-        "random seed",
+        _("random seed"),
         TRAINING,
         IMPORTANT,
-        "data order and dropout differ after a resume, so the run cannot be reproduced",
+        _("data order and dropout differ after a resume, so the run cannot be reproduced"),
     ),
     CoverageItem(
         "container_image",
-        "container image",
+        _("container image"),
         TRAINING,
         IMPORTANT,
-        "the job resumes on whatever libraries are current, not the ones it ran on",
+        _("the job resumes on whatever libraries are current, not the ones it ran on"),
     ),
     # Inference: the state, so a bad release rolls back to a known-good one.
     CoverageItem(
         "model_artifact",
-        "model artifact",
+        _("model artifact"),
         INFERENCE,
         ESSENTIAL,
-        "there is no model to serve",
+        _("there is no model to serve"),
     ),
     CoverageItem(
         "quantization_params",
-        "quantization parameters",
+        _("quantization parameters"),
         INFERENCE,
         ESSENTIAL,
-        "a quantized model cannot be rebuilt bit for bit, so its answers change",
+        _("a quantized model cannot be rebuilt bit for bit, so its answers change"),
     ),
     CoverageItem(
         "tokenizer_config",
-        "tokenizer config",
+        _("tokenizer config"),
         INFERENCE,
         ESSENTIAL,
-        "the restored model reads and writes different tokens than the one it replaces",
+        _("the restored model reads and writes different tokens than the one it replaces"),
     ),
     CoverageItem(
         "post_processing",
-        "post-processing",
+        _("post-processing"),
         INFERENCE,
         IMPORTANT,
-        "stop words, filters and output formatting differ from what clients expect",
+        _("stop words, filters and output formatting differ from what clients expect"),
     ),
     CoverageItem(
         "service_config",
-        "service config (ports, env, batching, timeouts, rate limits)",
+        _("service config (ports, env, batching, timeouts, rate limits)"),
         INFERENCE,
         ESSENTIAL,
-        "the service comes back with the wrong ports, batching, timeouts or rate limits — "
-        "most inference incidents are a new version that does not match its config",
+        _(
+            "the service comes back with the wrong ports, batching, timeouts or rate limits — "
+            "most inference incidents are a new version that does not match its config"
+        ),
     ),
     CoverageItem(
         "routing_rules",
-        "gray/canary routing rules",
+        _("gray/canary routing rules"),
         INFERENCE,
         IMPORTANT,
-        "a rollback sends all traffic at once instead of the gray ratio",
+        _("a rollback sends all traffic at once instead of the gray ratio"),
     ),
     CoverageItem(
         "container_images",
-        "container images",
+        _("container images"),
         INFERENCE,
         IMPORTANT,
-        "the service is rebuilt on whatever images are current",
+        _("the service is rebuilt on whatever images are current"),
     ),
     CoverageItem(
         "monitoring_baseline",
-        "monitoring baseline",
+        _("monitoring baseline"),
         INFERENCE,
         SAFEGUARD,
-        "nobody can tell whether the restored service answers as well and as fast as before",
+        _("nobody can tell whether the restored service answers as well and as fast as before"),
     ),
     # Both kinds.
     CoverageItem(
         "runtime_pins",
-        "runtime pins (driver, CUDA, framework, lock files)",
+        _("runtime pins (driver, CUDA, framework, lock files)"),
         BOTH,
         IMPORTANT,
-        "it loads on a newer driver or framework but its answers differ",
+        _("it loads on a newer driver or framework but its answers differ"),
     ),
     CoverageItem(
         "data_indexes",
-        "data and indexes (vector index, feature config)",
+        _("data and indexes (vector index, feature config)"),
         BOTH,
         IMPORTANT,
-        "the model comes back without the index or features it reads from",
+        _("the model comes back without the index or features it reads from"),
     ),
     CoverageItem(
         "release_records",
-        "release records (gray ratio, rollback steps, validation results, owner)",
+        _("release records (gray ratio, rollback steps, validation results, owner)"),
         BOTH,
         IMPORTANT,
-        "nobody knows which version was validated, by whom, or how to roll it back",
+        _("nobody knows which version was validated, by whom, or how to roll it back"),
     ),
     CoverageItem(
         "backup_access_control",
-        "backup access control",
+        _("backup access control"),
         BOTH,
         SAFEGUARD,
-        "anyone who reaches the storage can read or delete the backups",
+        _("anyone who reaches the storage can read or delete the backups"),
     ),
     CoverageItem(
         "key_management",
-        "key management",
+        _("key management"),
         BOTH,
         SAFEGUARD,
-        "an encrypted backup whose key is lost cannot be restored",
+        _("an encrypted backup whose key is lost cannot be restored"),
     ),
     CoverageItem(
         "encrypted_transfer",
-        "encrypted transfer",
+        _("encrypted transfer"),
         BOTH,
         SAFEGUARD,
-        "weights and data cross the network in the clear",
+        _("weights and data cross the network in the clear"),
     ),
 )
 ITEMS_BY_KEY = {item.key: item for item in ITEMS}
 PRIMARY_ITEM = {TRAINING: "checkpoint_weights", INFERENCE: "model_artifact"}
 WHAT_A_RESTORE_DOES = {
-    TRAINING: "a restore cannot resume the run",
-    INFERENCE: "a restore cannot reproduce the service",
+    TRAINING: _("a restore cannot resume the run"),
+    INFERENCE: _("a restore cannot reproduce the service"),
 }
 
 
@@ -216,7 +224,11 @@ class Coverage:
 
     def gaps(self) -> list[str]:
         """One sentence per missing item: what it is and what goes wrong without it."""
-        return [f"The {item.label} is not kept: {item.consequence}." for item in self.missing]
+        return [
+            gettext("The %(item)s is not kept: %(consequence)s.")
+            % {"item": item.label, "consequence": item.consequence}
+            for item in self.missing
+        ]
 
 
 def assess_coverage(side: str, covered_keys, *, quantized: bool = True) -> Coverage:
@@ -236,30 +248,54 @@ def assess_coverage(side: str, covered_keys, *, quantized: bool = True) -> Cover
 
 def _summary(side, covered, missing) -> str:
     if not missing:
-        return "Everything on the checklist is kept."
+        return gettext("Everything on the checklist is kept.")
     if not covered:
-        return f"Nothing is kept: {WHAT_A_RESTORE_DOES[side]}."
+        return gettext("Nothing is kept: %(consequence)s.") % {
+            "consequence": WHAT_A_RESTORE_DOES[side]
+        }
     essential_missing = [item for item in missing if item.weight == ESSENTIAL]
     primary = PRIMARY_ITEM[side]
     if essential_missing:
-        prefix = ""
-        if [item.key for item in covered if item.weight == ESSENTIAL] == [primary]:
-            prefix = "Weights only: "
-        sentence = f"the {_join([item.label for item in essential_missing])}"
-        verb = "is" if len(essential_missing) == 1 else "are"
-        return _capitalise(f"{prefix}{sentence} {verb} not kept — {WHAT_A_RESTORE_DOES[side]}.")
+        values = {
+            "items": _join([item.label for item in essential_missing]),
+            "consequence": WHAT_A_RESTORE_DOES[side],
+        }
+        weights_only = [item.key for item in covered if item.weight == ESSENTIAL] == [primary]
+        if len(essential_missing) == 1:
+            sentence = (
+                gettext("Weights only: the %(items)s is not kept — %(consequence)s.")
+                if weights_only
+                else gettext("the %(items)s is not kept — %(consequence)s.")
+            )
+        else:
+            sentence = (
+                gettext("Weights only: the %(items)s are not kept — %(consequence)s.")
+                if weights_only
+                else gettext("the %(items)s are not kept — %(consequence)s.")
+            )
+        return _capitalise(sentence % values)
     labels = [item.label for item in missing]
-    verb = "is" if len(labels) == 1 else "are"
-    return _capitalise(
-        f"the essentials are kept, but the {_join(labels)} {verb} not — "
-        "a restore works but may not behave like the original."
+    sentence = (
+        gettext(
+            "the essentials are kept, but the %(items)s is not — "
+            "a restore works but may not behave like the original."
+        )
+        if len(labels) == 1
+        else gettext(
+            "the essentials are kept, but the %(items)s are not — "
+            "a restore works but may not behave like the original."
+        )
     )
+    return _capitalise(sentence % {"items": _join(labels)})
 
 
 def _join(labels: list[str]) -> str:
     if len(labels) == 1:
-        return labels[0]
-    return ", ".join(labels[:-1]) + " and " + labels[-1]
+        return str(labels[0])
+    return gettext("%(items)s and %(last)s") % {
+        "items": gettext(", ").join(str(label) for label in labels[:-1]),
+        "last": labels[-1],
+    }
 
 
 def _capitalise(text: str) -> str:

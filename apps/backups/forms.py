@@ -3,6 +3,8 @@ from decimal import Decimal
 
 from django import forms
 from django.utils import timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from apps.backups import services
 from apps.backups.coverage import items_for
@@ -31,13 +33,18 @@ class DateTimeLocalInput(forms.DateTimeInput):
 
 RETRY_DEFAULT_DAYS = BackupPolicy._meta.get_field("drill_retry_interval_days").default
 
+TIER_RETENTION_MISSING = {
+    "hot": _("Say how long the hot tier keeps versions: a count, days, or both."),
+    "warm": _("Say how long the warm tier keeps versions: a count, days, or both."),
+    "cold": _("Say how long the cold tier keeps versions: a count, days, or both."),
+}
 TIER_PARTS = ("location", "retention_count", "retention_days", "price_per_gb_month_usd")
 TIER_FIELDS = [f"{tier}_{part}" for tier in Tier.values for part in TIER_PARTS]
 
 
 class BackupPolicyForm(TablerFormMixin, forms.ModelForm):
     covered_items = forms.MultipleChoiceField(
-        label="What is kept",
+        label=_("What is kept"),
         required=False,
         widget=forms.CheckboxSelectMultiple,
     )
@@ -58,9 +65,9 @@ class BackupPolicyForm(TablerFormMixin, forms.ModelForm):
         ]
         widgets = {"notes": forms.Textarea(attrs={"rows": 2})}
         error_messages = {
-            "drill_frequency_days": {"min_value": "Drill at least every day: type 1 or more."},
+            "drill_frequency_days": {"min_value": _("Drill at least every day: type 1 or more.")},
             "drill_retry_interval_days": {
-                "min_value": "Retry a failed drill after at least 1 day: type 1 or more, e.g. 7."
+                "min_value": _("Retry a failed drill after at least 1 day: type 1 or more, e.g. 7.")
             },
         }
 
@@ -73,7 +80,10 @@ class BackupPolicyForm(TablerFormMixin, forms.ModelForm):
         field.widget.attrs["class"] = "form-check-input"
         retry = self.fields["drill_retry_interval_days"]
         retry.required = False
-        retry.help_text = f"{retry.help_text} Blank: {RETRY_DEFAULT_DAYS} days."
+        retry.help_text = gettext("%(help)s Blank: %(days)s days.") % {
+            "help": retry.help_text,
+            "days": RETRY_DEFAULT_DAYS,
+        }
         if not workload.is_training:
             for name in ("current_data_version", "mtbf_hours", "checkpoint_size_gb"):
                 del self.fields[name]
@@ -103,17 +113,20 @@ class BackupPolicyForm(TablerFormMixin, forms.ModelForm):
             if location and not has_retention:
                 self.add_error(
                     f"{tier}_retention_count",
-                    f"Say how long the {tier} tier keeps versions: a count, days, or both.",
+                    TIER_RETENTION_MISSING[tier],
                 )
         if rpo and rpo > 365 * 24 * 60:
-            self.add_error("rpo_minutes", "An RPO of more than a year is not a target.")
+            self.add_error("rpo_minutes", gettext("An RPO of more than a year is not a target."))
         frequency_days = cleaned.get("drill_frequency_days")
         retry_days = cleaned.get("drill_retry_interval_days")
         if frequency_days and retry_days and retry_days > frequency_days:
             self.add_error(
                 "drill_retry_interval_days",
-                f"A failed drill is retried sooner than the regular drill: at most "
-                f"{frequency_days} days (Drill every), e.g. 7.",
+                gettext(
+                    "A failed drill is retried sooner than the regular drill: at most "
+                    "%(days)s days (Drill every), e.g. 7."
+                )
+                % {"days": frequency_days},
             )
         return cleaned
 
@@ -126,20 +139,22 @@ class BackupPolicyForm(TablerFormMixin, forms.ModelForm):
 
 class BackupVersionForm(TablerFormMixin, forms.ModelForm):
     size_gb = forms.DecimalField(
-        label="Size (GB)",
+        label=_("Size (GB)"),
         min_value=Decimal("0.000000001"),
         max_digits=16,
         decimal_places=9,
-        help_text="10⁹ bytes.",
+        help_text=_("10⁹ bytes."),
     )
     checksums = forms.CharField(
-        label="Checksums per node or replica",
+        label=_("Checksums per node or replica"),
         required=False,
         widget=forms.Textarea(attrs={"rows": 4, "class": "font-monospace"}),
-        help_text="One line per node or replica: its name, a space, the checksum. "
-        "Replaces the stored ones.",
+        help_text=_(
+            "One line per node or replica: its name, a space, the checksum. "
+            "Replaces the stored ones."
+        ),
     )
-    purged = forms.BooleanField(label="Purged: the stored copy was deleted", required=False)
+    purged = forms.BooleanField(label=_("Purged: the stored copy was deleted"), required=False)
 
     class Meta:
         model = BackupVersion
@@ -227,6 +242,13 @@ class BackupVersionForm(TablerFormMixin, forms.ModelForm):
         return services.save_version(version, checksums=self.parsed_checksums, user=user)
 
 
+def _version_choice_label(version):
+    tier = str(version.get_tier_display()).split(" ")[0].lower()
+    if version.is_kept:
+        return gettext("%(name)s (%(tier)s)") % {"name": version.name, "tier": tier}
+    return gettext("%(name)s (%(tier)s, purged)") % {"name": version.name, "tier": tier}
+
+
 class RestoreDrillForm(TablerFormMixin, forms.ModelForm):
     class Meta:
         model = RestoreDrill
@@ -251,21 +273,22 @@ class RestoreDrillForm(TablerFormMixin, forms.ModelForm):
         }
         error_messages = {
             "version": {
-                "required": "Pick the version that was restored.",
-                "invalid_choice": "That version is not one of this workload's: pick one listed.",
+                "required": _("Pick the version that was restored."),
+                "invalid_choice": _("That version is not one of this workload's: pick one listed."),
             },
-            "restored_from_tier": {"required": "Pick the tier the version was restored from."},
+            "restored_from_tier": {"required": _("Pick the tier the version was restored from.")},
             "started_at": {
-                "required": "Give when the restore started, e.g. 2026-12-01 14:30.",
-                "invalid": "Type a date and time, e.g. 2026-12-01 14:30.",
+                "required": _("Give when the restore started, e.g. 2026-12-01 14:30."),
+                "invalid": _("Type a date and time, e.g. 2026-12-01 14:30."),
             },
             "finished_at": {
-                "required": "Give when the service answered or training ran again, "
-                "e.g. 2026-12-01 15:10.",
-                "invalid": "Type a date and time, e.g. 2026-12-01 15:10.",
+                "required": _(
+                    "Give when the service answered or training ran again, e.g. 2026-12-01 15:10."
+                ),
+                "invalid": _("Type a date and time, e.g. 2026-12-01 15:10."),
             },
-            "reference_time": {"invalid": "Type a date and time, e.g. 2026-12-01 14:00."},
-            "outcome": {"required": "Pick the result of the restore."},
+            "reference_time": {"invalid": _("Type a date and time, e.g. 2026-12-01 14:00.")},
+            "outcome": {"required": _("Pick the result of the restore.")},
         }
 
     def __init__(self, *args, policy, **kwargs):
@@ -276,18 +299,21 @@ class RestoreDrillForm(TablerFormMixin, forms.ModelForm):
         versions = BackupVersion.objects.filter(workload_id=policy.workload_id)
         field = self.fields["version"]
         field.queryset = versions
-        field.label_from_instance = lambda version: (
-            f"{version.name} ({version.get_tier_display().split(' ')[0].lower()}"
-            f"{', purged' if not version.is_kept else ''})"
-        )
+        field.label_from_instance = _version_choice_label
         self.observed_pairs = []
 
     def clean_evidence(self):
         evidence = self.cleaned_data.get("evidence")
         if evidence and getattr(evidence, "size", 0) > EVIDENCE_MAX_BYTES:
             raise forms.ValidationError(
-                f"The evidence file is {evidence.size / 1e6:,.1f} MB; the limit is "
-                f"{EVIDENCE_MAX_BYTES / 1e6:,.0f} MB. Attach a log excerpt or a screenshot."
+                gettext(
+                    "The evidence file is %(size)s MB; the limit is %(limit)s MB. Attach a log "
+                    "excerpt or a screenshot."
+                )
+                % {
+                    "size": f"{evidence.size / 1e6:,.1f}",
+                    "limit": f"{EVIDENCE_MAX_BYTES / 1e6:,.0f}",
+                }
             )
         return evidence
 
@@ -299,26 +325,38 @@ class RestoreDrillForm(TablerFormMixin, forms.ModelForm):
         if version is not None and not version.is_kept:
             self.add_error(
                 "version",
-                f"{version.name} was purged on {version.purged_at:%Y-%m-%d}: it cannot have "
-                "been restored. Pick a version that is still kept.",
+                gettext(
+                    "%(name)s was purged on %(day)s: it cannot have been restored. Pick a "
+                    "version that is still kept."
+                )
+                % {"name": version.name, "day": f"{version.purged_at:%Y-%m-%d}"},
             )
         if started and finished:
             if finished <= started:
                 self.add_error(
                     "finished_at",
-                    f"The drill finished ({finished:%Y-%m-%d %H:%M}) before it started "
-                    f"({started:%Y-%m-%d %H:%M}): check the two times.",
+                    gettext(
+                        "The drill finished (%(finished)s) before it started (%(started)s): "
+                        "check the two times."
+                    )
+                    % {
+                        "finished": f"{finished:%Y-%m-%d %H:%M}",
+                        "started": f"{started:%Y-%m-%d %H:%M}",
+                    },
                 )
             elif finished > timezone.now() + timedelta(minutes=5):
                 self.add_error(
                     "finished_at",
-                    "This time is in the future: record a drill once it has finished.",
+                    gettext("This time is in the future: record a drill once it has finished."),
                 )
         if version is not None and reference and version.created_at > reference:
             self.add_error(
                 "reference_time" if cleaned.get("reference_time") else "version",
-                f"{version.name} was created at {version.created_at:%Y-%m-%d %H:%M}, after the "
-                "drill's reference time: it cannot be what was restored then.",
+                gettext(
+                    "%(name)s was created at %(created)s, after the drill's reference time: it "
+                    "cannot be what was restored then."
+                )
+                % {"name": version.name, "created": f"{version.created_at:%Y-%m-%d %H:%M}"},
             )
         if version is not None:
             pairs, errors = services.parse_checksum_lines(

@@ -12,7 +12,9 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
 from apps.backups import consistency, coverage, recovery_units
@@ -27,9 +29,9 @@ from apps.pools.placement import QUANTIZED_PRECISIONS
 
 
 class Tier(models.TextChoices):
-    HOT = "hot", "Hot (latest usable)"
-    WARM = "warm", "Warm (rollback versions)"
-    COLD = "cold", "Cold (archive)"
+    HOT = "hot", _("Hot (latest usable)")
+    WARM = "warm", _("Warm (rollback versions)")
+    COLD = "cold", _("Cold (archive)")
 
 
 KEPT_TIERS = frozenset({Tier.HOT, Tier.WARM})
@@ -45,18 +47,41 @@ class TierSetting:
     price_per_gb_month_usd: Decimal | None
 
 
+# One whole label per tier and part, so that each reads naturally once translated.
+TIER_LABELS = {
+    "Hot": {
+        "location": _("Hot tier location"),
+        "retention_count": _("Hot tier retention (versions)"),
+        "retention_days": _("Hot tier retention (days)"),
+        "price": _("Hot tier price per GB-month (USD)"),
+    },
+    "Warm": {
+        "location": _("Warm tier location"),
+        "retention_count": _("Warm tier retention (versions)"),
+        "retention_days": _("Warm tier retention (days)"),
+        "price": _("Warm tier price per GB-month (USD)"),
+    },
+    "Cold": {
+        "location": _("Cold tier location"),
+        "retention_count": _("Cold tier retention (versions)"),
+        "retention_days": _("Cold tier retention (days)"),
+        "price": _("Cold tier price per GB-month (USD)"),
+    },
+}
+
+
 def _tier_location(tier):
     return models.CharField(
-        f"{tier} tier location",
+        TIER_LABELS[tier]["location"],
         max_length=300,
         blank=True,
-        help_text="e.g. s3://ckpt-hot/llama3-70b/ or nfs://store01/ckpt",
+        help_text=_("e.g. s3://ckpt-hot/llama3-70b/ or nfs://store01/ckpt"),
     )
 
 
 def _tier_retention_count(tier):
     return models.PositiveIntegerField(
-        f"{tier} tier retention (versions)",
+        TIER_LABELS[tier]["retention_count"],
         null=True,
         blank=True,
         validators=[MinValueValidator(1)],
@@ -65,13 +90,16 @@ def _tier_retention_count(tier):
 
 def _tier_retention_days(tier):
     return models.PositiveIntegerField(
-        f"{tier} tier retention (days)", null=True, blank=True, validators=[MinValueValidator(1)]
+        TIER_LABELS[tier]["retention_days"],
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
     )
 
 
 def _tier_price(tier):
     return models.DecimalField(
-        f"{tier} tier price per GB-month (USD)",
+        TIER_LABELS[tier]["price"],
         max_digits=10,
         decimal_places=4,
         null=True,
@@ -86,17 +114,19 @@ class BackupPolicy(models.Model):
         Workload, on_delete=models.PROTECT, related_name="backup_policy"
     )
     covered_items = models.JSONField(
-        "What is kept",
+        _("What is kept"),
         default=list,
         blank=True,
-        help_text="Keys of apps/backups/coverage.py's checklist.",
+        help_text=_("Keys of apps/backups/coverage.py's checklist."),
     )
     current_data_version = models.CharField(
-        "Current data version",
+        _("Current data version"),
         max_length=100,
         blank=True,
-        help_text="What the workload trains on now; checkpoints of another data version are "
-        "flagged as not comparable.",
+        help_text=_(
+            "What the workload trains on now; checkpoints of another data version are "
+            "flagged as not comparable."
+        ),
     )
     hot_location = _tier_location("Hot")
     hot_retention_count = _tier_retention_count("Hot")
@@ -111,48 +141,50 @@ class BackupPolicy(models.Model):
     cold_retention_days = _tier_retention_days("Cold")
     cold_price_per_gb_month_usd = _tier_price("Cold")
     rpo_minutes = models.PositiveIntegerField(
-        "RPO target (minutes)",
+        _("RPO target (minutes)"),
         validators=[MinValueValidator(1)],
-        help_text="The most work (or the oldest version) a restore may lose.",
+        help_text=_("The most work (or the oldest version) a restore may lose."),
     )
     rto_minutes = models.PositiveIntegerField(
-        "RTO target (minutes)",
+        _("RTO target (minutes)"),
         validators=[MinValueValidator(1)],
-        help_text="How long a restore may take, from start to resumed.",
+        help_text=_("How long a restore may take, from start to resumed."),
     )
     drill_frequency_days = models.PositiveIntegerField(
-        "Drill every (days)", default=30, validators=[MinValueValidator(1)]
+        _("Drill every (days)"), default=30, validators=[MinValueValidator(1)]
     )
     drill_retry_interval_days = models.PositiveIntegerField(
-        "Retry a failed drill after (days)",
+        _("Retry a failed drill after (days)"),
         default=7,
         validators=[MinValueValidator(1)],
-        help_text="After a failed drill the next one is due this soon, not a full drill "
-        "interval later: the fix needs proving.",
+        help_text=_(
+            "After a failed drill the next one is due this soon, not a full drill "
+            "interval later: the fix needs proving."
+        ),
     )
     mtbf_hours = models.DecimalField(
-        "MTBF of the job (hours)",
+        _("MTBF of the job (hours)"),
         max_digits=10,
         decimal_places=2,
         null=True,
         blank=True,
         validators=[MinValueValidator(Decimal("0.01"))],
-        help_text="Blank: from the pool's recorded interruptions, scaled by the job's GPUs.",
+        help_text=_("Blank: from the pool's recorded interruptions, scaled by the job's GPUs."),
     )
     checkpoint_size_gb = models.DecimalField(
-        "Checkpoint size (GB)",
+        _("Checkpoint size (GB)"),
         max_digits=12,
         decimal_places=2,
         null=True,
         blank=True,
         validators=[MinValueValidator(Decimal("0.01"))],
-        help_text="Weights + optimizer state, 10⁹ bytes. Blank: the latest checkpoint's size.",
+        help_text=_("Weights + optimizer state, 10⁹ bytes. Blank: the latest checkpoint's size."),
     )
-    notes = models.TextField(blank=True)
+    notes = models.TextField(_("Notes"), blank=True)
 
     # Derived: refresh_coverage() before saving; the drill schedule by services.py.
     coverage_percent = models.PositiveSmallIntegerField(
-        "Coverage score (%)", default=0, editable=False
+        _("Coverage score (%)"), default=0, editable=False
     )
     last_drill_at = models.DateTimeField(null=True, blank=True, editable=False)
     last_drill_passed = models.BooleanField(null=True, blank=True, editable=False)
@@ -177,7 +209,7 @@ class BackupPolicy(models.Model):
 
     class Meta:
         ordering = ["workload__name"]
-        verbose_name_plural = "backup policies"
+        verbose_name_plural = _("backup policies")
 
     def __str__(self):
         return f"backup policy of {self.workload}"
@@ -187,7 +219,7 @@ class BackupPolicy(models.Model):
 
     @property
     def name(self) -> str:
-        return f"the backup policy of {self.workload.name}"
+        return gettext("the backup policy of %(name)s") % {"name": self.workload.name}
 
     @property
     def side(self) -> str:
@@ -254,9 +286,9 @@ class BackupPolicy(models.Model):
 
 
 class VersionKind(models.TextChoices):
-    TRAINING_CHECKPOINT = "training_checkpoint", "Training checkpoint"
-    INFERENCE_RELEASE = "inference_release", "Inference release (full precision)"
-    QUANTIZED_VARIANT = "quantized_variant", "Quantized variant"
+    TRAINING_CHECKPOINT = "training_checkpoint", _("Training checkpoint")
+    INFERENCE_RELEASE = "inference_release", _("Inference release (full precision)")
+    QUANTIZED_VARIANT = "quantized_variant", _("Quantized variant")
 
 
 RELEASE_KINDS = frozenset({VersionKind.INFERENCE_RELEASE, VersionKind.QUANTIZED_VARIANT})
@@ -308,22 +340,22 @@ def version_rule_errors(*, workload, kind, precision, data_version) -> dict[str,
     errors = {}
     training_kind = kind == VersionKind.TRAINING_CHECKPOINT
     if workload is not None and kind and training_kind != workload.is_training:
-        errors["kind"] = (
+        errors["kind"] = gettext(
             "Training workloads keep training checkpoints; inference workloads keep "
             "releases and quantized variants."
         )
     if training_kind and not data_version:
-        errors["data_version"] = (
+        errors["data_version"] = gettext(
             "A training checkpoint must record its data version, or nobody can tell what it "
             "was trained on."
         )
     # Quantized variants are kept apart from full-precision releases (PRODUCT.md).
     if kind == VersionKind.QUANTIZED_VARIANT and precision not in QUANTIZED_VERSION_PRECISIONS:
-        errors["precision"] = (
+        errors["precision"] = gettext(
             "A quantized variant is FP8, INT8 or INT4; register full precision as a release."
         )
     elif kind == VersionKind.INFERENCE_RELEASE and precision in QUANTIZED_VERSION_PRECISIONS:
-        errors["precision"] = (
+        errors["precision"] = gettext(
             "FP8, INT8 and INT4 models are quantized variants: register them as such."
         )
     return errors
@@ -336,69 +368,80 @@ def version_name_clash(workload, name, *, exclude_pk=None) -> str | None:
         clash = clash.exclude(pk=exclude_pk)
     if not clash.exists():
         return None
-    return (
-        f"{workload.name} already has a version named {name}: give a training step or a tag "
+    return gettext(
+        "%(workload)s already has a version named %(name)s: give a training step or a tag "
         "to tell them apart."
-    )
+    ) % {"workload": workload.name, "name": name}
 
 
 class BackupVersion(models.Model):
     # History: a workload with backup versions is archived, never deleted.
     workload = models.ForeignKey(Workload, on_delete=models.PROTECT, related_name="backup_versions")
-    kind = models.CharField(max_length=30, choices=VersionKind.choices)
+    kind = models.CharField(_("Kind"), max_length=30, choices=VersionKind.choices)
     name = models.CharField(
-        max_length=300, editable=False, help_text="Generated from model, data, precision, config."
+        max_length=300,
+        editable=False,
+        help_text=_("Generated from model, data, precision, config."),
     )
     model_name = models.CharField(
-        "Model",
+        _("Model"),
         max_length=100,
         validators=[validate_not_date_only],
-        help_text="What was trained or served, e.g. llama-3-70b.",
+        help_text=_("What was trained or served, e.g. llama-3-70b."),
     )
     data_version = models.CharField(
-        "Data version",
+        _("Data version"),
         max_length=100,
         blank=True,
-        help_text="Required for training checkpoints, e.g. 2024q2-dedup-v3.",
+        help_text=_("Required for training checkpoints, e.g. 2024q2-dedup-v3."),
     )
-    precision = models.CharField(max_length=10, choices=VersionPrecision.choices)
+    precision = models.CharField(_("Precision"), max_length=10, choices=VersionPrecision.choices)
     config_hash = models.CharField(
-        "Config hash",
+        _("Config hash"),
         max_length=64,
         validators=[validate_config_hash],
-        help_text="Hex digest of the training or service config (7–64 hex digits).",
+        help_text=_("Hex digest of the training or service config (7–64 hex digits)."),
     )
     step = models.PositiveBigIntegerField(
-        "Training step", null=True, blank=True, help_text="Checkpoints only."
+        _("Training step"), null=True, blank=True, help_text=_("Checkpoints only.")
     )
-    tag = models.SlugField("Tag", max_length=40, blank=True, help_text="Optional, e.g. rc1.")
-    tier = models.CharField(max_length=10, choices=Tier.choices)
-    location = models.CharField(max_length=500, help_text="Where it is stored (URI).")
-    size_bytes = models.PositiveBigIntegerField("Size (bytes)", validators=[MinValueValidator(1)])
+    tag = models.SlugField(_("Tag"), max_length=40, blank=True, help_text=_("Optional, e.g. rc1."))
+    tier = models.CharField(_("Tier"), max_length=10, choices=Tier.choices)
+    location = models.CharField(
+        _("Location"), max_length=500, help_text=_("Where it is stored (URI).")
+    )
+    size_bytes = models.PositiveBigIntegerField(
+        _("Size (bytes)"), validators=[MinValueValidator(1)]
+    )
     created_at = models.DateTimeField(
-        "Created at", default=timezone.now, help_text="When the checkpoint or release was made."
+        _("Created at"),
+        default=timezone.now,
+        help_text=_("When the checkpoint or release was made."),
     )
     checksum_algorithm = models.CharField(
-        max_length=20, choices=ChecksumAlgorithm.choices, default=ChecksumAlgorithm.SHA256
+        _("Checksum algorithm"),
+        max_length=20,
+        choices=ChecksumAlgorithm.choices,
+        default=ChecksumAlgorithm.SHA256,
     )
     # Release record (inference releases and quantized variants)
     stable_since = models.DateTimeField(null=True, blank=True, editable=False)
     gray_ratio_percent = models.DecimalField(
-        "Gray ratio (%)",
+        _("Gray ratio (%)"),
         max_digits=5,
         decimal_places=2,
         null=True,
         blank=True,
         validators=[MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("100"))],
-        help_text="Share of traffic the release served during its gray/canary phase.",
+        help_text=_("Share of traffic the release served during its gray/canary phase."),
     )
-    rollback_steps = models.TextField(blank=True)
+    rollback_steps = models.TextField(_("Rollback steps"), blank=True)
     validation_results = models.TextField(
-        "Validation-set results", blank=True, help_text="e.g. MMLU 79.1 (baseline 79.4)."
+        _("Validation-set results"), blank=True, help_text=_("e.g. MMLU 79.1 (baseline 79.4).")
     )
-    release_owner = models.CharField("Release owner", max_length=150, blank=True)
+    release_owner = models.CharField(_("Release owner"), max_length=150, blank=True)
     purged_at = models.DateTimeField(
-        "Purged at", null=True, blank=True, help_text="Set when the stored copy was deleted."
+        _("Purged at"), null=True, blank=True, help_text=_("Set when the stored copy was deleted.")
     )
     registered_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -460,9 +503,9 @@ class VersionChecksum(models.Model):
 
     version = models.ForeignKey(BackupVersion, on_delete=models.CASCADE, related_name="checksums")
     node = models.CharField(
-        "Node or replica", max_length=100, help_text="e.g. node-03/rank-24 or replica-2."
+        _("Node or replica"), max_length=100, help_text=_("e.g. node-03/rank-24 or replica-2.")
     )
-    checksum = models.CharField(max_length=128)
+    checksum = models.CharField(_("Checksum"), max_length=128)
     recorded_at = models.DateTimeField(auto_now_add=True)
 
     history = HistoricalRecords()
@@ -480,17 +523,17 @@ class VersionChecksum(models.Model):
 
 
 class DrillVerdict(models.TextChoices):
-    PASSED = "passed", "Passed"
-    FAILED = "failed", "Failed"
+    PASSED = "passed", _("Passed")
+    FAILED = "failed", _("Failed")
     # Nothing failed, but some node's checksum was not recorded on one side: the restore
     # is not proven consistent, nor shown inconsistent.
-    NOT_VERIFIED = "not_verified", "Not verified"
+    NOT_VERIFIED = "not_verified", _("Not verified")
 
 
 class DrillOutcome(models.TextChoices):
-    RESTORED = "restored", "Restored and working"
-    RESTORED_WITH_ISSUES = "restored_with_issues", "Restored, with issues"
-    FAILED = "failed", "Restore failed"
+    RESTORED = "restored", _("Restored and working")
+    RESTORED_WITH_ISSUES = "restored_with_issues", _("Restored, with issues")
+    FAILED = "failed", _("Restore failed")
 
 
 def evidence_path(drill, filename):
@@ -503,43 +546,48 @@ class RestoreDrill(models.Model):
         BackupVersion,
         on_delete=models.PROTECT,
         related_name="drills",
-        verbose_name="Version restored",
+        verbose_name=_("Version restored"),
     )
-    restored_from_tier = models.CharField("Restored from", max_length=10, choices=Tier.choices)
+    restored_from_tier = models.CharField(_("Restored from"), max_length=10, choices=Tier.choices)
     performed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
-        verbose_name="Performed by",
+        verbose_name=_("Performed by"),
     )
-    started_at = models.DateTimeField("Started at")
+    started_at = models.DateTimeField(_("Started at"))
     finished_at = models.DateTimeField(
-        "Finished at", help_text="When the service answered or training ran again."
+        _("Finished at"), help_text=_("When the service answered or training ran again.")
     )
     reference_time = models.DateTimeField(
-        "Reference time",
+        _("Reference time"),
         null=True,
         blank=True,
-        help_text="The moment the drill plays the failure; the RPO is the restored version's "
-        "age then. Blank: the start.",
+        help_text=_(
+            "The moment the drill plays the failure; the RPO is the restored version's "
+            "age then. Blank: the start."
+        ),
     )
     resumed = models.BooleanField(
-        "Service or training resumed", default=False, help_text="It answered or trained again."
+        _("Service or training resumed"),
+        default=False,
+        help_text=_("It answered or trained again."),
     )
-    outcome = models.CharField("Result", max_length=30, choices=DrillOutcome.choices)
+    outcome = models.CharField(_("Result"), max_length=30, choices=DrillOutcome.choices)
     observed_checksums = models.TextField(
-        "Checksums after the restore",
+        _("Checksums after the restore"),
         blank=True,
-        help_text="One line per node or replica: name, a space, the checksum.",
+        help_text=_("One line per node or replica: name, a space, the checksum."),
     )
-    notes = models.TextField(blank=True)
+    notes = models.TextField(_("Notes"), blank=True)
     evidence = models.FileField(
+        _("Evidence"),
         upload_to=evidence_path,
         blank=True,
         max_length=300,
-        help_text="A log, screenshot or report of the drill (stored on the server).",
+        help_text=_("A log, screenshot or report of the drill (stored on the server)."),
     )
 
     # Computed by evaluate() when the drill is recorded; targets as they were then.
@@ -548,14 +596,14 @@ class RestoreDrill(models.Model):
     actual_rto_seconds = models.PositiveIntegerField(editable=False, default=0)
     actual_rpo_seconds = models.PositiveBigIntegerField(editable=False, default=0)
     checksums_compared = models.PositiveIntegerField(
-        editable=False, default=0, help_text="Nodes with a checksum on both sides."
+        editable=False, default=0, help_text=_("Nodes with a checksum on both sides.")
     )
     checksums_matched = models.PositiveIntegerField(editable=False, default=0)
     checksum_mismatches = models.JSONField(editable=False, default=list)
     checksums_unverified = models.JSONField(
         editable=False,
         default=list,
-        help_text="Nodes whose checksum is blank on one side: neither a match nor a mismatch.",
+        help_text=_("Nodes whose checksum is blank on one side: neither a match nor a mismatch."),
     )
     verdict = models.CharField(
         max_length=20, choices=DrillVerdict.choices, editable=False, default=DrillVerdict.FAILED
@@ -578,7 +626,7 @@ class RestoreDrill(models.Model):
 
     @property
     def name(self) -> str:
-        return f"the drill of {self.finished_at:%Y-%m-%d %H:%M}"
+        return gettext("the drill of %(when)s") % {"when": f"{self.finished_at:%Y-%m-%d %H:%M}"}
 
     @property
     def rto_target_seconds(self) -> int:
@@ -607,8 +655,53 @@ class RestoreDrill(models.Model):
     @property
     def verdict_sentence(self) -> str:
         if self.verdict == DrillVerdict.NOT_VERIFIED:
-            return f"not verified. {self.checksum_summary}."
-        return f"it {self.verdict}."
+            return gettext("not verified. %(summary)s.") % {"summary": self.checksum_summary}
+        if self.verdict == DrillVerdict.PASSED:
+            return gettext("it passed.")
+        return gettext("it failed.")
+
+    @property
+    def failure_reason_sentences(self) -> list[str]:
+        """The failure reasons in the reader's language. ``failure_reasons`` keeps them in
+        English (the API and the history show what was stored); every reason follows from
+        the drill's stored figures, so the page words them again instead of storing a
+        translation."""
+        if not self.failure_reasons:
+            return []
+        return self._reasons()
+
+    def _reasons(self) -> list[str]:
+        policy = self.policy
+        reasons = []
+        if self.outcome == DrillOutcome.FAILED:
+            reasons.append(gettext("The restore failed."))
+        if not self.resumed:
+            reasons.append(
+                gettext("The training did not resume.")
+                if policy.workload.is_training
+                else gettext("The service did not answer again.")
+            )
+        if not self.rto_met:
+            actual, target = recovery_units.format_pair(
+                self.actual_rto_seconds, self.rto_target_seconds
+            )
+            reasons.append(
+                gettext("Took %(actual)s against an RTO of %(target)s.")
+                % {"actual": actual, "target": target}
+            )
+        if not self.rpo_met:
+            actual, target = recovery_units.format_pair(
+                self.actual_rpo_seconds, self.rpo_target_seconds
+            )
+            reasons.append(
+                gettext("The restored version was %(actual)s old against an RPO of %(target)s.")
+                % {"actual": actual, "target": target}
+            )
+        if self.checksum_mismatches:
+            reasons.append(gettext("%(summary)s.") % {"summary": self.checksum_summary})
+        if self.outcome == DrillOutcome.RESTORED_WITH_ISSUES and not reasons:
+            reasons.append(gettext("Restored with issues (see the notes)."))
+        return reasons
 
     def evaluate(self, comparison: consistency.ChecksumComparison):
         """Actual RTO (start → resumed) and RPO (the version's age at the reference time)
@@ -627,29 +720,9 @@ class RestoreDrill(models.Model):
         self.checksums_matched = len(comparison.matched)
         self.checksum_mismatches = list(comparison.mismatches)
         self.checksums_unverified = list(comparison.unverified)
-        reasons = []
-        if self.outcome == DrillOutcome.FAILED:
-            reasons.append("The restore failed.")
-        if not self.resumed:
-            reasons.append(
-                "The training did not resume."
-                if policy.workload.is_training
-                else "The service did not answer again."
-            )
-        if not self.rto_met:
-            actual, target = recovery_units.format_pair(
-                self.actual_rto_seconds, self.rto_target_seconds
-            )
-            reasons.append(f"Took {actual} against an RTO of {target}.")
-        if not self.rpo_met:
-            actual, target = recovery_units.format_pair(
-                self.actual_rpo_seconds, self.rpo_target_seconds
-            )
-            reasons.append(f"The restored version was {actual} old against an RPO of {target}.")
-        if self.checksum_mismatches:
-            reasons.append(f"{self.checksum_summary}.")
-        if self.outcome == DrillOutcome.RESTORED_WITH_ISSUES and not reasons:
-            reasons.append("Restored with issues (see the notes).")
+        # Stored in English, like every other stored sentence; pages word them again.
+        with translation.override("en"):
+            reasons = self._reasons()
         self.failure_reasons = reasons
         if reasons:
             self.verdict = DrillVerdict.FAILED

@@ -2,11 +2,14 @@
 
 "20,160 min" beside "14.0 days" makes a reader convert; every RPO on a page is written in
 the unit that suits the largest RPO shown there, and likewise every RTO: minutes below
-3 h, hours below 72 h, days from there on. No Django imports.
+3 h, hours below 72 h, days from there on. The only Django import translates the word
+"days" (min and h read the same in both languages).
 """
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from django.utils.translation import pgettext
 
 SECONDS_PER_MINUTE = 60
 SECONDS_PER_HOUR = 3600
@@ -46,7 +49,7 @@ def format_in(seconds: float | None, unit: DurationUnit) -> str:
         return "—"
     value = seconds / unit.seconds
     if value == 1 and unit is DAYS:
-        return "1 day"
+        return pgettext("duration", "1 day")
     if value == int(value):
         text = f"{int(value):,}"
     elif value >= 1:
@@ -54,8 +57,14 @@ def format_in(seconds: float | None, unit: DurationUnit) -> str:
     elif value >= 0.01:
         text = f"{value:.2g}"
     else:
-        return f"< 0.01 {unit.symbol}"
-    return f"{text} {unit.symbol}"
+        return f"< 0.01 {_symbol(unit)}"
+    return f"{text} {_symbol(unit)}"
+
+
+def _symbol(unit: DurationUnit) -> str:
+    if unit is DAYS:
+        return pgettext("duration unit", "days")
+    return unit.symbol
 
 
 def format_pair(actual_seconds: float, target_seconds: float) -> tuple[str, str]:

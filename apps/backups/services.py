@@ -8,6 +8,7 @@ from django.db import transaction
 from django.db.models import Count, OuterRef, Q, Subquery
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext, ngettext
 
 from apps.backups import checkpointing, consistency
 from apps.backups.models import (
@@ -127,14 +128,22 @@ def parse_checksum_lines(text: str, algorithm: str) -> tuple[list[tuple[str, str
             continue
         parts = line.split()
         if len(parts) != 2:
-            errors.append(f"Line {number}: expected a node name, a space and a checksum.")
+            errors.append(
+                gettext("Line %(line)s: expected a node name, a space and a checksum.")
+                % {"line": number}
+            )
             continue
         node, checksum = parts[0], parts[1].lower()
         problem = checksum_error(checksum, algorithm)
         if problem:
-            errors.append(f"Line {number} ({node}): {problem}")
+            errors.append(
+                gettext("Line %(line)s (%(node)s): %(problem)s")
+                % {"line": number, "node": node, "problem": problem}
+            )
         elif node in seen:
-            errors.append(f"Line {number}: {node} is listed twice.")
+            errors.append(
+                gettext("Line %(line)s: %(node)s is listed twice.") % {"line": number, "node": node}
+            )
         else:
             seen.add(node)
             pairs.append((node, checksum))
@@ -187,17 +196,34 @@ def mark_stable(version: BackupVersion, *, now=None) -> BackupVersion:
     it must still be kept in the hot or warm tier, or the new release has none."""
     version = BackupVersion.objects.select_for_update().get(pk=version.pk)
     if not version.is_release:
-        raise ValidationError("Only inference releases and quantized variants become stable.")
+        raise ValidationError(
+            gettext("Only inference releases and quantized variants become stable.")
+        )
     if not version.is_kept:
-        raise ValidationError(f"{version} was purged; a purged version cannot become stable.")
+        raise ValidationError(
+            gettext("%(version)s was purged; a purged version cannot become stable.")
+            % {"version": version}
+        )
     if version.stable_since is not None:
-        raise ValidationError(f"{version} is already the stable release.")
+        raise ValidationError(
+            gettext("%(version)s is already the stable release.") % {"version": version}
+        )
     current = previous_stable(version)
     if current is not None and (not current.is_kept or current.tier not in KEPT_TIERS):
-        where = "was purged" if not current.is_kept else f"is only in the {current.tier} tier"
+        values = {"current": current, "version": version, "tier": current.tier}
         raise ValidationError(
-            f"The stable release {current} {where}: keep it in the hot or warm tier before "
-            f"marking {version} stable, or there is nothing to roll back to."
+            gettext(
+                "The stable release %(current)s was purged: keep it in the hot or warm tier "
+                "before marking %(version)s stable, or there is nothing to roll back to."
+            )
+            % values
+            if not current.is_kept
+            else gettext(
+                "The stable release %(current)s is only in the %(tier)s tier: keep it in the "
+                "hot or warm tier before marking %(version)s stable, or there is nothing to "
+                "roll back to."
+            )
+            % values
         )
     version.stable_since = now or timezone.now()
     version.save()
@@ -225,15 +251,21 @@ def release_lines(workload) -> list[ReleaseLine]:
         previous = stables[1] if len(stables) > 1 else None
         line = ReleaseLine(kind, kind.label, current, None)
         if previous is None:
-            line.problem = (
+            line.problem = gettext(
                 "No earlier stable release: the first release has nothing to roll back to."
             )
         elif not previous.is_kept or previous.tier not in KEPT_TIERS:
-            where = "was purged" if not previous.is_kept else "is only in the cold tier"
             line.problem = (
-                f"The rollback target {previous} {where}: a rollback would have to come "
-                "from cold storage, or cannot happen."
-            )
+                gettext(
+                    "The rollback target %(version)s was purged: a rollback would have to come "
+                    "from cold storage, or cannot happen."
+                )
+                if not previous.is_kept
+                else gettext(
+                    "The rollback target %(version)s is only in the cold tier: a rollback would "
+                    "have to come from cold storage, or cannot happen."
+                )
+            ) % {"version": previous}
         else:
             line.rollback_target = previous
         lines.append(line)
@@ -255,9 +287,9 @@ def drill_blocker(policy: BackupPolicy) -> str | None:
     registered version that is still kept."""
     versions = BackupVersion.objects.filter(workload_id=policy.workload_id)
     if not versions.exists():
-        return "Register a version of this policy's software before recording a drill"
+        return gettext("Register a version of this policy's software before recording a drill")
     if not versions.kept().exists():
-        return (
+        return gettext(
             "Every registered version of this policy's software was purged: register one "
             "that is still kept before recording a drill"
         )
@@ -320,7 +352,7 @@ def job_mtbf(policy: BackupPolicy, *, now=None) -> MtbfReading:
     if policy.mtbf_hours:
         return MtbfReading(
             float(policy.mtbf_hours) * 3600,
-            "entered on the policy",
+            gettext("entered on the policy"),
             mean_restart_seconds=mean_restart,
         )
     hours = max((now - window_start).total_seconds() / 3600, 0)
@@ -329,14 +361,27 @@ def job_mtbf(policy: BackupPolicy, *, now=None) -> MtbfReading:
     if per_gpu is None:
         return MtbfReading(
             None,
-            f"no interruptions recorded in {pool.name} in the last {MTBF_WINDOW.days} days: "
-            "enter an MTBF on the policy",
+            gettext(
+                "no interruptions recorded in %(pool)s in the last %(days)s days: enter an "
+                "MTBF on the policy"
+            )
+            % {"pool": pool.name, "days": MTBF_WINDOW.days},
             observed_gpu_hours=observed,
         )
     return MtbfReading(
         checkpointing.job_mtbf_seconds(per_gpu, workload.gpu_count),
-        f"{len(restarts)} interruption{'s' if len(restarts) != 1 else ''} in "
-        f"{observed:,.0f} GPU-hours of {pool.name}, ÷ {workload.gpu_count} GPUs of the job",
+        ngettext(
+            "%(count)s interruption in %(hours)s GPU-hours of %(pool)s, ÷ %(gpus)s GPUs of the job",
+            "%(count)s interruptions in %(hours)s GPU-hours of %(pool)s, ÷ %(gpus)s GPUs of the "
+            "job",
+            len(restarts),
+        )
+        % {
+            "count": len(restarts),
+            "hours": f"{observed:,.0f}",
+            "pool": pool.name,
+            "gpus": workload.gpu_count,
+        },
         failures=len(restarts),
         observed_gpu_hours=observed,
         per_gpu_mtbf_seconds=per_gpu,
@@ -379,9 +424,9 @@ def checkpoint_advice(policy: BackupPolicy, *, now=None) -> CheckpointAdvice | N
         return None
     advice = CheckpointAdvice(mtbf=job_mtbf(policy, now=now))
     if not workload.checkpoint_write_seconds:
-        advice.missing.append("the workload's checkpoint write time")
+        advice.missing.append(gettext("the workload's checkpoint write time"))
     if advice.mtbf.job_mtbf_seconds is None:
-        advice.missing.append("an MTBF (recorded interruptions in the pool, or entered)")
+        advice.missing.append(gettext("an MTBF (recorded interruptions in the pool, or entered)"))
     if advice.missing:
         return advice
     write = float(workload.checkpoint_write_seconds)
@@ -442,10 +487,10 @@ def policy_history(policy: BackupPolicy, *, limit=30) -> list[HistoryEntry]:
     """Changes to the policy, its workload's versions and checksums and its drills, newest
     first, each diffed against the record before it of the same object."""
     sources = [
-        (BackupPolicy.history.filter(id=policy.pk), lambda r: "Policy", BackupPolicy),
+        (BackupPolicy.history.filter(id=policy.pk), lambda r: gettext("Policy"), BackupPolicy),
         (
             BackupVersion.history.filter(workload_id=policy.workload_id),
-            lambda r: f"Version {r.name}",
+            lambda r: gettext("Version %(name)s") % {"name": r.name},
             BackupVersion,
         ),
         (
@@ -454,12 +499,12 @@ def policy_history(policy: BackupPolicy, *, limit=30) -> list[HistoryEntry]:
                     "pk"
                 )
             ),
-            lambda r: f"Checksum of {r.node}",
+            lambda r: gettext("Checksum of %(node)s") % {"node": r.node},
             VersionChecksum,
         ),
         (
             RestoreDrill.history.filter(policy_id=policy.pk),
-            lambda r: f"Drill of {r.finished_at:%Y-%m-%d %H:%M}",
+            lambda r: gettext("Drill of %(when)s") % {"when": f"{r.finished_at:%Y-%m-%d %H:%M}"},
             RestoreDrill,
         ),
     ]

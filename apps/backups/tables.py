@@ -1,3 +1,5 @@
+from django.utils.translation import gettext_lazy as _
+
 from apps.backups.models import BackupPolicy
 from apps.core.tables import ListTable, cells
 
@@ -12,28 +14,28 @@ class PolicyTable(ListTable):
     element_id = "policies"
     empty_template = "backups/_policy_list_empty.html"
 
-    workload = cell("workload", "Workload", "workload__name")
-    status = cell("status", "Status")
-    coverage = cell("coverage", "Coverage", "coverage_percent", "workload__name", end=True)
+    workload = cell("workload", _("Workload"), "workload__name")
+    status = cell("status", _("Status"))
+    coverage = cell("coverage", _("Coverage"), "coverage_percent", "workload__name", end=True)
     missing = cell(
         "missing",
-        "What is missing",
+        _("What is missing"),
         attrs={"td": {"class": "small", "style": "max-width: 28rem"}},
     )
-    last_drill = cell("last_drill", "Last drill", "last_drill_at", "workload__name")
-    next_drill = cell("next_drill", "Next drill due", "drill_due_at", "workload__name")
+    last_drill = cell("last_drill", _("Last drill"), "last_drill_at", "workload__name")
+    next_drill = cell("next_drill", _("Next drill due"), "drill_due_at", "workload__name")
     targets = cell(
-        "targets", "RPO / RTO target", "rpo_minutes", "rto_minutes", "workload__name", end=True
+        "targets", _("RPO / RTO target"), "rpo_minutes", "rto_minutes", "workload__name", end=True
     )
     risk = cell(
         "risk",
-        "Risk",
+        _("Risk"),
         "risk_score",
         "workload__name",
         attrs={
             "th": {
                 "class": "text-end",
-                "title": "Missing coverage + 100 if failing + 100 if overdue",
+                "title": _("Missing coverage + 100 if failing + 100 if overdue"),
             },
             "td": {"class": "text-end"},
         },

@@ -3,6 +3,7 @@
 import re
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext
 
 # Hex digits per algorithm: a checksum of another length was cut short or is another hash.
 CHECKSUM_HEX_LENGTHS = {
@@ -33,13 +34,17 @@ def is_date_only(text: str) -> bool:
 def validate_not_date_only(value: str):
     if is_date_only(value):
         raise ValidationError(
-            f"“{value}” is only a date: a version must say what it is. Give the model "
-            "(e.g. llama-3-70b); the name adds data version, precision and config hash.",
+            gettext(
+                "“%(value)s” is only a date: a version must say what it is. Give the model "
+                "(e.g. llama-3-70b); the name adds data version, precision and config hash."
+            )
+            % {"value": value},
             code="date_only",
         )
     if not re.search(r"[a-zA-Z]", value):
         raise ValidationError(
-            f"“{value}” has no letters: give the model's name, e.g. llama-3-70b.",
+            gettext("“%(value)s” has no letters: give the model's name, e.g. llama-3-70b.")
+            % {"value": value},
             code="no_letters",
         )
 
@@ -47,8 +52,11 @@ def validate_not_date_only(value: str):
 def validate_config_hash(value: str):
     if not CONFIG_HASH_RE.fullmatch(value):
         raise ValidationError(
-            f"“{value}” is not a config hash: 7 to 64 lowercase hex digits (0-9, a-f), "
-            "e.g. the first 12 of the config file's sha256.",
+            gettext(
+                "“%(value)s” is not a config hash: 7 to 64 lowercase hex digits (0-9, a-f), "
+                "e.g. the first 12 of the config file's sha256."
+            )
+            % {"value": value},
             code="config_hash",
         )
 
@@ -57,17 +65,21 @@ def checksum_error(checksum: str, algorithm: str) -> str | None:
     """Why a checksum cannot be of this algorithm, or None when it can."""
     expected = CHECKSUM_HEX_LENGTHS.get(algorithm)
     if expected is None:
-        return f"Unknown checksum algorithm “{algorithm}”."
+        return gettext("Unknown checksum algorithm “%(algorithm)s”.") % {"algorithm": algorithm}
     if not HEX_RE.fullmatch(checksum):
-        return (
-            f"“{_short(checksum)}” is not hex: a {algorithm} checksum is {expected} "
-            "lowercase hex digits (0-9, a-f)."
-        )
+        return gettext(
+            "“%(checksum)s” is not hex: a %(algorithm)s checksum is %(expected)s lowercase hex "
+            "digits (0-9, a-f)."
+        ) % {"checksum": _short(checksum), "algorithm": algorithm, "expected": expected}
     if len(checksum) != expected:
-        return (
-            f"“{_short(checksum)}” has {len(checksum)} hex digits; a {algorithm} checksum "
-            f"has {expected}."
-        )
+        return gettext(
+            "“%(checksum)s” has %(digits)s hex digits; a %(algorithm)s checksum has %(expected)s."
+        ) % {
+            "checksum": _short(checksum),
+            "digits": len(checksum),
+            "algorithm": algorithm,
+            "expected": expected,
+        }
     return None
 
 

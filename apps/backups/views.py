@@ -7,6 +7,7 @@ from django.core.paginator import Paginator
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404, redirect
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.backups import services
@@ -128,7 +129,7 @@ def policy_create(request, slug):
     return form_page(
         request,
         form_class=partial(BackupPolicyForm, workload=workload),
-        noun="Backup policy",
+        noun=gettext("Backup policy"),
         template="backups/policy_form.html",
         context={"workload": workload},
     )
@@ -143,7 +144,7 @@ def policy_edit(request, slug):
     return form_page(
         request,
         form_class=partial(BackupPolicyForm, workload=policy.workload),
-        noun="Backup policy",
+        noun=gettext("Backup policy"),
         template="backups/policy_form.html",
         instance=policy,
         context={"workload": policy.workload},
@@ -157,12 +158,12 @@ def policy_delete(request, slug):
     return delete_page(
         request,
         obj=policy,
-        noun="Backup policy",
+        noun=gettext("Backup policy"),
         blocking=[],
         blocking_label="",
         list_url="backups:policy_list",
         cancel_url=policy.get_absolute_url(),
-        pretitle="Backups",
+        pretitle=gettext("Backups"),
     )
 
 
@@ -193,7 +194,11 @@ def drill_create(request, slug):
                 form.add_error(None, error)
             else:
                 if not request.htmx:
-                    messages.success(request, f"Drill recorded: {drill.verdict_sentence}")
+                    messages.success(
+                        request,
+                        gettext("Drill recorded: %(verdict)s")
+                        % {"verdict": drill.verdict_sentence},
+                    )
                     return redirect(policy)
                 context = _policy_page_context(request, _policy_or_404(slug))
                 context.update(just_recorded=drill, history_out_of_band=True)
@@ -229,11 +234,11 @@ def drill_evidence(request, pk):
     as a download so an uploaded HTML file cannot run in the dashboard's origin."""
     drill = get_object_or_404(RestoreDrill, pk=pk)
     if not drill.evidence:
-        raise Http404("This drill has no evidence attached.")
+        raise Http404(gettext("This drill has no evidence attached."))
     try:
         handle = drill.evidence.open("rb")
     except FileNotFoundError as error:
-        raise Http404("The evidence file is missing from storage.") from error
+        raise Http404(gettext("The evidence file is missing from storage.")) from error
     filename = drill.evidence.name.rsplit("/", 1)[-1]
     return FileResponse(handle, as_attachment=True, filename=filename)
 
@@ -246,12 +251,12 @@ def drill_delete(request, pk):
     return delete_page(
         request,
         obj=drill,
-        noun="Drill",
+        noun=gettext("Drill"),
         blocking=[],
         blocking_label="",
         list_url=policy.get_absolute_url(),
         cancel_url=drill.get_absolute_url(),
-        pretitle=f"Backups · {policy.workload.name}",
+        pretitle=gettext("Backups · %(name)s") % {"name": policy.workload.name},
         # The policy's next drill date and overdue flag follow from its drills.
         delete=lambda: services.delete_drill(drill),
     )
@@ -285,7 +290,7 @@ def version_create(request, slug):
     form = BackupVersionForm(request.POST or None, workload=workload)
     if request.method == "POST" and form.is_valid():
         version = form.save(user=request.user)
-        messages.success(request, f"Version {version.name} registered.")
+        messages.success(request, gettext("Version %(name)s registered.") % {"name": version.name})
         return redirect(version)
     return render_page(
         request, "backups/version_form.html", {"form": form, "workload": workload, "object": None}
@@ -299,7 +304,7 @@ def version_edit(request, pk):
     form = BackupVersionForm(request.POST or None, instance=version, workload=version.workload)
     if request.method == "POST" and form.is_valid():
         version = form.save(user=request.user)
-        messages.success(request, f"Version {version.name} saved.")
+        messages.success(request, gettext("Version %(name)s saved.") % {"name": version.name})
         return redirect(version)
     return render_page(
         request,
@@ -315,24 +320,26 @@ def version_delete(request, pk):
     return delete_page(
         request,
         obj=version,
-        noun="Version",
+        noun=gettext("Version"),
         blocking=list(version.drills.order_by("-finished_at")),
         blocking_label="recorded drills (mark the version purged instead)",
         list_url="backups:policy_list",
         cancel_url=version.get_absolute_url(),
-        pretitle=f"Backups · {version.workload.name}",
+        pretitle=gettext("Backups · %(name)s") % {"name": version.workload.name},
     )
 
 
 @require_POST
 def version_mark_stable(request, pk):
     if not request.user.has_perm("backups.change_backupversion"):
-        raise PermissionDenied("Only Ops mark releases stable.")
+        raise PermissionDenied(gettext("Only Ops mark releases stable."))
     version = get_object_or_404(BackupVersion, pk=pk)
     try:
         services.mark_stable(version)
     except ValidationError as error:
         messages.error(request, " ".join(error.messages))
     else:
-        messages.success(request, f"{version.name} is now the stable release.")
+        messages.success(
+            request, gettext("%(name)s is now the stable release.") % {"name": version.name}
+        )
     return redirect(version)

@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 import plotly.graph_objects as go
+from django.utils.translation import gettext
 
 from apps.core.charts import BASE_LAYOUT
 
@@ -44,7 +45,7 @@ def build_pool_utilization_figure(rows) -> go.Figure:
     ]
     figure.add_trace(
         go.Scatter(
-            name="Average of reporting GPUs",
+            name=gettext("Average of reporting GPUs"),
             x=hours,
             y=[point["avg_utilization_pct"] if point else None for point in points],
             customdata=reporting,
@@ -52,27 +53,35 @@ def build_pool_utilization_figure(rows) -> go.Figure:
             line={"color": AVERAGE_COLOUR, "width": 2},
             connectgaps=False,
             hovertemplate=(
-                "%{x|%Y-%m-%d %H:00} UTC<br>Average %{y:.1f} %<br>"
-                "%{customdata[0]} of %{customdata[1]:.0f} GPUs reporting<extra></extra>"
+                "%{x|%Y-%m-%d %H:00} UTC<br>"
+                + gettext("Average %(value)s %%") % {"value": "%{y:.1f}"}
+                + "<br>"
+                + gettext("%(reporting)s of %(declared)s GPUs reporting")
+                % {"reporting": "%{customdata[0]}", "declared": "%{customdata[1]:.0f}"}
+                + "<extra></extra>"
             ),
         )
     )
     if any(point.get("max_utilization_pct") is not None for point in rows):
         figure.add_trace(
             go.Scatter(
-                name="Busiest GPU",
+                name=gettext("Busiest GPU"),
                 x=hours,
                 y=[point.get("max_utilization_pct") if point else None for point in points],
                 mode="lines",
                 line={"color": BUSIEST_COLOUR, "width": 1, "dash": "dot"},
                 connectgaps=False,
-                hovertemplate="%{x|%Y-%m-%d %H:00} UTC<br>Busiest GPU %{y:.1f} %<extra></extra>",
+                hovertemplate=(
+                    "%{x|%Y-%m-%d %H:00} UTC<br>"
+                    + gettext("Busiest GPU %(value)s %%") % {"value": "%{y:.1f}"}
+                    + "<extra></extra>"
+                ),
             )
         )
     figure.update_layout(
-        title="GPU utilization per hour",
-        xaxis_title="Hour (UTC)",
-        yaxis={"title": "Utilization (%)", "range": [0, 105], "ticksuffix": " %"},
+        title=gettext("GPU utilization per hour"),
+        xaxis_title=gettext("Hour (UTC)"),
+        yaxis={"title": gettext("Utilization (%)"), "range": [0, 105], "ticksuffix": " %"},
         showlegend=True,
         **BASE_LAYOUT,
     )

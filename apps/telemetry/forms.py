@@ -17,6 +17,8 @@ from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from apps.core.forms import TablerFormMixin
 from apps.pools.models import Pool, Workload
@@ -25,14 +27,14 @@ from apps.telemetry.models import GpuDevice, HostnameRule
 from apps.telemetry.parsers import EARLIEST_TIMESTAMP, GPU_CSV_FIELDS, REQUEST_CSV_FIELDS
 from apps.telemetry.parsers.detect import (
     DETECTION_HEAD_BYTES,
-    FORMAT_LABELS,
+    FORMAT_LABELS_IN_A_SENTENCE,
     Detection,
     detect_format,
     read_head,
 )
 
 DETECT = "detect"
-DETECT_CHOICE = (DETECT, "Detect from the file")
+DETECT_CHOICE = (DETECT, _("Detect from the file"))
 # (chosen, detected) pairs where the file's first bytes contradict the choice: the
 # chosen parser would refuse the whole file, so the form says so while the file is kept.
 _CONTRADICTIONS = {
@@ -79,22 +81,22 @@ class _ImportForm(TablerFormMixin, forms.Form):
     wrong_kind_sentence = ""
 
     # Not required when the form refers to a kept upload (kept_upload).
-    file = forms.FileField(label="File")
+    file = forms.FileField(label=_("File"))
     kept_upload = forms.CharField(required=False, widget=forms.HiddenInput)
     columns = forms.CharField(
-        label="Column mapping",
+        label=_("Column mapping"),
         required=False,
         widget=forms.TextInput(attrs={"spellcheck": "false", "autocomplete": "off"}),
     )
     time_zone = forms.CharField(
-        label="Time zone of naive timestamps",
+        label=_("Time zone of naive timestamps"),
         initial="UTC",
-        help_text="Timestamps without an offset are read in this zone, e.g. UTC, Asia/Shanghai.",
+        help_text=_("Timestamps without an offset are read in this zone, e.g. UTC, Asia/Shanghai."),
     )
     skip_bad_rows = forms.BooleanField(
-        label="Skip bad rows (keep the good ones and list each rejected line)",
+        label=_("Skip bad rows (keep the good ones and list each rejected line)"),
         required=False,
-        help_text="Unticked, a file with any bad row is rejected whole and nothing is stored.",
+        help_text=_("Unticked, a file with any bad row is rejected whole and nothing is stored."),
     )
 
     def __init__(self, *args, user=None, **kwargs):
@@ -108,15 +110,17 @@ class _ImportForm(TablerFormMixin, forms.Form):
         self.kept: kept_uploads.KeptUpload | None = None
         # What the file's first bytes were taken for; set once the file is read.
         self.detection: Detection | None = None
-        self.fields["columns"].help_text = (
-            f"Generic CSV only: field=header pairs, comma-separated, e.g. "
-            f"{self.mapping_example}. Fields: {', '.join(self.known_fields)}; "
-            f"required: {', '.join(self.required_fields)}."
-        )
-        self.fields["file"].help_text = (
-            f"UTF-8 text, at most {_size(upload_max_bytes())}. Larger files: "
-            "use the import commands on the server."
-        )
+        self.fields["columns"].help_text = gettext(
+            "Generic CSV only: field=header pairs, comma-separated, e.g. %(example)s. "
+            "Fields: %(fields)s; required: %(required)s."
+        ) % {
+            "example": self.mapping_example,
+            "fields": ", ".join(self.known_fields),
+            "required": ", ".join(self.required_fields),
+        }
+        self.fields["file"].help_text = gettext(
+            "UTF-8 text, at most %(size)s. Larger files: use the import commands on the server."
+        ) % {"size": _size(upload_max_bytes())}
 
     def clean_file(self):
         upload = self.cleaned_data["file"]
@@ -125,9 +129,11 @@ class _ImportForm(TablerFormMixin, forms.Form):
         limit = upload_max_bytes()
         if upload.size > limit:
             raise forms.ValidationError(
-                f"The file is {_size(upload.size)}; uploads are limited to "
-                f"{_size(limit)}. Split it, or import it on the server with the "
-                "import command."
+                gettext(
+                    "The file is %(size)s; uploads are limited to %(limit)s. Split it, or "
+                    "import it on the server with the import command."
+                )
+                % {"size": _size(upload.size), "limit": _size(limit)}
             )
         self.content_sha256 = _upload_sha256(upload)
         return upload
@@ -138,7 +144,10 @@ class _ImportForm(TablerFormMixin, forms.Form):
             ZoneInfo(name)
         except (ZoneInfoNotFoundError, ValueError) as error:
             raise forms.ValidationError(
-                f"Unknown time zone “{name}”: use an IANA name such as UTC or Asia/Shanghai."
+                gettext(
+                    "Unknown time zone “%(name)s”: use an IANA name such as UTC or Asia/Shanghai."
+                )
+                % {"name": name}
             ) from error
         return name
 
@@ -147,14 +156,18 @@ class _ImportForm(TablerFormMixin, forms.Form):
             mapping = services.parse_column_mapping(self.cleaned_data["columns"])
         except ValueError as error:
             raise forms.ValidationError(
-                f"Column mapping: {error}; expected field=header pairs such as "
-                f"{self.mapping_example}."
+                gettext(
+                    "Column mapping: %(error)s; expected field=header pairs such as %(example)s."
+                )
+                % {"error": error, "example": self.mapping_example}
             ) from error
         unknown = [name for name in mapping if name not in self.known_fields]
         if unknown:
             raise forms.ValidationError(
-                f"Unknown field(s) in the column mapping: {', '.join(unknown)}. "
-                f"Known fields: {', '.join(self.known_fields)}."
+                gettext(
+                    "Unknown field(s) in the column mapping: %(unknown)s. Known fields: %(known)s."
+                )
+                % {"unknown": ", ".join(unknown), "known": ", ".join(self.known_fields)}
             )
         return mapping
 
@@ -209,23 +222,39 @@ class _ImportForm(TablerFormMixin, forms.Form):
             elif detection.format is not None:
                 self.add_error(
                     "format",
-                    f"This file is {_article(detection.label)} ({detection.seen}): "
-                    f"{self.wrong_kind_sentence}",
+                    gettext("This file is %(format)s (%(seen)s): %(advice)s")
+                    % {
+                        "format": _article(detection.format),
+                        "seen": detection.seen,
+                        "advice": self.wrong_kind_sentence,
+                    },
                 )
             else:
                 self.add_error(
                     "format",
-                    f"Could not tell the format from the file's first "
-                    f"{DETECTION_HEAD_BYTES // 1024} KiB: it holds {detection.seen}. "
-                    f"Expected {self.expected_sentence}. Choose the format below if you "
-                    "know it.",
+                    gettext(
+                        "Could not tell the format from the file's first %(kib)s KiB: it holds "
+                        "%(seen)s. Expected %(expected)s. Choose the format below if you know it."
+                    )
+                    % {
+                        "kib": DETECTION_HEAD_BYTES // 1024,
+                        "seen": detection.seen,
+                        "expected": self.expected_sentence,
+                    },
                 )
         elif (chosen, detection.format) in _CONTRADICTIONS:
             self.add_error(
                 "format",
-                f"You chose {_article(FORMAT_LABELS[chosen])}, but the file looks like "
-                f"{_article(detection.label)} ({detection.seen}). Choose "
-                f"“{DETECT_CHOICE[1]}” or the format it is in.",
+                gettext(
+                    "You chose %(chosen)s, but the file looks like %(format)s (%(seen)s). "
+                    "Choose “%(detect)s” or the format it is in."
+                )
+                % {
+                    "chosen": _article(chosen),
+                    "format": _article(detection.format),
+                    "seen": detection.seen,
+                    "detect": DETECT_CHOICE[1],
+                },
             )
 
     def _check_mapped_headers(self, mapping) -> None:
@@ -239,8 +268,14 @@ class _ImportForm(TablerFormMixin, forms.Form):
         if missing:
             self.add_error(
                 "columns",
-                f"The file has no column named as mapped in {', '.join(missing)}; its "
-                f"headers are {', '.join(headers[:40])}{', …' if len(headers) > 40 else ''}.",
+                gettext(
+                    "The file has no column named as mapped in %(missing)s; its headers are "
+                    "%(headers)s."
+                )
+                % {
+                    "missing": ", ".join(missing),
+                    "headers": ", ".join(headers[:40]) + (", …" if len(headers) > 40 else ""),
+                },
             )
 
     def clean(self):
@@ -255,27 +290,35 @@ class _ImportForm(TablerFormMixin, forms.Form):
             self.add_error(
                 "file",
                 format_html(
-                    '{} <a href="{}">Open import #{}</a>.',
+                    '{} <a href="{}">{}</a>.',
                     services.already_imported_sentence(earlier),
                     reverse("telemetry:import_detail", kwargs={"pk": earlier.pk}),
-                    earlier.pk,
+                    gettext("Open import #%(run)s") % {"run": earlier.pk},
                 ),
             )
         mapping = cleaned_data.get("columns")
         if cleaned_data.get("format") == "csv" and "columns" not in self.errors:
             if not mapping:
-                seen = f" ({self.detection.seen})" if self.detected_format == "csv" else ""
-                self.add_error(
-                    "columns",
-                    f"A generic CSV{seen} needs a column mapping, e.g. {self.mapping_example}.",
-                )
+                values = {"example": self.mapping_example}
+                if self.detected_format == "csv":
+                    message = gettext(
+                        "A generic CSV (%(seen)s) needs a column mapping, e.g. %(example)s."
+                    ) % {**values, "seen": self.detection.seen}
+                else:
+                    message = (
+                        gettext("A generic CSV needs a column mapping, e.g. %(example)s.") % values
+                    )
+                self.add_error("columns", message)
             else:
                 missing = [name for name in self.required_fields if name not in mapping]
                 if missing:
                     self.add_error(
                         "columns",
-                        f"The column mapping lacks {', '.join(missing)} "
-                        f"(required: {', '.join(self.required_fields)}).",
+                        gettext("The column mapping lacks %(missing)s (required: %(required)s).")
+                        % {
+                            "missing": ", ".join(missing),
+                            "required": ", ".join(self.required_fields),
+                        },
                     )
                 else:
                     self._check_mapped_headers(mapping)
@@ -303,10 +346,10 @@ class _ImportForm(TablerFormMixin, forms.Form):
         return self.cleaned_data["columns"] or None
 
 
-def _article(label: str) -> str:
+def _article(format_code: str | None) -> str:
     # As the words are said: "an Azure…", "an nvidia-smi…" (en-vidia), "a dcgm…".
-    spoken_vowel = label[:1].lower() in "aeiou" or label.lower().startswith("nvidia")
-    return f"an {label}" if spoken_vowel else f"a {label}"
+    labelled = FORMAT_LABELS_IN_A_SENTENCE.get(format_code)
+    return str(labelled) if labelled is not None else gettext("an unknown")
 
 
 def _upload_sha256(upload) -> str:
@@ -327,42 +370,46 @@ class GpuImportForm(_ImportForm):
     mapping_example = "timestamp=time,device=gpu_uuid,utilization_pct=util"
 
     formats = ("dcgm", "nvidia-smi", "csv")
-    expected_sentence = (
+    expected_sentence = _(
         "a dcgm-exporter scrape (lines like DCGM_FI_DEV_GPU_UTIL{…} 42 or # HELP DCGM_…), "
         "nvidia-smi --query-gpu=… --format=csv output (a header like timestamp, name, "
         "pci.bus_id, utilization.gpu [%]) or a CSV with a header line and a column mapping"
     )
-    wrong_kind_sentence = "import it on the Inference requests tab."
+    wrong_kind_sentence = _("import it on the Inference requests tab.")
 
     format = forms.ChoiceField(
-        label="Format",
+        label=_("Format"),
         initial=DETECT,
         choices=[
             DETECT_CHOICE,
-            ("dcgm", "dcgm-exporter scrape (Prometheus text from /metrics)"),
+            ("dcgm", _("dcgm-exporter scrape (Prometheus text from /metrics)")),
             ("nvidia-smi", "nvidia-smi --query-gpu … --format=csv"),
-            ("csv", "Generic CSV with a column mapping"),
+            ("csv", _("Generic CSV with a column mapping")),
         ],
     )
     # A scrape's lines carry no time of their own: without the moment it was taken, the
     # same scrape uploaded twice would be dated twice and counted twice.
     scraped_at = forms.CharField(
-        label="Scrape time",
+        label=_("Scrape time"),
         required=False,
         widget=forms.DateTimeInput(
             attrs={"type": "datetime-local", "step": "1", "data-scrape-time": "true"}
         ),
-        help_text="dcgm-exporter scrapes only: when /metrics was read, in the time zone "
-        "below. Filled in from the chosen file's modification time; correct it if the file "
-        "was copied since.",
+        help_text=_(
+            "dcgm-exporter scrapes only: when /metrics was read, in the time zone "
+            "below. Filled in from the chosen file's modification time; correct it if the file "
+            "was copied since."
+        ),
     )
     pool = forms.ModelChoiceField(
-        label="Pool",
+        label=_("Pool"),
         queryset=Pool.objects.order_by("name"),
         required=False,
-        empty_label="By hostname rules (or wait unassigned)",
-        help_text="GPUs first seen in this file join this pool. Without one, hostname rules "
-        "decide, and GPUs no rule matches wait on the Unassigned GPUs page.",
+        empty_label=_("By hostname rules (or wait unassigned)"),
+        help_text=_(
+            "GPUs first seen in this file join this pool. Without one, hostname rules "
+            "decide, and GPUs no rule matches wait on the Unassigned GPUs page."
+        ),
     )
 
     field_order = [
@@ -383,8 +430,10 @@ class GpuImportForm(_ImportForm):
         elif not text:
             self.add_error(
                 "scraped_at",
-                "A dcgm-exporter scrape needs its scrape time (when /metrics was read): its "
-                "lines carry none, and it dates every sample.",
+                gettext(
+                    "A dcgm-exporter scrape needs its scrape time (when /metrics was read): its "
+                    "lines carry none, and it dates every sample."
+                ),
             )
         elif "time_zone" in cleaned_data:
             cleaned_data["scraped_at"] = self._scrape_time(text, cleaned_data["time_zone"])
@@ -396,7 +445,9 @@ class GpuImportForm(_ImportForm):
             moment = datetime.fromisoformat(text)
         except ValueError:
             self.add_error(
-                "scraped_at", f"Scrape time “{text}” is not a date and time like 2026-12-01 09:15."
+                "scraped_at",
+                gettext("Scrape time “%(text)s” is not a date and time like 2026-12-01 09:15.")
+                % {"text": text},
             )
             return None
         if moment.tzinfo is None:
@@ -405,17 +456,25 @@ class GpuImportForm(_ImportForm):
         if moment < EARLIEST_TIMESTAMP:
             self.add_error(
                 "scraped_at",
-                f"Scrape time {moment:%Y-%m-%d %H:%M} UTC is before "
-                f"{EARLIEST_TIMESTAMP:%Y-%m-%d}: the node's clock was not set; enter when "
-                "the scrape was really taken.",
+                gettext(
+                    "Scrape time %(moment)s UTC is before %(earliest)s: the node's clock was not "
+                    "set; enter when the scrape was really taken."
+                )
+                % {
+                    "moment": f"{moment:%Y-%m-%d %H:%M}",
+                    "earliest": f"{EARLIEST_TIMESTAMP:%Y-%m-%d}",
+                },
             )
             return None
         latest = timezone.now() + timedelta(days=1)
         if moment > latest:
             self.add_error(
                 "scraped_at",
-                f"Scrape time {moment:%Y-%m-%d %H:%M} UTC is more than 1 day in the future: "
-                "check the date and the time zone.",
+                gettext(
+                    "Scrape time %(moment)s UTC is more than 1 day in the future: check the "
+                    "date and the time zone."
+                )
+                % {"moment": f"{moment:%Y-%m-%d %H:%M}"},
             )
             return None
         return moment
@@ -428,25 +487,25 @@ class RequestImportForm(_ImportForm):
     mapping_example = "timestamp=ts,input_tokens=prompt,output_tokens=completion,latency_ms=lat"
 
     formats = ("azure-llm", "csv")
-    expected_sentence = (
+    expected_sentence = _(
         "an Azure LLM inference trace (the header TIMESTAMP,ContextTokens,GeneratedTokens) "
         "or a CSV with a header line and a column mapping"
     )
-    wrong_kind_sentence = "that is GPU telemetry, imported on the GPU telemetry tab."
+    wrong_kind_sentence = _("that is GPU telemetry, imported on the GPU telemetry tab.")
 
     format = forms.ChoiceField(
-        label="Format",
+        label=_("Format"),
         initial=DETECT,
         choices=[
             DETECT_CHOICE,
-            ("azure-llm", "Azure LLM inference trace (TIMESTAMP,ContextTokens,GeneratedTokens)"),
-            ("csv", "Generic CSV with a column mapping"),
+            ("azure-llm", _("Azure LLM inference trace (TIMESTAMP,ContextTokens,GeneratedTokens)")),
+            ("csv", _("Generic CSV with a column mapping")),
         ],
     )
     workload = forms.ModelChoiceField(
-        label="Workload",
+        label=_("Workload"),
         queryset=Workload.objects.order_by("name"),
-        help_text="The requests in the file were served by this workload.",
+        help_text=_("The requests in the file were served by this workload."),
     )
 
     field_order = ["file", "format", "workload", "columns", "time_zone", "skip_bad_rows"]
@@ -456,10 +515,12 @@ class HostnameRuleForm(TablerFormMixin, forms.ModelForm):
     class Meta:
         model = HostnameRule
         fields = ["pool", "hostname_pattern", "priority"]
-        labels = {"hostname_pattern": "Hostname pattern"}
+        labels = {"hostname_pattern": _("Hostname pattern")}
         help_texts = {
-            "hostname_pattern": "Shell-style: gpu-sh-* matches gpu-sh-01; node-1? matches node-12.",
-            "priority": "Lower numbers are tried first; the first matching rule wins.",
+            "hostname_pattern": _(
+                "Shell-style: gpu-sh-* matches gpu-sh-01; node-1? matches node-12."
+            ),
+            "priority": _("Lower numbers are tried first; the first matching rule wins."),
         }
 
     def __init__(self, *args, **kwargs):
@@ -469,7 +530,7 @@ class HostnameRuleForm(TablerFormMixin, forms.ModelForm):
     def clean_hostname_pattern(self):
         pattern = self.cleaned_data["hostname_pattern"].strip()
         if not pattern:
-            raise forms.ValidationError("Enter a hostname or a pattern such as gpu-sh-*.")
+            raise forms.ValidationError(gettext("Enter a hostname or a pattern such as gpu-sh-*."))
         return pattern
 
 
@@ -479,12 +540,12 @@ class DeviceAssignForm(TablerFormMixin, forms.Form):
     which the view works out again: no pool is taken from the request then."""
 
     pool = forms.ModelChoiceField(
-        queryset=Pool.objects.order_by("name"), label="Pool", empty_label="Choose a pool"
+        queryset=Pool.objects.order_by("name"), label=_("Pool"), empty_label=_("Choose a pool")
     )
     devices = forms.ModelMultipleChoiceField(
         queryset=GpuDevice.objects.all(),
-        label="GPUs",
-        error_messages={"required": "Tick at least one GPU to assign."},
+        label=_("GPUs"),
+        error_messages={"required": _("Tick at least one GPU to assign.")},
     )
 
     def __init__(self, *args, use_suggestions=False, **kwargs):

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core import signing
+from django.utils.translation import gettext
 
 DEFAULT_KEPT_UPLOAD_HOURS = 24
 _SALT = "telemetry.kept-upload"
@@ -59,7 +60,9 @@ def kept_directory() -> Path:
 
 def _path_of(content_sha256: str) -> Path:
     if not _DIGEST.match(content_sha256 or ""):
-        raise KeptUploadError("The kept file's reference is not valid: choose the file again.")
+        raise KeptUploadError(
+            gettext("The kept file's reference is not valid: choose the file again.")
+        )
     return kept_directory() / content_sha256
 
 
@@ -120,10 +123,12 @@ def load(token: str, user) -> KeptUpload:
         raise KeptUploadError(gone_sentence("")) from error
     except signing.BadSignature as error:
         raise KeptUploadError(
-            "The kept file's reference is not valid: choose the file again."
+            gettext("The kept file's reference is not valid: choose the file again.")
         ) from error
     if data.get("user") != user.pk:
-        raise KeptUploadError("The kept file was uploaded by someone else: choose the file again.")
+        raise KeptUploadError(
+            gettext("The kept file was uploaded by someone else: choose the file again.")
+        )
     name = str(data.get("name") or "upload")
     kept = find(str(data.get("sha256") or ""), name)
     if kept is None:
@@ -133,8 +138,15 @@ def load(token: str, user) -> KeptUpload:
 
 def gone_sentence(filename: str) -> str:
     hours = round(kept_for().total_seconds() / 3600)
-    what = f"The uploaded file {filename}" if filename else "The uploaded file"
-    return f"{what} is no longer kept (uploads are kept for {hours} hours): choose the file again."
+    if filename:
+        return gettext(
+            "The uploaded file %(file)s is no longer kept (uploads are kept for %(hours)s "
+            "hours): choose the file again."
+        ) % {"file": filename, "hours": hours}
+    return gettext(
+        "The uploaded file is no longer kept (uploads are kept for %(hours)s hours): choose "
+        "the file again."
+    ) % {"hours": hours}
 
 
 def purge_expired(now: datetime | None = None) -> int:

@@ -5,11 +5,14 @@ what reports read. Keys make every write idempotent: a sample is unique per (dev
 timestamp), a rollup per (pool, hour), so a retried import or rollup changes nothing.
 """
 
+import re
 import uuid
 
 from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
+from django.utils.translation import gettext, gettext_noop
+from django.utils.translation import gettext_lazy as _
 
 from apps.core.jobs import Job
 
@@ -18,28 +21,28 @@ class GpuDevice(models.Model):
     """A GPU, or a MIG slice of one (UUID + GPU instance id), registered on first sight."""
 
     class Assignment(models.TextChoices):
-        UNASSIGNED = "unassigned", "Unassigned"
-        RULE = "rule", "By hostname rule"
-        IMPORT = "import", "By the import's pool"
-        MANUAL = "manual", "By hand"
+        UNASSIGNED = "unassigned", _("Unassigned")
+        RULE = "rule", _("By hostname rule")
+        IMPORT = "import", _("By the import's pool")
+        MANUAL = "manual", _("By hand")
 
     # "GPU-…" for a whole GPU, "GPU-…/3" for MIG instance 3: one unique text key keeps
     # uniqueness simple on every database (NULL instance ids are never equal in SQL).
     key = models.CharField(max_length=120, unique=True)
-    uuid = models.CharField("UUID", max_length=100, db_index=True)
-    gpu_instance_id = models.PositiveIntegerField("MIG GPU instance", null=True, blank=True)
-    mig_profile = models.CharField("MIG profile", max_length=50, blank=True)
+    uuid = models.CharField(_("UUID"), max_length=100, db_index=True)
+    gpu_instance_id = models.PositiveIntegerField(_("MIG GPU instance"), null=True, blank=True)
+    mig_profile = models.CharField(_("MIG profile"), max_length=50, blank=True)
     # The N of a slice's profile "Ng.…" (apps/telemetry/mig.py): its share of the GPU is N
     # over the GPU model's compute slices.
     mig_compute_slices = models.PositiveSmallIntegerField(
-        "MIG compute slices held", null=True, blank=True
+        _("MIG compute slices held"), null=True, blank=True
     )
     # nvidia-smi reports "[N/A]" utilisation for a GPU in MIG mode: its hours are "not
     # measurable by nvidia-smi under MIG", never 0 % busy.
-    mig_mode_enabled = models.BooleanField("MIG mode on", default=False)
+    mig_mode_enabled = models.BooleanField(_("MIG mode on"), default=False)
     hostname = models.CharField(max_length=255, blank=True, db_index=True)
-    gpu_index = models.PositiveIntegerField("GPU index", null=True, blank=True)
-    model_name = models.CharField("Reported model", max_length=100, blank=True)
+    gpu_index = models.PositiveIntegerField(_("GPU index"), null=True, blank=True)
+    model_name = models.CharField(_("Reported model"), max_length=100, blank=True)
     driver_version = models.CharField(max_length=50, blank=True)
     pool = models.ForeignKey(
         "pools.Pool", null=True, blank=True, on_delete=models.SET_NULL, related_name="devices"
@@ -52,7 +55,7 @@ class GpuDevice(models.Model):
 
     class Meta:
         ordering = ["hostname", "gpu_index", "key"]
-        verbose_name = "GPU device"
+        verbose_name = _("GPU device")
 
     def __str__(self):
         where = f"{self.hostname} #{self.gpu_index}" if self.hostname else self.uuid
@@ -69,9 +72,16 @@ class HostnameRule(models.Model):
     """Devices whose hostname matches the pattern (shell-style, e.g. ``gpu-sh-*``) join the
     pool. Lower priority numbers are tried first."""
 
-    pool = models.ForeignKey("pools.Pool", on_delete=models.CASCADE, related_name="hostname_rules")
-    hostname_pattern = models.CharField(max_length=255, help_text="Shell-style: gpu-sh-*, node-1?")
-    priority = models.PositiveIntegerField(default=100)
+    pool = models.ForeignKey(
+        "pools.Pool",
+        on_delete=models.CASCADE,
+        related_name="hostname_rules",
+        verbose_name=_("Pool"),
+    )
+    hostname_pattern = models.CharField(
+        max_length=255, help_text=_("Shell-style: gpu-sh-*, node-1?")
+    )
+    priority = models.PositiveIntegerField(_("Priority"), default=100)
 
     class Meta:
         ordering = ["priority", "id"]
@@ -142,19 +152,19 @@ class RequestSample(models.Model):
 
 class ImportRun(Job):
     class Status(models.TextChoices):
-        PENDING = "pending", "Waiting"
-        RUNNING = "running", "Running"
-        SUCCEEDED = "succeeded", "Succeeded"
-        REJECTED = "rejected", "Rejected"
-        FAILED = "failed", "Failed"
-        INTERRUPTED = "interrupted", "Interrupted"
+        PENDING = "pending", _("Waiting")
+        RUNNING = "running", _("Running")
+        SUCCEEDED = "succeeded", _("Succeeded")
+        REJECTED = "rejected", _("Rejected")
+        FAILED = "failed", _("Failed")
+        INTERRUPTED = "interrupted", _("Interrupted")
 
     class Source(models.TextChoices):
-        UPLOAD = "upload", "Web upload"
+        UPLOAD = "upload", _("Web upload")
         API = "api", "API"
-        COMMAND = "command", "Command line"
-        SCRAPE = "scrape", "dcgm-exporter scrape"
-        PROMETHEUS = "prometheus", "Prometheus query"
+        COMMAND = "command", _("Command line")
+        SCRAPE = "scrape", _("dcgm-exporter scrape")
+        PROMETHEUS = "prometheus", _("Prometheus query")
 
     not_started_status = Status.PENDING
     succeeded_status = Status.SUCCEEDED
@@ -166,7 +176,7 @@ class ImportRun(Job):
     )
 
     kind = models.CharField(
-        max_length=10, choices=[("gpu", "GPU telemetry"), ("requests", "Requests")]
+        max_length=10, choices=[("gpu", _("GPU telemetry")), ("requests", _("Requests"))]
     )
     format = models.CharField(max_length=20)
     source = models.CharField(max_length=12, choices=Source.choices)
@@ -187,7 +197,7 @@ class ImportRun(Job):
         default=list, blank=True, help_text="What was kept but needs a look, in sentences."
     )
     # An identical file uploaded again is recognised by its digest and refused.
-    content_sha256 = models.CharField("SHA-256 of the content", max_length=64, blank=True)
+    content_sha256 = models.CharField(_("SHA-256 of the content"), max_length=64, blank=True)
     scraped_at = models.DateTimeField(
         null=True, blank=True, help_text="dcgm scrapes: when the scrape was taken."
     )
@@ -242,12 +252,12 @@ class PoolHourFlag(models.Model):
     """
 
     class Kind(models.TextChoices):
-        OVER_REPORTED = "over_reported", "More GPUs reporting than the pool declares"
-        MIG_CONFLICT = "mig_conflict", "Whole-GPU line and MIG slices both reported"
-        OVER_BUSY = "over_busy", "A GPU's slices add up to more than 100 %"
-        MIG_UNMEASURABLE = "mig_unmeasurable", "MIG mode: nvidia-smi cannot measure utilisation"
-        OUTSIDE_SERVICE = "outside_service", "Samples outside the pool's service period"
-        CLOCK_SKEW = "clock_skew", "Samples dated ahead of the time they arrived"
+        OVER_REPORTED = "over_reported", _("More GPUs reporting than the pool declares")
+        MIG_CONFLICT = "mig_conflict", _("Whole-GPU line and MIG slices both reported")
+        OVER_BUSY = "over_busy", _("A GPU's slices add up to more than 100 %")
+        MIG_UNMEASURABLE = "mig_unmeasurable", _("MIG mode: nvidia-smi cannot measure utilisation")
+        OUTSIDE_SERVICE = "outside_service", _("Samples outside the pool's service period")
+        CLOCK_SKEW = "clock_skew", _("Samples dated ahead of the time they arrived")
 
     ROLLUP_KINDS = (
         Kind.OVER_REPORTED,
@@ -273,6 +283,89 @@ class PoolHourFlag(models.Model):
 
     def __str__(self):
         return f"{self.pool_id} {self.hour:%Y-%m-%d %H:00} {self.kind}"
+
+    @classmethod
+    def detail_for(cls, kind: str, **values) -> str:
+        """The stored sentence of a flag, in English: stored text reads the same to every
+        reader, and ``detail_sentence`` words it again in the reader's language."""
+        singular, plural = FLAG_DETAILS[kind]
+        template = plural if plural and values.get("count", 1) != 1 else singular
+        return template % {name: value for name, value in values.items() if name != "count"}
+
+    @property
+    def detail_sentence(self) -> str:
+        """``detail`` in the active language: its numbers are read back out of the stored
+        English sentence and put into the translated one (unknown text is shown as is)."""
+        for template in FLAG_DETAILS.get(self.kind, ()):
+            if not template:
+                continue
+            match = _template_pattern(template).fullmatch(self.detail)
+            if match:
+                return gettext(template) % match.groupdict()
+        return self.detail
+
+
+# The sentence of each flag kind (singular, plural or None), with its numbers as named
+# placeholders so the stored English can be read back and translated on the page.
+FLAG_DETAILS = {
+    PoolHourFlag.Kind.OVER_REPORTED: (
+        gettext_noop(
+            "%(reporting)s GPUs reported in a pool of %(declared)s: %(measured)s busy GPU-h "
+            "measured, %(counted)s counted (at most the capacity). Assign the extra GPUs to "
+            "their own pool or raise the pool's GPU count."
+        ),
+        None,
+    ),
+    PoolHourFlag.Kind.MIG_CONFLICT: (
+        gettext_noop(
+            "%(gpus)s GPU(s) reported a whole-GPU utilisation and MIG slices: the slices are "
+            "counted, the whole-GPU line is not added again."
+        ),
+        None,
+    ),
+    PoolHourFlag.Kind.OVER_BUSY: (
+        gettext_noop(
+            "%(gpus)s GPU(s) whose slices add up to %(share)s %% of the GPU: counted as 100 %%. "
+            "Check the GPU model's MIG compute slices in the catalog and the slices' profiles."
+        ),
+        None,
+    ),
+    PoolHourFlag.Kind.MIG_UNMEASURABLE: (
+        gettext_noop(
+            "%(gpus)s GPU(s) in MIG mode: nvidia-smi cannot measure their utilisation, so they "
+            "are not counted as reporting (never as 0 %% busy). Scrape dcgm-exporter for "
+            "per-slice activity."
+        ),
+        None,
+    ),
+    PoolHourFlag.Kind.OUTSIDE_SERVICE: (
+        gettext_noop(
+            "%(samples)s sample(s) of %(gpus)s GPU(s) outside the pool's service period: kept, "
+            "not counted. Change the pool's service period to count them."
+        ),
+        None,
+    ),
+    PoolHourFlag.Kind.CLOCK_SKEW: (
+        gettext_noop("%(samples)s sample up to %(lead)s min ahead of their arrival at %(arrival)s"),
+        gettext_noop(
+            "%(samples)s samples up to %(lead)s min ahead of their arrival at %(arrival)s"
+        ),
+    ),
+}
+
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+_PATTERNS: dict[str, re.Pattern] = {}
+
+
+def _template_pattern(template: str) -> re.Pattern:
+    pattern = _PATTERNS.get(template)
+    if pattern is None:
+        parts = _PLACEHOLDER.split(template.replace("%%", "%"))
+        regex = "".join(
+            f"(?P<{part}>.+?)" if index % 2 else re.escape(part) for index, part in enumerate(parts)
+        )
+        pattern = _PATTERNS[template] = re.compile(regex, re.DOTALL)
+    return pattern
 
 
 class PendingRollup(models.Model):

@@ -345,45 +345,47 @@ def _flags_of(sums: _FlagSums) -> list[PoolHourFlag]:
             Kind.OVER_REPORTED,
             sums.reporting_gpus,
             0,
-            f"{sums.reporting_gpus} GPUs reported in a pool of {sums.declared_gpus}: "
-            f"{sums.measured_busy_gpu_hours:.2f} busy GPU-h measured, {counted:.2f} counted "
-            "(at most the capacity). Assign the extra GPUs to their own pool or raise the "
-            "pool's GPU count.",
+            PoolHourFlag.detail_for(
+                Kind.OVER_REPORTED,
+                reporting=sums.reporting_gpus,
+                declared=sums.declared_gpus,
+                measured=f"{sums.measured_busy_gpu_hours:.2f}",
+                counted=f"{counted:.2f}",
+            ),
         )
     if sums.mig_conflict_gpus:
         flag(
             Kind.MIG_CONFLICT,
             sums.mig_conflict_gpus,
             0,
-            f"{sums.mig_conflict_gpus} GPU(s) reported a whole-GPU utilisation and MIG slices: "
-            "the slices are counted, the whole-GPU line is not added again.",
+            PoolHourFlag.detail_for(Kind.MIG_CONFLICT, gpus=sums.mig_conflict_gpus),
         )
     if sums.over_busy_gpus:
         flag(
             Kind.OVER_BUSY,
             sums.over_busy_gpus,
             0,
-            f"{sums.over_busy_gpus} GPU(s) whose slices add up to "
-            f"{100 * (sums.max_slices_share or 0):.1f} % of the GPU: counted as 100 %. Check "
-            "the GPU model's MIG compute slices in the catalog and the slices' profiles.",
+            PoolHourFlag.detail_for(
+                Kind.OVER_BUSY,
+                gpus=sums.over_busy_gpus,
+                share=f"{100 * (sums.max_slices_share or 0):.1f}",
+            ),
         )
     if sums.mig_unmeasurable_gpus:
         flag(
             Kind.MIG_UNMEASURABLE,
             sums.mig_unmeasurable_gpus,
             0,
-            f"{sums.mig_unmeasurable_gpus} GPU(s) in MIG mode: nvidia-smi cannot measure their "
-            "utilisation, so they are not counted as reporting (never as 0 % busy). Scrape "
-            "dcgm-exporter for per-slice activity.",
+            PoolHourFlag.detail_for(Kind.MIG_UNMEASURABLE, gpus=sums.mig_unmeasurable_gpus),
         )
     if sums.outside_gpus:
         flag(
             Kind.OUTSIDE_SERVICE,
             sums.outside_gpus,
             sums.outside_samples,
-            f"{sums.outside_samples} sample(s) of {sums.outside_gpus} GPU(s) outside the pool's "
-            "service period: kept, not counted. Change the pool's service period to count "
-            "them.",
+            PoolHourFlag.detail_for(
+                Kind.OUTSIDE_SERVICE, samples=sums.outside_samples, gpus=sums.outside_gpus
+            ),
         )
     return flags
 

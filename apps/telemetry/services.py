@@ -21,6 +21,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
+from django.utils.translation import gettext, ngettext
 
 from apps.core import runs
 from apps.core.outbox import enqueue
@@ -374,17 +375,36 @@ def _samples(count: int) -> str:
 def outside_service_sentences(pool: Pool, *, before: int, after: int) -> list[str]:
     """What to tell about ``before`` samples dated before ``pool`` entered service and
     ``after`` samples at or after it left: they are kept, and reports do not charge them."""
-    advice = "kept, not charged; change the pool's service period to count them."
     sentences = []
     if before:
         sentences.append(
-            f"{_samples(before)} before pool {pool.name} entered service "
-            f"({_utc_minute(pool.in_service_from)}): {advice}"
+            ngettext(
+                "%(samples)s sample before pool %(pool)s entered service (%(when)s): kept, not "
+                "charged; change the pool's service period to count them.",
+                "%(samples)s samples before pool %(pool)s entered service (%(when)s): kept, not "
+                "charged; change the pool's service period to count them.",
+                before,
+            )
+            % {
+                "samples": f"{before:,}",
+                "pool": pool.name,
+                "when": _utc_minute(pool.in_service_from),
+            }
         )
     if after:
         sentences.append(
-            f"{_samples(after)} at or after pool {pool.name} left service "
-            f"({_utc_minute(pool.in_service_until)}): {advice}"
+            ngettext(
+                "%(samples)s sample at or after pool %(pool)s left service (%(when)s): kept, "
+                "not charged; change the pool's service period to count them.",
+                "%(samples)s samples at or after pool %(pool)s left service (%(when)s): kept, "
+                "not charged; change the pool's service period to count them.",
+                after,
+            )
+            % {
+                "samples": f"{after:,}",
+                "pool": pool.name,
+                "when": _utc_minute(pool.in_service_until),
+            }
         )
     return sentences
 
@@ -506,9 +526,12 @@ class _ClockSkewCount:
                 kind=PoolHourFlag.Kind.CLOCK_SKEW,
                 samples=samples,
                 gpus=len(gpus),
-                detail=(
-                    f"{_samples(samples)} up to {_lead_minutes(lead)} min ahead of their "
-                    f"arrival at {arrival}"
+                detail=PoolHourFlag.detail_for(
+                    PoolHourFlag.Kind.CLOCK_SKEW,
+                    count=samples,
+                    samples=f"{samples:,}",
+                    lead=_lead_minutes(lead),
+                    arrival=arrival,
                 ),
             )
             for (pool_id, hour), (samples, gpus, lead) in sorted(
@@ -964,10 +987,9 @@ def earlier_identical_import(*, kind: str, digest: str) -> ImportRun | None:
 
 
 def already_imported_sentence(earlier: ImportRun) -> str:
-    return (
-        f"This file was already imported on {_utc_minute(earlier.created_at)} as import "
-        f"#{earlier.pk}: nothing added."
-    )
+    return gettext(
+        "This file was already imported on %(when)s as import #%(run)s: nothing added."
+    ) % {"when": _utc_minute(earlier.created_at), "run": earlier.pk}
 
 
 def run_import(run: ImportRun, source, *, columns=None, tz=None, scraped_at=None):

@@ -1,9 +1,20 @@
-from django.utils.safestring import mark_safe
+from django.utils.functional import lazy
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from apps.core.tables import ListTable, cells
 from apps.telemetry.models import ImportRun
 
 cell = cells("telemetry/_import_cells.html")
+
+
+# The header holds markup around a translated word: built when shown, in its language.
+_when_header = lazy(
+    lambda: format_html('{}<div class="small text-secondary">UTC</div>', gettext("When")),
+    SafeString,
+)
 
 
 class ImportTable(ListTable):
@@ -12,23 +23,23 @@ class ImportTable(ListTable):
     element_id = "imports"
     empty_template = "telemetry/_import_list_empty.html"
 
-    run = cell("run", "Import", "pk")
+    run = cell("run", _("Import"), "pk")
     when = cell(
         "when",
-        mark_safe('When<div class="small text-secondary">UTC</div>'),  # noqa: S308
+        _when_header(),
         "created_at",
         "pk",
         attrs={"td": {"class": "text-nowrap"}},
     )
-    who = cell("who", "Who")
-    file = cell("file", "File", "filename", "pk", attrs={"td": {"class": "text-break"}})
-    data = cell("data", "Data", "kind", "format", "pk")
-    status = cell("status", "Status", "status", "pk")
-    accepted = cell("accepted", "Accepted", "rows_accepted", "pk", end=True)
-    duplicates = cell("duplicates", "Duplicates", "rows_duplicate", "pk", end=True)
+    who = cell("who", _("Who"))
+    file = cell("file", _("File"), "filename", "pk", attrs={"td": {"class": "text-break"}})
+    data = cell("data", _("Data"), "kind", "format", "pk")
+    status = cell("status", _("Status"), "status", "pk")
+    accepted = cell("accepted", _("Accepted"), "rows_accepted", "pk", end=True)
+    duplicates = cell("duplicates", _("Duplicates"), "rows_duplicate", "pk", end=True)
     rejected = cell(
         "rejected",
-        "Rejected",
+        _("Rejected"),
         "rows_rejected",
         "pk",
         attrs={
@@ -40,7 +51,7 @@ class ImportTable(ListTable):
             },
         },
     )
-    message = cell("message", "Message", attrs={"td": {"class": "small text-secondary"}})
+    message = cell("message", _("Message"), attrs={"td": {"class": "small text-secondary"}})
 
     class Meta(ListTable.Meta):
         model = ImportRun

@@ -14,6 +14,8 @@ import fnmatch
 import re
 from dataclasses import dataclass, field
 
+from django.utils.translation import gettext
+
 # Words in reported names that say who made or sold the card, not which GPU it is:
 # "NVIDIA GeForce RTX 4090", "Tesla T4", "GRID A100-40C" (a vGPU profile of an A100).
 _BRAND_WORDS = frozenset({"nvidia", "tesla", "geforce", "quadro", "grid", "amd", "instinct"})
@@ -96,12 +98,14 @@ def suggest_pool(device, *, rules, pools) -> Suggestion | None:
             catalog_name = gpu_model.name
             caution = ""
             if device.model_name and not _same_model(device.model_name, gpu_model):
-                caution = (
-                    f"it reports {device.model_name}; pool {rule.pool.name} has {catalog_name}"
-                )
+                caution = gettext("it reports %(reported)s; pool %(pool)s has %(model)s") % {
+                    "reported": device.model_name,
+                    "pool": rule.pool.name,
+                    "model": catalog_name,
+                }
             return Suggestion(
                 rule.pool,
-                f"matches hostname rule {rule.hostname_pattern}",
+                gettext("matches hostname rule %(pattern)s") % {"pattern": rule.hostname_pattern},
                 by_rule=True,
                 caution=caution,
             )
@@ -112,12 +116,17 @@ def suggest_pool(device, *, rules, pools) -> Suggestion | None:
     ]
     if len(same_model) == 1:
         pool = same_model[0]
-        return Suggestion(pool, f"same GPU model as pool {pool.name} ({pool.gpu_model.name})")
+        return Suggestion(
+            pool,
+            gettext("same GPU model as pool %(pool)s (%(model)s)")
+            % {"pool": pool.name, "model": pool.gpu_model.name},
+        )
     if same_model:
         names = ", ".join(pool.name for pool in same_model)
         return Suggestion(
             None,
-            f"{len(same_model)} pools have its GPU model ({names}): choose one",
+            gettext("%(count)s pools have its GPU model (%(names)s): choose one")
+            % {"count": len(same_model), "names": names},
             candidates=tuple(same_model),
         )
     return None

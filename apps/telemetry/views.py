@@ -18,6 +18,7 @@ from django.db.models import Count, Max, Min, Q
 from django.shortcuts import get_object_or_404, redirect
 from django.utils import timezone
 from django.utils.text import get_valid_filename
+from django.utils.translation import gettext, ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.core.htmx import render_page
@@ -130,8 +131,14 @@ def import_create(request):
                 detected = FORMAT_LABELS.get(run.detected_format)
                 messages.info(
                     request,
-                    f"{run.filename} uploaded{f' (detected: {detected})' if detected else ''}; "
-                    "the import runs in the background.",
+                    gettext(
+                        "%(file)s uploaded (detected: %(format)s); the import runs in the "
+                        "background."
+                    )
+                    % {"file": run.filename, "format": detected}
+                    if detected
+                    else gettext("%(file)s uploaded; the import runs in the background.")
+                    % {"file": run.filename},
                 )
                 return redirect("telemetry:import_detail", pk=run.pk)
         # Whatever was wrong, the file need not be chosen again.
@@ -169,7 +176,7 @@ def _retryable_run(request, pk) -> ImportRun:
         pk = 0
     run = get_object_or_404(ImportRun, pk=pk, source=ImportRun.Source.UPLOAD)
     if run.created_by_id != request.user.pk and not request.user.is_superuser:
-        raise PermissionDenied("Only the person who uploaded a file can try it again.")
+        raise PermissionDenied(gettext("Only the person who uploaded a file can try it again."))
     return run
 
 
@@ -194,8 +201,11 @@ def _retry_form(request, run: ImportRun):
     if run.status not in RETRYABLE_STATUSES:
         messages.warning(
             request,
-            f"Import #{run.pk} was not refused ({run.get_status_display()}): there is nothing "
-            "to try again. Choose a file to import another.",
+            gettext(
+                "Import #%(run)s was not refused (%(status)s): there is nothing to try again. "
+                "Choose a file to import another."
+            )
+            % {"run": run.pk, "status": run.get_status_display()},
         )
         return IMPORT_FORMS[run.kind](initial=initial, user=request.user)
     kept = kept_uploads.find(run.content_sha256, run.filename)
@@ -348,22 +358,36 @@ def _suggested_groups(request, devices):
     if already:
         messages.info(
             request,
-            f"{_gpus(len(already))} already in a pool {'were' if len(already) != 1 else 'was'} "
-            "left there.",
+            ngettext(
+                "%(count)s GPU already in a pool was left there.",
+                "%(count)s GPUs already in a pool were left there.",
+                len(already),
+            )
+            % {"count": len(already)},
         )
     if unsuggested:
         names = ", ".join(str(device) for device in unsuggested[:5])
-        more = f" and {len(unsuggested) - 5} more" if len(unsuggested) > 5 else ""
+        if len(unsuggested) > 5:
+            names = gettext("%(names)s and %(more)s more") % {
+                "names": names,
+                "more": len(unsuggested) - 5,
+            }
         messages.warning(
             request,
-            f"{_gpus(len(unsuggested))} without a suggested pool stay unassigned ({names}{more}): "
-            "choose a pool for them and press Assign.",
+            ngettext(
+                "%(count)s GPU without a suggested pool stay unassigned (%(names)s): choose a "
+                "pool for them and press Assign.",
+                "%(count)s GPUs without a suggested pool stay unassigned (%(names)s): choose a "
+                "pool for them and press Assign.",
+                len(unsuggested),
+            )
+            % {"count": len(unsuggested), "names": names},
         )
     return sorted(groups.values(), key=lambda group: group[0].name)
 
 
 def _gpus(count: int) -> str:
-    return f"{count} GPU{'s' if count != 1 else ''}"
+    return ngettext("%(count)s GPU", "%(count)s GPUs", count) % {"count": count}
 
 
 def _assign_devices(pool, devices_and_assignments) -> dict:
@@ -406,15 +430,27 @@ def _say_assigned(request, pool, devices, span) -> None:
     if outside:
         messages.success(
             request,
-            f"{gpus} assigned to {pool}; {samples - outside:,} of their {samples:,} samples count.",
+            gettext(
+                "%(gpus)s assigned to %(pool)s; %(counted)s of their %(samples)s samples count."
+            )
+            % {
+                "gpus": gpus,
+                "pool": pool,
+                "counted": f"{samples - outside:,}",
+                "samples": f"{samples:,}",
+            },
         )
         for sentence in outside_service_sentences(pool, before=span["before"], after=span["after"]):
             messages.warning(request, sentence)
     else:
         messages.success(
             request,
-            f"{gpus} assigned to {pool}; their {samples:,} sample{'s' if samples != 1 else ''} "
-            "now count.",
+            ngettext(
+                "%(gpus)s assigned to %(pool)s; their %(samples)s sample now count.",
+                "%(gpus)s assigned to %(pool)s; their %(samples)s samples now count.",
+                samples,
+            )
+            % {"gpus": gpus, "pool": pool, "samples": f"{samples:,}"},
         )
 
 
@@ -433,8 +469,11 @@ def rule_create(request):
         rule = form.save()
         messages.success(
             request,
-            f"Rule {rule} created. It places GPUs seen for the first time from now on; "
-            "assign the GPUs already waiting on the Unassigned GPUs page.",
+            gettext(
+                "Rule %(rule)s created. It places GPUs seen for the first time from now on; "
+                "assign the GPUs already waiting on the Unassigned GPUs page."
+            )
+            % {"rule": rule},
         )
         return redirect("telemetry:rule_list")
     return render_page(request, "telemetry/rule_form.html", {"form": form})
@@ -446,7 +485,10 @@ def rule_delete(request, pk):
     rule = get_object_or_404(HostnameRule.objects.select_related("pool"), pk=pk)
     if request.method == "POST":
         rule.delete()
-        messages.success(request, f"Rule {rule} deleted; GPUs it placed keep their pool.")
+        messages.success(
+            request,
+            gettext("Rule %(rule)s deleted; GPUs it placed keep their pool.") % {"rule": rule},
+        )
         return redirect("telemetry:rule_list")
     return render_page(request, "telemetry/rule_confirm_delete.html", {"rule": rule})
 
@@ -504,7 +546,7 @@ def pool_panel(request, slug):
         "coverage_flagged_hours": flagged_hours,
         "coverage_hours": in_service_hours,
         "utilization_figure": build_pool_utilization_figure(hourly_rows),
-        "panel_title": "utilization",
+        "panel_title": gettext("utilization"),
         "panel_template": "telemetry/_pool_utilization.html",
     }
     return render_page(request, "layouts/pool_panel.html", context, partial="panel")

@@ -21,6 +21,9 @@ import csv
 import re
 from dataclasses import dataclass
 
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
 from ._common import BYTE_ORDER_MARK
 
 # Enough for the longest nvidia-smi header of the real captures (7.6 kB, every query
@@ -29,10 +32,18 @@ DETECTION_HEAD_BYTES = 16 * 1024
 
 DCGM, NVIDIA_SMI, GENERIC_CSV, AZURE_LLM = "dcgm", "nvidia-smi", "csv", "azure-llm"
 FORMAT_LABELS = {
-    DCGM: "dcgm-exporter scrape",
-    NVIDIA_SMI: "nvidia-smi CSV",
-    GENERIC_CSV: "generic CSV",
-    AZURE_LLM: "Azure LLM inference trace",
+    DCGM: _("dcgm-exporter scrape"),
+    NVIDIA_SMI: _("nvidia-smi CSV"),
+    GENERIC_CSV: _("generic CSV"),
+    AZURE_LLM: _("Azure LLM inference trace"),
+}
+# The label as a sentence names it, article included ("an nvidia-smi CSV"): languages
+# without articles translate the whole phrase.
+FORMAT_LABELS_IN_A_SENTENCE = {
+    DCGM: _("a dcgm-exporter scrape"),
+    NVIDIA_SMI: _("an nvidia-smi CSV"),
+    GENERIC_CSV: _("a generic CSV"),
+    AZURE_LLM: _("an Azure LLM inference trace"),
 }
 
 _DCGM_LINE = re.compile(
@@ -124,10 +135,16 @@ def detect_format(head: bytes, *, whole_file: bool | None = None) -> Detection:
     try:
         decoded = text.decode(head, final=whole_file)
     except UnicodeDecodeError as error:
-        return Detection(None, f"bytes that are not UTF-8 text (at byte {error.start:,})")
+        return Detection(
+            None,
+            gettext("bytes that are not UTF-8 text (at byte %(byte)s)")
+            % {"byte": f"{error.start:,}"},
+        )
     decoded = decoded.removeprefix(BYTE_ORDER_MARK)
     if not decoded.strip():
-        return Detection(None, "an empty file" if not decoded else "only blank lines")
+        return Detection(
+            None, gettext("an empty file") if not decoded else gettext("only blank lines")
+        )
     lines = decoded.splitlines()
     if not whole_file and len(lines) > 1:
         lines = lines[:-1]  # cut at the head's end, the rest of it is unread
@@ -136,29 +153,43 @@ def detect_format(head: bytes, *, whole_file: bool | None = None) -> Detection:
 
     stripped = first_line.strip()
     if stripped[:1] in "{[":
-        hint = " with DCGM metric names (a Prometheus API response?)" if "DCGM_" in decoded else ""
-        return Detection(None, f"JSON{hint}, starting “{_shorten(stripped)}”")
+        values = {"start": _shorten(stripped)}
+        if "DCGM_" in decoded:
+            return Detection(
+                None,
+                gettext(
+                    "JSON with DCGM metric names (a Prometheus API response?), starting “%(start)s”"
+                )
+                % values,
+            )
+        return Detection(None, gettext("JSON, starting “%(start)s”") % values)
     if stripped.startswith("<"):
-        return Detection(None, f"HTML or XML, starting “{_shorten(stripped)}”")
+        return Detection(
+            None, gettext("HTML or XML, starting “%(start)s”") % {"start": _shorten(stripped)}
+        )
     head_text = "\n".join(lines)
     dcgm_line = _DCGM_LINE.search(head_text)
     if dcgm_line:
         shown = head_text[dcgm_line.start() :].split("\n", 1)[0]
-        return Detection(DCGM, f"dcgm-exporter metrics ({_shorten(shown)})")
+        return Detection(
+            DCGM, gettext("dcgm-exporter metrics (%(line)s)") % {"line": _shorten(shown)}
+        )
     if _looks_like_prometheus(lines):
         return Detection(
-            None, f"Prometheus metrics without DCGM_ names, starting “{_shorten(stripped)}”"
+            None,
+            gettext("Prometheus metrics without DCGM_ names, starting “%(start)s”")
+            % {"start": _shorten(stripped)},
         )
     return _detect_csv(first_line, complete=first_complete)
 
 
 def _binary_kind(head: bytes) -> str:
     if head.startswith(b"\x1f\x8b"):
-        return "a gzip-compressed file (decompress it first)"
+        return gettext("a gzip-compressed file (decompress it first)")
     if head.startswith(b"PK\x03\x04"):
-        return "a ZIP archive (an XLSX workbook? export it as CSV)"
+        return gettext("a ZIP archive (an XLSX workbook? export it as CSV)")
     if b"\x00" in head:
-        return "binary data (a NUL byte in its first bytes)"
+        return gettext("binary data (a NUL byte in its first bytes)")
     return ""
 
 
@@ -180,7 +211,9 @@ def _detect_csv(first_line: str, *, complete: bool) -> Detection:
     cells = [cell.strip() for cell in cells]
     shown = _shorten(first_line.strip())
     if len(cells) < 2:
-        return Detection(None, f"a first line “{shown}” that is not a CSV header")
+        return Detection(
+            None, gettext("a first line “%(line)s” that is not a CSV header") % {"line": shown}
+        )
     if not complete:
         cells = cells[:-1]  # the last cell was cut at the head's end
     headers = tuple(cells) if complete else ()
@@ -190,23 +223,34 @@ def _detect_csv(first_line: str, *, complete: bool) -> Detection:
         named = [cell for cell in cells if _query_field(cell) in ("timestamp", "uuid", *dotted)]
         return Detection(
             NVIDIA_SMI,
-            f"nvidia-smi query fields ({_listed(named)}; {len(cells)} columns)",
+            gettext("nvidia-smi query fields (%(fields)s; %(columns)s columns)")
+            % {"fields": _listed(named), "columns": len(cells)},
             headers=headers,
         )
     if tuple(cells) == _AZURE_LLM_HEADER:
-        return Detection(AZURE_LLM, f"the Azure LLM trace header {', '.join(cells)}", headers)
+        return Detection(
+            AZURE_LLM,
+            gettext("the Azure LLM trace header %(header)s") % {"header": ", ".join(cells)},
+            headers,
+        )
     if _NVIDIA_SMI_TIMESTAMP.match(cells[0]):
         return Detection(
             None,
-            f"nvidia-smi output without its header line (“{shown}”; --format=csv,noheader?)",
+            gettext(
+                "nvidia-smi output without its header line (“%(line)s”; --format=csv,noheader?)"
+            )
+            % {"line": shown},
         )
     if all(_VALUE_CELL.match(cell) for cell in cells if cell):
         return Detection(
-            None, f"a CSV without a header line (its first line holds values: “{shown}”)"
+            None,
+            gettext("a CSV without a header line (its first line holds values: “%(line)s”)")
+            % {"line": shown},
         )
     return Detection(
         GENERIC_CSV,
-        f"a CSV with the headers {_listed(cells)} ({len(cells)} columns)",
+        gettext("a CSV with the headers %(headers)s (%(columns)s columns)")
+        % {"headers": _listed(cells), "columns": len(cells)},
         headers=headers,
     )
 
