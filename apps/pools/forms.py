@@ -126,8 +126,10 @@ class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.Mod
         self.fields["in_service_from"].required = False
         zone = django_timezone.get_current_timezone_name()
         for name in ("in_service_from", "in_service_until"):
-            zone_hint = gettext("Date and time in %(zone)s.") % {"zone": zone}
-            self.fields[name].help_text = f"{self.fields[name].help_text} {zone_hint}"
+            self.fields[name].help_text = gettext("%(help)s Date and time in %(zone)s.") % {
+                "help": self.fields[name].help_text,
+                "zone": zone,
+            }
 
     def clean_timezone(self):
         return self.cleaned_data.get("timezone") or "UTC"
