@@ -672,8 +672,11 @@ class Interruption(models.Model):
         indexes = [models.Index(fields=["workload", "occurred_at"])]
 
     def __str__(self):
-        cause = self.get_cause_display().lower()
-        return f"{self.workload} {cause} at {self.occurred_at:%Y-%m-%d %H:%M}"
+        return gettext("%(workload)s %(cause)s at %(time)s") % {
+            "workload": self.workload,
+            "cause": self.get_cause_display().lower(),
+            "time": f"{self.occurred_at:%Y-%m-%d %H:%M}",
+        }
 
     def get_absolute_url(self):
         return reverse("reports:interruption_detail", kwargs={"pk": self.pk})
