@@ -5,6 +5,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.forms.boundfield import BoundField
 from django.forms.utils import pretty_name
+from django.utils import translation
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
@@ -245,8 +246,18 @@ class SectionedFormMixin:
                 if name in self.fields:
                     self.fields[name].required = False
 
+    def _condition_of(self, title):
+        """The condition of the section titled ``title``, matched on the untranslated
+        title, so a condition keyed by "Training" holds on a page in any language."""
+        with translation.override(None):
+            wanted = str(title)
+            for key, condition in self.section_conditions.items():
+                if str(key) == wanted:
+                    return condition
+        return None
+
     def _section_shown(self, title: str) -> bool:
-        condition = self.section_conditions.get(title)
+        condition = self._condition_of(title)
         if condition is None:
             return True
         controller, values = condition
@@ -256,7 +267,7 @@ class SectionedFormMixin:
         """The sections with their bound fields, for templates that render forms in cards."""
         sections = []
         for title, names in self.sections:
-            controller, values = self.section_conditions.get(title, ("", ()))
+            controller, values = self._condition_of(title) or ("", ())
             sections.append(
                 FormSection(
                     title,

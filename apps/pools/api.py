@@ -1,5 +1,5 @@
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import status, viewsets
@@ -42,7 +42,9 @@ class ArchivableViewSet(viewsets.ModelViewSet):
 
     def destroy(self, request, *args, **kwargs):
         obj = self.get_object()
-        history = obj.usage_history()
+        # The answer's sentence is English, so the labels it lists are too.
+        with translation.override("en"):
+            history = obj.usage_history()
         if history:
             kept = ", ".join(f"{count:,} {label}" for label, count in history)
             return Response(

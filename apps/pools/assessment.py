@@ -3,9 +3,12 @@ out. The maths is in memory.py (FORMULAS.md); the rules are in placement.py."""
 
 from dataclasses import dataclass, field, replace
 
+from django.utils.translation import gettext
+
 from apps.catalog.models import GpuModel, ModelArchitecture
 from apps.pools import memory
 from apps.pools.placement import Finding, PlacementFacts, placement_findings
+from apps.pools.texts import translated
 
 # A workload using less than this share of its GPU's memory is "a lot to spare": a
 # smaller or cheaper GPU would likely do.
@@ -107,12 +110,12 @@ def assess_workload(workload, *, gpu_catalog=None) -> Assessment:
         breakdown=None, gpu_memory_bytes=gpu.memory_bytes, fits=None, headroom_bytes=None
     )
     if architecture is None:
-        assessment.missing = "Choose a model architecture to estimate memory."
+        assessment.missing = gettext("Choose a model architecture to estimate memory.")
     else:
         try:
             _estimate(assessment, workload, architecture, gpu, pool)
         except ValueError as error:
-            assessment.missing = str(error)
+            assessment.missing = translated(error)
     assessment.findings = placement_findings(
         PlacementFacts(
             workload_is_training=workload.is_training,
@@ -134,8 +137,10 @@ def assess_workload(workload, *, gpu_catalog=None) -> Assessment:
             Finding(
                 "info",
                 "lora_estimated_as_full_fine_tune",
-                "LoRA is estimated as a full fine-tune of every weight: an upper bound. "
-                "Adapters need far less gradient and optimizer memory.",
+                gettext(
+                    "LoRA is estimated as a full fine-tune of every weight: an upper bound. "
+                    "Adapters need far less gradient and optimizer memory."
+                ),
             )
         )
     wants_alternatives = assessment.fits is False or assessment.has_lots_to_spare

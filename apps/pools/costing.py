@@ -14,6 +14,8 @@ telemetry exists. 730 h is the mean month (8,760 h ÷ 12).
 
 from dataclasses import dataclass
 
+from apps.pools.sentences import gettext_noop, sentence
+
 HOURS_PER_MONTH = 730
 
 
@@ -37,7 +39,15 @@ def cloud_price_breakdown(*, price_per_gpu_hour_usd: float, label: str) -> Price
     if price_per_gpu_hour_usd < 0:
         raise ValueError("price_per_gpu_hour_usd must not be negative")
     return PriceBreakdown(
-        (PriceLine(label, price_per_gpu_hour_usd, f"${price_per_gpu_hour_usd:,.4f} per GPU-hour"),)
+        (
+            PriceLine(
+                label,
+                price_per_gpu_hour_usd,
+                sentence(
+                    gettext_noop("%(price)s per GPU-hour"), price=f"${price_per_gpu_hour_usd:,.4f}"
+                ),
+            ),
+        )
     )
 
 
@@ -76,21 +86,32 @@ def owned_price_breakdown(
     return PriceBreakdown(
         (
             PriceLine(
-                "Amortised purchase",
+                sentence(gettext_noop("Amortised purchase")),
                 amortisation,
-                f"${purchase_price_per_gpu_usd:,.0f} ÷ ({amortisation_months} months × "
-                f"{HOURS_PER_MONTH} h)",
+                sentence(
+                    gettext_noop("%(price)s ÷ (%(months)s months × %(hours)s h)"),
+                    price=f"${purchase_price_per_gpu_usd:,.0f}",
+                    months=amortisation_months,
+                    hours=HOURS_PER_MONTH,
+                ),
             ),
             PriceLine(
-                "Power at TDP",
+                sentence(gettext_noop("Power at TDP")),
                 power,
                 f"{tdp_watts:,.0f} W × PUE {pue:.2f} × ${power_price_per_kwh_usd:.4f}/kWh",
             ),
             PriceLine(
-                "Operations and colocation",
+                sentence(gettext_noop("Operations and colocation")),
                 operations,
-                f"(${operations_per_month_usd:,.0f} + ${colocation_per_month_usd:,.0f}) per month "
-                f"÷ {HOURS_PER_MONTH} h ÷ {gpu_count} GPUs",
+                sentence(
+                    gettext_noop(
+                        "(%(operations)s + %(colocation)s) per month ÷ %(hours)s h ÷ %(gpus)s GPUs"
+                    ),
+                    operations=f"${operations_per_month_usd:,.0f}",
+                    colocation=f"${colocation_per_month_usd:,.0f}",
+                    hours=HOURS_PER_MONTH,
+                    gpus=gpu_count,
+                ),
             ),
         )
     )

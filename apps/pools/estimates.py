@@ -4,6 +4,7 @@ validated inputs (the API's names) in, a plain dict out. The maths is memory.py'
 from apps.catalog.models import GpuModel, ModelArchitecture
 from apps.pools import memory
 from apps.pools.proposals import propose
+from apps.pools.sentences import gettext_noop, sentence
 
 SHAPE_FIELDS = ("params", "layers", "hidden_size", "attention_heads", "kv_heads", "head_dim")
 TRAINING_DEFAULTS = {
@@ -35,6 +36,11 @@ class EstimateError(ValueError):
         self.field = field
 
 
+def _message_of(error: ValueError) -> str:
+    """The error's message as raised: a ``Sentence`` stays one, for the page to translate."""
+    return error.args[0] if len(error.args) == 1 else str(error)
+
+
 def _field_named_in(message: str, candidates) -> str | None:
     first_word = message.split(" ", 1)[0]
     return first_word if first_word in candidates else None
@@ -45,17 +51,27 @@ def resolve_shape(data: dict) -> tuple[memory.ModelShape, ModelArchitecture | No
     if isinstance(architecture, str):
         architecture = ModelArchitecture.objects.filter(slug=architecture).first()
         if architecture is None:
-            raise EstimateError(f"No model architecture with slug “{data['model']}”.", "model")
+            raise EstimateError(
+                sentence(
+                    gettext_noop("No model architecture with slug “%(slug)s”."), slug=data["model"]
+                ),
+                "model",
+            )
     if architecture is not None:
         from apps.pools.assessment import shape_of
 
         return shape_of(architecture), architecture
     if not data.get("params"):
-        raise EstimateError("Give either model (a catalog slug) or the shape's params.", "params")
+        raise EstimateError(
+            sentence(gettext_noop("Give either model (a catalog slug) or the shape's params.")),
+            "params",
+        )
     try:
         shape = memory.ModelShape(**{name: data.get(name) for name in SHAPE_FIELDS})
     except ValueError as error:
-        raise EstimateError(str(error), _field_named_in(str(error), SHAPE_FIELDS)) from error
+        raise EstimateError(
+            _message_of(error), _field_named_in(str(error), SHAPE_FIELDS)
+        ) from error
     return shape, None
 
 
@@ -67,7 +83,12 @@ def run_memory_estimate(data: dict) -> dict:
     if isinstance(gpu_model, str):
         gpu_model = GpuModel.objects.filter(slug=gpu_model).first()
         if gpu_model is None:
-            raise EstimateError(f"No GPU model with slug “{data['gpu_model']}”.", "gpu_model")
+            raise EstimateError(
+                sentence(
+                    gettext_noop("No GPU model with slug “%(slug)s”."), slug=data["gpu_model"]
+                ),
+                "gpu_model",
+            )
     defaults = TRAINING_DEFAULTS if mode == "training" else INFERENCE_DEFAULTS
     settings_values = {
         name: data[name] if data.get(name) is not None else default
@@ -78,8 +99,14 @@ def run_memory_estimate(data: dict) -> dict:
         model_parallel = settings_values["tensor_parallel"] * settings_values["pipeline_parallel"]
         if gpus % model_parallel:
             raise EstimateError(
-                f"gpus ({gpus}) is not a multiple of tensor × pipeline parallel "
-                f"({model_parallel}).",
+                sentence(
+                    gettext_noop(
+                        "gpus (%(gpus)s) is not a multiple of tensor × pipeline parallel "
+                        "(%(model_parallel)s)."
+                    ),
+                    gpus=gpus,
+                    model_parallel=model_parallel,
+                ),
                 "gpus",
             )
         settings_values["data_parallel"] = gpus // model_parallel
@@ -91,7 +118,7 @@ def run_memory_estimate(data: dict) -> dict:
             settings = memory.InferenceSettings(**settings_values)
             breakdown = memory.inference_memory_per_gpu(shape, settings)
     except ValueError as error:
-        raise EstimateError(str(error), _field_named_in(str(error), defaults)) from error
+        raise EstimateError(_message_of(error), _field_named_in(str(error), defaults)) from error
 
     result = {
         "mode": mode,

@@ -1,5 +1,6 @@
 import django_filters
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from apps.catalog.models import GpuModel
 from apps.pools.models import Deployment, Pool, Purpose, Workload
@@ -8,9 +9,9 @@ from apps.pools.models import Deployment, Pool, Purpose, Workload
 def _archived_filter():
     # Applied in filter_queryset, so that no choice (the default) hides archived objects.
     return django_filters.ChoiceFilter(
-        label="Show",
-        choices=[("all", "Show archived"), ("true", "Archived only")],
-        empty_label="Hide archived",
+        label=_("Show"),
+        choices=[("all", _("Show archived")), ("true", _("Archived only"))],
+        empty_label=_("Hide archived"),
         method="keep",
     )
 
@@ -39,16 +40,25 @@ def _regions(request=None):
 
 
 class PoolFilter(ArchivedFilterMixin, django_filters.FilterSet):
-    purpose = django_filters.ChoiceFilter(choices=Purpose.choices, empty_label="All purposes")
-    deployment = django_filters.ChoiceFilter(
-        choices=Deployment.choices, empty_label="All deployments"
+    purpose = django_filters.ChoiceFilter(
+        choices=Purpose.choices, empty_label=_("All purposes"), label=_("Purpose")
     )
-    region = django_filters.ChoiceFilter(choices=_regions, empty_label="All regions")
+    deployment = django_filters.ChoiceFilter(
+        choices=Deployment.choices, empty_label=_("All deployments"), label=_("Deployment")
+    )
+    region = django_filters.ChoiceFilter(
+        choices=_regions, empty_label=_("All regions"), label=_("Region")
+    )
     gpu_model = django_filters.ModelChoiceFilter(
-        queryset=GpuModel.objects.all(), to_field_name="slug", empty_label="All GPU models"
+        queryset=GpuModel.objects.all(),
+        to_field_name="slug",
+        empty_label=_("All GPU models"),
+        label=_("GPU model"),
     )
     q = django_filters.CharFilter(
-        method="search", label="Search", widget=forms.TextInput(attrs={"placeholder": "Name"})
+        method="search",
+        label=_("Search"),
+        widget=forms.TextInput(attrs={"placeholder": _("Name")}),
     )
     archived = _archived_filter()
 

@@ -2,6 +2,8 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.db.models import Q
 from django.utils import timezone as django_timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from apps.core.forms import SectionedFormMixin, SlugFromNameMixin, TablerFormMixin
 from apps.pools.models import (
@@ -17,9 +19,22 @@ from apps.pools.models import (
     service_period_problem,
 )
 
+# Section titles, in the reader's language when the form is drawn.
+POOL_SECTION = _("Pool")
+HARDWARE_SECTION = _("Hardware")
+SERVICE_PERIOD_SECTION = _("Service period")
+PINNED_SOFTWARE_SECTION = _("Pinned software")
+CLOUD_PRICE_SECTION = _("Cloud price")
+OWNED_HARDWARE_SECTION = _("Owned hardware")
+REPORTS_SECTION = _("Reports")
+WORKLOAD_SECTION = _("Workload")
+TRAINING_SECTION = _("Training")
+INFERENCE_SECTION = _("Inference")
+TELEMETRY_ATTRIBUTION_SECTION = _("Telemetry attribution")
+
 POOL_SECTIONS = (
     (
-        "Pool",
+        POOL_SECTION,
         [
             "name",
             "slug",
@@ -32,11 +47,11 @@ POOL_SECTIONS = (
             "description",
         ],
     ),
-    ("Hardware", ["gpu_model", "gpu_count", "gpus_per_node", "interconnect"]),
-    ("Service period", ["in_service_from", "in_service_until"]),
-    ("Pinned software", ["driver_version", "cuda_version", "framework_versions"]),
+    (HARDWARE_SECTION, ["gpu_model", "gpu_count", "gpus_per_node", "interconnect"]),
+    (SERVICE_PERIOD_SECTION, ["in_service_from", "in_service_until"]),
+    (PINNED_SOFTWARE_SECTION, ["driver_version", "cuda_version", "framework_versions"]),
     (
-        "Cloud price",
+        CLOUD_PRICE_SECTION,
         [
             "on_demand_price_per_gpu_hour_usd",
             "reserved_price_per_gpu_hour_usd",
@@ -44,7 +59,7 @@ POOL_SECTIONS = (
         ],
     ),
     (
-        "Owned hardware",
+        OWNED_HARDWARE_SECTION,
         [
             "purchase_price_per_gpu_usd",
             "amortisation_months",
@@ -54,7 +69,7 @@ POOL_SECTIONS = (
             "colocation_per_month_usd",
         ],
     ),
-    ("Reports", ["timezone", "peak_hours"]),
+    (REPORTS_SECTION, ["timezone", "peak_hours"]),
 )
 
 CLOUD_DEPLOYMENTS = (Deployment.CLOUD_ON_DEMAND, Deployment.CLOUD_RESERVED)
@@ -81,14 +96,19 @@ REQUIRED_COST_FIELDS = {
 
 class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.ModelForm):
     sections = POOL_SECTIONS
-    section_conditions = {
-        "Cloud price": ("deployment", CLOUD_DEPLOYMENTS),
-        "Owned hardware": ("deployment", OWNED_DEPLOYMENTS),
-    }
+
+    @property
+    def section_conditions(self):
+        # Built on each use: a lazy title hashes as the text of the active language, so a
+        # dict keyed by titles holds only in the language it was built in.
+        return {
+            CLOUD_PRICE_SECTION: ("deployment", CLOUD_DEPLOYMENTS),
+            OWNED_HARDWARE_SECTION: ("deployment", OWNED_DEPLOYMENTS),
+        }
 
     class Meta:
         model = Pool
-        fields = [name for _, names in POOL_SECTIONS for name in names]
+        fields = [name for _title, names in POOL_SECTIONS for name in names]
         widgets = {
             "description": forms.Textarea(attrs={"rows": 2}),
             "in_service_from": forms.DateTimeInput(
@@ -106,7 +126,10 @@ class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.Mod
         self.fields["in_service_from"].required = False
         zone = django_timezone.get_current_timezone_name()
         for name in ("in_service_from", "in_service_until"):
-            self.fields[name].help_text += f" Date and time in {zone}."
+            self.fields[name].help_text = gettext("%(help)s Date and time in %(zone)s.") % {
+                "help": self.fields[name].help_text,
+                "zone": zone,
+            }
 
     def clean_timezone(self):
         return self.cleaned_data.get("timezone") or "UTC"
@@ -122,8 +145,11 @@ class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.Mod
         if gpu_count and gpus_per_node and gpu_count % gpus_per_node:
             self.add_error(
                 "gpu_count",
-                f"{gpu_count} GPUs do not fill whole nodes of {gpus_per_node}: "
-                f"use a multiple of {gpus_per_node}, or change GPUs per node.",
+                gettext(
+                    "%(gpus)s GPUs do not fill whole nodes of %(per_node)s: use a multiple of "
+                    "%(per_node)s, or change GPUs per node."
+                )
+                % {"gpus": gpu_count, "per_node": gpus_per_node},
             )
         service_problem = service_period_problem(
             cleaned.get("in_service_from"), cleaned.get("in_service_until")
@@ -136,8 +162,10 @@ class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.Mod
                 label = self.fields[name].label
                 self.add_error(
                     name,
-                    f"{label} is needed for a {Deployment(deployment).label.lower()} pool "
-                    "to have an effective price.",
+                    gettext(
+                        "%(field)s is needed for a %(deployment)s pool to have an effective price."
+                    )
+                    % {"field": label, "deployment": str(Deployment(deployment).label).lower()},
                 )
         return cleaned
 
@@ -151,7 +179,7 @@ class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.Mod
 
 WORKLOAD_SECTIONS = (
     (
-        "Workload",
+        WORKLOAD_SECTION,
         [
             "name",
             "slug",
@@ -165,7 +193,7 @@ WORKLOAD_SECTIONS = (
         ],
     ),
     (
-        "Training",
+        TRAINING_SECTION,
         [
             "precision",
             "optimizer",
@@ -184,7 +212,7 @@ WORKLOAD_SECTIONS = (
         ],
     ),
     (
-        "Inference",
+        INFERENCE_SECTION,
         [
             "weight_precision",
             "kv_cache_precision",
@@ -197,7 +225,7 @@ WORKLOAD_SECTIONS = (
             "quantization_validated",
         ],
     ),
-    ("Telemetry attribution", ["k8s_namespace", "pod_name_prefix"]),
+    (TELEMETRY_ATTRIBUTION_SECTION, ["k8s_namespace", "pod_name_prefix"]),
 )
 
 
@@ -207,10 +235,9 @@ def archived_pool_error(pool, current_pool_id=None) -> str | None:
     the form and the API."""
     if pool is None or not pool.is_archived or pool.pk == current_pool_id:
         return None
-    return (
-        f"The pool {pool.name} is archived: restore it first, or choose a pool that is not "
-        "archived."
-    )
+    return gettext(
+        "The pool %(name)s is archived: restore it first, or choose a pool that is not archived."
+    ) % {"name": pool.name}
 
 
 class WorkloadPoolField(forms.ModelChoiceField):
@@ -236,14 +263,21 @@ def _as_pk(value) -> int | None:
 
 class WorkloadForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.ModelForm):
     sections = WORKLOAD_SECTIONS
-    section_conditions = {
-        "Training": ("kind", sorted(TRAINING_KINDS)),
-        "Inference": ("kind", [kind for kind in WorkloadKind.values if kind not in TRAINING_KINDS]),
-    }
+
+    @property
+    def section_conditions(self):
+        # Built on each use, as PoolForm's are.
+        return {
+            TRAINING_SECTION: ("kind", sorted(TRAINING_KINDS)),
+            INFERENCE_SECTION: (
+                "kind",
+                [kind for kind in WorkloadKind.values if kind not in TRAINING_KINDS],
+            ),
+        }
 
     class Meta:
         model = Workload
-        fields = [name for _, names in WORKLOAD_SECTIONS for name in names]
+        fields = [name for _title, names in WORKLOAD_SECTIONS for name in names]
         field_classes = {"pool": WorkloadPoolField}
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
 
@@ -272,8 +306,8 @@ def workload_consistency_errors(values: dict) -> list[tuple[str, str]]:
         errors.append(
             (
                 "gpu_count",
-                f"The pool {pool.name} has {pool.gpu_count} GPUs; "
-                f"a workload cannot use {gpu_count}.",
+                gettext("The pool %(name)s has %(pool_gpus)s GPUs; a workload cannot use %(gpus)s.")
+                % {"name": pool.name, "pool_gpus": pool.gpu_count, "gpus": gpu_count},
             )
         )
     if kind in TRAINING_KINDS and gpu_count:
@@ -285,18 +319,30 @@ def workload_consistency_errors(values: dict) -> list[tuple[str, str]]:
             errors.append(
                 (
                     "tensor_parallel",
-                    f"Tensor × pipeline parallel = {model_parallel} does not "
-                    f"divide the {gpu_count} GPUs.",
+                    gettext(
+                        "Tensor × pipeline parallel = %(model_parallel)s does not divide the "
+                        "%(gpus)s GPUs."
+                    )
+                    % {"model_parallel": model_parallel, "gpus": gpu_count},
                 )
             )
         elif data * model_parallel != gpu_count:
             errors.append(
                 (
                     "data_parallel",
-                    f"Data × tensor × pipeline parallel = {data} × {tensor} × "
-                    f"{pipeline} = {data * model_parallel}, but the workload uses "
-                    f"{gpu_count} GPUs: set data parallel to "
-                    f"{gpu_count // model_parallel}.",
+                    gettext(
+                        "Data × tensor × pipeline parallel = %(data)s × %(tensor)s × "
+                        "%(pipeline)s = %(product)s, but the workload uses %(gpus)s GPUs: set "
+                        "data parallel to %(wanted)s."
+                    )
+                    % {
+                        "data": data,
+                        "tensor": tensor,
+                        "pipeline": pipeline,
+                        "product": data * model_parallel,
+                        "gpus": gpu_count,
+                        "wanted": gpu_count // model_parallel,
+                    },
                 )
             )
         architecture = values.get("model_architecture")
@@ -304,8 +350,8 @@ def workload_consistency_errors(values: dict) -> list[tuple[str, str]]:
             errors.append(
                 (
                     "tensor_parallel",
-                    f"{architecture.attention_heads} attention heads cannot be "
-                    f"split over {tensor} GPUs.",
+                    gettext("%(heads)s attention heads cannot be split over %(tensor)s GPUs.")
+                    % {"heads": architecture.attention_heads, "tensor": tensor},
                 )
             )
     if kind and kind not in TRAINING_KINDS and gpu_count:
@@ -314,7 +360,8 @@ def workload_consistency_errors(values: dict) -> list[tuple[str, str]]:
             errors.append(
                 (
                     "inference_tensor_parallel",
-                    f"{gpu_count} GPUs do not make whole replicas of {tensor} GPUs.",
+                    gettext("%(gpus)s GPUs do not make whole replicas of %(tensor)s GPUs.")
+                    % {"gpus": gpu_count, "tensor": tensor},
                 )
             )
         architecture = values.get("model_architecture")
@@ -322,7 +369,8 @@ def workload_consistency_errors(values: dict) -> list[tuple[str, str]]:
             errors.append(
                 (
                     "inference_tensor_parallel",
-                    f"{architecture.kv_heads} KV heads cannot be split evenly over {tensor} GPUs.",
+                    gettext("%(kv_heads)s KV heads cannot be split evenly over %(tensor)s GPUs.")
+                    % {"kv_heads": architecture.kv_heads, "tensor": tensor},
                 )
             )
     return errors
@@ -331,54 +379,62 @@ def workload_consistency_errors(values: dict) -> list[tuple[str, str]]:
 class CalculatorForm(TablerFormMixin, forms.Form):
     """The what-if calculator: the estimate API's inputs as a form (nothing is saved)."""
 
-    mode = forms.ChoiceField(choices=[("training", "Training"), ("inference", "Inference")])
+    mode = forms.ChoiceField(
+        label=_("Mode"), choices=[("training", _("Training")), ("inference", _("Inference"))]
+    )
     model = forms.ModelChoiceField(
         queryset=None,
         required=False,
         to_field_name="slug",
-        empty_label="Custom shape…",
-        label="Model architecture",
+        empty_label=_("Custom shape…"),
+        label=_("Model architecture"),
     )
-    params = forms.IntegerField(min_value=1, required=False, label="Parameters")
-    layers = forms.IntegerField(min_value=1, required=False)
-    hidden_size = forms.IntegerField(min_value=1, required=False)
-    attention_heads = forms.IntegerField(min_value=1, required=False)
-    kv_heads = forms.IntegerField(min_value=1, required=False, label="KV heads")
-    head_dim = forms.IntegerField(min_value=1, required=False)
+    params = forms.IntegerField(min_value=1, required=False, label=_("Parameters"))
+    layers = forms.IntegerField(min_value=1, required=False, label=_("Layers"))
+    hidden_size = forms.IntegerField(min_value=1, required=False, label=_("Hidden size"))
+    attention_heads = forms.IntegerField(min_value=1, required=False, label=_("Attention heads"))
+    kv_heads = forms.IntegerField(min_value=1, required=False, label=_("KV heads"))
+    head_dim = forms.IntegerField(min_value=1, required=False, label=_("Head dim"))
     gpu_model = forms.ModelChoiceField(
         queryset=None,
         required=False,
         to_field_name="slug",
-        label="GPU model",
-        empty_label="No GPU (memory only)",
+        label=_("GPU model"),
+        empty_label=_("No GPU (memory only)"),
     )
     gpus = forms.IntegerField(
         min_value=1,
         required=False,
-        label="GPUs (training job)",
-        help_text="Sets data parallel = GPUs ÷ (tensor × pipeline).",
+        label=_("GPUs (training job)"),
+        help_text=_("Sets data parallel = GPUs ÷ (tensor × pipeline)."),
     )
-    tensor_parallel = forms.IntegerField(min_value=1, initial=1, label="Tensor parallel")
-    precision = forms.ChoiceField(choices=TrainingPrecision.choices, initial="bf16")
-    optimizer = forms.ChoiceField(choices=Optimizer.choices, initial="adamw")
+    tensor_parallel = forms.IntegerField(min_value=1, initial=1, label=_("Tensor parallel"))
+    precision = forms.ChoiceField(
+        choices=TrainingPrecision.choices, initial="bf16", label=_("Precision")
+    )
+    optimizer = forms.ChoiceField(choices=Optimizer.choices, initial="adamw", label=_("Optimizer"))
     zero_stage = forms.TypedChoiceField(
         choices=[(stage, f"ZeRO-{stage}") for stage in range(4)],
         coerce=int,
         initial=0,
-        label="ZeRO stage",
+        label=_("ZeRO stage"),
     )
-    data_parallel = forms.IntegerField(min_value=1, required=False, label="Data parallel")
-    pipeline_parallel = forms.IntegerField(min_value=1, initial=1, label="Pipeline parallel")
-    sequence_parallel = forms.BooleanField(required=False)
-    recompute = forms.ChoiceField(choices=Recompute.choices, initial="none")
-    micro_batch_size = forms.IntegerField(min_value=1, initial=1)
-    seq_len = forms.IntegerField(min_value=1, initial=4096, label="Sequence length (tokens)")
-    weight_precision = forms.ChoiceField(choices=InferencePrecision.choices, initial="bf16")
+    data_parallel = forms.IntegerField(min_value=1, required=False, label=_("Data parallel"))
+    pipeline_parallel = forms.IntegerField(min_value=1, initial=1, label=_("Pipeline parallel"))
+    sequence_parallel = forms.BooleanField(required=False, label=_("Sequence parallel"))
+    recompute = forms.ChoiceField(choices=Recompute.choices, initial="none", label=_("Recompute"))
+    micro_batch_size = forms.IntegerField(min_value=1, initial=1, label=_("Micro batch size"))
+    seq_len = forms.IntegerField(min_value=1, initial=4096, label=_("Sequence length (tokens)"))
+    weight_precision = forms.ChoiceField(
+        choices=InferencePrecision.choices, initial="bf16", label=_("Weight precision")
+    )
     kv_cache_precision = forms.ChoiceField(
-        choices=InferencePrecision.choices, initial="bf16", label="KV-cache precision"
+        choices=InferencePrecision.choices, initial="bf16", label=_("KV-cache precision")
     )
-    context_length = forms.IntegerField(min_value=1, initial=4096, label="Context (tokens)")
-    concurrent_sequences = forms.IntegerField(min_value=1, initial=8)
+    context_length = forms.IntegerField(min_value=1, initial=4096, label=_("Context (tokens)"))
+    concurrent_sequences = forms.IntegerField(
+        min_value=1, initial=8, label=_("Concurrent sequences")
+    )
 
     shape_fields = ("params", "layers", "hidden_size", "attention_heads", "kv_heads", "head_dim")
     training_fields = (
@@ -412,7 +468,9 @@ class CalculatorForm(TablerFormMixin, forms.Form):
     def clean(self):
         cleaned = super().clean()
         if not cleaned.get("model") and not cleaned.get("params"):
-            self.add_error("params", "Choose a model architecture, or give the parameter count.")
+            self.add_error(
+                "params", gettext("Choose a model architecture, or give the parameter count.")
+            )
         return cleaned
 
     @classmethod

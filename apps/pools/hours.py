@@ -8,6 +8,8 @@ A range may wrap past midnight ("22-2" is 22, 23, 0, 1, 2).
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from apps.pools.sentences import gettext_noop, sentence
+
 ONE_HOUR = timedelta(hours=1)
 
 
@@ -33,10 +35,17 @@ def parse_hour_ranges(text: str) -> frozenset[int]:
             first = int(first_text)
             last = int(last_text) if last_text else first
         except ValueError:
-            raise ValueError(f"“{part}” is not an hour (0–23) or a range like 9-18") from None
+            raise ValueError(
+                sentence(
+                    gettext_noop("“%(part)s” is not an hour (0–23) or a range like 9-18"),
+                    part=part,
+                )
+            ) from None
         for hour in (first, last):
             if not 0 <= hour <= 23:
-                raise ValueError(f"“{part}”: hours go from 0 to 23")
+                raise ValueError(
+                    sentence(gettext_noop("“%(part)s”: hours go from 0 to 23"), part=part)
+                )
         span = (last - first) % 24
         hours.update((first + step) % 24 for step in range(span + 1))
     return frozenset(hours)
@@ -47,4 +56,9 @@ def zone_or_error(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"“{name}” is not an IANA time zone (e.g. UTC, Europe/Paris)") from None
+        raise ValueError(
+            sentence(
+                gettext_noop("“%(name)s” is not an IANA time zone (e.g. UTC, Europe/Paris)"),
+                name=name,
+            )
+        ) from None

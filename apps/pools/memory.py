@@ -24,6 +24,8 @@ Sources:
 import math
 from dataclasses import dataclass, replace
 
+from apps.pools.sentences import gettext_noop, sentence
+
 GIB = 2**30
 
 BYTES_PER_PARAMETER = {
@@ -128,7 +130,11 @@ class ModelShape:
                 _require_positive_int(field_name, value)
         if self.active_params is not None and self.active_params > self.params:
             raise ValueError(
-                f"active_params ({self.active_params}) cannot exceed params ({self.params})."
+                sentence(
+                    gettext_noop("active_params (%(active)s) cannot exceed params (%(params)s)."),
+                    active=self.active_params,
+                    params=self.params,
+                )
             )
         if (
             self.kv_heads is not None
@@ -136,9 +142,15 @@ class ModelShape:
             and self.attention_heads % self.kv_heads
         ):
             raise ValueError(
-                f"kv_heads ({self.kv_heads}) must divide attention_heads "
-                f"({self.attention_heads}): in grouped-query attention each KV head "
-                "serves an equal group of query heads."
+                sentence(
+                    gettext_noop(
+                        "kv_heads (%(kv_heads)s) must divide attention_heads (%(heads)s): in "
+                        "grouped-query attention each KV head serves an equal group of query "
+                        "heads."
+                    ),
+                    kv_heads=self.kv_heads,
+                    heads=self.attention_heads,
+                )
             )
         if (
             self.head_dim is None
@@ -147,8 +159,14 @@ class ModelShape:
             and self.hidden_size % self.attention_heads
         ):
             raise ValueError(
-                f"hidden_size ({self.hidden_size}) is not divisible by attention_heads "
-                f"({self.attention_heads}), so head_dim cannot be derived; give head_dim."
+                sentence(
+                    gettext_noop(
+                        "hidden_size (%(hidden)s) is not divisible by attention_heads "
+                        "(%(heads)s), so head_dim cannot be derived; give head_dim."
+                    ),
+                    hidden=self.hidden_size,
+                    heads=self.attention_heads,
+                )
             )
 
     @property
@@ -324,8 +342,14 @@ def _check_heads_split(shape: ModelShape, tensor_parallel: int) -> None:
     # activation formula's 5as/(ht) term assumes that even split.
     if shape.attention_heads is not None and shape.attention_heads % tensor_parallel:
         raise ValueError(
-            f"tensor_parallel ({tensor_parallel}) must divide attention_heads "
-            f"({shape.attention_heads}): each GPU holds an equal share of the heads."
+            sentence(
+                gettext_noop(
+                    "tensor_parallel (%(tensor)s) must divide attention_heads (%(heads)s): "
+                    "each GPU holds an equal share of the heads."
+                ),
+                tensor=tensor_parallel,
+                heads=shape.attention_heads,
+            )
         )
 
 
@@ -389,8 +413,14 @@ def training_memory_per_gpu(
     _check_heads_split(shape, settings.tensor_parallel)
     if shape.layers is not None and settings.pipeline_parallel > shape.layers:
         raise ValueError(
-            f"pipeline_parallel ({settings.pipeline_parallel}) cannot exceed layers "
-            f"({shape.layers}): every pipeline stage needs at least one layer."
+            sentence(
+                gettext_noop(
+                    "pipeline_parallel (%(pipeline)s) cannot exceed layers (%(layers)s): "
+                    "every pipeline stage needs at least one layer."
+                ),
+                pipeline=settings.pipeline_parallel,
+                layers=shape.layers,
+            )
         )
 
     if settings.precision in _MIXED_PRECISIONS:
@@ -424,16 +454,26 @@ def training_memory_per_gpu(
         activations = _activation_bytes_per_gpu(shape, settings)
         if settings.pipeline_parallel > 1:
             notes.append(
-                f"Activations count one micro-batch on each pipeline stage of "
-                f"{_ceil_div(shape.layers, settings.pipeline_parallel)} layers; with a 1F1B "
-                f"schedule the first stage can hold up to {settings.pipeline_parallel} "
-                "micro-batches in flight (Korthikanti et al. 2022, §4.2.3)."
+                sentence(
+                    gettext_noop(
+                        "Activations count one micro-batch on each pipeline stage of "
+                        "%(layers)s layers; with a 1F1B schedule the first stage can hold up "
+                        "to %(pipeline)s micro-batches in flight (Korthikanti et al. 2022, "
+                        "§4.2.3)."
+                    ),
+                    layers=_ceil_div(shape.layers, settings.pipeline_parallel),
+                    pipeline=settings.pipeline_parallel,
+                )
             )
     else:
         activations = None
         notes.append(
-            "Activations need layers, hidden size and attention heads; only model states "
-            "are counted."
+            sentence(
+                gettext_noop(
+                    "Activations need layers, hidden size and attention heads; only model "
+                    "states are counted."
+                )
+            )
         )
 
     other_lines = weights + gradients + optimizer_states + (activations or 0)
@@ -469,8 +509,12 @@ def kv_cache_bytes_per_token(
     _require_positive_int("tensor_parallel", tensor_parallel)
     if not shape.has_kv_shape:
         raise ValueError(
-            "The KV cache needs layers and either kv_heads and head_dim or hidden_size and "
-            "attention_heads."
+            sentence(
+                gettext_noop(
+                    "The KV cache needs layers and either kv_heads and head_dim or hidden_size "
+                    "and attention_heads."
+                )
+            )
         )
     bits = (
         2
@@ -505,8 +549,14 @@ def inference_memory_per_gpu(
     # memory arithmetic still holds; the user needs to know the engine will refuse it.
     if shape.attention_heads is not None and shape.attention_heads % t:
         notes.append(
-            f"Tensor parallel {t} does not divide the {shape.attention_heads} attention "
-            "heads; serving engines such as vLLM refuse this split."
+            sentence(
+                gettext_noop(
+                    "Tensor parallel %(tensor)s does not divide the %(heads)s attention heads; "
+                    "serving engines such as vLLM refuse this split."
+                ),
+                tensor=t,
+                heads=shape.attention_heads,
+            )
         )
     if shape.has_kv_shape:
         kv_cache = (
@@ -516,15 +566,25 @@ def inference_memory_per_gpu(
         )
         if t > shape.effective_kv_heads:
             notes.append(
-                f"Tensor parallel {t} exceeds the {shape.effective_kv_heads} KV heads: each "
-                "GPU keeps a whole KV head (replicated), so the KV cache per GPU stops "
-                "shrinking."
+                sentence(
+                    gettext_noop(
+                        "Tensor parallel %(tensor)s exceeds the %(kv_heads)s KV heads: each GPU "
+                        "keeps a whole KV head (replicated), so the KV cache per GPU stops "
+                        "shrinking."
+                    ),
+                    tensor=t,
+                    kv_heads=shape.effective_kv_heads,
+                )
             )
     else:
         kv_cache = 0
         notes.append(
-            "The KV cache needs layers and KV heads with head dimension (or hidden size and "
-            "attention heads); it is counted as 0."
+            sentence(
+                gettext_noop(
+                    "The KV cache needs layers and KV heads with head dimension (or hidden "
+                    "size and attention heads); it is counted as 0."
+                )
+            )
         )
 
     return MemoryBreakdown(
@@ -564,8 +624,12 @@ def max_concurrent_sequences(
     _require_positive_int("gpu_memory_bytes", gpu_memory_bytes)
     if not shape.has_kv_shape:
         raise ValueError(
-            "Concurrent sequences are limited by the KV cache, which needs layers and either "
-            "kv_heads and head_dim or hidden_size and attention_heads."
+            sentence(
+                gettext_noop(
+                    "Concurrent sequences are limited by the KV cache, which needs layers and "
+                    "either kv_heads and head_dim or hidden_size and attention_heads."
+                )
+            )
         )
 
     def fits_with(sequences: int) -> bool:

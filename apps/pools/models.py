@@ -12,6 +12,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.urls import reverse
 from django.utils import timezone as django_timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
 from apps.pools import costing
@@ -21,24 +23,24 @@ from apps.pools.validators import validate_hour_ranges, validate_timezone
 
 
 class Purpose(models.TextChoices):
-    TRAINING = "training", "Training"
-    INFERENCE = "inference", "Inference"
-    MIXED = "mixed", "Mixed"
+    TRAINING = "training", _("Training")
+    INFERENCE = "inference", _("Inference")
+    MIXED = "mixed", _("Mixed")
 
 
 class Deployment(models.TextChoices):
-    CLOUD_ON_DEMAND = "cloud_on_demand", "Cloud on-demand"
-    CLOUD_RESERVED = "cloud_reserved", "Cloud reserved"
-    BARE_METAL = "bare_metal", "Bare-metal / physical"
-    ON_PREMISES = "on_premises", "On-premises"
+    CLOUD_ON_DEMAND = "cloud_on_demand", _("Cloud on-demand")
+    CLOUD_RESERVED = "cloud_reserved", _("Cloud reserved")
+    BARE_METAL = "bare_metal", _("Bare-metal / physical")
+    ON_PREMISES = "on_premises", _("On-premises")
 
 
 class ComplianceZone(models.TextChoices):
-    MAINLAND_CHINA = "mainland_china", "Mainland China (ICP filing required)"
-    HONG_KONG = "hong_kong", "Hong Kong"
-    UNITED_STATES = "united_states", "United States"
-    EUROPEAN_UNION = "european_union", "European Union"
-    OTHER = "other", "Other"
+    MAINLAND_CHINA = "mainland_china", _("Mainland China (ICP filing required)")
+    HONG_KONG = "hong_kong", _("Hong Kong")
+    UNITED_STATES = "united_states", _("United States")
+    EUROPEAN_UNION = "european_union", _("European Union")
+    OTHER = "other", _("Other")
 
 
 # Serving a public site from a mainland-China node needs an ICP filing; Hong Kong, US
@@ -47,9 +49,9 @@ ZONES_NEEDING_ICP_FILING = frozenset({ComplianceZone.MAINLAND_CHINA})
 
 
 class Interconnect(models.TextChoices):
-    NVLINK_INFINIBAND = "nvlink_infiniband", "NVLink in nodes + InfiniBand/RoCE across"
-    NVLINK = "nvlink", "NVLink in nodes, Ethernet across"
-    PCIE = "pcie", "PCIe only"
+    NVLINK_INFINIBAND = "nvlink_infiniband", _("NVLink in nodes + InfiniBand/RoCE across")
+    NVLINK = "nvlink", _("NVLink in nodes, Ethernet across")
+    PCIE = "pcie", _("PCIe only")
 
 
 OWNED_DEPLOYMENTS = frozenset({Deployment.BARE_METAL, Deployment.ON_PREMISES})
@@ -74,41 +76,59 @@ EARLIEST_SERVICE_START = datetime(2000, 1, 1, tzinfo=UTC)
 def service_period_problem(start, end) -> str | None:
     """Why [start, end) is not a usable service period, or None."""
     if start is not None and start < EARLIEST_SERVICE_START:
-        return f"The service period cannot start before {EARLIEST_SERVICE_START:%Y-%m-%d}."
+        return gettext("The service period cannot start before %(date)s.") % {
+            "date": f"{EARLIEST_SERVICE_START:%Y-%m-%d}"
+        }
     if start is not None and end is not None and end <= start:
-        return (
-            f"In service until ({end:%Y-%m-%d %H:%M}) must be after in service from "
-            f"({start:%Y-%m-%d %H:%M})."
-        )
+        return gettext("In service until (%(end)s) must be after in service from (%(start)s).") % {
+            "end": f"{end:%Y-%m-%d %H:%M}",
+            "start": f"{start:%Y-%m-%d %H:%M}",
+        }
     return None
 
 
 class Pool(models.Model):
-    name = models.CharField(max_length=100, unique=True)
-    slug = models.SlugField(max_length=100, unique=True, help_text="Stable id used by the API.")
-    purpose = models.CharField(max_length=20, choices=Purpose.choices)
-    deployment = models.CharField(max_length=20, choices=Deployment.choices)
-    provider = models.CharField(max_length=100, blank=True)
-    region = models.CharField(max_length=100, blank=True)
+    name = models.CharField(_("name"), max_length=100, unique=True)
+    slug = models.SlugField(
+        _("slug"), max_length=100, unique=True, help_text=_("Stable id used by the API.")
+    )
+    purpose = models.CharField(_("purpose"), max_length=20, choices=Purpose.choices)
+    deployment = models.CharField(_("deployment"), max_length=20, choices=Deployment.choices)
+    provider = models.CharField(_("provider"), max_length=100, blank=True)
+    region = models.CharField(_("region"), max_length=100, blank=True)
     compliance_zone = models.CharField(
-        max_length=20, choices=ComplianceZone.choices, default=ComplianceZone.OTHER
+        _("compliance zone"),
+        max_length=20,
+        choices=ComplianceZone.choices,
+        default=ComplianceZone.OTHER,
     )
     gpu_model = models.ForeignKey(
-        "catalog.GpuModel", on_delete=models.PROTECT, related_name="pools", verbose_name="GPU model"
+        "catalog.GpuModel",
+        on_delete=models.PROTECT,
+        related_name="pools",
+        verbose_name=_("GPU model"),
     )
-    gpu_count = models.PositiveIntegerField("GPUs", validators=[MinValueValidator(1)])
+    gpu_count = models.PositiveIntegerField(_("GPUs"), validators=[MinValueValidator(1)])
     gpus_per_node = models.PositiveIntegerField(
-        "GPUs per node", default=8, validators=[MinValueValidator(1)]
+        _("GPUs per node"), default=8, validators=[MinValueValidator(1)]
     )
     interconnect = models.CharField(
-        max_length=20, choices=Interconnect.choices, default=Interconnect.NVLINK_INFINIBAND
+        _("interconnect"),
+        max_length=20,
+        choices=Interconnect.choices,
+        default=Interconnect.NVLINK_INFINIBAND,
     )
-    driver_version = models.CharField(max_length=50, blank=True, help_text="e.g. 550.54.15")
+    driver_version = models.CharField(
+        _("driver version"), max_length=50, blank=True, help_text=_("e.g. 550.54.15")
+    )
     cuda_version = models.CharField(
-        "CUDA version", max_length=50, blank=True, help_text="e.g. 12.4"
+        _("CUDA version"), max_length=50, blank=True, help_text=_("e.g. 12.4")
     )
     framework_versions = models.CharField(
-        max_length=200, blank=True, help_text="e.g. torch 2.4.1, vLLM 0.6.3"
+        _("framework versions"),
+        max_length=200,
+        blank=True,
+        help_text=_("e.g. torch 2.4.1, vLLM 0.6.3"),
     )
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -116,22 +136,24 @@ class Pool(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="owned_pools",
+        verbose_name=_("owner"),
     )
-    description = models.TextField(blank=True)
+    description = models.TextField(_("description"), blank=True)
 
     # Cost inputs: cloud pools fill a price, owned pools their purchase and running costs.
-    on_demand_price_per_gpu_hour_usd = _money("On-demand price per GPU-hour (USD)")
-    reserved_price_per_gpu_hour_usd = _money("Reserved price per GPU-hour (USD)")
+    on_demand_price_per_gpu_hour_usd = _money(_("On-demand price per GPU-hour (USD)"))
+    reserved_price_per_gpu_hour_usd = _money(_("Reserved price per GPU-hour (USD)"))
     reserved_term_months = models.PositiveIntegerField(
-        "Reservation term (months)", null=True, blank=True
+        _("Reservation term (months)"), null=True, blank=True
     )
     purchase_price_per_gpu_usd = _money(
-        "Purchase price per GPU (USD)", help_text="Server share included: server price ÷ GPUs."
+        _("Purchase price per GPU (USD)"),
+        help_text=_("Server share included: server price ÷ GPUs."),
     )
     amortisation_months = models.PositiveIntegerField(
-        "Amortisation (months)", null=True, blank=True, validators=[MinValueValidator(1)]
+        _("Amortisation (months)"), null=True, blank=True, validators=[MinValueValidator(1)]
     )
-    power_price_per_kwh_usd = _money("Power price per kWh (USD)")
+    power_price_per_kwh_usd = _money(_("Power price per kWh (USD)"))
     pue = models.DecimalField(
         "PUE",
         max_digits=4,
@@ -139,30 +161,32 @@ class Pool(models.Model):
         null=True,
         blank=True,
         validators=[MinValueValidator(Decimal("1.00"))],
-        help_text="Facility power ÷ IT power; 1.1–1.6 is typical.",
+        help_text=_("Facility power ÷ IT power; 1.1–1.6 is typical."),
     )
-    operations_per_month_usd = _money("Operations per month (USD)", help_text="Whole pool.")
-    colocation_per_month_usd = _money("Colocation per month (USD)", help_text="Whole pool.")
+    operations_per_month_usd = _money(_("Operations per month (USD)"), help_text=_("Whole pool."))
+    colocation_per_month_usd = _money(_("Colocation per month (USD)"), help_text=_("Whole pool."))
     # Reports: the hour-of-day curve and peak/off-peak split are drawn in the pool's zone.
     timezone = models.CharField(
-        "Time zone",
+        _("Time zone"),
         max_length=64,
         default="UTC",
         validators=[validate_timezone],
-        help_text="IANA name, e.g. Asia/Shanghai; used for the hour-of-day curves.",
+        help_text=_("IANA name, e.g. Asia/Shanghai; used for the hour-of-day curves."),
     )
     peak_hours = models.CharField(
-        "Peak hours",
+        _("Peak hours"),
         max_length=100,
         blank=True,
         validators=[validate_hour_ranges],
-        help_text="Local hours of the day, e.g. 9-18 or 8,9,20-22 (an hour range includes both "
-        "ends). Blank: the hours whose mean demand is above the daily mean.",
+        help_text=_(
+            "Local hours of the day, e.g. 9-18 or 8,9,20-22 (an hour range includes both "
+            "ends). Blank: the hours whose mean demand is above the daily mean."
+        ),
     )
     # Derived from the inputs above by refresh_effective_price(); stored so lists, totals
     # and reports can sum it in SQL.
     effective_price_per_gpu_hour_usd = models.DecimalField(
-        "Effective price per GPU-hour (USD)",
+        _("Effective price per GPU-hour (USD)"),
         max_digits=12,
         decimal_places=4,
         editable=False,
@@ -171,39 +195,39 @@ class Pool(models.Model):
     # The same price split for the cost reports (apps/reports/costmodel.py): what every
     # GPU-hour pays whatever the load, and what each kWh of GPU energy pays at the facility.
     fixed_price_per_gpu_hour_usd = models.DecimalField(
-        "Fixed price per GPU-hour (USD)",
+        _("Fixed price per GPU-hour (USD)"),
         max_digits=12,
         decimal_places=6,
         editable=False,
         default=Decimal("0"),
-        help_text="Cloud price, or amortisation + operations + colocation.",
+        help_text=_("Cloud price, or amortisation + operations + colocation."),
     )
     price_per_gpu_kwh_usd = models.DecimalField(
-        "Price per GPU kWh (USD)",
+        _("Price per GPU kWh (USD)"),
         max_digits=12,
         decimal_places=6,
         editable=False,
         default=Decimal("0"),
-        help_text="PUE × power price; 0 for cloud pools, whose price includes power.",
+        help_text=_("PUE × power price; 0 for cloud pools, whose price includes power."),
     )
     # Hours are paid only inside the service period: reports count capacity, cost, idle
     # and unmeasured hours from the first hour it covers, not from the first sample.
     in_service_from = models.DateTimeField(
-        "In service from",
+        _("In service from"),
         default=django_timezone.now,
-        help_text="When the pool's GPUs started to be paid for; a past date backfills history.",
+        help_text=_("When the pool's GPUs started to be paid for; a past date backfills history."),
     )
     in_service_until = models.DateTimeField(
-        "In service until",
+        _("In service until"),
         null=True,
         blank=True,
-        help_text="When they stopped being paid for; blank while the pool is in service.",
+        help_text=_("When they stopped being paid for; blank while the pool is in service."),
     )
     archived_at = models.DateTimeField(
-        "Archived at",
+        _("Archived at"),
         null=True,
         blank=True,
-        help_text="Retired: hidden from lists, kept with its history in every report.",
+        help_text=_("Retired: hidden from lists, kept with its history in every report."),
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -217,6 +241,8 @@ class Pool(models.Model):
 
     class Meta:
         ordering = ["name"]
+        verbose_name = _("pool")
+        verbose_name_plural = _("pools")
 
     def __str__(self):
         return self.name
@@ -233,10 +259,13 @@ class Pool(models.Model):
         hourly rollups are the only record of hours whose raw samples are purged, so a
         pool with any is archived, never deleted."""
         counts = [
-            ("hourly usage rows", self.hourly_usage.count()),
-            ("daily usage rows", self.daily_usage.count()),
+            (gettext("hourly usage rows"), self.hourly_usage.count()),
+            (gettext("daily usage rows"), self.daily_usage.count()),
             # Through the devices' reverse relation: pools do not import telemetry.
-            ("raw GPU samples", self.devices.aggregate(count=models.Count("samples"))["count"]),
+            (
+                gettext("raw GPU samples"),
+                self.devices.aggregate(count=models.Count("samples"))["count"],
+            ),
         ]
         return [(label, count) for label, count in counts if count]
 
@@ -276,15 +305,20 @@ class Pool(models.Model):
                 return None
             return costing.cloud_price_breakdown(
                 price_per_gpu_hour_usd=float(self.on_demand_price_per_gpu_hour_usd),
-                label="On-demand price",
+                label=gettext("On-demand price"),
             )
         if self.deployment == Deployment.CLOUD_RESERVED:
             if self.reserved_price_per_gpu_hour_usd is None:
                 return None
-            term = f" ({self.reserved_term_months}-month term)" if self.reserved_term_months else ""
+            label = (
+                gettext("Reserved price (%(months)s-month term)")
+                % {"months": self.reserved_term_months}
+                if self.reserved_term_months
+                else gettext("Reserved price")
+            )
             return costing.cloud_price_breakdown(
                 price_per_gpu_hour_usd=float(self.reserved_price_per_gpu_hour_usd),
-                label=f"Reserved price{term}",
+                label=label,
             )
         required = (
             self.purchase_price_per_gpu_usd,
@@ -324,14 +358,14 @@ class Pool(models.Model):
 
 
 class WorkloadKind(models.TextChoices):
-    PRE_TRAINING = "pre_training", "Pre-training"
-    FULL_FINE_TUNE = "full_fine_tune", "Full fine-tune"
-    LORA_FINE_TUNE = "lora_fine_tune", "LoRA fine-tune"
-    MULTIMODAL_TRAINING = "multimodal_training", "Multimodal training"
-    ONLINE_INFERENCE = "online_inference", "Online inference"
-    API_SERVICE = "api_service", "API service"
-    BATCH_INFERENCE = "batch_inference", "Batch inference"
-    EDGE_INFERENCE = "edge_inference", "Edge inference"
+    PRE_TRAINING = "pre_training", _("Pre-training")
+    FULL_FINE_TUNE = "full_fine_tune", _("Full fine-tune")
+    LORA_FINE_TUNE = "lora_fine_tune", _("LoRA fine-tune")
+    MULTIMODAL_TRAINING = "multimodal_training", _("Multimodal training")
+    ONLINE_INFERENCE = "online_inference", _("Online inference")
+    API_SERVICE = "api_service", _("API service")
+    BATCH_INFERENCE = "batch_inference", _("Batch inference")
+    EDGE_INFERENCE = "edge_inference", _("Edge inference")
 
 
 TRAINING_KINDS = frozenset(
@@ -345,32 +379,32 @@ TRAINING_KINDS = frozenset(
 
 
 class WorkloadStatus(models.TextChoices):
-    PLANNED = "planned", "Planned"
-    RUNNING = "running", "Running"
-    PAUSED = "paused", "Paused"
-    FINISHED = "finished", "Finished"
+    PLANNED = "planned", _("Planned")
+    RUNNING = "running", _("Running")
+    PAUSED = "paused", _("Paused")
+    FINISHED = "finished", _("Finished")
 
 
 class TrainingPrecision(models.TextChoices):
     FP32 = "fp32", "FP32"
     TF32 = "tf32", "TF32"
-    BF16 = "bf16", "BF16 mixed precision"
-    FP16 = "fp16", "FP16 mixed precision"
-    FP8 = "fp8", "FP8 mixed precision"
+    BF16 = "bf16", _("BF16 mixed precision")
+    FP16 = "fp16", _("FP16 mixed precision")
+    FP8 = "fp8", _("FP8 mixed precision")
 
 
 class Optimizer(models.TextChoices):
     ADAMW = "adamw", "AdamW"
-    ADAMW_8BIT = "adamw_8bit", "8-bit AdamW"
-    SGD_MOMENTUM = "sgd_momentum", "SGD with momentum"
+    ADAMW_8BIT = "adamw_8bit", _("8-bit AdamW")
+    SGD_MOMENTUM = "sgd_momentum", _("SGD with momentum")
 
 
 class Recompute(models.TextChoices):
-    NONE = "none", "None (attention scores stored)"
+    NONE = "none", _("None (attention scores stored)")
     # FlashAttention never materialises the s×s attention scores, which is what
     # Korthikanti et al.'s selective recompute saves too: the two cost the same memory.
-    SELECTIVE = "selective", "Selective, or FlashAttention"
-    FULL = "full", "Full (layer inputs only)"
+    SELECTIVE = "selective", _("Selective, or FlashAttention")
+    FULL = "full", _("Full (layer inputs only)")
 
 
 class InferencePrecision(models.TextChoices):
@@ -392,25 +426,30 @@ def _positive(label, default, **kwargs):
 
 
 class Workload(models.Model):
-    name = models.CharField(max_length=100, unique=True)
-    slug = models.SlugField(max_length=100, unique=True, help_text="Stable id used by the API.")
-    kind = models.CharField(max_length=30, choices=WorkloadKind.choices)
+    name = models.CharField(_("name"), max_length=100, unique=True)
+    slug = models.SlugField(
+        _("slug"), max_length=100, unique=True, help_text=_("Stable id used by the API.")
+    )
+    kind = models.CharField(_("kind"), max_length=30, choices=WorkloadKind.choices)
     model_architecture = models.ForeignKey(
         "catalog.ModelArchitecture",
         null=True,
         blank=True,
         on_delete=models.PROTECT,
         related_name="workloads",
+        verbose_name=_("model architecture"),
     )
-    pool = models.ForeignKey(Pool, on_delete=models.PROTECT, related_name="workloads")
+    pool = models.ForeignKey(
+        Pool, on_delete=models.PROTECT, related_name="workloads", verbose_name=_("pool")
+    )
     gpu_count = models.PositiveIntegerField(
-        "GPUs used",
+        _("GPUs used"),
         default=1,
         validators=[MinValueValidator(1)],
-        help_text="Training: data × tensor × pipeline parallel. Inference: all replicas.",
+        help_text=_("Training: data × tensor × pipeline parallel. Inference: all replicas."),
     )
     status = models.CharField(
-        max_length=20, choices=WorkloadStatus.choices, default=WorkloadStatus.PLANNED
+        _("status"), max_length=20, choices=WorkloadStatus.choices, default=WorkloadStatus.PLANNED
     )
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -418,84 +457,96 @@ class Workload(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="owned_workloads",
+        verbose_name=_("owner"),
     )
-    description = models.TextField(blank=True)
+    description = models.TextField(_("description"), blank=True)
 
     # Training settings
     precision = models.CharField(
-        max_length=10, choices=TrainingPrecision.choices, default=TrainingPrecision.BF16
+        _("precision"),
+        max_length=10,
+        choices=TrainingPrecision.choices,
+        default=TrainingPrecision.BF16,
     )
-    optimizer = models.CharField(max_length=20, choices=Optimizer.choices, default=Optimizer.ADAMW)
+    optimizer = models.CharField(
+        _("optimizer"), max_length=20, choices=Optimizer.choices, default=Optimizer.ADAMW
+    )
     zero_stage = models.PositiveSmallIntegerField(
-        "ZeRO stage", default=0, validators=[MaxValueValidator(3)]
+        _("ZeRO stage"), default=0, validators=[MaxValueValidator(3)]
     )
-    data_parallel = _positive("Data-parallel degree", 1)
-    tensor_parallel = _positive("Tensor-parallel degree", 1)
-    pipeline_parallel = _positive("Pipeline-parallel degree", 1)
-    sequence_parallel = models.BooleanField(default=False)
+    data_parallel = _positive(_("Data-parallel degree"), 1)
+    tensor_parallel = _positive(_("Tensor-parallel degree"), 1)
+    pipeline_parallel = _positive(_("Pipeline-parallel degree"), 1)
+    sequence_parallel = models.BooleanField(_("sequence parallel"), default=False)
     recompute = models.CharField(
-        "Activation recompute", max_length=10, choices=Recompute.choices, default=Recompute.NONE
+        _("Activation recompute"), max_length=10, choices=Recompute.choices, default=Recompute.NONE
     )
-    micro_batch_size = _positive("Micro-batch size (sequences)", 1)
-    seq_len = _positive("Sequence length (tokens)", 4096)
+    micro_batch_size = _positive(_("Micro-batch size (sequences)"), 1)
+    seq_len = _positive(_("Sequence length (tokens)"), 4096)
     tokens_to_train = models.PositiveBigIntegerField(
-        "Tokens to train", null=True, blank=True, help_text="D in 6·N·D."
+        _("Tokens to train"), null=True, blank=True, help_text=_("D in 6·N·D.")
     )
     expected_mfu = models.DecimalField(
-        "Expected MFU",
+        _("Expected MFU"),
         max_digits=4,
         decimal_places=3,
         default=Decimal("0.400"),
         validators=[MinValueValidator(Decimal("0.001")), MaxValueValidator(Decimal("1"))],
-        help_text="Model FLOPs utilisation, 0–1; 0.35–0.45 is typical for large dense models.",
+        help_text=_("Model FLOPs utilisation, 0–1; 0.35–0.45 is typical for large dense models."),
     )
     checkpoint_interval_minutes = models.PositiveIntegerField(
-        "Checkpoint interval (minutes)",
+        _("Checkpoint interval (minutes)"),
         null=True,
         blank=True,
         validators=[MinValueValidator(1)],
-        help_text="How often the job writes a checkpoint; interruptions lose the work since.",
+        help_text=_("How often the job writes a checkpoint; interruptions lose the work since."),
     )
     checkpoint_write_seconds = models.PositiveIntegerField(
-        "Checkpoint write time (seconds)",
+        _("Checkpoint write time (seconds)"),
         null=True,
         blank=True,
         validators=[MinValueValidator(1)],
-        help_text="C in Young's and Daly's formulas: how long the job pauses to write one.",
+        help_text=_("C in Young's and Daly's formulas: how long the job pauses to write one."),
     )
 
     # Telemetry attribution: samples whose Kubernetes labels match count for this workload.
     k8s_namespace = models.CharField(
-        "Kubernetes namespace", max_length=255, blank=True, help_text="From dcgm's pod labels."
-    )
-    pod_name_prefix = models.CharField(
-        "Pod name prefix",
+        _("Kubernetes namespace"),
         max_length=255,
         blank=True,
-        help_text="e.g. llama-serve- ; blank with a namespace set: every pod in the namespace.",
+        help_text=_("From dcgm's pod labels."),
+    )
+    pod_name_prefix = models.CharField(
+        _("Pod name prefix"),
+        max_length=255,
+        blank=True,
+        help_text=_("e.g. llama-serve- ; blank with a namespace set: every pod in the namespace."),
     )
 
     # Inference settings
     weight_precision = models.CharField(
-        max_length=10, choices=InferencePrecision.choices, default=InferencePrecision.BF16
-    )
-    kv_cache_precision = models.CharField(
-        "KV-cache precision",
+        _("weight precision"),
         max_length=10,
         choices=InferencePrecision.choices,
         default=InferencePrecision.BF16,
     )
-    context_length = _positive("Context length (tokens)", 4096)
-    concurrent_sequences = _positive("Concurrent sequences per replica", 8)
-    inference_tensor_parallel = _positive("Tensor-parallel degree (per replica)", 1)
+    kv_cache_precision = models.CharField(
+        _("KV-cache precision"),
+        max_length=10,
+        choices=InferencePrecision.choices,
+        default=InferencePrecision.BF16,
+    )
+    context_length = _positive(_("Context length (tokens)"), 4096)
+    concurrent_sequences = _positive(_("Concurrent sequences per replica"), 8)
+    inference_tensor_parallel = _positive(_("Tensor-parallel degree (per replica)"), 1)
     target_ttft_ms = models.PositiveIntegerField(
-        "Target time to first token (ms)", null=True, blank=True
+        _("Target time to first token (ms)"), null=True, blank=True
     )
     target_p95_latency_ms = models.PositiveIntegerField(
-        "Target p95 latency (ms)", null=True, blank=True
+        _("Target p95 latency (ms)"), null=True, blank=True
     )
     expected_peak_requests_per_second = models.DecimalField(
-        "Expected peak requests per second",
+        _("Expected peak requests per second"),
         max_digits=10,
         decimal_places=2,
         null=True,
@@ -503,16 +554,16 @@ class Workload(models.Model):
         validators=[MinValueValidator(Decimal("0"))],
     )
     quantization_validated = models.BooleanField(
-        "Quantized variant validated",
+        _("Quantized variant validated"),
         default=False,
-        help_text="An accuracy validation on an evaluation set is on record.",
+        help_text=_("An accuracy validation on an evaluation set is on record."),
     )
 
     archived_at = models.DateTimeField(
-        "Archived at",
+        _("Archived at"),
         null=True,
         blank=True,
-        help_text="Retired: hidden from lists, kept with its history in every report.",
+        help_text=_("Retired: hidden from lists, kept with its history in every report."),
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -523,6 +574,8 @@ class Workload(models.Model):
 
     class Meta:
         ordering = ["name"]
+        verbose_name = _("workload")
+        verbose_name_plural = _("workloads")
 
     def __str__(self):
         return self.name
@@ -540,14 +593,14 @@ class Workload(models.Model):
         included, reference it with PROTECT, so no other delete path removes them."""
         policy = getattr(self, "backup_policy", None)
         counts = [
-            ("hourly request rows", self.hourly_requests.count()),
-            ("daily request rows", self.daily_requests.count()),
-            ("attributed GPU-hour rows", self.attributed_usage.count()),
-            ("raw request samples", self.request_samples.count()),
-            ("interruptions", self.interruptions.count()),
-            ("backup versions", self.backup_versions.count()),
-            ("backup policies", int(policy is not None)),
-            ("restore drills", policy.drills.count() if policy is not None else 0),
+            (gettext("hourly request rows"), self.hourly_requests.count()),
+            (gettext("daily request rows"), self.daily_requests.count()),
+            (gettext("attributed GPU-hour rows"), self.attributed_usage.count()),
+            (gettext("raw request samples"), self.request_samples.count()),
+            (gettext("interruptions"), self.interruptions.count()),
+            (gettext("backup versions"), self.backup_versions.count()),
+            (gettext("backup policies"), int(policy is not None)),
+            (gettext("restore drills"), policy.drills.count() if policy is not None else 0),
         ]
         return [(label, count) for label, count in counts if count]
 
@@ -566,10 +619,10 @@ class Workload(models.Model):
 
 
 class InterruptionCause(models.TextChoices):
-    HARDWARE = "hardware", "Hardware"
-    SOFTWARE = "software", "Software"
-    DATA_STALL = "data_stall", "Data stall"
-    PREEMPTION = "preemption", "Preemption"
+    HARDWARE = "hardware", _("Hardware")
+    SOFTWARE = "software", _("Software")
+    DATA_STALL = "data_stall", _("Data stall")
+    PREEMPTION = "preemption", _("Preemption")
 
 
 class Interruption(models.Model):
@@ -582,21 +635,31 @@ class Interruption(models.Model):
     """
 
     # History: a workload with interruptions is archived, never deleted.
-    workload = models.ForeignKey(Workload, on_delete=models.PROTECT, related_name="interruptions")
-    occurred_at = models.DateTimeField("Interrupted at")
-    cause = models.CharField(max_length=20, choices=InterruptionCause.choices)
+    workload = models.ForeignKey(
+        Workload,
+        on_delete=models.PROTECT,
+        related_name="interruptions",
+        verbose_name=_("workload"),
+    )
+    occurred_at = models.DateTimeField(_("Interrupted at"))
+    cause = models.CharField(_("cause"), max_length=20, choices=InterruptionCause.choices)
     restart_minutes = models.PositiveIntegerField(
-        "Restart (minutes)", help_text="From the failure until training ran again."
+        _("Restart (minutes)"), help_text=_("From the failure until training ran again.")
     )
     last_checkpoint_at = models.DateTimeField(
-        "Last checkpoint before it",
+        _("Last checkpoint before it"),
         null=True,
         blank=True,
-        help_text="Blank: half the workload's checkpoint interval is counted as lost.",
+        help_text=_("Blank: half the workload's checkpoint interval is counted as lost."),
     )
-    notes = models.TextField(blank=True)
+    notes = models.TextField(_("notes"), blank=True)
     recorded_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("recorded by"),
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -604,11 +667,16 @@ class Interruption(models.Model):
 
     class Meta:
         ordering = ["-occurred_at"]
+        verbose_name = _("interruption")
+        verbose_name_plural = _("interruptions")
         indexes = [models.Index(fields=["workload", "occurred_at"])]
 
     def __str__(self):
-        cause = self.get_cause_display().lower()
-        return f"{self.workload} {cause} at {self.occurred_at:%Y-%m-%d %H:%M}"
+        return gettext("%(workload)s %(cause)s at %(time)s") % {
+            "workload": self.workload,
+            "cause": self.get_cause_display().lower(),
+            "time": f"{self.occurred_at:%Y-%m-%d %H:%M}",
+        }
 
     def get_absolute_url(self):
         return reverse("reports:interruption_detail", kwargs={"pk": self.pk})
@@ -624,11 +692,13 @@ class Interruption(models.Model):
         failure in the future (5 minutes of clock skew allowed), a non-training job."""
         errors = {}
         if occurred_at and last_checkpoint_at and last_checkpoint_at > occurred_at:
-            errors["last_checkpoint_at"] = "The last checkpoint must be before the interruption."
+            errors["last_checkpoint_at"] = gettext(
+                "The last checkpoint must be before the interruption."
+            )
         if occurred_at and occurred_at > now + timedelta(minutes=5):
-            errors["occurred_at"] = "An interruption cannot be in the future."
+            errors["occurred_at"] = gettext("An interruption cannot be in the future.")
         if workload is not None and not workload.is_training:
-            errors["workload"] = "Interruptions are recorded for training workloads only."
+            errors["workload"] = gettext("Interruptions are recorded for training workloads only.")
         return errors
 
     @property

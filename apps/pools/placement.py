@@ -8,6 +8,8 @@ driver/CUDA/framework versions make "it loads but answers differ".
 
 from dataclasses import dataclass
 
+from apps.pools.sentences import gettext_noop, sentence
+
 DANGER, WARNING, INFO = "danger", "warning", "info"
 QUANTIZED_PRECISIONS = frozenset({"fp8", "int8", "int4"})
 
@@ -42,8 +44,11 @@ def placement_findings(facts: PlacementFacts) -> list[Finding]:
             Finding(
                 DANGER,
                 "does_not_fit",
-                f"Does not fit: needs {_gb(facts.memory_needed_bytes)} per GPU, the GPU has "
-                f"{_gb(facts.gpu_memory_bytes)}.",
+                sentence(
+                    gettext_noop("Does not fit: needs %(needed)s per GPU, the GPU has %(has)s."),
+                    needed=_gb(facts.memory_needed_bytes),
+                    has=_gb(facts.gpu_memory_bytes),
+                ),
             )
         )
     if facts.workload_is_training and facts.pool_purpose == "inference":
@@ -51,8 +56,13 @@ def placement_findings(facts: PlacementFacts) -> list[Finding]:
             Finding(
                 WARNING,
                 "training_in_inference_pool",
-                "Training in an inference pool: it takes capacity sized for the serving peak "
-                "and the pool's GPUs and interconnect were chosen for latency, not for training.",
+                sentence(
+                    gettext_noop(
+                        "Training in an inference pool: it takes capacity sized for the serving "
+                        "peak and the pool's GPUs and interconnect were chosen for latency, not "
+                        "for training."
+                    )
+                ),
             )
         )
     if not facts.workload_is_training and facts.pool_purpose == "training":
@@ -60,8 +70,12 @@ def placement_findings(facts: PlacementFacts) -> list[Finding]:
             Finding(
                 WARNING,
                 "inference_in_training_pool",
-                "Inference in a training pool: serving traffic competes with long training "
-                "jobs for GPUs; move it to an inference pool.",
+                sentence(
+                    gettext_noop(
+                        "Inference in a training pool: serving traffic competes with long "
+                        "training jobs for GPUs; move it to an inference pool."
+                    )
+                ),
             )
         )
     if facts.workload_is_online_inference and facts.pool_purpose == "mixed":
@@ -69,8 +83,13 @@ def placement_findings(facts: PlacementFacts) -> list[Finding]:
             Finding(
                 WARNING,
                 "online_inference_in_mixed_pool",
-                "Online inference in a mixed pool: training jobs preempt it and its latency "
-                "jitters. Split the pool, or at least isolate these GPUs from training.",
+                sentence(
+                    gettext_noop(
+                        "Online inference in a mixed pool: training jobs preempt it and its "
+                        "latency jitters. Split the pool, or at least isolate these GPUs from "
+                        "training."
+                    )
+                ),
             )
         )
     nodes = -(-facts.workload_gpus // facts.gpus_per_node)
@@ -79,9 +98,14 @@ def placement_findings(facts: PlacementFacts) -> list[Finding]:
             Finding(
                 WARNING,
                 "multi_node_training_on_pcie",
-                f"Multi-node training ({nodes} nodes) on a PCIe-only pool: gradient "
-                "all-reduce crosses slow links; expect poor scaling. Use an NVLink + "
-                "InfiniBand pool.",
+                sentence(
+                    gettext_noop(
+                        "Multi-node training (%(nodes)s nodes) on a PCIe-only pool: gradient "
+                        "all-reduce crosses slow links; expect poor scaling. Use an NVLink + "
+                        "InfiniBand pool."
+                    ),
+                    nodes=nodes,
+                ),
             )
         )
     if (
@@ -93,8 +117,13 @@ def placement_findings(facts: PlacementFacts) -> list[Finding]:
             Finding(
                 WARNING,
                 "quantization_not_validated",
-                f"Quantized to {facts.weight_precision.upper()} without a recorded accuracy "
-                "validation on an evaluation set: quantization costs accuracy.",
+                sentence(
+                    gettext_noop(
+                        "Quantized to %(precision)s without a recorded accuracy validation on "
+                        "an evaluation set: quantization costs accuracy."
+                    ),
+                    precision=facts.weight_precision.upper(),
+                ),
             )
         )
     if not facts.software_pinned:
@@ -102,8 +131,12 @@ def placement_findings(facts: PlacementFacts) -> list[Finding]:
             Finding(
                 WARNING,
                 "software_not_pinned",
-                "Driver, CUDA and framework versions are not all pinned on the pool: "
-                "“it loads but the answers differ” after an upgrade.",
+                sentence(
+                    gettext_noop(
+                        "Driver, CUDA and framework versions are not all pinned on the pool: "
+                        "“it loads but the answers differ” after an upgrade."
+                    )
+                ),
             )
         )
     return findings

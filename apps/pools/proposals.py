@@ -18,9 +18,10 @@ The price of a proposal is the GPUs it needs × the GPU's public reference price
 from dataclasses import dataclass, replace
 
 from apps.pools import memory
+from apps.pools.sentences import gettext_noop, sentence
 
-QUANTISATION_WARNING = (
-    "Validate the quantised model's quality on your own prompts before serving it."
+QUANTISATION_WARNING = sentence(
+    gettext_noop("Validate the quantised model's quality on your own prompts before serving it.")
 )
 TENSOR_PARALLEL_DEGREES = (2, 4, 8)
 LARGER_GPUS_SHOWN = 2
@@ -66,20 +67,30 @@ def propose(shape, mode: str, settings, gpu, catalog) -> list[Proposal]:
         for precision, label in (("fp8", "FP8"), ("int4", "INT4")):
             if memory.BYTES_PER_PARAMETER[precision] < current_bytes:
                 candidate = replace(settings, weight_precision=precision)
-                if offer(f"{label} weights", candidate, warning=QUANTISATION_WARNING):
+                if offer(
+                    sentence(gettext_noop("%(precision)s weights"), precision=label),
+                    candidate,
+                    warning=QUANTISATION_WARNING,
+                ):
                     break
         _offer_tensor_parallel(offer, shape, settings)
         if shape.has_kv_shape:
             most = memory.max_concurrent_sequences(shape, settings, gpu.memory_bytes)
             if 1 <= most < settings.concurrent_sequences:
-                offer(f"{most} concurrent sequences", replace(settings, concurrent_sequences=most))
+                offer(
+                    sentence(gettext_noop("%(count)s concurrent sequences"), count=most),
+                    replace(settings, concurrent_sequences=most),
+                )
     else:
         if settings.data_parallel > 1:
             for stage in range(settings.zero_stage + 1, 4):
                 if offer(f"ZeRO-{stage}", replace(settings, zero_stage=stage)):
                     break
         if settings.recompute != "full":
-            offer("Full activation recompute", replace(settings, recompute="full"))
+            offer(
+                sentence(gettext_noop("Full activation recompute")),
+                replace(settings, recompute="full"),
+            )
         _offer_tensor_parallel(offer, shape, settings)
     larger = [
         other for other in catalog if other.memory_bytes > gpu.memory_bytes and other.pk != gpu.pk
@@ -101,7 +112,10 @@ def _offer_tensor_parallel(offer, shape, settings) -> None:
         kv_heads = shape.effective_kv_heads
         if kv_heads and kv_heads % degree and degree % kv_heads:
             continue
-        if offer(f"Tensor parallel {degree}", replace(settings, tensor_parallel=degree)):
+        if offer(
+            sentence(gettext_noop("Tensor parallel %(degree)s"), degree=degree),
+            replace(settings, tensor_parallel=degree),
+        ):
             return
 
 

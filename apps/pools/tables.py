@@ -1,5 +1,6 @@
 import django_tables2 as tables
 from django.db.models import DecimalField, ExpressionWrapper, F
+from django.utils.translation import gettext_lazy as _
 
 from apps.core.tables import END_ALIGNED, ListTable, cells
 from apps.pools.models import Pool, Workload
@@ -27,20 +28,22 @@ class PoolTable(ListTable):
     has_filter_form = True
 
     # Ties keep the list's order by name.
-    name = pool_cell("name", "Pool", "name")
-    purpose = pool_cell("purpose", "Purpose")
-    deployment = tables.Column(verbose_name="Deployment", orderable=False)
-    region = pool_cell("region", "Region", "region", "name")
-    gpu_model = tables.Column(verbose_name="GPU model", accessor="gpu_model__name", orderable=False)
-    gpus = pool_cell("gpus", "GPUs", "gpu_count", "name", end=True)
+    name = pool_cell("name", _("Pool"), "name")
+    purpose = pool_cell("purpose", _("Purpose"))
+    deployment = tables.Column(verbose_name=_("Deployment"), orderable=False)
+    region = pool_cell("region", _("Region"), "region", "name")
+    gpu_model = tables.Column(
+        verbose_name=_("GPU model"), accessor="gpu_model__name", orderable=False
+    )
+    gpus = pool_cell("gpus", _("GPUs"), "gpu_count", "name", end=True)
     price = pool_cell(
-        "price", "Price per GPU-hour", "effective_price_per_gpu_hour_usd", "name", end=True
+        "price", _("Price per GPU-hour"), "effective_price_per_gpu_hour_usd", "name", end=True
     )
     price_per_hour = pool_cell(
-        "price_per_hour", "Price per hour", "price_per_hour_sort", "name", end=True
+        "price_per_hour", _("Price per hour"), "price_per_hour_sort", "name", end=True
     )
     workloads = tables.Column(
-        verbose_name="Workloads",
+        verbose_name=_("Workloads"),
         accessor="workload_count",
         order_by=("workload_count", "name"),
         attrs=END_ALIGNED,
@@ -68,14 +71,14 @@ class WorkloadTable(ListTable):
     empty_template = "pools/_workload_list_empty.html"
     has_filter_form = True
 
-    name = workload_cell("name", "Workload", "name")
-    kind = workload_cell("kind", "Kind", "kind", "name")
-    model = workload_cell("model", "Model", "model_architecture__name", "name")
-    pool = workload_cell("pool", "Pool", "pool__name", "name")
-    gpus = workload_cell("gpus", "GPUs", "gpu_count", "name", end=True)
-    memory = workload_cell("memory", "Memory per GPU", end=True)
-    fit = workload_cell("fit", "Fit")
-    warnings = workload_cell("warnings", "Warnings")
+    name = workload_cell("name", _("Workload"), "name")
+    kind = workload_cell("kind", _("Kind"), "kind", "name")
+    model = workload_cell("model", _("Model"), "model_architecture__name", "name")
+    pool = workload_cell("pool", _("Pool"), "pool__name", "name")
+    gpus = workload_cell("gpus", _("GPUs"), "gpu_count", "name", end=True)
+    memory = workload_cell("memory", _("Memory per GPU"), end=True)
+    fit = workload_cell("fit", _("Fit"))
+    warnings = workload_cell("warnings", _("Warnings"))
 
     class Meta(ListTable.Meta):
         model = Workload

@@ -3,6 +3,7 @@ from django.contrib.auth.decorators import permission_required
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.catalog.models import GpuModel
@@ -19,6 +20,7 @@ from apps.pools.forms import CalculatorForm, PoolForm, WorkloadForm
 from apps.pools.models import Pool, Workload
 from apps.pools.signals import service_period_changed
 from apps.pools.tables import PoolTable, WorkloadTable, with_price_per_hour
+from apps.pools.texts import translated
 
 
 @require_GET
@@ -68,7 +70,9 @@ def pool_detail(request, slug):
 @permission_required("pools.add_pool", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def pool_create(request):
-    return form_page(request, form_class=PoolForm, noun="Pool", template="pools/pool_form.html")
+    return form_page(
+        request, form_class=PoolForm, noun=gettext("Pool"), template="pools/pool_form.html"
+    )
 
 
 @permission_required("pools.change_pool", raise_exception=True)
@@ -77,7 +81,11 @@ def pool_edit(request, slug):
     pool = get_object_or_404(Pool, slug=slug)
     service_period = pool.service_period
     response = form_page(
-        request, form_class=PoolForm, noun="Pool", template="pools/pool_form.html", instance=pool
+        request,
+        form_class=PoolForm,
+        noun=gettext("Pool"),
+        template="pools/pool_form.html",
+        instance=pool,
     )
     # A saved form redirects; a refused one has still copied its valid fields onto ``pool``.
     if response.status_code == 302 and pool.service_period != service_period:
@@ -92,28 +100,41 @@ def pool_delete(request, slug):
     return delete_page(
         request,
         obj=pool,
-        noun="Pool",
+        noun=gettext("Pool"),
         blocking=list(pool.workloads.order_by("name")),
-        blocking_label="workloads",
+        blocking_label=gettext("workloads"),
         list_url="pools:pool_list",
         cancel_url=pool.get_absolute_url(),
-        pretitle="Pools",
+        pretitle=gettext("Pools"),
         usage_history=pool.usage_history(),
         archive_url=reverse("pools:pool_archive", kwargs={"slug": pool.slug}),
     )
 
 
-def _set_archived(request, obj, noun, *, archived: bool):
+def _set_archived(request, obj, *, archived: bool):
+    is_pool = isinstance(obj, Pool)
     if archived and obj.archived_at is None:
         obj.archived_at = timezone.now()
-        messages.success(
-            request,
-            f"{noun} {obj.name} archived: hidden from lists, its history kept in every "
-            "report, export and API answer.",
+        message = (
+            gettext(
+                "Pool %(name)s archived: hidden from lists, its history kept in every report, "
+                "export and API answer."
+            )
+            if is_pool
+            else gettext(
+                "Workload %(name)s archived: hidden from lists, its history kept in every "
+                "report, export and API answer."
+            )
         )
+        messages.success(request, message % {"name": obj.name})
     elif not archived and obj.archived_at is not None:
         obj.archived_at = None
-        messages.success(request, f"{noun} {obj.name} restored.")
+        message = (
+            gettext("Pool %(name)s restored.")
+            if is_pool
+            else gettext("Workload %(name)s restored.")
+        )
+        messages.success(request, message % {"name": obj.name})
     obj.save(update_fields=["archived_at", "updated_at"])
     return redirect(obj)
 
@@ -121,13 +142,13 @@ def _set_archived(request, obj, noun, *, archived: bool):
 @permission_required("pools.change_pool", raise_exception=True)
 @require_POST
 def pool_archive(request, slug):
-    return _set_archived(request, get_object_or_404(Pool, slug=slug), "Pool", archived=True)
+    return _set_archived(request, get_object_or_404(Pool, slug=slug), archived=True)
 
 
 @permission_required("pools.change_pool", raise_exception=True)
 @require_POST
 def pool_restore(request, slug):
-    return _set_archived(request, get_object_or_404(Pool, slug=slug), "Pool", archived=False)
+    return _set_archived(request, get_object_or_404(Pool, slug=slug), archived=False)
 
 
 @require_GET
@@ -173,7 +194,7 @@ def workload_create(request):
     return form_page(
         request,
         form_class=WorkloadForm,
-        noun="Workload",
+        noun=gettext("Workload"),
         template="pools/workload_form.html",
         initial=initial,
     )
@@ -186,7 +207,7 @@ def workload_edit(request, slug):
     return form_page(
         request,
         form_class=WorkloadForm,
-        noun="Workload",
+        noun=gettext("Workload"),
         template="pools/workload_form.html",
         instance=workload,
     )
@@ -199,12 +220,12 @@ def workload_delete(request, slug):
     return delete_page(
         request,
         obj=workload,
-        noun="Workload",
+        noun=gettext("Workload"),
         blocking=[],
         blocking_label="",
         list_url="pools:workload_list",
         cancel_url=workload.get_absolute_url(),
-        pretitle="Workloads",
+        pretitle=gettext("Workloads"),
         usage_history=workload.usage_history(),
         archive_url=reverse("pools:workload_archive", kwargs={"slug": workload.slug}),
     )
@@ -214,14 +235,14 @@ def workload_delete(request, slug):
 @require_POST
 def workload_archive(request, slug):
     workload = get_object_or_404(Workload, slug=slug)
-    return _set_archived(request, workload, "Workload", archived=True)
+    return _set_archived(request, workload, archived=True)
 
 
 @permission_required("pools.change_workload", raise_exception=True)
 @require_POST
 def workload_restore(request, slug):
     workload = get_object_or_404(Workload, slug=slug)
-    return _set_archived(request, workload, "Workload", archived=False)
+    return _set_archived(request, workload, archived=False)
 
 
 @require_GET
@@ -234,7 +255,9 @@ def calculator(request):
             try:
                 estimate = run_memory_estimate(form.cleaned_data)
             except EstimateError as error:
-                form.add_error(error.field if error.field in form.fields else None, str(error))
+                form.add_error(
+                    error.field if error.field in form.fields else None, translated(error)
+                )
     else:
         initial = {"mode": "inference", "model": "llama-3-8b", "gpu_model": "h100-sxm"}
         workload = Workload.objects.with_pool().filter(slug=request.GET.get("workload")).first()
@@ -249,14 +272,19 @@ def calculator(request):
         "form": form,
         "field_groups": [
             (
-                "Custom shape",
+                gettext("Custom shape"),
                 "custom-shape",
                 form.grouped(form.shape_fields),
-                "Used when no architecture is chosen.",
+                gettext("Used when no architecture is chosen."),
             ),
-            ("Hardware", "hardware", form.grouped(("gpu_model", "gpus", "tensor_parallel")), ""),
-            ("Training settings", "training", form.grouped(form.training_fields), ""),
-            ("Inference settings", "inference", form.grouped(form.inference_fields), ""),
+            (
+                gettext("Hardware"),
+                "hardware",
+                form.grouped(("gpu_model", "gpus", "tensor_parallel")),
+                "",
+            ),
+            (gettext("Training settings"), "training", form.grouped(form.training_fields), ""),
+            (gettext("Inference settings"), "inference", form.grouped(form.inference_fields), ""),
         ],
         "estimate": estimate,
         "error_lines": [

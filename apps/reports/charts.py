@@ -27,7 +27,7 @@ def build_daily_split_figure(split, *, metric: str) -> go.Figure | None:
             continue
         figure.add_trace(
             go.Scatter(
-                name=purpose.label,
+                name=str(purpose.label),
                 x=[day.isoformat() for day in split.days],
                 y=values,
                 stackgroup="purpose",

@@ -494,7 +494,7 @@ def cost_report(
 
     if group_by == "purpose":
         rows = {
-            value: CostRow(key=value, label=label, purpose=value)
+            value: CostRow(key=value, label=str(label), purpose=value)
             for value, label in Purpose.choices
             if not purpose or value == purpose
         }

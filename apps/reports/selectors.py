@@ -41,7 +41,8 @@ def _overview_context(now):
         "month": month,
         "month_rows": month_rows,
         "gpus_by_purpose": [
-            (purpose.label, purpose.value, gpus_by_purpose[purpose.value]) for purpose in Purpose
+            (str(purpose.label), purpose.value, gpus_by_purpose[purpose.value])
+            for purpose in Purpose
         ],
         "gpu_total": sum(gpus_by_purpose.values()),
         "utilization_24h_pct": costmodel.ratio_or_none(*usage_24h, 100),
