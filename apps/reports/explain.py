@@ -162,32 +162,39 @@ def format_value(value, unit: str) -> str:
 
 # --- what a part adds to a figure --------------------------------------------------------
 
+
+def gettext_noop(text: str) -> str:
+    """Marks a figure's label for the translation catalogue (``makemessages`` finds the
+    name); the label stays English here and the page translates it where it shows it."""
+    return text
+
+
 FIGURES = {
     # name: (label, unit)
-    "capacity_gpu_hours": ("Capacity", "GPU-h"),
-    "measured_capacity_gpu_hours": ("Measured capacity", "GPU-h"),
-    "unmeasured_gpu_hours": ("Unmeasured", "GPU-h"),
-    "busy_gpu_hours": ("Busy", "GPU-h"),
-    "utilization_pct": ("Utilisation", "%"),
-    "cost_usd": ("Cost", "USD"),
-    "measured_cost_usd": ("Measured cost", "USD"),
-    "unmeasured_cost_usd": ("Unmeasured cost", "USD"),
-    "idle_cost_usd": ("Idle cost", "USD"),
-    "cost_per_busy_gpu_hour_usd": ("Cost per busy GPU-hour", "USD/GPU-h"),
-    "requests": ("Requests", "requests"),
-    "tokens": ("Tokens", "tokens"),
-    "cost_per_1k_requests_usd": ("Cost per 1k requests", "USD/1k requests"),
-    "cost_per_1m_tokens_usd": ("Cost per 1M tokens", "USD/1M tokens"),
-    "lost_gpu_hours": ("Lost to interruptions", "GPU-h"),
-    "effective_training_gpu_hours": ("Effective training", "GPU-h"),
+    "capacity_gpu_hours": (gettext_noop("Capacity"), "GPU-h"),
+    "measured_capacity_gpu_hours": (gettext_noop("Measured capacity"), "GPU-h"),
+    "unmeasured_gpu_hours": (gettext_noop("Unmeasured"), "GPU-h"),
+    "busy_gpu_hours": (gettext_noop("Busy"), "GPU-h"),
+    "utilization_pct": (gettext_noop("Utilisation"), "%"),
+    "cost_usd": (gettext_noop("Cost"), "USD"),
+    "measured_cost_usd": (gettext_noop("Measured cost"), "USD"),
+    "unmeasured_cost_usd": (gettext_noop("Unmeasured cost"), "USD"),
+    "idle_cost_usd": (gettext_noop("Idle cost"), "USD"),
+    "cost_per_busy_gpu_hour_usd": (gettext_noop("Cost per busy GPU-hour"), "USD/GPU-h"),
+    "requests": (gettext_noop("Requests"), "requests"),
+    "tokens": (gettext_noop("Tokens"), "tokens"),
+    "cost_per_1k_requests_usd": (gettext_noop("Cost per 1k requests"), "USD/1k requests"),
+    "cost_per_1m_tokens_usd": (gettext_noop("Cost per 1M tokens"), "USD/1M tokens"),
+    "lost_gpu_hours": (gettext_noop("Lost to interruptions"), "GPU-h"),
+    "effective_training_gpu_hours": (gettext_noop("Effective training"), "GPU-h"),
     "cost_per_effective_training_gpu_hour_usd": (
-        "Cost per effective training GPU-hour",
+        gettext_noop("Cost per effective training GPU-hour"),
         "USD/GPU-h",
     ),
-    "interruption_cost_usd": ("Interruption cost", "USD"),
-    "training_busy_gpu_hours": ("Busy training", "GPU-h"),
-    "training_cost_usd": ("Training cost", "USD"),
-    "inference_cost_usd": ("Inference cost", "USD"),
+    "interruption_cost_usd": (gettext_noop("Interruption cost"), "USD"),
+    "training_busy_gpu_hours": (gettext_noop("Busy training"), "GPU-h"),
+    "training_cost_usd": (gettext_noop("Training cost"), "USD"),
+    "inference_cost_usd": (gettext_noop("Inference cost"), "USD"),
 }
 # The figures the report shows (CostRow.as_dict), in its column order.
 REPORTED = (
