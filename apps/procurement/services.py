@@ -8,6 +8,7 @@ from decimal import Decimal
 from django.core.files.base import ContentFile
 from django.db import transaction
 from django.db.models import Max, Sum
+from django.utils import translation
 
 from apps.catalog.models import GpuModel
 from apps.core import runs
@@ -689,12 +690,13 @@ def import_prices(
 # --- Exports --------------------------------------------------------------------------
 
 
-def run_export(export_id: int, *, writers: dict) -> str:
+def run_export(export_id: int, *, writers: dict, language: str | None = None) -> str:
     """Compute the comparison and write the file with ``writers[export.format]``
     (apps/procurement/exports.py's WRITERS: handed in, as that module imports this one);
     progress is kept on the export for the page's progress bar. A failure is recorded on
     the export, then re-raised. An export finished, running elsewhere or out of attempts is
-    left alone (apps/core/runs.py)."""
+    left alone (apps/core/runs.py). The file is written in ``language``, or the export's
+    own (the language of the page that asked for it)."""
 
     claimed = runs.claim(
         ComparisonExport,
@@ -706,7 +708,7 @@ def run_export(export_id: int, *, writers: dict) -> str:
     export = ComparisonExport.objects.get(pk=export_id)
     if not claimed:
         return export.status
-    with export.running():
+    with export.running(), translation.override(language or export.language):
         export.scenario = scenario_queryset().get(pk=export.scenario_id)
         result = build_comparison_what_if(export.scenario, export.what_if)
         export.advance(40)
