@@ -8,12 +8,14 @@ warms them), so the sort links carry the report's own query (``ListTable.query``
 keeps every filter, and the URL stays shareable.
 """
 
+from django.utils import translation
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from apps.core.tables import ListTable, RowsData, cells
 
 report_cell = cells("reports/_report_cells.html")
+KEEP_WORDS = "word-break: keep-all"
 
 
 def header_with_unit(label: str, unit: str = ""):
@@ -85,5 +87,11 @@ class ReportTable(ListTable):
         for name, unit in UNITS.items():
             column = self.columns[name].column
             column.verbose_name = header_with_unit(column.verbose_name, unit)
+        if not (translation.get_language() or "en").startswith("en"):
+            # A Chinese header would break between any two characters of a narrow column
+            # ("未/测/量"): it breaks at its spaces only.
+            for bound in self.columns:
+                attrs = bound.column.attrs
+                bound.column.attrs = {**attrs, "th": {**attrs.get("th", {}), "style": KEEP_WORDS}}
         self.query = query
         self.order_by = query.get(self.prefixed_order_by_field)

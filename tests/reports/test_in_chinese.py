@@ -125,6 +125,10 @@ def test_the_report_page_is_in_chinese(zh_client, measured_pool):
     assert "按分组的成本：忙碌、闲置与未测量" in titles, titles
     assert "每日已测量小时成本（按用途）" in titles, titles
     assert 'title="此指标的计算方式"' in body
+    # Narrow columns keep their Chinese headers whole ("未测量", not one character a line).
+    assert 'style="word-break: keep-all"' in body
+    english = zh_client.get(reverse("reports:report"), headers=ENGLISH).content.decode()
+    assert "keep-all" not in english
 
 
 @pytest.mark.django_db
