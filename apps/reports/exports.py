@@ -5,7 +5,7 @@ import csv
 import io
 
 from django.http import HttpResponse
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 from openpyxl import Workbook
 from openpyxl.styles import Font
@@ -24,7 +24,7 @@ CSV_DECIMALS = 6
 # the language of the request that asks for the file.
 COLUMNS = (
     (_("Key"), "key", "@"),
-    (_("Name"), "label", "@"),
+    (pgettext_lazy("a report row", "Name"), "label", "@"),
     (_("Capacity (GPU-hours)"), "capacity_gpu_hours", "#,##0.0"),
     (_("Measured capacity (GPU-hours)"), "measured_capacity_gpu_hours", "#,##0.0"),
     (_("Unmeasured (GPU-hours)"), "unmeasured_gpu_hours", "#,##0.0"),
@@ -90,7 +90,7 @@ def cost_report_csv(rows, total=None) -> str:
 # The explanation sheet: (header, XLSX number format).
 EXPLAIN_COLUMNS = (
     (_("Key"), "@"),
-    (_("Name"), "@"),
+    (pgettext_lazy("a report row", "Name"), "@"),
     (_("Figure"), "@"),
     (_("Step"), "0"),
     (_("Label"), "@"),
