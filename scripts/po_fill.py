@@ -41,7 +41,10 @@ def main() -> None:
             entry.msgstr = ""
             entry.msgstr_plural = {0: ""} if entry.msgid_plural else {}
             entry.previous_msgid = entry.previous_msgid_plural = None
-        translation = known.get(entry.msgid)
+        # A key "context\u0004msgid" (gettext's own separator) is for that context only.
+        translation = (
+            known.get(f"{entry.msgctxt}\x04{entry.msgid}") if entry.msgctxt else None
+        ) or known.get(entry.msgid)
         if not translation:
             continue
         if entry.msgid_plural:

@@ -1,15 +1,17 @@
 """Figures for the scenario page. Pure builders: comparison results in, ``go.Figure`` out."""
 
 import plotly.graph_objects as go
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from apps.core.charts import BASE_LAYOUT
 
 BREAKDOWN_LINES = (
-    ("compute", "Compute", "#206bc4"),
-    ("power", "Power", "#f76707"),
-    ("storage", "Storage", "#ae3ec9"),
-    ("network", "Network", "#2fb344"),
-    ("operations", "Operations", "#667382"),
+    ("compute", gettext_lazy("Compute"), "#206bc4"),
+    ("power", gettext_lazy("Power"), "#f76707"),
+    ("storage", gettext_lazy("Storage"), "#ae3ec9"),
+    ("network", gettext_lazy("Network"), "#2fb344"),
+    ("operations", gettext_lazy("Operations"), "#667382"),
 )
 
 
@@ -23,7 +25,7 @@ def build_cost_by_option_figure(results, currency: str, horizon_months: int) -> 
             continue
         figure.add_trace(
             go.Bar(
-                name=label,
+                name=str(label),
                 orientation="h",
                 y=names,
                 x=values,
@@ -32,7 +34,8 @@ def build_cost_by_option_figure(results, currency: str, horizon_months: int) -> 
             )
         )
     figure.update_layout(
-        title=f"Total cost over {horizon_months} months ({currency})",
+        title=_("Total cost over %(months)s months (%(currency)s)")
+        % {"months": horizon_months, "currency": currency},
         xaxis_title=currency,
         yaxis={"automargin": True, "autorange": "reversed"},
         barmode="stack",
@@ -46,34 +49,42 @@ def build_cost_per_unit_figure(results, currency: str) -> go.Figure:
     names = [result.spec.name for result in results]
     figure = go.Figure(
         go.Bar(
-            name="per effective GPU-hour",
+            name=_("per effective GPU-hour"),
             x=names,
             y=[result.cost_per_effective_gpu_hour for result in results],
             marker_color="#206bc4",
             # Side by side although on two axes: barmode="group" alone overlays them.
             offsetgroup="per-gpu-hour",
-            hovertemplate=f"%{{x}}: %{{y:,.2f}} {currency}/reference GPU-h<extra></extra>",
+            hovertemplate="%{x}: %{y:,.2f} "
+            + _("%(currency)s/reference GPU-h") % {"currency": currency}
+            + "<extra></extra>",
         )
     )
     if any(result.cost_per_million_tokens for result in results):
         figure.add_trace(
             go.Bar(
-                name="per 1M output tokens",
+                name=_("per 1M output tokens"),
                 x=names,
                 y=[result.cost_per_million_tokens for result in results],
                 marker_color="#f76707",
                 yaxis="y2",
                 offsetgroup="per-million-tokens",
-                hovertemplate=f"%{{x}}: %{{y:,.2f}} {currency} per 1M tokens<extra></extra>",
+                hovertemplate="%{x}: %{y:,.2f} "
+                + _("%(currency)s per 1M tokens") % {"currency": currency}
+                + "<extra></extra>",
             )
         )
         figure.update_layout(
-            yaxis2={"title": f"{currency} per 1M tokens", "overlaying": "y", "side": "right"},
+            yaxis2={
+                "title": _("%(currency)s per 1M tokens") % {"currency": currency},
+                "overlaying": "y",
+                "side": "right",
+            },
             barmode="group",
         )
     figure.update_layout(
-        title="Cost per unit of work",
-        yaxis_title=f"{currency} per reference GPU-hour",
+        title=_("Cost per unit of work"),
+        yaxis_title=_("%(currency)s per reference GPU-hour") % {"currency": currency},
         xaxis={"automargin": True},
         **BASE_LAYOUT,
     )
@@ -90,9 +101,10 @@ def build_hybrid_curve_figure(result, currency: str) -> go.Figure | None:
             x=list(range(len(curve))),
             y=list(curve),
             mode="lines+markers" if len(curve) <= 60 else "lines",
-            name="Total cost",
+            name=_("Total cost"),
             line={"color": "#206bc4"},
-            hovertemplate=f"%{{x}} baseline GPUs: %{{y:,.0f}} {currency}<extra></extra>",
+            hovertemplate=_("%%{x} baseline GPUs: %%{y:,.0f} %(currency)s<extra></extra>")
+            % {"currency": currency},
         )
     )
     optimum = result.optimal_baseline_gpus
@@ -101,15 +113,16 @@ def build_hybrid_curve_figure(result, currency: str) -> go.Figure | None:
             x=[optimum],
             y=[curve[optimum]],
             mode="markers",
-            name=f"Optimum: {optimum} GPUs",
+            name=_("Optimum: %(gpus)s GPUs") % {"gpus": optimum},
             marker={"color": "#d63939", "size": 11, "symbol": "diamond"},
-            hovertemplate=f"Optimum %{{x}} GPUs: %{{y:,.0f}} {currency}<extra></extra>",
+            hovertemplate=_("Optimum %%{x} GPUs: %%{y:,.0f} %(currency)s<extra></extra>")
+            % {"currency": currency},
         )
     )
     figure.update_layout(
-        title=f"{result.spec.name}: cost by baseline size",
-        xaxis_title="Baseline GPUs (reserved or owned)",
-        yaxis_title=f"{currency} over the horizon",
+        title=_("%(name)s: cost by baseline size") % {"name": result.spec.name},
+        xaxis_title=_("Baseline GPUs (reserved or owned)"),
+        yaxis_title=_("%(currency)s over the horizon") % {"currency": currency},
         **BASE_LAYOUT,
     )
     return figure
@@ -123,9 +136,9 @@ def build_demand_figure(demand, hourly_times, results) -> go.Figure:
             x=x,
             y=list(demand.hourly_reference_gpus),
             mode="lines",
-            name="Demand (reference GPUs)",
+            name=_("Demand (reference GPUs)"),
             line={"color": "#206bc4", "shape": "hv"},
-            hovertemplate="%{x}: %{y:,.1f} reference GPUs<extra></extra>",
+            hovertemplate="%{x}: %{y:,.1f} " + _("reference GPUs") + "<extra></extra>",
         )
     )
     for result in results:
@@ -134,12 +147,13 @@ def build_demand_figure(demand, hourly_times, results) -> go.Figure:
                 y=result.baseline_gpus,
                 line_dash="dash",
                 line_color="#d63939",
-                annotation_text=f"{result.spec.name}: baseline {result.baseline_gpus} GPUs",
+                annotation_text=_("%(name)s: baseline %(gpus)s GPUs")
+                % {"name": result.spec.name, "gpus": result.baseline_gpus},
             )
     figure.update_layout(
-        title="Demand per hour",
-        xaxis_title="Hour (UTC)" if hourly_times else "Hour of the curve",
-        yaxis_title="Reference GPUs",
+        title=_("Demand per hour"),
+        xaxis_title=_("Hour (UTC)") if hourly_times else _("Hour of the curve"),
+        yaxis_title=_("Reference GPUs"),
         **BASE_LAYOUT,
     )
     return figure

@@ -30,6 +30,16 @@ from itertools import accumulate
 
 from apps.pools.costing import HOURS_PER_MONTH  # 730 h, the mean month (framework-free)
 
+# Translates a sentence: the identity here, Django's gettext once the procurement app is
+# ready (apps/procurement/apps.py), so the module needs no Django and makemessages finds
+# its ``_()``.
+translate = str
+
+
+def _(text: str) -> str:
+    return translate(text)
+
+
 SECONDS_PER_HOUR = 3600
 # Demand is measured in floats; a GPU count that is whole up to this is not rounded up.
 _WHOLE_GPU_TOLERANCE = 1e-9
@@ -328,8 +338,8 @@ def cost_option(demand: Demand, spec: OptionSpec) -> OptionResult:
                 capacity_cost(needed, spec.baseline_gpus, rate, on_demand) - mix.total_cost
             ) * scale
             notes.append(
-                f"A baseline of {spec.baseline_gpus} GPUs is set; {optimal} would cost "
-                f"{saving:,.0f} less."
+                _("A baseline of %(gpus)s GPUs is set; %(optimal)s would cost %(saving)s less.")
+                % {"gpus": spec.baseline_gpus, "optimal": optimal, "saving": f"{saving:,.0f}"}
             )
     burst = sum(max(0, gpus - baseline) for gpus in needed) * scale
     baseline_hours = baseline * horizon
@@ -411,55 +421,100 @@ def compare(demand: Demand, specs, *, currency: str = "USD") -> Comparison:
     """Cost every option on the same demand and say which to choose, and why."""
     results = tuple(cost_option(demand, spec) for spec in specs)
     if not results:
-        return Comparison(demand, results, "Add options to compare.")
+        return Comparison(demand, results, _("Add options to compare."))
     ranked = sorted(results, key=lambda result: result.total_cost)
     best = ranked[0]
     shape = load_shape(demand)
     mean_share = demand.mean / demand.peak if demand.peak else 0
     months = demand.horizon_hours / HOURS_PER_MONTH
-    headline = (
-        f"{shape.capitalize()} load ({mean_share:.0%} of peak on average): "
-        f"{best.spec.name} costs {_money(best.total_cost, currency)} over {months:,.0f} months"
-    )
+    values = {
+        "share": f"{mean_share:.0%}",
+        "best": best.spec.name,
+        "cost": _money(best.total_cost, currency),
+        "months": f"{months:,.0f}",
+    }
+    headlines = {
+        "no": _(
+            "No load (%(share)s of peak on average): %(best)s costs %(cost)s over %(months)s months"
+        ),
+        "steady": _(
+            "Steady load (%(share)s of peak on average): %(best)s costs %(cost)s over "
+            "%(months)s months"
+        ),
+        "variable": _(
+            "Variable load (%(share)s of peak on average): %(best)s costs %(cost)s over "
+            "%(months)s months"
+        ),
+        "peaky": _(
+            "Peaky load (%(share)s of peak on average): %(best)s costs %(cost)s over "
+            "%(months)s months"
+        ),
+    }
+    headline = headlines[shape] % values
     if len(ranked) > 1 and ranked[1].total_cost > 0:
         runner_up = ranked[1]
         saving = 1 - best.total_cost / runner_up.total_cost
-        headline += f", {saving:.0%} less than {runner_up.spec.name}"
-    headline += "."
+        headline = _("%(headline)s, %(saving)s less than %(runner_up)s.") % {
+            "headline": headline,
+            "saving": f"{saving:.0%}",
+            "runner_up": runner_up.spec.name,
+        }
+    else:
+        headline = _("%(headline)s.") % {"headline": headline}
     reasons = []
     for result in ranked:
         if result.break_even_utilization is None or result.baseline_utilization is None:
             continue
         used = result.baseline_utilization
-        verdict = "pays off" if used >= result.break_even_utilization else "does not pay off"
-        reasons.append(
-            f"{result.spec.name}: a baseline GPU breaks even against on-demand at "
-            f"{result.break_even_utilization:.0%} "
-            f"utilization; its {result.baseline_gpus} baseline GPUs would be {used:.0%} used, "
-            f"so it {verdict}."
-        )
+        values = {
+            "name": result.spec.name,
+            "break_even": f"{result.break_even_utilization:.0%}",
+            "gpus": result.baseline_gpus,
+            "used": f"{used:.0%}",
+        }
+        if used >= result.break_even_utilization:
+            reason = _(
+                "%(name)s: a baseline GPU breaks even against on-demand at %(break_even)s "
+                "utilization; its %(gpus)s baseline GPUs would be %(used)s used, so it pays off."
+            )
+        else:
+            reason = _(
+                "%(name)s: a baseline GPU breaks even against on-demand at %(break_even)s "
+                "utilization; its %(gpus)s baseline GPUs would be %(used)s used, so it does "
+                "not pay off."
+            )
+        reasons.append(reason % values)
         break
     for result in ranked:
         if result.spec.kind == HYBRID:
             share = result.burst_gpu_hours / result.paid_gpu_hours if result.paid_gpu_hours else 0
             reasons.append(
-                f"{result.spec.name}: keep {result.baseline_gpus} GPUs as the baseline and "
-                f"burst above {result.baseline_gpus} GPUs on demand ({share:.0%} of the "
-                f"GPU-hours paid)."
+                _(
+                    "%(name)s: keep %(gpus)s GPUs as the baseline and burst above %(gpus)s GPUs "
+                    "on demand (%(share)s of the GPU-hours paid)."
+                )
+                % {"name": result.spec.name, "gpus": result.baseline_gpus, "share": f"{share:.0%}"}
             )
             break
     faster = [result for result in ranked if abs(result.spec.throughput_ratio - 1) > 0.05]
     if faster:
         result = faster[0]
         reasons.append(
-            f"One {result.spec.gpu_name or result.spec.name} GPU does "
-            f"{result.spec.throughput_ratio:.2f}× the reference GPU's work: "
-            f"{result.peak_gpus} GPUs at the peak hour for {demand.peak:,.1f} reference GPUs."
+            _(
+                "One %(gpu)s GPU does %(ratio)s× the reference GPU's work: %(peak_gpus)s GPUs "
+                "at the peak hour for %(reference)s reference GPUs."
+            )
+            % {
+                "gpu": result.spec.gpu_name or result.spec.name,
+                "ratio": f"{result.spec.throughput_ratio:.2f}",
+                "peak_gpus": result.peak_gpus,
+                "reference": f"{demand.peak:,.1f}",
+            }
         )
     for result in ranked:
         if result.spec.needs_icp_filing:
             reasons.append(
-                f"{result.spec.name} is in mainland China: a public service there needs an "
-                "ICP filing."
+                _("%(name)s is in mainland China: a public service there needs an ICP filing.")
+                % {"name": result.spec.name}
             )
     return Comparison(demand, results, headline, tuple(reasons))

@@ -12,7 +12,10 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 from django.db import models
+from django.utils import translation
 from django.utils.text import capfirst
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from apps.core.bounds import plain
 from apps.core.exports import (
@@ -26,23 +29,35 @@ from apps.procurement.models import ComparisonExport, Scenario, ScenarioOption
 from apps.procurement.services import MONEY_FIELDS, prices_used
 
 ASSUMPTIONS = (
-    "Demand is counted in reference GPUs: one hour of the reference GPU at the reference "
-    "efficiency. An option's GPU does (its dense peak or decode ceiling × its efficiency) ÷ "
-    "(the reference's × the reference efficiency) of that work per hour.",
-    "GPUs needed per hour = ⌈reference GPUs ÷ throughput ratio⌉, whole GPUs.",
-    "A measured window stands for the whole horizon: costs over it are scaled by "
-    "horizon hours ÷ hours measured.",
-    "On-demand pays the GPU-hours used. Reserved and owned options are sized for the peak "
-    "hour and paid every hour. Hybrids pay a baseline every hour and burst on demand.",
-    "Cost(R) = R·r·H + o·Σ max(0, d_h − R); the optimal baseline is the (1 − r/o) quantile "
-    "of hourly demand (newsvendor rule). Break-even utilization = r ÷ o.",
-    "Owned GPU-hour = purchase ÷ (amortisation months × 730 h) + TDP kW × PUE × price per kWh "
-    "+ colocation per GPU-month ÷ 730 h; operations staff are a monthly total.",
-    "Reserved GPU-hour = reserved price + upfront ÷ (term months × 730 h).",
-    "Checkpoint storage is a typed monthly figure until backup policies provide it.",
-    "Training job GPU-hours = 6·N·D ÷ (dense peak FLOP/s × MFU) ÷ 3600 (Kaplan et al. 2020; "
-    "Chowdhery et al. 2022).",
-    "A month is 730 hours (8,760 ÷ 12).",
+    gettext_lazy(
+        "Demand is counted in reference GPUs: one hour of the reference GPU at the reference "
+        "efficiency. An option's GPU does (its dense peak or decode ceiling × its efficiency) ÷ "
+        "(the reference's × the reference efficiency) of that work per hour."
+    ),
+    gettext_lazy("GPUs needed per hour = ⌈reference GPUs ÷ throughput ratio⌉, whole GPUs."),
+    gettext_lazy(
+        "A measured window stands for the whole horizon: costs over it are scaled by "
+        "horizon hours ÷ hours measured."
+    ),
+    gettext_lazy(
+        "On-demand pays the GPU-hours used. Reserved and owned options are sized for the peak "
+        "hour and paid every hour. Hybrids pay a baseline every hour and burst on demand."
+    ),
+    gettext_lazy(
+        "Cost(R) = R·r·H + o·Σ max(0, d_h − R); the optimal baseline is the (1 − r/o) quantile "
+        "of hourly demand (newsvendor rule). Break-even utilization = r ÷ o."
+    ),
+    gettext_lazy(
+        "Owned GPU-hour = purchase ÷ (amortisation months × 730 h) + TDP kW × PUE × price per kWh "
+        "+ colocation per GPU-month ÷ 730 h; operations staff are a monthly total."
+    ),
+    gettext_lazy("Reserved GPU-hour = reserved price + upfront ÷ (term months × 730 h)."),
+    gettext_lazy("Checkpoint storage is a typed monthly figure until backup policies provide it."),
+    gettext_lazy(
+        "Training job GPU-hours = 6·N·D ÷ (dense peak FLOP/s × MFU) ÷ 3600 (Kaplan et al. 2020; "
+        "Chowdhery et al. 2022)."
+    ),
+    gettext_lazy("A month is 730 hours (8,760 ÷ 12)."),
 )
 
 
@@ -58,55 +73,62 @@ def columns(currency: str):
     def result_of(getter):
         return lambda row: getter(row.result) if row.result else None
 
+    money = {"currency": currency}
+
     return (
-        ("Option", lambda row: row.option.name, None, None),
-        ("Kind", lambda row: row.option.get_kind_display(), None, None),
-        ("GPU model", lambda row: row.option.gpu_model.name, None, None),
-        ("Region", lambda row: row.option.region, None, None),
-        ("Compliance zone", lambda row: row.option.get_compliance_zone_display(), None, None),
+        (_("Option"), lambda row: row.option.name, None, None),
+        (_("Kind"), lambda row: row.option.get_kind_display(), None, None),
+        (_("GPU model"), lambda row: row.option.gpu_model.name, None, None),
+        (_("Region"), lambda row: row.option.region, None, None),
+        (_("Compliance zone"), lambda row: row.option.get_compliance_zone_display(), None, None),
         (
-            "ICP filing needed",
-            lambda row: "yes" if row.option.needs_icp_filing else "no",
+            _("ICP filing needed"),
+            lambda row: _("yes") if row.option.needs_icp_filing else _("no"),
             None,
             None,
         ),
         (
-            "Throughput (reference GPUs per GPU)",
+            _("Throughput (reference GPUs per GPU)"),
             result_of(lambda r: r.spec.throughput_ratio),
             "0.00",
             2,
         ),
-        ("Peak GPUs (GPUs)", result_of(lambda r: r.peak_gpus), "#,##0", 0),
-        ("Baseline GPUs (GPUs)", result_of(lambda r: r.baseline_gpus), "#,##0", 0),
-        ("GPU-hours paid (GPU-h)", result_of(lambda r: r.paid_gpu_hours), "#,##0", 0),
-        (f"Compute ({currency})", result_of(lambda r: r.cost.compute), "#,##0", 0),
-        (f"Power ({currency})", result_of(lambda r: r.cost.power), "#,##0", 0),
-        (f"Storage ({currency})", result_of(lambda r: r.cost.storage), "#,##0", 0),
-        (f"Network ({currency})", result_of(lambda r: r.cost.network), "#,##0", 0),
-        (f"Operations ({currency})", result_of(lambda r: r.cost.operations), "#,##0", 0),
-        (f"Total cost ({currency})", result_of(lambda r: r.total_cost), "#,##0", 0),
+        (_("Peak GPUs (GPUs)"), result_of(lambda r: r.peak_gpus), "#,##0", 0),
+        (_("Baseline GPUs (GPUs)"), result_of(lambda r: r.baseline_gpus), "#,##0", 0),
+        (_("GPU-hours paid (GPU-h)"), result_of(lambda r: r.paid_gpu_hours), "#,##0", 0),
+        (_("Compute (%(currency)s)") % money, result_of(lambda r: r.cost.compute), "#,##0", 0),
+        (_("Power (%(currency)s)") % money, result_of(lambda r: r.cost.power), "#,##0", 0),
+        (_("Storage (%(currency)s)") % money, result_of(lambda r: r.cost.storage), "#,##0", 0),
+        (_("Network (%(currency)s)") % money, result_of(lambda r: r.cost.network), "#,##0", 0),
         (
-            f"Cost per effective GPU-hour ({currency}/reference GPU-h)",
+            _("Operations (%(currency)s)") % money,
+            result_of(lambda r: r.cost.operations),
+            "#,##0",
+            0,
+        ),
+        (_("Total cost (%(currency)s)") % money, result_of(lambda r: r.total_cost), "#,##0", 0),
+        (
+            _("Cost per effective GPU-hour (%(currency)s/reference GPU-h)") % money,
             result_of(lambda r: r.cost_per_effective_gpu_hour),
             "#,##0.00",
             2,
         ),
         (
-            f"Cost per 1M output tokens ({currency})",
+            _("Cost per 1M output tokens (%(currency)s)") % money,
             result_of(lambda r: r.cost_per_million_tokens),
             "#,##0.00",
             2,
         ),
         (
-            f"Cost per 1k requests ({currency})",
+            _("Cost per 1k requests (%(currency)s)") % money,
             result_of(lambda r: r.cost_per_thousand_requests),
             "#,##0.00",
             2,
         ),
-        ("Paid utilization (%)", result_of(lambda r: r.paid_utilization), "0%", "%"),
-        ("Break-even utilization (%)", result_of(lambda r: r.break_even_utilization), "0%", "%"),
+        (_("Paid utilization (%)"), result_of(lambda r: r.paid_utilization), "0%", "%"),
+        (_("Break-even utilization (%)"), result_of(lambda r: r.break_even_utilization), "0%", "%"),
         (
-            "Notes",
+            _("Notes"),
             lambda row: row.problem or " ".join(row.result.notes if row.result else ()),
             None,
             None,
@@ -128,7 +150,7 @@ def comparison_table(result, *, formatted: bool):
     rows = []
     for row in result.rows:
         values = []
-        for _, getter, _, places in specs:
+        for _header, getter, _format, places in specs:
             value = getter(row)
             values.append(_text(value, places) if formatted else value)
         rows.append(values)
@@ -142,64 +164,78 @@ def input_rows(result) -> list[tuple[str, object, int | None]]:
     value it replaced."""
     scenario, info, demand = result.scenario, result.info, result.demand
     saved = result.what_if_saved
-    rows = [("Scenario", scenario.name, None)]
+    rows = [(_("Scenario"), scenario.name, None)]
     if saved:
         names = ", ".join(_what_if_label(name) for name in saved)
-        rows.append(("What-if inputs applied", f"yes, not saved on the scenario: {names}", None))
+        rows.append(
+            (
+                _("What-if inputs applied"),
+                _("yes, not saved on the scenario: %(names)s") % {"names": names},
+                None,
+            )
+        )
     else:
-        rows.append(("What-if inputs applied", "no: the scenario as saved", None))
+        rows.append((_("What-if inputs applied"), _("no: the scenario as saved"), None))
 
     def scenario_input(name, label, places):
         rows.append(
-            (f"{label} (what-if)" if name in saved else label, getattr(scenario, name), places)
+            (
+                _("%(label)s (what-if)") % {"label": label} if name in saved else label,
+                getattr(scenario, name),
+                places,
+            )
         )
         if name in saved:
-            rows.append((f"{label}, saved on the scenario", saved[name], places))
+            rows.append(
+                (_("%(label)s, saved on the scenario") % {"label": label}, saved[name], places)
+            )
 
-    scenario_input("horizon_months", "Horizon (months)", 0)
+    scenario_input("horizon_months", _("Horizon (months)"), 0)
     rows += [
-        ("Currency", scenario.currency, None),
-        ("Exchange rate (currency per USD)", scenario.usd_exchange_rate, None),
-        ("Demand source", info.source_label, None),
+        (_("Currency"), scenario.currency, None),
+        (_("Exchange rate (currency per USD)"), scenario.usd_exchange_rate, None),
+        (_("Demand source"), info.source_label, None),
     ]
     if scenario.demand_pool:
-        rows.append(("Pool measured", scenario.demand_pool.name, None))
+        rows.append((_("Pool measured"), scenario.demand_pool.name, None))
     if scenario.demand_workload:
-        rows.append(("Workload measured", scenario.demand_workload.name, None))
+        rows.append((_("Workload measured"), scenario.demand_workload.name, None))
     if info.window_start:
         rows.append(
             (
-                "Measured window (UTC)",
+                _("Measured window (UTC)"),
                 f"{info.window_start:%Y-%m-%d %H:00} – {info.window_end:%Y-%m-%d %H:00}",
                 None,
             )
         )
-    scenario_input("window_days", "Measured window (days)", 0)
+    scenario_input("window_days", _("Measured window (days)"), 0)
     scenario_input(
-        "entered_gpu_hours_per_month", "Entered GPU-hours per month (reference GPU-h)", 0
+        "entered_gpu_hours_per_month", _("Entered GPU-hours per month (reference GPU-h)"), 0
     )
-    rows.append(("24-hour profile (weights)", scenario.entered_hourly_profile or "flat", None))
-    rows.append(("Reference GPU", info.reference_gpu.name if info.reference_gpu else None, None))
-    scenario_input("reference_efficiency", "Reference efficiency (ratio, 0–1)", None)
-    rows.append(("Compute precision", scenario.get_compute_precision_display(), None))
+    rows.append(
+        (_("24-hour profile (weights)"), scenario.entered_hourly_profile or _("flat"), None)
+    )
+    rows.append((_("Reference GPU"), info.reference_gpu.name if info.reference_gpu else None, None))
+    scenario_input("reference_efficiency", _("Reference efficiency (ratio, 0–1)"), None)
+    rows.append((_("Compute precision"), scenario.get_compute_precision_display(), None))
     if scenario.model_architecture:
-        rows.append(("Model architecture", scenario.model_architecture.name, None))
+        rows.append((_("Model architecture"), scenario.model_architecture.name, None))
     if scenario.training_tokens:
-        rows.append(("Training tokens (tokens)", scenario.training_tokens, 0))
-        rows.append(("Training GPUs (GPUs)", scenario.training_gpus, 0))
+        rows.append((_("Training tokens (tokens)"), scenario.training_tokens, 0))
+        rows.append((_("Training GPUs (GPUs)"), scenario.training_gpus, 0))
     if demand is not None:
         rows += [
-            ("Hours in the demand curve (h)", len(demand.hourly_reference_gpus), 0),
-            ("Peak demand (reference GPUs)", demand.peak, 1),
-            ("Mean demand (reference GPUs)", demand.mean, 1),
-            ("Work over the horizon (reference GPU-h)", demand.reference_gpu_hours, 0),
-            ("Output tokens in the curve (tokens)", demand.output_tokens or None, 0),
-            ("Requests in the curve (requests)", demand.requests or None, 0),
+            (_("Hours in the demand curve (h)"), len(demand.hourly_reference_gpus), 0),
+            (_("Peak demand (reference GPUs)"), demand.peak, 1),
+            (_("Mean demand (reference GPUs)"), demand.mean, 1),
+            (_("Work over the horizon (reference GPU-h)"), demand.reference_gpu_hours, 0),
+            (_("Output tokens in the curve (tokens)"), demand.output_tokens or None, 0),
+            (_("Requests in the curve (requests)"), demand.requests or None, 0),
         ]
     if info.fallback_used:
-        rows.append(("Fallback", "entered GPU-hours per month (no measurements yet)", None))
+        rows.append((_("Fallback"), _("entered GPU-hours per month (no measurements yet)"), None))
     for note in info.notes:
-        rows.append(("Note", note, None))
+        rows.append((_("Note"), note, None))
     return rows
 
 
@@ -222,7 +258,13 @@ def _shown(value, places) -> str:
     return str(value)
 
 
-PRICE_HEADERS = ("Option", "Price used", "Value", "Unit", "Source")
+PRICE_HEADERS = (
+    gettext_lazy("Option"),
+    gettext_lazy("Price used"),
+    gettext_lazy("Value"),
+    gettext_lazy("Unit"),
+    gettext_lazy("Source"),
+)
 
 
 def price_rows(result) -> list[list]:
@@ -269,13 +311,13 @@ def option_input_rows(result) -> tuple[list[str], list[list]]:
     """The inputs typed on each option (blank where a price comes from its pool: the
     prices used say which)."""
     currency = result.scenario.currency
-    headers = ["Option"]
+    headers = [_("Option")]
     for name in OPTION_INPUT_FIELDS:
         label = _field_label(ScenarioOption, name)
         if name in MONEY_FIELDS:
-            label = f"{label} ({currency})"
+            label = _("%(label)s (%(currency)s)") % {"label": label, "currency": currency}
         elif name in RATIO_FIELDS:
-            label = f"{label} (ratio)"
+            label = _("%(label)s (ratio)") % {"label": label}
         headers.append(label)
     rows = []
     for row in result.rows:
@@ -290,7 +332,9 @@ def option_input_rows(result) -> tuple[list[str], list[list]]:
 
 
 def _generated_line() -> str:
-    return f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by gpufleet."
+    return _("Generated %(when)s UTC by gpufleet.") % {
+        "when": f"{datetime.now(UTC):%Y-%m-%d %H:%M}"
+    }
 
 
 # --- CSV --------------------------------------------------------------------------------
@@ -313,16 +357,16 @@ def build_csv(result) -> bytes:
     writer = csv.writer(buffer)
     headers, rows = comparison_table(result, formatted=False)
     # A CSV has no number format: its percentages are the ratios they are stored as.
-    writer.writerow([_csv_value(header.replace("(%)", "(ratio)")) for header in headers])
+    writer.writerow([_csv_value(header.replace("(%)", _("(ratio)"))) for header in headers])
     for values in rows:
         writer.writerow([_csv_value(value) for value in values])
     writer.writerow([])
-    writer.writerow(["Recommendation", _csv_value(_recommendation(result))])
-    writer.writerow(["What-if", _csv_value(_what_if_sentence(result))])
-    for label, value, _ in input_rows(result):
+    writer.writerow([_("Recommendation"), _csv_value(_recommendation(result))])
+    writer.writerow([_("What-if"), _csv_value(_what_if_sentence(result))])
+    for label, value, _places in input_rows(result):
         writer.writerow([_csv_value(label), _csv_value(value)])
     writer.writerow([])
-    writer.writerow(PRICE_HEADERS)
+    writer.writerow([str(header) for header in PRICE_HEADERS])
     for values in price_rows(result):
         writer.writerow([_csv_value(value) for value in values])
     return buffer.getvalue().encode("utf-8-sig")  # the BOM lets Excel read UTF-8
@@ -332,18 +376,24 @@ def _what_if_sentence(result) -> str:
     """Whether the file shows the scenario as saved or with the page's what-if inputs."""
     saved = result.what_if_saved
     if not saved:
-        return "What-if inputs: none; the scenario as saved."
+        return _("What-if inputs: none; the scenario as saved.")
     changes = "; ".join(
-        f"{_what_if_label(name)} {_shown(getattr(result.scenario, name), None)} "
-        f"(saved: {_shown(value, None)})"
+        _("%(label)s %(value)s (saved: %(saved)s)")
+        % {
+            "label": _what_if_label(name),
+            "value": _shown(getattr(result.scenario, name), None),
+            "saved": _shown(value, None),
+        }
         for name, value in saved.items()
     )
-    return f"What-if inputs applied, not saved on the scenario: {changes}."
+    return _("What-if inputs applied, not saved on the scenario: %(changes)s.") % {
+        "changes": changes
+    }
 
 
 def _recommendation(result) -> str:
     if result.comparison is None:
-        return result.info.empty_message or "No comparison yet."
+        return result.info.empty_message or _("No comparison yet.")
     return " ".join([result.comparison.recommendation, *result.comparison.reasons])
 
 
@@ -371,13 +421,13 @@ def build_xlsx(result) -> bytes:
             sheet.column_dimensions[get_column_letter(column)].width = width
 
     sheet = workbook.active
-    sheet.title = "Comparison"
+    sheet.title = _("Comparison")
     currency = result.scenario.currency
     specs = columns(currency)
     headers, rows = comparison_table(result, formatted=False)
     header_row(sheet, headers)
     for row_index, values in enumerate(rows, start=2):
-        for column, (value, (_, _, number_format, _)) in enumerate(
+        for column, (value, (_header, _getter, number_format, _places)) in enumerate(
             zip(values, specs, strict=True), start=1
         ):
             cell = write_xlsx_cell(sheet, row_index, column, value)
@@ -386,13 +436,13 @@ def build_xlsx(result) -> bytes:
     widths(sheet, {1: 34, **{column: 16 for column in range(2, len(headers))}, len(headers): 60})
     sheet.row_dimensions[1].height = 45
     summary_row = len(rows) + 3
-    write_xlsx_cell(sheet, summary_row, 1, "Recommendation").font = Font(bold=True)
+    write_xlsx_cell(sheet, summary_row, 1, _("Recommendation")).font = Font(bold=True)
     write_xlsx_cell(sheet, summary_row, 2, _recommendation(result))
     write_xlsx_cell(sheet, summary_row + 1, 1, _what_if_sentence(result))
     write_xlsx_cell(sheet, summary_row + 2, 1, _generated_line())
 
-    inputs = workbook.create_sheet("Inputs & assumptions")
-    header_row(inputs, ["Input (unit)", "Value"])
+    inputs = workbook.create_sheet(_("Inputs & assumptions"))
+    header_row(inputs, [_("Input (unit)"), _("Value")])
     line = 2
     for label, value, places in input_rows(result):
         write_xlsx_cell(inputs, line, 1, label)
@@ -409,25 +459,24 @@ def build_xlsx(result) -> bytes:
         for column, value in enumerate(values, start=1):
             write_xlsx_cell(inputs, line, column, value)
     line += 2
-    write_xlsx_cell(inputs, line, 1, "Assumptions and formulas").font = Font(bold=True)
+    write_xlsx_cell(inputs, line, 1, _("Assumptions and formulas")).font = Font(bold=True)
     for assumption in ASSUMPTIONS:
         line += 1
-        write_xlsx_cell(inputs, line, 1, assumption)
+        write_xlsx_cell(inputs, line, 1, str(assumption))
     widths(inputs, {1: 48, 2: 40, **{column: 18 for column in range(3, len(option_headers) + 1)}})
 
-    prices = workbook.create_sheet("Prices used")
-    header_row(
-        prices, [*PRICE_HEADERS[:2], f"Value ({currency} unless the unit says)", *PRICE_HEADERS[3:]]
-    )
+    prices = workbook.create_sheet(_("Prices used"))
+    value_header = _("Value (%(currency)s unless the unit says)") % {"currency": currency}
+    header_row(prices, [*map(str, PRICE_HEADERS[:2]), value_header, *map(str, PRICE_HEADERS[3:])])
     for row_index, values in enumerate(price_rows(result), start=2):
         for column, value in enumerate(values, start=1):
             write_xlsx_cell(prices, row_index, column, value)
     widths(prices, {1: 34, 2: 44, 3: 16, 4: 22, 5: 70})
 
-    demand_sheet = workbook.create_sheet("Demand curve")
+    demand_sheet = workbook.create_sheet(_("Demand curve"))
     option_results = [(row.option.name, row.result) for row in result.rows if row.result]
-    demand_headers = ["Hour (UTC)", "Demand (reference GPUs)"] + [
-        f"{name}: GPUs needed (GPUs)" for name, _ in option_results
+    demand_headers = [_("Hour (UTC)"), _("Demand (reference GPUs)")] + [
+        _("%(name)s: GPUs needed (GPUs)") % {"name": name} for name, _result in option_results
     ]
     header_row(demand_sheet, demand_headers)
     if result.demand is not None:
@@ -439,7 +488,7 @@ def build_xlsx(result) -> bytes:
             if times:
                 cell.number_format = "yyyy-mm-dd hh:mm"
             write_xlsx_cell(demand_sheet, row_index, 2, round(value, 4)).number_format = "0.00"
-            for offset, (_, option_result) in enumerate(option_results, start=3):
+            for offset, (_name, option_result) in enumerate(option_results, start=3):
                 write_xlsx_cell(
                     demand_sheet, row_index, offset, option_result.gpus_needed_by_hour[index]
                 )
@@ -452,6 +501,7 @@ def build_xlsx(result) -> bytes:
 
 # --- PDF --------------------------------------------------------------------------------
 
+# The columns of the PDF's tables, by their English headers (``_column_indexes``).
 PDF_COLUMNS = (
     "Option",
     "Peak GPUs (GPUs)",
@@ -465,11 +515,18 @@ PDF_COLUMNS = (
 BREAKDOWN_COLUMNS = ("Option", "Compute", "Power", "Storage", "Network", "Operations", "Total cost")
 
 
-def _pick(headers, rows, wanted):
-    indexes = [
-        next(index for index, header in enumerate(headers) if header.startswith(name))
+def _column_indexes(currency, wanted) -> list[int]:
+    """Where the columns whose English headers start with ``wanted`` are: the headers are
+    looked up in English whatever the file's language."""
+    with translation.override("en"):
+        english = [header for header, *_rest in columns(currency)]
+    return [
+        next(index for index, header in enumerate(english) if header.startswith(name))
         for name in wanted
     ]
+
+
+def _pick(headers, rows, indexes):
     return [headers[index] for index in indexes], [
         [values[index] for index in indexes] for values in rows
     ]
@@ -519,7 +576,7 @@ def _bar_chart(labels, values, title, unit):
 
 def _line_chart(points, title, x_label, y_label, marker=None):
     from reportlab.graphics.charts.lineplots import LinePlot
-    from reportlab.graphics.shapes import Drawing, Line, String
+    from reportlab.graphics.shapes import Drawing, Line
     from reportlab.lib import colors
 
     drawing = Drawing(720, 200)
@@ -533,8 +590,8 @@ def _line_chart(points, title, x_label, y_label, marker=None):
     plot.yValueAxis.labelTextFormat = lambda value: f"{value:,.0f}"
     drawing.add(plot)
     drawing.add(pdf_string(0, 185, title, font_name="Helvetica-Bold", font_size=10))
-    drawing.add(String(300, 5, x_label, fontSize=8))
-    drawing.add(String(0, 170, y_label, fontSize=8))
+    drawing.add(pdf_string(300, 5, x_label, font_size=8))
+    drawing.add(pdf_string(0, 170, y_label, font_size=8))
     if marker is not None:
         xs = [x for x, _ in points]
         span = (max(xs) - min(xs)) or 1
@@ -568,7 +625,7 @@ def build_pdf(result) -> bytes:
         rightMargin=12 * mm,
         topMargin=12 * mm,
         bottomMargin=12 * mm,
-        title=f"{scenario.name}: procurement comparison",
+        title=_("%(name)s: procurement comparison") % {"name": scenario.name},
         author="gpufleet",
     )
     table_style = Style(
@@ -599,33 +656,51 @@ def build_pdf(result) -> bytes:
         return built
 
     story = [
-        pdf_paragraph(f"{scenario.name}: procurement comparison", styles["Title"]),
         pdf_paragraph(
-            f"Horizon {scenario.horizon_months} months · prices in {currency} · demand: "
-            f"{result.info.source_label}. {_generated_line()}",
+            _("%(name)s: procurement comparison") % {"name": scenario.name}, styles["Title"]
+        ),
+        pdf_paragraph(
+            _("Horizon %(months)s months · prices in %(currency)s · demand: %(source)s.")
+            % {
+                "months": scenario.horizon_months,
+                "currency": currency,
+                "source": result.info.source_label,
+            }
+            + f" {_generated_line()}",
             small,
         ),
         pdf_paragraph(_what_if_sentence(result), small),
         Spacer(1, 4 * mm),
-        Paragraph("Recommendation", styles["Heading2"]),
+        pdf_paragraph(_("Recommendation"), styles["Heading2"]),
         pdf_paragraph(_recommendation(result), styles["BodyText"]),
         Spacer(1, 4 * mm),
     ]
     headers, rows = comparison_table(result, formatted=True)
     if rows:
-        picked_headers, picked_rows = _pick(headers, rows, PDF_COLUMNS)
+        picked_headers, picked_rows = _pick(headers, rows, _column_indexes(currency, PDF_COLUMNS))
         story += [
-            Paragraph("Comparison", styles["Heading2"]),
+            pdf_paragraph(_("Comparison"), styles["Heading2"]),
             table(picked_headers, picked_rows, [200] + [75] * (len(picked_headers) - 1)),
             Spacer(1, 4 * mm),
-            pdf_paragraph(f"Total cost over the horizon by line ({currency})", styles["Heading3"]),
-            table(*_pick(headers, rows, BREAKDOWN_COLUMNS), [200] + [80] * 6),
+            pdf_paragraph(
+                _("Total cost over the horizon by line (%(currency)s)") % {"currency": currency},
+                styles["Heading3"],
+            ),
+            table(
+                *_pick(headers, rows, _column_indexes(currency, BREAKDOWN_COLUMNS)),
+                [200] + [80] * 6,
+            ),
         ]
         problems = [(row.option.name, row.problem) for row in result.rows if row.problem]
         for name, problem in problems:
-            story.append(pdf_paragraph(f"{name}: not compared — {problem}", small))
+            story.append(
+                pdf_paragraph(
+                    _("%(name)s: not compared — %(problem)s") % {"name": name, "problem": problem},
+                    small,
+                )
+            )
     else:
-        story.append(Paragraph("No options to compare yet.", styles["BodyText"]))
+        story.append(pdf_paragraph(_("No options to compare yet."), styles["BodyText"]))
 
     option_results = [row.result for row in result.rows if row.result]
     if option_results:
@@ -634,7 +709,8 @@ def build_pdf(result) -> bytes:
             _bar_chart(
                 [r.spec.name for r in option_results],
                 [r.total_cost for r in option_results],
-                f"Total cost over {scenario.horizon_months} months ({currency})",
+                _("Total cost over %(months)s months (%(currency)s)")
+                % {"months": scenario.horizon_months, "currency": currency},
                 currency,
             ),
             Spacer(1, 6 * mm),
@@ -644,9 +720,13 @@ def build_pdf(result) -> bytes:
             story.append(
                 _line_chart(
                     list(enumerate(hybrid.cost_by_baseline_gpus)),
-                    f"{_short(hybrid.spec.name, 60)}: total cost by baseline size ({currency}); "
-                    f"optimum {hybrid.optimal_baseline_gpus} GPUs",
-                    "baseline GPUs",
+                    _("%(name)s: total cost by baseline size (%(currency)s); optimum %(gpus)s GPUs")
+                    % {
+                        "name": _short(hybrid.spec.name, 60),
+                        "currency": currency,
+                        "gpus": hybrid.optimal_baseline_gpus,
+                    },
+                    _("baseline GPUs"),
                     currency,
                     marker=hybrid.optimal_baseline_gpus,
                 )
@@ -657,26 +737,26 @@ def build_pdf(result) -> bytes:
             Spacer(1, 6 * mm),
             _line_chart(
                 list(enumerate(curve)),
-                "Demand per hour (reference GPUs)",
-                "hour of the curve",
-                "GPUs",
+                _("Demand per hour (reference GPUs)"),
+                _("hour of the curve"),
+                _("GPUs"),
             ),
         ]
     story += [
         PageBreak(),
-        Paragraph("Inputs", styles["Heading2"]),
+        pdf_paragraph(_("Inputs"), styles["Heading2"]),
         table(
-            ["Input (unit)", "Value"],
+            [_("Input (unit)"), _("Value")],
             [(label, _shown(value, places)) for label, value, places in input_rows(result)],
             [260, 460],
         ),
         Spacer(1, 4 * mm),
-        Paragraph("Assumptions and formulas", styles["Heading2"]),
+        pdf_paragraph(_("Assumptions and formulas"), styles["Heading2"]),
         *[pdf_paragraph(f"• {assumption}", small) for assumption in ASSUMPTIONS],
     ]
     option_headers, option_rows = option_input_rows(result)
     if option_rows:
-        story += [Spacer(1, 4 * mm), Paragraph("Option inputs", styles["Heading2"])]
+        story += [Spacer(1, 4 * mm), pdf_paragraph(_("Option inputs"), styles["Heading2"])]
         # Transposed: one column per option fits a landscape page.
         transposed = [
             [header] + [values[index] for values in option_rows]
@@ -684,7 +764,7 @@ def build_pdf(result) -> bytes:
         ][1:]
         story.append(
             table(
-                ["Input"] + [values[0] for values in option_rows],
+                [_("Input")] + [values[0] for values in option_rows],
                 transposed,
                 [170] + [550 / len(option_rows)] * len(option_rows),
             )
@@ -693,9 +773,9 @@ def build_pdf(result) -> bytes:
     if priced:
         story += [
             Spacer(1, 4 * mm),
-            Paragraph("Prices used", styles["Heading2"]),
+            pdf_paragraph(_("Prices used"), styles["Heading2"]),
             table(
-                list(PRICE_HEADERS),
+                [str(header) for header in PRICE_HEADERS],
                 [
                     [
                         name,

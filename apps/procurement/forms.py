@@ -1,4 +1,6 @@
 from django import forms
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from apps.catalog.models import GpuModel
 from apps.core.bounds import Scale
@@ -14,13 +16,14 @@ from apps.procurement.models import (
 from apps.procurement.services import MONEY_FIELDS, apply_what_if, pool_value
 from apps.procurement.skypilot import PriceCatalogError, parse_price_catalog
 
+TRAINING_JOB_SECTION = _("Training job")
 SCENARIO_SECTIONS = (
     (
-        "Scenario",
+        _("Scenario"),
         ["name", "slug", "description", "horizon_months", "currency", "usd_exchange_rate"],
     ),
     (
-        "Demand",
+        _("Demand"),
         [
             "demand_source",
             "demand_pool",
@@ -31,10 +34,10 @@ SCENARIO_SECTIONS = (
         ],
     ),
     (
-        "Reference and throughput",
+        _("Reference and throughput"),
         ["reference_gpu_model", "reference_efficiency", "compute_precision", "model_architecture"],
     ),
-    ("Training job", ["training_tokens", "training_gpus"]),
+    (TRAINING_JOB_SECTION, ["training_tokens", "training_gpus"]),
 )
 
 
@@ -43,25 +46,34 @@ def parse_profile(text: str) -> list[float]:
     parts = [part.strip() for part in text.split(",")]
     if len(parts) != 24:
         raise forms.ValidationError(
-            f"Give 24 weights, one per hour from 0 to 23 (got {len(parts)})."
+            gettext("Give 24 weights, one per hour from 0 to 23 (got %(count)s).")
+            % {"count": len(parts)}
         )
     weights = []
     for hour, part in enumerate(parts):
         try:
             weight = float(part)
         except ValueError:
-            raise forms.ValidationError(f"Hour {hour}: “{part}” is not a number.") from None
+            raise forms.ValidationError(
+                gettext("Hour %(hour)s: “%(part)s” is not a number.") % {"hour": hour, "part": part}
+            ) from None
         if weight < 0:
-            raise forms.ValidationError(f"Hour {hour}: a weight cannot be negative.")
+            raise forms.ValidationError(
+                gettext("Hour %(hour)s: a weight cannot be negative.") % {"hour": hour}
+            )
         weights.append(weight)
     if not any(weights):
-        raise forms.ValidationError("At least one hour needs a weight above 0.")
+        raise forms.ValidationError(gettext("At least one hour needs a weight above 0."))
     return weights
 
 
 class ScenarioForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.ModelForm):
     sections = SCENARIO_SECTIONS
-    section_conditions = {"Training job": ("demand_source", [DemandSource.TRAINING_JOB])}
+
+    @property
+    def section_conditions(self):
+        # Built when read: a translated title hashes as its text in the active language.
+        return {TRAINING_JOB_SECTION: ("demand_source", [DemandSource.TRAINING_JOB])}
 
     class Meta:
         model = Scenario
@@ -107,15 +119,15 @@ class ScenarioForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms
             if cleaned.get(name) in (None, "") and name not in self.errors:
                 self.add_error(
                     name,
-                    f"{self.fields[name].label} is needed when the demand is "
-                    f"“{DemandSource(source).label}”.",
+                    gettext("%(field)s is needed when the demand is “%(source)s”.")
+                    % {"field": self.fields[name].label, "source": DemandSource(source).label},
                 )
         return cleaned
 
 
 OPTION_SECTIONS = (
     (
-        "Option",
+        _("Option"),
         [
             "name",
             "kind",
@@ -128,13 +140,13 @@ OPTION_SECTIONS = (
             "price_note",
         ],
     ),
-    ("Cloud on-demand", ["on_demand_price_per_gpu_hour"]),
+    (_("Cloud on-demand"), ["on_demand_price_per_gpu_hour"]),
     (
-        "Cloud reserved",
+        _("Cloud reserved"),
         ["reserved_price_per_gpu_hour", "reserved_upfront_per_gpu", "reserved_term_months"],
     ),
     (
-        "Owned / bare-metal",
+        _("Owned / bare-metal"),
         [
             "purchase_price_per_gpu",
             "amortisation_months",
@@ -143,9 +155,9 @@ OPTION_SECTIONS = (
             "colocation_per_gpu_month",
         ],
     ),
-    ("Hybrid", ["hybrid_baseline", "baseline_gpus"]),
-    ("Running costs", ["operations_per_month", "storage_per_month", "network_per_month"]),
-    ("Throughput", ["throughput_basis", "efficiency"]),
+    (_("Hybrid"), ["hybrid_baseline", "baseline_gpus"]),
+    (_("Running costs"), ["operations_per_month", "storage_per_month", "network_per_month"]),
+    (_("Throughput"), ["throughput_basis", "efficiency"]),
 )
 
 # Which typed (or pool) prices each kind needs: checked here so the error names the field.
@@ -198,12 +210,21 @@ class OptionForm(TablerFormMixin, SectionedFormMixin, forms.ModelForm):
                 continue
             if pool_value(pool, name) is not None:
                 continue
-            where = f" and {pool} has none" if pool else ""
-            self.add_error(
-                name,
-                f"{self.fields[name].label} is needed for a {OptionKind(kind).label.lower()} "
-                f"option: type it, or choose a pool that has it{where}.",
-            )
+            values = {"field": self.fields[name].label, "kind": OptionKind(kind).label.lower()}
+            if pool:
+                message = gettext(
+                    "%(field)s is needed for a %(kind)s option: type it, or choose a pool that "
+                    "has it and %(pool)s has none."
+                ) % {**values, "pool": pool}
+            else:
+                message = (
+                    gettext(
+                        "%(field)s is needed for a %(kind)s option: type it, or choose a pool that "
+                        "has it."
+                    )
+                    % values
+                )
+            self.add_error(name, message)
         term_missing = not cleaned.get("reserved_term_months") and not (
             pool and pool.reserved_term_months
         )
@@ -214,14 +235,14 @@ class OptionForm(TablerFormMixin, SectionedFormMixin, forms.ModelForm):
         ):
             self.add_error(
                 "reserved_term_months",
-                "Reservation term (months) is needed to spread the upfront payment.",
+                gettext("Reservation term (months) is needed to spread the upfront payment."),
             )
         if kind == OptionKind.HYBRID and cleaned.get("on_demand_price_per_gpu_hour") == 0:
             self.add_error(
-                "on_demand_price_per_gpu_hour", "A hybrid's burst price must be above 0."
+                "on_demand_price_per_gpu_hour", gettext("A hybrid's burst price must be above 0.")
             )
         if cleaned.get("baseline_gpus") is not None and kind != OptionKind.HYBRID:
-            self.add_error("baseline_gpus", "Baseline GPUs apply to hybrid options only.")
+            self.add_error("baseline_gpus", gettext("Baseline GPUs apply to hybrid options only."))
         if cleaned.get("throughput_basis") == ThroughputBasis.DECODE_CEILING:
             workload = self.scenario.demand_workload
             has_model = self.scenario.model_architecture_id or (
@@ -230,8 +251,10 @@ class OptionForm(TablerFormMixin, SectionedFormMixin, forms.ModelForm):
             if not has_model:
                 self.add_error(
                     "throughput_basis",
-                    "The decode ceiling needs a model: measure a workload that has a model "
-                    "architecture, or set the scenario's model architecture.",
+                    gettext(
+                        "The decode ceiling needs a model: measure a workload that has a model "
+                        "architecture, or set the scenario's model architecture."
+                    ),
                 )
         name = cleaned.get("name")
         if name:
@@ -239,7 +262,11 @@ class OptionForm(TablerFormMixin, SectionedFormMixin, forms.ModelForm):
             if self.instance.pk:
                 clash = clash.exclude(pk=self.instance.pk)
             if clash.exists():
-                self.add_error("name", f"This scenario already has an option named “{name}”.")
+                self.add_error(
+                    "name",
+                    gettext("This scenario already has an option named “%(name)s”.")
+                    % {"name": name},
+                )
         return cleaned
 
     def save(self, commit=True):
@@ -254,13 +281,13 @@ class WhatIfForm(TablerFormMixin, forms.Form):
     """Unsaved changes to a scenario's inputs: the comparison recomputes as they change."""
 
     # Ranges: apps/core/bounds.py, as on the scenario form and the API.
-    horizon_months = forms.IntegerField(label="Horizon (months)")
-    window_days = forms.IntegerField(label="Measured window (days)")
+    horizon_months = forms.IntegerField(label=_("Horizon (months)"))
+    window_days = forms.IntegerField(label=_("Measured window (days)"))
     reference_efficiency = forms.DecimalField(
-        label="Reference efficiency (0–1)", max_digits=4, decimal_places=3
+        label=_("Reference efficiency (0–1)"), max_digits=4, decimal_places=3
     )
     entered_gpu_hours_per_month = forms.DecimalField(
-        label="GPU-hours per month", required=False, max_digits=14, decimal_places=2
+        label=_("GPU-hours per month"), required=False, max_digits=14, decimal_places=2
     )
 
     FIELDS = (
@@ -289,18 +316,23 @@ class WhatIfForm(TablerFormMixin, forms.Form):
 
 class PriceImportForm(TablerFormMixin, forms.Form):
     file = forms.FileField(
-        label="SkyPilot price catalog (CSV)",
-        help_text="InstanceType, AcceleratorName, AcceleratorCount, Price, Region, GpuInfo… "
-        "as in SkyPilot's catalogs; prices in USD per instance-hour.",
+        label=_("SkyPilot price catalog (CSV)"),
+        help_text=_(
+            "InstanceType, AcceleratorName, AcceleratorCount, Price, Region, GpuInfo… "
+            "as in SkyPilot's catalogs; prices in USD per instance-hour."
+        ),
     )
-    provider = forms.CharField(max_length=100, initial="Lambda")
+    provider = forms.CharField(label=_("Provider"), max_length=100, initial="Lambda")
     region = forms.CharField(
-        max_length=100, required=False, help_text="Blank: the cheapest region in the file."
+        label=_("Region"),
+        max_length=100,
+        required=False,
+        help_text=_("Blank: the cheapest region in the file."),
     )
     gpu_models = forms.ModelMultipleChoiceField(
         queryset=GpuModel.objects.order_by("vendor", "name"),
-        label="GPU models",
-        help_text="One on-demand option per GPU model, at its cheapest price.",
+        label=_("GPU models"),
+        help_text=_("One on-demand option per GPU model, at its cheapest price."),
     )
 
     MAX_BYTES = 5 * 1024 * 1024
@@ -308,19 +340,23 @@ class PriceImportForm(TablerFormMixin, forms.Form):
     def clean_file(self):
         upload = self.cleaned_data["file"]
         if upload.size > self.MAX_BYTES:
-            raise forms.ValidationError("The file is over 5 MB; a price catalog is far smaller.")
+            raise forms.ValidationError(
+                gettext("The file is over 5 MB; a price catalog is far smaller.")
+            )
         try:
             text = upload.read().decode("utf-8-sig")
         except UnicodeDecodeError as error:
-            raise forms.ValidationError(f"Not UTF-8 text (byte {error.start}).") from None
+            raise forms.ValidationError(
+                gettext("Not UTF-8 text (byte %(byte)s).") % {"byte": error.start}
+            ) from None
         try:
             self.catalog_rows = parse_price_catalog(text)
         except PriceCatalogError as error:
             raise forms.ValidationError(str(error)) from None
         if not self.catalog_rows[0]:
-            raise forms.ValidationError("The file has no GPU rows with a price.")
+            raise forms.ValidationError(gettext("The file has no GPU rows with a price."))
         return upload
 
 
 class ExportForm(forms.Form):
-    format = forms.ChoiceField(choices=ComparisonExport.Format.choices)
+    format = forms.ChoiceField(label=_("Format"), choices=ComparisonExport.Format.choices)

@@ -11,6 +11,7 @@ from django.core.validators import (
 )
 from django.db import models
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
 from apps.core.jobs import Job
@@ -41,10 +42,10 @@ def _fraction(label, default, help_text):
 
 
 class DemandSource(models.TextChoices):
-    MEASURED_POOL = "measured_pool", "Measured: a pool's busy GPUs"
-    MEASURED_WORKLOAD = "measured_workload", "Measured: a workload's curve"
-    ENTERED = "entered", "Entered: GPU-hours per month and a 24-hour profile"
-    TRAINING_JOB = "training_job", "Training job: 6·N·D"
+    MEASURED_POOL = "measured_pool", _("Measured: a pool's busy GPUs")
+    MEASURED_WORKLOAD = "measured_workload", _("Measured: a workload's curve")
+    ENTERED = "entered", _("Entered: GPU-hours per month and a 24-hour profile")
+    TRAINING_JOB = "training_job", _("Training job: 6·N·D")
 
 
 class ComputePrecision(models.TextChoices):
@@ -55,32 +56,40 @@ class ComputePrecision(models.TextChoices):
 
 
 class Scenario(models.Model):
-    name = models.CharField(max_length=120, unique=True)
-    slug = models.SlugField(max_length=120, unique=True, help_text="Stable id used by the API.")
-    description = models.TextField(blank=True)
+    name = models.CharField(_("name"), max_length=120, unique=True)
+    slug = models.SlugField(
+        _("slug"), max_length=120, unique=True, help_text=_("Stable id used by the API.")
+    )
+    description = models.TextField(_("description"), blank=True)
     horizon_months = models.PositiveIntegerField(
-        "Horizon (months)",
+        _("Horizon (months)"),
         default=36,
         validators=[MinValueValidator(1), MaxValueValidator(120)],
-        help_text="How long the comparison runs; every cost is a total over it.",
+        help_text=_("How long the comparison runs; every cost is a total over it."),
     )
     currency = models.CharField(
+        _("currency"),
         max_length=3,
         default="USD",
-        validators=[RegexValidator(r"^[A-Z]{3}$", "Use a three-letter ISO 4217 code, e.g. USD.")],
-        help_text="Every typed price is in this currency.",
+        validators=[
+            RegexValidator(r"^[A-Z]{3}$", _("Use a three-letter ISO 4217 code, e.g. USD."))
+        ],
+        help_text=_("Every typed price is in this currency."),
     )
     usd_exchange_rate = models.DecimalField(
-        "Exchange rate (currency per USD)",
+        _("Exchange rate (currency per USD)"),
         max_digits=12,
         decimal_places=6,
         default=Decimal("1"),
         validators=[MinValueValidator(Decimal("0.000001"))],
-        help_text="Converts pool and SkyPilot prices (USD) into the scenario's currency.",
+        help_text=_("Converts pool and SkyPilot prices (USD) into the scenario's currency."),
     )
 
     demand_source = models.CharField(
-        max_length=20, choices=DemandSource.choices, default=DemandSource.MEASURED_WORKLOAD
+        _("demand source"),
+        max_length=20,
+        choices=DemandSource.choices,
+        default=DemandSource.MEASURED_WORKLOAD,
     )
     demand_pool = models.ForeignKey(
         "pools.Pool",
@@ -88,7 +97,7 @@ class Scenario(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
-        verbose_name="Pool measured",
+        verbose_name=_("Pool measured"),
     )
     demand_workload = models.ForeignKey(
         "pools.Workload",
@@ -96,29 +105,31 @@ class Scenario(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
-        verbose_name="Workload measured",
+        verbose_name=_("Workload measured"),
     )
     window_days = models.PositiveIntegerField(
-        "Measured window (days)",
+        _("Measured window (days)"),
         default=14,
         validators=[MinValueValidator(1), MaxValueValidator(366)],
-        help_text="The hourly rollups of the last N days of telemetry.",
+        help_text=_("The hourly rollups of the last N days of telemetry."),
     )
     entered_gpu_hours_per_month = models.DecimalField(
-        "GPU-hours per month",
+        _("GPU-hours per month"),
         max_digits=14,
         decimal_places=2,
         null=True,
         blank=True,
         validators=[MinValueValidator(Decimal("0"))],
-        help_text="Entered demand, in reference GPU-hours; also the fallback while a "
-        "measured source has no rollups.",
+        help_text=_(
+            "Entered demand, in reference GPU-hours; also the fallback while a "
+            "measured source has no rollups."
+        ),
     )
     entered_hourly_profile = models.CharField(
-        "24-hour profile",
+        _("24-hour profile"),
         max_length=400,
         blank=True,
-        help_text="24 comma-separated weights, hour 0 to 23 (e.g. 2,2,1,…); blank: flat.",
+        help_text=_("24 comma-separated weights, hour 0 to 23 (e.g. 2,2,1,…); blank: flat."),
     )
     reference_gpu_model = models.ForeignKey(
         "catalog.GpuModel",
@@ -126,20 +137,23 @@ class Scenario(models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="+",
-        verbose_name="Reference GPU",
-        help_text="The GPU demand is counted in. Measured sources use their pool's GPU.",
+        verbose_name=_("Reference GPU"),
+        help_text=_("The GPU demand is counted in. Measured sources use their pool's GPU."),
     )
     reference_efficiency = _fraction(
-        "Reference efficiency",
+        _("Reference efficiency"),
         "0.400",
-        "Share of the reference GPU's peak (or decode ceiling) the demand runs at; the MFU "
-        "for a training job. 0–1.",
+        _(
+            "Share of the reference GPU's peak (or decode ceiling) the demand runs at; the MFU "
+            "for a training job. 0–1."
+        ),
     )
     compute_precision = models.CharField(
+        _("compute precision"),
         max_length=10,
         choices=ComputePrecision.choices,
         default=ComputePrecision.BF16,
-        help_text="Which dense peak compares GPU models.",
+        help_text=_("Which dense peak compares GPU models."),
     )
     model_architecture = models.ForeignKey(
         "catalog.ModelArchitecture",
@@ -147,17 +161,18 @@ class Scenario(models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="+",
-        help_text="Training job: N. Decode-ceiling options: the model served.",
+        verbose_name=_("model architecture"),
+        help_text=_("Training job: N. Decode-ceiling options: the model served."),
     )
     training_tokens = models.PositiveBigIntegerField(
-        "Training tokens", null=True, blank=True, help_text="D in 6·N·D."
+        _("Training tokens"), null=True, blank=True, help_text=_("D in 6·N·D.")
     )
     training_gpus = models.PositiveIntegerField(
-        "Training GPUs",
+        _("Training GPUs"),
         null=True,
         blank=True,
         validators=[MinValueValidator(1)],
-        help_text="Reference GPUs the job runs on at once.",
+        help_text=_("Reference GPUs the job runs on at once."),
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -169,6 +184,7 @@ class Scenario(models.Model):
 
     class Meta:
         ordering = ["name"]
+        verbose_name = _("scenario")
 
     def __str__(self):
         return self.name
@@ -190,36 +206,41 @@ class Scenario(models.Model):
 
 
 class OptionKind(models.TextChoices):
-    ON_DEMAND = "on_demand", "Cloud on-demand"
-    RESERVED = "reserved", "Cloud reserved"
-    OWNED = "owned", "Owned / bare-metal"
-    HYBRID = "hybrid", "Hybrid: baseline + on-demand burst"
+    ON_DEMAND = "on_demand", _("Cloud on-demand")
+    RESERVED = "reserved", _("Cloud reserved")
+    OWNED = "owned", _("Owned / bare-metal")
+    HYBRID = "hybrid", _("Hybrid: baseline + on-demand burst")
 
 
 class HybridBaseline(models.TextChoices):
-    RESERVED = "reserved", "Reserved"
-    OWNED = "owned", "Owned"
+    RESERVED = "reserved", _("Reserved")
+    OWNED = "owned", _("Owned")
 
 
 class ThroughputBasis(models.TextChoices):
-    DENSE_PEAK = "dense_peak", "Dense peak FLOP/s × efficiency"
-    DECODE_CEILING = "decode_ceiling", "Decode ceiling (memory bandwidth) × efficiency"
+    DENSE_PEAK = "dense_peak", _("Dense peak FLOP/s × efficiency")
+    DECODE_CEILING = "decode_ceiling", _("Decode ceiling (memory bandwidth) × efficiency")
 
 
 class ScenarioOption(models.Model):
     """One option line. Blank prices come from ``source_pool`` (converted from USD)."""
 
     scenario = models.ForeignKey(Scenario, on_delete=models.CASCADE, related_name="options")
-    position = models.PositiveSmallIntegerField(default=0, help_text="Order in the table.")
-    name = models.CharField(max_length=120)
-    kind = models.CharField(max_length=20, choices=OptionKind.choices)
-    provider = models.CharField(max_length=100, blank=True)
-    region = models.CharField(max_length=100, blank=True)
+    position = models.PositiveSmallIntegerField(
+        _("position"), default=0, help_text=_("Order in the table.")
+    )
+    name = models.CharField(_("name"), max_length=120)
+    kind = models.CharField(_("kind"), max_length=20, choices=OptionKind.choices)
+    provider = models.CharField(_("provider"), max_length=100, blank=True)
+    region = models.CharField(_("region"), max_length=100, blank=True)
     compliance_zone = models.CharField(
-        max_length=20, choices=ComplianceZone.choices, default=ComplianceZone.OTHER
+        _("compliance zone"),
+        max_length=20,
+        choices=ComplianceZone.choices,
+        default=ComplianceZone.OTHER,
     )
     gpu_model = models.ForeignKey(
-        "catalog.GpuModel", on_delete=models.PROTECT, related_name="+", verbose_name="GPU model"
+        "catalog.GpuModel", on_delete=models.PROTECT, related_name="+", verbose_name=_("GPU model")
     )
     source_pool = models.ForeignKey(
         "pools.Pool",
@@ -227,71 +248,80 @@ class ScenarioOption(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
-        verbose_name="Prices from pool",
-        help_text="Blank price fields take this pool's prices.",
+        verbose_name=_("Prices from pool"),
+        help_text=_("Blank price fields take this pool's prices."),
     )
     price_note = models.CharField(
-        max_length=300, blank=True, help_text="Where the prices come from."
+        _("price note"), max_length=300, blank=True, help_text=_("Where the prices come from.")
     )
 
     on_demand_price_per_gpu_hour = _money(
-        "On-demand price per GPU-hour",
-        help_text="Hybrid: the burst price. Reserved or owned: "
-        "the price their break-even is measured against.",
+        _("On-demand price per GPU-hour"),
+        help_text=_(
+            "Hybrid: the burst price. Reserved or owned: "
+            "the price their break-even is measured against."
+        ),
     )
-    reserved_price_per_gpu_hour = _money("Reserved price per GPU-hour")
+    reserved_price_per_gpu_hour = _money(_("Reserved price per GPU-hour"))
     reserved_upfront_per_gpu = _money(
-        "Reserved upfront per GPU", help_text="Paid once per term; spread over its hours."
+        _("Reserved upfront per GPU"), help_text=_("Paid once per term; spread over its hours.")
     )
     reserved_term_months = models.PositiveIntegerField(
-        "Reservation term (months)", null=True, blank=True, validators=[MinValueValidator(1)]
+        _("Reservation term (months)"), null=True, blank=True, validators=[MinValueValidator(1)]
     )
     purchase_price_per_gpu = _money(
-        "Purchase price per GPU", help_text="Server share included: server price ÷ GPUs."
+        _("Purchase price per GPU"), help_text=_("Server share included: server price ÷ GPUs.")
     )
     amortisation_months = models.PositiveIntegerField(
-        "Amortisation (months)", null=True, blank=True, validators=[MinValueValidator(1)]
+        _("Amortisation (months)"), null=True, blank=True, validators=[MinValueValidator(1)]
     )
-    power_price_per_kwh = _money("Power price per kWh")
+    power_price_per_kwh = _money(_("Power price per kWh"))
     pue = models.DecimalField(
-        "PUE",
+        _("PUE"),
         max_digits=4,
         decimal_places=2,
         null=True,
         blank=True,
         validators=[MinValueValidator(Decimal("1.00"))],
-        help_text="Facility power ÷ IT power; 1.1–1.6 is typical.",
+        help_text=_("Facility power ÷ IT power; 1.1–1.6 is typical."),
     )
-    colocation_per_gpu_month = _money("Colocation per GPU-month")
+    colocation_per_gpu_month = _money(_("Colocation per GPU-month"))
     operations_per_month = _money(
-        "Operations staff per month", help_text="Whole option: people, support contracts."
+        _("Operations staff per month"), help_text=_("Whole option: people, support contracts.")
     )
     storage_per_month = _money(
-        "Checkpoint storage per month",
-        help_text="Typed for now; will come from the backup policy once backups land.",
+        _("Checkpoint storage per month"),
+        help_text=_("Typed for now; will come from the backup policy once backups land."),
     )
-    network_per_month = _money("Network per month", help_text="Egress, interconnect, transit.")
+    network_per_month = _money(
+        _("Network per month"), help_text=_("Egress, interconnect, transit.")
+    )
 
     hybrid_baseline = models.CharField(
-        "Hybrid baseline",
+        _("Hybrid baseline"),
         max_length=10,
         choices=HybridBaseline.choices,
         default=HybridBaseline.RESERVED,
     )
     baseline_gpus = models.PositiveIntegerField(
-        "Baseline GPUs",
+        _("Baseline GPUs"),
         null=True,
         blank=True,
-        help_text="Hybrid only; blank: the newsvendor optimum.",
+        help_text=_("Hybrid only; blank: the newsvendor optimum."),
     )
     throughput_basis = models.CharField(
-        max_length=20, choices=ThroughputBasis.choices, default=ThroughputBasis.DENSE_PEAK
+        _("throughput basis"),
+        max_length=20,
+        choices=ThroughputBasis.choices,
+        default=ThroughputBasis.DENSE_PEAK,
     )
     efficiency = _fraction(
-        "Efficiency",
+        _("Efficiency"),
         "0.400",
-        "Share of this GPU's peak (or decode ceiling) achieved; equal to the reference "
-        "efficiency on the same GPU means equal work per GPU. 0–1.",
+        _(
+            "Share of this GPU's peak (or decode ceiling) achieved; equal to the reference "
+            "efficiency on the same GPU means equal work per GPU. 0–1."
+        ),
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -300,7 +330,7 @@ class ScenarioOption(models.Model):
 
     class Meta:
         ordering = ["scenario", "position", "pk"]
-        verbose_name = "option"
+        verbose_name = _("option")
 
     def __str__(self):
         return self.name
@@ -325,20 +355,21 @@ class ScenarioOption(models.Model):
 class ComparisonExport(Job):
     class Format(models.TextChoices):
         CSV = "csv", "CSV"
-        XLSX = "xlsx", "Excel (XLSX)"
+        XLSX = "xlsx", _("Excel (XLSX)")
         PDF = "pdf", "PDF"
 
     class Status(models.TextChoices):
-        PENDING = "pending", "Waiting"
-        RUNNING = "running", "Running"
-        SUCCEEDED = "succeeded", "Ready"
-        FAILED = "failed", "Failed"
-        INTERRUPTED = "interrupted", "Interrupted"
+        PENDING = "pending", _("Waiting")
+        RUNNING = "running", _("Running")
+        SUCCEEDED = "succeeded", _("Ready")
+        FAILED = "failed", _("Failed")
+        INTERRUPTED = "interrupted", _("Interrupted")
 
     not_started_status = Status.PENDING
     succeeded_status = Status.SUCCEEDED
     finished_statuses = (Status.SUCCEEDED, Status.FAILED, Status.INTERRUPTED)
     job_noun = "export"
+    DEFAULT_LANGUAGE = "en"
     failure_sentence_template = (
         "The export stopped with an error ({error}). Ask for it again; the server log has "
         "the details."
@@ -349,19 +380,27 @@ class ComparisonExport(Job):
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
     file = models.FileField(upload_to="procurement/exports/%Y/%m/", blank=True)
     what_if = models.JSONField(
-        "What-if inputs",
+        _("What-if inputs"),
         default=dict,
         blank=True,
-        help_text="The unsaved inputs the page showed when the export was asked for "
-        "(name → value); empty: the scenario as saved.",
+        help_text=_(
+            "The unsaved inputs the page showed when the export was asked for "
+            "(name → value); empty: the scenario as saved."
+        ),
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    language = models.CharField(
+        _("language"),
+        max_length=16,
+        default=DEFAULT_LANGUAGE,
+        help_text=_("The interface language it was asked in: its headers and titles are in it."),
+    )
 
     class Meta:
         ordering = ["-created_at", "-pk"]
-        verbose_name = "comparison export"
+        verbose_name = _("comparison export")
 
     def __str__(self):
         return f"{self.scenario} · {self.get_format_display()} #{self.pk}"

@@ -8,6 +8,9 @@ from decimal import Decimal
 from django.core.files.base import ContentFile
 from django.db import transaction
 from django.db.models import Max, Sum
+from django.utils import translation
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from apps.catalog.models import GpuModel
 from apps.core import runs
@@ -129,7 +132,10 @@ def per_gpu_throughput(scenario, gpu: GpuModel, basis: str) -> tuple[float | Non
         return ceiling / settings.tensor_parallel, ""
     peak = gpu.dense_peak_flops(scenario.compute_precision)
     if not peak:
-        return None, f"{gpu.name} has no dense {scenario.compute_precision} peak in the catalog"
+        return None, _("%(gpu)s has no dense %(precision)s peak in the catalog") % {
+            "gpu": gpu.name,
+            "precision": scenario.compute_precision,
+        }
     return peak, ""
 
 
@@ -151,14 +157,14 @@ def build_demand(scenario: Scenario) -> tuple[comparison.Demand | None, DemandIn
     if source == DemandSource.MEASURED_POOL:
         pool = scenario.demand_pool
         if pool is None:
-            info.empty_message = "Choose the pool whose measured busy GPUs make the demand."
+            info.empty_message = _("Choose the pool whose measured busy GPUs make the demand.")
         else:
             info.reference_gpu = pool.gpu_model
             measured = _pool_busy_curve(pool, scenario.window_days)
             if not measured or not measured[2]:
-                info.empty_message = (
-                    f"No hourly rollups for {pool.name} yet: import or pull its telemetry."
-                )
+                info.empty_message = _(
+                    "No hourly rollups for %(pool)s yet: import or pull its telemetry."
+                ) % {"pool": pool.name}
             else:
                 info.window_start, info.window_end, rows = measured
                 info.hourly_times = [hour for hour, _ in rows]
@@ -169,13 +175,13 @@ def build_demand(scenario: Scenario) -> tuple[comparison.Demand | None, DemandIn
     elif source == DemandSource.MEASURED_WORKLOAD:
         workload = scenario.demand_workload
         if workload is None:
-            info.empty_message = "Choose the workload whose measured curve makes the demand."
+            info.empty_message = _("Choose the workload whose measured curve makes the demand.")
         else:
             curve, tokens, requests = _workload_curve(scenario, workload, info)
     elif source == DemandSource.ENTERED:
         info.reference_gpu = scenario.reference_gpu_model
         if scenario.entered_gpu_hours_per_month is None:
-            info.empty_message = "Enter GPU-hours per month."
+            info.empty_message = _("Enter GPU-hours per month.")
         else:
             curve = _entered_curve(scenario)
     elif source == DemandSource.TRAINING_JOB:
@@ -186,13 +192,13 @@ def build_demand(scenario: Scenario) -> tuple[comparison.Demand | None, DemandIn
         info.fallback_used = True
         info.reference_gpu = info.reference_gpu or scenario.reference_gpu_model
         curve = _entered_curve(scenario)
-        info.notes.append("Using the entered GPU-hours per month until measurements exist.")
+        info.notes.append(_("Using the entered GPU-hours per month until measurements exist."))
     if info.reference_gpu is None and curve is not None:
-        info.empty_message = info.empty_message or "Choose a reference GPU."
+        info.empty_message = info.empty_message or _("Choose a reference GPU.")
         return None, info
     if not curve or max(curve) <= 0:
         if curve is not None and not info.empty_message:
-            info.empty_message = "The demand is zero in every hour: nothing to buy."
+            info.empty_message = _("The demand is zero in every hour: nothing to buy.")
         return None, info
     info.hours = len(curve)
     return (
@@ -212,21 +218,33 @@ def _workload_curve(scenario, workload, info):
         share = min(1.0, workload.gpu_count / pool.gpu_count)
         info.hourly_times = [hour for hour, _ in rows]
         info.notes.append(
-            f"{pool.name}'s busy GPUs × {workload.gpu_count} of its {pool.gpu_count} GPUs "
-            f"({share:.0%}) used by {workload.name}."
+            _(
+                "%(pool)s's busy GPUs × %(used)s of its %(gpus)s GPUs (%(share)s) used by "
+                "%(workload)s."
+            )
+            % {
+                "pool": pool.name,
+                "used": workload.gpu_count,
+                "gpus": pool.gpu_count,
+                "share": f"{share:.0%}",
+                "workload": workload.name,
+            }
         )
         tokens, requests = _request_totals(info.window_start, info.window_end, workload=workload)
         return [busy * share for _, busy in rows], tokens, requests
     latest = workload.hourly_requests.aggregate(latest=Max("hour"))["latest"]
     if latest is None:
-        info.empty_message = (
-            f"No hourly rollups for {workload.name} or its pool {pool.name} yet: import or "
-            "pull their telemetry."
-        )
+        info.empty_message = _(
+            "No hourly rollups for %(workload)s or its pool %(pool)s yet: import or pull their "
+            "telemetry."
+        ) % {"workload": workload.name, "pool": pool.name}
         return None, None, None
     throughput, why = per_gpu_throughput(scenario, pool.gpu_model, ThroughputBasis.DECODE_CEILING)
     if throughput is None:
-        info.empty_message = f"{workload.name} has request rollups but {why}."
+        info.empty_message = _("%(workload)s has request rollups but %(why)s.") % {
+            "workload": workload.name,
+            "why": why,
+        }
         return None, None, None
     info.window_start, info.window_end = _window(latest, scenario.window_days)
     rows = list(
@@ -237,8 +255,15 @@ def _workload_curve(scenario, workload, info):
     per_gpu_hour = throughput * float(scenario.reference_efficiency) * 3600
     info.hourly_times = [hour for hour, _, _ in rows]
     info.notes.append(
-        f"Output tokens per hour ÷ ({throughput:,.0f} tokens/s decode ceiling per "
-        f"{pool.gpu_model.name} × {scenario.reference_efficiency} efficiency)."
+        _(
+            "Output tokens per hour ÷ (%(throughput)s tokens/s decode ceiling per %(gpu)s × "
+            "%(efficiency)s efficiency)."
+        )
+        % {
+            "throughput": f"{throughput:,.0f}",
+            "gpu": pool.gpu_model.name,
+            "efficiency": scenario.reference_efficiency,
+        }
     )
     curve = [output / per_gpu_hour for _, output, _ in rows]
     tokens = float(sum(output for _, output, _ in rows)) or None
@@ -251,19 +276,23 @@ def _training_curve(scenario, info):
     missing = [
         label
         for label, value in (
-            ("model architecture", scenario.model_architecture),
-            ("training tokens", scenario.training_tokens),
-            ("training GPUs", scenario.training_gpus),
-            ("reference GPU", scenario.reference_gpu_model),
+            (_("model architecture"), scenario.model_architecture),
+            (_("training tokens"), scenario.training_tokens),
+            (_("training GPUs"), scenario.training_gpus),
+            (_("reference GPU"), scenario.reference_gpu_model),
         )
         if not value
     ]
     if missing:
-        info.empty_message = f"A training job needs its {', '.join(missing)}."
+        info.empty_message = _("A training job needs its %(missing)s.") % {
+            "missing": ", ".join(missing)
+        }
         return None
     peak = scenario.reference_gpu_model.dense_peak_flops(scenario.compute_precision)
     if not peak:
-        info.empty_message = f"{scenario.reference_gpu_model.name} has no dense peak to use."
+        info.empty_message = _("%(gpu)s has no dense peak to use.") % {
+            "gpu": scenario.reference_gpu_model.name
+        }
         return None
     architecture = scenario.model_architecture
     params = architecture.active_params or architecture.total_params
@@ -275,12 +304,22 @@ def _training_curve(scenario, info):
     )
     job_hours = gpu_hours / scenario.training_gpus
     info.notes.append(
-        f"6 × {params:,} parameters × {scenario.training_tokens:,} tokens ÷ "
-        f"({peak / 1e12:,.0f} TFLOP/s × MFU {scenario.reference_efficiency}) = "
-        f"{gpu_hours:,.0f} GPU-hours: {job_hours:,.0f} h on {scenario.training_gpus} GPUs."
+        _(
+            "6 × %(params)s parameters × %(tokens)s tokens ÷ (%(tflops)s TFLOP/s × MFU "
+            "%(mfu)s) = %(gpu_hours)s GPU-hours: %(job_hours)s h on %(gpus)s GPUs."
+        )
+        % {
+            "params": f"{params:,}",
+            "tokens": f"{scenario.training_tokens:,}",
+            "tflops": f"{peak / 1e12:,.0f}",
+            "mfu": scenario.reference_efficiency,
+            "gpu_hours": f"{gpu_hours:,.0f}",
+            "job_hours": f"{job_hours:,.0f}",
+            "gpus": scenario.training_gpus,
+        }
     )
     if job_hours > scenario.horizon_hours:
-        info.notes.append("The job runs past the horizon: it is cut at the horizon's end.")
+        info.notes.append(_("The job runs past the horizon: it is cut at the horizon's end."))
     return list(curve)
 
 
@@ -318,18 +357,18 @@ def pool_value(pool, name):
 
 # The option inputs that price it, in the order the exports print them.
 PRICE_INPUT_UNITS = {
-    "on_demand_price_per_gpu_hour": "{currency} per GPU-hour",
-    "reserved_price_per_gpu_hour": "{currency} per GPU-hour",
-    "reserved_upfront_per_gpu": "{currency} per GPU",
-    "reserved_term_months": "months",
-    "purchase_price_per_gpu": "{currency} per GPU",
-    "amortisation_months": "months",
-    "power_price_per_kwh": "{currency} per kWh",
-    "pue": "ratio",
-    "colocation_per_gpu_month": "{currency} per GPU-month",
-    "operations_per_month": "{currency} per month",
-    "storage_per_month": "{currency} per month",
-    "network_per_month": "{currency} per month",
+    "on_demand_price_per_gpu_hour": gettext_lazy("{currency} per GPU-hour"),
+    "reserved_price_per_gpu_hour": gettext_lazy("{currency} per GPU-hour"),
+    "reserved_upfront_per_gpu": gettext_lazy("{currency} per GPU"),
+    "reserved_term_months": gettext_lazy("months"),
+    "purchase_price_per_gpu": gettext_lazy("{currency} per GPU"),
+    "amortisation_months": gettext_lazy("months"),
+    "power_price_per_kwh": gettext_lazy("{currency} per kWh"),
+    "pue": gettext_lazy("ratio"),
+    "colocation_per_gpu_month": gettext_lazy("{currency} per GPU-month"),
+    "operations_per_month": gettext_lazy("{currency} per month"),
+    "storage_per_month": gettext_lazy("{currency} per month"),
+    "network_per_month": gettext_lazy("{currency} per month"),
 }
 PRICE_INPUT_FIELDS = tuple(PRICE_INPUT_UNITS)
 
@@ -360,9 +399,10 @@ def option_value(option, name, rate: float):
 def _require(option, name, rate):
     value = option_value(option, name, rate)
     if value is None:
-        label = ScenarioOption._meta.get_field(name).verbose_name
+        label = str(ScenarioOption._meta.get_field(name).verbose_name)
         raise OptionProblem(
-            f"{label[:1].upper()}{label[1:]} is missing: type it, or choose a pool that has it."
+            _("%(field)s is missing: type it, or choose a pool that has it.")
+            % {"field": f"{label[:1].upper()}{label[1:]}"}
         )
     return value
 
@@ -374,7 +414,7 @@ def option_spec(scenario, option, reference_throughputs: dict) -> comparison.Opt
     if kind in (OptionKind.ON_DEMAND, OptionKind.HYBRID):
         on_demand = _require(option, "on_demand_price_per_gpu_hour", rate)
         if kind == OptionKind.HYBRID and on_demand <= 0:
-            raise OptionProblem("On-demand price per GPU-hour must be above 0 for a hybrid.")
+            raise OptionProblem(_("On-demand price per GPU-hour must be above 0 for a hybrid."))
     compute = power = colocation = 0.0
     notes = []
     baseline = option.baseline_kind
@@ -384,12 +424,15 @@ def option_spec(scenario, option, reference_throughputs: dict) -> comparison.Opt
         term = option_value(option, "reserved_term_months", rate)
         if upfront:
             if not term:
-                raise OptionProblem("Reservation term (months) is needed to spread the upfront.")
+                raise OptionProblem(_("Reservation term (months) is needed to spread the upfront."))
             compute += upfront / (term * HOURS)
         if term and term > scenario.horizon_months:
             notes.append(
-                f"The {term:.0f}-month term outlasts the {scenario.horizon_months}-month "
-                "horizon: the months after it are committed too but not counted here."
+                _(
+                    "The %(term)s-month term outlasts the %(horizon)s-month horizon: the months "
+                    "after it are committed too but not counted here."
+                )
+                % {"term": f"{term:.0f}", "horizon": scenario.horizon_months}
             )
     elif baseline == "owned":
         purchase = _require(option, "purchase_price_per_gpu", rate)
@@ -414,8 +457,11 @@ def option_spec(scenario, option, reference_throughputs: dict) -> comparison.Opt
         )
         if amortisation > scenario.horizon_months:
             notes.append(
-                f"Amortised over {amortisation:.0f} months: the hardware still has value after "
-                f"the {scenario.horizon_months}-month horizon."
+                _(
+                    "Amortised over %(months)s months: the hardware still has value after the "
+                    "%(horizon)s-month horizon."
+                )
+                % {"months": f"{amortisation:.0f}", "horizon": scenario.horizon_months}
             )
     basis = option.throughput_basis
     if basis not in reference_throughputs:
@@ -424,10 +470,10 @@ def option_spec(scenario, option, reference_throughputs: dict) -> comparison.Opt
         )
     reference, why = reference_throughputs[basis]
     if reference is None:
-        raise OptionProblem(f"Cannot compare throughput: {why}.")
+        raise OptionProblem(_("Cannot compare throughput: %(why)s.") % {"why": why})
     own, why = per_gpu_throughput(scenario, option.gpu_model, basis)
     if own is None:
-        raise OptionProblem(f"Cannot compare throughput: {why}.")
+        raise OptionProblem(_("Cannot compare throughput: %(why)s.") % {"why": why})
     ratio = comparison.throughput_ratio(
         own, float(option.efficiency), reference, float(scenario.reference_efficiency)
     )
@@ -506,65 +552,73 @@ def prices_used(scenario: Scenario, row: "OptionRow") -> list[PriceUsed]:
         if value is None:
             continue
         if getattr(option, name) is not None:
-            source = "typed on the option"
+            source = _("typed on the option")
         elif name in MONEY_FIELDS:
-            source = f"from pool {pool.name}: {float(pool_value(pool, name)):g} USD"
+            pool_price = {"pool": pool.name, "usd": f"{float(pool_value(pool, name)):g}"}
             if currency != "USD":
-                source += f" × {scenario.usd_exchange_rate:g} {currency} per USD"
+                source = _("from pool %(pool)s: %(usd)s USD × %(rate)s %(currency)s per USD") % {
+                    **pool_price,
+                    "rate": f"{scenario.usd_exchange_rate:g}",
+                    "currency": currency,
+                }
+            else:
+                source = _("from pool %(pool)s: %(usd)s USD") % pool_price
         else:
-            source = f"from pool {pool.name}"
+            source = _("from pool %(pool)s") % {"pool": pool.name}
         label = str(ScenarioOption._meta.get_field(name).verbose_name)
-        unit = PRICE_INPUT_UNITS[name].format(currency=currency)
+        unit = str(PRICE_INPUT_UNITS[name]).format(currency=currency)
         lines.append(PriceUsed(label, value, unit, source))
     if pool is not None:
         lines.append(
             PriceUsed(
-                f"Effective price per GPU-hour of pool {pool.name}",
+                _("Effective price per GPU-hour of pool %(pool)s") % {"pool": pool.name},
                 float(pool.effective_price_per_gpu_hour_usd),
-                "USD per GPU-hour",
-                f"from pool {pool.name} (its {pool.get_deployment_display().lower()} price)",
+                _("USD per GPU-hour"),
+                _("from pool %(pool)s (its %(deployment)s price)")
+                % {"pool": pool.name, "deployment": pool.get_deployment_display().lower()},
             )
         )
     if row.result is not None:
         spec = row.result.spec
-        derived = f"{currency} per GPU-hour"
+        derived = _("%(currency)s per GPU-hour") % {"currency": currency}
         if spec.on_demand_price_per_gpu_hour:
             lines.append(
                 PriceUsed(
-                    "On-demand GPU-hour used",
+                    _("On-demand GPU-hour used"),
                     spec.on_demand_price_per_gpu_hour,
                     derived,
-                    "the on-demand price above",
+                    _("the on-demand price above"),
                 )
             )
         if option.baseline_kind == "reserved":
             lines.append(
                 PriceUsed(
-                    "Reserved GPU-hour used",
+                    _("Reserved GPU-hour used"),
                     spec.baseline_compute_per_gpu_hour,
                     derived,
-                    "reserved price + upfront ÷ (term months × 730 h)",
+                    _("reserved price + upfront ÷ (term months × 730 h)"),
                 )
             )
         elif option.baseline_kind == "owned":
             lines += [
                 PriceUsed(
-                    "Owned GPU-hour used: amortisation",
+                    _("Owned GPU-hour used: amortisation"),
                     spec.baseline_compute_per_gpu_hour,
                     derived,
-                    "purchase ÷ (amortisation months × 730 h)",
+                    _("purchase ÷ (amortisation months × 730 h)"),
                 ),
                 PriceUsed(
-                    "Owned GPU-hour used: power",
+                    _("Owned GPU-hour used: power"),
                     spec.baseline_power_per_gpu_hour,
                     derived,
-                    f"{option.gpu_model.tdp_watts / 1000:g} kW TDP × PUE × price per kWh",
+                    _("%(tdp)s kW TDP × PUE × price per kWh")
+                    % {"tdp": f"{option.gpu_model.tdp_watts / 1000:g}"},
                 ),
                 PriceUsed(
-                    "Owned GPU-hour used: colocation",
+                    _("Owned GPU-hour used: colocation"),
                     spec.baseline_colocation_per_gpu_hour,
                     derived,
-                    "colocation per GPU-month ÷ 730 h",
+                    _("colocation per GPU-month ÷ 730 h"),
                 ),
             ]
     return lines
@@ -597,7 +651,7 @@ def build_comparison(scenario: Scenario) -> ScenarioComparison:
         except ValueError as error:
             row.problem = str(error)
     result = comparison.compare(demand, [spec for _, spec in specs], currency=scenario.currency)
-    for (row, _), option_result in zip(specs, result.results, strict=True):
+    for (row, _spec), option_result in zip(specs, result.results, strict=True):
         row.result = option_result
     return ScenarioComparison(scenario, demand, info, rows, result)
 
@@ -681,20 +735,27 @@ def import_prices(
                 summary.updated.append(name)
     for slug, gpu in wanted.items():
         if slug not in cheapest:
-            where = f" in {region}" if region else ""
-            summary.skipped.append(f"no price for {gpu.name}{where} in the file")
+            if region:
+                reason = _("no price for %(gpu)s in %(region)s in the file") % {
+                    "gpu": gpu.name,
+                    "region": region,
+                }
+            else:
+                reason = _("no price for %(gpu)s in the file") % {"gpu": gpu.name}
+            summary.skipped.append(reason)
     return summary
 
 
 # --- Exports --------------------------------------------------------------------------
 
 
-def run_export(export_id: int, *, writers: dict) -> str:
+def run_export(export_id: int, *, writers: dict, language: str | None = None) -> str:
     """Compute the comparison and write the file with ``writers[export.format]``
     (apps/procurement/exports.py's WRITERS: handed in, as that module imports this one);
     progress is kept on the export for the page's progress bar. A failure is recorded on
     the export, then re-raised. An export finished, running elsewhere or out of attempts is
-    left alone (apps/core/runs.py)."""
+    left alone (apps/core/runs.py). The file is written in ``language``, or the export's
+    own (the language of the page that asked for it)."""
 
     claimed = runs.claim(
         ComparisonExport,
@@ -706,7 +767,7 @@ def run_export(export_id: int, *, writers: dict) -> str:
     export = ComparisonExport.objects.get(pk=export_id)
     if not claimed:
         return export.status
-    with export.running():
+    with export.running(), translation.override(language or export.language):
         export.scenario = scenario_queryset().get(pk=export.scenario_id)
         result = build_comparison_what_if(export.scenario, export.what_if)
         export.advance(40)

@@ -1,3 +1,5 @@
+from django.utils.translation import gettext_lazy as _
+
 from apps.core.tables import ListTable, cells
 from apps.procurement.models import Scenario
 
@@ -8,13 +10,13 @@ class ScenarioTable(ListTable):
     element_id = "scenarios"
     empty_template = "procurement/_scenario_list_empty.html"
 
-    name = cell("name", "Scenario", "name")
-    demand = cell("demand", "Demand")
-    horizon = cell("horizon", "Horizon", "horizon_months", "name", end=True)
-    currency = cell("currency", "Currency", "currency", "name")
-    options = cell("options", "Options", "option_count", "name", end=True)
-    last_export = cell("last_export", "Last export", "last_export_at", "name")
-    created_by = cell("created_by", "Created by")
+    name = cell("name", _("Scenario"), "name")
+    demand = cell("demand", _("Demand"))
+    horizon = cell("horizon", _("Horizon"), "horizon_months", "name", end=True)
+    currency = cell("currency", _("Currency"), "currency", "name")
+    options = cell("options", _("Options"), "option_count", "name", end=True)
+    last_export = cell("last_export", _("Last export"), "last_export_at", "name")
+    created_by = cell("created_by", _("Created by"))
 
     class Meta(ListTable.Meta):
         model = Scenario

@@ -11,9 +11,11 @@ from celery import shared_task
     time_limit=10 * 60,
     soft_time_limit=9 * 60,
 )
-def generate_export_task(export_id: int) -> str:
-    """Write one export's file. Idempotent: a re-run recomputes and replaces the file."""
+def generate_export_task(export_id: int, language: str | None = None) -> str:
+    """Write one export's file, in ``language`` (the page's that asked for it; default:
+    the one kept on the export, as a retry queues it). Idempotent: a re-run recomputes and
+    replaces the file."""
     from apps.procurement.exports import WRITERS
     from apps.procurement.services import run_export
 
-    return run_export(export_id, writers=WRITERS)
+    return run_export(export_id, writers=WRITERS, language=language)

@@ -9,6 +9,9 @@ from django.db import transaction
 from django.db.models import Count, Max
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404, redirect
+from django.utils import translation
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods
 
 from apps.core.crud import delete_page, form_page
@@ -125,7 +128,7 @@ def _scenario_form_page(request, instance=None):
     return form_page(
         request,
         form_class=partial(ScenarioForm, user=request.user),
-        noun="Scenario",
+        noun=_("Scenario"),
         template="procurement/scenario_form.html",
         instance=instance,
     )
@@ -150,12 +153,12 @@ def scenario_delete(request, slug):
     return delete_page(
         request,
         obj=scenario,
-        noun="Scenario",
+        noun=_("Scenario"),
         blocking=[],
         blocking_label="",
         list_url="procurement:scenario_list",
         cancel_url=scenario.get_absolute_url(),
-        pretitle="Procurement",
+        pretitle=_("Procurement"),
     )
 
 
@@ -169,7 +172,7 @@ def _option_form_page(request, scenario, instance=None):
     return form_page(
         request,
         form_class=partial(OptionForm, scenario=scenario),
-        noun="Option",
+        noun=_("Option"),
         template="procurement/option_form.html",
         instance=instance,
         initial=initial,
@@ -204,7 +207,7 @@ def option_delete(request, slug, pk):
     return delete_page(
         request,
         obj=option,
-        noun="Option",
+        noun=_("Option"),
         blocking=[],
         blocking_label="",
         list_url=option.scenario.get_absolute_url(),
@@ -232,7 +235,12 @@ def price_import(request, slug):
                 count = len(summary.created) + len(summary.updated)
                 messages.success(
                     request,
-                    f"{count} on-demand option{'s' if count != 1 else ''} priced from the catalog.",
+                    ngettext(
+                        "%(count)d on-demand option priced from the catalog.",
+                        "%(count)d on-demand options priced from the catalog.",
+                        count,
+                    )
+                    % {"count": count},
                 )
     else:
         form = PriceImportForm(initial={"gpu_models": _scenario_gpu_ids(scenario)})
@@ -264,7 +272,9 @@ def export_create(request, slug):
                 for name, errors in what_if_form.errors.items()
             )
             messages.error(
-                request, f"Nothing was exported: the what-if inputs are not valid ({problems})."
+                request,
+                _("Nothing was exported: the what-if inputs are not valid (%(problems)s).")
+                % {"problems": problems},
             )
             return redirect(scenario)
         what_if = what_if_json(scenario, what_if_form.apply(scenario))
@@ -275,8 +285,10 @@ def export_create(request, slug):
                 format=form.cleaned_data["format"],
                 what_if=what_if,
                 created_by=request.user,
+                language=translation.get_language() or ComparisonExport.DEFAULT_LANGUAGE,
             )
-            enqueue(generate_export_task, export.pk)
+            # The worker has no request: the file's headers and titles are in this language.
+            enqueue(generate_export_task, export.pk, export.language)
         return redirect(export)
     return render_page(
         request, "procurement/export_form.html", {"form": form, "scenario": scenario}
@@ -302,9 +314,9 @@ def export_detail(request, pk):
 def export_download(request, pk):
     export = get_object_or_404(ComparisonExport.objects.select_related("scenario"), pk=pk)
     if export.status != ComparisonExport.Status.SUCCEEDED or not export.file:
-        raise Http404("This export has no file (yet).")
+        raise Http404(_("This export has no file (yet)."))
     try:
         handle = export.file.open("rb")
     except FileNotFoundError:
-        raise Http404("The export's file is gone from storage; export again.") from None
+        raise Http404(_("The export's file is gone from storage; export again.")) from None
     return FileResponse(handle, as_attachment=True, filename=export.filename)

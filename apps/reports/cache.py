@@ -6,7 +6,10 @@ write affecting a report bumps: hourly and daily rollups (apps/reports/rollups.p
 saving or deleting a pool, workload, GPU model or interruption (apps/reports/signals.py).
 A bumped counter makes every older entry unreachable, so a page never shows figures
 older than the data; entries also expire after ``TTL_SECONDS`` so the cache cleans itself.
-The key also holds the current UTC hour, because "the last 24 hours" moves with it.
+The key also holds the current UTC hour, because "the last 24 hours" moves with it, and
+the active language: entries hold rendered partials and charts whose titles are
+translated, so a page in Chinese never reads the English entry (and a warm-up recomputes
+a page in the language it was viewed in, ``remember_view``).
 
 Computing the figures of a year of rollups takes seconds (bench/dashboard.py), and with
 pull sources the data changes every minute. So a change does not leave the next visitor
@@ -41,7 +44,7 @@ from contextlib import contextmanager
 
 from django.conf import settings
 from django.core.cache import cache
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from apps.core.cache import cache_unreachable
 
@@ -128,7 +131,8 @@ def schedule_warm_up() -> bool:
 def _key(name: str, params: dict) -> str:
     hour = timezone.now().strftime("%Y%m%d%H")
     digest = hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()
-    return f"reports:{name}:{reports_version()}:{hour}:{digest[:24]}"
+    language = translation.get_language() or settings.LANGUAGE_CODE
+    return f"reports:{name}:{reports_version()}:{hour}:{language}:{digest[:24]}"
 
 
 def cached_value(name: str, params: dict):
@@ -147,10 +151,15 @@ def cached(name: str, params: dict, compute):
 
 
 def remember_view(kind: str, argument: str = "") -> None:
-    """Note that a page was viewed, for the next warm-up (``recent_views``)."""
+    """Note that a page was viewed, in the active language, for the next warm-up
+    (``recent_views``)."""
     now = time.time()
     recent = cache.get(RECENT_KEY) or {}
-    name = json.dumps([kind, argument])
+    language = translation.get_language() or settings.LANGUAGE_CODE
+    # A page in the default language is remembered as (kind, argument); another
+    # language is kept as a third item, the language to warm it in.
+    entry = [kind, argument] if language == settings.LANGUAGE_CODE else [kind, argument, language]
+    name = json.dumps(entry)
     if now - recent.get(name, 0) < RECENT_REFRESH_SECONDS:
         return
     recent[name] = now
@@ -161,9 +170,10 @@ def remember_view(kind: str, argument: str = "") -> None:
     cache.set(RECENT_KEY, {entry: seen for seen, entry in kept}, timeout=RECENT_WINDOW_SECONDS)
 
 
-def recent_views() -> list[tuple[str, str]]:
+def recent_views() -> list[tuple[str, ...]]:
     """(kind, argument) of the pages viewed in the last ``RECENT_WINDOW_SECONDS``, most
-    recent first."""
+    recent first; (kind, argument, language) for a page viewed in a language other than
+    the default one."""
     now = time.time()
     recent = cache.get(RECENT_KEY) or {}
     ordered = sorted(
@@ -180,9 +190,11 @@ BACKGROUND_JOB_SECONDS = 10 * 60
 
 def _job_key(prefix: str, kind: str, query: str) -> str:
     # Per data version: a change while a job runs makes its result unreachable, and the
-    # next poll queues a job for the new data.
+    # next poll queues a job for the new data. Per language too: the job renders the
+    # page's partial in the language of the page that polls for it.
     digest = hashlib.sha256(query.encode()).hexdigest()[:24]
-    return f"reports:{prefix}:{kind}:{reports_version()}:{digest}"
+    language = translation.get_language() or settings.LANGUAGE_CODE
+    return f"reports:{prefix}:{kind}:{reports_version()}:{language}:{digest}"
 
 
 def start_background_job(kind: str, query: str) -> bool:
@@ -224,10 +236,13 @@ def background_heartbeat(kind: str, query: str):
     """Keep the job's heartbeat fresh from a thread while the block runs: one step of a
     long report (a single query over a year of rollups) can outlast the reaper's wait."""
     stop = threading.Event()
+    # The active language is the thread's own: the beating thread keys it the same way.
+    language = translation.get_language() or settings.LANGUAGE_CODE
 
     def beat():
-        while not stop.wait(settings.RUN_HEARTBEAT_SECONDS):
-            record_background_heartbeat(kind, query)
+        with translation.override(language):
+            while not stop.wait(settings.RUN_HEARTBEAT_SECONDS):
+                record_background_heartbeat(kind, query)
 
     record_background_heartbeat(kind, query)
     thread = threading.Thread(target=beat, name=f"heartbeat-{kind}-job", daemon=True)

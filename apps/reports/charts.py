@@ -3,12 +3,22 @@ the query results, ``None`` when there is nothing to draw (the template then sho
 empty state). Training, inference and mixed keep apps/core/colours.py's colours."""
 
 import plotly.graph_objects as go
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from apps.core.charts import BASE_LAYOUT
 from apps.core.colours import PURPOSE_COLOURS
 from apps.pools.models import Purpose
 
-WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+WEEKDAYS = (
+    gettext_lazy("Mon"),
+    gettext_lazy("Tue"),
+    gettext_lazy("Wed"),
+    gettext_lazy("Thu"),
+    gettext_lazy("Fri"),
+    gettext_lazy("Sat"),
+    gettext_lazy("Sun"),
+)
 IDLE_COLOUR = "#adb5bd"
 UNMEASURED_COLOUR = "#e9ecef"
 PEAK_BAND_COLOUR = "rgba(247, 103, 7, 0.10)"
@@ -19,7 +29,7 @@ def build_daily_split_figure(split, *, metric: str) -> go.Figure | None:
     series = split.busy_gpu_hours if metric == "busy" else split.measured_cost_usd
     if not split.days or not any(any(values) for values in series.values()):
         return None
-    unit = "GPU-hours" if metric == "busy" else "USD"
+    unit = _("GPU-hours") if metric == "busy" else "USD"
     figure = go.Figure()
     for purpose in Purpose:
         values = series[purpose.value]
@@ -41,14 +51,14 @@ def build_daily_split_figure(split, *, metric: str) -> go.Figure | None:
             )
         )
     title = (
-        "Busy GPU-hours per day, by purpose"
+        _("Busy GPU-hours per day, by purpose")
         if metric == "busy"
-        else "Cost of measured hours per day, by purpose"
+        else _("Cost of measured hours per day, by purpose")
     )
     figure.update_layout(
         title=title,
-        xaxis_title="Day (UTC)",
-        yaxis_title="GPU-hours" if metric == "busy" else "USD per day",
+        xaxis_title=_("Day (UTC)"),
+        yaxis_title=_("GPU-hours") if metric == "busy" else _("USD per day"),
         hovermode="x unified",
         **BASE_LAYOUT,
     )
@@ -72,7 +82,7 @@ def build_share_donut(rows, *, metric: str = "cost_usd") -> go.Figure | None:
             textinfo="label+percent",
         )
     )
-    title = "Cost share by purpose" if metric == "cost_usd" else "GPU-hour share by purpose"
+    title = _("Cost share by purpose") if metric == "cost_usd" else _("GPU-hour share by purpose")
     figure.update_layout(title=title, showlegend=True, **BASE_LAYOUT)
     return figure
 
@@ -87,17 +97,17 @@ def build_hour_of_day_figure(profile, *, zone_name: str) -> go.Figure | None:
     figure = go.Figure()
     figure.add_trace(
         go.Scatter(
-            name="Mean utilisation",
+            name=_("Mean utilisation"),
             x=hours,
             y=[row.avg_utilization_pct for row in profile],
             mode="lines+markers",
             line={"color": PURPOSE_COLOURS["training"]},
-            hovertemplate="%{x}:00 mean %{y:.1f} %<extra></extra>",
+            hovertemplate=_("%{x}:00 mean %{y:.1f} %<extra></extra>"),
         )
     )
     figure.add_trace(
         go.Scatter(
-            name="p95 utilisation",
+            name=_("p95 utilisation"),
             x=hours,
             y=[row.p95_utilization_pct for row in profile],
             mode="lines",
@@ -108,13 +118,13 @@ def build_hour_of_day_figure(profile, *, zone_name: str) -> go.Figure | None:
     if any(row.mean_requests_per_hour for row in profile):
         figure.add_trace(
             go.Bar(
-                name="Requests per hour",
+                name=_("Requests per hour"),
                 x=hours,
                 y=[row.mean_requests_per_hour for row in profile],
                 yaxis="y2",
                 marker_color=PURPOSE_COLOURS["inference"],
                 opacity=0.45,
-                hovertemplate="%{x}:00 %{y:,.0f} requests/h<extra></extra>",
+                hovertemplate=_("%{x}:00 %{y:,.0f} requests/h<extra></extra>"),
             )
         )
     peak_hours = [row.hour_of_day for row in profile if row.is_peak]
@@ -144,11 +154,16 @@ def build_hour_of_day_figure(profile, *, zone_name: str) -> go.Figure | None:
         ]
     )
     figure.update_layout(
-        title=f"Hour of day ({zone_name}); shaded: peak hours ({len(peak_hours)} h)",
-        xaxis={"title": f"Hour of day ({zone_name})", "dtick": 2, "range": [-0.5, 23.5]},
-        yaxis={"title": "Utilisation (%)", "rangemode": "tozero"},
+        title=_("Hour of day (%(zone)s); shaded: peak hours (%(hours)s h)")
+        % {"zone": zone_name, "hours": len(peak_hours)},
+        xaxis={
+            "title": _("Hour of day (%(zone)s)") % {"zone": zone_name},
+            "dtick": 2,
+            "range": [-0.5, 23.5],
+        },
+        yaxis={"title": _("Utilisation (%)"), "rangemode": "tozero"},
         yaxis2={
-            "title": "Requests per hour",
+            "title": _("Requests per hour"),
             "overlaying": "y",
             "side": "right",
             "rangemode": "tozero",
@@ -167,7 +182,7 @@ def build_heatmap_figure(grid, *, zone_name: str) -> go.Figure | None:
         go.Heatmap(
             z=grid,
             x=list(range(24)),
-            y=list(WEEKDAYS),
+            y=[str(day) for day in WEEKDAYS],
             colorscale="Blues",
             zmin=0,
             zmax=100,
@@ -176,9 +191,9 @@ def build_heatmap_figure(grid, *, zone_name: str) -> go.Figure | None:
         )
     )
     figure.update_layout(
-        title=f"Utilisation by weekday and hour ({zone_name})",
-        xaxis={"title": f"Hour of day ({zone_name})", "dtick": 2},
-        yaxis={"autorange": "reversed", "title": "Weekday"},
+        title=_("Utilisation by weekday and hour (%(zone)s)") % {"zone": zone_name},
+        xaxis={"title": _("Hour of day (%(zone)s)") % {"zone": zone_name}, "dtick": 2},
+        yaxis={"autorange": "reversed", "title": _("Weekday")},
         **BASE_LAYOUT,
     )
     return figure
@@ -194,9 +209,9 @@ def build_cost_breakdown_figure(rows) -> go.Figure | None:
     figure = go.Figure()
     colours = [PURPOSE_COLOURS.get(row.purpose, PURPOSE_COLOURS["mixed"]) for row in rows]
     for name, values, colour in (
-        ("Busy", busy, colours),
-        ("Idle", [row.idle_cost_usd for row in rows], IDLE_COLOUR),
-        ("Unmeasured", [row.unmeasured_cost_usd for row in rows], UNMEASURED_COLOUR),
+        (_("Busy"), busy, colours),
+        (_("Idle"), [row.idle_cost_usd for row in rows], IDLE_COLOUR),
+        (_("Unmeasured"), [row.unmeasured_cost_usd for row in rows], UNMEASURED_COLOUR),
     ):
         figure.add_trace(
             go.Bar(
@@ -209,7 +224,7 @@ def build_cost_breakdown_figure(rows) -> go.Figure | None:
             )
         )
     figure.update_layout(
-        title="Cost by group: busy, idle and unmeasured",
+        title=_("Cost by group: busy, idle and unmeasured"),
         barmode="stack",
         xaxis_title="USD",
         yaxis={"automargin": True, "autorange": "reversed"},

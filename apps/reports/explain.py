@@ -106,6 +106,43 @@ class LostPart:
     sign: int = 1
 
 
+# --- words ------------------------------------------------------------------------------
+
+# Translates a sentence: the identity here, Django's gettext once the reports app is ready
+# (apps/reports/apps.py), so the module needs no Django and makemessages finds its ``_()``.
+translate = str
+
+
+def _(text: str) -> str:
+    return translate(text)
+
+
+def gettext_noop(text: str) -> str:
+    """Marks a label for the translation catalogue (``makemessages`` finds the name); it
+    stays English here and is translated where it is shown."""
+    return text
+
+
+# The units that read as words, translated where a value is written with them.
+UNIT_WORDS = {
+    "requests": gettext_noop("requests"),
+    "tokens": gettext_noop("tokens"),
+    "GPUs": gettext_noop("GPUs"),
+    "policies": gettext_noop("policies"),
+}
+
+
+# What a price is per, after "USD/": the ones that read as words.
+PER_WORDS = {
+    "1k requests": gettext_noop("1k requests"),
+    "1M tokens": gettext_noop("1M tokens"),
+}
+
+
+def unit_word(unit: str) -> str:
+    return _(UNIT_WORDS[unit]) if unit in UNIT_WORDS else unit
+
+
 # --- formatting --------------------------------------------------------------------------
 
 
@@ -148,46 +185,48 @@ def count(value: int) -> str:
 
 def format_value(value, unit: str) -> str:
     if value is None:
-        return "undefined"
+        return _("undefined")
     if unit == "USD":
         return usd(value)
     if unit.startswith("USD/"):
-        return f"{price(value)}/{unit[4:]}"
+        per = unit[4:]
+        return f"{price(value)}/{_(PER_WORDS[per]) if per in PER_WORDS else per}"
     if unit == "%":
         return f"{value:,.2f} %"
-    if unit in ("requests", "tokens", "GPUs", "policies"):
-        return f"{count(value)} {unit}"
+    if unit in UNIT_WORDS:
+        return f"{count(value)} {unit_word(unit)}"
     return f"{quantity(value)} {unit}"
 
 
 # --- what a part adds to a figure --------------------------------------------------------
 
+
 FIGURES = {
     # name: (label, unit)
-    "capacity_gpu_hours": ("Capacity", "GPU-h"),
-    "measured_capacity_gpu_hours": ("Measured capacity", "GPU-h"),
-    "unmeasured_gpu_hours": ("Unmeasured", "GPU-h"),
-    "busy_gpu_hours": ("Busy", "GPU-h"),
-    "utilization_pct": ("Utilisation", "%"),
-    "cost_usd": ("Cost", "USD"),
-    "measured_cost_usd": ("Measured cost", "USD"),
-    "unmeasured_cost_usd": ("Unmeasured cost", "USD"),
-    "idle_cost_usd": ("Idle cost", "USD"),
-    "cost_per_busy_gpu_hour_usd": ("Cost per busy GPU-hour", "USD/GPU-h"),
-    "requests": ("Requests", "requests"),
-    "tokens": ("Tokens", "tokens"),
-    "cost_per_1k_requests_usd": ("Cost per 1k requests", "USD/1k requests"),
-    "cost_per_1m_tokens_usd": ("Cost per 1M tokens", "USD/1M tokens"),
-    "lost_gpu_hours": ("Lost to interruptions", "GPU-h"),
-    "effective_training_gpu_hours": ("Effective training", "GPU-h"),
+    "capacity_gpu_hours": (gettext_noop("Capacity"), "GPU-h"),
+    "measured_capacity_gpu_hours": (gettext_noop("Measured capacity"), "GPU-h"),
+    "unmeasured_gpu_hours": (gettext_noop("Unmeasured"), "GPU-h"),
+    "busy_gpu_hours": (gettext_noop("Busy"), "GPU-h"),
+    "utilization_pct": (gettext_noop("Utilisation"), "%"),
+    "cost_usd": (gettext_noop("Cost"), "USD"),
+    "measured_cost_usd": (gettext_noop("Measured cost"), "USD"),
+    "unmeasured_cost_usd": (gettext_noop("Unmeasured cost"), "USD"),
+    "idle_cost_usd": (gettext_noop("Idle cost"), "USD"),
+    "cost_per_busy_gpu_hour_usd": (gettext_noop("Cost per busy GPU-hour"), "USD/GPU-h"),
+    "requests": (gettext_noop("Requests"), "requests"),
+    "tokens": (gettext_noop("Tokens"), "tokens"),
+    "cost_per_1k_requests_usd": (gettext_noop("Cost per 1k requests"), "USD/1k requests"),
+    "cost_per_1m_tokens_usd": (gettext_noop("Cost per 1M tokens"), "USD/1M tokens"),
+    "lost_gpu_hours": (gettext_noop("Lost to interruptions"), "GPU-h"),
+    "effective_training_gpu_hours": (gettext_noop("Effective training"), "GPU-h"),
     "cost_per_effective_training_gpu_hour_usd": (
-        "Cost per effective training GPU-hour",
+        gettext_noop("Cost per effective training GPU-hour"),
         "USD/GPU-h",
     ),
-    "interruption_cost_usd": ("Interruption cost", "USD"),
-    "training_busy_gpu_hours": ("Busy training", "GPU-h"),
-    "training_cost_usd": ("Training cost", "USD"),
-    "inference_cost_usd": ("Inference cost", "USD"),
+    "interruption_cost_usd": (gettext_noop("Interruption cost"), "USD"),
+    "training_busy_gpu_hours": (gettext_noop("Busy training"), "GPU-h"),
+    "training_cost_usd": (gettext_noop("Training cost"), "USD"),
+    "inference_cost_usd": (gettext_noop("Inference cost"), "USD"),
 }
 # The figures the report shows (CostRow.as_dict), in its column order.
 REPORTED = (
@@ -225,24 +264,29 @@ def _unmeasured_price_text(figures) -> str:
     fixed, per_kwh, tdp_kw = _pool_prices(figures)
     if not per_kwh:
         return f"{price(fixed)}/GPU-h"
-    return (
-        f"{price(figures.unmeasured_usd_per_gpu_hour)}/GPU-h (fixed {price(fixed)} + "
-        f"{price(per_kwh)}/kWh × {kilowatts(tdp_kw)} kW TDP)"
-    )
+    return _("%(price)s/GPU-h (fixed %(fixed)s + %(per_kwh)s/kWh × %(tdp)s kW TDP)") % {
+        "price": price(figures.unmeasured_usd_per_gpu_hour),
+        "fixed": price(fixed),
+        "per_kwh": price(per_kwh),
+        "tdp": kilowatts(tdp_kw),
+    }
 
 
 def _measured_cost_text(figures) -> str:
     fixed, per_kwh, tdp_kw = _pool_prices(figures)
     usage = figures.usage
-    text = f"{price(fixed)}/GPU-h × {quantity(usage.measured_capacity_gpu_hours)} measured GPU-h"
+    text = _("%(price)s/GPU-h × %(gpu_hours)s measured GPU-h") % {
+        "price": price(fixed),
+        "gpu_hours": quantity(usage.measured_capacity_gpu_hours),
+    }
     # The power terms that are there: measured energy, and TDP × busy where none was.
     power = []
     if usage.energy_kwh:
-        power.append(f"{quantity(usage.energy_kwh)} kWh measured")
+        power.append(_("%(kwh)s kWh measured") % {"kwh": quantity(usage.energy_kwh)})
     if usage.busy_gpu_hours_without_energy:
         power.append(
-            f"{kilowatts(tdp_kw)} kW TDP × {quantity(usage.busy_gpu_hours_without_energy)} "
-            "busy GPU-h without energy"
+            _("%(tdp)s kW TDP × %(busy)s busy GPU-h without energy")
+            % {"tdp": kilowatts(tdp_kw), "busy": quantity(usage.busy_gpu_hours_without_energy)}
         )
     if per_kwh and power:
         terms = power[0] if len(power) == 1 else f"({' + '.join(power)})"
@@ -251,23 +295,28 @@ def _measured_cost_text(figures) -> str:
 
 
 def _unmeasured_cost_text(figures) -> str:
-    return (
-        f"{figures.unmeasured_hours} unmeasured h × {figures.pool.gpu_count} GPUs × "
-        f"{_unmeasured_price_text(figures)}"
-    )
+    return _("%(hours)s unmeasured h × %(gpus)s GPUs × %(price)s") % {
+        "hours": figures.unmeasured_hours,
+        "gpus": figures.pool.gpu_count,
+        "price": _unmeasured_price_text(figures),
+    }
 
 
 def _is_flat_rate(figures) -> bool:
     """A pool with no power term whose measured hours all report its full capacity: its
     cost is simply GPUs × paid hours × price."""
-    fixed, per_kwh, _ = _pool_prices(figures)
+    fixed, per_kwh, _tdp_kw = _pool_prices(figures)
     usage = figures.usage
     full = figures.pool.gpu_count * usage.measured_hours
     return not per_kwh and abs(usage.measured_capacity_gpu_hours - full) < 1e-9
 
 
 def _times_share(text: str, share: float) -> str:
-    return text if share == 1 else f"({text}) × {share:.4g} share"
+    return (
+        text
+        if share == 1
+        else _("(%(text)s) × %(share)s share") % {"text": text, "share": f"{share:.4g}"}
+    )
 
 
 def _pool_line(part: PoolPart, figure: str):
@@ -278,27 +327,35 @@ def _pool_line(part: PoolPart, figure: str):
     training = part.counts_as == TRAINING
     note = ""
     if figure == "capacity_gpu_hours":
-        expression = f"{pool.gpu_count} GPUs × {figures.paid_hours} h paid"
+        expression = _("%(gpus)s GPUs × %(hours)s h paid") % {
+            "gpus": pool.gpu_count,
+            "hours": figures.paid_hours,
+        }
         value = pool.gpu_count * figures.paid_hours * share
     elif figure == "measured_capacity_gpu_hours":
-        expression = f"{quantity(usage.measured_capacity_gpu_hours)} GPU-h reported in "
-        expression += f"the {measured_hours} h with telemetry"
+        expression = _("%(gpu_hours)s GPU-h reported in the %(hours)s h with telemetry") % {
+            "gpu_hours": quantity(usage.measured_capacity_gpu_hours),
+            "hours": measured_hours,
+        }
         value = usage.measured_capacity_gpu_hours * share
     elif figure == "unmeasured_gpu_hours":
-        expression = (
-            f"({figures.paid_hours} h paid − {measured_hours} h with telemetry) × "
-            f"{pool.gpu_count} GPUs"
-        )
+        expression = _("(%(paid)s h paid − %(measured)s h with telemetry) × %(gpus)s GPUs") % {
+            "paid": figures.paid_hours,
+            "measured": measured_hours,
+            "gpus": pool.gpu_count,
+        }
         value = figures.unmeasured_hours * pool.gpu_count * share
     elif figure in ("busy_gpu_hours", "training_busy_gpu_hours"):
         if figure == "training_busy_gpu_hours" and not training:
             return None
-        expression = f"Σ busy GPU-h reported in the {measured_hours} h with telemetry"
+        expression = _("Σ busy GPU-h reported in the %(hours)s h with telemetry") % {
+            "hours": measured_hours
+        }
         value = usage.busy_gpu_hours * share
     elif figure == "measured_cost_usd":
         expression = _measured_cost_text(figures)
         if not usage.measured_hours:
-            expression = "no hour with telemetry"
+            expression = _("no hour with telemetry")
         value = usage.measured_cost_usd * share
     elif figure == "unmeasured_cost_usd":
         expression = _unmeasured_cost_text(figures)
@@ -309,39 +366,48 @@ def _pool_line(part: PoolPart, figure: str):
         if figure == "inference_cost_usd" and part.counts_as != INFERENCE:
             return None
         if _is_flat_rate(figures):
-            fixed, _, _ = _pool_prices(figures)
-            expression = f"{pool.gpu_count} GPUs × {figures.paid_hours} h × {price(fixed)}/GPU-h"
+            fixed, _per_kwh, _tdp_kw = _pool_prices(figures)
+            expression = _("%(gpus)s GPUs × %(hours)s h × %(price)s/GPU-h") % {
+                "gpus": pool.gpu_count,
+                "hours": figures.paid_hours,
+                "price": price(fixed),
+            }
             if figures.unmeasured_hours:
-                note = f"of which unmeasured {figures.unmeasured_hours} h"
+                note = _("of which unmeasured %(hours)s h") % {"hours": figures.unmeasured_hours}
         elif not usage.measured_hours:
             expression = _unmeasured_cost_text(figures)
-            note = "no hour with telemetry"
+            note = _("no hour with telemetry")
         else:
             expression = _measured_cost_text(figures)
             if figures.unmeasured_hours:
                 expression += f" + {_unmeasured_cost_text(figures)}"
         value = figures.cost_usd * share
     elif figure == "idle_cost_usd":
-        expression = (
-            f"{usd(usage.measured_cost_usd)} measured cost × (1 − "
-            f"{quantity(usage.busy_gpu_hours)} busy ÷ "
-            f"{quantity(usage.measured_capacity_gpu_hours)} measured GPU-h)"
-        )
+        expression = _(
+            "%(cost)s measured cost × (1 − %(busy)s busy ÷ %(capacity)s measured GPU-h)"
+        ) % {
+            "cost": usd(usage.measured_cost_usd),
+            "busy": quantity(usage.busy_gpu_hours),
+            "capacity": quantity(usage.measured_capacity_gpu_hours),
+        }
         if not usage.measured_capacity_gpu_hours:
-            expression = "no hour with telemetry: nothing measured can be idle"
+            expression = _("no hour with telemetry: nothing measured can be idle")
         value = figures.idle_cost_usd * share
     elif figure == "lost_gpu_hours":
         if not training:
             return None
-        expression = "Σ (minutes since the last checkpoint + restart) ÷ 60 × job GPUs"
-        expression += " over the interruptions recorded in the range"
+        expression = _(
+            "Σ (minutes since the last checkpoint + restart) ÷ 60 × job GPUs over the "
+            "interruptions recorded in the range"
+        )
         value = figures.lost_gpu_hours * share
     elif figure == "interruption_cost_usd":
         if not training:
             return None
-        expression = (
-            f"{quantity(figures.lost_gpu_hours)} lost GPU-h × {_unmeasured_price_text(figures)}"
-        )
+        expression = _("%(lost)s lost GPU-h × %(price)s") % {
+            "lost": quantity(figures.lost_gpu_hours),
+            "price": _unmeasured_price_text(figures),
+        }
         value = figures.interruption_cost_usd * share
     else:
         return None
@@ -351,18 +417,20 @@ def _pool_line(part: PoolPart, figure: str):
 def _attributed_line(part: AttributedPart, figure: str):
     figures, sign = part.figures, part.sign
     usage = figures.usage
-    whose = f"{part.workload_label}'s labelled samples"
+    workload = part.workload_label
     if figure in ("capacity_gpu_hours", "measured_capacity_gpu_hours"):
-        return f"GPU-h {whose} hold", sign * part.allocated_gpu_hours, ""
+        held = _("GPU-h %(workload)s's labelled samples hold") % {"workload": workload}
+        return held, sign * part.allocated_gpu_hours, ""
     if figure == "busy_gpu_hours" or (
         figure == "training_busy_gpu_hours" and part.counts_as == TRAINING
     ):
-        return f"busy GPU-h {whose} report", sign * part.busy_gpu_hours, ""
-    cost_text = (
-        f"{usd(usage.measured_cost_usd)} measured pool cost × "
-        f"{quantity(part.allocated_gpu_hours)} ÷ "
-        f"{quantity(usage.measured_capacity_gpu_hours)} measured GPU-h"
-    )
+        busy = _("busy GPU-h %(workload)s's labelled samples report") % {"workload": workload}
+        return busy, sign * part.busy_gpu_hours, ""
+    cost_text = _("%(cost)s measured pool cost × %(allocated)s ÷ %(capacity)s measured GPU-h") % {
+        "cost": usd(usage.measured_cost_usd),
+        "allocated": quantity(part.allocated_gpu_hours),
+        "capacity": quantity(usage.measured_capacity_gpu_hours),
+    }
     if figure in ("cost_usd", "measured_cost_usd"):
         return cost_text, sign * part.cost_usd, ""
     if figure == "training_cost_usd" and part.counts_as == TRAINING:
@@ -370,10 +438,11 @@ def _attributed_line(part: AttributedPart, figure: str):
     if figure == "inference_cost_usd" and part.counts_as == INFERENCE:
         return cost_text, sign * part.cost_usd, ""
     if figure == "idle_cost_usd":
-        expression = (
-            f"{usd(part.cost_usd)} × (1 − {quantity(part.busy_gpu_hours)} busy ÷ "
-            f"{quantity(part.allocated_gpu_hours)} GPU-h)"
-        )
+        expression = _("%(cost)s × (1 − %(busy)s busy ÷ %(allocated)s GPU-h)") % {
+            "cost": usd(part.cost_usd),
+            "busy": quantity(part.busy_gpu_hours),
+            "allocated": quantity(part.allocated_gpu_hours),
+        }
         return expression, sign * part.idle_cost_usd, ""
     return None
 
@@ -382,9 +451,11 @@ def _part_label(part) -> str:
     if isinstance(part, PoolPart):
         return part.figures.pool.name
     if isinstance(part, AttributedPart):
-        prefix = "" if part.sign > 0 else "less "
-        return f"{prefix}{part.workload_label}'s share of {part.figures.pool.name}"
-    return f"less {part.label}" if getattr(part, "sign", 1) < 0 else part.label
+        values = {"workload": part.workload_label, "pool": part.figures.pool.name}
+        if part.sign > 0:
+            return _("%(workload)s's share of %(pool)s") % {**values}
+        return _("less %(workload)s's share of %(pool)s") % {**values}
+    return _("less %(part)s") % {"part": part.label} if getattr(part, "sign", 1) < 0 else part.label
 
 
 def _line(part, figure: str):
@@ -394,18 +465,22 @@ def _line(part, figure: str):
         return _attributed_line(part, figure)
     if isinstance(part, RequestsPart) and figure in ("requests", "tokens"):
         value = getattr(part, figure)
-        what = "requests" if figure == "requests" else "input + output tokens"
-        return f"{what} logged in the range", value, ""
+        if figure == "requests":
+            return _("requests logged in the range"), value, ""
+        return _("input + output tokens logged in the range"), value, ""
     if isinstance(part, LostPart) and figure == "lost_gpu_hours":
         return (
-            "Σ (minutes since the last checkpoint + restart) ÷ 60 × job GPUs over its "
-            "interruptions recorded in the range",
+            _(
+                "Σ (minutes since the last checkpoint + restart) ÷ 60 × job GPUs over its "
+                "interruptions recorded in the range"
+            ),
             part.sign * part.lost_gpu_hours,
             "",
         )
     if isinstance(part, LostPart) and figure == "interruption_cost_usd" and part.usd_per_gpu_hour:
         return (
-            f"{quantity(part.lost_gpu_hours)} lost GPU-h × {usd(part.usd_per_gpu_hour)}/GPU-h",
+            _("%(lost)s lost GPU-h × %(price)s/GPU-h")
+            % {"lost": quantity(part.lost_gpu_hours), "price": usd(part.usd_per_gpu_hour)},
             part.sign * part.lost_gpu_hours * part.usd_per_gpu_hour,
             "",
         )
@@ -415,6 +490,7 @@ def _line(part, figure: str):
 def _sum_steps(row, figure: str) -> list[Step]:
     """A sum figure: each part's line, then the total (the row's own figure)."""
     label, unit = FIGURES[figure]
+    label = _(label)
     total = getattr(row, figure)
     lines = []
     for part in row.parts:
@@ -423,12 +499,14 @@ def _sum_steps(row, figure: str) -> list[Step]:
             expression, value, note = found
             lines.append(Step(_part_label(part), expression, value, unit, note))
     if not lines:
-        return [Step(label, "nothing in this row adds to it", total, unit)]
+        return [Step(label, _("nothing in this row adds to it"), total, unit)]
     if len(lines) == 1:
         only = lines[0]
-        return [Step(f"{label} of {only.label}", only.expression, total, unit, only.note)]
+        of = _("%(figure)s of %(part)s") % {"figure": label, "part": only.label}
+        return [Step(of, only.expression, total, unit, only.note)]
     terms = " + ".join(format_value(line.value, unit) for line in lines)
-    summed = Step(label, f"Σ of the {len(lines)} lines above: {terms}", total, unit, kind="sum")
+    above = _("Σ of the %(count)s lines above: %(terms)s") % {"count": len(lines), "terms": terms}
+    summed = Step(label, above, total, unit, kind="sum")
     return [*lines, summed]
 
 
@@ -437,51 +515,62 @@ def explain_figure(row, figure: str) -> list[Step]:
     if figure not in FIGURES:
         raise KeyError(figure)
     label, unit = FIGURES[figure]
+    label = _(label)
     result = getattr(row, figure)
 
     def ratio(steps: list[Step], expression: str, undefined: str) -> list[Step]:
-        last = Step(
-            label, f"undefined: {undefined}" if result is None else expression, result, unit
-        )
+        if result is None:
+            expression = _("undefined: %(why)s") % {"why": undefined}
+        last = Step(label, expression, result, unit)
         return [*steps, last]
 
     if figure == "utilization_pct":
         return ratio(
             _sum_steps(row, "busy_gpu_hours") + _sum_steps(row, "measured_capacity_gpu_hours"),
-            f"100 × {quantity(row.busy_gpu_hours)} busy ÷ "
-            f"{quantity(row.measured_capacity_gpu_hours)} measured GPU-h",
-            "no hour with telemetry",
+            _("100 × %(busy)s busy ÷ %(capacity)s measured GPU-h")
+            % {
+                "busy": quantity(row.busy_gpu_hours),
+                "capacity": quantity(row.measured_capacity_gpu_hours),
+            },
+            _("no hour with telemetry"),
         )
     if figure == "cost_per_busy_gpu_hour_usd":
         return ratio(
             _sum_steps(row, "measured_cost_usd") + _sum_steps(row, "busy_gpu_hours"),
-            f"{usd(row.measured_cost_usd)} measured cost ÷ {quantity(row.busy_gpu_hours)} "
-            "busy GPU-h",
-            "no busy GPU-hours",
+            _("%(cost)s measured cost ÷ %(busy)s busy GPU-h")
+            % {"cost": usd(row.measured_cost_usd), "busy": quantity(row.busy_gpu_hours)},
+            _("no busy GPU-hours"),
         )
     if figure in ("cost_per_1k_requests_usd", "cost_per_1m_tokens_usd"):
         per, scale = ("requests", 1_000) if "requests" in figure else ("tokens", 1_000_000)
         return ratio(
             _sum_steps(row, "inference_cost_usd") + _sum_steps(row, per),
-            f"{usd(row.inference_cost_usd)} inference cost ÷ {count(getattr(row, per))} {per}"
-            f" × {scale:,}",
-            f"no {per}" if not getattr(row, per) else "no inference cost",
+            _("%(cost)s inference cost ÷ %(count)s %(per)s × %(scale)s")
+            % {
+                "cost": usd(row.inference_cost_usd),
+                "count": count(getattr(row, per)),
+                "per": unit_word(per),
+                "scale": f"{scale:,}",
+            },
+            (_("no requests") if per == "requests" else _("no tokens"))
+            if not getattr(row, per)
+            else _("no inference cost"),
         )
     if figure == "effective_training_gpu_hours":
         return ratio(
             _sum_steps(row, "training_busy_gpu_hours") + _sum_steps(row, "lost_gpu_hours"),
-            f"max(0, {quantity(row.training_busy_gpu_hours)} busy training GPU-h − "
-            f"{quantity(row.lost_gpu_hours)} lost GPU-h)",
-            "no busy training GPU-hours",
+            _("max(0, %(busy)s busy training GPU-h − %(lost)s lost GPU-h)")
+            % {"busy": quantity(row.training_busy_gpu_hours), "lost": quantity(row.lost_gpu_hours)},
+            _("no busy training GPU-hours"),
         )
     if figure == "cost_per_effective_training_gpu_hour_usd":
         effective = row.effective_training_gpu_hours
         return ratio(
             _sum_steps(row, "training_cost_usd")
             + explain_figure(row, "effective_training_gpu_hours"),
-            f"{usd(row.training_cost_usd)} training cost ÷ {quantity(effective)} "
-            "effective training GPU-h",
-            "no effective training GPU-hours" if not effective else "no training cost",
+            _("%(cost)s training cost ÷ %(effective)s effective training GPU-h")
+            % {"cost": usd(row.training_cost_usd), "effective": quantity(effective)},
+            _("no effective training GPU-hours") if not effective else _("no training cost"),
         )
     return _sum_steps(row, figure)
 
@@ -499,52 +588,51 @@ def explain_utilization(busy_gpu_hours, capacity_gpu_hours, result, *, period: s
     with telemetry, every pool."""
     steps = [
         Step(
-            f"Busy, {period}",
-            "Σ busy GPU-h of every pool-hour with telemetry",
+            _("Busy, %(period)s") % {"period": period},
+            _("Σ busy GPU-h of every pool-hour with telemetry"),
             busy_gpu_hours,
             "GPU-h",
         ),
         Step(
-            f"Measured capacity, {period}",
-            "Σ GPU-h of every pool-hour with telemetry",
+            _("Measured capacity, %(period)s") % {"period": period},
+            _("Σ GPU-h of every pool-hour with telemetry"),
             capacity_gpu_hours,
             "GPU-h",
         ),
     ]
+    label = _("Utilisation, %(period)s") % {"period": period}
     if result is None:
-        return [
-            *steps,
-            Step(f"Utilisation, {period}", "undefined: no hour with telemetry", None, "%"),
-        ]
-    expression = (
-        f"100 × {quantity(busy_gpu_hours)} busy ÷ {quantity(capacity_gpu_hours)} measured GPU-h"
-    )
-    return [*steps, Step(f"Utilisation, {period}", expression, result, "%")]
+        return [*steps, Step(label, _("undefined: no hour with telemetry"), None, "%")]
+    expression = _("100 × %(busy)s busy ÷ %(capacity)s measured GPU-h") % {
+        "busy": quantity(busy_gpu_hours),
+        "capacity": quantity(capacity_gpu_hours),
+    }
+    return [*steps, Step(label, expression, result, "%")]
 
 
 def explain_gpu_total(gpus_by_purpose: list[tuple[str, int]], total: int) -> list[Step]:
     """The GPUs of every pool in service, by purpose."""
     steps = [
-        Step(label, "Σ GPUs of its pools in service", gpus, "GPUs")
+        Step(label, _("Σ GPUs of its pools in service"), gpus, "GPUs")
         for label, gpus in gpus_by_purpose
     ]
-    terms = " + ".join(count(gpus) for _, gpus in gpus_by_purpose)
-    return [*steps, Step("GPUs", terms, total, "GPUs")]
+    terms = " + ".join(count(gpus) for _label, gpus in gpus_by_purpose)
+    return [*steps, Step(_("GPUs"), terms, total, "GPUs")]
 
 
 def explain_drills(summary: dict) -> list[Step]:
     """The Overview's drills card (``backups.services.overdue_and_failing_summary``)."""
     return [
-        Step("Backup policies", "policies kept", summary["policies"], "policies"),
+        Step(_("Backup policies"), _("policies kept"), summary["policies"], "policies"),
         Step(
-            "Failing",
-            "policies whose last restore drill failed",
+            _("Failing"),
+            _("policies whose last restore drill failed"),
             summary["failing"],
             "policies",
         ),
         Step(
-            "Overdue",
-            "policies whose next restore drill was due before now",
+            _("Overdue"),
+            _("policies whose next restore drill was due before now"),
             summary["overdue"],
             "policies",
         ),

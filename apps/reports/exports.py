@@ -5,43 +5,47 @@ import csv
 import io
 
 from django.http import HttpResponse
+from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
 from openpyxl import Workbook
 from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 
 from apps.core.exports import append_xlsx_row, csv_cell
 from apps.reports import explain
+from apps.reports.forms import GROUP_BY_NOUNS
 
 FORMATS = ("csv", "xlsx")
 # Floats in the CSV carry six decimals: far below a cent or a GPU-second, and free of the
 # binary noise of a sum (1199.9999999999998).
 CSV_DECIMALS = 6
 
-# (header with its unit, CostRow.as_dict() key, XLSX number format)
+# (header with its unit, CostRow.as_dict() key, XLSX number format); the headers are in
+# the language of the request that asks for the file.
 COLUMNS = (
-    ("Key", "key", "@"),
-    ("Name", "label", "@"),
-    ("Capacity (GPU-hours)", "capacity_gpu_hours", "#,##0.0"),
-    ("Measured capacity (GPU-hours)", "measured_capacity_gpu_hours", "#,##0.0"),
-    ("Unmeasured (GPU-hours)", "unmeasured_gpu_hours", "#,##0.0"),
-    ("Busy (GPU-hours)", "busy_gpu_hours", "#,##0.0"),
-    ("Utilisation (%)", "utilization_pct", "0.0"),
-    ("Cost (USD)", "cost_usd", "#,##0.00"),
-    ("Unmeasured cost (USD)", "unmeasured_cost_usd", "#,##0.00"),
-    ("Idle cost (USD)", "idle_cost_usd", "#,##0.00"),
-    ("Cost per busy GPU-hour (USD)", "cost_per_busy_gpu_hour_usd", "#,##0.0000"),
-    ("Requests (count)", "requests", "#,##0"),
-    ("Cost per 1k requests (USD)", "cost_per_1k_requests_usd", "#,##0.0000"),
-    ("Tokens (count)", "tokens", "#,##0"),
-    ("Cost per 1M tokens (USD)", "cost_per_1m_tokens_usd", "#,##0.0000"),
-    ("Lost to interruptions (GPU-hours)", "lost_gpu_hours", "#,##0.0"),
-    ("Effective training (GPU-hours)", "effective_training_gpu_hours", "#,##0.0"),
+    (_("Key"), "key", "@"),
+    (pgettext_lazy("a report row", "Name"), "label", "@"),
+    (_("Capacity (GPU-hours)"), "capacity_gpu_hours", "#,##0.0"),
+    (_("Measured capacity (GPU-hours)"), "measured_capacity_gpu_hours", "#,##0.0"),
+    (_("Unmeasured (GPU-hours)"), "unmeasured_gpu_hours", "#,##0.0"),
+    (_("Busy (GPU-hours)"), "busy_gpu_hours", "#,##0.0"),
+    (_("Utilisation (%)"), "utilization_pct", "0.0"),
+    (_("Cost (USD)"), "cost_usd", "#,##0.00"),
+    (_("Unmeasured cost (USD)"), "unmeasured_cost_usd", "#,##0.00"),
+    (_("Idle cost (USD)"), "idle_cost_usd", "#,##0.00"),
+    (_("Cost per busy GPU-hour (USD)"), "cost_per_busy_gpu_hour_usd", "#,##0.0000"),
+    (_("Requests (count)"), "requests", "#,##0"),
+    (_("Cost per 1k requests (USD)"), "cost_per_1k_requests_usd", "#,##0.0000"),
+    (_("Tokens (count)"), "tokens", "#,##0"),
+    (_("Cost per 1M tokens (USD)"), "cost_per_1m_tokens_usd", "#,##0.0000"),
+    (_("Lost to interruptions (GPU-hours)"), "lost_gpu_hours", "#,##0.0"),
+    (_("Effective training (GPU-hours)"), "effective_training_gpu_hours", "#,##0.0"),
     (
-        "Cost per effective training GPU-hour (USD)",
+        _("Cost per effective training GPU-hour (USD)"),
         "cost_per_effective_training_gpu_hour_usd",
         "#,##0.0000",
     ),
-    ("Interruption cost (USD)", "interruption_cost_usd", "#,##0.00"),
+    (_("Interruption cost (USD)"), "interruption_cost_usd", "#,##0.00"),
 )
 
 
@@ -76,24 +80,24 @@ def _csv_value(value):
 def cost_report_csv(rows, total=None) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow([header for header, _, _ in COLUMNS])
+    writer.writerow([str(header) for header, _key, _format in COLUMNS])
     for row in _with_total(rows, total):
         values = _row_values(row, total)
-        writer.writerow([_csv_value(values[key]) for _, key, _ in COLUMNS])
+        writer.writerow([_csv_value(values[key]) for _header, key, _format in COLUMNS])
     return buffer.getvalue()
 
 
 # The explanation sheet: (header, XLSX number format).
 EXPLAIN_COLUMNS = (
-    ("Key", "@"),
-    ("Name", "@"),
-    ("Figure", "@"),
-    ("Step", "0"),
-    ("Label", "@"),
-    ("Computed as", "@"),
-    ("Value", None),
-    ("Unit", "@"),
-    ("Note", "@"),
+    (_("Key"), "@"),
+    (pgettext_lazy("a report row", "Name"), "@"),
+    (_("Figure"), "@"),
+    (_("Step"), "0"),
+    (_("Label"), "@"),
+    (_("Computed as"), "@"),
+    (_("Value"), None),
+    (_("Unit"), "@"),
+    (_("Note"), "@"),
 )
 _EXPLAIN_NUMBER_FORMATS = {"USD": "#,##0.00", "%": "0.00", "requests": "#,##0", "tokens": "#,##0"}
 
@@ -107,14 +111,14 @@ def _explain_number_format(unit: str) -> str:
 def _explain_sheet(workbook, rows, total):
     """Every figure of every row, step by step: the numbers as numbers, the last step of
     each figure the figure itself."""
-    sheet = workbook.create_sheet("How each figure is computed")
-    append_xlsx_row(sheet, [header for header, _ in EXPLAIN_COLUMNS])
+    sheet = workbook.create_sheet(gettext("How each figure is computed"))
+    append_xlsx_row(sheet, [str(header) for header, _format in EXPLAIN_COLUMNS])
     for cell in sheet[1]:
         cell.font = Font(bold=True)
     for row in _with_total(rows, total):
         key = _row_values(row, total)["key"]
         for figure, steps in explain.explain_row(row).items():
-            label = explain.FIGURES[figure][0]
+            label = gettext(explain.FIGURES[figure][0])
             for number, step in enumerate(steps, start=1):
                 append_xlsx_row(
                     sheet,
@@ -125,9 +129,11 @@ def _explain_sheet(workbook, rows, total):
                 value_cell.number_format = _explain_number_format(step.unit)
                 if number == len(steps):
                     value_cell.font = Font(bold=True)
-    for index, (header, number_format) in enumerate(EXPLAIN_COLUMNS, start=1):
+    # The "Computed as" and "Label" columns are wide; the others hold short values.
+    widths = {5: 36, 6: 90}
+    for index, (_header, number_format) in enumerate(EXPLAIN_COLUMNS, start=1):
         letter = get_column_letter(index)
-        sheet.column_dimensions[letter].width = {"Computed as": 90, "Label": 36}.get(header, 16)
+        sheet.column_dimensions[letter].width = widths.get(index, 16)
         if number_format:
             for cell in sheet[letter][1:]:
                 cell.number_format = number_format
@@ -137,27 +143,32 @@ def _explain_sheet(workbook, rows, total):
 def cost_report_xlsx(rows, filters, total=None) -> bytes:
     workbook = Workbook()
     sheet = workbook.active
-    sheet.title = "Cost report"
+    sheet.title = gettext("Cost report")
+    title = gettext("gpufleet cost report by %(group)s, UTC days %(start)s to %(end)s (included)")
     append_xlsx_row(
         sheet,
         [
-            f"gpufleet cost report by {filters['group_by']}, UTC days {filters['start']} to "
-            f"{filters['end']} (included)"
+            title
+            % {
+                "group": GROUP_BY_NOUNS[filters["group_by"]],
+                "start": filters["start"],
+                "end": filters["end"],
+            }
         ],
     )
     sheet["A1"].font = Font(bold=True, size=12)
-    append_xlsx_row(sheet, [header for header, _, _ in COLUMNS])
+    append_xlsx_row(sheet, [str(header) for header, _key, _format in COLUMNS])
     for cell in sheet[2]:
         cell.font = Font(bold=True)
     for row in _with_total(rows, total):
         values = _row_values(row, total)
-        append_xlsx_row(sheet, [values[key] for _, key, _ in COLUMNS])
+        append_xlsx_row(sheet, [values[key] for _header, key, _format in COLUMNS])
         if row is total:
             for cell in sheet[sheet.max_row]:
                 cell.font = Font(bold=True)
-    for index, (header, _, number_format) in enumerate(COLUMNS, start=1):
+    for index, (header, _key, number_format) in enumerate(COLUMNS, start=1):
         letter = get_column_letter(index)
-        sheet.column_dimensions[letter].width = max(12, min(40, len(header) + 2))
+        sheet.column_dimensions[letter].width = max(12, min(40, len(str(header)) + 2))
         for cell in sheet[letter][2:]:
             cell.number_format = number_format
     sheet.freeze_panes = "C3"

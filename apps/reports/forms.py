@@ -2,6 +2,7 @@ from datetime import UTC, datetime, time, timedelta
 
 from django import forms
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from apps.core.forms import TablerFormMixin
 from apps.pools.hours import zone_or_error
@@ -12,37 +13,44 @@ DEFAULT_REPORT_DAYS = 30
 MAX_REPORT_DAYS = 3 * 366
 # Ranges longer than this are recomputed by a Celery job, not inside a page request.
 SYNC_RECOMPUTE_DAYS = 31
+# What a report groups by: the filter's choice, and the noun of the table's title ("Cost
+# by pool").
+GROUP_BY_LABELS = {"pool": _("Pool"), "purpose": _("Purpose"), "workload": _("Workload")}
+GROUP_BY_NOUNS = {"pool": _("pool"), "purpose": _("purpose"), "workload": _("workload")}
 
 
 class ReportFilterForm(TablerFormMixin, forms.Form):
     """The reports page's filters. Dates are whole UTC days, both included."""
 
     start = forms.DateField(
-        label="From (UTC day)",
+        label=_("From (UTC day)"),
         required=False,
         widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
     )
     end = forms.DateField(
-        label="To (UTC day, included)",
+        label=_("To (UTC day, included)"),
         required=False,
         widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
     )
     group_by = forms.ChoiceField(
-        label="Group by",
-        choices=[(value, value.capitalize()) for value in GROUP_BY_CHOICES],
+        label=_("Group by"),
+        choices=[(value, GROUP_BY_LABELS[value]) for value in GROUP_BY_CHOICES],
         required=False,
     )
-    purpose = forms.ChoiceField(choices=[("", "All purposes"), *Purpose.choices], required=False)
+    purpose = forms.ChoiceField(
+        label=_("Purpose"), choices=[("", _("All purposes")), *Purpose.choices], required=False
+    )
     pool = forms.ModelChoiceField(
         queryset=Pool.objects.order_by("name"),
         to_field_name="slug",
         required=False,
-        empty_label="All pools",
+        label=_("Pool"),
+        empty_label=_("All pools"),
     )
     tz = forms.CharField(
-        label="Time zone for curves",
+        label=_("Time zone for curves"),
         required=False,
-        help_text="IANA name; the hour-of-day curve and heatmap use it.",
+        help_text=_("IANA name; the hour-of-day curve and heatmap use it."),
     )
 
     def __init__(self, data=None, *args, **kwargs):
@@ -87,9 +95,9 @@ class ReportFilterForm(TablerFormMixin, forms.Form):
         start = cleaned.get("start") or end - timedelta(days=DEFAULT_REPORT_DAYS - 1)
         if "start" not in self.errors and "end" not in self.errors:
             if end < start:
-                self.add_error("end", "The end day must be on or after the start day.")
+                self.add_error("end", _("The end day must be on or after the start day."))
             elif (end - start).days + 1 > MAX_REPORT_DAYS:
-                self.add_error("start", "A report covers at most 3 years.")
+                self.add_error("start", _("A report covers at most 3 years."))
         cleaned["start"], cleaned["end"] = start, end
         cleaned["group_by"] = cleaned.get("group_by") or "pool"
         return cleaned
@@ -111,7 +119,7 @@ class InterruptionForm(TablerFormMixin, forms.ModelForm):
             "last_checkpoint_at": forms.DateTimeInput(attrs={"type": "datetime-local"}),
             "notes": forms.Textarea(attrs={"rows": 2}),
         }
-        help_texts = {"occurred_at": "In your browser's time zone, to the minute."}
+        help_texts = {"occurred_at": _("In your browser's time zone, to the minute.")}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

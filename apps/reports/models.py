@@ -5,6 +5,8 @@ live with the workloads (``apps.pools.models.Interruption``).
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from apps.core.jobs import Job
 
@@ -14,11 +16,11 @@ class RecomputeJob(Job):
     its progress for the page's progress bar."""
 
     class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
-        INTERRUPTED = "interrupted", "Interrupted"
+        QUEUED = "queued", _("Queued")
+        RUNNING = "running", _("Running")
+        DONE = "done", _("Done")
+        FAILED = "failed", _("Failed")
+        INTERRUPTED = "interrupted", _("Interrupted")
 
     not_started_status = Status.QUEUED
     succeeded_status = Status.DONE
@@ -31,7 +33,7 @@ class RecomputeJob(Job):
     progress_kept_on_failure = True
 
     start_day = models.DateField()
-    end_day = models.DateField(help_text="Included.")
+    end_day = models.DateField(help_text=_("Included."))
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
     days_done = models.PositiveIntegerField(default=0)
     rows_written = models.PositiveIntegerField(default=0)
@@ -47,7 +49,10 @@ class RecomputeJob(Job):
         ordering = ["-created_at"]
 
     def __str__(self):
-        return f"Recompute {self.start_day} – {self.end_day}"
+        return gettext("Recompute %(start)s – %(end)s") % {
+            "start": self.start_day,
+            "end": self.end_day,
+        }
 
     @property
     def day_count(self) -> int:

@@ -11,6 +11,7 @@ and paginates by them, and no cost formula is written a second time in SQL.
 """
 
 from django.db.models import Case, FloatField, Value, When
+from django.utils.translation import gettext_lazy as _
 
 from apps.core.tables import END_ALIGNED, cells
 from apps.pools.list_columns import PoolListColumns
@@ -26,22 +27,28 @@ ANNOTATIONS = (
 )
 HEADERS = {
     "utilization_30d": (
-        ("Utilisation", "% · 30 d"),
-        "Busy ÷ measured GPU-hours over the last 30 days, the hours with telemetry only. "
-        "— : no telemetry in those 30 days.",
+        (_("Utilisation"), _("% · 30 d")),
+        _(
+            "Busy ÷ measured GPU-hours over the last 30 days, the hours with telemetry only. "
+            "— : no telemetry in those 30 days."
+        ),
     ),
     "idle_cost_30d": (
-        ("Idle cost", "USD · 30 d"),
-        "What the capacity that was not busy cost over the last 30 days: measured cost × "
-        "(1 − busy ÷ measured GPU-hours). — : no telemetry in those 30 days.",
+        (_("Idle cost"), _("USD · 30 d")),
+        _(
+            "What the capacity that was not busy cost over the last 30 days: measured cost × "
+            "(1 − busy ÷ measured GPU-hours). — : no telemetry in those 30 days."
+        ),
     ),
     "cost_30d": (
-        ("Cost", "USD · 30 d"),
-        "What the pool cost over the last 30 days: every GPU-hour in service, with or "
-        "without telemetry. — : not in service in those 30 days.",
+        (_("Cost"), _("USD · 30 d")),
+        _(
+            "What the pool cost over the last 30 days: every GPU-hour in service, with or "
+            "without telemetry. — : not in service in those 30 days."
+        ),
     ),
 }
-NOTE = (
+NOTE = _(
     "Utilisation, idle cost and cost cover the last 30 days to the end of the current "
     "hour (UTC), computed as the Reports page computes them; hours without telemetry "
     "count in the cost, never as busy or idle. — : no data in those 30 days, listed last "
@@ -56,7 +63,7 @@ def annotate(pools, now):
     remember_view("pool-list")  # a warm-up recomputes the figures after the data changes
     figures = selectors.pool_list_figures(now)
     annotations = {}
-    for _, annotation, figure in ANNOTATIONS:
+    for _name, annotation, figure in ANNOTATIONS:
         whens = [
             When(slug=slug, then=Value(values[figure]))
             for slug, values in figures.items()
@@ -72,7 +79,7 @@ def annotate(pools, now):
 
 def columns():
     made = []
-    for name, annotation, _ in ANNOTATIONS:
+    for name, annotation, _figure in ANNOTATIONS:
         (label, unit), explanation = HEADERS[name]
         # The unit under the label, as on the Reports page, keeps the columns narrow.
         header = header_with_unit(label, unit)

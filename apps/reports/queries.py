@@ -29,6 +29,7 @@ from django.db.models import (
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce, ExtractHour, ExtractIsoWeekDay
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from apps.pools.hours import ceil_hour, floor_hour, parse_hour_ranges
 from apps.pools.models import (
@@ -510,7 +511,7 @@ def cost_report(
         workloads_by_pool[workload.pool_id].append(workload)
     attributed = attributed_usage(span, workload_ids)
     rows = []
-    unattributed = CostRow(key=UNATTRIBUTED, label="Unattributed (shared or unused pools)")
+    unattributed = CostRow(key=UNATTRIBUTED, label=gettext("Unattributed (shared or unused pools)"))
     for pool_figures_ in figures:
         pool_workloads = workloads_by_pool[pool_figures_.pool.id]
         if len(pool_workloads) != 1:
@@ -616,7 +617,7 @@ def _move_lost(row, unattributed, figures: PoolFigures, workload, lost_gpu_hours
 
 
 def total_row(rows: list[CostRow]) -> CostRow:
-    total = CostRow(key="total", label="Total")
+    total = CostRow(key="total", label=gettext("Total"))
     for row in rows:
         for name in (
             "pool_count",

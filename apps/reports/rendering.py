@@ -7,6 +7,7 @@ from django.template.loader import render_to_string
 
 from apps.reports import selectors
 from apps.reports.cache import cached
+from apps.reports.forms import GROUP_BY_LABELS, GROUP_BY_NOUNS
 from apps.reports.tables import ReportTable
 
 
@@ -19,8 +20,12 @@ def results_cache_parameters(data: dict, query: str) -> dict:
 def _results_context(form, query: str, figures: dict | None) -> dict:
     context = {**(figures or {}), "form": form, "explain_query": query}
     if figures:
+        context["group_by_label"] = GROUP_BY_NOUNS[figures["group_by"]]
         context["report_table"] = ReportTable(
-            figures["rows"], group_by=figures["group_by"], query=QueryDict(query)
+            figures["rows"],
+            group_by=figures["group_by"],
+            group_label=GROUP_BY_LABELS[figures["group_by"]],
+            query=QueryDict(query),
         )
     return context
 

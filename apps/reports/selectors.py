@@ -6,6 +6,8 @@ ahead of a visit. Nothing here reads a request."""
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from django.utils.translation import gettext_noop
+
 from apps.core.charts import freeze_figure
 from apps.pools.charts import build_gpus_by_purpose_figure
 from apps.pools.hours import floor_hour
@@ -130,7 +132,14 @@ def overview_figures(now) -> dict:
     return cached("overview", {}, lambda: _overview_context(now))
 
 
-REPORT_STEPS = ("cost rows", "hour-of-day curve", "peak split", "daily split", "charts")
+# The steps a worker reports, kept in English in the cache and translated when shown.
+REPORT_STEPS = (
+    gettext_noop("cost rows"),
+    gettext_noop("hour-of-day curve"),
+    gettext_noop("peak split"),
+    gettext_noop("daily split"),
+    gettext_noop("charts"),
+)
 
 
 def report_cache_filters(data: dict) -> dict:

@@ -8,11 +8,14 @@ warms them), so the sort links carry the report's own query (``ListTable.query``
 keeps every filter, and the URL stays shareable.
 """
 
+from django.utils import translation
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
 from apps.core.tables import ListTable, RowsData, cells
 
 report_cell = cells("reports/_report_cells.html")
+KEEP_WORDS = "word-break: keep-all"
 
 
 def header_with_unit(label: str, unit: str = ""):
@@ -23,34 +26,46 @@ def header_with_unit(label: str, unit: str = ""):
     return format_html("{}<br>" + unit_html, label, unit)
 
 
-def _figure(name: str, label: str, unit: str, figure: str):
+# Each figure column's unit, put under its label when a table is made: the labels are
+# translated in the language of the page that draws the table, not of the first import.
+UNITS: dict[str, str] = {}
+
+
+def _figure(name: str, label, unit, figure: str):
+    UNITS[name] = unit
     # Ties keep the rows' order by name.
-    return report_cell(name, header_with_unit(label, unit), figure, "label", end=True)
+    return report_cell(name, label, figure, "label", end=True)
 
 
 class ReportTable(ListTable):
     element_id = "report-rows"
     footer_template = "reports/_report_total.html"
 
-    label = report_cell("label", "Pool", "label")
-    capacity = _figure("capacity", "Capacity", "GPU-h", "capacity_gpu_hours")
-    busy = _figure("busy", "Busy", "GPU-h", "busy_gpu_hours")
-    utilization = _figure("utilization", "Utilisation", "% of measured", "utilization_pct")
-    cost = _figure("cost", "Cost", "USD", "cost_usd")
-    idle = _figure("idle", "Idle", "USD", "idle_cost_usd")
-    unmeasured = _figure("unmeasured", "Unmeasured", "USD", "unmeasured_cost_usd")
+    label = report_cell("label", _("Pool"), "label")
+    capacity = _figure("capacity", _("Capacity"), "GPU-h", "capacity_gpu_hours")
+    busy = _figure("busy", _("Busy"), "GPU-h", "busy_gpu_hours")
+    utilization = _figure(
+        "utilization",
+        _("Utilisation"),
+        # xgettext:no-python-format
+        _("% of measured"),
+        "utilization_pct",
+    )
+    cost = _figure("cost", _("Cost"), "USD", "cost_usd")
+    idle = _figure("idle", _("Idle"), "USD", "idle_cost_usd")
+    unmeasured = _figure("unmeasured", _("Unmeasured"), "USD", "unmeasured_cost_usd")
     per_busy_gpu_hour = _figure(
-        "per_busy_gpu_hour", "Per busy GPU-h", "USD", "cost_per_busy_gpu_hour_usd"
+        "per_busy_gpu_hour", _("Per busy GPU-h"), "USD", "cost_per_busy_gpu_hour_usd"
     )
-    requests = _figure("requests", "Requests", "", "requests")
+    requests = _figure("requests", _("Requests"), "", "requests")
     per_1k_requests = _figure(
-        "per_1k_requests", "Per 1k requests", "USD", "cost_per_1k_requests_usd"
+        "per_1k_requests", _("Per 1k requests"), "USD", "cost_per_1k_requests_usd"
     )
-    per_1m_tokens = _figure("per_1m_tokens", "Per 1M tokens", "USD", "cost_per_1m_tokens_usd")
-    lost = _figure("lost", "Lost", "GPU-h", "lost_gpu_hours")
+    per_1m_tokens = _figure("per_1m_tokens", _("Per 1M tokens"), "USD", "cost_per_1m_tokens_usd")
+    lost = _figure("lost", _("Lost"), "GPU-h", "lost_gpu_hours")
     per_effective_training_gpu_hour = _figure(
         "per_effective_training_gpu_hour",
-        "Per effective training GPU-h",
+        _("Per effective training GPU-h"),
         "USD",
         "cost_per_effective_training_gpu_hour_usd",
     )
@@ -63,10 +78,20 @@ class ReportTable(ListTable):
         }
         row_attrs = {"data-key": lambda record: record.key}
 
-    def __init__(self, rows, *, group_by: str, query, **kwargs):
+    def __init__(self, rows, *, group_by: str, query, group_label=None, **kwargs):
         """``rows`` in the report's order; ``query`` (a QueryDict) is the report's, whose
-        ``sort`` orders them."""
+        ``sort`` orders them; ``group_label`` heads the first column (default: the
+        grouping's name)."""
         super().__init__(RowsData(list(rows)), **kwargs)
-        self.columns["label"].column.verbose_name = group_by.capitalize()
+        self.columns["label"].column.verbose_name = group_label or group_by.capitalize()
+        for name, unit in UNITS.items():
+            column = self.columns[name].column
+            column.verbose_name = header_with_unit(column.verbose_name, unit)
+        if not (translation.get_language() or "en").startswith("en"):
+            # A Chinese header would break between any two characters of a narrow column
+            # ("未/测/量"): it breaks at its spaces only.
+            for bound in self.columns:
+                attrs = bound.column.attrs
+                bound.column.attrs = {**attrs, "th": {**attrs.get("th", {}), "style": KEEP_WORDS}}
         self.query = query
         self.order_by = query.get(self.prefixed_order_by_field)

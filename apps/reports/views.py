@@ -14,7 +14,9 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop, ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import retarget
 
@@ -38,6 +40,7 @@ from apps.reports.cache import (
     workers_run_warm_ups,
 )
 from apps.reports.forms import (
+    GROUP_BY_NOUNS,
     SYNC_RECOMPUTE_DAYS,
     InterruptionForm,
     ReportFilterForm,
@@ -88,11 +91,12 @@ def _background_report_html(request, form) -> str | None:
         progress = _after_the_worker_stopped(query, datetime.fromtimestamp(last_heard, UTC))
         if progress is None:
             return None
-    progress = progress or {"done": 0, "step": "waiting for a worker"}
+    progress = progress or {"done": 0, "step": WAITING_STEP}
     context = {
         "days": (form.cleaned_data["end"] - form.cleaned_data["start"]).days + 1,
         "progress_pct": round(100 * progress["done"] / len(selectors.REPORT_STEPS)),
-        "progress_step": progress["step"],
+        # The cache keeps the step in English; it is translated here, where it is shown.
+        "progress_step": _(progress["step"]),
         "progress_error": progress.get("error"),
         "progress_note": progress.get("note"),
         "progress_interrupted": progress.get("interrupted"),
@@ -103,10 +107,16 @@ def _background_report_html(request, form) -> str | None:
     return render_to_string("reports/report.html#computing", context, request=request)
 
 
+# The steps of a report's progress besides selectors.REPORT_STEPS.
+WAITING_STEP = gettext_noop("waiting for a worker")
+INTERRUPTED_STEP = gettext_noop("interrupted")
+
+
 def _queue_report(query: str) -> bool:
-    """Hand the report to a worker; False when the broker cannot be reached."""
+    """Hand the report to a worker, which renders it in the page's language; False when
+    the broker cannot be reached."""
     try:
-        compute_report_task.apply_async((query,), retry=False)
+        compute_report_task.apply_async((query, translation.get_language()), retry=False)
     except Exception:  # the broker's errors vary by transport
         # The page computes the figures itself rather than wait for a worker that cannot
         # be reached (its job key is dropped so the next view may queue it).
@@ -120,29 +130,34 @@ def _after_the_worker_stopped(query: str, last_heard: datetime) -> dict | None:
     """The progress to show for a report whose worker stopped beating: queued again while
     it has attempts left, else given up with the way to compute it in the page. None
     when it cannot be queued again: the page computes the figures."""
-    doing = "computing these figures"
+    doing = _("computing these figures")
     attempts = background_attempts("report", query)
     if attempts >= settings.RUN_MAX_ATTEMPTS:
         progress = {
             "done": 0,
-            "step": "interrupted",
+            "step": INTERRUPTED_STEP,
             "interrupted": interrupted_sentence(
-                who="worker",
+                who=_("worker"),
                 doing=doing,
                 last_heard=last_heard,
-                next_step=f"it was given up after {attempts} attempt{'s' * (attempts != 1)}.",
+                next_step=ngettext(
+                    "it was given up after %(attempts)d attempt.",
+                    "it was given up after %(attempts)d attempts.",
+                    attempts,
+                )
+                % {"attempts": attempts},
             ),
         }
         set_background_progress("report", query, progress)
         return progress
     progress = {
         "done": 0,
-        "step": "waiting for a worker",
+        "step": WAITING_STEP,
         "note": interrupted_sentence(
-            who="worker",
+            who=_("worker"),
             doing=doing,
             last_heard=last_heard,
-            next_step="they are being computed again.",
+            next_step=_("they are being computed again."),
         ),
     }
     if retry_background_job("report", query, progress) and not _queue_report(query):
@@ -207,7 +222,7 @@ def pool_panel(request, slug):
     remember_view("pool", str(pool.pk))
     context = {
         "pool": pool,
-        "panel_title": "cost and use",
+        "panel_title": _("cost and use"),
         "panel_template": "reports/_pool_report.html",
         **selectors.pool_figures(pool, timezone.now()),
     }
@@ -233,7 +248,7 @@ def report_explain(request):
     form = _filter_form(request)
     figure = request.GET.get("figure") or "cost_usd"
     if not form.is_valid() or figure not in explain.REPORTED:
-        return explain_page(request, {"error": "Choose a figure of a valid report."}, 400)
+        return explain_page(request, {"error": _("Choose a figure of a valid report.")}, 400)
     results = selectors.report_figures(form.cleaned_data)
     row_key = request.GET.get("row", "")
     if not row_key:
@@ -241,15 +256,21 @@ def report_explain(request):
     else:
         row = next((found for found in results["rows"] if found.key == row_key), None)
     if row is None:
-        return explain_page(request, {"error": f"No row “{row_key}” in this report."}, 404)
+        error = _("No row “%(row)s” in this report.") % {"row": row_key}
+        return explain_page(request, {"error": error}, 404)
     data = form.cleaned_data
+    # English keeps its "1 May 2026"; other languages get the unambiguous 2026-05-01.
+    day_format = "%-d %b %Y" if translation.get_language() == "en" else "%Y-%m-%d"
     context = {
-        "title": f"{explain.FIGURES[figure][0]}: {row.label}",
-        "period": (
-            f"By {data['group_by']}, UTC days {data['start']:%-d %b %Y} – "
-            f"{data['end']:%-d %b %Y} (both included)"
-        ),
-        "sections": [(explain.FIGURES[figure][0], explain.explain_figure(row, figure))],
+        "title": _("%(figure)s: %(row)s")
+        % {"figure": _(explain.FIGURES[figure][0]), "row": row.label},
+        "period": _("By %(group)s, UTC days %(start)s – %(end)s (both included)")
+        % {
+            "group": GROUP_BY_NOUNS[data["group_by"]],
+            "start": f"{data['start']:{day_format}}",
+            "end": f"{data['end']:{day_format}}",
+        },
+        "sections": [(_(explain.FIGURES[figure][0]), explain.explain_figure(row, figure))],
         "back_url": f"{reverse('reports:report')}?{_report_query(request)}",
     }
     return explain_page(request, context)
@@ -260,7 +281,7 @@ def report_explain(request):
 def recompute_create(request):
     form = ReportFilterForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Choose a valid range to recompute.")
+        messages.error(request, _("Choose a valid range to recompute."))
         return redirect("reports:report")
     with transaction.atomic():
         job = RecomputeJob.objects.create(
@@ -340,7 +361,7 @@ def interruption_create(request):
     return form_page(
         request,
         form_class=form_class,
-        noun="Interruption",
+        noun=_("Interruption"),
         template="reports/interruption_form.html",
         initial=initial,
     )
@@ -353,7 +374,7 @@ def interruption_edit(request, pk):
     return form_page(
         request,
         form_class=InterruptionForm,
-        noun="Interruption",
+        noun=_("Interruption"),
         template="reports/interruption_form.html",
         instance=interruption,
     )
@@ -366,10 +387,10 @@ def interruption_delete(request, pk):
     return delete_page(
         request,
         obj=interruption,
-        noun="Interruption",
+        noun=_("Interruption"),
         blocking=[],
         blocking_label="",
         list_url=reverse("reports:interruption_list"),
         cancel_url=interruption.get_absolute_url(),
-        pretitle="Interruptions",
+        pretitle=_("Interruptions"),
     )

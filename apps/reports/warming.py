@@ -5,8 +5,9 @@ cache keys, so the page then finds them; neither builds a request."""
 
 import time
 
+from django.conf import settings
 from django.http import QueryDict
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from apps.pools.models import Pool
 from apps.reports import rendering, selectors
@@ -52,16 +53,24 @@ def warm_recent_views(budget_seconds: float = WARM_BUDGET_SECONDS) -> int:
     Returns how many were warmed."""
     started = time.monotonic()
     warmed = 0
-    for kind, argument in recent_views():
+    for kind, argument, *language in recent_views():
         if time.monotonic() - started > budget_seconds:
             break
-        warmed += warm_view(kind, argument)
+        # The cache keys hold the language: the page is warmed in the one it was seen in.
+        with translation.override(language[0] if language else settings.LANGUAGE_CODE):
+            warmed += warm_view(kind, argument)
     return warmed
 
 
-def compute_report_in_background(query: str) -> bool:
+def compute_report_in_background(query: str, language: str | None = None) -> bool:
     """What ``compute_report_task`` runs: the report's figures and partial into the cache,
-    telling the progress partial after each step."""
+    in ``language`` (the polling page's; default: the site's), telling the progress
+    partial after each step."""
+    with translation.override(language or settings.LANGUAGE_CODE):
+        return _compute_report(query)
+
+
+def _compute_report(query: str) -> bool:
     form = report_filter_form(QueryDict(query))
     if not form.is_valid():
         return False

@@ -3,6 +3,7 @@ from urllib.parse import urlencode
 from django import template
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext
 
 from apps.reports.queries import describe_hours
 
@@ -12,7 +13,7 @@ register = template.Library()
 @register.filter
 def hour_ranges(hours):
     """{8, 9, 10, 20} → "8–10, 20"."""
-    return describe_hours(hours)
+    return describe_hours(hours) if hours else gettext("none")
 
 
 @register.simple_tag
@@ -27,7 +28,8 @@ def explain_link(url_name: str, query: str, display, **params):
         '<a href="{url}" class="explain-link" hx-get="{url}" hx-target="#explain-body" '
         'hx-indicator="#explain-busy" data-bs-toggle="offcanvas" '
         'data-bs-target="#explain-drawer" aria-controls="explain-drawer" '
-        'title="How this figure is computed">{display}</a>',
+        'title="{title}">{display}</a>',
         url=url,
+        title=gettext("How this figure is computed"),
         display=display,
     )
