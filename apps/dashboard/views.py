@@ -25,7 +25,6 @@ def overview(request):
     context["drills"] = overdue_and_failing_summary()
     now = timezone.now()
     context["attention"] = attention_items(now)
-    context["idle_ranking"] = selectors.idle_ranking(now)
     return render_page(request, "dashboard/overview.html", context)
 
 

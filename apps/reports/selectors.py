@@ -20,6 +20,7 @@ OVERVIEW_CURVE_DAYS = 28
 
 
 def _overview_context(now):
+    idle = idle_ranking(now)
     month_start = now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
     month_rows = queries.cost_report(month_start, now, "purpose")
     month = queries.total_row(month_rows)
@@ -39,6 +40,7 @@ def _overview_context(now):
     usage_7d = queries.fleet_usage_sums(window_end - timedelta(days=7), window_end)
     context = {
         "now": now,
+        "idle_ranking": idle,
         "month_start": month_start,
         "month": month,
         "month_rows": month_rows,
@@ -200,11 +202,8 @@ def idle_ranking(now) -> dict:
     last 7 and 30 days (the pool list's rolling window, ``pool_list_window``, of 7 or 30
     days), with its 30-day utilisation and cost, most idle dollars first; and the fleet's
     30-day totals beside the month-to-date cards. Same figures as the report by pool over
-    each window (``queries.cost_report``). Language-neutral: names and numbers only."""
-    return cached("idle-ranking", {}, lambda: _idle_ranking(now))
-
-
-def _idle_ranking(now) -> dict:
+    each window (``queries.cost_report``). Part of ``overview_figures``, so it is cached
+    and warmed with the rest of the Overview."""
     end = floor_hour(now) + timedelta(hours=1)
     by_window = {
         days: {row.key: row for row in queries.cost_report(end - timedelta(days=days), end)}

@@ -86,7 +86,7 @@ def test_an_architecture_list_and_page_with_its_parameter_breakdown(lead_client,
         page,
         [
             "结构",
-            "隐藏维度",
+            "隐藏层维度",
             "Token 嵌入",
             "注意力（每层）",
             "合计",

@@ -176,7 +176,7 @@ def test_the_pool_list_is_in_chinese(lead_client, fleet):
 @pytest.mark.django_db
 def test_the_empty_pool_lists_are_in_chinese(lead_client):
     empty = visible_text(lead_client.get(reverse("pools:pool_list"), headers=CHINESE))
-    assert "还没有 GPU 资源池" in empty and "技术负责人" in empty
+    assert "暂无 GPU 资源池" in empty and "技术负责人" in empty
     filtered = lead_client.get(reverse("pools:pool_list") + "?purpose=inference", headers=CHINESE)
     text = visible_text(filtered)
     assert "没有符合筛选条件的资源池" in text and "清除筛选" in text

@@ -140,7 +140,7 @@ def test_the_reconciliation_says_its_flags_in_chinese(client, make_user, pool):
     assert flag.detail.startswith("18 GPUs reported in a pool of 16: 17.50 busy GPU-h measured")
     client.force_login(make_user("reader"))
     text = visible_text(client.get(reverse("telemetry:reconciliation"), headers=CHINESE))
-    for label in ("对账", "日期 (UTC)", "覆盖率 (%)", "上报的 GPU 多于资源池声明的数量"):
+    for label in ("对账", "日期（UTC）", "覆盖率 (%)", "上报的 GPU 多于资源池声明的数量"):
         assert label in text, label
     assert "资源池声明 16 个 GPU，实际上报 18 个：测得忙碌 17.50 GPU·h，计入 16.00" in text
     assert_no_english(text, ["GPUs reported in a pool", "More GPUs reporting", "Every flag"])
