@@ -21,6 +21,7 @@ from tests.factories import (
     UserFactory,
     WorkloadFactory,
 )
+from tests.waiting import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS_DIR = REPO_ROOT / "test-artifacts"
@@ -268,7 +269,7 @@ class CeleryWorker:
 
 
 @pytest.fixture(scope="session")
-def celery_worker_process(django_db_setup, django_db_blocker):
+def _celery_worker_for_the_session(django_db_setup, django_db_blocker):
     """A real worker on Redis, writing to the test database, for the whole session.
 
     It consumes a queue of its own, so no other worker on the same Redis steals tasks.
@@ -288,6 +289,30 @@ def celery_worker_process(django_db_setup, django_db_blocker):
     finally:
         celery_app.conf.task_default_queue = previous_queue
         worker.stop()
+
+
+@pytest.fixture
+def celery_worker_process(_celery_worker_for_the_session):
+    """The session's worker, left idle when the test ends: what a test's tasks enqueue in
+    turn (a rollup's warm-up) must not still be reading tables while the test's database
+    is flushed, which deadlocks the flush."""
+    yield _celery_worker_for_the_session
+    _wait_until_idle(_celery_worker_for_the_session["name"])
+
+
+def _wait_until_idle(worker_name, timeout_seconds=60):
+    from config.celery_app import app as celery_app
+
+    inspector = celery_app.control.inspect(destination=[worker_name], timeout=1)
+
+    def idle():
+        active = (inspector.active() or {}).get(worker_name)
+        reserved = (inspector.reserved() or {}).get(worker_name)
+        with celery_app.connection_for_read() as connection:
+            queued = connection.default_channel.client.llen(celery_app.conf.task_default_queue)
+        return active == [] and not reserved and not queued
+
+    wait_until(idle, timeout_seconds=timeout_seconds, what="the worker to finish its tasks")
 
 
 @pytest.fixture(scope="session")

@@ -287,8 +287,9 @@ def export_create(request, slug):
                 created_by=request.user,
                 language=translation.get_language() or ComparisonExport.DEFAULT_LANGUAGE,
             )
-            # The worker has no request: the file's headers and titles are in this language.
-            enqueue(generate_export_task, export.pk, export.language)
+            # The worker has no request: it writes the headers and titles in the language kept
+            # on the export.
+            enqueue(generate_export_task, export.pk)
         return redirect(export)
     return render_page(
         request, "procurement/export_form.html", {"form": form, "scenario": scenario}
