@@ -32,12 +32,24 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 TRANSACTIONAL_FIXTURES = {"transactional_db", "live_server"}
 
 
+def _name_each_schemathesis_operation(item):
+    """Schemathesis makes one test per API operation, named ``test…[GET /api/v1/…]``, but
+    pytest 9.2 builds a test's id from the function's name and its parameters only, so
+    all of them would share one id. pytest-xdist hands tests to its workers by id, and
+    runs only one test of an id shared by many: each keeps its operation in its id."""
+    label = getattr(item, "operation_label", None)
+    node_id = getattr(item, "_id", None)
+    if label and node_id is not None and node_id.params is None:
+        item._id = node_id.with_params(label)
+
+
 def pytest_collection_modifyitems(items):
     """Transactional tests roll back by serialization: the flush that ends each of them
     would otherwise also remove what the migrations created (the role groups, the
     catalog), which every later test relies on. Django restores the post-migration
     rows from the copy it serializes when it creates the test database."""
     for item in items:
+        _name_each_schemathesis_operation(item)
         marker = item.get_closest_marker("django_db")
         transactional = TRANSACTIONAL_FIXTURES & set(getattr(item, "fixturenames", ()))
         if marker is not None and marker.kwargs.get("transaction"):
