@@ -43,11 +43,17 @@ def _name_each_schemathesis_operation(item):
         item._id = node_id.with_params(label)
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items):
     """Transactional tests roll back by serialization: the flush that ends each of them
     would otherwise also remove what the migrations created (the role groups, the
     catalog), which every later test relies on. Django restores the post-migration
-    rows from the copy it serializes when it creates the test database."""
+    rows from the copy it serializes when it creates the test database.
+
+    Tests with a real Celery worker mostly wait for it, the longest over a minute: they
+    run first, so that their waits overlap the other xdist worker's tests instead of
+    ending the run alone. This hook runs after pytest-django's sort (database tests,
+    transactional ones, then the rest), which holds for the others: the sort is stable."""
     for item in items:
         _name_each_schemathesis_operation(item)
         marker = item.get_closest_marker("django_db")
@@ -59,9 +65,45 @@ def pytest_collection_modifyitems(items):
             kwargs["serialized_rollback"] = True
             item.add_marker(pytest.mark.django_db(**kwargs), append=False)
 
+    items.sort(key=lambda item: item.get_closest_marker("worker") is None)
+
+
+def _is_transactional(item) -> bool:
+    marker = item.get_closest_marker("django_db")
+    return marker is not None and bool(marker.kwargs.get("transaction"))
+
+
+def _uses_db(item) -> bool:
+    fixtures = set(getattr(item, "fixturenames", ()))
+    return item.get_closest_marker("django_db") is not None or "db" in fixtures
+
+
+# Whether a transactional test's flush has emptied the tables since the rows came back.
+FLUSHED = {"tables": False}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """A transactional test ends with a flush that empties every table; Django puts the
+    migrated rows back when the next transactional test starts. Tests of the other kinds
+    may come between, after the worker tests that run first or in the order an xdist
+    worker is handed them: a database test that follows a flush gets the rows back here,
+    outside the transaction it is rolled back in."""
+    result = yield
+    if _is_transactional(item):
+        FLUSHED["tables"] = True
+    if FLUSHED["tables"] and nextitem is not None and _uses_db(nextitem):
+        if not _is_transactional(nextitem):
+            with DB_BLOCKER["blocker"].unblock():
+                _restore_migrated_rows_if_flushed()
+        FLUSHED["tables"] = False
+    return result
+
 
 # The rows the migrations leave (role groups, catalog, permissions), serialized once.
 MIGRATED_ROWS = {}
+# pytest-django's database blocker, for the teardown hook that runs outside any fixture.
+DB_BLOCKER = {}
 
 
 @pytest.fixture(scope="session")
@@ -69,6 +111,7 @@ def django_db_setup(django_db_setup, django_db_blocker):
     """The migrated database, and a copy of its rows kept for serialized rollbacks."""
     from django.db import connection
 
+    DB_BLOCKER["blocker"] = django_db_blocker
     with django_db_blocker.unblock():
         MIGRATED_ROWS["default"] = (
             getattr(connection, "_test_serialized_contents", None)
