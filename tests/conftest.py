@@ -12,6 +12,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from django.contrib.auth.models import Group
@@ -28,6 +29,51 @@ ARTIFACTS_DIR = REPO_ROOT / "test-artifacts"
 # Playwright's sync API runs an event loop in this thread; Django's ORM would otherwise
 # refuse to run in the same thread as a live loop.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+# pytest-xdist's worker id (gw0, gw1, …), or "" when the tests run in this one process.
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+
+
+def _own_redis_database_per_xdist_worker():
+    """Each xdist worker talks to a Redis database of its own: REDIS_URL's number minus
+    the worker's index (gw0 keeps it, gw1 the one below, …). pytest-django already gives
+    each worker its own test database; Redis needs the same, or one worker's cache
+    versions, throttle counts and queue purges would reach into the other's tests.
+
+    Django's settings are loaded before this module (pytest-django loads them first), but
+    neither the cache connections nor the Celery app's configuration have been read yet,
+    so the settings are changed in place. The environment changes too: the Celery workers
+    and management commands that tests start in subprocesses inherit it.
+    """
+    from django.conf import settings
+
+    if not XDIST_WORKER or not settings.REDIS_URL:
+        return
+    index = int(XDIST_WORKER.removeprefix("gw"))
+    shared = settings.REDIS_URL
+    number = int(urlsplit(shared).path.lstrip("/") or 0) - index
+    if number < 0:
+        raise pytest.UsageError(
+            f"xdist worker {XDIST_WORKER} needs Redis database {number}: "
+            f"REDIS_URL ({shared}) must name a database of at least {index}"
+        )
+    own = urlsplit(shared)._replace(path=f"/{number}").geturl()
+    for name in ("REDIS_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND"):
+        if getattr(settings, name, None) == shared:
+            setattr(settings, name, own)
+        if os.environ.get(name) == shared:
+            os.environ[name] = own
+    settings.CACHES["default"]["LOCATION"] = own
+
+    from django.core.cache import caches
+
+    from config.celery_app import app as celery_app
+
+    assert "settings" not in caches.__dict__, "the cache was configured before conftest"
+    assert not celery_app.configured, "the Celery app was configured before conftest"
+
+
+_own_redis_database_per_xdist_worker()
 
 TRANSACTIONAL_FIXTURES = {"transactional_db", "live_server"}
 
@@ -262,7 +308,8 @@ class CeleryWorker:
         database = connection.settings_dict
         self.queue = queue
         self.name = f"{queue}@{socket.gethostname()}"
-        self.log_path = ARTIFACTS_DIR / log_name
+        # Parallel xdist workers each start their own workers: one log file apiece.
+        self.log_path = ARTIFACTS_DIR / (f"{XDIST_WORKER}-{log_name}" if XDIST_WORKER else log_name)
         ARTIFACTS_DIR.mkdir(exist_ok=True)
         self._log = self.log_path.open("w")
         environment = {
