@@ -12,6 +12,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from django.contrib.auth.models import Group
@@ -30,15 +31,78 @@ ARTIFACTS_DIR = REPO_ROOT / "test-artifacts"
 # refuse to run in the same thread as a live loop.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
+# pytest-xdist's worker id (gw0, gw1, …), or "" when the tests run in this one process.
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+
+
+def _own_redis_database_per_xdist_worker():
+    """Each xdist worker talks to a Redis database of its own: REDIS_URL's number minus
+    the worker's index (gw0 keeps it, gw1 the one below, …). pytest-django already gives
+    each worker its own test database; Redis needs the same, or one worker's cache
+    versions, throttle counts and queue purges would reach into the other's tests.
+
+    Django's settings are loaded before this module (pytest-django loads them first), but
+    neither the cache connections nor the Celery app's configuration have been read yet,
+    so the settings are changed in place. The environment changes too: the Celery workers
+    and management commands that tests start in subprocesses inherit it.
+    """
+    from django.conf import settings
+
+    if not XDIST_WORKER or not settings.REDIS_URL:
+        return
+    index = int(XDIST_WORKER.removeprefix("gw"))
+    shared = settings.REDIS_URL
+    number = int(urlsplit(shared).path.lstrip("/") or 0) - index
+    if number < 0:
+        raise pytest.UsageError(
+            f"xdist worker {XDIST_WORKER} needs Redis database {number}: "
+            f"REDIS_URL ({shared}) must name a database of at least {index}"
+        )
+    own = urlsplit(shared)._replace(path=f"/{number}").geturl()
+    for name in ("REDIS_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND"):
+        if getattr(settings, name, None) == shared:
+            setattr(settings, name, own)
+        if os.environ.get(name) == shared:
+            os.environ[name] = own
+    settings.CACHES["default"]["LOCATION"] = own
+
+    from django.core.cache import caches
+
+    from config.celery_app import app as celery_app
+
+    assert "settings" not in caches.__dict__, "the cache was configured before conftest"
+    assert not celery_app.configured, "the Celery app was configured before conftest"
+
+
+_own_redis_database_per_xdist_worker()
+
 TRANSACTIONAL_FIXTURES = {"transactional_db", "live_server"}
 
 
+def _name_each_schemathesis_operation(item):
+    """Schemathesis makes one test per API operation, named ``test…[GET /api/v1/…]``, but
+    pytest 9.2 builds a test's id from the function's name and its parameters only, so
+    all of them would share one id. pytest-xdist hands tests to its workers by id, and
+    runs only one test of an id shared by many: each keeps its operation in its id."""
+    label = getattr(item, "operation_label", None)
+    node_id = getattr(item, "_id", None)
+    if label and node_id is not None and node_id.params is None:
+        item._id = node_id.with_params(label)
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items):
     """Transactional tests roll back by serialization: the flush that ends each of them
     would otherwise also remove what the migrations created (the role groups, the
     catalog), which every later test relies on. Django restores the post-migration
-    rows from the copy it serializes when it creates the test database."""
+    rows from the copy it serializes when it creates the test database.
+
+    Tests with a real Celery worker mostly wait for it, the longest over a minute: they
+    run first, so that their waits overlap the other xdist worker's tests instead of
+    ending the run alone. This hook runs after pytest-django's sort (database tests,
+    transactional ones, then the rest), which holds for the others: the sort is stable."""
     for item in items:
+        _name_each_schemathesis_operation(item)
         marker = item.get_closest_marker("django_db")
         transactional = TRANSACTIONAL_FIXTURES & set(getattr(item, "fixturenames", ()))
         if marker is not None and marker.kwargs.get("transaction"):
@@ -48,9 +112,45 @@ def pytest_collection_modifyitems(items):
             kwargs["serialized_rollback"] = True
             item.add_marker(pytest.mark.django_db(**kwargs), append=False)
 
+    items.sort(key=lambda item: item.get_closest_marker("worker") is None)
+
+
+def _is_transactional(item) -> bool:
+    marker = item.get_closest_marker("django_db")
+    return marker is not None and bool(marker.kwargs.get("transaction"))
+
+
+def _uses_db(item) -> bool:
+    fixtures = set(getattr(item, "fixturenames", ()))
+    return item.get_closest_marker("django_db") is not None or "db" in fixtures
+
+
+# Whether a transactional test's flush has emptied the tables since the rows came back.
+FLUSHED = {"tables": False}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """A transactional test ends with a flush that empties every table; Django puts the
+    migrated rows back when the next transactional test starts. Tests of the other kinds
+    may come between, after the worker tests that run first or in the order an xdist
+    worker is handed them: a database test that follows a flush gets the rows back here,
+    outside the transaction it is rolled back in."""
+    result = yield
+    if _is_transactional(item):
+        FLUSHED["tables"] = True
+    if FLUSHED["tables"] and nextitem is not None and _uses_db(nextitem):
+        if not _is_transactional(nextitem):
+            with DB_BLOCKER["blocker"].unblock():
+                _restore_migrated_rows_if_flushed()
+        FLUSHED["tables"] = False
+    return result
+
 
 # The rows the migrations leave (role groups, catalog, permissions), serialized once.
 MIGRATED_ROWS = {}
+# pytest-django's database blocker, for the teardown hook that runs outside any fixture.
+DB_BLOCKER = {}
 
 
 @pytest.fixture(scope="session")
@@ -58,6 +158,7 @@ def django_db_setup(django_db_setup, django_db_blocker):
     """The migrated database, and a copy of its rows kept for serialized rollbacks."""
     from django.db import connection
 
+    DB_BLOCKER["blocker"] = django_db_blocker
     with django_db_blocker.unblock():
         MIGRATED_ROWS["default"] = (
             getattr(connection, "_test_serialized_contents", None)
@@ -208,7 +309,8 @@ class CeleryWorker:
         database = connection.settings_dict
         self.queue = queue
         self.name = f"{queue}@{socket.gethostname()}"
-        self.log_path = ARTIFACTS_DIR / log_name
+        # Parallel xdist workers each start their own workers: one log file apiece.
+        self.log_path = ARTIFACTS_DIR / (f"{XDIST_WORKER}-{log_name}" if XDIST_WORKER else log_name)
         ARTIFACTS_DIR.mkdir(exist_ok=True)
         self._log = self.log_path.open("w")
         environment = {
