@@ -10,6 +10,29 @@
     "zh-hans": { csv: "下载数据 (CSV)", svg: "下载为 SVG", png: "下载为 PNG" },
   };
 
+  // Date axes in Chinese: plotly.js formats month and day names from a locale, which the
+  // plotly wheel does not ship; these are the names of plotly.js's own zh-CN locale file.
+  var ZH_CN = {
+    moduleType: "locale",
+    name: "zh-CN",
+    dictionary: {},
+    format: {
+      days: ["星期日", "星期一", "星期二", "星期三", "星期四", "星期五", "星期六"],
+      shortDays: ["周日", "周一", "周二", "周三", "周四", "周五", "周六"],
+      months: ["一月", "二月", "三月", "四月", "五月", "六月", "七月", "八月", "九月", "十月", "十一月", "十二月"],
+      shortMonths: ["1月", "2月", "3月", "4月", "5月", "6月", "7月", "8月", "9月", "10月", "11月", "12月"],
+      date: "%Y-%m-%d",
+      year: "%Y年",
+      month: "%Y年%-m月",
+      dayMonth: "%-m月%-d日",
+      dayMonthYear: "%Y年%-m月%-d日",
+    },
+  };
+
+  function plotlyLocale() {
+    return document.documentElement.lang === "zh-hans" ? "zh-CN" : "en";
+  }
+
   function words() {
     return WORDS[document.documentElement.lang] || WORDS.en;
   }
@@ -149,9 +172,15 @@
     return changes;
   }
 
+  var localeRegistered = false;
+
   function drawCharts(root) {
     if (typeof window.Plotly === "undefined") {
       return;
+    }
+    if (!localeRegistered) {
+      window.Plotly.register(ZH_CN);
+      localeRegistered = true;
     }
     root.querySelectorAll(".plotly-chart[data-figure-source]").forEach(function (container) {
       if (container.dataset.drawn === "true") {
@@ -170,6 +199,7 @@
         modeBarButtonsToRemove: ["lasso2d", "select2d"],
         modeBarButtonsToAdd: modeBarButtons(container, figure),
         toImageButtonOptions: { format: "png", filename: container.id || "chart", scale: 2 },
+        locale: plotlyLocale(),
       });
       container._gpufleetLayout = original;
       window.Plotly.relayout(container, themed(original, currentTheme()));
