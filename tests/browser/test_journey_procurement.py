@@ -254,6 +254,7 @@ def test_procurement_officer_compares_what_ifs_and_exports(
     assert [round(_amount(total)) for total in what_if_totals] == [
         round(value) for value in what_if_expected
     ]
+    what_if_recommendation = recommendation.inner_text().strip()
     assert page.evaluate("window.__noReload") is True, "the what-if reloaded the page"
     assert f"horizon_months={WHAT_IF_HORIZON}" in page.url
     scenario.refresh_from_db()
@@ -286,6 +287,9 @@ def test_procurement_officer_compares_what_ifs_and_exports(
     total_column = headers.index(text["total_header"])
     assert [row[0] for row in rows[1:5]] == names
     assert [round(float(row[total_column])) for row in rows[1:5]] == page_totals
+    # The file says what the page said: the same recommendation, in the page's language.
+    csv_recommendation = next(row[1] for row in rows if row[:1] == [text["pdf_recommendation"]])
+    assert csv_recommendation.startswith(what_if_recommendation)
 
     workbook = load_workbook(files["xlsx"])
     sheet = workbook[text["comparison_sheet"]]
@@ -298,6 +302,8 @@ def test_procurement_officer_compares_what_ifs_and_exports(
     pdf_text = "\n".join(p.extract_text() for p in PdfReader(files["pdf"]).pages)
     flat = re.sub(r"\s+", " ", pdf_text)
     assert text["pdf_title"] in flat and text["pdf_recommendation"] in flat
+    # Lines wrap anywhere in the PDF: compared without any spacing.
+    assert re.sub(r"\s", "", what_if_recommendation) in re.sub(r"\s", "", pdf_text)
     for name, total in zip(names, what_if_totals, strict=True):
         assert name in flat
         assert total.split()[0] in flat, total
