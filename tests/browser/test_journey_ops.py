@@ -114,6 +114,7 @@ def test_ops_records_a_failed_drill_and_the_fleet_counts_it(
     row.locator(f"a[href='/backups/{POLICY_SLUG}/']").click()
     expect(page).to_have_url(f"{live_server.url}/backups/{POLICY_SLUG}/")
     expect(page.locator("#drill-status .badge.bg-red-lt")).to_have_count(0)
+    shot(2, "policy")
     page.evaluate("window.__noReload = true")
 
     # 3. A drill of the 12-day-old warm checkpoint: restored, resumed, every checksum
@@ -160,6 +161,8 @@ def test_ops_records_a_failed_drill_and_the_fleet_counts_it(
         text["history"].format(when=f"{finish:%Y-%m-%d %H:%M}")
     )
     expect(page.locator("#history")).to_have_count(1)
+    # No template comment or tag leaks into the page as text.
+    expect(page.locator("body")).not_to_contain_text("{#")
     page.locator("#drill-status").scroll_into_view_if_needed()
     shot(4, "drill-failed")
     page.locator("#history").scroll_into_view_if_needed()
@@ -212,6 +215,7 @@ def test_ops_records_a_failed_drill_and_the_fleet_counts_it(
     expect(blocked).to_contain_text(text["blocked_title"])
     expect(blocked).to_contain_text(text["blocked"])
     expect(page.locator("#drill-form")).to_have_count(0)
+    expect(page.locator("body")).not_to_contain_text("{#")
     blocked.scroll_into_view_if_needed()
     shot(8, "no-version")
     page.click("#drill-blocked-link")
