@@ -99,3 +99,29 @@ def test_the_fleet_view_writes_each_target_in_the_unit_that_suits_it(
     # ≥ 72 h is 20,160 / 1,440 = 14 days; no small target reads as a fraction of days.
     assert "120 min / 60 min" in body and "14 days / 30 min" in body
     assert "0.083 days" not in body and "20,160 min" not in body
+
+
+@pytest.mark.django_db
+def test_a_drill_recorded_with_htmx_swaps_the_targets_into_the_pages_new_unit(
+    client, make_user, workload
+):
+    """The page shows 120 min while every RPO on it is below 3 h; a drill of a 14-day-old
+    version makes days the page's RPO unit, and the targets card (outside the swapped
+    column) comes along out of band so the page keeps one unit."""
+    make_policy(workload)  # RPO 120 min, RTO 60 min
+    version = make_version(workload, created_at=timezone.now() - timedelta(days=14))
+    client.force_login(make_user("ops"))
+    start = timezone.now() - timedelta(minutes=30)
+    data = {
+        "version": version.pk,
+        "restored_from_tier": "hot",
+        "started_at": start.strftime("%Y-%m-%dT%H:%M"),
+        "finished_at": (start + timedelta(minutes=15)).strftime("%Y-%m-%dT%H:%M"),
+        "resumed": "on",
+        "outcome": "restored",
+    }
+    url = reverse("backups:drill_create", kwargs={"slug": workload.slug})
+    body = client.post(url, data, headers={"HX-Request": "true"}).content.decode()
+    # 120 min ÷ 1,440 min/day = 0.083 days; RTOs stay in minutes (15 and 60 min).
+    assert 'id="rpo-target" hx-swap-oob="true">0.083 days<' in body
+    assert 'id="rto-target" hx-swap-oob="true">60 min<' in body
