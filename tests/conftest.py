@@ -192,6 +192,19 @@ def migrated_rows(request):
 
 
 @pytest.fixture(autouse=True)
+def default_language():
+    """Each test starts in the default language (English): a request in another language
+    leaves it active in the thread (LocaleMiddleware activates it and does not undo it),
+    and the code a later test calls without a request would speak it."""
+    from django.conf import settings
+    from django.utils import translation
+
+    translation.activate(settings.LANGUAGE_CODE)
+    yield
+    translation.activate(settings.LANGUAGE_CODE)
+
+
+@pytest.fixture(autouse=True)
 def fast_password_hashing(settings):
     """PBKDF2's deliberate slowness would dominate a suite that creates many users."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

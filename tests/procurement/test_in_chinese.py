@@ -30,14 +30,6 @@ def assert_no_english(text: str, words) -> None:
     assert not left, f"still in English: {left}"
 
 
-@pytest.fixture(autouse=True)
-def english_after_each_test():
-    """A request leaves its language active in the thread: later tests that call the
-    code without a request start from the default language again."""
-    yield
-    translation.activate("en")
-
-
 @pytest.fixture
 def media_root(settings, tmp_path):
     settings.MEDIA_ROOT = str(tmp_path)
