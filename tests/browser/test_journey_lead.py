@@ -35,6 +35,19 @@ SCRAPE_UUIDS = {
     "GPU-04d228d3-3b5a-3534-f5cf-969706647d56",
 }
 
+# The demo's nightly batch job, by hand (inference formulas of apps/pools/memory.py):
+# Qwen2.5-72B, Ψ = 72,706,203,648 parameters, 80 layers, 8 KV heads of 128 dimensions, on
+# A100 SXM 80GB with tensor parallel 4, 32 sequences of 16,384 tokens, BF16 KV cache;
+# overhead = 2 GiB + ⌈5 % × (weights + KV cache)⌉.
+# - KV cache: 2 × 80 × 8 × 128 × 2 B ÷ 4 = 81,920 B a token × 16,384 × 32 = 42,949,672,960 B.
+# - BF16 weights: 72,706,203,648 × 2 ÷ 4 = 36,353,101,824 B; overhead 2,147,483,648 +
+#   3,965,138,740; total 85,415,397,172 B: 85.4 GB, over 80 GB.
+# - FP8 weights: 18,176,550,912 B; overhead 2,147,483,648 + 3,056,311,194; total
+#   66,330,018,714 B: 66.3 GB, leaving 13,669,981,286 B (13.7 GB) of the 80·10⁹.
+BF16_PER_GPU = "85.4 GB"
+FP8_PER_GPU = "66.3 GB"
+FP8_HEADROOM = "13.7 GB"
+
 # What the page says, per language; every selector is an id, a name, a data-* or a URL.
 TEXT = {
     "en": {
@@ -109,9 +122,7 @@ def test_lead_reviews_the_fleet_then_adds_a_pool_and_its_gpus(
     shot("overview-idle-ranking")
     rows.first.locator("a").click()
     expect(page).to_have_url(f"{live_server.url}/pools/{most_idle}/")
-    expect(page.locator(".page-title").first).to_contain_text(
-        Pool.objects.get(slug=most_idle).name
-    )
+    expect(page.locator(".page-title").first).to_contain_text(Pool.objects.get(slug=most_idle).name)
     shot("most-idle-pool")
 
     # (2) The workload list shows which workloads do not fit; the demo's batch job is one.
@@ -137,14 +148,18 @@ def test_lead_reviews_the_fleet_then_adds_a_pool_and_its_gpus(
     expect(proposals.locator("tr[data-change]").first).to_be_visible()
     fp8 = proposals.locator('tr[data-change="FP8 weights"]')
     expect(fp8).to_have_count(1)
-    fp8_per_gpu = fp8.locator("td:nth-child(4)").inner_text()
+    expect(page.locator("#estimate-total")).to_have_text(BF16_PER_GPU)
+    expect(fp8.locator("td:nth-child(3)")).to_have_text("4")
+    expect(fp8.locator("td:nth-child(4)")).to_have_text(FP8_PER_GPU)
+    expect(fp8.locator("td:nth-child(5)")).to_have_text(FP8_HEADROOM)
     shot("calculator-proposals")
 
     # Applying the proposal is changing the one field it names: the estimate then fits,
     # at the per-GPU total the proposal promised.
     page.select_option("#id_weight_precision", "fp8")
     expect(page.locator("#estimate-fits")).to_have_text(text["fits"])
-    expect(page.locator("#estimate-total")).to_have_text(fp8_per_gpu)
+    expect(page.locator("#estimate-total")).to_have_text(FP8_PER_GPU)
+    expect(page.locator("#calculator-proposals")).to_have_count(0)
     expect(page).to_have_url(re.compile(r"weight_precision=fp8"))
     shot("calculator-fp8-fits")
 
@@ -152,8 +167,9 @@ def test_lead_reviews_the_fleet_then_adds_a_pool_and_its_gpus(
     pool_name, pool_slug = NEW_POOL[lang]
     h100 = GpuModel.objects.get(slug="h100-sxm")
     page.goto(f"{live_server.url}/pools/new/")
-    cloud = page.locator("fieldset").filter(has=page.locator("#id_on_demand_price_per_gpu_hour_usd"))
-    owned = page.locator("fieldset").filter(has=page.locator("#id_purchase_price_per_gpu_usd"))
+    fieldsets = page.locator("fieldset")
+    cloud = fieldsets.filter(has=page.locator("#id_on_demand_price_per_gpu_hour_usd"))
+    owned = fieldsets.filter(has=page.locator("#id_purchase_price_per_gpu_usd"))
     page.fill("#id_name", pool_name)
     page.select_option("#id_purpose", "inference")
     page.select_option("#id_deployment", "cloud_on_demand")
