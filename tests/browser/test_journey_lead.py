@@ -69,6 +69,7 @@ TEXT = {
         "every_gpu": "所有 GPU 都已归属资源池",
     },
 }
+BROWSER_LOCALE = {"en": "en-GB", "zh-hans": "zh-CN"}
 # A Chinese name gets a pinyin slug.
 NEW_POOL = {
     "en": ("Journey H100 inference", "journey-h100-inference"),
@@ -88,9 +89,21 @@ def _usd(text: str) -> Decimal:
 @pytest.mark.worker
 @pytest.mark.parametrize("lang", ["en", "zh-hans"])
 def test_lead_reviews_the_fleet_then_adds_a_pool_and_its_gpus(
-    page, live_server, make_user, demo, celery_worker_process, screenshot_dir, lang,
+    browser, live_server, make_user, demo, celery_worker_process, screenshot_dir, lang,
     transactional_db,
 ):  # fmt: skip
+    # The browser's own locale too, so that its date pickers speak the reader's language.
+    context = browser.new_context(
+        locale=BROWSER_LOCALE[lang], viewport={"width": 1440, "height": 900}
+    )
+    context.add_cookies([{"name": "django_language", "value": lang, "url": live_server.url}])
+    try:
+        _journey(context.new_page(), live_server, make_user("lead"), screenshot_dir, lang)
+    finally:
+        context.close()
+
+
+def _journey(page, live_server, lead, screenshot_dir, lang):
     text = TEXT[lang]
     step = iter(range(1, 100))
 
@@ -100,11 +113,9 @@ def test_lead_reviews_the_fleet_then_adds_a_pool_and_its_gpus(
             full_page=True,
         )
 
-    page.set_viewport_size({"width": 1440, "height": 900})
-    page.context.add_cookies([{"name": "django_language", "value": lang, "url": live_server.url}])
     page.goto(f"{live_server.url}/login/")
     expect(page.locator("html")).to_have_attribute("lang", lang)
-    page.fill("#id_username", make_user("lead").username)
+    page.fill("#id_username", lead.username)
     page.fill("#id_password", TEST_PASSWORD)
     page.click("form button[type=submit]")
     expect(page.locator("#current-user")).to_be_visible()
