@@ -44,9 +44,12 @@ SCRAPE_UUIDS = {
 #   3,965,138,740; total 85,415,397,172 B: 85.4 GB, over 80 GB.
 # - FP8 weights: 18,176,550,912 B; overhead 2,147,483,648 + 3,056,311,194; total
 #   66,330,018,714 B: 66.3 GB, leaving 13,669,981,286 B (13.7 GB) of the 80·10⁹.
+# - Sequences that fit with FP8 weights: 1.05 × (18,176,550,912 + n × 1,342,177,280) ≤
+#   80·10⁹ − 2 GiB gives n ≤ 41.7, so 41.
 BF16_PER_GPU = "85.4 GB"
 FP8_PER_GPU = "66.3 GB"
 FP8_HEADROOM = "13.7 GB"
+FP8_MAX_SEQUENCES = "41"
 
 # What the page says, per language; every selector is an id, a name, a data-* or a URL.
 TEXT = {
@@ -92,7 +95,7 @@ def test_lead_reviews_the_fleet_then_adds_a_pool_and_its_gpus(
     browser, live_server, make_user, demo, celery_worker_process, screenshot_dir, lang,
     transactional_db,
 ):  # fmt: skip
-    # The browser's own locale too, so that its date pickers speak the reader's language.
+    # The browser speaks the reader's language too (Accept-Language, navigator.language).
     context = browser.new_context(
         locale=BROWSER_LOCALE[lang], viewport={"width": 1440, "height": 900}
     )
@@ -170,6 +173,10 @@ def _journey(page, live_server, lead, screenshot_dir, lang):
     page.select_option("#id_weight_precision", "fp8")
     expect(page.locator("#estimate-fits")).to_have_text(text["fits"])
     expect(page.locator("#estimate-total")).to_have_text(FP8_PER_GPU)
+    expect(page.locator("#estimate-max-concurrency")).to_have_text(FP8_MAX_SEQUENCES)
+    breakdown = page.locator("#memory-breakdown tbody tr td.text-end")
+    expect(breakdown.nth(0)).to_have_text("18.2 GB")  # weights
+    expect(breakdown.nth(4)).to_have_text("42.9 GB")  # KV cache
     expect(page.locator("#calculator-proposals")).to_have_count(0)
     expect(page).to_have_url(re.compile(r"weight_precision=fp8"))
     shot("calculator-fp8-fits")
