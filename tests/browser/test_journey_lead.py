@@ -91,7 +91,7 @@ def _most_idle_by_the_hourly_rollups() -> str:
     """The pool with the most idle dollars over the Overview's 30 days, estimated from the
     hourly rollups alone: the effective price × (capacity − busy GPU-hours). The report's
     cost model prices an owned pool's hours in more detail, so some of its dollars differ
-    by a percent or so, but the leader is the same pool."""
+    by up to 2 %, but the leader is the same pool."""
     end = timezone.now().replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
     idle_hours = dict(
         PoolHourlyUsage.objects.filter(hour__gte=end - timedelta(days=30), hour__lt=end)
