@@ -59,6 +59,7 @@ TEXT = {
     "en": {
         "idle_title": "Where the GPU dollars go",
         "does_not_fit": "does not fit",
+        "memory_of": "{memory} of 80.0 GB",
         "fits": "fits",
         "what_would_fit": "What would fit",
         "detected": "Detected: dcgm-exporter scrape",
@@ -68,6 +69,7 @@ TEXT = {
     "zh-hans": {
         "idle_title": "GPU 花费去向",
         "does_not_fit": "放不下",
+        "memory_of": "{memory} / 80.0 GB",
         "fits": "放得下",
         "what_would_fit": "怎样才能放得下",
         "detected": "自动识别：dcgm-exporter 抓取",
@@ -164,6 +166,7 @@ def _journey(page, live_server, lead, screenshot_dir, lang):
         has=page.locator('a[href="/workloads/nightly-batch-summaries/"]')
     )
     expect(batch.locator(".badge.bg-red-lt")).to_have_text(text["does_not_fit"])
+    expect(batch).to_contain_text(text["memory_of"].format(memory=BF16_PER_GPU))
     shot("workloads")
     batch.locator('a[href="/workloads/nightly-batch-summaries/"]').click()
     expect(page).to_have_url(f"{live_server.url}/workloads/nightly-batch-summaries/")
