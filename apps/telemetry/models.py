@@ -212,6 +212,34 @@ class ImportRun(Job):
     def __str__(self):
         return f"{self.get_kind_display()} import #{self.pk} ({self.get_status_display()})"
 
+    # The device counts of a succeeded run's stored sentence (ImportSummary.describe),
+    # which the worker writes in English: the page says it again in its own language.
+    _NEW_DEVICES = re.compile(r"; (\d+) new GPU\(s\) registered")
+    _UNASSIGNED = re.compile(r", (\d+) waiting for a pool")
+
+    def message_in_language(self) -> str:
+        """The run's message in the active language: a succeeded run's counts said again
+        from its fields, any other message as stored."""
+        if self.status != self.Status.SUCCEEDED or " rows accepted, " not in self.message:
+            return self.message
+        sentence = gettext(
+            "%(accepted)s rows accepted, %(duplicates)s duplicates skipped, "
+            "%(rejected)s rows rejected"
+        ) % {
+            "accepted": self.rows_accepted,
+            "duplicates": self.rows_duplicate,
+            "rejected": self.rows_rejected,
+        }
+        new = self._NEW_DEVICES.search(self.message)
+        if new:
+            sentence += gettext("; %(count)s new GPU(s) registered") % {"count": new.group(1)}
+        waiting = self._UNASSIGNED.search(self.message)
+        if waiting:
+            sentence += gettext(", %(count)s waiting for a pool on the unassigned-GPUs page") % {
+                "count": waiting.group(1)
+            }
+        return sentence + gettext(".")
+
 
 class PoolHourlyUsage(models.Model):
     """One pool in one UTC hour (definitions in apps/telemetry/rollups.py)."""

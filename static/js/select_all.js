@@ -21,7 +21,11 @@
     master.indeterminate = ticked > 0 && ticked < all.length;
     var count = document.getElementById("selected-count");
     if (count) {
-      count.textContent = ticked ? ticked + " of " + all.length + " ticked" : "";
+      // The sentence comes from the page, in its language: "{ticked} of {total} ticked".
+      var sentence = count.dataset.sentence || "{ticked} of {total} ticked";
+      count.textContent = ticked
+        ? sentence.replace("{ticked}", ticked).replace("{total}", all.length)
+        : "";
     }
   }
 
