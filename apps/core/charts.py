@@ -11,12 +11,13 @@ BASE_LAYOUT = {
     # Between the title and the plot: below it, the legend ran over the x-axis title
     # whenever date ticks took two lines.
     "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0},
-    # The title sits at the top of the margin, the legend at its bottom, on the same left
-    # edge; charts.js grows the margin when a wrapped legend would reach the title.
-    # (Flat keys: every builder passes its own ``title=``.)
+    # The title sits at the top left of the chart, the legend at the bottom of the margin;
+    # charts.js grows the margin when a wrapped legend would reach the title. Flat keys:
+    # every builder passes its own ``title=``.
     "title_x": 0,
     "title_xanchor": "left",
-    "title_xref": "paper",
+    "title_xref": "container",
+    "title_pad_l": 8,
     "title_y": 0.98,
     "title_yanchor": "top",
     # Tick labels and axis titles push the plot inwards instead of running into each other.

@@ -4,7 +4,7 @@ import plotly.graph_objects as go
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from apps.core.charts import BASE_LAYOUT, category_axis, short_label
+from apps.core.charts import BASE_LAYOUT, category_axis, hour_axis, short_label
 
 BREAKDOWN_LINES = (
     ("compute", gettext_lazy("Compute"), "#206bc4"),
@@ -79,12 +79,14 @@ def build_cost_per_unit_figure(results, currency: str) -> go.Figure:
                 hovertemplate="%{customdata}: %{x:,.2f} " + per_million_unit + "<extra></extra>",
             )
         )
-        # Two units, two panels: one bar scale across both would flatten the smaller.
-        xaxis["domain"] = [0, 0.47]
+        # Two units, two panels: one bar scale across both would flatten the smaller. Each
+        # panel's axis says the currency; the legend beside each colour says per what, so
+        # two long unit titles never meet at the seam.
+        xaxis.update(domain=[0, 0.45], title=currency)
         figure.update_layout(
             xaxis2={
-                "title": per_million_unit,
-                "domain": [0.53, 1],
+                "title": currency,
+                "domain": [0.55, 1],
                 "anchor": "y",
                 "automargin": True,
                 "rangemode": "tozero",
@@ -160,7 +162,9 @@ def build_demand_figure(demand, hourly_times, results) -> go.Figure:
             )
     figure.update_layout(
         title=_("Demand per hour"),
-        xaxis_title=_("Hour (UTC)") if hourly_times else _("Hour of the curve"),
+        xaxis=hour_axis(x, title=_("Hour (UTC)"))
+        if hourly_times
+        else {"title": _("Hour of the curve"), "automargin": True},
         yaxis_title=_("Reference GPUs"),
         **BASE_LAYOUT,
     )

@@ -7,6 +7,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from django.utils import translation
+from django.utils.translation import gettext as _
 
 from apps.core.charts import BASE_LAYOUT, display_width, short_label
 from apps.procurement import charts as procurement_charts
@@ -77,6 +78,9 @@ def test_cost_per_unit_is_horizontal_bars_with_long_names_shortened():
     assert per_token.xaxis == "x2"
     assert figure.layout.xaxis.domain[1] < figure.layout.xaxis2.domain[0]
     assert figure.layout.xaxis2.anchor == "y"
+    # Each panel's axis says the currency and the legend says per what: two long unit
+    # titles would meet at the seam between the panels.
+    assert figure.layout.xaxis.title.text == figure.layout.xaxis2.title.text == "USD"
     assert figure.layout.yaxis.autorange == "reversed"
     _assert_short_ticks_with_full_names(figure.layout.yaxis, figure.data, names)
     assert figure.layout.xaxis.automargin and figure.layout.xaxis2.automargin
@@ -87,6 +91,9 @@ def test_cost_per_unit_is_horizontal_bars_with_long_names_shortened():
 def test_cost_per_unit_without_tokens_keeps_one_panel():
     figure = procurement_charts.build_cost_per_unit_figure(_results(["A", "B"], tokens=None), "USD")
     assert len(figure.data) == 1 and figure.data[0].orientation == "h"
+    assert figure.layout.xaxis.title.text == _("%(currency)s per reference GPU-hour") % {
+        "currency": "USD"
+    }
     assert figure.layout.xaxis.domain is None and "xaxis2" not in figure.to_plotly_json()["layout"]
 
 
