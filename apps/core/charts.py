@@ -4,7 +4,7 @@ import unicodedata
 from datetime import timedelta
 
 BASE_LAYOUT = {
-    "margin": {"l": 60, "r": 20, "t": 90, "b": 50},
+    "margin": {"l": 60, "r": 20, "t": 100, "b": 50},
     "paper_bgcolor": "rgba(0,0,0,0)",
     "plot_bgcolor": "rgba(0,0,0,0)",
     "font": {"family": "system-ui, -apple-system, 'Segoe UI', sans-serif", "size": 12},
@@ -18,8 +18,11 @@ BASE_LAYOUT = {
     "title_xanchor": "left",
     "title_xref": "container",
     "title_pad_l": 8,
-    "title_y": 0.98,
+    # Below the mode bar's row, which covers the top right of the chart on hover.
+    "title_y": 1,
     "title_yanchor": "top",
+    "title_yref": "container",
+    "title_pad_t": 30,
     # Tick labels and axis titles push the plot inwards instead of running into each other.
     "xaxis_automargin": True,
     "yaxis_automargin": True,
@@ -48,6 +51,21 @@ def short_label(name, width: int = LABEL_WIDTH) -> str:
             break
         kept.append(char)
     return "".join(kept).rstrip() + ELLIPSIS
+
+
+def hover_name(name, width: int = 2 * LABEL_WIDTH) -> str:
+    """The whole ``name`` for a hover label, broken into lines of about ``width`` display
+    columns so a long name stays inside a half-width chart. A line breaks after a space
+    (kept, so the text still reads with its spaces) or, in a run without spaces such as
+    Chinese, between two characters."""
+    lines, line = [], ""
+    for char in str(name):
+        if display_width(line + char) > width:
+            cut = line.rfind(" ") + 1 if " " in line[width // 2 :] else len(line)
+            lines.append(line[:cut])
+            line = line[cut:]
+        line += char
+    return "<br>".join([*lines, line])
 
 
 def category_axis(names, **axis) -> dict:
@@ -103,13 +121,15 @@ _DAY_MS = 24 * _HOUR_MS
 
 def hour_axis(hours, **axis) -> dict:
     """A date axis for hourly points. Up to half a day of data gets a tick every hour,
-    written as time and date, with half an hour of air either side (an hour for a single
-    point) instead of plotly's minute ticks across a near-empty range."""
+    written as time and date, with air either side (an hour and a half for a single point,
+    so it shows the hour before and after) instead of plotly's minute ticks across a
+    near-empty range."""
     hours = sorted(set(hours))
     layout = {"type": "date", "automargin": True, **axis}
     if not hours or hours[-1] - hours[0] > timedelta(hours=12):
         return layout
-    air = timedelta(hours=1) if len(hours) == 1 else timedelta(minutes=30)
+    # The air runs past the outer ticks, so the first hour's label clears the y axis's.
+    air = timedelta(minutes=90) if len(hours) == 1 else timedelta(minutes=45)
     return {
         **layout,
         "range": [hours[0] - air, hours[-1] + air],

@@ -4,7 +4,7 @@ import plotly.graph_objects as go
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from apps.core.charts import BASE_LAYOUT, category_axis, hour_axis, short_label
+from apps.core.charts import BASE_LAYOUT, category_axis, hour_axis, hover_name, short_label
 
 BREAKDOWN_LINES = (
     ("compute", gettext_lazy("Compute"), "#206bc4"),
@@ -29,9 +29,9 @@ def build_cost_by_option_figure(results, currency: str, horizon_months: int) -> 
                 orientation="h",
                 y=names,
                 x=values,
-                customdata=names,
+                customdata=[hover_name(name) for name in names],
                 marker_color=colour,
-                hovertemplate=f"%{{customdata}} · {label}: %{{x:,.0f}} {currency}<extra></extra>",
+                hovertemplate=f"%{{customdata}}<br>{label}: %{{x:,.0f}} {currency}<extra></extra>",
             )
         )
     figure.update_layout(
@@ -57,9 +57,9 @@ def build_cost_per_unit_figure(results, currency: str) -> go.Figure:
             orientation="h",
             y=names,
             x=[result.cost_per_effective_gpu_hour for result in results],
-            customdata=names,
+            customdata=[hover_name(name) for name in names],
             marker_color="#206bc4",
-            hovertemplate="%{customdata}: %{x:,.2f} "
+            hovertemplate="%{customdata}<br>%{x:,.2f} "
             + _("%(currency)s/reference GPU-h") % {"currency": currency}
             + "<extra></extra>",
         )
@@ -73,10 +73,10 @@ def build_cost_per_unit_figure(results, currency: str) -> go.Figure:
                 orientation="h",
                 y=names,
                 x=[result.cost_per_million_tokens for result in results],
-                customdata=names,
+                customdata=[hover_name(name) for name in names],
                 marker_color="#f76707",
                 xaxis="x2",
-                hovertemplate="%{customdata}: %{x:,.2f} " + per_million_unit + "<extra></extra>",
+                hovertemplate="%{customdata}<br>%{x:,.2f} " + per_million_unit + "<extra></extra>",
             )
         )
         # Two units, two panels: one bar scale across both would flatten the smaller. Each

@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from apps.core.charts import BASE_LAYOUT, category_axis, day_axis
+from apps.core.charts import BASE_LAYOUT, category_axis, day_axis, hover_name
 from apps.core.colours import PURPOSE_COLOURS
 from apps.pools.models import Purpose
 
@@ -222,9 +222,9 @@ def build_cost_breakdown_figure(rows) -> go.Figure | None:
                 y=labels,
                 x=values,
                 orientation="h",
-                customdata=labels,
+                customdata=[hover_name(label) for label in labels],
                 marker_color=colour,
-                hovertemplate=f"%{{customdata}} {name.lower()}: $%{{x:,.0f}}<extra></extra>",
+                hovertemplate=f"%{{customdata}}<br>{name}: $%{{x:,.0f}}<extra></extra>",
             )
         )
     figure.update_layout(

@@ -164,6 +164,10 @@ def test_a_pool_with_one_hour_of_telemetry_draws_0_to_100_percent_with_hour_tick
     _sign_in(page, live_server, make_user("lead"), language)
 
     page.goto(f"{live_server.url}/pools/{pool.slug}/")
+    # The reports panel's hour-of-day curve: the same hour, on the same 0–100 % scale.
+    hour_of_day = _drawn(page, "chart-pool-hour-of-day")
+    assert hour_of_day.evaluate("chart => chart._fullLayout.yaxis.range") == [0, 100]
+    _assert_nothing_overlaps(hour_of_day)
     chart = _drawn(page, "chart-pool-utilization")
     chart.scroll_into_view_if_needed()
     page.screenshot(path=str(screenshot_dir / shot.format(1, "pool-one-hour")), full_page=True)
@@ -181,4 +185,11 @@ def test_a_pool_with_one_hour_of_telemetry_draws_0_to_100_percent_with_hour_tick
     assert [tick[:5] for tick in layout["ticks"]] == expected_hours, layout["ticks"]
     assert hour.strftime("%Y-%m-%d") in "".join(layout["ticks"])
     _assert_nothing_overlaps(chart)
+    # The first hour's label clears the "0 %" of the y axis at the corner.
+    corner = chart.evaluate(
+        "chart => { const x = chart.querySelector('.xtick text').getBoundingClientRect();"
+        " const y = [...chart.querySelectorAll('.ytick text')][0].getBoundingClientRect();"
+        " return x.left >= y.right || x.top >= y.bottom; }"
+    )
+    assert corner, "the first hour's tick runs into the y axis's 0 %"
     chart.screenshot(path=str(screenshot_dir / shot.format(2, "pool-utilization")))

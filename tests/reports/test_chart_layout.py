@@ -9,7 +9,7 @@ import pytest
 from django.utils import translation
 from django.utils.translation import gettext as _
 
-from apps.core.charts import BASE_LAYOUT, display_width, short_label
+from apps.core.charts import BASE_LAYOUT, display_width, hover_name, short_label
 from apps.procurement import charts as procurement_charts
 from apps.procurement.comparison import Demand, OptionSpec, cost_option
 from apps.reports import charts as report_charts
@@ -45,6 +45,18 @@ def test_a_label_is_cut_to_24_display_columns_cjk_counting_double(name, expected
     assert display_width(short_label(name)) <= 24
 
 
+def test_a_hover_name_is_whole_in_lines_of_about_48_columns():
+    english = hover_name(LONG_ENGLISH)
+    chinese = hover_name(LONG_CHINESE)
+    assert english.replace("<br>", "") == LONG_ENGLISH
+    assert chinese.replace("<br>", "") == LONG_CHINESE
+    for lines in (english.split("<br>"), chinese.split("<br>")):
+        assert len(lines) > 1 and all(display_width(line) <= 48 for line in lines)
+    # English breaks after a space, never inside a word.
+    assert all(line.endswith(" ") for line in english.split("<br>")[:-1])
+    assert hover_name("Cloud on-demand") == "Cloud on-demand"
+
+
 def test_display_width_counts_cjk_and_fullwidth_characters_double():
     assert display_width("H100") == 4
     assert display_width("北京") == 4
@@ -64,7 +76,7 @@ def _assert_short_ticks_with_full_names(axis, traces, names):
     assert list(axis.ticktext) == [short_label(name) for name in names]
     assert all(display_width(text) <= 24 for text in axis.ticktext)
     for trace in traces:
-        assert list(trace.customdata) == names
+        assert [text.replace("<br>", "") for text in trace.customdata] == names
         assert "%{customdata}" in trace.hovertemplate
 
 
@@ -145,10 +157,16 @@ def test_a_pool_with_one_hour_draws_0_to_100_percent_with_hourly_ticks():
     assert list(figure.layout.yaxis.range) == [0, 100]
     assert figure.layout.yaxis.ticksuffix == " %"
     ten = datetime(2026, 11, 1, 10, tzinfo=UTC)
-    assert list(figure.layout.xaxis.range) == [ten - timedelta(hours=1), ten + timedelta(hours=1)]
+    # The hour before and after get a tick each, with air beyond them.
+    assert list(figure.layout.xaxis.range) == [
+        ten - timedelta(minutes=90),
+        ten + timedelta(minutes=90),
+    ]
     # Serialised as the points' own hours are, so plotly.js reads both alike.
     drawn = json.loads(figure.to_json())
-    assert drawn["layout"]["xaxis"]["range"][1] == drawn["data"][0]["x"][0].replace("10:", "11:")
+    assert drawn["layout"]["xaxis"]["range"][1] == drawn["data"][0]["x"][0].replace(
+        "10:00", "11:30"
+    )
     assert figure.layout.xaxis.dtick == HOUR_MS and figure.layout.xaxis.type == "date"
     # A point at 100 % is drawn whole above the last grid line.
     assert all(trace.cliponaxis is False for trace in figure.data)
