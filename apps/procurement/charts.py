@@ -4,7 +4,7 @@ import plotly.graph_objects as go
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from apps.core.charts import BASE_LAYOUT
+from apps.core.charts import BASE_LAYOUT, category_axis, hour_axis, hover_name, short_label
 
 BREAKDOWN_LINES = (
     ("compute", gettext_lazy("Compute"), "#206bc4"),
@@ -29,15 +29,16 @@ def build_cost_by_option_figure(results, currency: str, horizon_months: int) -> 
                 orientation="h",
                 y=names,
                 x=values,
+                customdata=[hover_name(name) for name in names],
                 marker_color=colour,
-                hovertemplate=f"%{{y}} · {label}: %{{x:,.0f}} {currency}<extra></extra>",
+                hovertemplate=f"%{{customdata}}<br>{label}: %{{x:,.0f}} {currency}<extra></extra>",
             )
         )
     figure.update_layout(
         title=_("Total cost over %(months)s months (%(currency)s)")
         % {"months": horizon_months, "currency": currency},
         xaxis_title=currency,
-        yaxis={"automargin": True, "autorange": "reversed"},
+        yaxis=category_axis(names, autorange="reversed"),
         barmode="stack",
         **BASE_LAYOUT,
     )
@@ -45,47 +46,56 @@ def build_cost_by_option_figure(results, currency: str, horizon_months: int) -> 
 
 
 def build_cost_per_unit_figure(results, currency: str) -> go.Figure:
-    """Cost per effective (reference) GPU-hour of each option, and per 1M tokens if known."""
+    """Cost per effective (reference) GPU-hour of each option, and per 1M tokens if known:
+    horizontal bars, one panel per unit side by side on the same option rows, so the
+    option names read level however long they are."""
     names = [result.spec.name for result in results]
+    per_gpu_hour_unit = _("%(currency)s per reference GPU-hour") % {"currency": currency}
     figure = go.Figure(
         go.Bar(
             name=_("per effective GPU-hour"),
-            x=names,
-            y=[result.cost_per_effective_gpu_hour for result in results],
+            orientation="h",
+            y=names,
+            x=[result.cost_per_effective_gpu_hour for result in results],
+            customdata=[hover_name(name) for name in names],
             marker_color="#206bc4",
-            # Side by side although on two axes: barmode="group" alone overlays them.
-            offsetgroup="per-gpu-hour",
-            hovertemplate="%{x}: %{y:,.2f} "
+            hovertemplate="%{customdata}<br>%{x:,.2f} "
             + _("%(currency)s/reference GPU-h") % {"currency": currency}
             + "<extra></extra>",
         )
     )
+    xaxis = {"title": per_gpu_hour_unit, "automargin": True, "rangemode": "tozero"}
     if any(result.cost_per_million_tokens for result in results):
+        per_million_unit = _("%(currency)s per 1M tokens") % {"currency": currency}
         figure.add_trace(
             go.Bar(
                 name=_("per 1M output tokens"),
-                x=names,
-                y=[result.cost_per_million_tokens for result in results],
+                orientation="h",
+                y=names,
+                x=[result.cost_per_million_tokens for result in results],
+                customdata=[hover_name(name) for name in names],
                 marker_color="#f76707",
-                yaxis="y2",
-                offsetgroup="per-million-tokens",
-                hovertemplate="%{x}: %{y:,.2f} "
-                + _("%(currency)s per 1M tokens") % {"currency": currency}
-                + "<extra></extra>",
+                xaxis="x2",
+                hovertemplate="%{customdata}<br>%{x:,.2f} " + per_million_unit + "<extra></extra>",
             )
         )
+        # Two units, two panels: one bar scale across both would flatten the smaller. Each
+        # panel's axis says the currency; the legend beside each colour says per what, so
+        # two long unit titles never meet at the seam.
+        xaxis.update(domain=[0, 0.45], title=currency)
         figure.update_layout(
-            yaxis2={
-                "title": _("%(currency)s per 1M tokens") % {"currency": currency},
-                "overlaying": "y",
-                "side": "right",
+            xaxis2={
+                "title": currency,
+                "domain": [0.55, 1],
+                "anchor": "y",
+                "automargin": True,
+                "rangemode": "tozero",
             },
-            barmode="group",
         )
     figure.update_layout(
         title=_("Cost per unit of work"),
-        yaxis_title=_("%(currency)s per reference GPU-hour") % {"currency": currency},
-        xaxis={"automargin": True},
+        xaxis=xaxis,
+        yaxis=category_axis(names, autorange="reversed"),
         **BASE_LAYOUT,
     )
     return figure
@@ -120,7 +130,7 @@ def build_hybrid_curve_figure(result, currency: str) -> go.Figure | None:
         )
     )
     figure.update_layout(
-        title=_("%(name)s: cost by baseline size") % {"name": result.spec.name},
+        title=_("%(name)s: cost by baseline size") % {"name": short_label(result.spec.name)},
         xaxis_title=_("Baseline GPUs (reserved or owned)"),
         yaxis_title=_("%(currency)s over the horizon") % {"currency": currency},
         **BASE_LAYOUT,
@@ -148,11 +158,13 @@ def build_demand_figure(demand, hourly_times, results) -> go.Figure:
                 line_dash="dash",
                 line_color="#d63939",
                 annotation_text=_("%(name)s: baseline %(gpus)s GPUs")
-                % {"name": result.spec.name, "gpus": result.baseline_gpus},
+                % {"name": short_label(result.spec.name), "gpus": result.baseline_gpus},
             )
     figure.update_layout(
         title=_("Demand per hour"),
-        xaxis_title=_("Hour (UTC)") if hourly_times else _("Hour of the curve"),
+        xaxis=hour_axis(x, title=_("Hour (UTC)"))
+        if hourly_times
+        else {"title": _("Hour of the curve"), "automargin": True},
         yaxis_title=_("Reference GPUs"),
         **BASE_LAYOUT,
     )

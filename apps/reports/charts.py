@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from apps.core.charts import BASE_LAYOUT
+from apps.core.charts import BASE_LAYOUT, category_axis, day_axis, hover_name
 from apps.core.colours import PURPOSE_COLOURS
 from apps.pools.models import Purpose
 
@@ -57,7 +57,7 @@ def build_daily_split_figure(split, *, metric: str) -> go.Figure | None:
     )
     figure.update_layout(
         title=title,
-        xaxis_title=_("Day (UTC)"),
+        xaxis=day_axis(split.days, title=_("Day (UTC)")),
         yaxis_title=_("GPU-hours") if metric == "busy" else _("USD per day"),
         hovermode="x unified",
         **BASE_LAYOUT,
@@ -101,6 +101,8 @@ def build_hour_of_day_figure(profile, *, zone_name: str) -> go.Figure | None:
             x=hours,
             y=[row.avg_utilization_pct for row in profile],
             mode="lines+markers",
+            # A point at 100 % is drawn whole, not cut by the top of the axis.
+            cliponaxis=False,
             line={"color": PURPOSE_COLOURS["training"]},
             hovertemplate=_("%{x}:00 mean %{y:.1f} %<extra></extra>"),
         )
@@ -161,7 +163,8 @@ def build_hour_of_day_figure(profile, *, zone_name: str) -> go.Figure | None:
             "dtick": 2,
             "range": [-0.5, 23.5],
         },
-        yaxis={"title": _("Utilisation (%)"), "rangemode": "tozero"},
+        # Percent of capacity: always 0–100, so one quiet hour does not fill the chart.
+        yaxis={"title": _("Utilisation (%)"), "range": [0, 100], "ticksuffix": " %"},
         yaxis2={
             "title": _("Requests per hour"),
             "overlaying": "y",
@@ -204,7 +207,7 @@ def build_cost_breakdown_figure(rows) -> go.Figure | None:
     rows = [row for row in rows if row.cost_usd > 0]
     if not rows:
         return None
-    labels = [row.label for row in rows]
+    labels = [str(row.label) for row in rows]
     busy = [row.cost_usd - row.idle_cost_usd - row.unmeasured_cost_usd for row in rows]
     figure = go.Figure()
     colours = [PURPOSE_COLOURS.get(row.purpose, PURPOSE_COLOURS["mixed"]) for row in rows]
@@ -219,15 +222,16 @@ def build_cost_breakdown_figure(rows) -> go.Figure | None:
                 y=labels,
                 x=values,
                 orientation="h",
+                customdata=[hover_name(label) for label in labels],
                 marker_color=colour,
-                hovertemplate=f"%{{y}} {name.lower()}: $%{{x:,.0f}}<extra></extra>",
+                hovertemplate=f"%{{customdata}}<br>{name}: $%{{x:,.0f}}<extra></extra>",
             )
         )
     figure.update_layout(
         title=_("Cost by group: busy, idle and unmeasured"),
         barmode="stack",
         xaxis_title="USD",
-        yaxis={"automargin": True, "autorange": "reversed"},
+        yaxis=category_axis(labels, autorange="reversed"),
         **BASE_LAYOUT,
     )
     return figure

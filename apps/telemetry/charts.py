@@ -5,7 +5,7 @@ from datetime import timedelta
 import plotly.graph_objects as go
 from django.utils.translation import gettext
 
-from apps.core.charts import BASE_LAYOUT
+from apps.core.charts import BASE_LAYOUT, hour_axis
 
 AVERAGE_COLOUR = "#206bc4"
 BUSIEST_COLOUR = "#f59f00"
@@ -50,6 +50,8 @@ def build_pool_utilization_figure(rows) -> go.Figure:
             y=[point["avg_utilization_pct"] if point else None for point in points],
             customdata=reporting,
             mode="lines+markers" if len(rows) < 48 else "lines",
+            # A point at 100 % is drawn whole, not cut by the top of the axis.
+            cliponaxis=False,
             line={"color": AVERAGE_COLOUR, "width": 2},
             connectgaps=False,
             hovertemplate=(
@@ -69,6 +71,7 @@ def build_pool_utilization_figure(rows) -> go.Figure:
                 x=hours,
                 y=[point.get("max_utilization_pct") if point else None for point in points],
                 mode="lines",
+                cliponaxis=False,
                 line={"color": BUSIEST_COLOUR, "width": 1, "dash": "dot"},
                 connectgaps=False,
                 hovertemplate=(
@@ -80,8 +83,9 @@ def build_pool_utilization_figure(rows) -> go.Figure:
         )
     figure.update_layout(
         title=gettext("GPU utilization per hour"),
-        xaxis_title=gettext("Hour (UTC)"),
-        yaxis={"title": gettext("Utilization (%)"), "range": [0, 105], "ticksuffix": " %"},
+        xaxis=hour_axis([row["hour"] for row in rows], title=gettext("Hour (UTC)")),
+        # Percent of the reporting GPUs: always 0–100, however few hours there are.
+        yaxis={"title": gettext("Utilization (%)"), "range": [0, 100], "ticksuffix": " %"},
         showlegend=True,
         **BASE_LAYOUT,
     )

@@ -122,12 +122,14 @@
   }
 
   // A date axis with a single instant would be stretched to a few milliseconds either
-  // side ("04:59:59.9995"): give it an hour either side instead.
+  // side ("04:59:59.9995"): give it an hour either side instead, unless the figure
+  // chose its own range.
   function widenSingleInstant(container, figure) {
     var changes = {};
+    var own = figure.layout || {};
     Object.keys(container._fullLayout).forEach(function (key) {
       var axis = container._fullLayout[key];
-      if (!/^xaxis\d*$/.test(key) || !axis || axis.type !== "date") {
+      if (!/^xaxis\d*$/.test(key) || !axis || axis.type !== "date" || (own[key] || {}).range) {
         return;
       }
       var instants = {};
