@@ -7,7 +7,12 @@ import pytest
 from playwright.sync_api import expect
 
 from apps.procurement.demo import SCENARIO_SLUG
-from tests.factories import TEST_PASSWORD
+from tests.factories import (
+    TEST_PASSWORD,
+    GpuDeviceFactory,
+    HostnameRuleFactory,
+    ImportRunFactory,
+)
 
 SIZES = {"desktop": {"width": 1440, "height": 900}, "phone": {"width": 390, "height": 844}}
 
@@ -22,6 +27,7 @@ PAGES = [
     ("catalog-gpus", "/catalog/"),
     ("catalog-models", "/catalog/models/"),
     ("telemetry-imports", "/telemetry/imports/"),
+    ("telemetry-import", "/telemetry/imports/{import_pk}/"),
     ("telemetry-triage", "/telemetry/gpus/unassigned/"),
     ("telemetry-reconciliation", "/telemetry/reconciliation/"),
     ("telemetry-rules", "/telemetry/rules/"),
@@ -83,7 +89,34 @@ ACTION_TEXTS = """() => Array.from(document.querySelectorAll("tbody td.table-act
 
 @pytest.fixture
 def demo_fleet(transactional_db, demo):
-    """The demo fleet, committed for the live server."""
+    """The demo fleet, committed for the live server, with what the demo leaves empty
+    and triage lists: a rejected upload with long lines, an unassigned GPU on a long
+    hostname and a hostname rule, so their tables are measured with rows in them."""
+    from apps.pools.models import Pool
+    from apps.telemetry.models import GpuDevice, ImportRun
+
+    pool = Pool.objects.get(slug="train-h100-sh")
+    HostnameRuleFactory(pool=pool, hostname_pattern="sh-h100-rack-07-node-*.gpu.internal")
+    GpuDeviceFactory(
+        pool=None,
+        assignment=GpuDevice.Assignment.UNASSIGNED,
+        uuid="GPU-5c1e9a7b-3f2d-4e8a-9b61-0d7f2a9c4e11",
+        key="GPU-5c1e9a7b-3f2d-4e8a-9b61-0d7f2a9c4e11",
+        hostname="unlabelled-h100-node-42.rack-07.shanghai.gpu.internal",
+        model_name="NVIDIA H100 80GB HBM3",
+    )
+    run = ImportRunFactory(
+        pool=pool,
+        filename="dcgm-exporter-scrape-sh-h100-rack-07-2026-11-30T23-59-59Z.prom",
+        status=ImportRun.Status.REJECTED,
+        rows_total=3,
+        rows_rejected=2,
+        errors=[
+            {"line": 2, "message": "DCGM_FI_DEV_GPU_UTIL{" + "x" * 160 + "} is not a number"},
+            {"line": 3, "message": "unknown metric " + "DCGM_FI_PROF_" * 12},
+        ],
+    )
+    return run
 
 
 @pytest.mark.browser
@@ -107,6 +140,7 @@ def test_every_page_fits_its_window(
         problems = {}
         actions_seen = set()
         for number, (step, path) in enumerate(PAGES, start=1):
+            path = path.format(import_pk=demo_fleet.pk)
             page.goto(f"{live_server.url}{path}")
             expect(page.locator(".page-title").first).to_be_visible()
             if step == "pools":
