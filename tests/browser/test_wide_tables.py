@@ -161,6 +161,10 @@ def test_every_page_fits_its_window(
                     expect(row.locator("td.table-actions .btn")).to_have_text(
                         [ACTION_LABELS_IN_ORDER[lang][0], ACTION_LABELS_IN_ORDER[lang][1]]
                     )
+                table_shot = f"journey-wide-tables-{lang}-{size}-{number:02d}-scenario-table.png"
+                page.locator("#comparison").locator(".table-responsive").first.screenshot(
+                    path=str(screenshot_dir / table_shot)
+                )
                 if size == "phone":
                     # On a phone the table lies below the what-if form: show it.
                     rows.first.scroll_into_view_if_needed()
