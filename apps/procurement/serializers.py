@@ -16,6 +16,9 @@ from apps.procurement.models import Scenario, ScenarioOption
 MAX_HOURS = 100_000
 MAX_GPUS_PER_HOUR = 100_000
 MAX_PRICE = 1_000_000
+# r ÷ o, the break-even, stays finite: 5e-324 USD would make it infinity, which JSON
+# cannot carry. A millionth of a dollar per GPU-hour is below any real price.
+MIN_ON_DEMAND_PRICE = 1e-6
 
 
 class CapacityMixRequestSerializer(serializers.Serializer):
@@ -31,15 +34,11 @@ class CapacityMixRequestSerializer(serializers.Serializer):
         help_text="r: reserved (or owned) price per GPU-hour, paid every hour.",
     )
     on_demand_price_per_gpu_hour = StrictFloatField(
-        min_value=0,
+        min_value=MIN_ON_DEMAND_PRICE,
         max_value=MAX_PRICE,
-        help_text="o: on-demand price per GPU-hour, paid for the hours used; above 0.",
+        help_text="o: on-demand price per GPU-hour, paid for the hours used; at least "
+        "0.000001 (r ÷ o is the break-even).",
     )
-
-    def validate_on_demand_price_per_gpu_hour(self, value):
-        if value <= 0:
-            raise serializers.ValidationError("Must be above 0 (r ÷ o is the break-even).")
-        return value
 
 
 class CapacityMixResponseSerializer(serializers.Serializer):

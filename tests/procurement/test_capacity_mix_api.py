@@ -102,6 +102,8 @@ def test_newsvendor_quantile_on_a_known_curve(post):
         ({"hourly_demand_gpus": []}, "hourly_demand_gpus"),
         ({"hourly_demand_gpus": [1, -2]}, "hourly_demand_gpus"),
         ({"on_demand_price_per_gpu_hour": 0}, "on_demand_price_per_gpu_hour"),
+        # Found by the schema fuzzer: r ÷ 5e-324 is infinity, which JSON cannot carry.
+        ({"on_demand_price_per_gpu_hour": 5e-324}, "on_demand_price_per_gpu_hour"),
         ({"reserved_price_per_gpu_hour": -1}, "reserved_price_per_gpu_hour"),
         ({"hourly_demand_gpus": "12"}, "hourly_demand_gpus"),
         # Numbers only, as the schema says: DRF's FloatField took true and "1.5".
