@@ -774,7 +774,8 @@ def run_export(export_id: int, *, writers: dict, language: str | None = None) ->
         content = writers[export.format](result)
         export.advance(80)
         export.file.save(export.filename, ContentFile(content), save=False)
-        export.succeed(f"{len(content):,} bytes.", also_save=["file"])
+        # Written in the export's language, which its page is read in.
+        export.succeed(_("%(size)s bytes.") % {"size": f"{len(content):,}"}, also_save=["file"])
     return export.status
 
 

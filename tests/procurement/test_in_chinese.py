@@ -165,6 +165,7 @@ def test_an_export_is_written_in_the_language_it_was_asked_in(
     assert any(row[:1] == ["建议"] for row in rows)
     page = visible_text(procurement_client.get(export.get_absolute_url(), headers=CHINESE))
     assert "已就绪" in page and "下载 CSV" in page
+    assert f"{export.file.size:,} 字节。" in page
 
 
 @pytest.mark.django_db
