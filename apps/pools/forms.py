@@ -97,14 +97,11 @@ REQUIRED_COST_FIELDS = {
 class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.ModelForm):
     sections = POOL_SECTIONS
 
-    @property
-    def section_conditions(self):
-        # Built on each use: a lazy title hashes as the text of the active language, so a
-        # dict keyed by titles holds only in the language it was built in.
-        return {
-            CLOUD_PRICE_SECTION: ("deployment", CLOUD_DEPLOYMENTS),
-            OWNED_HARDWARE_SECTION: ("deployment", OWNED_DEPLOYMENTS),
-        }
+    # Matched on the untranslated titles (SectionedFormMixin), so they hold in any language.
+    section_conditions = {
+        "Cloud price": ("deployment", CLOUD_DEPLOYMENTS),
+        "Owned hardware": ("deployment", OWNED_DEPLOYMENTS),
+    }
 
     class Meta:
         model = Pool
@@ -264,16 +261,10 @@ def _as_pk(value) -> int | None:
 class WorkloadForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.ModelForm):
     sections = WORKLOAD_SECTIONS
 
-    @property
-    def section_conditions(self):
-        # Built on each use, as PoolForm's are.
-        return {
-            TRAINING_SECTION: ("kind", sorted(TRAINING_KINDS)),
-            INFERENCE_SECTION: (
-                "kind",
-                [kind for kind in WorkloadKind.values if kind not in TRAINING_KINDS],
-            ),
-        }
+    section_conditions = {
+        "Training": ("kind", sorted(TRAINING_KINDS)),
+        "Inference": ("kind", [kind for kind in WorkloadKind.values if kind not in TRAINING_KINDS]),
+    }
 
     class Meta:
         model = Workload

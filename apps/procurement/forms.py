@@ -70,10 +70,8 @@ def parse_profile(text: str) -> list[float]:
 class ScenarioForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.ModelForm):
     sections = SCENARIO_SECTIONS
 
-    @property
-    def section_conditions(self):
-        # Built when read: a translated title hashes as its text in the active language.
-        return {TRAINING_JOB_SECTION: ("demand_source", [DemandSource.TRAINING_JOB])}
+    # Matched on the untranslated title (SectionedFormMixin), so it holds in any language.
+    section_conditions = {"Training job": ("demand_source", [DemandSource.TRAINING_JOB])}
 
     class Meta:
         model = Scenario
