@@ -34,11 +34,12 @@ class AttentionItem:
     severity: str = "warning"  # "danger" for what is already failing
 
 
-def attention_items(now) -> list[AttentionItem]:
-    """The items, the failing ones first; empty when nothing needs a person."""
+def attention_items(now, drills=None) -> list[AttentionItem]:
+    """The items, the failing ones first; empty when nothing needs a person. ``drills``:
+    ``overdue_and_failing_summary(now)`` when the caller already has it."""
     since = floor_hour(now) - timedelta(days=RECENT_DAYS)
     items: list[AttentionItem] = []
-    drills = overdue_and_failing_summary(now)
+    drills = drills if drills is not None else overdue_and_failing_summary(now)
     policies = reverse("backups:policy_list")
     if drills["failing"]:
         items.append(

@@ -20,11 +20,11 @@ from apps.reports.views import explain_page
 @require_GET
 def overview(request):
     remember_view("overview")
-    context = selectors.overview_figures(timezone.now())
-    context["pool_count"] = Pool.objects.count()
-    context["drills"] = overdue_and_failing_summary()
     now = timezone.now()
-    context["attention"] = attention_items(now)
+    context = selectors.overview_figures(now)
+    context["pool_count"] = Pool.objects.count()
+    context["drills"] = overdue_and_failing_summary(now)
+    context["attention"] = attention_items(now, context["drills"])
     return render_page(request, "dashboard/overview.html", context)
 
 
