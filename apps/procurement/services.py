@@ -15,6 +15,7 @@ from django.utils.translation import gettext_lazy
 from apps.catalog.models import GpuModel
 from apps.core import runs
 from apps.core.outbox import enqueue
+from apps.core.sentences import gettext_noop
 from apps.pools import costing, memory
 from apps.pools.assessment import inference_settings_of, shape_of
 from apps.procurement import comparison, skypilot
@@ -784,7 +785,7 @@ def reap_stalled_exports() -> int:
     export recomputes and replaces its file). Returns the exports marked."""
     return runs.reap(
         ComparisonExport.objects.all(),
-        describe=lambda export: ("worker", "writing the export"),
+        describe=lambda export: (gettext_noop("The worker"), gettext_noop("writing the export")),
         retry=lambda export: enqueue("procurement.generate_export", export.pk),
-        advice=lambda export: "ask for the export again.",
+        advice=lambda export: gettext_noop("ask for the export again."),
     )

@@ -35,6 +35,7 @@ from urllib.request import Request, urlopen
 
 from django.utils import timezone
 
+from apps.core.sentences import gettext_noop, sentence
 from apps.telemetry import services
 from apps.telemetry.models import ImportRun, PullSource
 from apps.telemetry.parsers import (
@@ -214,8 +215,9 @@ def _pull(
         raise
     services.record_import_run(run, summary)
     if note:
-        run.message = f"{note}: {run.message}"
-        run.save(update_fields=["message"])
+        # The note is the source's own English: the message is shown as written.
+        run.message, run.message_parts = f"{note}: {run.message}", []
+        run.save(update_fields=["message", "message_parts"])
     return run, STATUS_WARNING if summary.rejected else STATUS_OK
 
 
@@ -570,8 +572,13 @@ def pull_prometheus(
     if not run.rows_total:
         # Not an error (an exporter can be down for a while) but worth seeing at a glance.
         status = STATUS_WARNING
-        run.message += " Prometheus holds none of the DCGM metrics pulled in this range."
-        run.save(update_fields=["message"])
+        none_held = sentence(
+            gettext_noop(" Prometheus holds none of the DCGM metrics pulled in this range.")
+        )
+        run.message += none_held
+        if run.message_parts:
+            run.message_parts.append(none_held.to_data())
+        run.save(update_fields=["message", "message_parts"])
     _record_on_source(source, now, status, run.message, pulled_until=end)
     return run
 

@@ -25,6 +25,7 @@ from django.utils.translation import gettext, ngettext
 
 from apps.core import runs
 from apps.core.outbox import enqueue
+from apps.core.sentences import Sentence, as_sentence, gettext_noop, sentence
 from apps.pools.models import Pool
 from apps.telemetry import parsers
 from apps.telemetry.mig import compute_slices_of_profile
@@ -90,21 +91,55 @@ class ImportSummary:
     warnings: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
+        return "".join(self.message_parts())
+
+    def message_parts(self) -> list[Sentence]:
+        """The run's message, as sentence parts read one after the other (stored with
+        the run, said again in each reader's language)."""
         if self.rejected_whole:
-            first = "; ".join(error.message for error in self.errors[:5])
-            return (
-                f"Rejected: {self.rejected} bad row(s), nothing imported. First errors: {first}. "
-                "Fix the file, or import with --skip-bad-rows to keep the good rows."
+            parts = [
+                sentence(
+                    gettext_noop(
+                        "Rejected: %(count)s bad row(s), nothing imported. First errors: "
+                    ),
+                    count=self.rejected,
+                )
+            ]
+            for index, error in enumerate(self.errors[:5]):
+                if index:
+                    parts.append(sentence("; "))
+                parts.append(as_sentence(error.message))
+            parts.append(
+                sentence(
+                    gettext_noop(
+                        ". Fix the file, or import with --skip-bad-rows to keep the good rows."
+                    )
+                )
             )
-        text = (
-            f"{self.accepted} rows accepted, {self.duplicates} duplicates skipped, "
-            f"{self.rejected} rows rejected"
-        )
+            return parts
+        parts = [
+            sentence(
+                gettext_noop(
+                    "%(accepted)s rows accepted, %(duplicates)s duplicates skipped, "
+                    "%(rejected)s rows rejected"
+                ),
+                accepted=self.accepted,
+                duplicates=self.duplicates,
+                rejected=self.rejected,
+            )
+        ]
         if self.new_devices:
-            text += f"; {self.new_devices} new GPU(s) registered"
+            parts.append(
+                sentence(gettext_noop("; %(count)s new GPU(s) registered"), count=self.new_devices)
+            )
         if self.unassigned_devices:
-            text += f", {self.unassigned_devices} waiting for a pool on the unassigned-GPUs page"
-        return text + "."
+            parts.append(
+                sentence(
+                    gettext_noop(", %(count)s waiting for a pool on the unassigned-GPUs page"),
+                    count=self.unassigned_devices,
+                )
+            )
+        return [*parts, sentence(gettext_noop("."))]
 
 
 def hour_of(moment: datetime) -> datetime:
@@ -852,10 +887,10 @@ def record_import_run(run: ImportRun, summary: ImportSummary) -> ImportRun:
     run.rows_accepted = summary.accepted
     run.rows_duplicate = summary.duplicates
     run.rows_rejected = summary.rejected
-    run.errors = [{"line": error.line_number, "message": error.message} for error in summary.errors]
+    run.errors = [error.as_data() for error in summary.errors]
     run.warnings = summary.warnings
     status = ImportRun.Status.REJECTED if summary.rejected_whole else ImportRun.Status.SUCCEEDED
-    run.finish(status, summary.describe(), also_save=_RESULT_FIELDS)
+    run.finish(status, summary.message_parts(), also_save=_RESULT_FIELDS)
     return run
 
 
@@ -867,7 +902,10 @@ def reap_stalled_imports() -> int:
 
     def describe(run):
         by_worker = run.source == ImportRun.Source.UPLOAD or run.source in pulled
-        return ("worker" if by_worker else "process", "importing")
+        return (
+            gettext_noop("The worker") if by_worker else gettext_noop("The process"),
+            gettext_noop("importing"),
+        )
 
     def can_retry(run):
         path = run.task_arguments.get("path")
@@ -875,8 +913,8 @@ def reap_stalled_imports() -> int:
 
     def advice(run):
         if run.source in pulled:
-            return "the source's next pull runs on schedule."
-        return "import the file again."
+            return gettext_noop("the source's next pull runs on schedule.")
+        return gettext_noop("import the file again.")
 
     return runs.reap(
         ImportRun.objects.all(),
@@ -1059,7 +1097,7 @@ def _parse_store_and_record(
                 after_chunk=after_chunk,
             )
     except TelemetryFormatError as error:
-        run.finish(ImportRun.Status.REJECTED, str(error), also_save=_CONTENT_FIELDS)
+        run.finish(ImportRun.Status.REJECTED, error.sentence, also_save=_CONTENT_FIELDS)
         raise
     record_import_run(run, summary)
     if summary.touched_pool_hours or summary.touched_workload_hours:

@@ -13,6 +13,8 @@ cells and ``N/A``/``[N/A]`` are missing values.
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, tzinfo
 
+from apps.core.sentences import gettext_noop, sentence
+
 from ._common import (
     CHUNK_ROWS,
     EARLIEST_TIMESTAMP,
@@ -33,6 +35,7 @@ from .rows import (
     RequestRow,
     RowError,
     TelemetryFormatError,
+    line_error,
 )
 
 GPU_CSV_REQUIRED = ("timestamp", "device", "utilization_pct")
@@ -141,7 +144,7 @@ def _cell_count_error(line_number: int, found: int, expected: int) -> RowError:
 
 
 def _report(line_number: int, problems: list[str], errors: list[RowError]) -> None:
-    errors.extend(RowError(line_number, f"line {line_number}: {problem}") for problem in problems)
+    errors.extend(line_error(line_number, problem) for problem in problems)
 
 
 @pausing_gc
@@ -211,7 +214,13 @@ def iter_gpu_csv(
                 problems.append("device is empty")
         utilization = _number(cells[utilization_at], "utilization_pct", problems)
         if utilization is not None and not 0.0 <= utilization <= 100.0:
-            problems.append(f"utilization_pct '{cells[utilization_at].strip()}' is outside 0–100")
+            problems.append(
+                sentence(
+                    gettext_noop("%(column)s '%(value)s' is outside 0–100"),
+                    column="utilization_pct",
+                    value=cells[utilization_at].strip(),
+                )
+            )
         memory = (
             None if memory_at is None else _number(cells[memory_at], "memory_used_mib", problems)
         )
