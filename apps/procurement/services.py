@@ -14,6 +14,7 @@ from django.utils.translation import gettext_lazy
 
 from apps.catalog.models import GpuModel
 from apps.core import runs
+from apps.core.history import combined_history
 from apps.core.outbox import enqueue
 from apps.core.sentences import gettext_noop
 from apps.pools import costing, memory
@@ -623,6 +624,22 @@ def prices_used(scenario: Scenario, row: "OptionRow") -> list[PriceUsed]:
                 ),
             ]
     return lines
+
+
+def scenario_history(scenario: Scenario, *, limit=30) -> list:
+    """Changes to the scenario and to its options (added, edited, deleted), newest first:
+    the scenario's own records alone would say "created" and never what its options became."""
+    return combined_history(
+        [
+            (Scenario.history.filter(id=scenario.pk), lambda record: _("Scenario"), Scenario),
+            (
+                ScenarioOption.history.filter(scenario_id=scenario.pk),
+                lambda record: _("Option %(name)s") % {"name": record.name},
+                ScenarioOption,
+            ),
+        ],
+        limit=limit,
+    )
 
 
 def scenario_queryset():
