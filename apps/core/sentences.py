@@ -9,8 +9,11 @@ list of parts read one after the other, through a JSON field, so a job's stored 
 is said again in each reader's language.
 
 ``gettext_noop`` marks a msgid for ``makemessages`` (xgettext knows the keyword) and
-returns it unchanged. This module imports nothing from Django: the framework-free
-modules (apps/pools/memory.py, costing.py, …) build their sentences with it.
+returns it unchanged. ``gettext`` translates at once, for text built while a page is
+drawn (an explanation, a recommendation): the identity here, Django's once the core app
+is ready (apps/core/apps.py). This module imports nothing from Django: the
+framework-free modules (apps/pools/memory.py, costing.py, apps/reports/explain.py, …)
+build their text with it.
 """
 
 from collections.abc import Callable, Iterable
@@ -18,6 +21,20 @@ from collections.abc import Callable, Iterable
 
 def gettext_noop(msgid: str) -> str:
     return msgid
+
+
+# Set to Django's gettext by apps/core/apps.py; plain Python keeps the English.
+_translator: Callable[[str], str] = str
+
+
+def install_translator(translator: Callable[[str], str]) -> None:
+    global _translator
+    _translator = translator
+
+
+def gettext(msgid: str) -> str:
+    """``msgid`` in the active language (English outside Django)."""
+    return _translator(msgid)
 
 
 class Sentence(str):
