@@ -11,6 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from django.utils import translation
 
+from apps.accounts.models import ApiToken
 from apps.core.texts import translated
 from apps.telemetry import services
 from apps.telemetry.forms import GpuImportForm
@@ -376,3 +377,39 @@ def test_the_upload_forms_mapping_error_reads_in_chinese():
     assert form.errors["columns"][0].startswith(
         "Column mapping: column mapping “timestamp” is not field=header; expected"
     )
+
+
+@pytest.mark.django_db
+def test_the_apis_import_result_follows_the_requests_language(client, make_user, pool):
+    """The 422's errors keep their documented fields (line, message), in English by
+    default and in Chinese for a client that asks for it."""
+    _token, secret = ApiToken.issue(
+        user=make_user("ops"), description="agent", lifetime=timedelta(days=1), read_only=False
+    )
+    payload = {
+        "format": "csv",
+        "pool": pool.slug,
+        "text": "t,g,u\n2026-11-30T10:00:00Z,GPU-a,abc\n",
+        "columns": {"timestamp": "t", "device": "g", "utilization_pct": "u"},
+    }
+
+    def push(language):
+        return client.post(
+            "/api/v1/telemetry/gpu/",
+            payload,
+            content_type="application/json",
+            headers={"Authorization": f"Bearer {secret}", "Accept-Language": language},
+        )
+
+    english = push("en")
+    assert english.status_code == 422
+    assert english.json()["errors"] == [
+        {"line": 2, "message": "line 2: utilization_pct 'abc' is not a number"}
+    ]
+    # The same content again: it was rejected, so it is read again (and rejected again).
+    chinese = push("zh-CN")
+    assert chinese.status_code == 422
+    assert chinese.json()["errors"] == [
+        {"line": 2, "message": "第 2 行：utilization_pct 的值“abc”不是数字"}
+    ]
+    assert chinese.json()["message"].startswith("已拒绝：1 行有误，未导入任何数据。")
