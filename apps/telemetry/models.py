@@ -197,6 +197,10 @@ class ImportRun(Job):
     warnings = models.JSONField(
         default=list, blank=True, help_text="What was kept but needs a look, in sentences."
     )
+    # ``warnings`` as sentences (apps/core/sentences.py: msgids and values), one list of
+    # parts per warning, so the page says each in its reader's language; empty for runs
+    # whose warnings were stored as plain text.
+    warning_parts = models.JSONField(default=list, blank=True)
     # An identical file uploaded again is recognised by its digest and refused.
     content_sha256 = models.CharField(_("SHA-256 of the content"), max_length=64, blank=True)
     scraped_at = models.DateTimeField(
@@ -218,6 +222,15 @@ class ImportRun(Job):
         return [
             {**error, "message": translated_data(error.get("message_parts"), error["message"])}
             for error in self.errors
+        ]
+
+    def warnings_in_language(self) -> list[str]:
+        """The run's warnings, each said in the active language (as stored when it was
+        kept without its sentence)."""
+        parts = self.warning_parts or []
+        return [
+            translated_data(parts[index] if index < len(parts) else None, warning)
+            for index, warning in enumerate(self.warnings)
         ]
 
 

@@ -104,16 +104,16 @@ class RowError:
         return data
 
 
-def line_error(line_number: int, problem: str) -> RowError:
+def on_line(line_number: int, problem: str) -> Sentence:
     """ "line N: <problem>", with ``problem`` a ``Sentence`` where it can be translated."""
-    return RowError(
-        line_number,
-        sentence(
-            gettext_noop("line %(line)s: %(problem)s"),
-            line=line_number,
-            problem=as_sentence(problem),
-        ),
+    return sentence(
+        gettext_noop("line %(line)s: %(problem)s"), line=line_number, problem=as_sentence(problem)
     )
+
+
+def line_error(line_number: int, problem: str) -> RowError:
+    """The RowError "line N: <problem>" (``on_line``)."""
+    return RowError(line_number, on_line(line_number, problem))
 
 
 @dataclass
