@@ -62,7 +62,7 @@ def purge_raw_samples_task() -> int:
     return retention.purge_raw_samples(run).pk
 
 
-@shared_task(name="telemetry.ensure_sample_partitions", time_limit=10 * 60)
+@shared_task(name="telemetry.ensure_sample_partitions", time_limit=10 * 60, soft_time_limit=9 * 60)
 def ensure_sample_partitions_task() -> int:
     """PostgreSQL: a partition for every day of the retention window and the days ahead,
     and for days whose rows wait in the DEFAULT partition (apps/telemetry/partitions.py).
@@ -77,7 +77,9 @@ def _ensure_sample_partitions_at_worker_start(sender=None, **kwargs):
     try:
         ensure_sample_partitions_task.delay()
     except Exception:  # the broker's errors vary by transport; beat asks again within the hour
-        logger.warning("could not queue telemetry.ensure_sample_partitions at worker start")
+        logger.warning(
+            "could not queue telemetry.ensure_sample_partitions at worker start", exc_info=True
+        )
 
 
 @shared_task(name="telemetry.purge_kept_uploads", time_limit=10 * 60)

@@ -7,6 +7,7 @@ exactly as they were, and the page that shows them."""
 import json
 import threading
 import time
+import uuid
 from datetime import UTC, date, datetime, timedelta
 
 import psycopg
@@ -21,6 +22,8 @@ from apps.reports.cache import bump_reports_version
 from apps.telemetry import partitions, retention, rollups, services, tasks
 from apps.telemetry.models import GpuDevice, GpuSample, PoolDailyUsage, PoolHourlyUsage, PurgeRun
 from apps.telemetry.parsers.rows import DeviceKey, GpuSampleRow, ParseResult
+from tests.conftest import CeleryWorker
+from tests.waiting import wait_until
 
 
 def _sql(statement: str, params=None):
@@ -577,3 +580,27 @@ def test_the_storage_page_in_chinese(client, make_user):
     assert "样本存储" in page and "每日分区" in page
     assert "删除了 2026-11-17 09:00 UTC 之前的 3 行" in page
     assert json.dumps("Daily partitions")[1:-1] not in page
+
+
+# --- At worker start
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_makes_the_missing_partitions_when_it_starts():
+    """A real worker process: beat may have been down for days, so a worker asks for the
+    partitions as soon as it is ready (celery's worker_ready) and makes them."""
+    day = _today() + timedelta(days=settings.TELEMETRY_PARTITION_DAYS_AHEAD)
+    _sql(f"DROP TABLE {partitions.partition_name(day)}")
+    assert partitions.partition_name(day) not in _partition_names()
+    worker = CeleryWorker(f"gpufleet-partitions-{uuid.uuid4().hex[:8]}", "celery-partitions.log")
+    try:
+        worker.wait_until_ready()
+        wait_until(
+            lambda: partitions.partition_name(day) in _partition_names(),
+            timeout_seconds=60,
+            what=f"the worker to make {partitions.partition_name(day)}",
+        )
+    finally:
+        worker.stop()
+    assert "telemetry.ensure_sample_partitions" in worker.log_path.read_text()
