@@ -14,10 +14,14 @@ after its DELETE is measured, not raced.
 
 Then:
 - drop: ``partitions.drop_day_partitions_before(the next day's start)``, the retention
-  purge's own call (catalog query, row estimate, DROP TABLE under its lock timeout);
+  purge's own call (catalog query, row estimate, TRUNCATE, DROP TABLE, each under its lock
+  timeout), with the time the parent is locked (the DROP) apart;
 - baseline: ``DELETE FROM bench_gpusample_unpartitioned WHERE "timestamp" < the next day``,
   the purge's statement before partitioning, committed;
 - and the VACUUM that makes the deleted rows' space reusable (DROP gives it back at once).
+
+Each measurement starts after a CHECKPOINT. Last, migration 0015 converts a plain table
+holding one day of ``--migration-gpus`` GPUs (default 1,000: 5.76 M rows), for its rate.
 
 Usage (from the repository root; figures in bench/README.md):
 
@@ -121,9 +125,48 @@ def copy_between(read_sql: str, read_params, write_table: str) -> int:
     return moved
 
 
+def measure_migration(gpus: int) -> tuple[int, float]:
+    """(rows, seconds) of migration 0015 converting a plain samples table that holds one
+    day of ``gpus`` GPUs, loaded with COPY into the keyed table as before the migration."""
+    from django.core.management import call_command
+
+    from apps.telemetry import partitions
+
+    call_command("migrate", "telemetry", "0014", verbosity=0)
+    fleet_bench.reset_telemetry()
+    first_id, last_id = make_devices(gpus)
+    # A day inside the retention window, as a live fleet's table holds.
+    day = (datetime.now(UTC) - timedelta(days=3)).date()
+    params = {
+        "day": partitions.day_start(day),
+        "steps": SAMPLES_PER_DAY,
+        "first": first_id,
+        "last": last_id,
+    }
+    copy_between(GENERATE_SQL, params, partitions.TABLE)
+    sql(f"ANALYZE {partitions.TABLE}")
+    sql("CHECKPOINT")
+    _, seconds = timed(
+        "migration 0015 (convert, copy the rows, swap)",
+        lambda: call_command(
+            "migrate", "telemetry", "0015_partition_gpusample_by_day", verbosity=0
+        ),
+    )
+    [(rows,)] = sql(f"SELECT count(*) FROM {partitions.TABLE}")  # noqa: S608
+    call_command("migrate", verbosity=0)
+    fleet_bench.reset_telemetry()
+    return rows, seconds
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gpus", type=int, default=10_000)
+    parser.add_argument(
+        "--migration-gpus",
+        type=int,
+        default=1000,
+        help="GPUs of the day migration 0015 converts afterwards (0: skip)",
+    )
     parser.add_argument("--database-url", default=DEFAULT_DATABASE_URL)
     args = parser.parse_args(argv)
 
@@ -199,25 +242,35 @@ def main(argv=None) -> int:
     # Each measurement starts after a checkpoint, so neither pays for the other's (or the
     # load's) dirty pages: a commit's WAL flush behind a checkpoint's sync took seconds.
     timed("CHECKPOINT (not counted)", lambda: sql("CHECKPOINT"))
-    statement_seconds = []
-    original_drop = partitions._drop
+    step_seconds: dict[str, list[float]] = {"_truncate": [], "_drop_table": []}
+    originals = {step: getattr(partitions, step) for step in step_seconds}
 
-    def timed_drop(partition):
-        started = time.perf_counter()
-        try:
-            return original_drop(partition)
-        finally:
-            statement_seconds.append(time.perf_counter() - started)
+    def timing(step):
+        def run(partition):
+            started = time.perf_counter()
+            try:
+                return originals[step](partition)
+            finally:
+                step_seconds[step].append(time.perf_counter() - started)
 
-    partitions._drop = timed_drop
+        return run
+
+    for step in step_seconds:
+        setattr(partitions, step, timing(step))
     dropped, drop_seconds = timed(
         "drop: partitions.drop_day_partitions_before",
         lambda: partitions.drop_day_partitions_before(end),
     )
-    partitions._drop = original_drop
+    for step, original in originals.items():
+        setattr(partitions, step, original)
+    truncate_seconds, drop_table_seconds = (sum(step_seconds[step]) for step in originals)
     log(
-        f"  of which DROP TABLE and its commit: {sum(statement_seconds):.3f} s "
-        f"in {len(statement_seconds)} attempt(s)"
+        f"  TRUNCATE and its commit (a lock on the partition alone): {truncate_seconds:.3f} s, "
+        f"{len(step_seconds['_truncate'])} attempt(s)"
+    )
+    log(
+        f"  DROP TABLE and its commit (the lock on the parent): {drop_table_seconds:.3f} s, "
+        f"{len(step_seconds['_drop_table'])} attempt(s)"
     )
     assert [partition.name for partition in dropped.dropped] == [name], dropped
     estimate = dropped.dropped[0].rows_estimate
@@ -235,14 +288,20 @@ def main(argv=None) -> int:
 
     sql(f"DROP TABLE {COPY_NAME}")
     fleet_bench.reset_telemetry()
+    migration = measure_migration(args.migration_gpus) if args.migration_gpus else None
     print()
     print(f"rows                      {expected_rows:>14,}")
     print(f"drop partition            {drop_seconds:>12.3f} s")
+    print(f"  of which the parent locked {drop_table_seconds:>9.3f} s")
     print(f"DELETE (baseline)         {delete_seconds:>12.3f} s")
     print(f"DELETE + VACUUM           {delete_seconds + vacuum_seconds:>12.3f} s")
     print(f"ratio DELETE ÷ drop       {delete_seconds / drop_seconds:>12,.0f} ×")
     with_vacuum = (delete_seconds + vacuum_seconds) / drop_seconds
     print(f"ratio (DELETE+VACUUM) ÷ drop {with_vacuum:>9,.0f} ×")
+    print(f"ratio DELETE ÷ parent locked {delete_seconds / drop_table_seconds:>9,.0f} ×")
+    if migration:
+        rows, seconds = migration
+        print(f"migration 0015: {rows:,} rows in {seconds:.1f} s, {rows / seconds:,.0f} rows/s")
     return 0
 
 

@@ -312,8 +312,10 @@ class PurgeRun(Job):
         sentence %= values
         if self.partitions_postponed:
             sentence += " " + ngettext(
-                "%(count)s partition was in use and is dropped by the next run.",
-                "%(count)s partitions were in use and are dropped by the next run.",
+                "%(count)s partition was in use: its rows are removed, and the table itself "
+                "is dropped by the next run.",
+                "%(count)s partitions were in use: their rows are removed, and the tables "
+                "themselves are dropped by the next run.",
                 len(self.partitions_postponed),
             ) % {"count": len(self.partitions_postponed)}
         return sentence

@@ -26,11 +26,11 @@ imports and reads go on meanwhile. Its locks are taken in one order, the devices
 (waited for LOCK_TIMEOUT at most: the other imports' commits), then the parent and the
 DEFAULT partition without waiting, so it never waits while holding a lock someone else
 needs. A day it cannot lock now is left for its next run, its rows staying in DEFAULT,
-readable and counted, meanwhile. Retention (``drop_day_partitions_before``) drops whole
-days: DROP TABLE takes ACCESS EXCLUSIVE on the parent for a catalog change, waited for
-LOCK_TIMEOUT at most, so an import or report blocks behind it for at most that long.
-(``DETACH … CONCURRENTLY``, which waits without blocking, is refused while a DEFAULT
-partition exists.)
+readable and counted, meanwhile. Retention (``drop_day_partitions_before``) empties a
+whole day with TRUNCATE (a lock on that partition only) and then drops it: DROP TABLE takes
+ACCESS EXCLUSIVE on the parent for a catalog change, waited for LOCK_TIMEOUT at most, so an
+import or a read of the samples waits behind it for at most that long. (``DETACH …
+CONCURRENTLY``, which waits without blocking, is refused while a DEFAULT partition exists.)
 """
 
 import logging
@@ -88,7 +88,8 @@ class PartitionChanges:
 
 @dataclass
 class DroppedPartitions:
-    dropped: list[Partition]
+    dropped: list[Partition]  # emptied and dropped
+    emptied: list[Partition]  # emptied; the DROP's lock was not granted: the next run's
     postponed: list[Partition]  # whole days before the horizon whose lock was not granted
 
 
@@ -143,27 +144,58 @@ def partitions() -> list[Partition]:
     return sorted(found, key=lambda partition: (partition.day is None, partition.day))
 
 
-def _days_in_default(first: date, last: date) -> list[date]:
-    """The UTC days from ``first`` to ``last`` that have rows in DEFAULT, one index probe
-    per day found (a loose scan of the timestamp index), however many rows each holds."""
+def _partition_days() -> set[date]:
+    """The days that have a partition, from the catalog alone: unlike ``partitions()``
+    (whose sizes open each table), it never waits for a lock someone holds on them."""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"""
-            WITH RECURSIVE found (day) AS (
-                SELECT (SELECT date_trunc('day', min("timestamp") AT TIME ZONE 'UTC')
-                        FROM {DEFAULT_PARTITION} WHERE "timestamp" >= %s AND "timestamp" < %s)
-                UNION ALL
-                SELECT (SELECT date_trunc('day', min("timestamp") AT TIME ZONE 'UTC')
-                        FROM {DEFAULT_PARTITION}
-                        WHERE "timestamp" >= (found.day + interval '1 day') AT TIME ZONE 'UTC'
-                          AND "timestamp" < %s)
-                FROM found WHERE found.day IS NOT NULL
-            )
-            SELECT day::date FROM found WHERE day IS NOT NULL
-            """,  # noqa: S608 - the table name is a module constant
-            [day_start(first), *[day_start(last + timedelta(days=1))] * 2],
+            "SELECT child.relname FROM pg_inherits "
+            "JOIN pg_class AS child ON child.oid = pg_inherits.inhrelid "
+            "WHERE pg_inherits.inhparent = to_regclass(%s)",
+            [TABLE],
         )
-        return [row[0] for row in cursor.fetchall()]
+        names = [row[0] for row in cursor.fetchall()]
+    return {
+        datetime.strptime(match.group(1), "%Y%m%d").date()
+        for match in map(_DAY_PARTITION.match, names)
+        if match
+    }
+
+
+def _days_in_default(first: date, last: date) -> list[date] | None:
+    """The UTC days from ``first`` to ``last`` that have rows in DEFAULT, one index probe
+    per day found (a loose scan of the timestamp index), however many rows each holds.
+    None when DEFAULT is locked beyond LOCK_TIMEOUT (a partition being made, a migration):
+    those days wait for the next run."""
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            _set_lock_timeout(cursor)
+            return _days_in_default_query(cursor, first, last)
+    except OperationalError as error:
+        if not _is_lock_failure(error):
+            raise
+        logger.info("DEFAULT partition locked; its days wait for the next run: %s", error)
+        return None
+
+
+def _days_in_default_query(cursor, first: date, last: date) -> list[date]:
+    cursor.execute(
+        f"""
+        WITH RECURSIVE found (day) AS (
+            SELECT (SELECT date_trunc('day', min("timestamp") AT TIME ZONE 'UTC')
+                    FROM {DEFAULT_PARTITION} WHERE "timestamp" >= %s AND "timestamp" < %s)
+            UNION ALL
+            SELECT (SELECT date_trunc('day', min("timestamp") AT TIME ZONE 'UTC')
+                    FROM {DEFAULT_PARTITION}
+                    WHERE "timestamp" >= (found.day + interval '1 day') AT TIME ZONE 'UTC'
+                      AND "timestamp" < %s)
+            FROM found WHERE found.day IS NOT NULL
+        )
+        SELECT day::date FROM found WHERE day IS NOT NULL
+        """,  # noqa: S608 - the table name is a module constant
+        [day_start(first), *[day_start(last + timedelta(days=1))] * 2],
+    )
+    return [row[0] for row in cursor.fetchall()]
 
 
 def default_holds_rows(first: date, last: date) -> bool:
@@ -246,12 +278,14 @@ def ensure_partitions(first: date, last: date) -> PartitionChanges:
     changes = PartitionChanges(created=[], rows_moved=0, postponed=[])
     if not is_partitioned():
         return changes
-    existing = {partition.day for partition in partitions() if partition.day}
-    waiting = _days_in_default(first, last + FURTHEST_DAY_AHEAD)
+    existing = _partition_days()
+    waiting = _days_in_default(first, last + FURTHEST_DAY_AHEAD) or []
     for day in sorted(set(days_between(first, last)) | set(waiting)):
         if day in existing:
             continue
-        moved = _with_lock_attempts(_create_day_partition, day)
+        # The locks one day could not get, the next would wait for just the same: a run
+        # lasts a few seconds at most, even on a worker that serves nothing else meanwhile.
+        moved = None if changes.postponed else _with_lock_attempts(_create_day_partition, day)
         if moved is None:
             changes.postponed.append(day)
             continue
@@ -273,11 +307,19 @@ def _count_rows(name: str) -> int:
         return cursor.fetchone()[0]
 
 
-def _drop(partition: Partition) -> bool:
+def _truncate(partition: Partition) -> bool:
     with transaction.atomic(), connection.cursor() as cursor:
         _set_lock_timeout(cursor)
         # Rows written earlier in the same transaction still owe their deferred foreign
-        # key check, which DROP refuses to leave pending: check them now.
+        # key check, which TRUNCATE and DROP refuse to leave pending: check them now.
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute(f"TRUNCATE {partition.name}")
+    return True
+
+
+def _drop_table(partition: Partition) -> bool:
+    with transaction.atomic(), connection.cursor() as cursor:
+        _set_lock_timeout(cursor)
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute(f"DROP TABLE IF EXISTS {partition.name}")
     return True
@@ -285,12 +327,20 @@ def _drop(partition: Partition) -> bool:
 
 def drop_day_partitions_before(horizon: datetime) -> DroppedPartitions:
     """Drop the day partitions that end at or before ``horizon``: days whose every hour is
-    past the retention. Each drop is its own short transaction; a partition whose lock is
-    not granted in LOCK_ATTEMPTS tries stays, for the next run (or the DELETE after).
+    past the retention.
 
-    The rows of each dropped partition are given as its planner estimate
+    Each day in two short transactions. TRUNCATE first: the commit that unlinks a day's
+    files takes seconds for gigabytes (5 s for the 8 GiB of 10,000 GPUs on this machine,
+    bench/README.md), and TRUNCATE holds a lock on that partition alone meanwhile, which
+    only reads of every day at once (a device's whole history) wait for. Then DROP TABLE,
+    whose ACCESS EXCLUSIVE lock on the parent, which every import and read of the samples
+    waits for, lasts a catalog change. A day whose TRUNCATE lock is not granted in
+    LOCK_ATTEMPTS tries is left whole for the DELETE after (``postponed``); one emptied but
+    not dropped is dropped by the next run (``emptied``).
+
+    The rows of each emptied partition are given as its planner estimate
     (``pg_class.reltuples``), or counted when it was never analysed."""
-    result = DroppedPartitions(dropped=[], postponed=[])
+    result = DroppedPartitions(dropped=[], emptied=[], postponed=[])
     for partition in partitions():
         if partition.is_default or day_start(partition.day + timedelta(days=1)) > horizon:
             continue
@@ -298,8 +348,10 @@ def drop_day_partitions_before(horizon: datetime) -> DroppedPartitions:
             partition = Partition(
                 partition.name, partition.day, _count_rows(partition.name), partition.size_bytes
             )
-        if _with_lock_attempts(_drop, partition):
+        if not _with_lock_attempts(_truncate, partition):
+            result.postponed.append(partition)
+        elif _with_lock_attempts(_drop_table, partition):
             result.dropped.append(partition)
         else:
-            result.postponed.append(partition)
+            result.emptied.append(partition)
     return result

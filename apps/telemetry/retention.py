@@ -93,6 +93,7 @@ def purge_raw_samples(run: PurgeRun, now: datetime | None = None) -> PurgeRun:
     run.horizon = horizon
     with run.running():
         dropped = partitions.drop_day_partitions_before(horizon)
+        removed = dropped.dropped + dropped.emptied  # their rows are gone
         run.partitions_dropped = [
             {
                 "name": partition.name,
@@ -100,10 +101,12 @@ def purge_raw_samples(run: PurgeRun, now: datetime | None = None) -> PurgeRun:
                 "rows_estimate": partition.rows_estimate,
                 "size_bytes": partition.size_bytes,
             }
-            for partition in dropped.dropped
+            for partition in sorted(removed, key=lambda partition: partition.day)
         ]
-        run.partitions_postponed = [partition.name for partition in dropped.postponed]
-        run.rows_dropped_estimate = sum(partition.rows_estimate for partition in dropped.dropped)
+        run.partitions_postponed = [
+            partition.name for partition in dropped.emptied + dropped.postponed
+        ]
+        run.rows_dropped_estimate = sum(partition.rows_estimate for partition in removed)
         # The horizon's own day before it, DEFAULT, a postponed day, or all of it on SQLite.
         run.rows_deleted, _ = GpuSample.objects.filter(timestamp__lt=horizon).delete()
     run.succeed(

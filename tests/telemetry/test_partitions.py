@@ -496,7 +496,10 @@ def test_a_day_whose_lock_is_not_granted_is_deleted_instead_and_dropped_next_tim
     assert run.status == PurgeRun.Status.SUCCEEDED
     assert run.partitions_postponed == [partitions.partition_name(old_day)]
     assert run.rows_deleted == 24 and not GpuSample.objects.filter(timestamp__lt=horizon).exists()
-    assert run.message.endswith("1 partition was in use and is dropped by the next run.")
+    assert run.message.endswith(
+        "1 partition was in use: its rows are removed, and the table itself is dropped by "
+        "the next run."
+    )
     again = PurgeRun.objects.get(pk=tasks.purge_raw_samples_task())
     assert [item["name"] for item in again.partitions_dropped] == [
         partitions.partition_name(old_day)
