@@ -507,6 +507,41 @@ def test_a_day_whose_lock_is_not_granted_is_deleted_instead_and_dropped_next_tim
     assert again.rows_dropped_estimate == 0
 
 
+@pytest.mark.django_db(transaction=True)
+def test_imports_and_reads_go_on_while_an_old_day_is_truncated(pool):
+    """The purge's TRUNCATE locks the old day's partition alone: an insert of today's
+    samples and a read of today's hours run while it is held (its commit, which unlinks
+    the day's files, takes seconds for a large fleet)."""
+    old_day = retention.raw_retention_horizon().astimezone(UTC).date() - timedelta(days=1)
+    partitions.ensure_partitions(old_day, old_day)
+    device = _device(pool, "GPU-part-trunc")
+    GpuSample.objects.create(device=device, timestamp=partitions.day_start(old_day))
+    database = connection.settings_dict
+    url = (
+        f"postgresql://{database['USER']}@{database['HOST'] or '127.0.0.1'}:"
+        f"{database['PORT'] or 5432}/{database['NAME']}"
+    )
+    with psycopg.connect(url) as purge:
+        purge.execute(f"TRUNCATE {partitions.partition_name(old_day)}")
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('lock_timeout', '1s', false)")
+        try:
+            now = timezone.now()
+            GpuSample.objects.create(device=device, timestamp=now, utilization_pct=3.0)
+            assert (
+                GpuSample.objects.filter(
+                    timestamp__gte=now - timedelta(minutes=5),
+                    timestamp__lt=now + timedelta(minutes=5),
+                ).count()
+                == 1
+            )
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT set_config('lock_timeout', '0', false)")
+        purge.commit()
+    assert not GpuSample.objects.filter(timestamp__lt=retention.raw_retention_horizon()).exists()
+
+
 @pytest.mark.django_db
 def test_a_purge_whose_worker_stopped_is_marked_interrupted():
     stale = timezone.now() - timedelta(seconds=settings.STALLED_RUN_AFTER_SECONDS + 60)
