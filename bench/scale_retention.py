@@ -284,7 +284,8 @@ def main(argv=None) -> int:
     timed("CHECKPOINT (not counted)", lambda: sql("CHECKPOINT"))
     _, vacuum_seconds = timed("  VACUUM after it", lambda: sql(f"VACUUM {COPY_NAME}"))
     [(left_bytes,)] = sql("SELECT pg_total_relation_size(%s)", [COPY_NAME])
-    log(f"  the copy still takes {left_bytes / 2**30:.2f} GiB on disk (reusable, not returned)")
+    left_gib = left_bytes / 2**30
+    log(f"  the copy still takes {left_gib:.2f} GiB on disk (emptied pages kept for reuse)")
 
     sql(f"DROP TABLE {COPY_NAME}")
     fleet_bench.reset_telemetry()

@@ -17,8 +17,10 @@ itself (from a second connection) or, in its own transaction, stop every other i
 until it commits. So no write ever runs DDL: the rows of a day without a partition (a
 backfill, a node whose clock runs ahead) land in the DEFAULT partition at once and whole,
 keyed like every other row, and the import asks for ``telemetry.ensure_sample_partitions``
-after its commit (``request_partitions_if_needed``), which makes the day's partition and
-moves those rows into it.
+after its commit (``retention.request_partitions_if_needed``), which makes the day's
+partition and moves those rows into it. DEFAULT therefore stays nearly empty, which keeps
+short the scan of it that every ATTACH makes (under an ACCESS EXCLUSIVE lock on DEFAULT
+alone) to prove no row of the new day is left there.
 
 **Locks.** ``ensure_partitions`` (beat, hourly and at worker start) creates each partition
 as a plain table and ATTACHes it, which takes only SHARE UPDATE EXCLUSIVE on the parent:
