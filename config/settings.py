@@ -344,8 +344,11 @@ CELERY_BEAT_SCHEDULE["drain-outbox"] = {
     "options": {"expires": 25},
 }
 CELERY_BEAT_SCHEDULE["purge-raw-telemetry"] = {
+    # Just after midnight UTC the retention horizon (an hour) is a midnight: on PostgreSQL
+    # every expired day goes as a dropped partition and nothing is left for a DELETE; at
+    # 23:00 the horizon's day would leave 23 hours of rows to delete (apps/telemetry/retention.py).
     "task": "telemetry.purge_raw_samples",
-    "schedule": timedelta(hours=24),
+    "schedule": crontab(hour=0, minute=10),
 }
 CELERY_BEAT_SCHEDULE["create-sample-partitions"] = {
     # PostgreSQL keeps raw samples in one partition per UTC day: every day of the retention

@@ -155,11 +155,18 @@ def test_rows_land_in_their_days_partition_at_the_bounds(pool):
 # --- Made ahead by beat
 
 
-def test_beat_runs_the_partition_task_hourly():
+def test_beat_runs_the_partition_task_hourly_and_the_purge_after_midnight():
     entry = settings.CELERY_BEAT_SCHEDULE["create-sample-partitions"]
     assert entry["task"] == "telemetry.ensure_sample_partitions"
     assert entry["schedule"] == timedelta(hours=1)
     assert tasks.ensure_sample_partitions_task.name == "telemetry.ensure_sample_partitions"
+    # At 00:10 UTC the horizon is a midnight: every expired day is a whole partition.
+    purge = settings.CELERY_BEAT_SCHEDULE["purge-raw-telemetry"]["schedule"]
+    assert (purge.hour, purge.minute) == ({0}, {10})
+    ten_past = datetime(2026, 12, 1, 0, 10, 30, tzinfo=UTC)
+    assert retention.raw_retention_horizon(ten_past) == datetime(
+        2026, 12, 1, tzinfo=UTC
+    ) - timedelta(days=settings.TELEMETRY_RAW_RETENTION_DAYS)
 
 
 @pytest.mark.django_db
