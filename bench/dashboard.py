@@ -161,8 +161,10 @@ def measure(repeat):
     from django.template.response import TemplateResponse
     from django.test import RequestFactory
 
+    from apps.dashboard.views import overview
     from apps.reports.cache import bump_reports_version
-    from apps.reports.views import overview, report, warm_view
+    from apps.reports.views import report
+    from apps.reports.warming import warm_view
 
     user, _ = get_user_model().objects.get_or_create(username="bench-reader")
     factory = RequestFactory()
