@@ -18,10 +18,10 @@ def results_cache_parameters(data: dict, query: str) -> dict:
     return {**selectors.report_cache_filters(data), "query": query}
 
 
-# Rows of the report's table a page shows: every row of a fleet of a hundred pools, a
-# page of them for a thousand (each row is ~5 KB of figures linking to their
+# Rows of the report's table a page shows: every row of a fleet of fifty pools, a
+# page of them for more (each row is ~5 KB of figures linking to their
 # explanations; the exports hold every row). The total row is the whole report's.
-TABLE_PAGE_ROWS = 100
+TABLE_PAGE_ROWS = 50
 
 
 def _report_table(figures: dict, query: QueryDict) -> ReportTable:
