@@ -16,13 +16,17 @@ round:
   as after a warm-up (apps/reports/warming.py computes them in this process, as the
   worker would).
 
-It prints throughput, p50 and p95 of each, and each page's throughput ÷ the bare view's.
-Aim: ≥ 0.5× for every page. ``--config "LABEL=gunicorn options"`` (repeatable) measures
-other gunicorn options in the same run, after the compose file's, e.g. the former
-``--config "sync, 2 workers=--worker-class=sync --workers=2 --threads=1"`` (each
-option replaces the compose file's of that name); a label ending in "(info)" has no aim.
+It prints throughput, p50 and p95 of each, the CPU the server spent per request
+(gunicorn's processes and the PostgreSQL backends of the benchmark's database, from
+/proc: what a page costs whatever else the machine runs) and each page's throughput ÷
+the bare view's, round by round (the median of the rounds). Aim: ≥ 0.5× for every page.
 
-    .venv/bin/python bench/scale_web.py                    # fills ~15 min the first time
+``--config "LABEL=gunicorn options"`` (repeatable) measures other gunicorn options in
+the same run, after the compose file's, e.g. the former 2 sync workers:
+``--config "sync, 2 workers=--worker-class=sync --workers=2 --threads=1"`` (each option
+replaces the compose file's of that name); a label ending in "(info)" has no aim.
+
+    .venv/bin/python bench/scale_web.py                    # fills ~3-5 min the first time
     .venv/bin/python bench/scale_web.py --reuse            # keeps the rows of the last fill
     .venv/bin/python bench/scale_web.py --reuse --duration 10 --rounds 1   # a quick run
 
@@ -150,6 +154,47 @@ def with_options(command: list[str], options: list[str]) -> list[str]:
     names = {option.partition("=")[0] for option in options}
     kept = [part for part in command if part.partition("=")[0] not in names]
     return [*kept, *options]
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process, from /proc (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def server_cpu_seconds(master_pid: int, database: str) -> float:
+    """CPU used so far by gunicorn (master and workers) and by the PostgreSQL backends
+    connected to the benchmark's database: what serving the pages costs, whatever else
+    runs on the machine (Redis, shared with other programs, is left out)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            [database],
+        )
+        backends = [row[0] for row in cursor.fetchall()]
+    pids = [master_pid, *_children(master_pid), *backends]
+    return sum(_cpu_seconds(pid) for pid in pids)
 
 
 def free_port() -> int:
@@ -357,9 +402,12 @@ def measure(label, command, arguments, environment, workdir, sessions) -> dict:
                     f"{label}, round {round_ + 1}: {name} (first request {first * 1000:.0f} ms)",
                     file=sys.stderr,
                 )
+                database = arguments.database_url.rsplit("/", 1)[1]
+                cpu_before = server_cpu_seconds(process.pid, database)
                 outcome = run_wrk(
                     port, path, cookie_file, script_file, arguments.users, arguments.duration
                 )
+                outcome["cpu_seconds"] = server_cpu_seconds(process.pid, database) - cpu_before
                 # Cached figures are keyed by the UTC hour: a round that crosses it pays
                 # for the figures once in the requests, and says so.
                 outcome["crossed_hour"] = datetime.now(UTC).hour != hour
@@ -371,13 +419,26 @@ def measure(label, command, arguments, environment, workdir, sessions) -> dict:
 
 
 def summarise(results) -> dict:
+    """Per page: throughput over all rounds, the medians of each round's p50 and p95,
+    the server's CPU per request, and the ratios to the bare view taken round by round
+    (the two ran a minute apart, under the same load), their median."""
+    bare_runs = results["bare view (base template)"]
     summary = {}
     for name, runs in results.items():
         requests = sum(run["requests"] for run in runs)
         seconds = sum(run["duration_us"] for run in runs) / 1e6
+        ratios = [
+            (run["requests"] / run["duration_us"]) / (bare["requests"] / bare["duration_us"])
+            for run, bare in zip(runs, bare_runs, strict=True)
+            if bare["requests"]
+        ]
+        cpu_ms = 1000 * sum(run["cpu_seconds"] for run in runs) / requests if requests else 0.0
         summary[name] = {
             "requests": requests,
             "per_second": requests / seconds if seconds else 0.0,
+            "ratio": statistics.median(ratios) if ratios else 0.0,
+            "ratios": ratios,
+            "cpu_ms": cpu_ms,
             "p50_ms": statistics.median(run["p50_us"] for run in runs) / 1000,
             "p95_ms": statistics.median(run["p95_us"] for run in runs) / 1000,
             "not_ok": sum(run["not_ok"] + run["socket_errors"] for run in runs),
@@ -433,13 +494,14 @@ def main():
     for label, (command, summary) in summaries.items():
         print()
         print(f"{label}: {' '.join(command[:1] + command[1:])}")
-        bare = summary["bare view (base template)"]["per_second"]
+        bare_cpu_ms = summary["bare view (base template)"]["cpu_ms"]
         print(
-            f"{'page':40} {'requests/s':>11} {'p50 ms':>9} {'p95 ms':>9} {'÷ bare':>8}  "
-            f"aim ≥ {AIM_RATIO}× bare"
+            f"{'page':36} {'requests/s':>11} {'p50 ms':>8} {'p95 ms':>8} {'CPU ms/req':>11} "
+            f"{'CPU ÷ bare':>11} {'req/s ÷ bare':>13}  aim ≥ {AIM_RATIO}×"
         )
         for name, figures in summary.items():
-            ratio = figures["per_second"] / bare if bare else 0.0
+            ratio = figures["ratio"]
+            cpu_ratio = figures["cpu_ms"] / bare_cpu_ms if bare_cpu_ms else 0.0
             if name.startswith("bare"):
                 verdict = ""
             elif label.endswith("(info)"):
@@ -452,10 +514,12 @@ def main():
                 notes.append(f"{figures['not_ok']} not 200")
             if figures["crossed_hour"]:
                 notes.append("crossed an hour")
+            if len(figures["ratios"]) > 1 and not name.startswith("bare"):
+                notes.append("rounds " + " ".join(f"{r:.2f}" for r in figures["ratios"]))
             print(
-                f"{name:40} {figures['per_second']:11.1f} {figures['p50_ms']:9.1f} "
-                f"{figures['p95_ms']:9.1f} {ratio:7.2f}×  {verdict}"
-                + (f" ({', '.join(notes)})" if notes else "")
+                f"{name:36} {figures['per_second']:11.1f} {figures['p50_ms']:8.0f} "
+                f"{figures['p95_ms']:8.0f} {figures['cpu_ms']:11.2f} {cpu_ratio:10.2f}× "
+                f"{ratio:12.2f}×  {verdict}" + (f" ({', '.join(notes)})" if notes else "")
             )
     shutil.rmtree(workdir, ignore_errors=True)
     sys.exit(1 if missed else 0)
