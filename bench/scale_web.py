@@ -504,7 +504,7 @@ def main():
             cpu_ratio = figures["cpu_ms"] / bare_cpu_ms if bare_cpu_ms else 0.0
             if name.startswith("bare"):
                 verdict = ""
-            elif label.endswith("(info)"):
+            elif label.endswith("info)"):
                 verdict = "(info)"
             else:
                 verdict = "PASS" if ratio >= AIM_RATIO and not figures["not_ok"] else "MISS"

@@ -24,12 +24,28 @@ from apps.reports.views import explain_page
 def overview(request):
     remember_view("overview")
     now = timezone.now()
+    context = _live_context(now)
+    if context["pool_count"]:
+        context["overview_html"] = overview_html(now, context)
+    return render_page(request, "dashboard/overview.html", context)
+
+
+def _live_context(now) -> dict:
+    """What the Overview reads at each visit: the pool count and, with pools, the drills
+    and what needs a person."""
     context = {"pool_count": Pool.objects.count()}
     if context["pool_count"]:
         context["drills"] = overdue_and_failing_summary(now)
         context["attention"] = attention_items(now, context["drills"])
-        context["overview_html"] = overview_html(now, context)
-    return render_page(request, "dashboard/overview.html", context)
+    return context
+
+
+def warm_overview_html(now) -> None:
+    """What a reports warm-up adds for the Overview (apps/reports/warming.py): its rendered
+    figures, under the key the next visit computes."""
+    context = _live_context(now)
+    if context["pool_count"]:
+        overview_html(now, context)
 
 
 def overview_html(now, live: dict) -> str:

@@ -179,3 +179,25 @@ def test_a_cached_overview_is_the_computed_one_and_shows_what_each_visit_reads(
     assert 'data-attention="unassigned-gpus"' in after
     assert "1 GPU reports telemetry but belongs to no pool." in after
     assert "$432" in after and "$11,520" in after
+
+
+@pytest.mark.django_db
+def test_a_warm_up_renders_the_overview_for_the_next_visit(client, make_user, fleet):
+    """After a change the warm-up (what the worker runs) renders the Overview's figures
+    too: the next visit reads them, renders nothing of them, and shows the same page."""
+    from apps.reports.cache import bump_reports_version
+    from apps.reports.warming import warm_view
+
+    def rendered_figures(response) -> bool:
+        # The figures' partial includes the idle ranking's template.
+        return "dashboard/_attention.html" in [template.name for template in response.templates]
+
+    client.force_login(make_user("reader"))
+    url = reverse("dashboard:overview")
+    computed = client.get(url)
+    assert rendered_figures(computed)
+    bump_reports_version()  # a rollup
+    assert warm_view("overview")
+    visit = client.get(url)
+    assert not rendered_figures(visit)
+    assert _figures_section(visit.content.decode()) == _figures_section(computed.content.decode())
