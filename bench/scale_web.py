@@ -64,6 +64,7 @@ import dashboard as dashboard_bench  # noqa: E402 (bench/dashboard.py: the fleet
 
 PASSWORD = "bench-web-password"  # noqa: S105 (users of the benchmark's own database)
 AIM_RATIO = 0.5
+CACHE_KEY_PREFIX = "gpufleet-bench-web"
 FORWARDED = {"X-Forwarded-Proto": "https"}
 
 WRK_SCRIPT = r"""
@@ -217,6 +218,7 @@ def server_environment(arguments, static_root: str) -> dict[str, str]:
         REDIS_URL=arguments.redis_url,
         CELERY_BROKER_URL=arguments.redis_url,
         STATIC_ROOT=static_root,
+        CACHE_KEY_PREFIX=CACHE_KEY_PREFIX,
         PYTHONPATH=str(REPO_ROOT),
     )
     return environment
@@ -452,6 +454,9 @@ def main():
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed: apt-get install wrk")
     os.environ["REDIS_URL"] = arguments.redis_url
+    # Keys of their own: a test run on the same Redis database bumps the reports version
+    # and forgets the recent views under the default prefix.
+    os.environ["CACHE_KEY_PREFIX"] = CACHE_KEY_PREFIX
     # No broker in this process: it fills and warms, it hands nothing to a worker.
     os.environ["CELERY_TASK_ALWAYS_EAGER"] = "true"
     workdir = Path(tempfile.mkdtemp(prefix="gpufleet-scale-web-"))

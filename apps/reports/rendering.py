@@ -6,6 +6,7 @@ from django.core.paginator import EmptyPage, PageNotAnInteger
 from django.http import QueryDict
 from django.template.loader import render_to_string
 
+from apps.core.tables import PAGE_SIZE
 from apps.reports import selectors
 from apps.reports.cache import cached
 from apps.reports.forms import GROUP_BY_LABELS, GROUP_BY_NOUNS
@@ -18,10 +19,11 @@ def results_cache_parameters(data: dict, query: str) -> dict:
     return {**selectors.report_cache_filters(data), "query": query}
 
 
-# Rows of the report's table a page shows: every row of a fleet of fifty pools, a
-# page of them for more (each row is ~5 KB of figures linking to their
-# explanations; the exports hold every row). The total row is the whole report's.
-TABLE_PAGE_ROWS = 50
+# Rows of the report's table a page shows, as every list's: a large fleet's rows go on
+# pages (each row is ~5 KB of figures linking to their explanations, and what a page
+# weighs is most of what a cached report costs to serve, bench/README.md); a sort orders
+# every row, the total row is the whole report's, the exports hold every row.
+TABLE_PAGE_ROWS = PAGE_SIZE
 
 
 def _report_table(figures: dict, query: QueryDict) -> ReportTable:

@@ -141,7 +141,7 @@ def _row_keys(page: str) -> list[str]:
 
 @pytest.mark.django_db
 def test_the_report_table_pages_through_every_row_in_its_order(client, make_user, gpu_model):
-    """120 pools: pages of 50, 50 and 20 rows, every pool once, in the table's order
+    """120 pools: pages of 25 rows (the last 20), every pool once, in the table's order
     across pages; the total row is the whole report's on every page.
 
     Independently: each pool's idle cost over the 30 days is 30 measured hours × 2.00 USD
@@ -153,11 +153,11 @@ def test_the_report_table_pages_through_every_row_in_its_order(client, make_user
     client.force_login(make_user("reader"))
     url = reverse("reports:report")
     slugs = [f"scale-{index:04d}" for index in range(120)]
-    pages = [client.get(url, {"group_by": "pool", "page": n}).content.decode() for n in (1, 2, 3)]
+    pages = [client.get(url, {"group_by": "pool", "page": n}).content.decode() for n in range(1, 6)]
     keys = [_row_keys(page) for page in pages]
-    assert [len(found) for found in keys] == [50, 50, 20]
+    assert [len(found) for found in keys] == [25, 25, 25, 25, 20]
     assert sum(keys, []) == slugs  # by name, as the report lists them
-    assert "Showing 51–100 of 120" in pages[1]
+    assert "Showing 26–50 of 120" in pages[1]
     for page in pages:
         footer = page[page.index("<tfoot>") : page.index("</tfoot>")]
         assert "$59,520" in footer
@@ -165,13 +165,13 @@ def test_the_report_table_pages_through_every_row_in_its_order(client, make_user
         _row_keys(
             client.get(url, {"group_by": "pool", "sort": "-idle", "page": n}).content.decode()
         )
-        for n in (1, 2, 3)
+        for n in range(1, 6)
     ]
     # The sort is by (idle cost, name), both descending: ties by name, last first.
     expected = sorted(range(120), key=lambda index: (8 - _busy_gpus(index), index), reverse=True)
     assert sum(by_idle, []) == [f"scale-{index:04d}" for index in expected]
     # A page past the end is the last page, as Paginator.get_page does.
-    assert _row_keys(client.get(url, {"group_by": "pool", "page": 9}).content.decode()) == keys[2]
+    assert _row_keys(client.get(url, {"group_by": "pool", "page": 9}).content.decode()) == keys[4]
     export = client.get(url, {"group_by": "pool", "page": 2, "export": "csv"}).content.decode()
     assert all(slug in export for slug in slugs)  # the export holds every row
 
@@ -189,5 +189,5 @@ def test_the_peak_split_lists_its_first_pools_and_says_how_many_more(client, mak
         page.index('id="peak-table"') : page.index("</table>", page.index('id="peak-table"'))
     ]
     names = re.findall(r">(Scale pool \d{4})</a>", table)
-    assert names == [f"Scale pool {index:04d}" for index in serving[:50]]
-    assert "The first 50 of 51 pools, by name" in page
+    assert names == [f"Scale pool {index:04d}" for index in serving[:25]]
+    assert "The first 25 of 51 pools, by name" in page
