@@ -1,6 +1,7 @@
-"""Which hours can be rebuilt from raw samples: the raw retention keeps
-TELEMETRY_RAW_RETENTION_DAYS of samples; an hour without raw samples held is final, its
-rollup the only record (apps/telemetry/rollups.py never rewrites it)."""
+"""Which hours can be rebuilt: the raw retention keeps TELEMETRY_RAW_RETENTION_DAYS of
+samples, and the device-hours a TSDB aggregated (GpuDeviceHour) are kept forever; an hour
+with neither is final, its rollup the only record (apps/telemetry/rollups.py never
+rewrites it)."""
 
 from datetime import datetime, timedelta
 
@@ -9,7 +10,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from apps.pools.hours import floor_hour
-from apps.telemetry.models import GpuSample
+from apps.telemetry.models import GpuDeviceHour, GpuSample
 
 _ONE_HOUR = timedelta(hours=1)
 
@@ -25,14 +26,24 @@ def raw_retention_horizon(now: datetime | None = None) -> datetime:
 def samples_held_q(
     pool_field: str = "pool_id", released_device_ids=(), hour_field: str = "hour"
 ) -> Q:
-    """Rows of pool-hours whose raw samples are still held: samples of the pool's devices
-    (or of ``released_device_ids``, devices that just left it) in that hour. Only these
-    can be rebuilt; the others are the only record of their hour."""
+    """Rows of pool-hours whose device-hours are still held: raw samples or stored
+    device-hours (GpuDeviceHour, never purged) of the pool's devices (or of
+    ``released_device_ids``, devices that just left it) in that hour. Only these can be
+    rebuilt; the others are the only record of their hour."""
     in_hour = {
         "timestamp__gte": OuterRef(hour_field),
         "timestamp__lt": OuterRef(hour_field) + _ONE_HOUR,
     }
-    held = Exists(GpuSample.objects.filter(device__pool_id=OuterRef(pool_field), **in_hour))
+    held = Exists(
+        GpuSample.objects.filter(device__pool_id=OuterRef(pool_field), **in_hour)
+    ) | Exists(
+        GpuDeviceHour.objects.filter(
+            device__pool_id=OuterRef(pool_field), hour=OuterRef(hour_field)
+        )
+    )
     if released_device_ids:
-        held |= Exists(GpuSample.objects.filter(device_id__in=list(released_device_ids), **in_hour))
+        released = list(released_device_ids)
+        held |= Exists(GpuSample.objects.filter(device_id__in=released, **in_hour)) | Exists(
+            GpuDeviceHour.objects.filter(device_id__in=released, hour=OuterRef(hour_field))
+        )
     return Q(held)
