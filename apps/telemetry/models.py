@@ -165,6 +165,7 @@ class ImportRun(Job):
         COMMAND = "command", _("Command line")
         SCRAPE = "scrape", _("dcgm-exporter scrape")
         PROMETHEUS = "prometheus", _("Prometheus query")
+        TSDB_HOURLY = "tsdb_hourly", _("TSDB hourly aggregates")
 
     not_started_status = Status.PENDING
     succeeded_status = Status.SUCCEEDED

@@ -11,6 +11,21 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.AlterField(
+            model_name="importrun",
+            name="source",
+            field=models.CharField(
+                choices=[
+                    ("upload", "Web upload"),
+                    ("api", "API"),
+                    ("command", "Command line"),
+                    ("scrape", "dcgm-exporter scrape"),
+                    ("prometheus", "Prometheus query"),
+                    ("tsdb_hourly", "TSDB hourly aggregates"),
+                ],
+                max_length=12,
+            ),
+        ),
         migrations.CreateModel(
             name="GpuDeviceHour",
             fields=[
