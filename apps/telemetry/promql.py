@@ -177,7 +177,7 @@ def parse_label_filters(text: str) -> list[LabelMatcher]:
         if matcher.operator in ("=~", "!~"):
             try:
                 re.compile(matcher.value)
-            except re.error as error:
+            except (re.error, OverflowError, RecursionError) as error:
                 raise LabelFilterError(
                     f"the regular expression of {matcher.name} is not valid ({error})"
                 ) from None

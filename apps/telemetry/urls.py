@@ -14,4 +14,7 @@ urlpatterns = [
     path("rules/", views.rule_list, name="rule_list"),
     path("rules/new/", views.rule_create, name="rule_create"),
     path("rules/<int:pk>/delete/", views.rule_delete, name="rule_delete"),
+    path("sources/", views.pull_source_list, name="pull_source_list"),
+    path("sources/new/", views.pull_source_create, name="pull_source_create"),
+    path("sources/<slug:slug>/edit/", views.pull_source_edit, name="pull_source_edit"),
 ]
