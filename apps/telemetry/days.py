@@ -206,20 +206,23 @@ WITH labelled AS (
     SELECT device_id, hour, SUM(samples) AS samples
     FROM labelled
     GROUP BY device_id, hour
+), sliced AS (
+    -- The GPUs (UUIDs) whose MIG slices report in the hour: one hashed lookup per
+    -- device-hour, not a scan of every device-hour for each.
+    SELECT DISTINCT slice.uuid, device_hours.hour
+    FROM device_hours
+    JOIN telemetry_gpudevice AS slice ON slice.id = device_hours.device_id
+    WHERE slice.gpu_instance_id IS NOT NULL
 ), weighted AS (
     SELECT device_hours.device_id, device_hours.hour, device_hours.samples,
            CASE WHEN device.gpu_instance_id IS NOT NULL
                 THEN COALESCE(device.mig_compute_slices, 1)::float
                      / COALESCE(model.mig_compute_slices, %(default_slices)s)
-                WHEN EXISTS (
-                    SELECT 1 FROM device_hours AS slice_hours
-                    JOIN telemetry_gpudevice AS slice ON slice.id = slice_hours.device_id
-                    WHERE slice.uuid = device.uuid AND slice.gpu_instance_id IS NOT NULL
-                      AND slice_hours.hour = device_hours.hour
-                ) THEN 0.0
+                WHEN sliced.uuid IS NOT NULL THEN 0.0
                 ELSE 1.0 END AS weight
     FROM device_hours
     JOIN telemetry_gpudevice AS device ON device.id = device_hours.device_id
+    LEFT JOIN sliced ON sliced.uuid = device.uuid AND sliced.hour = device_hours.hour
     JOIN pools_pool AS pool ON pool.id = device.pool_id
     JOIN catalog_gpumodel AS model ON model.id = pool.gpu_model_id
     WHERE device_hours.hour >= date_trunc('hour', pool.in_service_from)
