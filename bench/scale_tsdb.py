@@ -115,7 +115,7 @@ def start_victoria_metrics(directory: Path):
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
     log_file = (directory / "victoria-metrics.log").open("w")
-    process = subprocess.Popen(
+    process = subprocess.Popen(  # noqa: S603 - the packaged binary, our arguments
         [
             binary,
             f"-storageDataPath={directory / 'data'}",
@@ -159,7 +159,7 @@ def gpu_labels(number: int) -> str:
 
 def patterns(first_hour: datetime, hours: int) -> dict[str, list[str]]:
     """Per metric, PATTERNS JSON fragments ``"values":[…],"timestamps":[…]``."""
-    rng = random.Random(16)
+    rng = random.Random(16)  # noqa: S311 - test data, not secrets
     start_ms = round(first_hour.timestamp() * 1000)
     stamps = ",".join(str(start_ms + minute * 60_000) for minute in range(60 * hours))
     fragments: dict[str, list[str]] = {}
