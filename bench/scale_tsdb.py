@@ -277,9 +277,34 @@ def baseline_seconds(base_url: str, hour: datetime) -> tuple[float, int]:
     return time.perf_counter() - started, size
 
 
+PHASES: dict[str, float] = {}
+
+
+def time_phases() -> None:
+    """Wrap the pull's three stages so each run also says where its time went."""
+    from apps.telemetry import pull_hourly
+
+    for name, label in (
+        ("fetch_chunk", "queries answered and decoded"),
+        ("device_hours_from_answers", "device-hours built"),
+        ("store_device_hours", "stored (devices, COPY upsert, queue)"),
+    ):
+        original = getattr(pull_hourly, name)
+
+        def timed(*args, _original=original, _label=label, **kwargs):
+            started = time.perf_counter()
+            try:
+                return _original(*args, **kwargs)
+            finally:
+                PHASES[_label] = PHASES.get(_label, 0.0) + time.perf_counter() - started
+
+        setattr(pull_hourly, name, timed)
+
+
 def gpufleet_seconds(source, hour: datetime) -> tuple[float, float, object]:
     from apps.telemetry import pull_hourly, rollups
 
+    PHASES.clear()
     started = time.perf_counter()
     run = pull_hourly.pull_hourly(source, start=hour, end=hour + HOUR, timeout_seconds=600)
     pulled = time.perf_counter()
@@ -307,6 +332,8 @@ def main(argv=None) -> int:
 
     reset_telemetry()
     create_pools(args.gpus)
+    sql("ANALYZE")
+    time_phases()
     first_hour = floor_hour(timezone.now()) - (args.hours + 1) * HOUR
     # The first hour registers the devices; the next one is the steady hourly pull.
     measured_hour = first_hour + HOUR
@@ -330,7 +357,7 @@ def main(argv=None) -> int:
             ("re-pull of that hour (rows replaced)", measured_hour),
         ):
             pulled, rolled, run = gpufleet_seconds(source, hour)
-            timings[label] = (pulled, rolled)
+            timings[label] = (pulled, rolled, dict(PHASES))
             log(f"{label}: pull {pulled:.2f} s + rollup {rolled:.2f} s: {run.message}")
         base_after, _size = baseline_seconds(base_url, measured_hour)
         baseline = (base_before + base_after) / 2
@@ -354,12 +381,16 @@ def main(argv=None) -> int:
         f"| baseline: VictoriaMetrics answers the 7 queries (mean of before/after: "
         f"{base_before:.2f}, {base_after:.2f}) | {baseline:.2f} | 1.00× |"
     )
-    for label, (pulled, rolled) in timings.items():
+    for label, (pulled, rolled, _phases) in timings.items():
         total = pulled + rolled
         print(
             f"| gpufleet, {label}: pull {pulled:.2f} + rollup {rolled:.2f} | {total:.2f} | "
             f"{total / baseline:.2f}× |"
         )
+    print()
+    for label, (_pulled, _rolled, phases) in timings.items():
+        said = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in phases.items())
+        print(f"{label}: {said}")
     return 0
 
 

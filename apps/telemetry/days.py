@@ -191,10 +191,16 @@ WITH labelled AS (
     UNION ALL
     SELECT device_hour.device_id, device_hour.hour, device_hour.namespace, device_hour.pod,
            device_hour.samples, device_hour.utilization_pct * device_hour.samples
-    FROM telemetry_gpudevicehour AS device_hour
-    JOIN telemetry_gpudevice AS device ON device.id = device_hour.device_id
-    WHERE device.pool_id = %(pool)s AND device_hour.hour >= %(start)s
-      AND device_hour.hour < %(end)s AND device_hour.utilization_pct IS NOT NULL
+    FROM telemetry_gpudevice AS device
+    -- Device by device through the (device, hour, …) key, as the pool's rollup reads
+    -- them (apps/telemetry/rollups.py, STORED_DEVICE_HOURS_SQL).
+    CROSS JOIN LATERAL (
+        SELECT * FROM telemetry_gpudevicehour AS device_hour
+        WHERE device_hour.device_id = device.id AND device_hour.hour >= %(start)s
+          AND device_hour.hour < %(end)s
+        OFFSET 0
+    ) AS device_hour
+    WHERE device.pool_id = %(pool)s AND device_hour.utilization_pct IS NOT NULL
       AND device_hour.samples > 0
       AND NOT EXISTS (
           SELECT 1 FROM telemetry_gpusample AS held

@@ -475,7 +475,28 @@ def pull_chunk(
         if advance_to is not None and not partial:
             source.pulled_until = advance_to
             source.save(update_fields=["pulled_until"])
+    _refresh_statistics(outcome.rows_written)
     return outcome
+
+
+# A chunk can be more than the planner believes the table holds (a fleet's first pull,
+# before autovacuum's analyze): the drain that follows must not plan its per-pool rollups
+# with an empty table's statistics, which scan the whole fleet's hour for every pool, a
+# cost that grows with pools × GPUs (bench/README.md). Small chunks are left to
+# autovacuum.
+ANALYZE_AFTER_ROWS = 10_000
+
+
+def _refresh_statistics(rows_written: int) -> None:
+    if rows_written < ANALYZE_AFTER_ROWS or connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT reltuples FROM pg_class WHERE oid = 'telemetry_gpudevicehour'::regclass"
+        )
+        (believed_rows,) = cursor.fetchone()
+        if believed_rows < rows_written:  # -1: never analysed
+            cursor.execute("ANALYZE telemetry_gpudevicehour, telemetry_gpudevice")
 
 
 # --- A run ----------------------------------------------------------------------------------

@@ -146,27 +146,34 @@ GROUP BY device.pool_id, per_device.hour, device.uuid, pool.in_service_from,
 # (else their mean power × 1 h). A device-hour that raw samples hold is taken from them
 # alone, so a GPU fed by both channels is never counted twice.
 STORED_DEVICE_HOURS_SQL = """
-    SELECT device_hour.device_id, {hour} AS hour,
-           SUM(device_hour.utilization_pct * device_hour.samples)
-               / NULLIF(SUM(CASE WHEN device_hour.utilization_pct IS NOT NULL
-                                 THEN device_hour.samples END), 0) AS utilization_pct,
-           SUM(device_hour.samples) AS samples,
-           MAX(device_hour.max_memory_used_mib) AS max_memory_used_mib,
-           CASE WHEN COUNT(device_hour.energy_kwh) > 0 THEN SUM(device_hour.energy_kwh)
-                ELSE COALESCE(
-                    SUM(device_hour.power_w * device_hour.samples)
-                        / NULLIF(SUM(CASE WHEN device_hour.power_w IS NOT NULL
-                                          THEN device_hour.samples END), 0),
-                    AVG(device_hour.power_w)) / 1000.0 END AS energy_kwh
-    FROM telemetry_gpudevicehour AS device_hour
-    JOIN telemetry_gpudevice AS device ON device.id = device_hour.device_id
-    WHERE {pool_filter} AND device_hour.hour >= %s AND device_hour.hour < %s
-      AND NOT EXISTS (
-          SELECT 1 FROM telemetry_gpusample AS held
-          WHERE held.device_id = device_hour.device_id
-            AND held.timestamp >= device_hour.hour AND held.timestamp < {hour_end}
-      )
-    GROUP BY device_hour.device_id, {hour}
+    SELECT device.id AS device_id, stored.*
+    FROM (SELECT device.id FROM telemetry_gpudevice AS device WHERE {pool_filter}) AS device
+    -- Device by device, through the (device, hour, …) key: whatever the planner's
+    -- statistics say about the newest hours, a pool's rollup reads its own devices'
+    -- rows, never the whole fleet's hour.
+    CROSS JOIN LATERAL (
+        SELECT {hour} AS hour,
+               SUM(device_hour.utilization_pct * device_hour.samples)
+                   / NULLIF(SUM(CASE WHEN device_hour.utilization_pct IS NOT NULL
+                                     THEN device_hour.samples END), 0) AS utilization_pct,
+               SUM(device_hour.samples) AS samples,
+               MAX(device_hour.max_memory_used_mib) AS max_memory_used_mib,
+               CASE WHEN COUNT(device_hour.energy_kwh) > 0 THEN SUM(device_hour.energy_kwh)
+                    ELSE COALESCE(
+                        SUM(device_hour.power_w * device_hour.samples)
+                            / NULLIF(SUM(CASE WHEN device_hour.power_w IS NOT NULL
+                                              THEN device_hour.samples END), 0),
+                        AVG(device_hour.power_w)) / 1000.0 END AS energy_kwh
+        FROM telemetry_gpudevicehour AS device_hour
+        WHERE device_hour.device_id = device.id
+          AND device_hour.hour >= %s AND device_hour.hour < %s
+          AND NOT EXISTS (
+              SELECT 1 FROM telemetry_gpusample AS held
+              WHERE held.device_id = device_hour.device_id
+                AND held.timestamp >= device_hour.hour AND held.timestamp < {hour_end}
+          )
+        GROUP BY {hour}
+    ) AS stored
 """
 
 
