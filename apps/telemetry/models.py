@@ -574,12 +574,12 @@ class GpuDeviceHour(models.Model):
                 name="gpu_device_hour_unique",
             )
         ]
-        # The rollups select a range of hours across a pool's devices; a re-pull replaces
-        # a source's hours.
-        indexes = [
-            models.Index(fields=["hour"], name="gpu_device_hour_hour"),
-            models.Index(fields=["source", "hour"], name="gpu_device_hour_source"),
-        ]
+        # The rollups read a pool's device-hours device by device through the key (its
+        # first column is the device): no index on the hour alone, which the planner
+        # would pick for the newest hour its statistics have not seen yet and scan the
+        # whole fleet's hour for every pool (bench/README.md). A re-pull replaces a
+        # source's hours.
+        indexes = [models.Index(fields=["source", "hour"], name="gpu_device_hour_source")]
         ordering = ["device_id", "hour"]
 
     def __str__(self):

@@ -67,7 +67,6 @@ class Migration(migrations.Migration):
             options={
                 "ordering": ["device_id", "hour"],
                 "indexes": [
-                    models.Index(fields=["hour"], name="gpu_device_hour_hour"),
                     models.Index(fields=["source", "hour"], name="gpu_device_hour_source"),
                 ],
                 "constraints": [
