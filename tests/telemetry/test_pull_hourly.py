@@ -852,3 +852,19 @@ def test_prometheus_puts_each_sample_in_exactly_one_hour(prometheus_fleet, fleet
         for row in GpuDeviceHour.objects.filter(device__uuid="GPU-boundary-0001")
     }
     assert rows == {first_hour: (2, 15.0), first_hour + HOUR: (2, 70.0)}
+
+
+@victoria_metrics_mark
+@pytest.mark.django_db
+def test_beat_pulls_one_chunk_of_complete_hours_a_tick(victoria_metrics, fleet):
+    from apps.telemetry.pull_tasks import pull_source_task
+
+    first_hour, now = first_hour_now()
+    victoria_metrics.load(fleet_series(first_hour, "vm-beat"))
+    source = hourly_source(victoria_metrics.base_url, "vm-beat", pulled_until=first_hour - 2 * HOUR)
+    assert pull_source_task(source.pk) == ImportRun.Status.SUCCEEDED
+    source.refresh_from_db()
+    # One chunk (a day at most) a tick: here every complete hour up to now.
+    assert source.pulled_until == pull_hourly.complete_until(timezone.now())
+    assert GpuDeviceHour.objects.count() == 11 * HOURS_LOADED + 1
+    assert pull_source_task(source.pk) == "nothing due"
