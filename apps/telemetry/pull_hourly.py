@@ -442,7 +442,13 @@ def fetch_chunk(
             extra_params={"nocache": "1"},
         )
 
-    queries = promql.hourly_queries(source.label_filters)
+    try:
+        queries = promql.hourly_queries(source.label_filters)
+    except promql.LabelFilterError as error:
+        raise PullError(
+            f"the source's label filters are not PromQL label matchers ({error}); correct "
+            "them on the pull-sources page"
+        ) from None
     with ThreadPoolExecutor(max_workers=FETCH_CONCURRENCY) as pool:
         answered = list(pool.map(ask, queries))
     answers, warnings, partial = [], [], False
@@ -563,7 +569,7 @@ def pull_hourly(
     # holds it there for the rest of the run.
     contiguous = True
     try:
-        with run.running():
+        with run.running(recorded=(PullError,)):
             for number, (chunk_start, chunk_end) in enumerate(chunks, start=1):
                 resumes = source.pulled_until is None or source.pulled_until >= chunk_start
                 advance = chunk_end if contiguous and resumes else None

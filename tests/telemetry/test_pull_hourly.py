@@ -868,3 +868,17 @@ def test_beat_pulls_one_chunk_of_complete_hours_a_tick(victoria_metrics, fleet):
     assert source.pulled_until == pull_hourly.complete_until(timezone.now())
     assert GpuDeviceHour.objects.count() == 11 * HOURS_LOADED + 1
     assert pull_source_task(source.pk) == "nothing due"
+
+
+@pytest.mark.django_db
+def test_label_filters_stored_past_the_checks_fail_the_run_with_what_to_do():
+    source = PullSourceFactory(
+        name="typed in the admin",
+        kind=PullSource.Kind.PROMETHEUS_HOURLY,
+        url=f"http://127.0.0.1:{tsdb_servers.free_port()}",
+        label_filters="cluster=a",
+    )
+    run = pull_hourly.pull_hourly(source, now=timezone.now())
+    assert run.status == ImportRun.Status.FAILED
+    assert "label filters are not PromQL label matchers" in run.message
+    assert "correct them on the pull-sources page" in run.message
