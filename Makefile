@@ -49,6 +49,7 @@ test: $(INSTALLED)
 	scripts/ensure_chromium.sh
 	scripts/ensure_poppler.sh
 	scripts/ensure_prometheus.sh
+	scripts/ensure_victoria_metrics.sh
 	scripts/ensure_gettext.sh
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

@@ -20,7 +20,7 @@ Then:
   the purge's statement before partitioning, committed;
 - and the VACUUM that makes the deleted rows' space reusable (DROP gives it back at once).
 
-Each measurement starts after a CHECKPOINT. Last, migration 0015 converts a plain table
+Each measurement starts after a CHECKPOINT. Last, migration 0017 converts a plain table
 holding one day of ``--migration-gpus`` GPUs (default 1,000: 5.76 M rows), for its rate.
 
 Usage (from the repository root; figures in bench/README.md):
@@ -126,13 +126,13 @@ def copy_between(read_sql: str, read_params, write_table: str) -> int:
 
 
 def measure_migration(gpus: int) -> tuple[int, float]:
-    """(rows, seconds) of migration 0015 converting a plain samples table that holds one
+    """(rows, seconds) of migration 0017 converting a plain samples table that holds one
     day of ``gpus`` GPUs, loaded with COPY into the keyed table as before the migration."""
     from django.core.management import call_command
 
     from apps.telemetry import partitions
 
-    call_command("migrate", "telemetry", "0014", verbosity=0)
+    call_command("migrate", "telemetry", "0016", verbosity=0)
     fleet_bench.reset_telemetry()
     first_id, last_id = make_devices(gpus)
     # A day inside the retention window, as a live fleet's table holds.
@@ -147,9 +147,9 @@ def measure_migration(gpus: int) -> tuple[int, float]:
     sql(f"ANALYZE {partitions.TABLE}")
     sql("CHECKPOINT")
     _, seconds = timed(
-        "migration 0015 (convert, copy the rows, swap)",
+        "migration 0017 (convert, copy the rows, swap)",
         lambda: call_command(
-            "migrate", "telemetry", "0015_partition_gpusample_by_day", verbosity=0
+            "migrate", "telemetry", "0017_partition_gpusample_by_day", verbosity=0
         ),
     )
     [(rows,)] = sql(f"SELECT count(*) FROM {partitions.TABLE}")  # noqa: S608
@@ -165,7 +165,7 @@ def main(argv=None) -> int:
         "--migration-gpus",
         type=int,
         default=1000,
-        help="GPUs of the day migration 0015 converts afterwards (0: skip)",
+        help="GPUs of the day migration 0017 converts afterwards (0: skip)",
     )
     parser.add_argument("--database-url", default=DEFAULT_DATABASE_URL)
     args = parser.parse_args(argv)
@@ -302,7 +302,7 @@ def main(argv=None) -> int:
     print(f"ratio DELETE ÷ parent locked {delete_seconds / drop_table_seconds:>9,.0f} ×")
     if migration:
         rows, seconds = migration
-        print(f"migration 0015: {rows:,} rows in {seconds:.1f} s, {rows / seconds:,.0f} rows/s")
+        print(f"migration 0017: {rows:,} rows in {seconds:.1f} s, {rows / seconds:,.0f} rows/s")
     return 0
 
 

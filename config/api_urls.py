@@ -17,6 +17,7 @@ from apps.reports.api import CostReportView, InterruptionViewSet, UsageProfileVi
 from apps.telemetry.api import (
     GpuIngestView,
     PoolHourlyUsageView,
+    PullSourceViewSet,
     ReconciliationView,
     RequestIngestView,
     WorkloadHourlyRequestsView,
@@ -32,6 +33,7 @@ router.register("interruptions", InterruptionViewSet, basename="interruption")
 router.register("backup-policies", BackupPolicyViewSet, basename="backup-policy")
 router.register("backup-versions", BackupVersionViewSet, basename="backup-version")
 router.register("restore-drills", RestoreDrillViewSet, basename="restore-drill")
+router.register("pull-sources", PullSourceViewSet, basename="pull-source")
 
 urlpatterns = [
     path("me/", MeView.as_view(), name="api-me"),

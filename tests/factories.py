@@ -26,7 +26,7 @@ from apps.catalog.models import GpuModel, ModelArchitecture
 from apps.core.roles import OPS, PROCUREMENT, TECHNICAL_LEAD
 from apps.pools.models import Deployment, Pool, Purpose, Workload, WorkloadKind
 from apps.procurement.models import Scenario, ScenarioOption
-from apps.telemetry.models import GpuDevice, HostnameRule, ImportRun
+from apps.telemetry.models import GpuDevice, HostnameRule, ImportRun, PullSource
 
 TEST_PASSWORD = "correct-horse-battery-staple"
 # The tests' telemetry is dated 2022 onwards: pools are backfilled from then on.
@@ -196,6 +196,19 @@ class ImportRunFactory(factory.django.DjangoModelFactory):
     source = ImportRun.Source.UPLOAD
     filename = "scrape.prom"
     pool = factory.SubFactory(PoolFactory)
+
+
+class PullSourceFactory(factory.django.DjangoModelFactory):
+    """A dcgm-exporter endpoint; its slug is made from its name, as the forms make it."""
+
+    class Meta:
+        model = PullSource
+
+    name = factory.Sequence(lambda n: f"source {n}")
+    slug = factory.LazyAttribute(lambda source: slugify(source.name) or "source")
+    kind = PullSource.Kind.DCGM_EXPORTER
+    url = "http://127.0.0.1:9400/metrics"
+    pool = None
 
 
 class HostnameRuleFactory(factory.django.DjangoModelFactory):

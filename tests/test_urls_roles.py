@@ -20,6 +20,7 @@ from tests.factories import (
     BackupPolicyFactory,
     HostnameRuleFactory,
     PoolFactory,
+    PullSourceFactory,
     ScenarioFactory,
     UserFactory,
     WorkloadFactory,
@@ -87,6 +88,9 @@ ROUTES = {
     "telemetry:rule_create": (None, "telemetry.add_hostnamerule"),
     "telemetry:rule_delete": ("hostname_rule", "telemetry.delete_hostnamerule"),
     "telemetry:storage": (None, "telemetry.view_purgerun"),
+    "telemetry:pull_source_list": (None, EVERYONE),
+    "telemetry:pull_source_create": (None, "telemetry.add_pullsource"),
+    "telemetry:pull_source_edit": ("pull_source", "telemetry.change_pullsource"),
     "reports:report": (None, EVERYONE),
     "reports:report_explain": (None, EVERYONE),
     "dashboard:overview_explain": (None, EVERYONE),
@@ -127,6 +131,8 @@ API_ROUTES = {
     "backup-version-detail": "backup_version",
     "restore-drill-list": None,
     "restore-drill-detail": "restore_drill",
+    "pull-source-list": None,
+    "pull-source-detail": "pull_source",
 }
 # POST-only or query-required API endpoints, each walked by its own tests:
 # tests/pools/test_estimates_api.py and tests/telemetry/test_api.py.
@@ -221,6 +227,9 @@ def _url(name, kind, *, pool, workload, user):
     if kind == "hostname_rule":
         rule = HostnameRule.objects.create(pool=pool, hostname_pattern="walk-*")
         return reverse(name, kwargs={"pk": rule.pk})
+    if kind == "pull_source":
+        source = PullSourceFactory(name="walk", pool=pool)
+        return reverse(name, kwargs={"slug": source.slug})
     if kind == "gpu_model":
         return reverse(name, kwargs={"slug": pool.gpu_model.slug})
     if kind == "interruption":
@@ -506,6 +515,41 @@ def _setup_rule_delete(pool):
     return url, {}, lambda: _rule_state("doomed-*"), lambda state: state is None
 
 
+def _pull_source_state(slug):
+    from apps.telemetry.models import PullSource
+
+    return PullSource.objects.filter(slug=slug).values("kind", "label_filters").first()
+
+
+def _setup_pull_source_create(pool):
+    url = reverse("telemetry:pull_source_create")
+    data = _rendered_form_data(
+        url,
+        {
+            "name": "Posted TSDB",
+            "slug": "",
+            "kind": "prometheus_hourly",
+            "url": "http://vm.example:8428",
+            "pool": str(pool.pk),
+            "label_filters": 'cluster="a"',
+        },
+    )
+    return url, data, lambda: _pull_source_state("posted-tsdb"), lambda state: state is not None
+
+
+def _setup_pull_source_edit(pool):
+    source = PullSourceFactory(
+        name="edited", kind="prometheus_hourly", url="http://vm.example:8428", pool=pool
+    )
+    url = reverse("telemetry:pull_source_edit", kwargs={"slug": source.slug})
+    data = _rendered_form_data(url, {"label_filters": 'namespace=~"ml-.*"'})
+
+    def changed(state):
+        return state["label_filters"] == 'namespace=~"ml-.*"'
+
+    return url, data, lambda: _pull_source_state(source.slug), changed
+
+
 # URL name → builds (url, POST data, read the saved state, "did the POST take effect?")
 POST_CASES = {
     "pools:pool_create": _setup_pool_create,
@@ -522,6 +566,8 @@ POST_CASES = {
     "procurement:scenario_delete": _setup_scenario_delete,
     "telemetry:rule_create": _setup_rule_create,
     "telemetry:rule_delete": _setup_rule_delete,
+    "telemetry:pull_source_create": _setup_pull_source_create,
+    "telemetry:pull_source_edit": _setup_pull_source_edit,
 }
 
 

@@ -43,6 +43,9 @@ TECHNICAL_LEAD = Role(
         "telemetry.add_hostnamerule",
         "telemetry.change_hostnamerule",
         "telemetry.delete_hostnamerule",
+        "telemetry.add_pullsource",
+        "telemetry.change_pullsource",
+        "telemetry.delete_pullsource",
     ),
 )
 OPS = Role(

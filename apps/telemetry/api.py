@@ -7,7 +7,7 @@ from django.core.validators import ProhibitNullCharactersValidator
 from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import serializers
+from rest_framework import serializers, viewsets
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
@@ -21,14 +21,16 @@ from apps.core.serializers import (
     SlugReferenceField,
     StrictBooleanField,
     StrictCharField,
+    StrictModelSerializer,
 )
 from apps.core.texts import translated
 from apps.pools.models import Pool, Workload
-from apps.telemetry import reconciliation, services
+from apps.telemetry import promql, reconciliation, services
 from apps.telemetry.models import (
     ImportRun,
     PoolHourFlag,
     PoolHourlyUsage,
+    PullSource,
     WorkloadHourlyRequests,
 )
 from apps.telemetry.parsers import GPU_CSV_FIELDS, REQUEST_CSV_FIELDS, TelemetryFormatError
@@ -426,3 +428,68 @@ class ReconciliationView(APIView):
         page = paginator.paginate_queryset(keys, request, view=self)
         days = reconciliation.pool_days(list(page), kind=kind)
         return paginator.get_paginated_response(PoolDaySerializer(days, many=True).data)
+
+
+class _NullableSlugReferenceField(SlugReferenceField):
+    """A reference by slug, or null for none; "" is neither (DRF would read it as null)."""
+
+    def run_validation(self, data=serializers.empty):
+        if data == "":
+            self.fail("does_not_exist", slug_name=self.slug_field, value="")
+        return super().run_validation(data)
+
+
+class PullSourceSerializer(StrictModelSerializer):
+    """A pull source; ``pool`` is the pool's slug, ``label_filters`` PromQL label matchers
+    (``prometheus_hourly`` sources), stored in one canonical spelling."""
+
+    pool = _NullableSlugReferenceField(
+        slug_field="slug", queryset=Pool.objects.all(), required=False, allow_null=True
+    )
+
+    class Meta:
+        model = PullSource
+        fields = [
+            "name",
+            "slug",
+            "kind",
+            "url",
+            "pool",
+            "label_filters",
+            "interval_seconds",
+            "enabled",
+            "pulled_until",
+            "last_pulled_at",
+            "last_status",
+            "last_message",
+        ]
+        read_only_fields = ["pulled_until", "last_pulled_at", "last_status", "last_message"]
+        extra_kwargs = {"slug": {"required": True}}
+
+    def validate_label_filters(self, value):
+        try:
+            return promql.format_label_filters(promql.parse_label_filters(value))
+        except promql.LabelFilterError as error:
+            raise serializers.ValidationError(str(error)) from None
+
+    def validate(self, attrs):
+        kind = attrs.get("kind", getattr(self.instance, "kind", None))
+        filters = attrs.get("label_filters", getattr(self.instance, "label_filters", ""))
+        if filters and kind != PullSource.Kind.PROMETHEUS_HOURLY:
+            raise serializers.ValidationError(
+                {"label_filters": ["Label filters apply to prometheus_hourly sources only."]}
+            )
+        return attrs
+
+
+class PullSourceViewSet(viewsets.ModelViewSet):
+    """Where telemetry is pulled from, addressed by slug: dcgm-exporter endpoints,
+    Prometheus servers (raw samples) and Prometheus-compatible TSDBs asked for hourly
+    aggregates (``prometheus_hourly``). Writes need the Technical lead role. Beat pulls
+    each enabled source every ``interval_seconds``; a deleted source's device-hours stay."""
+
+    queryset = PullSource.objects.select_related("pool").order_by("name")
+    serializer_class = PullSourceSerializer
+    filterset_fields = ["kind"]
+    lookup_field = "slug"
+    lookup_value_regex = "[-a-zA-Z0-9_]+"

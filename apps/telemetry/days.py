@@ -169,35 +169,66 @@ def rebuild_all_days() -> tuple[int, int]:
     return rebuild_days(start, end)
 
 
-# Per pool and hour range: match each utilisation sample to at most one labelled workload
-# of its device's pool, then split every device-hour among workloads by sample counts.
-# A device weighs its share of the physical GPU: 1 for a whole GPU, held ÷ the model's
-# compute slices for a MIG slice (apps/telemetry/mig.py); a whole-GPU line whose slices
-# report in the same hour weighs nothing, as in the pool's rollup. Only hours inside the
-# pool's service period are attributed.
+# Per pool and hour range: the utilisation readings of each device-hour by pod labels (raw
+# samples, else the device-hours a TSDB aggregated: GpuDeviceHour, which a device-hour
+# held in raw samples leaves out, as the pool's rollup does), each pod matched to at most
+# one labelled workload of its device's pool, then every device-hour split among
+# workloads by sample counts. A device weighs its share of the physical GPU: 1 for a
+# whole GPU, held ÷ the model's compute slices for a MIG slice (apps/telemetry/mig.py); a
+# whole-GPU line whose slices report in the same hour weighs nothing, as in the pool's
+# rollup. Only hours inside the pool's service period are attributed.
 ATTRIBUTION_SQL = """
-WITH device_hours AS (
+WITH labelled AS (
     SELECT sample.device_id, date_trunc('hour', sample.timestamp) AS hour,
-           COUNT(*) AS samples
+           sample.namespace, sample.pod, COUNT(*) AS samples,
+           SUM(sample.utilization_pct) AS utilization_sum
     FROM telemetry_gpusample AS sample
     JOIN telemetry_gpudevice AS device ON device.id = sample.device_id
     WHERE device.pool_id = %(pool)s AND sample.timestamp >= %(start)s
       AND sample.timestamp < %(end)s AND sample.utilization_pct IS NOT NULL
-    GROUP BY sample.device_id, date_trunc('hour', sample.timestamp)
+    GROUP BY sample.device_id, date_trunc('hour', sample.timestamp), sample.namespace,
+             sample.pod
+    UNION ALL
+    SELECT device_hour.device_id, device_hour.hour, device_hour.namespace, device_hour.pod,
+           device_hour.samples, device_hour.utilization_pct * device_hour.samples
+    FROM telemetry_gpudevice AS device
+    -- Device by device through the (device, hour, …) key, as the pool's rollup reads
+    -- them (apps/telemetry/rollups.py, STORED_DEVICE_HOURS_SQL).
+    CROSS JOIN LATERAL (
+        SELECT * FROM telemetry_gpudevicehour AS device_hour
+        WHERE device_hour.device_id = device.id AND device_hour.hour >= %(start)s
+          AND device_hour.hour < %(end)s
+        OFFSET 0
+    ) AS device_hour
+    WHERE device.pool_id = %(pool)s AND device_hour.utilization_pct IS NOT NULL
+      AND device_hour.samples > 0
+      AND NOT EXISTS (
+          SELECT 1 FROM telemetry_gpusample AS held
+          WHERE held.device_id = device_hour.device_id
+            AND held.timestamp >= device_hour.hour
+            AND held.timestamp < device_hour.hour + interval '1 hour'
+      )
+), device_hours AS (
+    SELECT device_id, hour, SUM(samples) AS samples
+    FROM labelled
+    GROUP BY device_id, hour
+), sliced AS (
+    -- The GPUs (UUIDs) whose MIG slices report in the hour: one hashed lookup per
+    -- device-hour, not a scan of every device-hour for each.
+    SELECT DISTINCT slice.uuid, device_hours.hour
+    FROM device_hours
+    JOIN telemetry_gpudevice AS slice ON slice.id = device_hours.device_id
+    WHERE slice.gpu_instance_id IS NOT NULL
 ), weighted AS (
     SELECT device_hours.device_id, device_hours.hour, device_hours.samples,
            CASE WHEN device.gpu_instance_id IS NOT NULL
                 THEN COALESCE(device.mig_compute_slices, 1)::float
                      / COALESCE(model.mig_compute_slices, %(default_slices)s)
-                WHEN EXISTS (
-                    SELECT 1 FROM device_hours AS slice_hours
-                    JOIN telemetry_gpudevice AS slice ON slice.id = slice_hours.device_id
-                    WHERE slice.uuid = device.uuid AND slice.gpu_instance_id IS NOT NULL
-                      AND slice_hours.hour = device_hours.hour
-                ) THEN 0.0
+                WHEN sliced.uuid IS NOT NULL THEN 0.0
                 ELSE 1.0 END AS weight
     FROM device_hours
     JOIN telemetry_gpudevice AS device ON device.id = device_hours.device_id
+    LEFT JOIN sliced ON sliced.uuid = device.uuid AND sliced.hour = device_hours.hour
     JOIN pools_pool AS pool ON pool.id = device.pool_id
     JOIN catalog_gpumodel AS model ON model.id = pool.gpu_model_id
     WHERE device_hours.hour >= date_trunc('hour', pool.in_service_from)
@@ -208,25 +239,23 @@ SELECT matched.workload_id, matched.hour,
        SUM(weighted.weight * matched.samples / weighted.samples),
        SUM(weighted.weight * matched.utilization_sum / 100.0 / weighted.samples)
 FROM (
-    SELECT sample.device_id, date_trunc('hour', sample.timestamp) AS hour,
-           owner.id AS workload_id, COUNT(*) AS samples,
-           SUM(sample.utilization_pct) AS utilization_sum
-    FROM telemetry_gpusample AS sample
-    JOIN telemetry_gpudevice AS device ON device.id = sample.device_id
+    SELECT labelled.device_id, labelled.hour, owner.id AS workload_id,
+           SUM(labelled.samples) AS samples, SUM(labelled.utilization_sum) AS utilization_sum
+    FROM labelled
+    JOIN telemetry_gpudevice AS device ON device.id = labelled.device_id
     JOIN LATERAL (
         SELECT workload.id FROM pools_workload AS workload
         WHERE workload.pool_id = device.pool_id
           AND (workload.k8s_namespace <> '' OR workload.pod_name_prefix <> '')
-          AND (workload.k8s_namespace = '' OR workload.k8s_namespace = sample.namespace)
+          AND (workload.k8s_namespace = '' OR workload.k8s_namespace = labelled.namespace)
           AND (workload.pod_name_prefix = ''
-               OR left(sample.pod, length(workload.pod_name_prefix)) = workload.pod_name_prefix)
+               OR left(labelled.pod, length(workload.pod_name_prefix))
+                  = workload.pod_name_prefix)
         ORDER BY length(workload.pod_name_prefix) DESC, length(workload.k8s_namespace) DESC,
                  workload.id
         LIMIT 1
     ) AS owner ON true
-    WHERE device.pool_id = %(pool)s AND sample.timestamp >= %(start)s
-      AND sample.timestamp < %(end)s AND sample.utilization_pct IS NOT NULL
-    GROUP BY sample.device_id, date_trunc('hour', sample.timestamp), owner.id
+    GROUP BY labelled.device_id, labelled.hour, owner.id
 ) AS matched
 JOIN weighted ON weighted.device_id = matched.device_id AND weighted.hour = matched.hour
 WHERE weighted.weight > 0

@@ -20,11 +20,11 @@ from django.utils.html import format_html
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from apps.core.forms import TablerFormMixin
+from apps.core.forms import SectionedFormMixin, SlugFromNameMixin, TablerFormMixin
 from apps.core.texts import translated
 from apps.pools.models import Pool, Workload
-from apps.telemetry import kept_uploads, services
-from apps.telemetry.models import GpuDevice, HostnameRule
+from apps.telemetry import kept_uploads, promql, services
+from apps.telemetry.models import GpuDevice, HostnameRule, PullSource
 from apps.telemetry.parsers import EARLIEST_TIMESTAMP, GPU_CSV_FIELDS, REQUEST_CSV_FIELDS
 from apps.telemetry.parsers.detect import (
     DETECTION_HEAD_BYTES,
@@ -533,6 +533,44 @@ class HostnameRuleForm(TablerFormMixin, forms.ModelForm):
         if not pattern:
             raise forms.ValidationError(gettext("Enter a hostname or a pattern such as gpu-sh-*."))
         return pattern
+
+
+PULL_SOURCE_SECTIONS = (
+    (_("Source"), ["name", "slug", "kind", "url", "pool", "interval_seconds", "enabled"]),
+    (_("Hourly aggregates"), ["label_filters"]),
+)
+
+
+class PullSourceForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.ModelForm):
+    """A pull source; its label filters are asked for, and checked, for the hourly kind
+    only (apps/telemetry/promql.py)."""
+
+    sections = PULL_SOURCE_SECTIONS
+    # Matched on the untranslated title (SectionedFormMixin), so it holds in any language.
+    section_conditions = {"Hourly aggregates": ("kind", [PullSource.Kind.PROMETHEUS_HOURLY])}
+
+    class Meta:
+        model = PullSource
+        fields = [name for _, names in PULL_SOURCE_SECTIONS for name in names]
+        help_texts = {
+            "interval_seconds": _(
+                "How often beat looks at the source, at least 15 s. An hourly source pulls "
+                "each hour once it is complete, whatever the interval."
+            ),
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["pool"].queryset = Pool.objects.order_by("name")
+
+    def clean_label_filters(self):
+        text = self.cleaned_data.get("label_filters", "")
+        try:
+            return promql.format_label_filters(promql.parse_label_filters(text))
+        except promql.LabelFilterError as error:
+            raise forms.ValidationError(
+                gettext("Not PromQL label matchers: %(reason)s.") % {"reason": error}
+            ) from None
 
 
 class DeviceAssignForm(TablerFormMixin, forms.Form):

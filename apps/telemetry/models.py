@@ -168,6 +168,7 @@ class ImportRun(Job):
         COMMAND = "command", _("Command line")
         SCRAPE = "scrape", _("dcgm-exporter scrape")
         PROMETHEUS = "prometheus", _("Prometheus query")
+        TSDB_HOURLY = "tsdb_hourly", _("TSDB hourly aggregates")
 
     not_started_status = Status.PENDING
     succeeded_status = Status.SUCCEEDED
@@ -544,36 +545,61 @@ MIN_PULL_INTERVAL_SECONDS = 15
 
 
 class PullSource(models.Model):
-    """Where Celery beat pulls telemetry from: a dcgm-exporter ``/metrics`` endpoint, or a
-    Prometheus server's ``query_range`` API holding DCGM metrics."""
+    """Where Celery beat pulls telemetry from: a dcgm-exporter ``/metrics`` endpoint, a
+    Prometheus server's ``query_range`` API holding DCGM metrics (raw samples), or any
+    Prometheus-compatible TSDB asked for hourly aggregates (``GpuDeviceHour`` rows, no
+    raw samples: apps/telemetry/pull_hourly.py)."""
 
     class Kind(models.TextChoices):
-        DCGM_EXPORTER = "dcgm_exporter", "dcgm-exporter endpoint"
-        PROMETHEUS = "prometheus", "Prometheus server"
+        DCGM_EXPORTER = "dcgm_exporter", _("dcgm-exporter endpoint")
+        PROMETHEUS = "prometheus", _("Prometheus server")
+        PROMETHEUS_HOURLY = (
+            "prometheus_hourly",
+            _("Prometheus-compatible TSDB, hourly aggregates"),
+        )
 
-    name = models.CharField(max_length=100, unique=True)
-    kind = models.CharField(max_length=20, choices=Kind.choices)
+    name = models.CharField(_("name"), max_length=100, unique=True)
+    slug = models.SlugField(
+        _("slug"), max_length=100, unique=True, help_text=_("Stable id used by the API.")
+    )
+    kind = models.CharField(_("kind"), max_length=20, choices=Kind.choices)
     url = models.URLField(
+        _("URL"),
         max_length=500,
-        help_text="dcgm-exporter: http://node:9400/metrics. Prometheus: http://prom:9090",
+        help_text=_(
+            "dcgm-exporter: http://node:9400/metrics. Prometheus or VictoriaMetrics: "
+            "http://prom:9090"
+        ),
     )
     pool = models.ForeignKey(
         "pools.Pool",
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
-        help_text="Devices first seen through this source join this pool.",
+        verbose_name=_("pool"),
+        help_text=_("Devices first seen through this source join this pool."),
+    )
+    # PromQL label matchers added to every selector of an hourly pull, e.g.
+    # cluster="a",namespace=~"ml-.*" (checked by apps/telemetry/promql.py).
+    label_filters = models.CharField(
+        _("label filters"),
+        max_length=1000,
+        blank=True,
+        help_text=_('PromQL label matchers, e.g. cluster="a",namespace=~"ml-.*"'),
     )
     interval_seconds = models.PositiveIntegerField(
+        _("interval (s)"),
         default=60,
         # Beat looks for due sources every 15 s (settings: "pull-telemetry-sources"), so a
         # shorter interval would silently be pulled every 15 s anyway.
         validators=[MinValueValidator(MIN_PULL_INTERVAL_SECONDS)],
         help_text=f"At least {MIN_PULL_INTERVAL_SECONDS} s, the pull schedule's tick.",
     )
-    enabled = models.BooleanField(default=True)
+    enabled = models.BooleanField(_("enabled"), default=True)
     last_pulled_at = models.DateTimeField(null=True, blank=True)
     # Prometheus: the end of the last range fetched, so the next pull continues there.
+    # Hourly aggregates: the end of the last complete hour written, so a restart resumes
+    # at the first hour not yet complete.
     pulled_until = models.DateTimeField(null=True, blank=True)
     last_status = models.CharField(max_length=20, blank=True)
     last_message = models.TextField(blank=True)
@@ -583,6 +609,54 @@ class PullSource(models.Model):
 
     def __str__(self):
         return self.name
+
+
+class GpuDeviceHour(models.Model):
+    """One device (a GPU or a MIG slice) in one UTC hour [hour, hour + 1 h) for one pod,
+    as a Prometheus-compatible TSDB aggregated it (apps/telemetry/pull_hourly.py): the
+    device-hour the rollup otherwise computes from raw samples (apps/telemetry/rollups.py,
+    ``GPU_HOURS_SQL``), stored so that no raw sample is copied.
+
+    Pod fields are blank for a GPU no pod uses. Kept forever, like the hourly rollups:
+    the raw retention never deletes them, so their pool-hours are always rebuildable
+    (apps/telemetry/retention.py). A re-pull of an hour replaces its rows by key.
+    """
+
+    device = models.ForeignKey(GpuDevice, on_delete=models.CASCADE, related_name="hours")
+    hour = models.DateTimeField()
+    namespace = models.CharField(max_length=255, blank=True)
+    pod = models.CharField(max_length=255, blank=True)
+    container = models.CharField(max_length=255, blank=True)
+    # Utilisation samples in the hour (count_over_time): the weight of this row in the
+    # device-hour's mean and in the workload attribution.
+    samples = models.PositiveIntegerField()
+    utilization_pct = models.FloatField(null=True)
+    max_memory_used_mib = models.FloatField(null=True)
+    # From the energy counter's increase; NULL where only power is known (power_w).
+    energy_kwh = models.FloatField(null=True)
+    power_w = models.FloatField(null=True, help_text="Mean power in the hour, W.")
+    source = models.ForeignKey(
+        PullSource, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    pulled_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["device", "hour", "namespace", "pod", "container"],
+                name="gpu_device_hour_unique",
+            )
+        ]
+        # The rollups read a pool's device-hours device by device through the key (its
+        # first column is the device): no index on the hour alone, which the planner
+        # would pick for the newest hour its statistics have not seen yet and scan the
+        # whole fleet's hour for every pool (bench/README.md). A re-pull replaces a
+        # source's hours.
+        indexes = [models.Index(fields=["source", "hour"], name="gpu_device_hour_source")]
+        ordering = ["device_id", "hour"]
+
+    def __str__(self):
+        return f"{self.device_id} {self.hour:%Y-%m-%d %H:00} {self.namespace}/{self.pod}"
 
 
 class PoolDailyUsage(models.Model):

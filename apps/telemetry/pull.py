@@ -130,18 +130,21 @@ def _read_body(response, shown_as: str) -> bytes:
     return body
 
 
-def http_get(url: str, *, accept: str, shown_as: str | None = None) -> _HttpResponse:
+def http_get(
+    url: str, *, accept: str, shown_as: str | None = None, timeout_seconds: float | None = None
+) -> _HttpResponse:
     """GET ``url``; HTTP error statuses are returned, not raised (the caller knows what an
     error body means). Raises PullError, naming ``shown_as`` (default: the URL), when no
-    answer comes."""
+    answer comes within ``timeout_seconds`` (default ``HTTP_TIMEOUT_SECONDS``)."""
     shown_as = shown_as or url
+    timeout = HTTP_TIMEOUT_SECONDS if timeout_seconds is None else timeout_seconds
     if urlsplit(url).scheme not in ("http", "https"):
         raise PullError(f"{shown_as}: only http:// and https:// URLs can be pulled")
     request = Request(  # noqa: S310 - the scheme is checked above
         url, headers={"Accept": accept, "Accept-Encoding": "gzip", "User-Agent": USER_AGENT}
     )
     try:
-        with urlopen(request, timeout=HTTP_TIMEOUT_SECONDS) as response:  # noqa: S310
+        with urlopen(request, timeout=timeout) as response:  # noqa: S310
             return _HttpResponse(response.status, _read_body(response, shown_as))
     except HTTPError as error:
         try:
@@ -151,10 +154,10 @@ def http_get(url: str, *, accept: str, shown_as: str | None = None) -> _HttpResp
         return _HttpResponse(error.code, body)
     except URLError as error:
         if isinstance(error.reason, TimeoutError):
-            raise PullError(f"{shown_as} did not answer within {HTTP_TIMEOUT_SECONDS} s") from None
+            raise PullError(f"{shown_as} did not answer within {timeout:g} s") from None
         raise PullError(f"could not reach {shown_as}: {error.reason}") from None
     except TimeoutError:
-        raise PullError(f"{shown_as} did not answer within {HTTP_TIMEOUT_SECONDS} s") from None
+        raise PullError(f"{shown_as} did not answer within {timeout:g} s") from None
     except (OSError, HTTPException) as error:
         raise PullError(f"reading {shown_as} failed: {error or type(error).__name__}") from None
 
@@ -480,10 +483,29 @@ def prometheus_data(payload, *, query: str) -> dict:
     return data
 
 
-def query_range(
-    base_url: str, query: str, *, start: datetime, end: datetime, step_seconds: int
-) -> tuple[dict, list[str]]:
-    """``(data, warnings)`` of ``GET {base_url}/api/v1/query_range``; raises PullError."""
+@dataclass
+class RangeAnswer:
+    """A query_range answer: its ``data``, the server's warnings, and whether it says the
+    answer is partial (VictoriaMetrics cluster's ``isPartial``: a storage node did not
+    answer)."""
+
+    data: dict
+    warnings: list[str]
+    partial: bool
+
+
+def query_range_answer(
+    base_url: str,
+    query: str,
+    *,
+    start: datetime,
+    end: datetime,
+    step_seconds: int,
+    timeout_seconds: float | None = None,
+    extra_params: dict | None = None,
+) -> RangeAnswer:
+    """``GET {base_url}/api/v1/query_range``; raises PullError."""
+    timeout = HTTP_TIMEOUT_SECONDS if timeout_seconds is None else timeout_seconds
     url = f"{base_url.rstrip('/')}/api/v1/query_range?" + urlencode(
         {
             "query": query,
@@ -491,11 +513,12 @@ def query_range(
             "end": f"{end.timestamp():.3f}",
             "step": str(step_seconds),
             # The server gives up a little before we would, and says so in its answer.
-            "timeout": f"{HTTP_TIMEOUT_SECONDS - 1}s",
+            "timeout": f"{max(1, math.ceil(timeout) - 1)}s",
+            **(extra_params or {}),
         }
     )
     shown_as = f"{base_url} (query_range {query})"
-    response = http_get(url, accept="application/json", shown_as=shown_as)
+    response = http_get(url, accept="application/json", shown_as=shown_as, timeout_seconds=timeout)
     try:
         payload = json.loads(response.body)
     except (UnicodeDecodeError, json.JSONDecodeError):
@@ -504,7 +527,19 @@ def query_range(
         raise PullError(f"{shown_as} did not answer JSON: is it a Prometheus server?") from None
     # Prometheus answers 400/422/503 with the error JSON, which says more than the status.
     data = prometheus_data(payload, query=query)
-    return data, [str(warning) for warning in payload.get("warnings") or []]
+    return RangeAnswer(
+        data,
+        [str(warning) for warning in payload.get("warnings") or []],
+        payload.get("isPartial") is True,
+    )
+
+
+def query_range(
+    base_url: str, query: str, *, start: datetime, end: datetime, step_seconds: int
+) -> tuple[dict, list[str]]:
+    """``(data, warnings)`` of ``GET {base_url}/api/v1/query_range``; raises PullError."""
+    answer = query_range_answer(base_url, query, start=start, end=end, step_seconds=step_seconds)
+    return answer.data, answer.warnings
 
 
 def _align_down(moment: datetime, step_seconds: int) -> datetime:
@@ -584,7 +619,8 @@ def pull_prometheus(
 
 
 def pull_source(source: PullSource, *, now: datetime | None = None) -> ImportRun:
-    """Pull ``source`` by its kind."""
+    """Pull ``source`` by its kind (the raw-sample kinds; hourly aggregates are
+    apps/telemetry/pull_hourly.py's)."""
     if source.kind == PullSource.Kind.PROMETHEUS:
         return pull_prometheus(source, now=now)
     return pull_dcgm_exporter(source, now=now)

@@ -9,10 +9,11 @@ from datetime import timedelta
 from celery import shared_task
 from django.utils import timezone
 
-from apps.telemetry import pull
+from apps.telemetry import pull, pull_hourly
 from apps.telemetry.models import MIN_PULL_INTERVAL_SECONDS, PullSource
 
-# Time limits: up to seven Prometheus queries of at most 10 s each, then the import.
+# Time limits: up to seven Prometheus queries of at most 10 s each, then the import (an
+# hourly pull: seven queries of at most HOURLY_QUERY_TIMEOUT_SECONDS for one chunk).
 PULL_SOFT_TIME_LIMIT_SECONDS = 4 * 60
 PULL_TIME_LIMIT_SECONDS = 5 * 60
 # A pull enqueued by beat that no worker has started within the source's interval (at
@@ -45,6 +46,10 @@ def pull_source_task(source_id: int, only_if_due: bool = False) -> str:
         return "skipped"
     if only_if_due and not is_due(source, timezone.now()):
         return "skipped"
+    if source.kind == PullSource.Kind.PROMETHEUS_HOURLY:
+        # One chunk of complete hours a run; a source behind catches up tick by tick.
+        run = pull_hourly.pull_hourly(source, max_chunks=1)
+        return run.status if run is not None else "nothing due"
     return pull.pull_source(source).status
 
 

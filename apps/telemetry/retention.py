@@ -1,11 +1,12 @@
-"""Which hours can be rebuilt from raw samples, and the purge that ends their retention.
+"""Which hours can be rebuilt, and the purge that ends the raw samples' retention.
 
-The raw retention keeps TELEMETRY_RAW_RETENTION_DAYS of samples; an hour without raw
-samples held is final, its rollup the only record (apps/telemetry/rollups.py never
-rewrites it). The purge removes whole hours only, so an hour holds all its samples or none:
-on PostgreSQL it drops the daily partitions whose every hour is before the horizon
-(apps/telemetry/partitions.py) and deletes the rest, the hours of the horizon's own day
-before it and any such rows in the DEFAULT partition; on SQLite it deletes.
+The raw retention keeps TELEMETRY_RAW_RETENTION_DAYS of samples, and the device-hours a
+TSDB aggregated (GpuDeviceHour) are kept forever; an hour with neither is final, its
+rollup the only record (apps/telemetry/rollups.py never rewrites it). The purge removes
+whole hours only, so an hour holds all its samples or none: on PostgreSQL it drops the
+daily partitions whose every hour is before the horizon (apps/telemetry/partitions.py)
+and deletes the rest, the hours of the horizon's own day before it and any such rows in
+the DEFAULT partition; on SQLite it deletes.
 """
 
 from datetime import UTC, datetime, timedelta
@@ -20,7 +21,7 @@ from apps.core.outbox import enqueue
 from apps.core.sentences import gettext_noop
 from apps.pools.hours import floor_hour
 from apps.telemetry import partitions
-from apps.telemetry.models import GpuSample, PurgeRun
+from apps.telemetry.models import GpuDeviceHour, GpuSample, PurgeRun
 
 _ONE_HOUR = timedelta(hours=1)
 # An import that left rows in DEFAULT asks for their partitions at most this often; beat
@@ -40,16 +41,26 @@ def raw_retention_horizon(now: datetime | None = None) -> datetime:
 def samples_held_q(
     pool_field: str = "pool_id", released_device_ids=(), hour_field: str = "hour"
 ) -> Q:
-    """Rows of pool-hours whose raw samples are still held: samples of the pool's devices
-    (or of ``released_device_ids``, devices that just left it) in that hour. Only these
-    can be rebuilt; the others are the only record of their hour."""
+    """Rows of pool-hours whose device-hours are still held: raw samples or stored
+    device-hours (GpuDeviceHour, never purged) of the pool's devices (or of
+    ``released_device_ids``, devices that just left it) in that hour. Only these can be
+    rebuilt; the others are the only record of their hour."""
     in_hour = {
         "timestamp__gte": OuterRef(hour_field),
         "timestamp__lt": OuterRef(hour_field) + _ONE_HOUR,
     }
-    held = Exists(GpuSample.objects.filter(device__pool_id=OuterRef(pool_field), **in_hour))
+    held = Exists(
+        GpuSample.objects.filter(device__pool_id=OuterRef(pool_field), **in_hour)
+    ) | Exists(
+        GpuDeviceHour.objects.filter(
+            device__pool_id=OuterRef(pool_field), hour=OuterRef(hour_field)
+        )
+    )
     if released_device_ids:
-        held |= Exists(GpuSample.objects.filter(device_id__in=list(released_device_ids), **in_hour))
+        released = list(released_device_ids)
+        held |= Exists(GpuSample.objects.filter(device_id__in=released, **in_hour)) | Exists(
+            GpuDeviceHour.objects.filter(device_id__in=released, hour=OuterRef(hour_field))
+        )
     return Q(held)
 
 

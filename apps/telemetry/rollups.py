@@ -37,14 +37,18 @@ Every channel (upload, API, command line, pull) queues the hours it touched
 drain (``rollup_pending``) rolls them up: device-hours, pool-hours, workload attribution,
 days, in one transaction per owner and contiguous hour range.
 
+Device-hours come from raw samples or, for a TSDB pulled hourly, from the stored
+``GpuDeviceHour`` rows (apps/telemetry/pull_hourly.py), never both for one device-hour.
+
 History is permanent: raw samples are purged after TELEMETRY_RAW_RETENTION_DAYS and the
 hourly rows are then the only record, so a recompute deletes or rewrites a pool-hour (its
-rollup-kind flags, its workload attribution) only where raw samples of that pool's devices
-are held for that hour; every other hour in the range stays exactly as it is, whatever
-the range. Samples follow their device: when devices move to another pool, the pool they
-left names them (``released_device_ids``) so its hours that held only their samples are
-rebuilt too, and the hours move with the devices. Workload request hours follow the same
-rule with their request samples.
+rollup-kind flags, its workload attribution) only where raw samples or stored device-hours
+of that pool's devices are held for that hour (stored device-hours are never purged);
+every other hour in the range stays exactly as it is, whatever the range. Samples follow
+their device: when devices move to another pool, the pool they left names them
+(``released_device_ids``) so its hours that held only their samples are rebuilt too, and
+the hours move with the devices. Workload request hours follow the same rule with their
+request samples.
 """
 
 import uuid
@@ -63,6 +67,7 @@ from apps.telemetry.days import (
 )
 from apps.telemetry.mig import DEFAULT_MIG_COMPUTE_SLICES
 from apps.telemetry.models import (
+    GpuDeviceHour,
     GpuSample,
     PendingRollup,
     PendingWorkloadRollup,
@@ -125,6 +130,8 @@ FROM (
     JOIN telemetry_gpudevice AS device ON device.id = sample.device_id
     WHERE {pool_filter} AND sample.timestamp >= %s AND sample.timestamp < %s
     GROUP BY sample.device_id, {hour}
+    UNION ALL
+{stored_device_hours}
 ) AS per_device
 JOIN telemetry_gpudevice AS device ON device.id = per_device.device_id
 JOIN pools_pool AS pool ON pool.id = device.pool_id
@@ -132,6 +139,50 @@ JOIN catalog_gpumodel AS model ON model.id = pool.gpu_model_id
 GROUP BY device.pool_id, per_device.hour, device.uuid, pool.in_service_from,
          pool.in_service_until
 """
+
+# The device-hours a TSDB aggregated (GpuDeviceHour), one row per device and hour as the
+# raw samples' above: a device-hour split over several pods is put back together, its mean
+# weighted by each pod's samples and its energy the sum of the pods' counter increases
+# (else their mean power × 1 h). A device-hour that raw samples hold is taken from them
+# alone, so a GPU fed by both channels is never counted twice.
+STORED_DEVICE_HOURS_SQL = """
+    SELECT device.id AS device_id, stored.*
+    FROM (SELECT device.id FROM telemetry_gpudevice AS device WHERE {pool_filter}) AS device
+    -- Device by device, through the (device, hour, …) key: whatever the planner's
+    -- statistics say about the newest hours, a pool's rollup reads its own devices'
+    -- rows, never the whole fleet's hour.
+    CROSS JOIN LATERAL (
+        SELECT {hour} AS hour,
+               SUM(device_hour.utilization_pct * device_hour.samples)
+                   / NULLIF(SUM(CASE WHEN device_hour.utilization_pct IS NOT NULL
+                                     THEN device_hour.samples END), 0) AS utilization_pct,
+               SUM(device_hour.samples) AS samples,
+               MAX(device_hour.max_memory_used_mib) AS max_memory_used_mib,
+               CASE WHEN COUNT(device_hour.energy_kwh) > 0 THEN SUM(device_hour.energy_kwh)
+                    ELSE COALESCE(
+                        SUM(device_hour.power_w * device_hour.samples)
+                            / NULLIF(SUM(CASE WHEN device_hour.power_w IS NOT NULL
+                                              THEN device_hour.samples END), 0),
+                        AVG(device_hour.power_w)) / 1000.0 END AS energy_kwh
+        FROM telemetry_gpudevicehour AS device_hour
+        WHERE device_hour.device_id = device.id
+          AND device_hour.hour >= %s AND device_hour.hour < %s
+          AND NOT EXISTS (
+              SELECT 1 FROM telemetry_gpusample AS held
+              WHERE held.device_id = device_hour.device_id
+                AND held.timestamp >= device_hour.hour AND held.timestamp < {hour_end}
+          )
+        GROUP BY {hour}
+    ) AS stored
+"""
+
+
+def hour_end_sql(column: str) -> str:
+    """``column`` + 1 hour, for a column holding a whole UTC hour."""
+    if connection.vendor == "postgresql":
+        return f"{column} + interval '1 hour'"
+    return f"datetime({column}, '+1 hour')"
+
 
 # A GPU's busy share: its slices' when any reports, else its whole-GPU line's; at most 1;
 # NULL when neither reports (PostgreSQL's LEAST would skip the NULL and say 1).
@@ -271,13 +322,21 @@ def rollup_all_pool_hours(start: datetime, end: datetime) -> int:
 def _insert_pool_hours(pool_filter: str, params: list) -> int:
     """One scan of the samples into per-GPU-hours, then the usage rows and the flags from
     them: a single statement on PostgreSQL, a temporary table on SQLite."""
+    stored_device_hours = STORED_DEVICE_HOURS_SQL.format(
+        hour=_hour_sql("device_hour.hour"),
+        hour_end=hour_end_sql("device_hour.hour"),
+        pool_filter=pool_filter,
+    )
     gpu_hours = GPU_HOURS_SQL.format(
         hour=_hour_sql("sample.timestamp"),
         service_start=_hour_sql("pool.in_service_from"),
         default_slices=DEFAULT_MIG_COMPUTE_SLICES,
         mj_per_kwh=MILLIJOULES_PER_KWH,
         pool_filter=pool_filter,
+        stored_device_hours=stored_device_hours,
     )
+    # The raw samples' filter, then the stored device-hours' same filter.
+    params = params + params
     pool_rollup = POOL_ROLLUP_SQL.format(share=_GPU_SHARE)
     flag_sums = FLAG_SUMS_SQL.format(share=_GPU_SHARE, tolerance=_SHARE_TOLERANCE)
     with connection.cursor() as cursor:
@@ -552,13 +611,9 @@ def rollup_pool_history(pool_id: int) -> int:
     leave out hours outside the period whose samples are purged (their rows are kept).
     Returns hourly rows written."""
     written = 0
-    samples = GpuSample.objects.filter(device__pool_id=pool_id).aggregate(
-        first=Min("timestamp"), last=Max("timestamp")
-    )
-    if samples["first"] is not None:
-        start = floor_hour(samples["first"])
-        end = floor_hour(samples["last"]) + _ONE_HOUR
-        written = rollup_pool_hours(pool_id, start, end)
+    span = _held_span(device__pool_id=pool_id)
+    if span is not None:
+        written = rollup_pool_hours(pool_id, *span)
     hours = PoolHourlyUsage.objects.filter(pool_id=pool_id).aggregate(
         first=Min("hour"), last=Max("hour")
     )
@@ -567,16 +622,32 @@ def rollup_pool_history(pool_id: int) -> int:
     return written
 
 
+def _held_span(**device_filter) -> tuple[datetime, datetime] | None:
+    """[start, end) of the whole hours holding raw samples or stored device-hours (of the
+    devices ``device_filter`` selects), None when there are none: two probes of each
+    table's time index."""
+    samples = GpuSample.objects.filter(**device_filter).aggregate(
+        first=Min("timestamp"), last=Max("timestamp")
+    )
+    stored = GpuDeviceHour.objects.filter(**device_filter).aggregate(
+        first=Min("hour"), last=Max("hour")
+    )
+    firsts = [floor_hour(span["first"]) for span in (samples, stored) if span["first"]]
+    lasts = [floor_hour(span["last"]) for span in (samples, stored) if span["last"]]
+    if not firsts:
+        return None
+    return min(firsts), max(lasts) + _ONE_HOUR
+
+
 def rollup_everything() -> tuple[int, int]:
     """From scratch, for every pool and workload with data: (pool rows, workload rows)."""
     pool_rows = workload_rows = 0
     # The span of all raw samples (two probes of the timestamp index); inside it only the
     # pool-hours that hold samples are rebuilt, so one stray old sample widens the span
     # without touching the purged hours between.
-    span = GpuSample.objects.aggregate(first=Min("timestamp"), last=Max("timestamp"))
-    if span["first"] is not None:
-        end = floor_hour(span["last"]) + _ONE_HOUR
-        pool_rows += rollup_all_pool_hours(floor_hour(span["first"]), end)
+    span = _held_span()
+    if span is not None:
+        pool_rows += rollup_all_pool_hours(*span)
     spans = RequestSample.objects.values("workload_id").annotate(
         first=Min("timestamp"), last=Max("timestamp")
     )

@@ -956,7 +956,7 @@ def reap_stalled_imports() -> int:
     """Mark imports not heard from for a few minutes interrupted (apps/core/runs.py); an
     upload whose file is still there is queued again, since samples are keyed upserts.
     Returns the runs marked."""
-    pulled = (ImportRun.Source.SCRAPE, ImportRun.Source.PROMETHEUS)
+    pulled = (ImportRun.Source.SCRAPE, ImportRun.Source.PROMETHEUS, ImportRun.Source.TSDB_HOURLY)
 
     def describe(run):
         by_worker = run.source == ImportRun.Source.UPLOAD or run.source in pulled

@@ -15,4 +15,7 @@ urlpatterns = [
     path("rules/new/", views.rule_create, name="rule_create"),
     path("rules/<int:pk>/delete/", views.rule_delete, name="rule_delete"),
     path("storage/", views.storage, name="storage"),
+    path("sources/", views.pull_source_list, name="pull_source_list"),
+    path("sources/new/", views.pull_source_create, name="pull_source_create"),
+    path("sources/<slug:slug>/edit/", views.pull_source_edit, name="pull_source_edit"),
 ]

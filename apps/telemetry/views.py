@@ -32,6 +32,7 @@ from apps.telemetry.forms import (
     DeviceAssignForm,
     GpuImportForm,
     HostnameRuleForm,
+    PullSourceForm,
     RequestImportForm,
 )
 from apps.telemetry.models import (
@@ -40,6 +41,7 @@ from apps.telemetry.models import (
     HostnameRule,
     ImportRun,
     PoolHourFlag,
+    PullSource,
     PurgeRun,
 )
 from apps.telemetry.parsers.detect import FORMAT_LABELS
@@ -498,6 +500,37 @@ def rule_delete(request, pk):
         )
         return redirect("telemetry:rule_list")
     return render_page(request, "telemetry/rule_confirm_delete.html", {"rule": rule})
+
+
+@require_GET
+def pull_source_list(request):
+    sources = PullSource.objects.select_related("pool").order_by("name")
+    return render_page(request, "telemetry/pull_source_list.html", {"sources": sources})
+
+
+def _pull_source_form_page(request, source=None):
+    form = PullSourceForm(request.POST or None, instance=source)
+    if request.method == "POST" and form.is_valid():
+        saved = form.save()
+        messages.success(
+            request,
+            gettext("Pull source %(name)s saved; beat pulls it on its next tick.")
+            % {"name": saved.name},
+        )
+        return redirect("telemetry:pull_source_list")
+    return render_page(request, "telemetry/pull_source_form.html", {"form": form, "source": source})
+
+
+@permission_required("telemetry.add_pullsource", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def pull_source_create(request):
+    return _pull_source_form_page(request)
+
+
+@permission_required("telemetry.change_pullsource", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def pull_source_edit(request, slug):
+    return _pull_source_form_page(request, get_object_or_404(PullSource, slug=slug))
 
 
 @require_GET

@@ -36,6 +36,7 @@ from apps.telemetry.models import (
 from apps.telemetry.parsers import TelemetryFormatError
 from apps.telemetry.pull_tasks import pull_due_sources_task, pull_source_task
 from apps.telemetry.tasks import rollup_pending_task
+from tests.factories import PullSourceFactory
 from tests.waiting import wait_until
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -169,7 +170,7 @@ def test_pull_dcgm_exporter_stores_a_live_scrape_once(
     path, scrape_server, pool, django_capture_on_commit_callbacks
 ):
     url = f"{scrape_server}/metrics/{path.stem}"
-    source = PullSource.objects.create(name="node", kind="dcgm_exporter", url=url, pool=pool)
+    source = PullSourceFactory(name="node", kind="dcgm_exporter", url=url, pool=pool)
     expected = expected_gpus(path)
 
     with django_capture_on_commit_callbacks() as enqueued_after_commit:
@@ -234,7 +235,7 @@ def test_unreachable_or_wrong_endpoints_record_a_failed_run_and_raise_nothing(
     ]
     monkeypatch.setattr(pull, "HTTP_TIMEOUT_SECONDS", 0.5)
     for number, (url, status, reason) in enumerate(cases):
-        source = PullSource.objects.create(name=f"bad {number}", kind="dcgm_exporter", url=url)
+        source = PullSourceFactory(name=f"bad {number}", kind="dcgm_exporter", url=url)
         run = pull.pull_dcgm_exporter(source, now=NOW)
         assert run.status == status, (url, run.message)
         assert reason in run.message, run.message
@@ -250,7 +251,7 @@ def test_unreachable_or_wrong_endpoints_record_a_failed_run_and_raise_nothing(
 @pytest.mark.django_db
 def test_a_gzip_encoded_scrape_reads_the_same(scrape_server):
     path = SCRAPES[1]
-    source = PullSource.objects.create(
+    source = PullSourceFactory(
         name="gzip", kind="dcgm_exporter", url=f"{scrape_server}/gzip/{path.stem}"
     )
     run = pull.pull_dcgm_exporter(source, now=NOW)
@@ -273,8 +274,8 @@ def test_only_http_urls_are_pulled():
 def test_pull_due_sources_enqueues_enabled_sources_whose_interval_has_passed(monkeypatch):
     now = timezone.now()
     due = [
-        PullSource.objects.create(name="never", kind="dcgm_exporter", url="http://a:9400/metrics"),
-        PullSource.objects.create(
+        PullSourceFactory(name="never", kind="dcgm_exporter", url="http://a:9400/metrics"),
+        PullSourceFactory(
             name="stale",
             kind="prometheus",
             url="http://prom:9090",
@@ -282,14 +283,14 @@ def test_pull_due_sources_enqueues_enabled_sources_whose_interval_has_passed(mon
             last_pulled_at=now - timedelta(seconds=61),
         ),
     ]
-    PullSource.objects.create(
+    PullSourceFactory(
         name="fresh",
         kind="dcgm_exporter",
         url="http://b:9400/metrics",
         interval_seconds=300,
         last_pulled_at=now - timedelta(seconds=100),
     )
-    PullSource.objects.create(
+    PullSourceFactory(
         name="disabled", kind="dcgm_exporter", url="http://c:9400/metrics", enabled=False
     )
     enqueued = []
@@ -313,14 +314,14 @@ def test_a_15_second_interval_is_honoured_and_shorter_ones_are_refused(monkeypat
     assert tick["schedule"] == timedelta(seconds=15)
     assert tick["options"]["expires"] < 15  # a missed tick is not run late, twice
     now = timezone.now()
-    fast = PullSource.objects.create(
+    fast = PullSourceFactory(
         name="fast",
         kind="dcgm_exporter",
         url="http://gpu-node-1.example.com:9400/metrics",
         interval_seconds=15,
         last_pulled_at=now - timedelta(seconds=15),
     )
-    PullSource.objects.create(
+    PullSourceFactory(
         name="just pulled",
         kind="dcgm_exporter",
         url="http://b:9400/metrics",
@@ -352,7 +353,7 @@ def test_beat_drains_the_pending_rollups_every_minute():
 
 @pytest.mark.django_db
 def test_pull_source_task_pulls_once_per_interval(scrape_server, pool):
-    source = PullSource.objects.create(
+    source = PullSourceFactory(
         name="t4",
         kind="dcgm_exporter",
         url=f"{scrape_server}/metrics/ericsson_T4_loaded_driver590_nohelp",
@@ -377,7 +378,7 @@ def test_a_real_worker_pulls_then_the_drain_rolls_the_hour_up(
     """Through Redis to a real worker: the pull stores and queues, the drain rolls up."""
     path = SCRAPES[0]
     expected = expected_gpus(path)
-    source = PullSource.objects.create(
+    source = PullSourceFactory(
         name="h100 node",
         kind="dcgm_exporter",
         url=f"{scrape_server}/metrics/{path.stem}",
@@ -727,7 +728,7 @@ def prometheus_server(scrape_server, tmp_path_factory):
 @prometheus_mark
 @pytest.mark.django_db
 def test_pull_prometheus_from_a_real_prometheus(prometheus_server, pool):
-    source = PullSource.objects.create(
+    source = PullSourceFactory(
         name="prometheus", kind="prometheus", url=prometheus_server, pool=pool
     )
     now = timezone.now()
@@ -786,7 +787,7 @@ def test_pull_prometheus_from_a_real_prometheus(prometheus_server, pool):
 def test_pull_prometheus_caps_a_long_gap_and_reports_an_empty_range(prometheus_server):
     now = timezone.now()
     behind = (now - timedelta(hours=10)).replace(second=0, microsecond=0)
-    source = PullSource.objects.create(
+    source = PullSourceFactory(
         name="behind", kind="prometheus", url=prometheus_server, pulled_until=behind
     )
     run = pull.pull_prometheus(source, now=now)
@@ -824,9 +825,7 @@ def test_prometheus_errors_are_reported_not_raised(prometheus_server, scrape_ser
             (f"http://127.0.0.1:{free_port()}", "could not reach"),
         ]
     ):
-        source = PullSource.objects.create(
-            name=f"not prometheus {number}", kind="prometheus", url=url
-        )
+        source = PullSourceFactory(name=f"not prometheus {number}", kind="prometheus", url=url)
         run = pull.pull_prometheus(source, now=now)
         assert run.status == "failed" and reason in run.message, run.message
         source.refresh_from_db()

@@ -1,7 +1,8 @@
 """``manage.py rollup_usage [--all]``: recompute hourly rollups synchronously.
 
 Without ``--all`` only the last 48 hours of every pool and workload with data are redone
-(what a late import usually touches); ``--all`` recomputes everything from the samples.
+(what a late import usually touches); ``--all`` recomputes everything from the samples
+and the device-hours pulled from a TSDB.
 Either way the hours the imports queued (PendingRollup, PendingWorkloadRollup: the
 drain's queue) are rolled up and unqueued first, so nothing is left waiting for a worker.
 """
@@ -12,7 +13,7 @@ from django.core.management.base import BaseCommand
 from django.utils import timezone
 
 from apps.telemetry import rollups
-from apps.telemetry.models import GpuSample, RequestSample
+from apps.telemetry.models import GpuDeviceHour, GpuSample, RequestSample
 from apps.telemetry.services import hour_of
 
 
@@ -29,8 +30,12 @@ class Command(BaseCommand):
         else:
             end = hour_of(timezone.now()) + timedelta(hours=1)
             start = end - timedelta(hours=48)
-            pool_ids = (
+            pool_ids = set(
                 GpuSample.objects.filter(timestamp__gte=start, device__pool__isnull=False)
+                .values_list("device__pool_id", flat=True)
+                .distinct()
+            ) | set(
+                GpuDeviceHour.objects.filter(hour__gte=start, device__pool__isnull=False)
                 .values_list("device__pool_id", flat=True)
                 .distinct()
             )
