@@ -157,14 +157,16 @@ def gpu_labels(number: int) -> str:
     )
 
 
-def patterns(first_hour: datetime, hours: int) -> dict[str, list[str]]:
-    """Per metric, PATTERNS JSON fragments ``"values":[…],"timestamps":[…]``."""
+def patterns(first_hour: datetime, hours: int) -> tuple[dict[str, list[str]], dict]:
+    """Per metric, PATTERNS JSON fragments ``"values":[…],"timestamps":[…]``, and the
+    values themselves (for the independent check of the hourly rows)."""
     rng = random.Random(16)  # noqa: S311 - test data, not secrets
     start_ms = round(first_hour.timestamp() * 1000)
     stamps = ",".join(str(start_ms + minute * 60_000) for minute in range(60 * hours))
     fragments: dict[str, list[str]] = {}
+    raw: dict[str, list[list[int]]] = {}
     for metric in ("util", "fb", "energy"):
-        fragments[metric] = []
+        fragments[metric], raw[metric] = [], []
         for _ in range(PATTERNS):
             if metric == "util":
                 values = [rng.randint(0, 100) for _ in range(60 * hours)]
@@ -178,7 +180,13 @@ def patterns(first_hour: datetime, hours: int) -> dict[str, list[str]]:
             fragments[metric].append(
                 f'"values":[{",".join(map(str, values))}],"timestamps":[{stamps}]'
             )
-    return fragments
+            raw[metric].append(values)
+    return fragments, raw
+
+
+def pattern_of(number: int, metric: str) -> int:
+    """Which of the PATTERNS curves GPU ``number`` reports for ``metric``."""
+    return (number * 7 + len(metric)) % PATTERNS
 
 
 METRIC_NAMES = {
@@ -189,7 +197,7 @@ METRIC_NAMES = {
 
 
 def load_fleet(base_url: str, gpus: int, first_hour: datetime, hours: int, batch: int) -> float:
-    fragments = patterns(first_hour, hours)
+    fragments, _raw = patterns(first_hour, hours)
     started = time.perf_counter()
     lines: list[str] = []
 
@@ -200,7 +208,7 @@ def load_fleet(base_url: str, gpus: int, first_hour: datetime, hours: int, batch
     for number in range(gpus):
         labels = gpu_labels(number)
         for metric, name in METRIC_NAMES.items():
-            fragment = fragments[metric][(number * 7 + len(metric)) % PATTERNS]
+            fragment = fragments[metric][pattern_of(number, metric)]
             lines.append(f'{{"metric":{{"__name__":"{name}",{labels}}},{fragment}}}')
         if len(lines) >= batch:
             send()
@@ -251,6 +259,91 @@ def reset_telemetry() -> None:
         "telemetry_gpudevice, telemetry_importrun, telemetry_pullsource, "
         "reports_workloadhourlyusage, reports_pooldailyusage RESTART IDENTITY CASCADE"
     )
+
+
+# --------------------------------------------------------------------------- checking
+
+
+def expected_pool_hours(gpus: int, first_hour: datetime, hours: int, hour: datetime) -> dict:
+    """Per pool slug, what the hour's rollup must say, computed here from the generated
+    values and not through gpufleet or the TSDB: the hour [h, h + 1 h) holds the samples
+    of minutes 60·k … 60·k + 59 after ``first_hour``; a GPU's share is the mean of its
+    utilisation samples ÷ 100 (FORMULAS.md, "busy GPU-hours"); a pool's busy GPU-hours are
+    the sum of its GPUs' shares, its peak memory the highest sample of any of its GPUs."""
+    _fragments, raw = patterns(first_hour, hours)
+    offset = round((hour - first_hour) / HOUR) * 60
+    minutes = slice(offset, offset + 60)
+    pools: dict[str, dict] = {}
+    for number in range(gpus):
+        slug = f"bench-p{number // GPUS_PER_POOL}"
+        utilisation = raw["util"][pattern_of(number, "util")][minutes]
+        memory = raw["fb"][pattern_of(number, "fb")][minutes]
+        pool = pools.setdefault(slug, {"gpus": 0, "busy": 0.0, "memory": 0})
+        pool["gpus"] += 1
+        pool["busy"] += sum(utilisation) / len(utilisation) / 100
+        pool["memory"] = max(pool["memory"], max(memory))
+    return pools
+
+
+def check_against_independent(gpus: int, first_hour: datetime, hours: int, hour) -> list[str]:
+    """Differences between the stored pool-hours (and their day) and the independent
+    computation; empty when every figure agrees to 1e-9 relative."""
+    from apps.telemetry.models import PoolDailyUsage, PoolHourlyUsage
+
+    expected = expected_pool_hours(gpus, first_hour, hours, hour)
+    stored = {
+        row.pool.slug: row
+        for row in PoolHourlyUsage.objects.filter(hour=hour).select_related("pool")
+    }
+    problems = []
+    if set(stored) != set(expected):
+        problems.append(f"pools with an hour: {len(stored)}, expected {len(expected)}")
+    for slug, want in expected.items():
+        row = stored.get(slug)
+        if row is None:
+            continue
+        if row.reporting_gpus != want["gpus"]:
+            problems.append(f"{slug}: {row.reporting_gpus} GPUs reporting, expected {want['gpus']}")
+        if abs(row.busy_gpu_hours - want["busy"]) > 1e-9 * max(1.0, want["busy"]):
+            problems.append(f"{slug}: {row.busy_gpu_hours} busy GPU-h, expected {want['busy']}")
+        if row.max_memory_used_mib != want["memory"]:
+            problems.append(f"{slug}: {row.max_memory_used_mib} MiB, expected {want['memory']}")
+    day_busy = sum(
+        PoolDailyUsage.objects.filter(day=hour.date()).values_list("busy_gpu_hours", flat=True)
+    )
+    hours_busy = sum(
+        PoolHourlyUsage.objects.filter(hour__date=hour.date()).values_list(
+            "busy_gpu_hours", flat=True
+        )
+    )
+    if abs(day_busy - hours_busy) > 1e-6 * max(1.0, hours_busy):
+        problems.append(f"the day's busy GPU-h {day_busy} differ from its hours' {hours_busy}")
+    return problems
+
+
+def pages_show_the_fleet(pool_count: int) -> list[str]:
+    """The Overview, the pool list and the 30-day report, served as a signed-in reader
+    sees them, name the fleet's pools."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+    from django.test.utils import setup_test_environment
+
+    setup_test_environment()
+    # Everyone who can sign in reads every page (apps/core/roles.py).
+    user, _ = get_user_model().objects.get_or_create(username="bench-reader")
+    client = Client(HTTP_ACCEPT_LANGUAGE="en")
+    client.force_login(user)
+    problems = []
+    for path, expected in (
+        ("/", "Bench pool"),
+        ("/pools/", f"{pool_count:,} pools"),
+        ("/reports/?group_by=pool", "Bench pool"),
+    ):
+        response = client.get(path, HTTP_HOST="127.0.0.1")
+        body = response.content.decode()
+        if response.status_code != 200 or expected not in body:
+            problems.append(f"{path}: {response.status_code}, {expected!r} not shown")
+    return problems
 
 
 # --------------------------------------------------------------------------- measuring
@@ -363,6 +456,8 @@ def main(argv=None) -> int:
         baseline = (base_before + base_after) / 2
         rows = GpuDeviceHour.objects.filter(hour=measured_hour).count()
         pool_hours = PoolHourlyUsage.objects.filter(hour=measured_hour).count()
+        problems = check_against_independent(args.gpus, first_hour, args.hours, measured_hour)
+        problems += pages_show_the_fleet(-(-args.gpus // GPUS_PER_POOL))
     finally:
         process.terminate()
         process.wait(timeout=60)
@@ -391,6 +486,17 @@ def main(argv=None) -> int:
     for label, (_pulled, _rolled, phases) in timings.items():
         said = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in phases.items())
         print(f"{label}: {said}")
+    print()
+    if problems:
+        print("the hourly rows disagree with the independent computation:")
+        for problem in problems[:20]:
+            print(f"  {problem}")
+        return 1
+    print(
+        f"check: the {pool_hours} pool-hours (GPUs reporting, busy GPU-h, peak MiB) equal a "
+        "computation from the generated samples; the day equals its hours; the Overview, the "
+        "pool list and the report show the fleet"
+    )
     return 0
 
 
