@@ -486,6 +486,18 @@ def main(argv=None) -> int:
     for label, (_pulled, _rolled, phases) in timings.items():
         said = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in phases.items())
         print(f"{label}: {said}")
+    steady_pulled, steady_rolled, _phases = timings["the next hour (the hourly pull)"]
+    steady = steady_pulled + steady_rolled
+    aims = [
+        (
+            f"hourly pull + rollup ≤ 3× the TSDB's own answers: {steady / baseline:.2f}×",
+            steady <= 3 * baseline,
+        ),
+        (f"hourly pull + rollup under 60 s wall: {steady:.1f} s", steady < 60),
+    ]
+    print()
+    for said, met in aims:
+        print(f"{'met' if met else 'MISSED'}: {said}")
     print()
     if problems:
         print("the hourly rows disagree with the independent computation:")
@@ -497,7 +509,7 @@ def main(argv=None) -> int:
         "computation from the generated samples; the day equals its hours; the Overview, the "
         "pool list and the report show the fleet"
     )
-    return 0
+    return 0 if all(met for _said, met in aims) else 1
 
 
 if __name__ == "__main__":
