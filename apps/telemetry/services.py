@@ -136,8 +136,29 @@ class DeviceRegistry:
         self._rules = None
         self._latest_at: dict[str, datetime] = {}  # of the sample each device's fields came from
         self._changed: dict[str, GpuDevice] = {}
+        # Stored devices looked up ahead of ``register`` (``preload``), and every key
+        # looked up so, found or not.
+        self._preloaded: dict[str, GpuDevice] = {}
+        self._looked_up: set[str] = set()
 
-    def register(self, rows: list[GpuSampleRow]) -> dict[str, GpuDevice]:
+    def preload(self, keys) -> None:
+        """Look the stored devices of ``keys`` up in one query, ahead of the ``register``
+        calls that need them: a batch of scrapes then costs one lookup, not one per
+        scrape."""
+        wanted = [
+            key for key in set(keys) if key not in self.devices and key not in self._looked_up
+        ]
+        if not wanted:
+            return
+        self._preloaded.update(
+            (device.key, device) for device in GpuDevice.objects.filter(key__in=wanted)
+        )
+        self._looked_up.update(wanted)
+
+    def register(self, rows: list[GpuSampleRow], *, pool=None) -> dict[str, GpuDevice]:
+        """``pool``: the pool of these rows' import when it differs from the registry's
+        (one batch holds the scrapes of sources of several pools)."""
+        pool = pool if pool is not None else self.pool
         latest: dict[str, GpuSampleRow] = {}
         first_seen: dict[str, datetime] = {}
         for row in rows:
@@ -147,7 +168,7 @@ class DeviceRegistry:
             if key not in first_seen or row.timestamp < first_seen[key]:
                 first_seen[key] = row.timestamp
         unknown = [key for key in latest if key not in self.devices]
-        created = self._add(unknown, latest, first_seen) if unknown else set()
+        created = self._add(unknown, latest, first_seen, pool) if unknown else set()
         for key, row in latest.items():
             if key in created:
                 continue  # created from these very rows
@@ -160,10 +181,15 @@ class DeviceRegistry:
             self._changed[key] = device
         return {key: self.devices[key] for key in latest}
 
-    def _add(self, keys, latest, first_seen) -> set[str]:
+    def _add(self, keys, latest, first_seen, pool) -> set[str]:
         """Look the devices of ``keys`` up, creating the unknown ones; returns the keys
         created."""
-        existing = {device.key: device for device in GpuDevice.objects.filter(key__in=keys)}
+        existing = {key: self._preloaded.pop(key) for key in keys if key in self._preloaded}
+        to_query = [key for key in keys if key not in self._looked_up]
+        if to_query:
+            existing.update(
+                (device.key, device) for device in GpuDevice.objects.filter(key__in=to_query)
+            )
         new_devices = []
         for key in keys:
             row = latest[key]
@@ -171,10 +197,10 @@ class DeviceRegistry:
             if device is None:
                 if self._rules is None:
                     self._rules = list(HostnameRule.objects.select_related("pool"))
-                assigned_pool = self.pool or _match_rule(row.hostname, self._rules)
+                assigned_pool = pool or _match_rule(row.hostname, self._rules)
                 assignment = (
                     GpuDevice.Assignment.IMPORT
-                    if self.pool
+                    if pool
                     else GpuDevice.Assignment.RULE
                     if assigned_pool
                     else GpuDevice.Assignment.UNASSIGNED
@@ -192,8 +218,8 @@ class DeviceRegistry:
                 new_devices.append(device)
                 self._latest_at[key] = row.timestamp
             else:
-                if self.pool is not None and device.pool_id is None:
-                    device.pool, device.assignment = self.pool, GpuDevice.Assignment.IMPORT
+                if pool is not None and device.pool_id is None:
+                    device.pool, device.assignment = pool, GpuDevice.Assignment.IMPORT
                 # Its stored fields predate the import: any row of it describes it better.
                 self._latest_at[key] = datetime.min.replace(tzinfo=UTC)
             self.devices[key] = device
@@ -416,9 +442,11 @@ class _OutsideServiceCount:
     A chunk's pools' first and last instants come from its touched instants, so its rows
     are walked again only when some pool's span crosses its service period's bounds."""
 
-    def __init__(self):
-        self.pools: dict[int, Pool] = {}
-        self.bounds: dict[int, tuple] = {}
+    def __init__(self, *, pools: dict | None = None, bounds: dict | None = None):
+        # ``pools`` and ``bounds`` may be shared by the imports of one batch, so each pool
+        # is read once per batch.
+        self.pools: dict[int, Pool] = {} if pools is None else pools
+        self.bounds: dict[int, tuple] = {} if bounds is None else bounds
         self.before: Counter = Counter()
         self.after: Counter = Counter()
 
@@ -789,6 +817,141 @@ def import_gpu_samples(
         touched_pool_hours=touched,
         warnings=outside_service.sentences() + clock_skew.flag(),
     )
+
+
+@dataclass
+class BatchedImport:
+    """One import of a batch (``import_gpu_batch``): a scrape's parsed rows, the pool its
+    new GPUs join and when its text arrived."""
+
+    result: ParseResult
+    pool: Pool | None = None
+    received_at: datetime | None = None
+
+
+@transaction.atomic
+def import_gpu_batch(imports: list[BatchedImport]) -> list[ImportSummary]:
+    """Store several small imports (the scrapes of a pull batch) in one transaction, with
+    one device lookup, one binary ``COPY`` and one ``INSERT … ON CONFLICT`` for them all;
+    returns one summary per import, in order.
+
+    Each import is still accounted on its own, as ``import_gpu_samples`` with
+    ``skip_bad_rows`` accounts it: its rows accepted and duplicated (a row that two
+    imports of the batch share counts for the first), its rejected rows by line, its new
+    GPUs, its warnings (service period, clock skew against its own ``received_at``). The
+    pool-hours of all of them are queued once. One transaction per batch, not per scrape,
+    is what a fleet scraped every 15 s needs: a scrape of one 8-GPU node is ~200 lines but
+    its own transaction costs a dozen statements and a commit (bench/README.md, "Direct
+    scrapes").
+    """
+    registry = DeviceRegistry()
+    registry.preload(
+        GpuDevice.key_for(row.device.uuid, row.device.gpu_instance_id)
+        for item in imports
+        for row in item.result.rows
+    )
+    pools: dict[int, Pool] = {}
+    bounds: dict[int, tuple] = {}
+    staged = []  # per import: (tally, devices, rows' tuples, outside count, skew count, hours)
+    touched: set[tuple[int, datetime]] = set()
+    for item in imports:
+        tally = _Tally()
+        chunk = _without_unstorable_rows(item.result, _GPU_ROW_TEXT_COLUMNS)
+        tally.rows_total = len(chunk.rows) + len(chunk.errors)
+        tally.add_errors(chunk.errors)
+        new_before = registry.new_count
+        devices = registry.register(chunk.rows, pool=item.pool)
+        kept, refused = _refuse_final_hours(chunk.rows, devices)
+        tally.add_errors(refused)
+        instants: set[tuple[int, datetime]] = set()
+        values = list(_sample_values(kept, devices, instants))
+        tally.stored = len(kept)
+        outside = _OutsideServiceCount(pools=pools, bounds=bounds)
+        outside.add(kept, devices, instants)
+        skew = _ClockSkewCount(item.received_at or timezone.now())
+        skew.add(kept, devices, instants)
+        hours = {(pool_id, hour_of(instant)) for pool_id, instant in instants}
+        touched |= hours
+        staged.append(
+            (tally, devices, values, outside, skew, hours, registry.new_count - new_before)
+        )
+    accepted = _insert_batch_ignoring_duplicates([values for _t, _d, values, *_rest in staged])
+    registry.save()
+    if touched:
+        queue_pool_hours(touched)
+    summaries = []
+    for (tally, devices, _values, outside, skew, hours, new_devices), rows_accepted in zip(
+        staged, accepted, strict=True
+    ):
+        summaries.append(
+            tally.summary(
+                accepted=rows_accepted,
+                new_devices=new_devices,
+                unassigned_devices=sum(1 for device in devices.values() if device.pool_id is None),
+                touched_pool_hours=hours,
+                warnings=outside.sentences() + skew.flag(),
+            )
+        )
+    return summaries
+
+
+def _insert_batch_ignoring_duplicates(parts: list[list[tuple]]) -> list[int]:
+    """Insert the sample tuples of several imports at once, skipping keys already stored;
+    returns the rows each import inserted.
+
+    On PostgreSQL one binary ``COPY`` stages every import's rows with its position in the
+    batch, and one ``INSERT … ON CONFLICT DO NOTHING … RETURNING`` the keys inserted, so the
+    rows inserted are counted per import by joining those keys back to the staging rows
+    (a key staged by two imports counts for the first). Elsewhere, one insert per import.
+    """
+    if connection.vendor != "postgresql":
+        return [
+            _insert_ignoring_duplicates(
+                "telemetry_gpusample", SAMPLE_COLUMNS, SAMPLE_COLUMN_TYPES, values
+            )
+            for values in parts
+        ]
+    inserted = [0] * len(parts)
+    if not any(parts):
+        return inserted
+    staging = "telemetry_gpusample_batch_staging"
+    column_list = ", ".join(f'"{name}"' for name in SAMPLE_COLUMNS)
+    staging_columns = ", ".join(
+        f'"{name}" {sql_type}'
+        for name, sql_type in zip(SAMPLE_COLUMNS, SAMPLE_COLUMN_TYPES, strict=True)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE TEMP TABLE IF NOT EXISTS {staging} (part int4, {staging_columns}) "
+            "ON COMMIT DROP"
+        )
+        cursor.execute(f"TRUNCATE {staging}")
+        raw = cursor.cursor  # psycopg 3 cursor under Django's wrapper
+        with raw.copy(f"COPY {staging} (part, {column_list}) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(("int4", *SAMPLE_COLUMN_TYPES))
+            write_row = copy.write_row
+            for part, values in enumerate(parts):
+                for value in values:
+                    write_row((part, *value))
+        cursor.execute(
+            f"""
+            WITH inserted AS (
+                INSERT INTO telemetry_gpusample ({column_list})
+                SELECT {column_list} FROM {staging}
+                ON CONFLICT DO NOTHING
+                RETURNING device_id, "timestamp"
+            )
+            SELECT part, COUNT(*) FROM (
+                SELECT MIN(staged.part) AS part
+                FROM inserted JOIN {staging} AS staged USING (device_id, "timestamp")
+                GROUP BY device_id, "timestamp"
+            ) AS firsts
+            GROUP BY part
+            """  # noqa: S608 - names are module constants
+        )
+        for part, count in cursor.fetchall():
+            inserted[part] = count
+    return inserted
 
 
 @transaction.atomic
