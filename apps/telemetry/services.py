@@ -14,8 +14,10 @@ import fnmatch
 import hashlib
 from collections import Counter
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from operator import attrgetter
 from pathlib import Path
 
 from django.conf import settings
@@ -159,14 +161,28 @@ class DeviceRegistry:
         """``pool``: the pool of these rows' import when it differs from the registry's
         (one batch holds the scrapes of sources of several pools)."""
         pool = pool if pool is not None else self.pool
+        # First per DeviceKey object (an int hash; the parsers share one per device), as
+        # in ``_sample_values``, then per device key: a row's own key is built once per
+        # DeviceKey, not once per row.
+        spans: dict[int, list] = {}  # id(DeviceKey) → [latest row, first timestamp]
+        for row in rows:
+            span = spans.get(id(row.device))
+            if span is None:
+                spans[id(row.device)] = [row, row.timestamp]
+                continue
+            timestamp = row.timestamp
+            if timestamp >= span[0].timestamp:
+                span[0] = row
+            if timestamp < span[1]:
+                span[1] = timestamp
         latest: dict[str, GpuSampleRow] = {}
         first_seen: dict[str, datetime] = {}
-        for row in rows:
+        for row, first in spans.values():
             key = GpuDevice.key_for(row.device.uuid, row.device.gpu_instance_id)
             if key not in latest or row.timestamp >= latest[key].timestamp:
                 latest[key] = row
-            if key not in first_seen or row.timestamp < first_seen[key]:
-                first_seen[key] = row.timestamp
+            if key not in first_seen or first < first_seen[key]:
+                first_seen[key] = first
         unknown = [key for key in latest if key not in self.devices]
         created = self._add(unknown, latest, first_seen, pool) if unknown else set()
         for key, row in latest.items():
@@ -341,25 +357,9 @@ def _insert_ignoring_duplicates(
     has grown (bench/memory.py).
     """
     if connection.vendor == "postgresql":
-        staging = f"{table}_staging"
-        column_list = ", ".join(f'"{name}"' for name in columns)
-        staging_columns = ", ".join(
-            f'"{name}" {sql_type}' for name, sql_type in zip(columns, column_types, strict=True)
-        )
+        statement = _stage_rows(table, columns, column_types, values)
         with connection.cursor() as cursor:
-            cursor.execute(
-                f"CREATE TEMP TABLE IF NOT EXISTS {staging} ({staging_columns}) ON COMMIT DROP"
-            )
-            cursor.execute(f"TRUNCATE {staging}")
-            raw = cursor.cursor  # psycopg 3 cursor under Django's wrapper
-            with raw.copy(f"COPY {staging} ({column_list}) FROM STDIN (FORMAT BINARY)") as copy:
-                copy.set_types(column_types)
-                for value in values:
-                    copy.write_row(value)
-            cursor.execute(
-                f"INSERT INTO {table} ({column_list}) SELECT {column_list} FROM {staging} "  # noqa: S608 - names are module constants
-                "ON CONFLICT DO NOTHING"
-            )
+            cursor.execute(statement)
             return cursor.rowcount
     model = {"telemetry_gpusample": GpuSample, "telemetry_requestsample": RequestSample}[table]
     before = model.objects.count()
@@ -369,6 +369,98 @@ def _insert_ignoring_duplicates(
         batch_size=2000,
     )
     return model.objects.count() - before
+
+
+class _ChunkInserts:
+    """The chunks of one GPU import inserted (``_insert_ignoring_duplicates``); with
+    ``background`` on PostgreSQL, each chunk's ``INSERT … ON CONFLICT`` runs in a thread
+    while the caller parses the next chunk.
+
+    The server's insert into the keyed table and the parse in Python take about as long
+    as each other (bench/telemetry.py, lines 2–3) and use different cores: run one after
+    the other they add up, overlapped the import takes about the longer of the two. The
+    thread uses the same connection, so the same transaction: psycopg 3 connections
+    serialize their queries under a lock, and the next chunk is staged only once the
+    previous insert has returned. ``stage(values)`` copies a chunk to the server,
+    ``start()`` then inserts it, in the background: between the two the caller does what
+    else the chunk asks of the database, since a query made while the INSERT runs waits
+    for it. ``finish()`` returns the rows inserted; ``close()`` waits for an insert still
+    running, so none outlives the import (or its rollback).
+    """
+
+    def __init__(self, *, background: bool):
+        self.background = background and connection.vendor == "postgresql"
+        self.inserted = 0
+        self._executor: ThreadPoolExecutor | None = None
+        self._running: Future | None = None
+        self._staged: str | None = None
+
+    def stage(self, values) -> None:
+        if not self.background:
+            self.inserted += _insert_ignoring_duplicates(
+                "telemetry_gpusample", SAMPLE_COLUMNS, SAMPLE_COLUMN_TYPES, values
+            )
+            return
+        self._wait()
+        self._staged = _stage_rows(
+            "telemetry_gpusample", SAMPLE_COLUMNS, SAMPLE_COLUMN_TYPES, values
+        )
+
+    def start(self) -> None:
+        statement, self._staged = self._staged, None
+        if statement is None:
+            return
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpu-insert")
+        raw_connection = connection.connection  # psycopg 3, thread-safe
+
+        def run_insert() -> int:
+            with raw_connection.cursor() as cursor:
+                cursor.execute(statement)
+                return cursor.rowcount
+
+        self._running = self._executor.submit(run_insert)
+
+    def _wait(self) -> None:
+        if self._running is not None:
+            running, self._running = self._running, None
+            self.inserted += running.result()
+
+    def finish(self) -> int:
+        self._wait()
+        return self.inserted
+
+    def close(self) -> None:
+        if self._running is not None:
+            wait([self._running])
+            self._running = None
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+
+
+def _stage_rows(table: str, columns, column_types, values) -> str:
+    """PostgreSQL: the rows binary-COPYed into ``table``'s temporary staging table, emptied
+    first; returns the ``INSERT … SELECT … ON CONFLICT DO NOTHING`` that moves them on."""
+    staging = f"{table}_staging"
+    column_list = ", ".join(f'"{name}"' for name in columns)
+    staging_columns = ", ".join(
+        f'"{name}" {sql_type}' for name, sql_type in zip(columns, column_types, strict=True)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE TEMP TABLE IF NOT EXISTS {staging} ({staging_columns}) ON COMMIT DROP"
+        )
+        cursor.execute(f"TRUNCATE {staging}")
+        raw = cursor.cursor  # psycopg 3 cursor under Django's wrapper
+        with raw.copy(f"COPY {staging} ({column_list}) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(column_types)
+            for value in values:
+                copy.write_row(value)
+    return (
+        f"INSERT INTO {table} ({column_list}) SELECT {column_list} FROM {staging} "  # noqa: S608 - names are module constants
+        "ON CONFLICT DO NOTHING"
+    )
 
 
 # PostgreSQL types of SAMPLE_COLUMNS and REQUEST_COLUMNS, for the staging table and COPY.
@@ -604,6 +696,22 @@ def _refuse_final_hours(rows: list[GpuSampleRow], devices: dict) -> tuple[list, 
     old_rows = [row for row in rows if row.timestamp < horizon]
     if not old_rows:
         return rows, []
+    # A file of history is old throughout: first ask whether any final hour lies in the
+    # old rows' span for the chunk's pools at all (one query), and look rows up one by
+    # one only when one does.
+    pool_ids = {device.pool_id for device in devices.values() if device.pool_id is not None}
+    if not pool_ids:
+        return rows, []
+    if (
+        not PoolHourlyUsage.objects.filter(
+            pool_id__in=pool_ids,
+            hour__gte=hour_of(min(row.timestamp for row in old_rows)),
+            hour__lte=max(row.timestamp for row in old_rows),
+        )
+        .exclude(samples_held_q())
+        .exists()
+    ):
+        return rows, []
     old = [(row, pool_id) for row, pool_id in _pools_of_rows(old_rows, devices) if pool_id]
     if not old:
         return rows, []
@@ -684,9 +792,26 @@ def _unstorable_value_error(row, columns) -> RowError | None:
     return None
 
 
+def _storable_throughout(rows, columns) -> bool:
+    """True when no row's text is longer than its column or holds a NUL character, checked
+    column by column at C speed (``max(map(len, …))``, one ``join``), which is what nearly
+    every chunk is; only a chunk with an unstorable value is then walked row by row."""
+    for attribute, _label, limit in columns:
+        if attribute == "uuid":
+            # Rows share their DeviceKey objects: each distinct one is checked once.
+            values = [key.uuid for key in {id(row.device): row.device for row in rows}.values()]
+        else:
+            values = [value for value in map(attrgetter(attribute), rows) if value]
+        if values and (max(map(len, values)) > limit or "\x00" in "".join(values)):
+            return False
+    return True
+
+
 def _without_unstorable_rows(result: ParseResult, columns) -> ParseResult:
     """The result with rows whose text cannot be stored (longer than its column, or holding
     a NUL character) moved to its errors, in line order."""
+    if _storable_throughout(result.rows, columns):
+        return result
     refused = []
     for row in result.rows:
         error = _unstorable_value_error(row, columns)
@@ -767,9 +892,24 @@ def import_gpu_samples(
     this same transaction, so a committed sample always has its hour queued; the caller
     decides when the drain runs (``rollups.request_drain``).
     """
+    # A stream of chunks (a file) overlaps each chunk's INSERT with the parse of the next.
+    inserts = _ChunkInserts(background=not isinstance(result, ParseResult))
+    try:
+        return _import_gpu_chunks(
+            result,
+            inserts,
+            pool=pool,
+            skip_bad_rows=skip_bad_rows,
+            received_at=received_at,
+            after_chunk=after_chunk,
+        )
+    finally:
+        inserts.close()
+
+
+def _import_gpu_chunks(result, inserts, *, pool, skip_bad_rows, received_at, after_chunk):
     tally = _Tally()
     registry = DeviceRegistry(pool=pool)
-    accepted = 0
     touched: set[tuple[int, datetime]] = set()  # (pool id, hour)
     outside_service = _OutsideServiceCount()
     clock_skew = _ClockSkewCount(received_at or timezone.now())
@@ -786,12 +926,7 @@ def import_gpu_samples(
             if not skip_bad_rows:
                 continue
         chunk_instants: set[tuple[int, datetime]] = set()
-        accepted += _insert_ignoring_duplicates(
-            "telemetry_gpusample",
-            SAMPLE_COLUMNS,
-            SAMPLE_COLUMN_TYPES,
-            _sample_values(kept, chunk_devices, chunk_instants),
-        )
+        inserts.stage(_sample_values(kept, chunk_devices, chunk_instants))
         tally.stored += len(kept)
         outside_service.add(kept, chunk_devices, chunk_instants)
         clock_skew.add(kept, chunk_devices, chunk_instants)
@@ -804,6 +939,10 @@ def import_gpu_samples(
             touched.add((pool_id, hour))
         if after_chunk is not None:
             after_chunk()
+        # Last: whatever the chunk still asks of the database above runs before its INSERT
+        # holds the connection.
+        inserts.start()
+    accepted = inserts.finish()
     if tally.rejected and not skip_bad_rows:
         transaction.set_rollback(True)  # the devices and samples stored above are not kept
         return tally.summary(rejected_whole=True)
