@@ -37,6 +37,7 @@ from .rows import (
     ParseResult,
     RowError,
     TelemetryFormatError,
+    gpu_sample_row,
 )
 
 # Slots of a sample's readings, in this order.
@@ -412,7 +413,7 @@ def _rows_of_samples(
         context = record[1]
         engine_active = record[_FIRST_SLOT + _GR_ENGINE_ACTIVE]
         rows.append(
-            GpuSampleRow(
+            gpu_sample_row(
                 line_number=first_line,
                 device=context[0],
                 timestamp=timestamp,

@@ -34,6 +34,7 @@ from .rows import (
     ParseResult,
     RowError,
     TelemetryFormatError,
+    gpu_sample_row,
 )
 
 # query field → (row field, unit nvidia-smi appends to the value, range checked)
@@ -210,7 +211,7 @@ def iter_nvidia_smi_csv(
             )
             continue
         rows.append(
-            GpuSampleRow(
+            gpu_sample_row(
                 line_number=line_number,
                 device=DeviceKey(uuid),
                 timestamp=timestamp,
