@@ -166,6 +166,58 @@ def measure_block(fleet: Fleet, store) -> tuple[float, int, int, float]:
     return seconds + drain_seconds, scrapes, accepted, drain_seconds
 
 
+def _serve_scrapes(text: str, ready) -> None:
+    """A stand-in exporter in its own process: every GET answers ``text``."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    body = text.encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    ready.put(server.server_address[1])
+    server.serve_forever()
+
+
+def measure_http(fleet: Fleet) -> tuple[float, float, int]:
+    """One round of GETs as the batch task makes them (``pull.fetch_scrapes``, batches of
+    SCRAPE_BATCH_SIZE) from a local server process: (wall seconds, this process's CPU
+    seconds, scrapes). The server's CPU is not the worker's: exporters run on the nodes."""
+    import multiprocessing
+
+    from apps.telemetry import pull
+    from apps.telemetry.models import PullSource
+
+    _scraped_at, texts = fleet.next_round()
+    ready = multiprocessing.Queue()
+    server = multiprocessing.Process(target=_serve_scrapes, args=(texts[0], ready), daemon=True)
+    server.start()
+    try:
+        port = ready.get(timeout=30)
+        sources = [
+            PullSource(name=f"n{number}", url=f"http://127.0.0.1:{port}/metrics/{number}")
+            for number in range(len(fleet.sources))
+        ]
+        wall, cpu = time.perf_counter(), time.process_time()
+        for first in range(0, len(sources), pull.SCRAPE_BATCH_SIZE):
+            scrapes = pull.fetch_scrapes(sources[first : first + pull.SCRAPE_BATCH_SIZE])
+            assert all(scrape.text and not scrape.failure for scrape in scrapes)
+        return time.perf_counter() - wall, time.process_time() - cpu, len(sources)
+    finally:
+        server.terminate()
+        server.join(10)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     began = time.perf_counter()
@@ -216,6 +268,9 @@ def main(argv=None) -> int:
             total[4] += 1
             fleet_bench.log(f"  {scrapes / seconds:.1f} scrapes/s, drain {drain_seconds:.2f} s")
 
+    fleet_bench.log("HTTP: one round of GETs from a local server process")
+    http_wall, http_cpu, http_scrapes = measure_http(fleet)
+
     needed = len(nodes) / INTERVAL_SECONDS
     with connection.cursor() as cursor:
         cursor.execute("SHOW server_version")
@@ -260,6 +315,14 @@ def main(argv=None) -> int:
     if "unbatched" in rates:
         print()
         print(f"batched ÷ unbatched, same run: {rates['batched'] / rates['unbatched']:.2f}×")
+    seconds, scrapes, *_rest = totals["batched"]
+    per_scrape = seconds / scrapes + http_cpu / http_scrapes
+    print(
+        f"HTTP GETs of one round ({http_scrapes:,} scrapes, {pull.SCRAPE_FETCH_THREADS} at a "
+        f"time, local server process): {http_wall:.2f} s wall, {http_cpu:.2f} s of the "
+        f"worker's CPU = {1000 * http_cpu / http_scrapes:.2f} ms a scrape; batched with "
+        f"that CPU added: {1 / per_scrape:.1f} scrapes/s = {1 / per_scrape / needed:.2f}× needed"
+    )
     print(
         f"\nEach path: {args.blocks} block(s) of {ROUNDS_PER_DRAIN} rounds of {len(nodes):,} "
         "scrapes + the drain (rollup_pending), alternating; aim: batched ≥ 1× needed."
