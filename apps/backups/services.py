@@ -22,7 +22,7 @@ from apps.backups.models import (
     VersionKind,
 )
 from apps.backups.validators import checksum_error
-from apps.core.history import QUIET_FIELDS, rows_from_records
+from apps.core.history import QUIET_FIELDS, HistoryEntry, combined_history
 from apps.pools.models import Interruption, Workload
 
 # How far back the pool's interruptions count towards its per-GPU MTBF.
@@ -470,16 +470,6 @@ def checkpoint_advice(policy: BackupPolicy, *, now=None) -> CheckpointAdvice | N
 # --- History --------------------------------------------------------------------------
 
 
-@dataclass
-class HistoryEntry:
-    when: object
-    who: str
-    action: str
-    subject: str
-    url: str
-    changes: list = field(default_factory=list)
-
-
 _QUIET_FIELDS = QUIET_FIELDS | {"registered_at", "recorded_at"}
 
 
@@ -508,34 +498,10 @@ def policy_history(policy: BackupPolicy, *, limit=30) -> list[HistoryEntry]:
             RestoreDrill,
         ),
     ]
-    entries = []
-    for queryset, subject, model in sources:
-        records = list(
-            queryset.select_related("history_user").order_by("-history_date")[: limit * 2]
-        )
-        by_object = {}
-        for record in records:
-            by_object.setdefault(record.id, []).append(record)
-        for object_records in by_object.values():
-            rows = rows_from_records(object_records, model, quiet=_QUIET_FIELDS)
-            for record, row in zip(object_records, rows, strict=True):
-                entries.append(
-                    HistoryEntry(
-                        when=row.when,
-                        who=row.who,
-                        action=row.action,
-                        subject=subject(record),
-                        url=_object_url(model, record),
-                        changes=row.changes,
-                    )
-                )
-    entries.sort(key=lambda entry: entry.when, reverse=True)
-    return entries[:limit]
+    return combined_history(sources, limit=limit, quiet=_QUIET_FIELDS, url_of=_object_url)
 
 
 def _object_url(model, record) -> str:
-    if record.history_type == "-":
-        return ""
     if model is BackupVersion:
         return reverse("backups:version_detail", kwargs={"pk": record.id})
     if model is RestoreDrill:

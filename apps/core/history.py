@@ -25,6 +25,15 @@ class HistoryRow:
     changes: list[FieldChange] = field(default_factory=list)
 
 
+@dataclass
+class HistoryEntry(HistoryRow):
+    """A row of a history card that gathers several objects' records: what it is about
+    (``subject``) and where that object's page is (``url``, empty once it is deleted)."""
+
+    subject: str = ""
+    url: str = ""
+
+
 def _display(record, field_name):
     value = getattr(record, field_name, None)
     if value is None or value == "":
@@ -86,3 +95,35 @@ def rows_from_records(records, model, quiet=QUIET_FIELDS) -> list[HistoryRow]:
                 )
         rows.append(row)
     return rows
+
+
+def combined_history(
+    sources, *, limit=30, quiet=QUIET_FIELDS, url_of=lambda model, record: ""
+) -> list[HistoryEntry]:
+    """Changes to several objects, newest first, each diffed against the record before it
+    of the same object. ``sources`` are (history queryset, subject(record), model);
+    ``url_of(model, record)`` is the object's page, asked only for records that are not
+    deletions."""
+    entries = []
+    for queryset, subject, model in sources:
+        records = list(
+            queryset.select_related("history_user").order_by("-history_date")[: limit * 2]
+        )
+        by_object = {}
+        for record in records:
+            by_object.setdefault(record.id, []).append(record)
+        for object_records in by_object.values():
+            rows = rows_from_records(object_records, model, quiet=quiet)
+            for record, row in zip(object_records, rows, strict=True):
+                entries.append(
+                    HistoryEntry(
+                        when=row.when,
+                        who=row.who,
+                        action=row.action,
+                        changes=row.changes,
+                        subject=subject(record),
+                        url="" if record.history_type == "-" else url_of(model, record),
+                    )
+                )
+    entries.sort(key=lambda entry: entry.when, reverse=True)
+    return entries[:limit]

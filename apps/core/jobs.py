@@ -18,10 +18,12 @@ from contextlib import contextmanager
 
 from django.db import models
 from django.utils import timezone
-from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
 
 from apps.core import runs
+from apps.core.sentences import Sentence, sentence, to_data
+from apps.core.texts import translated_data
 
 RUNNING = runs.RUNNING
 FAILED = "failed"
@@ -35,11 +37,11 @@ class Job(models.Model):
     finished_statuses: tuple[str, ...] = ("succeeded", FAILED, INTERRUPTED)
     # What the job is called in sentences: "the export", "waiting… the export is kept".
     job_noun = _("job")
-    # The sentence a failure is recorded with; {error} is "RuntimeError: disk full". It is
-    # stored with the job, so it is written in the language the work runs in (marked with
-    # gettext_noop, translated when the failure is recorded).
+    # The sentence a failure is recorded with; %(error)s is "RuntimeError: disk full". It
+    # is stored in English with its msgid and values (``message_parts``), and each page
+    # says it again in its reader's language.
     failure_sentence_template = gettext_noop(
-        "The job stopped with an error ({error}). Start it again; the server log has the details."
+        "The job stopped with an error (%(error)s). Start it again; the server log has the details."
     )
     # A job whose finished steps stay done (a recompute's days) shows on failure how far it
     # got; the others fill the bar, as their page shows no bar once finished.
@@ -47,6 +49,9 @@ class Job(models.Model):
 
     progress_pct = models.PositiveSmallIntegerField(default=0)
     message = models.TextField(blank=True)
+    # ``message`` as sentences (apps/core/sentences.py: msgids and values), so a page shows
+    # it in its reader's language; empty for a message written as plain text.
+    message_parts = models.JSONField(default=list, blank=True)
     # Written at each progress update and every RUN_HEARTBEAT_SECONDS while it runs; the
     # reaper marks a run not heard from for a few minutes interrupted (apps/core/runs.py).
     heartbeat_at = models.DateTimeField(null=True, blank=True)
@@ -66,11 +71,26 @@ class Job(models.Model):
         return self.status in self.finished_statuses
 
     @classmethod
-    def failure_sentence(cls, error: BaseException) -> str:
+    def failure_sentence(cls, error: BaseException) -> Sentence:
         """The sentence a person reads when the job stopped with ``error``: what happened
         and what to do next."""
-        template = gettext(cls.failure_sentence_template)
-        return template.format(error=f"{type(error).__name__}: {error}")
+        return sentence(cls.failure_sentence_template, error=f"{type(error).__name__}: {error}")
+
+    def message_in_language(self) -> str:
+        """The message in the active language: from its sentences where it was stored
+        with them, else as stored."""
+        return translated_data(self.message_parts, self.message)
+
+    def _set_message(self, message) -> None:
+        """``message``: plain text, a ``Sentence``, or a list of them read one after the
+        other; sentences are kept with their msgids too."""
+        if isinstance(message, Sentence):
+            message = [message]
+        if isinstance(message, list):
+            self.message = "".join(message)
+            self.message_parts = to_data(message)
+        else:
+            self.message, self.message_parts = message, []
 
     def advance(
         self, percent: int, message: str | None = None, *, also_save: Iterable[str] = ()
@@ -80,16 +100,17 @@ class Job(models.Model):
         self.progress_pct, self.heartbeat_at = percent, timezone.now()
         fields = ["progress_pct", "heartbeat_at", *also_save]
         if message is not None:
-            self.message = message
-            fields.append("message")
+            self._set_message(message)
+            fields += ["message", "message_parts"]
         self.save(update_fields=fields)
 
     def finish(self, status: str, message: str, *, also_save: Iterable[str] = ()) -> None:
         """End the job in ``status`` with ``message``. Only the job's lifecycle fields and
         ``also_save`` are written: whatever else the run changed in memory before it
         stopped stays unsaved."""
-        self.status, self.message, self.finished_at = status, message, timezone.now()
-        fields = ["status", "message", "finished_at", *also_save]
+        self.status, self.finished_at = status, timezone.now()
+        self._set_message(message)
+        fields = ["status", "message", "message_parts", "finished_at", *also_save]
         if status != FAILED or not self.progress_kept_on_failure:
             self.progress_pct = 100
             fields.append("progress_pct")

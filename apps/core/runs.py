@@ -24,7 +24,8 @@ from django.db import DatabaseError, connections, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
-from django.utils.translation import gettext
+
+from apps.core.sentences import Sentence, gettext_noop, sentence, to_data
 
 logger = logging.getLogger(__name__)
 
@@ -43,18 +44,17 @@ def last_heard_sentence(moment: datetime, now: datetime | None = None) -> str:
     return f"{moment:%H:%M} UTC" if moment.date() == now.date() else f"{moment:%Y-%m-%d %H:%M} UTC"
 
 
-def interrupted_sentence(*, who: str, doing: str, last_heard: datetime, next_step: str) -> str:
+def interrupted_sentence(*, who: str, doing: str, last_heard: datetime, next_step: str) -> Sentence:
     """E.g. "The worker stopped while importing (last heard 14:02 UTC); it is being
-    retried." """
-    last_heard_at = last_heard_sentence(last_heard)
-    return gettext(
-        "The %(who)s stopped while %(doing)s (last heard %(last_heard)s); %(next_step)s"
-    ) % {
-        "who": who,
-        "doing": doing,
-        "last_heard": last_heard_at,
-        "next_step": next_step,
-    }
+    retried." Its parts may be sentences themselves (msgids marked with gettext_noop):
+    ``translated`` says the whole in the reader's language."""
+    return sentence(
+        gettext_noop("%(who)s stopped while %(doing)s (last heard %(last_heard)s); %(next_step)s"),
+        who=who,
+        doing=doing,
+        last_heard=last_heard_sentence(last_heard),
+        next_step=next_step,
+    )
 
 
 def claim(model, pk: int, *, startable: tuple[str, ...], **fields) -> bool:
@@ -64,6 +64,8 @@ def claim(model, pk: int, *, startable: tuple[str, ...], **fields) -> bool:
     A task redelivered by the broker after its run was retried (or finished) meets a run
     it must not touch: the claim is one conditional UPDATE, so only one attempt runs."""
     now = timezone.now()
+    if "message" in fields:
+        fields.setdefault("message_parts", [])
     claimable = Q(status__in=startable) | Q(status=RUNNING, heartbeat_at__lt=stalled_before(now))
     return bool(
         model.objects.filter(claimable, pk=pk, attempts__lt=settings.RUN_MAX_ATTEMPTS).update(
@@ -144,7 +146,9 @@ def reap(
 ) -> int:
     """Mark the running rows of ``queryset`` last heard before ``stalled_before()``
     interrupted, with a sentence, and ``retry(run)`` those that can be retried and have
-    attempts left. ``describe(run)`` is (who, doing): ("worker", "importing").
+    attempts left. ``describe(run)`` is (who, doing) and ``advice(run)`` what to do, as
+    msgids marked with gettext_noop: ("The worker", "importing"), "import the file again.";
+    the sentence is stored in English with them, and each page says it in its language.
 
     Returns the runs marked. Each is marked by a conditional UPDATE on the heartbeat it
     was read with, so two reapers at once, or a run that beats again meanwhile, never
@@ -156,32 +160,35 @@ def reap(
     )
     marked = 0
     for run in stalled:
-        who, doing = describe(run)
+        who, doing = (sentence(part) for part in describe(run))
         last_heard = run.heartbeat_at or run.created_at
         retrying = retry is not None and can_retry(run) and run.attempts < settings.RUN_MAX_ATTEMPTS
-        next_step = gettext("it is being retried.") if retrying else advice(run)
-        message = interrupted_sentence(
-            who=who, doing=doing, last_heard=last_heard, next_step=next_step
-        )
+
+        def said(next_step: str, who=who, doing=doing, last_heard=last_heard) -> dict:
+            message = interrupted_sentence(
+                who=who, doing=doing, last_heard=last_heard, next_step=sentence(next_step)
+            )
+            return {"message": message, "message_parts": to_data(message)}
+
         updated = (
             type(run)
             .objects.filter(pk=run.pk, status=RUNNING, heartbeat_at=run.heartbeat_at)
-            .update(status=INTERRUPTED, message=message, finished_at=now)
+            .update(
+                status=INTERRUPTED,
+                finished_at=now,
+                **said(gettext_noop("it is being retried.") if retrying else advice(run)),
+            )
         )
         if not updated:
             continue
         marked += 1
-        logger.warning("%s %s: %s", type(run).__name__, run.pk, message)
+        logger.warning("%s %s stopped; marked interrupted", type(run).__name__, run.pk)
         if retrying:
             try:
                 retry(run)  # through the outbox: kept while the broker is down
             except Exception:  # the broker's errors vary by transport
                 logger.warning("could not queue the retry of %s %s", type(run).__name__, run.pk)
-                type(run).objects.filter(pk=run.pk).update(
-                    message=interrupted_sentence(
-                        who=who, doing=doing, last_heard=last_heard, next_step=advice(run)
-                    )
-                )
+                type(run).objects.filter(pk=run.pk).update(**said(advice(run)))
     return marked
 
 

@@ -14,7 +14,7 @@ telemetry exists. 730 h is the mean month (8,760 h ÷ 12).
 
 from dataclasses import dataclass
 
-from apps.pools.sentences import gettext_noop, sentence
+from apps.core.sentences import gettext_noop, sentence
 
 HOURS_PER_MONTH = 730
 

@@ -2,9 +2,9 @@
 validated inputs (the API's names) in, a plain dict out. The maths is memory.py's."""
 
 from apps.catalog.models import GpuModel, ModelArchitecture
+from apps.core.sentences import gettext_noop, sentence
 from apps.pools import memory
 from apps.pools.proposals import propose
-from apps.pools.sentences import gettext_noop, sentence
 
 SHAPE_FIELDS = ("params", "layers", "hidden_size", "attention_heads", "kv_heads", "head_dim")
 TRAINING_DEFAULTS = {

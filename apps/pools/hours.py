@@ -8,7 +8,7 @@ A range may wrap past midnight ("22-2" is 22, 23, 0, 1, 2).
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from apps.pools.sentences import gettext_noop, sentence
+from apps.core.sentences import gettext_noop, sentence
 
 ONE_HOUR = timedelta(hours=1)
 

@@ -24,7 +24,7 @@ Sources:
 import math
 from dataclasses import dataclass, replace
 
-from apps.pools.sentences import gettext_noop, sentence
+from apps.core.sentences import gettext_noop, sentence
 
 GIB = 2**30
 

@@ -8,7 +8,7 @@ driver/CUDA/framework versions make "it loads but answers differ".
 
 from dataclasses import dataclass
 
-from apps.pools.sentences import gettext_noop, sentence
+from apps.core.sentences import gettext_noop, sentence
 
 DANGER, WARNING, INFO = "danger", "warning", "info"
 QUANTIZED_PRECISIONS = frozenset({"fp8", "int8", "int4"})

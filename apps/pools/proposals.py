@@ -17,8 +17,8 @@ The price of a proposal is the GPUs it needs × the GPU's public reference price
 
 from dataclasses import dataclass, replace
 
+from apps.core.sentences import gettext_noop, sentence
 from apps.pools import memory
-from apps.pools.sentences import gettext_noop, sentence
 
 QUANTISATION_WARNING = sentence(
     gettext_noop("Validate the quantised model's quality on your own prompts before serving it.")

@@ -151,14 +151,23 @@ def build_demand_figure(demand, hourly_times, results) -> go.Figure:
             hovertemplate="%{x}: %{y:,.1f} " + _("reference GPUs") + "<extra></extra>",
         )
     )
+    # Each baseline is a dashed line of its own in the legend, not a label on the plot: a
+    # label at the line's end sits on the demand curve wherever demand crosses it.
     for result in results:
         if result.spec.kind == "hybrid" and abs(result.spec.throughput_ratio - 1) < 1e-9:
-            figure.add_hline(
-                y=result.baseline_gpus,
-                line_dash="dash",
-                line_color="#d63939",
-                annotation_text=_("%(name)s: baseline %(gpus)s GPUs")
-                % {"name": short_label(result.spec.name), "gpus": result.baseline_gpus},
+            label = _("%(name)s: baseline %(gpus)s GPUs") % {
+                "name": short_label(result.spec.name),
+                "gpus": result.baseline_gpus,
+            }
+            figure.add_trace(
+                go.Scatter(
+                    x=[x[0], x[-1]] if x else [],
+                    y=[result.baseline_gpus] * (2 if x else 0),
+                    mode="lines",
+                    name=label,
+                    line={"color": "#d63939", "dash": "dash"},
+                    hovertemplate=label + "<extra></extra>",
+                )
             )
     figure.update_layout(
         title=_("Demand per hour"),

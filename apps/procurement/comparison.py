@@ -28,16 +28,11 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from itertools import accumulate
 
+from apps.core.sentences import gettext
 from apps.pools.costing import HOURS_PER_MONTH  # 730 h, the mean month (framework-free)
 
-# Translates a sentence: the identity here, Django's gettext once the procurement app is
-# ready (apps/procurement/apps.py), so the module needs no Django and makemessages finds
-# its ``_()``.
-translate = str
-
-
-def _(text: str) -> str:
-    return translate(text)
+# Translated as the text is built, in the reader's language (apps/core/sentences.py).
+_ = gettext
 
 
 SECONDS_PER_HOUR = 3600

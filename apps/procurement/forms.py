@@ -5,6 +5,7 @@ from django.utils.translation import gettext_lazy as _
 from apps.catalog.models import GpuModel
 from apps.core.bounds import Scale
 from apps.core.forms import SectionedFormMixin, SlugFromNameMixin, TablerFormMixin
+from apps.core.texts import translated
 from apps.procurement.models import (
     ComparisonExport,
     DemandSource,
@@ -350,7 +351,7 @@ class PriceImportForm(TablerFormMixin, forms.Form):
         try:
             self.catalog_rows = parse_price_catalog(text)
         except PriceCatalogError as error:
-            raise forms.ValidationError(str(error)) from None
+            raise forms.ValidationError(translated(error)) from None
         if not self.catalog_rows[0]:
             raise forms.ValidationError(gettext("The file has no GPU rows with a price."))
         return upload

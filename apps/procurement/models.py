@@ -12,6 +12,7 @@ from django.core.validators import (
 from django.db import models
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
 from simple_history.models import HistoricalRecords
 
 from apps.core.jobs import Job
@@ -368,10 +369,10 @@ class ComparisonExport(Job):
     not_started_status = Status.PENDING
     succeeded_status = Status.SUCCEEDED
     finished_statuses = (Status.SUCCEEDED, Status.FAILED, Status.INTERRUPTED)
-    job_noun = "export"
+    job_noun = _("export")
     DEFAULT_LANGUAGE = "en"
-    failure_sentence_template = (
-        "The export stopped with an error ({error}). Ask for it again; the server log has "
+    failure_sentence_template = gettext_noop(
+        "The export stopped with an error (%(error)s). Ask for it again; the server log has "
         "the details."
     )
 

@@ -14,7 +14,9 @@ from django.utils.translation import gettext_lazy
 
 from apps.catalog.models import GpuModel
 from apps.core import runs
+from apps.core.history import combined_history
 from apps.core.outbox import enqueue
+from apps.core.sentences import gettext_noop
 from apps.pools import costing, memory
 from apps.pools.assessment import inference_settings_of, shape_of
 from apps.procurement import comparison, skypilot
@@ -624,6 +626,22 @@ def prices_used(scenario: Scenario, row: "OptionRow") -> list[PriceUsed]:
     return lines
 
 
+def scenario_history(scenario: Scenario, *, limit=30) -> list:
+    """Changes to the scenario and to its options (added, edited, deleted), newest first:
+    the scenario's own records alone would say "created" and never what its options became."""
+    return combined_history(
+        [
+            (Scenario.history.filter(id=scenario.pk), lambda record: _("Scenario"), Scenario),
+            (
+                ScenarioOption.history.filter(scenario_id=scenario.pk),
+                lambda record: _("Option %(name)s") % {"name": record.name},
+                ScenarioOption,
+            ),
+        ],
+        limit=limit,
+    )
+
+
 def scenario_queryset():
     return Scenario.objects.select_related(
         "demand_pool__gpu_model",
@@ -784,7 +802,7 @@ def reap_stalled_exports() -> int:
     export recomputes and replaces its file). Returns the exports marked."""
     return runs.reap(
         ComparisonExport.objects.all(),
-        describe=lambda export: ("worker", "writing the export"),
+        describe=lambda export: (gettext_noop("The worker"), gettext_noop("writing the export")),
         retry=lambda export: enqueue("procurement.generate_export", export.pk),
-        advice=lambda export: "ask for the export again.",
+        advice=lambda export: gettext_noop("ask for the export again."),
     )

@@ -5,6 +5,9 @@ SkyPilot's catalogs (e.g. ``lambda/vms.csv``) have one row per instance type and
 SpotPrice``. ``Price`` is USD per instance-hour, so the price per GPU-hour is Price ÷
 AcceleratorCount. ``GpuInfo`` is a Python literal (single quotes), not JSON, so it is read
 with ``ast.literal_eval``. CPU-only rows (no accelerator) are skipped, not errors.
+
+Its errors and match reasons are Sentences (apps/core/sentences.py): English text that
+the page says again in its reader's language.
 """
 
 import ast
@@ -13,11 +16,14 @@ import io
 import re
 from dataclasses import dataclass
 
+from apps.core.sentences import Sentence, gettext_noop, sentence
+
 REQUIRED_COLUMNS = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "Region")
 
 
 class PriceCatalogError(ValueError):
-    """The file cannot be read as a price catalog at all (the message says why)."""
+    """The file cannot be read as a price catalog at all (the message, a Sentence, says
+    why: read it with ``texts.translated(error)``, as ``str()`` keeps only its English)."""
 
 
 @dataclass(frozen=True)
@@ -63,15 +69,21 @@ def _gpu_memory_mib(raw: str) -> int | None:
         return None
 
 
-def parse_price_catalog(text: str) -> tuple[list[PriceRow], list[tuple[int, str]]]:
+def parse_price_catalog(text: str) -> tuple[list[PriceRow], list[tuple[int, Sentence]]]:
     """Rows with a GPU and a price, and (line, reason) for each row that could not be
     read. Raises PriceCatalogError when a required column is missing."""
     reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
     missing = [name for name in REQUIRED_COLUMNS if name not in (reader.fieldnames or [])]
     if missing:
         raise PriceCatalogError(
-            f"Not a SkyPilot price catalog: the header lacks {', '.join(missing)} "
-            f"(expected {', '.join(REQUIRED_COLUMNS)})."
+            sentence(
+                gettext_noop(
+                    "Not a SkyPilot price catalog: the header lacks %(missing)s "
+                    "(expected %(expected)s)."
+                ),
+                missing=", ".join(missing),
+                expected=", ".join(REQUIRED_COLUMNS),
+            )
         )
     rows, errors = [], []
     for line, record in enumerate(reader, start=2):
@@ -85,13 +97,25 @@ def parse_price_catalog(text: str) -> tuple[list[PriceRow], list[tuple[int, str]
             errors.append(
                 (
                     line,
-                    f"AcceleratorCount {record.get('AcceleratorCount')!r} or Price "
-                    f"{record.get('Price')!r} is not a number.",
+                    sentence(
+                        gettext_noop(
+                            "AcceleratorCount %(count)s or Price %(price)s is not a number."
+                        ),
+                        count=repr(record.get("AcceleratorCount")),
+                        price=repr(record.get("Price")),
+                    ),
                 )
             )
             continue
         if count <= 0 or price < 0:
-            errors.append((line, "AcceleratorCount must be above 0 and Price not negative."))
+            errors.append(
+                (
+                    line,
+                    sentence(
+                        gettext_noop("AcceleratorCount must be above 0 and Price not negative.")
+                    ),
+                )
+            )
             continue
         rows.append(
             PriceRow(
@@ -140,9 +164,15 @@ def match_gpu(row: PriceRow, catalog: list[CatalogGpu]) -> tuple[CatalogGpu | No
     if len(candidates) == 1:
         return candidates[0], ""
     if not candidates:
-        return None, f"no catalog GPU matches {row.accelerator}"
-    names = ", ".join(gpu.name for gpu in candidates)
-    return None, f"{row.accelerator} ({row.instance_type}) could be {names}"
+        return None, sentence(
+            gettext_noop("no catalog GPU matches %(accelerator)s"), accelerator=row.accelerator
+        )
+    return None, sentence(
+        gettext_noop("%(accelerator)s (%(instance_type)s) could be %(names)s"),
+        accelerator=row.accelerator,
+        instance_type=row.instance_type,
+        names=", ".join(gpu.name for gpu in candidates),
+    )
 
 
 # Region prefixes of cloud catalogs → gpufleet's compliance zones (apps/pools/models.py).

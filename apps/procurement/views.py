@@ -15,7 +15,6 @@ from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods
 
 from apps.core.crud import delete_page, form_page
-from apps.core.history import history_rows
 from apps.core.htmx import fragment_for, render_page
 from apps.core.outbox import enqueue, mark_waiting
 from apps.core.tables import configure_table
@@ -31,6 +30,7 @@ from apps.procurement.models import ComparisonExport, OptionKind, Scenario, Scen
 from apps.procurement.services import (
     build_comparison,
     import_prices,
+    scenario_history,
     scenario_queryset,
     what_if_json,
 )
@@ -114,7 +114,7 @@ def scenario_detail(request, slug):
         return render_page(
             request, "procurement/scenario_detail.html", context, fragments=fragments
         )
-    context["history"] = history_rows(scenario)
+    context["history"] = scenario_history(scenario)
     context["exports"] = mark_waiting(
         scenario.exports.select_related("created_by")[:EXPORTS_SHOWN],
         generate_export_task,

@@ -7,14 +7,10 @@ class ReportsConfig(AppConfig):
     verbose_name = "Utilization and cost reports"
 
     def ready(self):
-        from django.utils.translation import gettext
-
         from apps.pools import list_columns
-        from apps.reports import explain, signals
+        from apps.reports import signals
         from apps.reports.pool_list import POOL_LIST_COLUMNS
 
         signals.connect()
-        # The explanations are written in the reader's language (explain.py has no Django).
-        explain.translate = gettext
         # The pool list's usage and cost columns (apps/reports/pool_list.py).
         list_columns.register(POOL_LIST_COLUMNS)

@@ -24,6 +24,8 @@ which add up to it (tests/reports/test_explain.py checks both for every figure).
 from dataclasses import dataclass
 from typing import Any
 
+from apps.core.sentences import gettext, gettext_noop
+
 TRAINING = "training"
 INFERENCE = "inference"
 
@@ -108,19 +110,8 @@ class LostPart:
 
 # --- words ------------------------------------------------------------------------------
 
-# Translates a sentence: the identity here, Django's gettext once the reports app is ready
-# (apps/reports/apps.py), so the module needs no Django and makemessages finds its ``_()``.
-translate = str
-
-
-def _(text: str) -> str:
-    return translate(text)
-
-
-def gettext_noop(text: str) -> str:
-    """Marks a label for the translation catalogue (``makemessages`` finds the name); it
-    stays English here and is translated where it is shown."""
-    return text
+# Translated as the text is built, in the reader's language (apps/core/sentences.py).
+_ = gettext
 
 
 # The units that read as words, translated where a value is written with them.

@@ -5,7 +5,7 @@ live with the workloads (``apps.pools.models.Interruption``).
 
 from django.conf import settings
 from django.db import models
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
 
 from apps.core.jobs import Job
@@ -25,9 +25,9 @@ class RecomputeJob(Job):
     not_started_status = Status.QUEUED
     succeeded_status = Status.DONE
     finished_statuses = (Status.DONE, Status.FAILED, Status.INTERRUPTED)
-    job_noun = "recompute"
-    failure_sentence_template = (
-        "The recompute stopped with an error ({error}); the days rebuilt so far are kept. "
+    job_noun = _("recompute")
+    failure_sentence_template = gettext_noop(
+        "The recompute stopped with an error (%(error)s); the days rebuilt so far are kept. "
         "Start it again; the server log has the details."
     )
     progress_kept_on_failure = True

@@ -4,6 +4,7 @@ heartbeat, and the reaper of recomputes whose worker stopped (apps/core/runs.py)
 from datetime import UTC, datetime, time, timedelta
 
 from apps.core import runs
+from apps.core.sentences import gettext_noop, sentence
 from apps.reports.models import RecomputeJob
 from apps.telemetry.days import rebuild_days
 
@@ -41,7 +42,13 @@ def run_recompute(job_id: int) -> int:
             job.rows_written += pool_rows + workload_rows
             job.advance(job.days_done_pct(), also_save=["days_done", "rows_written"])
             day = last + timedelta(days=1)
-        job.succeed(f"{job.rows_written:,} daily rows rebuilt over {job.day_count} days.")
+        job.succeed(
+            sentence(
+                gettext_noop("%(rows)s daily rows rebuilt over %(days)s days."),
+                rows=f"{job.rows_written:,}",
+                days=job.day_count,
+            )
+        )
     return job.rows_written
 
 
@@ -52,7 +59,7 @@ def reap_stalled_recomputes() -> int:
 
     return runs.reap(
         RecomputeJob.objects.all(),
-        describe=lambda job: ("worker", "recomputing daily totals"),
+        describe=lambda job: (gettext_noop("The worker"), gettext_noop("recomputing daily totals")),
         retry=lambda job: enqueue("reports.recompute_days", job.pk),
-        advice=lambda job: "start the recompute again.",
+        advice=lambda job: gettext_noop("start the recompute again."),
     )

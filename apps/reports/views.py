@@ -25,6 +25,7 @@ from apps.core.history import history_rows
 from apps.core.htmx import fragment_for, render_page
 from apps.core.outbox import enqueue, mark_waiting
 from apps.core.runs import interrupted_sentence
+from apps.core.texts import translated
 from apps.pools.models import Interruption, Pool
 from apps.reports import explain, exports, rendering, selectors
 from apps.reports.cache import (
@@ -136,16 +137,18 @@ def _after_the_worker_stopped(query: str, last_heard: datetime) -> dict | None:
         progress = {
             "done": 0,
             "step": INTERRUPTED_STEP,
-            "interrupted": interrupted_sentence(
-                who=_("worker"),
-                doing=doing,
-                last_heard=last_heard,
-                next_step=ngettext(
-                    "it was given up after %(attempts)d attempt.",
-                    "it was given up after %(attempts)d attempts.",
-                    attempts,
+            "interrupted": translated(
+                interrupted_sentence(
+                    who=_("The worker"),
+                    doing=doing,
+                    last_heard=last_heard,
+                    next_step=ngettext(
+                        "it was given up after %(attempts)d attempt.",
+                        "it was given up after %(attempts)d attempts.",
+                        attempts,
+                    )
+                    % {"attempts": attempts},
                 )
-                % {"attempts": attempts},
             ),
         }
         set_background_progress("report", query, progress)
@@ -153,11 +156,13 @@ def _after_the_worker_stopped(query: str, last_heard: datetime) -> dict | None:
     progress = {
         "done": 0,
         "step": WAITING_STEP,
-        "note": interrupted_sentence(
-            who=_("worker"),
-            doing=doing,
-            last_heard=last_heard,
-            next_step=_("they are being computed again."),
+        "note": translated(
+            interrupted_sentence(
+                who=_("The worker"),
+                doing=doing,
+                last_heard=last_heard,
+                next_step=_("they are being computed again."),
+            )
         ),
     }
     if retry_background_job("report", query, progress) and not _queue_report(query):

@@ -22,6 +22,7 @@ from apps.core.serializers import (
     StrictBooleanField,
     StrictCharField,
 )
+from apps.core.texts import translated
 from apps.pools.models import Pool, Workload
 from apps.telemetry import reconciliation, services
 from apps.telemetry.models import (
@@ -251,15 +252,20 @@ class RequestIngestSerializer(_IngestSerializer):
 
 
 def _result(run: ImportRun) -> dict:
+    """ImportResultSerializer's fields, the run's sentences said in the request's language
+    (Accept-Language, English by default) as the pages say them."""
     return {
         "import_run": run.pk,
         "status": run.status,
         "accepted": run.rows_accepted,
         "duplicates": run.rows_duplicate,
         "rejected": run.rows_rejected,
-        "errors": run.errors,
-        "warnings": run.warnings,
-        "message": run.message,
+        "errors": [
+            {"line": error["line"], "message": error["message"]}
+            for error in run.errors_in_language()
+        ],
+        "warnings": run.warnings_in_language(),
+        "message": run.message_in_language(),
     }
 
 
@@ -317,7 +323,7 @@ class _IngestView(APIView):
                 scraped_at=data.get("scraped_at"),
             )
         except TelemetryFormatError as error:
-            raise ValidationError({"text": [str(error)]}) from error
+            raise ValidationError({"text": [translated(error)]}) from error
         except Exception:
             # run_import marked the run failed with a sentence: the client reads it, the
             # log keeps the traceback.

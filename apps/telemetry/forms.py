@@ -21,6 +21,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.core.forms import TablerFormMixin
+from apps.core.texts import translated
 from apps.pools.models import Pool, Workload
 from apps.telemetry import kept_uploads, services
 from apps.telemetry.models import GpuDevice, HostnameRule
@@ -159,7 +160,7 @@ class _ImportForm(TablerFormMixin, forms.Form):
                 gettext(
                     "Column mapping: %(error)s; expected field=header pairs such as %(example)s."
                 )
-                % {"error": error, "example": self.mapping_example}
+                % {"error": translated(error), "example": self.mapping_example}
             ) from error
         unknown = [name for name in mapping if name not in self.known_fields]
         if unknown:

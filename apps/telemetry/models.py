@@ -15,6 +15,7 @@ from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
 
 from apps.core.jobs import Job
+from apps.core.texts import translated_data
 
 
 class GpuDevice(models.Model):
@@ -169,9 +170,9 @@ class ImportRun(Job):
     not_started_status = Status.PENDING
     succeeded_status = Status.SUCCEEDED
     finished_statuses = (Status.SUCCEEDED, Status.REJECTED, Status.FAILED, Status.INTERRUPTED)
-    job_noun = "import"
-    failure_sentence_template = (
-        "The import stopped with an error ({error}). Samples are stored once each, so "
+    job_noun = _("import")
+    failure_sentence_template = gettext_noop(
+        "The import stopped with an error (%(error)s). Samples are stored once each, so "
         "importing the file again is safe; the server log has the details."
     )
 
@@ -196,6 +197,10 @@ class ImportRun(Job):
     warnings = models.JSONField(
         default=list, blank=True, help_text="What was kept but needs a look, in sentences."
     )
+    # ``warnings`` as sentences (apps/core/sentences.py: msgids and values), one list of
+    # parts per warning, so the page says each in its reader's language; empty for runs
+    # whose warnings were stored as plain text.
+    warning_parts = models.JSONField(default=list, blank=True)
     # An identical file uploaded again is recognised by its digest and refused.
     content_sha256 = models.CharField(_("SHA-256 of the content"), max_length=64, blank=True)
     scraped_at = models.DateTimeField(
@@ -212,33 +217,21 @@ class ImportRun(Job):
     def __str__(self):
         return f"{self.get_kind_display()} import #{self.pk} ({self.get_status_display()})"
 
-    # The device counts of a succeeded run's stored sentence (ImportSummary.describe),
-    # which the worker writes in English: the page says it again in its own language.
-    _NEW_DEVICES = re.compile(r"; (\d+) new GPU\(s\) registered")
-    _UNASSIGNED = re.compile(r", (\d+) waiting for a pool")
+    def errors_in_language(self) -> list[dict]:
+        """The rejected lines kept with the run, each said in the active language."""
+        return [
+            {**error, "message": translated_data(error.get("message_parts"), error["message"])}
+            for error in self.errors
+        ]
 
-    def message_in_language(self) -> str:
-        """The run's message in the active language: a succeeded run's counts said again
-        from its fields, any other message as stored."""
-        if self.status != self.Status.SUCCEEDED or " rows accepted, " not in self.message:
-            return self.message
-        sentence = gettext(
-            "%(accepted)s rows accepted, %(duplicates)s duplicates skipped, "
-            "%(rejected)s rows rejected"
-        ) % {
-            "accepted": self.rows_accepted,
-            "duplicates": self.rows_duplicate,
-            "rejected": self.rows_rejected,
-        }
-        new = self._NEW_DEVICES.search(self.message)
-        if new:
-            sentence += gettext("; %(count)s new GPU(s) registered") % {"count": new.group(1)}
-        waiting = self._UNASSIGNED.search(self.message)
-        if waiting:
-            sentence += gettext(", %(count)s waiting for a pool on the unassigned-GPUs page") % {
-                "count": waiting.group(1)
-            }
-        return sentence + gettext(".")
+    def warnings_in_language(self) -> list[str]:
+        """The run's warnings, each said in the active language (as stored when it was
+        kept without its sentence)."""
+        parts = self.warning_parts or []
+        return [
+            translated_data(parts[index] if index < len(parts) else None, warning)
+            for index, warning in enumerate(self.warnings)
+        ]
 
 
 class PoolHourlyUsage(models.Model):

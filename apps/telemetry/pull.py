@@ -39,6 +39,7 @@ from urllib.request import Request, urlopen
 from django.db import connection, transaction
 from django.utils import timezone
 
+from apps.core.sentences import Sentence, gettext_noop, sentence, to_data
 from apps.telemetry import services
 from apps.telemetry.models import ImportRun, PullSource
 from apps.telemetry.parsers import (
@@ -218,8 +219,9 @@ def _pull(
         raise
     services.record_import_run(run, summary)
     if note:
-        run.message = f"{note}: {run.message}"
-        run.save(update_fields=["message"])
+        # The note is the source's own English: the message is shown as written.
+        run.message, run.message_parts = f"{note}: {run.message}", []
+        run.save(update_fields=["message", "message_parts"])
     return run, STATUS_WARNING if summary.rejected else STATUS_OK
 
 
@@ -264,7 +266,7 @@ class Scrape:
     source: PullSource
     scraped_at: datetime
     text: str | None = None
-    failure: str = ""
+    failure: str = ""  # a Sentence where gpufleet words it, else the server's own English
     failed_status: str = ImportRun.Status.FAILED
     result: ParseResult | None = None
     # Its rows could not be stored: its run names no pool, since the pool may be why.
@@ -345,10 +347,13 @@ def store_scrapes(scrapes: list[Scrape]) -> list[ImportRun]:
         except Exception as error:
             logger.exception("storing the scrape of %s failed", scrape.source.url)
             scrape.result, scrape.store_failed = None, True
-            scrape.failure = (
-                f"{scrape.source.url}: storing the scrape failed ({type(error).__name__}: "
-                f"{error}); nothing of it was kept. The source's next pull runs on schedule; "
-                "the server log has the details."
+            scrape.failure = sentence(
+                gettext_noop(
+                    "%(url)s: storing the scrape failed (%(error)s); nothing of it was kept. "
+                    "The source's next pull runs on schedule; the server log has the details."
+                ),
+                url=scrape.source.url,
+                error=f"{type(error).__name__}: {error}",
             )
             scrape.failed_status = ImportRun.Status.FAILED
             with transaction.atomic():
@@ -389,20 +394,20 @@ def _store_and_record(scrapes: list[Scrape]) -> list[ImportRun]:
         )
         summary = summaries.get(id(scrape))
         if summary is None:
-            run.status, run.message = scrape.failed_status, scrape.failure
+            run.status = scrape.failed_status
+            parts = [scrape.failure] if isinstance(scrape.failure, Sentence) else []
             status = STATUS_ERROR
             logger.warning(
                 "pull of %s (%s) failed: %s", scrape.source.name, scrape.source.url, scrape.failure
             )
+            run.message = str(scrape.failure)
         else:
-            run.status, run.message = ImportRun.Status.SUCCEEDED, summary.describe()
-            run.rows_total, run.rows_accepted = summary.rows_total, summary.accepted
-            run.rows_duplicate, run.rows_rejected = summary.duplicates, summary.rejected
-            run.errors = [
-                {"line": error.line_number, "message": error.message} for error in summary.errors
-            ]
-            run.warnings = summary.warnings
+            run.status = services.set_import_results(run, summary)
+            parts = summary.message_parts()
+            run.message = "".join(parts)
             status = STATUS_WARNING if summary.rejected else STATUS_OK
+        # Stored in English with their msgids, said again in each reader's language.
+        run.message_parts = to_data(parts) if parts else []
         runs.append(run)
         outcomes.append((scrape.source, scrape.scraped_at, status, run.message))
     ImportRun.objects.bulk_create(runs)
@@ -764,8 +769,13 @@ def pull_prometheus(
     if not run.rows_total:
         # Not an error (an exporter can be down for a while) but worth seeing at a glance.
         status = STATUS_WARNING
-        run.message += " Prometheus holds none of the DCGM metrics pulled in this range."
-        run.save(update_fields=["message"])
+        none_held = sentence(
+            gettext_noop(" Prometheus holds none of the DCGM metrics pulled in this range.")
+        )
+        run.message += none_held
+        if run.message_parts:
+            run.message_parts.append(none_held.to_data())
+        run.save(update_fields=["message", "message_parts"])
     _record_on_source(source, now, status, run.message, pulled_until=end)
     return run
 

@@ -23,10 +23,11 @@ from pathlib import Path
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext
 
 from apps.core import runs
 from apps.core.outbox import enqueue
+from apps.core.sentences import Sentence, as_sentence, gettext_noop, sentence, to_data
 from apps.pools.models import Pool
 from apps.telemetry import parsers
 from apps.telemetry.mig import compute_slices_of_profile
@@ -41,7 +42,7 @@ from apps.telemetry.models import (
 )
 from apps.telemetry.parsers import NUL_SENTENCE, FileLines, TelemetryFormatError, paused_gc
 from apps.telemetry.parsers._common import merge_chunks
-from apps.telemetry.parsers.rows import GpuSampleRow, ParseResult, RowError
+from apps.telemetry.parsers.rows import GpuSampleRow, ParseResult, RowError, line_error, on_line
 from apps.telemetry.retention import raw_retention_horizon, samples_held_q
 from apps.telemetry.rollups import queue_pool_hours, queue_workload_hours, request_drain
 
@@ -88,25 +89,60 @@ class ImportSummary:
     touched_pool_hours: set = field(default_factory=set)
     touched_workload_hours: set = field(default_factory=set)
     rejected_whole: bool = False
-    # What was kept but needs a look (samples outside a service period, clock skew).
+    # What was kept but needs a look (samples outside a service period, clock skew):
+    # Sentences, said again in each reader's language (``ImportRun.warnings_in_language``).
     warnings: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
+        return "".join(self.message_parts())
+
+    def message_parts(self) -> list[Sentence]:
+        """The run's message, as sentence parts read one after the other (stored with
+        the run, said again in each reader's language)."""
         if self.rejected_whole:
-            first = "; ".join(error.message for error in self.errors[:5])
-            return (
-                f"Rejected: {self.rejected} bad row(s), nothing imported. First errors: {first}. "
-                "Fix the file, or import with --skip-bad-rows to keep the good rows."
+            parts = [
+                sentence(
+                    gettext_noop(
+                        "Rejected: %(count)s bad row(s), nothing imported. First errors: "
+                    ),
+                    count=self.rejected,
+                )
+            ]
+            for index, error in enumerate(self.errors[:5]):
+                if index:
+                    parts.append(sentence("; "))
+                parts.append(as_sentence(error.message))
+            parts.append(
+                sentence(
+                    gettext_noop(
+                        ". Fix the file, or import with --skip-bad-rows to keep the good rows."
+                    )
+                )
             )
-        text = (
-            f"{self.accepted} rows accepted, {self.duplicates} duplicates skipped, "
-            f"{self.rejected} rows rejected"
-        )
+            return parts
+        parts = [
+            sentence(
+                gettext_noop(
+                    "%(accepted)s rows accepted, %(duplicates)s duplicates skipped, "
+                    "%(rejected)s rows rejected"
+                ),
+                accepted=self.accepted,
+                duplicates=self.duplicates,
+                rejected=self.rejected,
+            )
+        ]
         if self.new_devices:
-            text += f"; {self.new_devices} new GPU(s) registered"
+            parts.append(
+                sentence(gettext_noop("; %(count)s new GPU(s) registered"), count=self.new_devices)
+            )
         if self.unassigned_devices:
-            text += f", {self.unassigned_devices} waiting for a pool on the unassigned-GPUs page"
-        return text + "."
+            parts.append(
+                sentence(
+                    gettext_noop(", %(count)s waiting for a pool on the unassigned-GPUs page"),
+                    count=self.unassigned_devices,
+                )
+            )
+        return [*parts, sentence(gettext_noop("."))]
 
 
 def hour_of(moment: datetime) -> datetime:
@@ -486,43 +522,45 @@ def _utc_minute(moment: datetime) -> str:
     return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
 
 
-def _samples(count: int) -> str:
-    return f"{count:,} sample{'s' if count != 1 else ''}"
-
-
-def outside_service_sentences(pool: Pool, *, before: int, after: int) -> list[str]:
+def outside_service_sentences(pool: Pool, *, before: int, after: int) -> list[Sentence]:
     """What to tell about ``before`` samples dated before ``pool`` entered service and
-    ``after`` samples at or after it left: they are kept, and reports do not charge them."""
+    ``after`` samples at or after it left: they are kept, and reports do not charge them.
+    Sentences in English (the msgid chosen by English's plural rule: Chinese has one form),
+    said again in each reader's language."""
     sentences = []
     if before:
         sentences.append(
-            ngettext(
-                "%(samples)s sample before pool %(pool)s entered service (%(when)s): kept, not "
-                "charged; change the pool's service period to count them.",
-                "%(samples)s samples before pool %(pool)s entered service (%(when)s): kept, not "
-                "charged; change the pool's service period to count them.",
-                before,
+            sentence(
+                gettext_noop(
+                    "%(samples)s sample before pool %(pool)s entered service (%(when)s): kept, "
+                    "not charged; change the pool's service period to count them."
+                )
+                if before == 1
+                else gettext_noop(
+                    "%(samples)s samples before pool %(pool)s entered service (%(when)s): kept, "
+                    "not charged; change the pool's service period to count them."
+                ),
+                samples=f"{before:,}",
+                pool=pool.name,
+                when=_utc_minute(pool.in_service_from),
             )
-            % {
-                "samples": f"{before:,}",
-                "pool": pool.name,
-                "when": _utc_minute(pool.in_service_from),
-            }
         )
     if after:
         sentences.append(
-            ngettext(
-                "%(samples)s sample at or after pool %(pool)s left service (%(when)s): kept, "
-                "not charged; change the pool's service period to count them.",
-                "%(samples)s samples at or after pool %(pool)s left service (%(when)s): kept, "
-                "not charged; change the pool's service period to count them.",
-                after,
+            sentence(
+                gettext_noop(
+                    "%(samples)s sample at or after pool %(pool)s left service (%(when)s): "
+                    "kept, not charged; change the pool's service period to count them."
+                )
+                if after == 1
+                else gettext_noop(
+                    "%(samples)s samples at or after pool %(pool)s left service (%(when)s): "
+                    "kept, not charged; change the pool's service period to count them."
+                ),
+                samples=f"{after:,}",
+                pool=pool.name,
+                when=_utc_minute(pool.in_service_until),
             )
-            % {
-                "samples": f"{after:,}",
-                "pool": pool.name,
-                "when": _utc_minute(pool.in_service_until),
-            }
         )
     return sentences
 
@@ -588,7 +626,7 @@ class _OutsideServiceCount:
                 elif self.after_end(pool_id, row.timestamp):
                     self.after[pool_id] += 1
 
-    def sentences(self) -> list[str]:
+    def sentences(self) -> list[Sentence]:
         sentences = []
         outside = set(self.before) | set(self.after)
         for pool_id in sorted(outside, key=lambda pool_id: self.pools[pool_id].name):
@@ -635,7 +673,7 @@ class _ClockSkewCount:
             found[1].add(row.device)
             found[2] = max(found[2], row.timestamp - self.received_at)
 
-    def flag(self) -> list[str]:
+    def flag(self) -> list[Sentence]:
         if not self.per_hour:
             return []
         arrival = _utc_minute(self.received_at)
@@ -677,13 +715,38 @@ class _ClockSkewCount:
         for pool_id, (samples, lead) in sorted(
             per_pool.items(), key=lambda item: names.get(item[0], "")
         ):
-            whose = f"of pool {names[pool_id]}" if pool_id else "of GPUs without a pool"
-            kept = "kept, their hours flagged" if pool_id else "kept"
             sentences.append(
-                f"{_samples(samples)} {whose} dated up to {_lead_minutes(lead)} min ahead of "
-                f"their arrival at {arrival}: {kept}; check the node's clock."
+                sentence(
+                    _CLOCK_SKEW_SENTENCES[(pool_id is not None, samples == 1)],
+                    samples=f"{samples:,}",
+                    lead=_lead_minutes(lead),
+                    arrival=arrival,
+                    **({"pool": names[pool_id]} if pool_id else {}),
+                )
             )
         return sentences
+
+
+# The clock-skew warning by (of a pool, one sample): the msgid follows English's plural
+# rule (Chinese has one form).
+_CLOCK_SKEW_SENTENCES = {
+    (True, True): gettext_noop(
+        "%(samples)s sample of pool %(pool)s dated up to %(lead)s min ahead of their arrival at "
+        "%(arrival)s: kept, their hours flagged; check the node's clock."
+    ),
+    (True, False): gettext_noop(
+        "%(samples)s samples of pool %(pool)s dated up to %(lead)s min ahead of their arrival "
+        "at %(arrival)s: kept, their hours flagged; check the node's clock."
+    ),
+    (False, True): gettext_noop(
+        "%(samples)s sample of GPUs without a pool dated up to %(lead)s min ahead of their "
+        "arrival at %(arrival)s: kept; check the node's clock."
+    ),
+    (False, False): gettext_noop(
+        "%(samples)s samples of GPUs without a pool dated up to %(lead)s min ahead of their "
+        "arrival at %(arrival)s: kept; check the node's clock."
+    ),
+}
 
 
 def _refuse_final_hours(rows: list[GpuSampleRow], devices: dict) -> tuple[list, list[RowError]]:
@@ -732,11 +795,17 @@ def _refuse_final_hours(rows: list[GpuSampleRow], devices: dict) -> tuple[list, 
         return rows, []
     days = settings.TELEMETRY_RAW_RETENTION_DAYS
     errors = [
-        RowError(
+        line_error(
             row.line_number,
-            f"line {row.line_number}: sample at {_utc_minute(row.timestamp)} is older than "
-            f"the {days}-day raw retention; the hour's rollup is final (its raw samples are "
-            "purged and its hourly row is the only record)",
+            sentence(
+                gettext_noop(
+                    "sample at %(when)s is older than the %(days)s-day raw retention; the "
+                    "hour's rollup is final (its raw samples are purged and its hourly row is "
+                    "the only record)"
+                ),
+                when=_utc_minute(row.timestamp),
+                days=days,
+            ),
         )
         for row in rows
         if id(row) in refused
@@ -756,16 +825,18 @@ def _text_columns(*specs) -> tuple[tuple[str, str, int], ...]:
 # The text columns a parsed row is stored in. A value longer than its column is refused
 # with its line, never left to the database's DataError.
 _GPU_ROW_TEXT_COLUMNS = _text_columns(
-    ("uuid", GpuDevice, "uuid", "device id"),
-    ("hostname", GpuDevice, "hostname", "hostname"),
-    ("model_name", GpuDevice, "model_name", "GPU model name"),
-    ("driver_version", GpuDevice, "driver_version", "driver version"),
-    ("mig_profile", GpuDevice, "mig_profile", "MIG profile"),
-    ("pod", GpuSample, "pod", "pod"),
-    ("namespace", GpuSample, "namespace", "namespace"),
-    ("container", GpuSample, "container", "container"),
+    ("uuid", GpuDevice, "uuid", sentence(gettext_noop("device id"))),
+    ("hostname", GpuDevice, "hostname", sentence(gettext_noop("hostname"))),
+    ("model_name", GpuDevice, "model_name", sentence(gettext_noop("GPU model name"))),
+    ("driver_version", GpuDevice, "driver_version", sentence(gettext_noop("driver version"))),
+    ("mig_profile", GpuDevice, "mig_profile", sentence(gettext_noop("MIG profile"))),
+    ("pod", GpuSample, "pod", sentence(gettext_noop("pod"))),
+    ("namespace", GpuSample, "namespace", sentence(gettext_noop("namespace"))),
+    ("container", GpuSample, "container", sentence(gettext_noop("container"))),
 )
-_REQUEST_ROW_TEXT_COLUMNS = _text_columns(("status", RequestSample, "status", "status"))
+_REQUEST_ROW_TEXT_COLUMNS = _text_columns(
+    ("status", RequestSample, "status", sentence(gettext_noop("status")))
+)
 
 
 def refuse_nul_characters(text: str) -> None:
@@ -774,7 +845,7 @@ def refuse_nul_characters(text: str) -> None:
     line of a file as it reads it.)"""
     position = text.find("\x00")
     if position >= 0:
-        raise TelemetryFormatError(f"line {text.count(chr(10), 0, position) + 1}: {NUL_SENTENCE}")
+        raise TelemetryFormatError(on_line(text.count(chr(10), 0, position) + 1, NUL_SENTENCE))
 
 
 def _unstorable_value_error(row, columns) -> RowError | None:
@@ -783,11 +854,21 @@ def _unstorable_value_error(row, columns) -> RowError | None:
         if not value:
             continue
         if "\x00" in value:
-            return RowError(row.line_number, f"line {row.line_number}: {label}: {NUL_SENTENCE}")
-        if len(value) > limit:
-            return RowError(
+            return line_error(
                 row.line_number,
-                f"line {row.line_number}: {label} is {len(value):,} characters; at most {limit:,}",
+                sentence(
+                    gettext_noop("%(column)s: %(problem)s"), column=label, problem=NUL_SENTENCE
+                ),
+            )
+        if len(value) > limit:
+            return line_error(
+                row.line_number,
+                sentence(
+                    gettext_noop("%(column)s is %(length)s characters; at most %(limit)s"),
+                    column=label,
+                    length=f"{len(value):,}",
+                    limit=f"{limit:,}",
+                ),
             )
     return None
 
@@ -1146,18 +1227,28 @@ _RESULT_FIELDS = (
     "rows_rejected",
     "errors",
     "warnings",
+    "warning_parts",
 )
 
 
-def record_import_run(run: ImportRun, summary: ImportSummary) -> ImportRun:
+def set_import_results(run: ImportRun, summary: ImportSummary) -> str:
+    """Put the summary's counts, errors and warnings on ``run``, unsaved; returns the
+    status the run ends in (a batch of scrapes writes its runs in one INSERT)."""
     run.rows_total = summary.rows_total
     run.rows_accepted = summary.accepted
     run.rows_duplicate = summary.duplicates
     run.rows_rejected = summary.rejected
-    run.errors = [{"line": error.line_number, "message": error.message} for error in summary.errors]
+    run.errors = [error.as_data() for error in summary.errors]
     run.warnings = summary.warnings
-    status = ImportRun.Status.REJECTED if summary.rejected_whole else ImportRun.Status.SUCCEEDED
-    run.finish(status, summary.describe(), also_save=_RESULT_FIELDS)
+    run.warning_parts = [
+        to_data(warning) if isinstance(warning, Sentence) else [] for warning in summary.warnings
+    ]
+    return ImportRun.Status.REJECTED if summary.rejected_whole else ImportRun.Status.SUCCEEDED
+
+
+def record_import_run(run: ImportRun, summary: ImportSummary) -> ImportRun:
+    status = set_import_results(run, summary)
+    run.finish(status, summary.message_parts(), also_save=_RESULT_FIELDS)
     return run
 
 
@@ -1169,7 +1260,10 @@ def reap_stalled_imports() -> int:
 
     def describe(run):
         by_worker = run.source == ImportRun.Source.UPLOAD or run.source in pulled
-        return ("worker" if by_worker else "process", "importing")
+        return (
+            gettext_noop("The worker") if by_worker else gettext_noop("The process"),
+            gettext_noop("importing"),
+        )
 
     def can_retry(run):
         path = run.task_arguments.get("path")
@@ -1177,8 +1271,8 @@ def reap_stalled_imports() -> int:
 
     def advice(run):
         if run.source in pulled:
-            return "the source's next pull runs on schedule."
-        return "import the file again."
+            return gettext_noop("the source's next pull runs on schedule.")
+        return gettext_noop("import the file again.")
 
     return runs.reap(
         ImportRun.objects.all(),
@@ -1207,7 +1301,10 @@ def parse_column_mapping(text: str) -> dict[str, str]:
     for part in filter(None, (piece.strip() for piece in (text or "").split(","))):
         field_name, separator, header = part.partition("=")
         if not separator or not field_name.strip() or not header.strip():
-            raise ValueError(f"column mapping “{part}” is not field=header")
+            # A Sentence, said in the reader's language by the form (texts.translated).
+            raise ValueError(
+                sentence(gettext_noop("column mapping “%(part)s” is not field=header"), part=part)
+            )
         mapping[field_name.strip()] = header.strip()
     return mapping
 
@@ -1225,10 +1322,15 @@ def gpu_chunks(source, *, format: str, columns=None, tz=None, scraped_at=None):
     if format == "csv":
         if not columns:
             raise parsers.TelemetryFormatError(
-                "a generic CSV needs a column mapping: timestamp=…,device=…,utilization_pct=…"
+                sentence(
+                    gettext_noop(
+                        "a generic CSV needs a column mapping: "
+                        "timestamp=…,device=…,utilization_pct=…"
+                    )
+                )
             )
         return parsers.iter_gpu_csv(source, columns=columns, tz=tz, chunk_rows=IMPORT_CHUNK_ROWS)
-    raise parsers.TelemetryFormatError(f"unknown format “{format}”; expected one of {GPU_FORMATS}")
+    raise parsers.TelemetryFormatError(_unknown_format(format, GPU_FORMATS))
 
 
 def request_chunks(source, *, format: str, columns=None, tz=None):
@@ -1238,14 +1340,24 @@ def request_chunks(source, *, format: str, columns=None, tz=None):
     if format == "csv":
         if not columns:
             raise parsers.TelemetryFormatError(
-                "a generic request CSV needs a column mapping: "
-                "timestamp=…,input_tokens=…,output_tokens=…"
+                sentence(
+                    gettext_noop(
+                        "a generic request CSV needs a column mapping: "
+                        "timestamp=…,input_tokens=…,output_tokens=…"
+                    )
+                )
             )
         return parsers.iter_request_csv(
             source, columns=columns, tz=tz or UTC, chunk_rows=IMPORT_CHUNK_ROWS
         )
-    raise parsers.TelemetryFormatError(
-        f"unknown format “{format}”; expected one of {REQUEST_FORMATS}"
+    raise parsers.TelemetryFormatError(_unknown_format(format, REQUEST_FORMATS))
+
+
+def _unknown_format(format: str, known: tuple[str, ...]) -> Sentence:
+    return sentence(
+        gettext_noop("unknown format “%(format)s”; expected one of %(known)s"),
+        format=format,
+        known=str(known),
     )
 
 
@@ -1361,7 +1473,7 @@ def _parse_store_and_record(
                 after_chunk=after_chunk,
             )
     except TelemetryFormatError as error:
-        run.finish(ImportRun.Status.REJECTED, str(error), also_save=_CONTENT_FIELDS)
+        run.finish(ImportRun.Status.REJECTED, error.sentence, also_save=_CONTENT_FIELDS)
         raise
     record_import_run(run, summary)
     if summary.touched_pool_hours or summary.touched_workload_hours:

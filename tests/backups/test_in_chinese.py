@@ -111,6 +111,10 @@ def test_a_policy_page_in_chinese_with_versions_and_a_failed_drill(client, make_
             "Version restored",
         ],
     )
+    # Each history line reads "when · who · action · what", with no English word order
+    # ("策略 创建") left in the Chinese.
+    assert re.search(r"\d\d:\d\d\s+· 系统 · 创建 · 策略", text)
+    assert "策略 创建" not in text
     drill_page = visible_text(
         client.get(reverse("backups:drill_detail", kwargs={"pk": drill.pk}), headers=CHINESE)
     )

@@ -207,10 +207,13 @@ def test_the_migration_gives_existing_recomputes_the_progress_their_days_showed(
         halfway = OldRecomputeJob.objects.create(**range_of, status="failed", days_done=4)
         done = OldRecomputeJob.objects.create(**range_of, status="done", days_done=10)
         queued = OldRecomputeJob.objects.create(**range_of, status="queued", message="kept")
-    finally:
         executor = MigrationExecutor(connection)
         executor.migrate(after)
-    progress = dict(RecomputeJob.objects.values_list("pk", "progress_pct"))
-    assert (progress[halfway.pk], progress[done.pk], progress[queued.pk]) == (40, 100, 0)
-    assert RecomputeJob.objects.get(pk=queued.pk).message == "kept"
-    assert RecomputeJob.objects.get(pk=halfway.pk).status == "failed"
+        migrated = executor.loader.project_state(after).apps.get_model("reports", "RecomputeJob")
+        progress = dict(migrated.objects.values_list("pk", "progress_pct"))
+        assert (progress[halfway.pk], progress[done.pk], progress[queued.pk]) == (40, 100, 0)
+        assert migrated.objects.get(pk=queued.pk).message == "kept"
+        assert migrated.objects.get(pk=halfway.pk).status == "failed"
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())

@@ -22,28 +22,25 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.pools.hours import floor_hour
-from apps.pools.models import Deployment, Pool, Purpose
+from apps.pools.models import Purpose
 from apps.reports import selectors
 from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import GpuDevice, PoolHourFlag, PoolHourlyUsage
+from tests.factories import PoolFactory
 from tests.reports.test_pool_list_columns import _wait_for_next_hour_if_at_its_end
 
 
 def _pool(gpu_model, name, gpus, price, since):
-    pool = Pool(
+    return PoolFactory(
         name=name,
         slug=name.lower(),
         purpose=Purpose.INFERENCE,
-        deployment=Deployment.CLOUD_ON_DEMAND,
         gpus_per_node=4,
         gpu_count=gpus,
         on_demand_price_per_gpu_hour_usd=Decimal(price),
         in_service_from=since,
         gpu_model=gpu_model,
     )
-    pool.refresh_effective_price()
-    pool.save()
-    return pool
 
 
 @pytest.fixture

@@ -309,6 +309,8 @@ def test_a_training_workload_page_is_in_chinese(lead_client, fleet):
     ):
         assert chinese in text, chinese
     assert "BF16 混合精度" in text and "不重计算" in text
+    # 10¹⁰ tokens: 100 × 10⁸, counted in 亿 as Chinese counts, not "10.0 十亿".
+    assert "训练 100 亿 token" in text
     assert_no_english_label(text)
     chart = re.search(r'id="chart-memory"[^>]*>(.*?)</script>', page.content.decode(), re.S)
     assert chart is None or "Memory per GPU" not in chart.group(1)

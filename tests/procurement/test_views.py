@@ -323,3 +323,29 @@ def test_read_api_has_the_comparison(client, make_user, scenario):
     totals = [line["result"]["cost"]["total"] for line in detail["comparison"]["options"]]
     assert totals == pytest.approx([7300, 5840])
     assert detail["comparison"]["options"][1]["result"]["optimal_baseline_gpus"] == 2
+
+
+@pytest.mark.django_db
+def test_the_history_says_what_became_of_the_options_in_either_language(
+    procurement_client, scenario
+):
+    """The scenario's card gathers its options' records too: an option's price change and
+    an option's removal are lines of their own, diffed against the record before."""
+    rent = scenario.options.get(name="Rent H100")
+    rent.on_demand_price_per_gpu_hour = Decimal("2.50")
+    rent.save()
+    scenario.options.get(name="Hybrid H100").delete()
+    page = _detail(procurement_client, scenario).content.decode()
+    history = page[page.index('id="history"') :]
+    assert "changed · Option Rent H100" in history
+    assert "<strong>On-demand price per GPU-hour</strong>: 2.0000 → 2.5000" in history
+    assert "deleted · Option Hybrid H100" in history
+    assert "created · Scenario" in history
+    chinese = procurement_client.get(
+        reverse("procurement:scenario_detail", args=[scenario.slug]),
+        headers={"Accept-Language": "zh-CN"},
+    ).content.decode()
+    chinese_history = chinese[chinese.index('id="history"') :]
+    assert "修改 · 选项 Rent H100" in chinese_history
+    assert "删除 · 选项 Hybrid H100" in chinese_history
+    assert "Option Rent" not in chinese_history

@@ -17,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import psycopg
 import pytest
 from django.db import connection
+from django.utils import translation
 
 from apps.pools.models import Pool
 from apps.telemetry import pull, rollups
@@ -165,6 +166,9 @@ def test_a_scrape_that_cannot_be_stored_loses_only_itself(scrape_server):
     assert failed.status == "failed" and failed.rows_accepted == 0
     assert "storing the scrape failed" in failed.message
     assert "nothing of it was kept" in failed.message and urls[1] in failed.message
+    with translation.override("zh-hans"):  # stored with its msgid, read in Chinese
+        assert "保存这次采集失败" in failed.message_in_language()
+        assert urls[1] in failed.message_in_language()
     kept = {uuid for path in (SCRAPES[0], SCRAPES[2]) for uuid in expected_gpus(path)}
     assert set(GpuSample.objects.values_list("device__uuid", flat=True)) == kept
     assert ImportRun.objects.filter(status="succeeded").count() == 2

@@ -263,8 +263,8 @@ def test_a_bad_line_in_the_last_chunk_refuses_the_whole_file(pool, tmp_path, mon
     run = ImportRun.objects.get()
     assert run.status == ImportRun.Status.REJECTED
     assert (run.rows_total, run.rows_rejected, run.rows_accepted) == (301, 1, 0)
-    assert run.errors == [
-        {"line": 302, "message": "line 302: utilization_pct '140' is outside 0–100"}
+    assert [(error["line"], error["message"]) for error in run.errors] == [
+        (302, "line 302: utilization_pct '140' is outside 0–100")
     ]
     # The chunks stored before the bad line are rolled back with their devices.
     assert not GpuSample.objects.exists() and not GpuDevice.objects.exists()

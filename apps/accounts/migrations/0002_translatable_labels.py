@@ -4,24 +4,31 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('accounts', '0001_initial'),
+        ("accounts", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='apitoken',
-            options={'ordering': ['-created_at'], 'verbose_name': 'API token', 'verbose_name_plural': 'API tokens'},
+            name="apitoken",
+            options={
+                "ordering": ["-created_at"],
+                "verbose_name": "API token",
+                "verbose_name_plural": "API tokens",
+            },
         ),
         migrations.AlterField(
-            model_name='apitoken',
-            name='description',
-            field=models.CharField(max_length=200, verbose_name='description'),
+            model_name="apitoken",
+            name="description",
+            field=models.CharField(max_length=200, verbose_name="description"),
         ),
         migrations.AlterField(
-            model_name='apitoken',
-            name='read_only',
-            field=models.BooleanField(default=True, help_text='A read-only token can read everything and change nothing.', verbose_name='read only'),
+            model_name="apitoken",
+            name="read_only",
+            field=models.BooleanField(
+                default=True,
+                help_text="A read-only token can read everything and change nothing.",
+                verbose_name="read only",
+            ),
         ),
     ]

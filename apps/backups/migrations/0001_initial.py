@@ -12,283 +12,1266 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('pools', '0005_grant_interruption_permissions'),
+        ("pools", "0005_grant_interruption_permissions"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='BackupPolicy',
+            name="BackupPolicy",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('covered_items', models.JSONField(blank=True, default=list, help_text="Keys of apps/backups/coverage.py's checklist.", verbose_name='What is kept')),
-                ('current_data_version', models.CharField(blank=True, help_text='What the workload trains on now; checkpoints of another data version are flagged as not comparable.', max_length=100, verbose_name='Current data version')),
-                ('hot_location', models.CharField(blank=True, help_text='e.g. s3://ckpt-hot/llama3-70b/ or nfs://store01/ckpt', max_length=300, verbose_name='Hot tier location')),
-                ('hot_retention_count', models.PositiveIntegerField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Hot tier retention (versions)')),
-                ('hot_retention_days', models.PositiveIntegerField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Hot tier retention (days)')),
-                ('hot_price_per_gb_month_usd', models.DecimalField(blank=True, decimal_places=4, max_digits=10, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Hot tier price per GB-month (USD)')),
-                ('warm_location', models.CharField(blank=True, help_text='e.g. s3://ckpt-hot/llama3-70b/ or nfs://store01/ckpt', max_length=300, verbose_name='Warm tier location')),
-                ('warm_retention_count', models.PositiveIntegerField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Warm tier retention (versions)')),
-                ('warm_retention_days', models.PositiveIntegerField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Warm tier retention (days)')),
-                ('warm_price_per_gb_month_usd', models.DecimalField(blank=True, decimal_places=4, max_digits=10, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Warm tier price per GB-month (USD)')),
-                ('cold_location', models.CharField(blank=True, help_text='e.g. s3://ckpt-hot/llama3-70b/ or nfs://store01/ckpt', max_length=300, verbose_name='Cold tier location')),
-                ('cold_retention_count', models.PositiveIntegerField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Cold tier retention (versions)')),
-                ('cold_retention_days', models.PositiveIntegerField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Cold tier retention (days)')),
-                ('cold_price_per_gb_month_usd', models.DecimalField(blank=True, decimal_places=4, max_digits=10, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Cold tier price per GB-month (USD)')),
-                ('rpo_minutes', models.PositiveIntegerField(help_text='The most work (or the oldest version) a restore may lose.', validators=[django.core.validators.MinValueValidator(1)], verbose_name='RPO target (minutes)')),
-                ('rto_minutes', models.PositiveIntegerField(help_text='How long a restore may take, from start to resumed.', validators=[django.core.validators.MinValueValidator(1)], verbose_name='RTO target (minutes)')),
-                ('drill_frequency_days', models.PositiveIntegerField(default=30, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Drill every (days)')),
-                ('mtbf_hours', models.DecimalField(blank=True, decimal_places=2, help_text="Blank: from the pool's recorded interruptions, scaled by the job's GPUs.", max_digits=10, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0.01'))], verbose_name='MTBF of the job (hours)')),
-                ('checkpoint_size_gb', models.DecimalField(blank=True, decimal_places=2, help_text="Weights + optimizer state, 10⁹ bytes. Blank: the latest checkpoint's size.", max_digits=12, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0.01'))], verbose_name='Checkpoint size (GB)')),
-                ('notes', models.TextField(blank=True)),
-                ('coverage_percent', models.PositiveSmallIntegerField(default=0, editable=False, verbose_name='Coverage score (%)')),
-                ('last_drill_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('last_drill_passed', models.BooleanField(blank=True, editable=False, null=True)),
-                ('drill_due_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('overdue_since', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now, editable=False)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('workload', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='backup_policy', to='pools.workload')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "covered_items",
+                    models.JSONField(
+                        blank=True,
+                        default=list,
+                        help_text="Keys of apps/backups/coverage.py's checklist.",
+                        verbose_name="What is kept",
+                    ),
+                ),
+                (
+                    "current_data_version",
+                    models.CharField(
+                        blank=True,
+                        help_text="What the workload trains on now; checkpoints of another data version are flagged as not comparable.",
+                        max_length=100,
+                        verbose_name="Current data version",
+                    ),
+                ),
+                (
+                    "hot_location",
+                    models.CharField(
+                        blank=True,
+                        help_text="e.g. s3://ckpt-hot/llama3-70b/ or nfs://store01/ckpt",
+                        max_length=300,
+                        verbose_name="Hot tier location",
+                    ),
+                ),
+                (
+                    "hot_retention_count",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Hot tier retention (versions)",
+                    ),
+                ),
+                (
+                    "hot_retention_days",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Hot tier retention (days)",
+                    ),
+                ),
+                (
+                    "hot_price_per_gb_month_usd",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        max_digits=10,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Hot tier price per GB-month (USD)",
+                    ),
+                ),
+                (
+                    "warm_location",
+                    models.CharField(
+                        blank=True,
+                        help_text="e.g. s3://ckpt-hot/llama3-70b/ or nfs://store01/ckpt",
+                        max_length=300,
+                        verbose_name="Warm tier location",
+                    ),
+                ),
+                (
+                    "warm_retention_count",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Warm tier retention (versions)",
+                    ),
+                ),
+                (
+                    "warm_retention_days",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Warm tier retention (days)",
+                    ),
+                ),
+                (
+                    "warm_price_per_gb_month_usd",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        max_digits=10,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Warm tier price per GB-month (USD)",
+                    ),
+                ),
+                (
+                    "cold_location",
+                    models.CharField(
+                        blank=True,
+                        help_text="e.g. s3://ckpt-hot/llama3-70b/ or nfs://store01/ckpt",
+                        max_length=300,
+                        verbose_name="Cold tier location",
+                    ),
+                ),
+                (
+                    "cold_retention_count",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Cold tier retention (versions)",
+                    ),
+                ),
+                (
+                    "cold_retention_days",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Cold tier retention (days)",
+                    ),
+                ),
+                (
+                    "cold_price_per_gb_month_usd",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        max_digits=10,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Cold tier price per GB-month (USD)",
+                    ),
+                ),
+                (
+                    "rpo_minutes",
+                    models.PositiveIntegerField(
+                        help_text="The most work (or the oldest version) a restore may lose.",
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="RPO target (minutes)",
+                    ),
+                ),
+                (
+                    "rto_minutes",
+                    models.PositiveIntegerField(
+                        help_text="How long a restore may take, from start to resumed.",
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="RTO target (minutes)",
+                    ),
+                ),
+                (
+                    "drill_frequency_days",
+                    models.PositiveIntegerField(
+                        default=30,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Drill every (days)",
+                    ),
+                ),
+                (
+                    "mtbf_hours",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=2,
+                        help_text="Blank: from the pool's recorded interruptions, scaled by the job's GPUs.",
+                        max_digits=10,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0.01"))],
+                        verbose_name="MTBF of the job (hours)",
+                    ),
+                ),
+                (
+                    "checkpoint_size_gb",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=2,
+                        help_text="Weights + optimizer state, 10⁹ bytes. Blank: the latest checkpoint's size.",
+                        max_digits=12,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0.01"))],
+                        verbose_name="Checkpoint size (GB)",
+                    ),
+                ),
+                ("notes", models.TextField(blank=True)),
+                (
+                    "coverage_percent",
+                    models.PositiveSmallIntegerField(
+                        default=0, editable=False, verbose_name="Coverage score (%)"
+                    ),
+                ),
+                ("last_drill_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                ("last_drill_passed", models.BooleanField(blank=True, editable=False, null=True)),
+                ("drill_due_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                ("overdue_since", models.DateTimeField(blank=True, editable=False, null=True)),
+                (
+                    "created_at",
+                    models.DateTimeField(default=django.utils.timezone.now, editable=False),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "workload",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="backup_policy",
+                        to="pools.workload",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'backup policies',
-                'ordering': ['workload__name'],
+                "verbose_name_plural": "backup policies",
+                "ordering": ["workload__name"],
             },
         ),
         migrations.CreateModel(
-            name='BackupVersion',
+            name="BackupVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('training_checkpoint', 'Training checkpoint'), ('inference_release', 'Inference release (full precision)'), ('quantized_variant', 'Quantized variant')], max_length=30)),
-                ('name', models.CharField(editable=False, help_text='Generated from model, data, precision, config.', max_length=300)),
-                ('model_name', models.CharField(help_text='What was trained or served, e.g. llama-3-70b.', max_length=100, validators=[apps.backups.validators.validate_not_date_only], verbose_name='Model')),
-                ('data_version', models.CharField(blank=True, help_text='Required for training checkpoints, e.g. 2024q2-dedup-v3.', max_length=100, verbose_name='Data version')),
-                ('precision', models.CharField(choices=[('fp32', 'FP32'), ('tf32', 'TF32'), ('bf16', 'BF16'), ('fp16', 'FP16'), ('fp8', 'FP8'), ('int8', 'INT8'), ('int4', 'INT4')], max_length=10)),
-                ('config_hash', models.CharField(help_text='Hex digest of the training or service config (7–64 hex digits).', max_length=64, validators=[apps.backups.validators.validate_config_hash], verbose_name='Config hash')),
-                ('step', models.PositiveBigIntegerField(blank=True, help_text='Checkpoints only.', null=True, verbose_name='Training step')),
-                ('tag', models.SlugField(blank=True, help_text='Optional, e.g. rc1.', max_length=40, verbose_name='Tag')),
-                ('tier', models.CharField(choices=[('hot', 'Hot (latest usable)'), ('warm', 'Warm (rollback versions)'), ('cold', 'Cold (archive)')], max_length=10)),
-                ('location', models.CharField(help_text='Where it is stored (URI).', max_length=500)),
-                ('size_bytes', models.PositiveBigIntegerField(validators=[django.core.validators.MinValueValidator(1)], verbose_name='Size (bytes)')),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now, help_text='When the checkpoint or release was made.', verbose_name='Created at')),
-                ('checksum_algorithm', models.CharField(choices=[('sha256', 'SHA-256'), ('sha512', 'SHA-512'), ('sha1', 'SHA-1'), ('md5', 'MD5'), ('blake2b-256', 'BLAKE2b-256'), ('xxh64', 'xxHash64'), ('crc32c', 'CRC-32C')], default='sha256', max_length=20)),
-                ('stable_since', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('gray_ratio_percent', models.DecimalField(blank=True, decimal_places=2, help_text='Share of traffic the release served during its gray/canary phase.', max_digits=5, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0')), django.core.validators.MaxValueValidator(Decimal('100'))], verbose_name='Gray ratio (%)')),
-                ('rollback_steps', models.TextField(blank=True)),
-                ('validation_results', models.TextField(blank=True, help_text='e.g. MMLU 79.1 (baseline 79.4).', verbose_name='Validation-set results')),
-                ('release_owner', models.CharField(blank=True, max_length=150, verbose_name='Release owner')),
-                ('purged_at', models.DateTimeField(blank=True, help_text='Set when the stored copy was deleted.', null=True, verbose_name='Purged at')),
-                ('registered_at', models.DateTimeField(auto_now_add=True)),
-                ('registered_by', models.ForeignKey(blank=True, editable=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('workload', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='backup_versions', to='pools.workload')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("training_checkpoint", "Training checkpoint"),
+                            ("inference_release", "Inference release (full precision)"),
+                            ("quantized_variant", "Quantized variant"),
+                        ],
+                        max_length=30,
+                    ),
+                ),
+                (
+                    "name",
+                    models.CharField(
+                        editable=False,
+                        help_text="Generated from model, data, precision, config.",
+                        max_length=300,
+                    ),
+                ),
+                (
+                    "model_name",
+                    models.CharField(
+                        help_text="What was trained or served, e.g. llama-3-70b.",
+                        max_length=100,
+                        validators=[apps.backups.validators.validate_not_date_only],
+                        verbose_name="Model",
+                    ),
+                ),
+                (
+                    "data_version",
+                    models.CharField(
+                        blank=True,
+                        help_text="Required for training checkpoints, e.g. 2024q2-dedup-v3.",
+                        max_length=100,
+                        verbose_name="Data version",
+                    ),
+                ),
+                (
+                    "precision",
+                    models.CharField(
+                        choices=[
+                            ("fp32", "FP32"),
+                            ("tf32", "TF32"),
+                            ("bf16", "BF16"),
+                            ("fp16", "FP16"),
+                            ("fp8", "FP8"),
+                            ("int8", "INT8"),
+                            ("int4", "INT4"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "config_hash",
+                    models.CharField(
+                        help_text="Hex digest of the training or service config (7–64 hex digits).",
+                        max_length=64,
+                        validators=[apps.backups.validators.validate_config_hash],
+                        verbose_name="Config hash",
+                    ),
+                ),
+                (
+                    "step",
+                    models.PositiveBigIntegerField(
+                        blank=True,
+                        help_text="Checkpoints only.",
+                        null=True,
+                        verbose_name="Training step",
+                    ),
+                ),
+                (
+                    "tag",
+                    models.SlugField(
+                        blank=True,
+                        help_text="Optional, e.g. rc1.",
+                        max_length=40,
+                        verbose_name="Tag",
+                    ),
+                ),
+                (
+                    "tier",
+                    models.CharField(
+                        choices=[
+                            ("hot", "Hot (latest usable)"),
+                            ("warm", "Warm (rollback versions)"),
+                            ("cold", "Cold (archive)"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "location",
+                    models.CharField(help_text="Where it is stored (URI).", max_length=500),
+                ),
+                (
+                    "size_bytes",
+                    models.PositiveBigIntegerField(
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Size (bytes)",
+                    ),
+                ),
+                (
+                    "created_at",
+                    models.DateTimeField(
+                        default=django.utils.timezone.now,
+                        help_text="When the checkpoint or release was made.",
+                        verbose_name="Created at",
+                    ),
+                ),
+                (
+                    "checksum_algorithm",
+                    models.CharField(
+                        choices=[
+                            ("sha256", "SHA-256"),
+                            ("sha512", "SHA-512"),
+                            ("sha1", "SHA-1"),
+                            ("md5", "MD5"),
+                            ("blake2b-256", "BLAKE2b-256"),
+                            ("xxh64", "xxHash64"),
+                            ("crc32c", "CRC-32C"),
+                        ],
+                        default="sha256",
+                        max_length=20,
+                    ),
+                ),
+                ("stable_since", models.DateTimeField(blank=True, editable=False, null=True)),
+                (
+                    "gray_ratio_percent",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=2,
+                        help_text="Share of traffic the release served during its gray/canary phase.",
+                        max_digits=5,
+                        null=True,
+                        validators=[
+                            django.core.validators.MinValueValidator(Decimal("0")),
+                            django.core.validators.MaxValueValidator(Decimal("100")),
+                        ],
+                        verbose_name="Gray ratio (%)",
+                    ),
+                ),
+                ("rollback_steps", models.TextField(blank=True)),
+                (
+                    "validation_results",
+                    models.TextField(
+                        blank=True,
+                        help_text="e.g. MMLU 79.1 (baseline 79.4).",
+                        verbose_name="Validation-set results",
+                    ),
+                ),
+                (
+                    "release_owner",
+                    models.CharField(blank=True, max_length=150, verbose_name="Release owner"),
+                ),
+                (
+                    "purged_at",
+                    models.DateTimeField(
+                        blank=True,
+                        help_text="Set when the stored copy was deleted.",
+                        null=True,
+                        verbose_name="Purged at",
+                    ),
+                ),
+                ("registered_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "registered_by",
+                    models.ForeignKey(
+                        blank=True,
+                        editable=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "workload",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="backup_versions",
+                        to="pools.workload",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='HistoricalBackupPolicy',
+            name="HistoricalBackupPolicy",
             fields=[
-                ('id', models.BigIntegerField(auto_created=True, blank=True, db_index=True, verbose_name='ID')),
-                ('covered_items', models.JSONField(blank=True, default=list, help_text="Keys of apps/backups/coverage.py's checklist.", verbose_name='What is kept')),
-                ('current_data_version', models.CharField(blank=True, help_text='What the workload trains on now; checkpoints of another data version are flagged as not comparable.', max_length=100, verbose_name='Current data version')),
-                ('hot_location', models.CharField(blank=True, help_text='e.g. s3://ckpt-hot/llama3-70b/ or nfs://store01/ckpt', max_length=300, verbose_name='Hot tier location')),
-                ('hot_retention_count', models.PositiveIntegerField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Hot tier retention (versions)')),
-                ('hot_retention_days', models.PositiveIntegerField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Hot tier retention (days)')),
-                ('hot_price_per_gb_month_usd', models.DecimalField(blank=True, decimal_places=4, max_digits=10, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Hot tier price per GB-month (USD)')),
-                ('warm_location', models.CharField(blank=True, help_text='e.g. s3://ckpt-hot/llama3-70b/ or nfs://store01/ckpt', max_length=300, verbose_name='Warm tier location')),
-                ('warm_retention_count', models.PositiveIntegerField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Warm tier retention (versions)')),
-                ('warm_retention_days', models.PositiveIntegerField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Warm tier retention (days)')),
-                ('warm_price_per_gb_month_usd', models.DecimalField(blank=True, decimal_places=4, max_digits=10, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Warm tier price per GB-month (USD)')),
-                ('cold_location', models.CharField(blank=True, help_text='e.g. s3://ckpt-hot/llama3-70b/ or nfs://store01/ckpt', max_length=300, verbose_name='Cold tier location')),
-                ('cold_retention_count', models.PositiveIntegerField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Cold tier retention (versions)')),
-                ('cold_retention_days', models.PositiveIntegerField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Cold tier retention (days)')),
-                ('cold_price_per_gb_month_usd', models.DecimalField(blank=True, decimal_places=4, max_digits=10, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Cold tier price per GB-month (USD)')),
-                ('rpo_minutes', models.PositiveIntegerField(help_text='The most work (or the oldest version) a restore may lose.', validators=[django.core.validators.MinValueValidator(1)], verbose_name='RPO target (minutes)')),
-                ('rto_minutes', models.PositiveIntegerField(help_text='How long a restore may take, from start to resumed.', validators=[django.core.validators.MinValueValidator(1)], verbose_name='RTO target (minutes)')),
-                ('drill_frequency_days', models.PositiveIntegerField(default=30, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Drill every (days)')),
-                ('mtbf_hours', models.DecimalField(blank=True, decimal_places=2, help_text="Blank: from the pool's recorded interruptions, scaled by the job's GPUs.", max_digits=10, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0.01'))], verbose_name='MTBF of the job (hours)')),
-                ('checkpoint_size_gb', models.DecimalField(blank=True, decimal_places=2, help_text="Weights + optimizer state, 10⁹ bytes. Blank: the latest checkpoint's size.", max_digits=12, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0.01'))], verbose_name='Checkpoint size (GB)')),
-                ('notes', models.TextField(blank=True)),
-                ('coverage_percent', models.PositiveSmallIntegerField(default=0, editable=False, verbose_name='Coverage score (%)')),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now, editable=False)),
-                ('history_id', models.AutoField(primary_key=True, serialize=False)),
-                ('history_date', models.DateTimeField(db_index=True)),
-                ('history_change_reason', models.CharField(max_length=100, null=True)),
-                ('history_type', models.CharField(choices=[('+', 'Created'), ('~', 'Changed'), ('-', 'Deleted')], max_length=1)),
-                ('history_user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('workload', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='pools.workload')),
+                (
+                    "id",
+                    models.BigIntegerField(
+                        auto_created=True, blank=True, db_index=True, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "covered_items",
+                    models.JSONField(
+                        blank=True,
+                        default=list,
+                        help_text="Keys of apps/backups/coverage.py's checklist.",
+                        verbose_name="What is kept",
+                    ),
+                ),
+                (
+                    "current_data_version",
+                    models.CharField(
+                        blank=True,
+                        help_text="What the workload trains on now; checkpoints of another data version are flagged as not comparable.",
+                        max_length=100,
+                        verbose_name="Current data version",
+                    ),
+                ),
+                (
+                    "hot_location",
+                    models.CharField(
+                        blank=True,
+                        help_text="e.g. s3://ckpt-hot/llama3-70b/ or nfs://store01/ckpt",
+                        max_length=300,
+                        verbose_name="Hot tier location",
+                    ),
+                ),
+                (
+                    "hot_retention_count",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Hot tier retention (versions)",
+                    ),
+                ),
+                (
+                    "hot_retention_days",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Hot tier retention (days)",
+                    ),
+                ),
+                (
+                    "hot_price_per_gb_month_usd",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        max_digits=10,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Hot tier price per GB-month (USD)",
+                    ),
+                ),
+                (
+                    "warm_location",
+                    models.CharField(
+                        blank=True,
+                        help_text="e.g. s3://ckpt-hot/llama3-70b/ or nfs://store01/ckpt",
+                        max_length=300,
+                        verbose_name="Warm tier location",
+                    ),
+                ),
+                (
+                    "warm_retention_count",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Warm tier retention (versions)",
+                    ),
+                ),
+                (
+                    "warm_retention_days",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Warm tier retention (days)",
+                    ),
+                ),
+                (
+                    "warm_price_per_gb_month_usd",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        max_digits=10,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Warm tier price per GB-month (USD)",
+                    ),
+                ),
+                (
+                    "cold_location",
+                    models.CharField(
+                        blank=True,
+                        help_text="e.g. s3://ckpt-hot/llama3-70b/ or nfs://store01/ckpt",
+                        max_length=300,
+                        verbose_name="Cold tier location",
+                    ),
+                ),
+                (
+                    "cold_retention_count",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Cold tier retention (versions)",
+                    ),
+                ),
+                (
+                    "cold_retention_days",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Cold tier retention (days)",
+                    ),
+                ),
+                (
+                    "cold_price_per_gb_month_usd",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        max_digits=10,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Cold tier price per GB-month (USD)",
+                    ),
+                ),
+                (
+                    "rpo_minutes",
+                    models.PositiveIntegerField(
+                        help_text="The most work (or the oldest version) a restore may lose.",
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="RPO target (minutes)",
+                    ),
+                ),
+                (
+                    "rto_minutes",
+                    models.PositiveIntegerField(
+                        help_text="How long a restore may take, from start to resumed.",
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="RTO target (minutes)",
+                    ),
+                ),
+                (
+                    "drill_frequency_days",
+                    models.PositiveIntegerField(
+                        default=30,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Drill every (days)",
+                    ),
+                ),
+                (
+                    "mtbf_hours",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=2,
+                        help_text="Blank: from the pool's recorded interruptions, scaled by the job's GPUs.",
+                        max_digits=10,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0.01"))],
+                        verbose_name="MTBF of the job (hours)",
+                    ),
+                ),
+                (
+                    "checkpoint_size_gb",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=2,
+                        help_text="Weights + optimizer state, 10⁹ bytes. Blank: the latest checkpoint's size.",
+                        max_digits=12,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0.01"))],
+                        verbose_name="Checkpoint size (GB)",
+                    ),
+                ),
+                ("notes", models.TextField(blank=True)),
+                (
+                    "coverage_percent",
+                    models.PositiveSmallIntegerField(
+                        default=0, editable=False, verbose_name="Coverage score (%)"
+                    ),
+                ),
+                (
+                    "created_at",
+                    models.DateTimeField(default=django.utils.timezone.now, editable=False),
+                ),
+                ("history_id", models.AutoField(primary_key=True, serialize=False)),
+                ("history_date", models.DateTimeField(db_index=True)),
+                ("history_change_reason", models.CharField(max_length=100, null=True)),
+                (
+                    "history_type",
+                    models.CharField(
+                        choices=[("+", "Created"), ("~", "Changed"), ("-", "Deleted")], max_length=1
+                    ),
+                ),
+                (
+                    "history_user",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "workload",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="pools.workload",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'historical backup policy',
-                'verbose_name_plural': 'historical backup policies',
-                'ordering': ('-history_date', '-history_id'),
-                'get_latest_by': ('history_date', 'history_id'),
+                "verbose_name": "historical backup policy",
+                "verbose_name_plural": "historical backup policies",
+                "ordering": ("-history_date", "-history_id"),
+                "get_latest_by": ("history_date", "history_id"),
             },
             bases=(simple_history.models.HistoricalChanges, models.Model),
         ),
         migrations.CreateModel(
-            name='HistoricalBackupVersion',
+            name="HistoricalBackupVersion",
             fields=[
-                ('id', models.BigIntegerField(auto_created=True, blank=True, db_index=True, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('training_checkpoint', 'Training checkpoint'), ('inference_release', 'Inference release (full precision)'), ('quantized_variant', 'Quantized variant')], max_length=30)),
-                ('name', models.CharField(editable=False, help_text='Generated from model, data, precision, config.', max_length=300)),
-                ('model_name', models.CharField(help_text='What was trained or served, e.g. llama-3-70b.', max_length=100, validators=[apps.backups.validators.validate_not_date_only], verbose_name='Model')),
-                ('data_version', models.CharField(blank=True, help_text='Required for training checkpoints, e.g. 2024q2-dedup-v3.', max_length=100, verbose_name='Data version')),
-                ('precision', models.CharField(choices=[('fp32', 'FP32'), ('tf32', 'TF32'), ('bf16', 'BF16'), ('fp16', 'FP16'), ('fp8', 'FP8'), ('int8', 'INT8'), ('int4', 'INT4')], max_length=10)),
-                ('config_hash', models.CharField(help_text='Hex digest of the training or service config (7–64 hex digits).', max_length=64, validators=[apps.backups.validators.validate_config_hash], verbose_name='Config hash')),
-                ('step', models.PositiveBigIntegerField(blank=True, help_text='Checkpoints only.', null=True, verbose_name='Training step')),
-                ('tag', models.SlugField(blank=True, help_text='Optional, e.g. rc1.', max_length=40, verbose_name='Tag')),
-                ('tier', models.CharField(choices=[('hot', 'Hot (latest usable)'), ('warm', 'Warm (rollback versions)'), ('cold', 'Cold (archive)')], max_length=10)),
-                ('location', models.CharField(help_text='Where it is stored (URI).', max_length=500)),
-                ('size_bytes', models.PositiveBigIntegerField(validators=[django.core.validators.MinValueValidator(1)], verbose_name='Size (bytes)')),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now, help_text='When the checkpoint or release was made.', verbose_name='Created at')),
-                ('checksum_algorithm', models.CharField(choices=[('sha256', 'SHA-256'), ('sha512', 'SHA-512'), ('sha1', 'SHA-1'), ('md5', 'MD5'), ('blake2b-256', 'BLAKE2b-256'), ('xxh64', 'xxHash64'), ('crc32c', 'CRC-32C')], default='sha256', max_length=20)),
-                ('stable_since', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('gray_ratio_percent', models.DecimalField(blank=True, decimal_places=2, help_text='Share of traffic the release served during its gray/canary phase.', max_digits=5, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0')), django.core.validators.MaxValueValidator(Decimal('100'))], verbose_name='Gray ratio (%)')),
-                ('rollback_steps', models.TextField(blank=True)),
-                ('validation_results', models.TextField(blank=True, help_text='e.g. MMLU 79.1 (baseline 79.4).', verbose_name='Validation-set results')),
-                ('release_owner', models.CharField(blank=True, max_length=150, verbose_name='Release owner')),
-                ('purged_at', models.DateTimeField(blank=True, help_text='Set when the stored copy was deleted.', null=True, verbose_name='Purged at')),
-                ('registered_at', models.DateTimeField(blank=True, editable=False)),
-                ('history_id', models.AutoField(primary_key=True, serialize=False)),
-                ('history_date', models.DateTimeField(db_index=True)),
-                ('history_change_reason', models.CharField(max_length=100, null=True)),
-                ('history_type', models.CharField(choices=[('+', 'Created'), ('~', 'Changed'), ('-', 'Deleted')], max_length=1)),
-                ('history_user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('registered_by', models.ForeignKey(blank=True, db_constraint=False, editable=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('workload', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='pools.workload')),
+                (
+                    "id",
+                    models.BigIntegerField(
+                        auto_created=True, blank=True, db_index=True, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("training_checkpoint", "Training checkpoint"),
+                            ("inference_release", "Inference release (full precision)"),
+                            ("quantized_variant", "Quantized variant"),
+                        ],
+                        max_length=30,
+                    ),
+                ),
+                (
+                    "name",
+                    models.CharField(
+                        editable=False,
+                        help_text="Generated from model, data, precision, config.",
+                        max_length=300,
+                    ),
+                ),
+                (
+                    "model_name",
+                    models.CharField(
+                        help_text="What was trained or served, e.g. llama-3-70b.",
+                        max_length=100,
+                        validators=[apps.backups.validators.validate_not_date_only],
+                        verbose_name="Model",
+                    ),
+                ),
+                (
+                    "data_version",
+                    models.CharField(
+                        blank=True,
+                        help_text="Required for training checkpoints, e.g. 2024q2-dedup-v3.",
+                        max_length=100,
+                        verbose_name="Data version",
+                    ),
+                ),
+                (
+                    "precision",
+                    models.CharField(
+                        choices=[
+                            ("fp32", "FP32"),
+                            ("tf32", "TF32"),
+                            ("bf16", "BF16"),
+                            ("fp16", "FP16"),
+                            ("fp8", "FP8"),
+                            ("int8", "INT8"),
+                            ("int4", "INT4"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "config_hash",
+                    models.CharField(
+                        help_text="Hex digest of the training or service config (7–64 hex digits).",
+                        max_length=64,
+                        validators=[apps.backups.validators.validate_config_hash],
+                        verbose_name="Config hash",
+                    ),
+                ),
+                (
+                    "step",
+                    models.PositiveBigIntegerField(
+                        blank=True,
+                        help_text="Checkpoints only.",
+                        null=True,
+                        verbose_name="Training step",
+                    ),
+                ),
+                (
+                    "tag",
+                    models.SlugField(
+                        blank=True,
+                        help_text="Optional, e.g. rc1.",
+                        max_length=40,
+                        verbose_name="Tag",
+                    ),
+                ),
+                (
+                    "tier",
+                    models.CharField(
+                        choices=[
+                            ("hot", "Hot (latest usable)"),
+                            ("warm", "Warm (rollback versions)"),
+                            ("cold", "Cold (archive)"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "location",
+                    models.CharField(help_text="Where it is stored (URI).", max_length=500),
+                ),
+                (
+                    "size_bytes",
+                    models.PositiveBigIntegerField(
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Size (bytes)",
+                    ),
+                ),
+                (
+                    "created_at",
+                    models.DateTimeField(
+                        default=django.utils.timezone.now,
+                        help_text="When the checkpoint or release was made.",
+                        verbose_name="Created at",
+                    ),
+                ),
+                (
+                    "checksum_algorithm",
+                    models.CharField(
+                        choices=[
+                            ("sha256", "SHA-256"),
+                            ("sha512", "SHA-512"),
+                            ("sha1", "SHA-1"),
+                            ("md5", "MD5"),
+                            ("blake2b-256", "BLAKE2b-256"),
+                            ("xxh64", "xxHash64"),
+                            ("crc32c", "CRC-32C"),
+                        ],
+                        default="sha256",
+                        max_length=20,
+                    ),
+                ),
+                ("stable_since", models.DateTimeField(blank=True, editable=False, null=True)),
+                (
+                    "gray_ratio_percent",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=2,
+                        help_text="Share of traffic the release served during its gray/canary phase.",
+                        max_digits=5,
+                        null=True,
+                        validators=[
+                            django.core.validators.MinValueValidator(Decimal("0")),
+                            django.core.validators.MaxValueValidator(Decimal("100")),
+                        ],
+                        verbose_name="Gray ratio (%)",
+                    ),
+                ),
+                ("rollback_steps", models.TextField(blank=True)),
+                (
+                    "validation_results",
+                    models.TextField(
+                        blank=True,
+                        help_text="e.g. MMLU 79.1 (baseline 79.4).",
+                        verbose_name="Validation-set results",
+                    ),
+                ),
+                (
+                    "release_owner",
+                    models.CharField(blank=True, max_length=150, verbose_name="Release owner"),
+                ),
+                (
+                    "purged_at",
+                    models.DateTimeField(
+                        blank=True,
+                        help_text="Set when the stored copy was deleted.",
+                        null=True,
+                        verbose_name="Purged at",
+                    ),
+                ),
+                ("registered_at", models.DateTimeField(blank=True, editable=False)),
+                ("history_id", models.AutoField(primary_key=True, serialize=False)),
+                ("history_date", models.DateTimeField(db_index=True)),
+                ("history_change_reason", models.CharField(max_length=100, null=True)),
+                (
+                    "history_type",
+                    models.CharField(
+                        choices=[("+", "Created"), ("~", "Changed"), ("-", "Deleted")], max_length=1
+                    ),
+                ),
+                (
+                    "history_user",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "registered_by",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        editable=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "workload",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="pools.workload",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'historical backup version',
-                'verbose_name_plural': 'historical backup versions',
-                'ordering': ('-history_date', '-history_id'),
-                'get_latest_by': ('history_date', 'history_id'),
+                "verbose_name": "historical backup version",
+                "verbose_name_plural": "historical backup versions",
+                "ordering": ("-history_date", "-history_id"),
+                "get_latest_by": ("history_date", "history_id"),
             },
             bases=(simple_history.models.HistoricalChanges, models.Model),
         ),
         migrations.CreateModel(
-            name='HistoricalRestoreDrill',
+            name="HistoricalRestoreDrill",
             fields=[
-                ('id', models.BigIntegerField(auto_created=True, blank=True, db_index=True, verbose_name='ID')),
-                ('restored_from_tier', models.CharField(choices=[('hot', 'Hot (latest usable)'), ('warm', 'Warm (rollback versions)'), ('cold', 'Cold (archive)')], max_length=10, verbose_name='Restored from')),
-                ('started_at', models.DateTimeField(verbose_name='Started at')),
-                ('finished_at', models.DateTimeField(help_text='When the service answered or training ran again.', verbose_name='Finished at')),
-                ('reference_time', models.DateTimeField(blank=True, help_text="The moment the drill plays the failure; the RPO is the restored version's age then. Blank: the start.", null=True, verbose_name='Reference time')),
-                ('resumed', models.BooleanField(default=False, help_text='It answered or trained again.', verbose_name='Service or training resumed')),
-                ('outcome', models.CharField(choices=[('restored', 'Restored and working'), ('restored_with_issues', 'Restored, with issues'), ('failed', 'Restore failed')], max_length=30, verbose_name='Result')),
-                ('observed_checksums', models.TextField(blank=True, help_text='One line per node or replica: name, a space, the checksum.', verbose_name='Checksums after the restore')),
-                ('notes', models.TextField(blank=True)),
-                ('evidence', models.TextField(blank=True, help_text='A log, screenshot or report of the drill (stored on the server).', max_length=300)),
-                ('rto_target_minutes', models.PositiveIntegerField(default=0, editable=False)),
-                ('rpo_target_minutes', models.PositiveIntegerField(default=0, editable=False)),
-                ('actual_rto_seconds', models.PositiveIntegerField(default=0, editable=False)),
-                ('actual_rpo_seconds', models.PositiveBigIntegerField(default=0, editable=False)),
-                ('checksums_compared', models.PositiveIntegerField(default=0, editable=False)),
-                ('checksum_mismatches', models.JSONField(default=list, editable=False)),
-                ('passed', models.BooleanField(default=False, editable=False)),
-                ('failure_reasons', models.JSONField(default=list, editable=False)),
-                ('recorded_at', models.DateTimeField(blank=True, editable=False)),
-                ('history_id', models.AutoField(primary_key=True, serialize=False)),
-                ('history_date', models.DateTimeField(db_index=True)),
-                ('history_change_reason', models.CharField(max_length=100, null=True)),
-                ('history_type', models.CharField(choices=[('+', 'Created'), ('~', 'Changed'), ('-', 'Deleted')], max_length=1)),
-                ('history_user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('performed_by', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='Performed by')),
-                ('policy', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='backups.backuppolicy')),
-                ('version', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='backups.backupversion', verbose_name='Version restored')),
+                (
+                    "id",
+                    models.BigIntegerField(
+                        auto_created=True, blank=True, db_index=True, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "restored_from_tier",
+                    models.CharField(
+                        choices=[
+                            ("hot", "Hot (latest usable)"),
+                            ("warm", "Warm (rollback versions)"),
+                            ("cold", "Cold (archive)"),
+                        ],
+                        max_length=10,
+                        verbose_name="Restored from",
+                    ),
+                ),
+                ("started_at", models.DateTimeField(verbose_name="Started at")),
+                (
+                    "finished_at",
+                    models.DateTimeField(
+                        help_text="When the service answered or training ran again.",
+                        verbose_name="Finished at",
+                    ),
+                ),
+                (
+                    "reference_time",
+                    models.DateTimeField(
+                        blank=True,
+                        help_text="The moment the drill plays the failure; the RPO is the restored version's age then. Blank: the start.",
+                        null=True,
+                        verbose_name="Reference time",
+                    ),
+                ),
+                (
+                    "resumed",
+                    models.BooleanField(
+                        default=False,
+                        help_text="It answered or trained again.",
+                        verbose_name="Service or training resumed",
+                    ),
+                ),
+                (
+                    "outcome",
+                    models.CharField(
+                        choices=[
+                            ("restored", "Restored and working"),
+                            ("restored_with_issues", "Restored, with issues"),
+                            ("failed", "Restore failed"),
+                        ],
+                        max_length=30,
+                        verbose_name="Result",
+                    ),
+                ),
+                (
+                    "observed_checksums",
+                    models.TextField(
+                        blank=True,
+                        help_text="One line per node or replica: name, a space, the checksum.",
+                        verbose_name="Checksums after the restore",
+                    ),
+                ),
+                ("notes", models.TextField(blank=True)),
+                (
+                    "evidence",
+                    models.TextField(
+                        blank=True,
+                        help_text="A log, screenshot or report of the drill (stored on the server).",
+                        max_length=300,
+                    ),
+                ),
+                ("rto_target_minutes", models.PositiveIntegerField(default=0, editable=False)),
+                ("rpo_target_minutes", models.PositiveIntegerField(default=0, editable=False)),
+                ("actual_rto_seconds", models.PositiveIntegerField(default=0, editable=False)),
+                ("actual_rpo_seconds", models.PositiveBigIntegerField(default=0, editable=False)),
+                ("checksums_compared", models.PositiveIntegerField(default=0, editable=False)),
+                ("checksum_mismatches", models.JSONField(default=list, editable=False)),
+                ("passed", models.BooleanField(default=False, editable=False)),
+                ("failure_reasons", models.JSONField(default=list, editable=False)),
+                ("recorded_at", models.DateTimeField(blank=True, editable=False)),
+                ("history_id", models.AutoField(primary_key=True, serialize=False)),
+                ("history_date", models.DateTimeField(db_index=True)),
+                ("history_change_reason", models.CharField(max_length=100, null=True)),
+                (
+                    "history_type",
+                    models.CharField(
+                        choices=[("+", "Created"), ("~", "Changed"), ("-", "Deleted")], max_length=1
+                    ),
+                ),
+                (
+                    "history_user",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "performed_by",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                        verbose_name="Performed by",
+                    ),
+                ),
+                (
+                    "policy",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="backups.backuppolicy",
+                    ),
+                ),
+                (
+                    "version",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="backups.backupversion",
+                        verbose_name="Version restored",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'historical restore drill',
-                'verbose_name_plural': 'historical restore drills',
-                'ordering': ('-history_date', '-history_id'),
-                'get_latest_by': ('history_date', 'history_id'),
+                "verbose_name": "historical restore drill",
+                "verbose_name_plural": "historical restore drills",
+                "ordering": ("-history_date", "-history_id"),
+                "get_latest_by": ("history_date", "history_id"),
             },
             bases=(simple_history.models.HistoricalChanges, models.Model),
         ),
         migrations.CreateModel(
-            name='HistoricalVersionChecksum',
+            name="HistoricalVersionChecksum",
             fields=[
-                ('id', models.BigIntegerField(auto_created=True, blank=True, db_index=True, verbose_name='ID')),
-                ('node', models.CharField(help_text='e.g. node-03/rank-24 or replica-2.', max_length=100, verbose_name='Node or replica')),
-                ('checksum', models.CharField(max_length=128)),
-                ('recorded_at', models.DateTimeField(blank=True, editable=False)),
-                ('history_id', models.AutoField(primary_key=True, serialize=False)),
-                ('history_date', models.DateTimeField(db_index=True)),
-                ('history_change_reason', models.CharField(max_length=100, null=True)),
-                ('history_type', models.CharField(choices=[('+', 'Created'), ('~', 'Changed'), ('-', 'Deleted')], max_length=1)),
-                ('history_user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('version', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='backups.backupversion')),
+                (
+                    "id",
+                    models.BigIntegerField(
+                        auto_created=True, blank=True, db_index=True, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "node",
+                    models.CharField(
+                        help_text="e.g. node-03/rank-24 or replica-2.",
+                        max_length=100,
+                        verbose_name="Node or replica",
+                    ),
+                ),
+                ("checksum", models.CharField(max_length=128)),
+                ("recorded_at", models.DateTimeField(blank=True, editable=False)),
+                ("history_id", models.AutoField(primary_key=True, serialize=False)),
+                ("history_date", models.DateTimeField(db_index=True)),
+                ("history_change_reason", models.CharField(max_length=100, null=True)),
+                (
+                    "history_type",
+                    models.CharField(
+                        choices=[("+", "Created"), ("~", "Changed"), ("-", "Deleted")], max_length=1
+                    ),
+                ),
+                (
+                    "history_user",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "version",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="backups.backupversion",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'historical version checksum',
-                'verbose_name_plural': 'historical version checksums',
-                'ordering': ('-history_date', '-history_id'),
-                'get_latest_by': ('history_date', 'history_id'),
+                "verbose_name": "historical version checksum",
+                "verbose_name_plural": "historical version checksums",
+                "ordering": ("-history_date", "-history_id"),
+                "get_latest_by": ("history_date", "history_id"),
             },
             bases=(simple_history.models.HistoricalChanges, models.Model),
         ),
         migrations.CreateModel(
-            name='RestoreDrill',
+            name="RestoreDrill",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('restored_from_tier', models.CharField(choices=[('hot', 'Hot (latest usable)'), ('warm', 'Warm (rollback versions)'), ('cold', 'Cold (archive)')], max_length=10, verbose_name='Restored from')),
-                ('started_at', models.DateTimeField(verbose_name='Started at')),
-                ('finished_at', models.DateTimeField(help_text='When the service answered or training ran again.', verbose_name='Finished at')),
-                ('reference_time', models.DateTimeField(blank=True, help_text="The moment the drill plays the failure; the RPO is the restored version's age then. Blank: the start.", null=True, verbose_name='Reference time')),
-                ('resumed', models.BooleanField(default=False, help_text='It answered or trained again.', verbose_name='Service or training resumed')),
-                ('outcome', models.CharField(choices=[('restored', 'Restored and working'), ('restored_with_issues', 'Restored, with issues'), ('failed', 'Restore failed')], max_length=30, verbose_name='Result')),
-                ('observed_checksums', models.TextField(blank=True, help_text='One line per node or replica: name, a space, the checksum.', verbose_name='Checksums after the restore')),
-                ('notes', models.TextField(blank=True)),
-                ('evidence', models.FileField(blank=True, help_text='A log, screenshot or report of the drill (stored on the server).', max_length=300, upload_to=apps.backups.models.evidence_path)),
-                ('rto_target_minutes', models.PositiveIntegerField(default=0, editable=False)),
-                ('rpo_target_minutes', models.PositiveIntegerField(default=0, editable=False)),
-                ('actual_rto_seconds', models.PositiveIntegerField(default=0, editable=False)),
-                ('actual_rpo_seconds', models.PositiveBigIntegerField(default=0, editable=False)),
-                ('checksums_compared', models.PositiveIntegerField(default=0, editable=False)),
-                ('checksum_mismatches', models.JSONField(default=list, editable=False)),
-                ('passed', models.BooleanField(default=False, editable=False)),
-                ('failure_reasons', models.JSONField(default=list, editable=False)),
-                ('recorded_at', models.DateTimeField(auto_now_add=True)),
-                ('performed_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='Performed by')),
-                ('policy', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='drills', to='backups.backuppolicy')),
-                ('version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='drills', to='backups.backupversion', verbose_name='Version restored')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "restored_from_tier",
+                    models.CharField(
+                        choices=[
+                            ("hot", "Hot (latest usable)"),
+                            ("warm", "Warm (rollback versions)"),
+                            ("cold", "Cold (archive)"),
+                        ],
+                        max_length=10,
+                        verbose_name="Restored from",
+                    ),
+                ),
+                ("started_at", models.DateTimeField(verbose_name="Started at")),
+                (
+                    "finished_at",
+                    models.DateTimeField(
+                        help_text="When the service answered or training ran again.",
+                        verbose_name="Finished at",
+                    ),
+                ),
+                (
+                    "reference_time",
+                    models.DateTimeField(
+                        blank=True,
+                        help_text="The moment the drill plays the failure; the RPO is the restored version's age then. Blank: the start.",
+                        null=True,
+                        verbose_name="Reference time",
+                    ),
+                ),
+                (
+                    "resumed",
+                    models.BooleanField(
+                        default=False,
+                        help_text="It answered or trained again.",
+                        verbose_name="Service or training resumed",
+                    ),
+                ),
+                (
+                    "outcome",
+                    models.CharField(
+                        choices=[
+                            ("restored", "Restored and working"),
+                            ("restored_with_issues", "Restored, with issues"),
+                            ("failed", "Restore failed"),
+                        ],
+                        max_length=30,
+                        verbose_name="Result",
+                    ),
+                ),
+                (
+                    "observed_checksums",
+                    models.TextField(
+                        blank=True,
+                        help_text="One line per node or replica: name, a space, the checksum.",
+                        verbose_name="Checksums after the restore",
+                    ),
+                ),
+                ("notes", models.TextField(blank=True)),
+                (
+                    "evidence",
+                    models.FileField(
+                        blank=True,
+                        help_text="A log, screenshot or report of the drill (stored on the server).",
+                        max_length=300,
+                        upload_to=apps.backups.models.evidence_path,
+                    ),
+                ),
+                ("rto_target_minutes", models.PositiveIntegerField(default=0, editable=False)),
+                ("rpo_target_minutes", models.PositiveIntegerField(default=0, editable=False)),
+                ("actual_rto_seconds", models.PositiveIntegerField(default=0, editable=False)),
+                ("actual_rpo_seconds", models.PositiveBigIntegerField(default=0, editable=False)),
+                ("checksums_compared", models.PositiveIntegerField(default=0, editable=False)),
+                ("checksum_mismatches", models.JSONField(default=list, editable=False)),
+                ("passed", models.BooleanField(default=False, editable=False)),
+                ("failure_reasons", models.JSONField(default=list, editable=False)),
+                ("recorded_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "performed_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                        verbose_name="Performed by",
+                    ),
+                ),
+                (
+                    "policy",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="drills",
+                        to="backups.backuppolicy",
+                    ),
+                ),
+                (
+                    "version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="drills",
+                        to="backups.backupversion",
+                        verbose_name="Version restored",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-finished_at', '-id'],
+                "ordering": ["-finished_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='VersionChecksum',
+            name="VersionChecksum",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('node', models.CharField(help_text='e.g. node-03/rank-24 or replica-2.', max_length=100, verbose_name='Node or replica')),
-                ('checksum', models.CharField(max_length=128)),
-                ('recorded_at', models.DateTimeField(auto_now_add=True)),
-                ('version', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='checksums', to='backups.backupversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "node",
+                    models.CharField(
+                        help_text="e.g. node-03/rank-24 or replica-2.",
+                        max_length=100,
+                        verbose_name="Node or replica",
+                    ),
+                ),
+                ("checksum", models.CharField(max_length=128)),
+                ("recorded_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="checksums",
+                        to="backups.backupversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['node'],
+                "ordering": ["node"],
             },
         ),
         migrations.AddIndex(
-            model_name='backupversion',
-            index=models.Index(fields=['workload', 'kind', '-created_at'], name='backups_bac_workloa_f5a30e_idx'),
+            model_name="backupversion",
+            index=models.Index(
+                fields=["workload", "kind", "-created_at"], name="backups_bac_workloa_f5a30e_idx"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='backupversion',
-            constraint=models.UniqueConstraint(fields=('workload', 'name'), name='backups_version_name_unique_per_workload'),
+            model_name="backupversion",
+            constraint=models.UniqueConstraint(
+                fields=("workload", "name"), name="backups_version_name_unique_per_workload"
+            ),
         ),
         migrations.AddIndex(
-            model_name='restoredrill',
-            index=models.Index(fields=['policy', '-finished_at'], name='backups_res_policy__1c989f_idx'),
+            model_name="restoredrill",
+            index=models.Index(
+                fields=["policy", "-finished_at"], name="backups_res_policy__1c989f_idx"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='versionchecksum',
-            constraint=models.UniqueConstraint(fields=('version', 'node'), name='backups_checksum_unique_per_node'),
+            model_name="versionchecksum",
+            constraint=models.UniqueConstraint(
+                fields=("version", "node"), name="backups_checksum_unique_per_node"
+            ),
         ),
     ]

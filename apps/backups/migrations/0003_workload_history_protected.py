@@ -5,21 +5,28 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('backups', '0002_grant_role_permissions'),
-        ('pools', '0008_archived_at_protect_history'),
+        ("backups", "0002_grant_role_permissions"),
+        ("pools", "0008_archived_at_protect_history"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='backuppolicy',
-            name='workload',
-            field=models.OneToOneField(on_delete=django.db.models.deletion.PROTECT, related_name='backup_policy', to='pools.workload'),
+            model_name="backuppolicy",
+            name="workload",
+            field=models.OneToOneField(
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="backup_policy",
+                to="pools.workload",
+            ),
         ),
         migrations.AlterField(
-            model_name='backupversion',
-            name='workload',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='backup_versions', to='pools.workload'),
+            model_name="backupversion",
+            name="workload",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="backup_versions",
+                to="pools.workload",
+            ),
         ),
     ]

@@ -19,7 +19,9 @@ def reclassify_blank_checksums(apps, schema_editor):
         matched = max(0, drill.checksums_compared - len(rows))
         nodes = matched + len(rows)
         reasons = [
-            reason for reason in drill.failure_reasons if not reason.startswith("Checksums differ on ")
+            reason
+            for reason in drill.failure_reasons
+            if not reason.startswith("Checksums differ on ")
         ]
         if mismatches:
             named = ", ".join(row["node"] for row in mismatches[:NAMED_NODES_MAX])
@@ -60,51 +62,80 @@ def reclassify_blank_checksums(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('backups', '0003_workload_history_protected'),
+        ("backups", "0003_workload_history_protected"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='historicalrestoredrill',
-            name='checksums_matched',
+            model_name="historicalrestoredrill",
+            name="checksums_matched",
             field=models.PositiveIntegerField(default=0, editable=False),
         ),
         migrations.AddField(
-            model_name='historicalrestoredrill',
-            name='checksums_unverified',
-            field=models.JSONField(default=list, editable=False, help_text='Nodes whose checksum is blank on one side: neither a match nor a mismatch.'),
+            model_name="historicalrestoredrill",
+            name="checksums_unverified",
+            field=models.JSONField(
+                default=list,
+                editable=False,
+                help_text="Nodes whose checksum is blank on one side: neither a match nor a mismatch.",
+            ),
         ),
         migrations.AddField(
-            model_name='historicalrestoredrill',
-            name='verdict',
-            field=models.CharField(choices=[('passed', 'Passed'), ('failed', 'Failed'), ('not_verified', 'Not verified')], default='failed', editable=False, max_length=20),
+            model_name="historicalrestoredrill",
+            name="verdict",
+            field=models.CharField(
+                choices=[
+                    ("passed", "Passed"),
+                    ("failed", "Failed"),
+                    ("not_verified", "Not verified"),
+                ],
+                default="failed",
+                editable=False,
+                max_length=20,
+            ),
         ),
         migrations.AddField(
-            model_name='restoredrill',
-            name='checksums_matched',
+            model_name="restoredrill",
+            name="checksums_matched",
             field=models.PositiveIntegerField(default=0, editable=False),
         ),
         migrations.AddField(
-            model_name='restoredrill',
-            name='checksums_unverified',
-            field=models.JSONField(default=list, editable=False, help_text='Nodes whose checksum is blank on one side: neither a match nor a mismatch.'),
+            model_name="restoredrill",
+            name="checksums_unverified",
+            field=models.JSONField(
+                default=list,
+                editable=False,
+                help_text="Nodes whose checksum is blank on one side: neither a match nor a mismatch.",
+            ),
         ),
         migrations.AddField(
-            model_name='restoredrill',
-            name='verdict',
-            field=models.CharField(choices=[('passed', 'Passed'), ('failed', 'Failed'), ('not_verified', 'Not verified')], default='failed', editable=False, max_length=20),
+            model_name="restoredrill",
+            name="verdict",
+            field=models.CharField(
+                choices=[
+                    ("passed", "Passed"),
+                    ("failed", "Failed"),
+                    ("not_verified", "Not verified"),
+                ],
+                default="failed",
+                editable=False,
+                max_length=20,
+            ),
         ),
         migrations.AlterField(
-            model_name='historicalrestoredrill',
-            name='checksums_compared',
-            field=models.PositiveIntegerField(default=0, editable=False, help_text='Nodes with a checksum on both sides.'),
+            model_name="historicalrestoredrill",
+            name="checksums_compared",
+            field=models.PositiveIntegerField(
+                default=0, editable=False, help_text="Nodes with a checksum on both sides."
+            ),
         ),
         migrations.AlterField(
-            model_name='restoredrill',
-            name='checksums_compared',
-            field=models.PositiveIntegerField(default=0, editable=False, help_text='Nodes with a checksum on both sides.'),
+            model_name="restoredrill",
+            name="checksums_compared",
+            field=models.PositiveIntegerField(
+                default=0, editable=False, help_text="Nodes with a checksum on both sides."
+            ),
         ),
         migrations.RunPython(reclassify_blank_checksums, migrations.RunPython.noop),
     ]

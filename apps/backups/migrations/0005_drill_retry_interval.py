@@ -5,20 +5,29 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('backups', '0004_drill_verdict'),
+        ("backups", "0004_drill_verdict"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='backuppolicy',
-            name='drill_retry_interval_days',
-            field=models.PositiveIntegerField(default=7, help_text='After a failed drill the next one is due this soon, not a full drill interval later: the fix needs proving.', validators=[django.core.validators.MinValueValidator(1)], verbose_name='Retry a failed drill after (days)'),
+            model_name="backuppolicy",
+            name="drill_retry_interval_days",
+            field=models.PositiveIntegerField(
+                default=7,
+                help_text="After a failed drill the next one is due this soon, not a full drill interval later: the fix needs proving.",
+                validators=[django.core.validators.MinValueValidator(1)],
+                verbose_name="Retry a failed drill after (days)",
+            ),
         ),
         migrations.AddField(
-            model_name='historicalbackuppolicy',
-            name='drill_retry_interval_days',
-            field=models.PositiveIntegerField(default=7, help_text='After a failed drill the next one is due this soon, not a full drill interval later: the fix needs proving.', validators=[django.core.validators.MinValueValidator(1)], verbose_name='Retry a failed drill after (days)'),
+            model_name="historicalbackuppolicy",
+            name="drill_retry_interval_days",
+            field=models.PositiveIntegerField(
+                default=7,
+                help_text="After a failed drill the next one is due this soon, not a full drill interval later: the fix needs proving.",
+                validators=[django.core.validators.MinValueValidator(1)],
+                verbose_name="Retry a failed drill after (days)",
+            ),
         ),
     ]

@@ -6,64 +6,222 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='GpuModel',
+            name="GpuModel",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('slug', models.SlugField(max_length=100, unique=True)),
-                ('vendor', models.CharField(max_length=50)),
-                ('memory_gb', models.DecimalField(decimal_places=2, help_text="Vendor's nominal figure, in GB (10⁹ bytes).", max_digits=8, validators=[django.core.validators.MinValueValidator(Decimal('0.01'))], verbose_name='Memory (GB)')),
-                ('memory_type', models.CharField(blank=True, max_length=30)),
-                ('memory_bandwidth_gb_per_second', models.DecimalField(decimal_places=1, max_digits=10, validators=[django.core.validators.MinValueValidator(Decimal('0.1'))], verbose_name='Memory bandwidth (GB/s)')),
-                ('bf16_dense_tflops', models.DecimalField(blank=True, decimal_places=1, max_digits=10, null=True, verbose_name='BF16 dense (TFLOP/s)')),
-                ('fp16_dense_tflops', models.DecimalField(blank=True, decimal_places=1, max_digits=10, null=True, verbose_name='FP16 dense (TFLOP/s)')),
-                ('fp8_dense_tflops', models.DecimalField(blank=True, decimal_places=1, max_digits=10, null=True, verbose_name='FP8 dense (TFLOP/s)')),
-                ('int8_dense_tops', models.DecimalField(blank=True, decimal_places=1, max_digits=10, null=True, verbose_name='INT8 dense (TOPS)')),
-                ('tdp_watts', models.PositiveIntegerField(verbose_name='TDP (W)')),
-                ('interconnect', models.CharField(blank=True, max_length=100)),
-                ('interconnect_gb_per_second', models.DecimalField(blank=True, decimal_places=1, max_digits=10, null=True, verbose_name='Interconnect bandwidth (GB/s)')),
-                ('mig_support', models.BooleanField(default=False, verbose_name='MIG support')),
-                ('reference_price_per_gpu_hour_usd', models.DecimalField(blank=True, decimal_places=4, help_text='A public on-demand price, used to rank recommendations.', max_digits=10, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Reference price per GPU-hour (USD)')),
-                ('source_note', models.TextField(blank=True, help_text='Where the figures come from and how far to trust them.')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100, unique=True)),
+                ("slug", models.SlugField(max_length=100, unique=True)),
+                ("vendor", models.CharField(max_length=50)),
+                (
+                    "memory_gb",
+                    models.DecimalField(
+                        decimal_places=2,
+                        help_text="Vendor's nominal figure, in GB (10⁹ bytes).",
+                        max_digits=8,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0.01"))],
+                        verbose_name="Memory (GB)",
+                    ),
+                ),
+                ("memory_type", models.CharField(blank=True, max_length=30)),
+                (
+                    "memory_bandwidth_gb_per_second",
+                    models.DecimalField(
+                        decimal_places=1,
+                        max_digits=10,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0.1"))],
+                        verbose_name="Memory bandwidth (GB/s)",
+                    ),
+                ),
+                (
+                    "bf16_dense_tflops",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=1,
+                        max_digits=10,
+                        null=True,
+                        verbose_name="BF16 dense (TFLOP/s)",
+                    ),
+                ),
+                (
+                    "fp16_dense_tflops",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=1,
+                        max_digits=10,
+                        null=True,
+                        verbose_name="FP16 dense (TFLOP/s)",
+                    ),
+                ),
+                (
+                    "fp8_dense_tflops",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=1,
+                        max_digits=10,
+                        null=True,
+                        verbose_name="FP8 dense (TFLOP/s)",
+                    ),
+                ),
+                (
+                    "int8_dense_tops",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=1,
+                        max_digits=10,
+                        null=True,
+                        verbose_name="INT8 dense (TOPS)",
+                    ),
+                ),
+                ("tdp_watts", models.PositiveIntegerField(verbose_name="TDP (W)")),
+                ("interconnect", models.CharField(blank=True, max_length=100)),
+                (
+                    "interconnect_gb_per_second",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=1,
+                        max_digits=10,
+                        null=True,
+                        verbose_name="Interconnect bandwidth (GB/s)",
+                    ),
+                ),
+                ("mig_support", models.BooleanField(default=False, verbose_name="MIG support")),
+                (
+                    "reference_price_per_gpu_hour_usd",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        help_text="A public on-demand price, used to rank recommendations.",
+                        max_digits=10,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Reference price per GPU-hour (USD)",
+                    ),
+                ),
+                (
+                    "source_note",
+                    models.TextField(
+                        blank=True,
+                        help_text="Where the figures come from and how far to trust them.",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'GPU model',
-                'ordering': ['vendor', 'name'],
+                "verbose_name": "GPU model",
+                "ordering": ["vendor", "name"],
             },
         ),
         migrations.CreateModel(
-            name='ModelArchitecture',
+            name="ModelArchitecture",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('slug', models.SlugField(max_length=100, unique=True)),
-                ('family', models.CharField(blank=True, max_length=50)),
-                ('layers', models.PositiveIntegerField(validators=[django.core.validators.MinValueValidator(1)])),
-                ('hidden_size', models.PositiveIntegerField(validators=[django.core.validators.MinValueValidator(1)])),
-                ('intermediate_size', models.PositiveIntegerField(help_text='Feed-forward width (per expert for mixture-of-experts).', validators=[django.core.validators.MinValueValidator(1)])),
-                ('attention_heads', models.PositiveIntegerField(validators=[django.core.validators.MinValueValidator(1)])),
-                ('kv_heads', models.PositiveIntegerField(help_text='Equal to attention heads without grouped-query attention.', validators=[django.core.validators.MinValueValidator(1)], verbose_name='KV heads')),
-                ('head_dim', models.PositiveIntegerField(validators=[django.core.validators.MinValueValidator(1)])),
-                ('vocab_size', models.PositiveIntegerField(validators=[django.core.validators.MinValueValidator(1)])),
-                ('max_context', models.PositiveIntegerField(validators=[django.core.validators.MinValueValidator(1)], verbose_name='Max context (tokens)')),
-                ('experts', models.PositiveIntegerField(default=1, help_text='1 for a dense model.', validators=[django.core.validators.MinValueValidator(1)])),
-                ('experts_per_token', models.PositiveIntegerField(default=1, validators=[django.core.validators.MinValueValidator(1)])),
-                ('tied_embeddings', models.BooleanField(default=False, help_text='Input embedding and output head share one matrix.')),
-                ('qkv_bias', models.BooleanField(default=False, verbose_name='Bias on Q/K/V projections')),
-                ('published_params', models.BigIntegerField(blank=True, help_text='The parameter count the model card states.', null=True)),
-                ('source_note', models.TextField(blank=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100, unique=True)),
+                ("slug", models.SlugField(max_length=100, unique=True)),
+                ("family", models.CharField(blank=True, max_length=50)),
+                (
+                    "layers",
+                    models.PositiveIntegerField(
+                        validators=[django.core.validators.MinValueValidator(1)]
+                    ),
+                ),
+                (
+                    "hidden_size",
+                    models.PositiveIntegerField(
+                        validators=[django.core.validators.MinValueValidator(1)]
+                    ),
+                ),
+                (
+                    "intermediate_size",
+                    models.PositiveIntegerField(
+                        help_text="Feed-forward width (per expert for mixture-of-experts).",
+                        validators=[django.core.validators.MinValueValidator(1)],
+                    ),
+                ),
+                (
+                    "attention_heads",
+                    models.PositiveIntegerField(
+                        validators=[django.core.validators.MinValueValidator(1)]
+                    ),
+                ),
+                (
+                    "kv_heads",
+                    models.PositiveIntegerField(
+                        help_text="Equal to attention heads without grouped-query attention.",
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="KV heads",
+                    ),
+                ),
+                (
+                    "head_dim",
+                    models.PositiveIntegerField(
+                        validators=[django.core.validators.MinValueValidator(1)]
+                    ),
+                ),
+                (
+                    "vocab_size",
+                    models.PositiveIntegerField(
+                        validators=[django.core.validators.MinValueValidator(1)]
+                    ),
+                ),
+                (
+                    "max_context",
+                    models.PositiveIntegerField(
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Max context (tokens)",
+                    ),
+                ),
+                (
+                    "experts",
+                    models.PositiveIntegerField(
+                        default=1,
+                        help_text="1 for a dense model.",
+                        validators=[django.core.validators.MinValueValidator(1)],
+                    ),
+                ),
+                (
+                    "experts_per_token",
+                    models.PositiveIntegerField(
+                        default=1, validators=[django.core.validators.MinValueValidator(1)]
+                    ),
+                ),
+                (
+                    "tied_embeddings",
+                    models.BooleanField(
+                        default=False, help_text="Input embedding and output head share one matrix."
+                    ),
+                ),
+                (
+                    "qkv_bias",
+                    models.BooleanField(default=False, verbose_name="Bias on Q/K/V projections"),
+                ),
+                (
+                    "published_params",
+                    models.BigIntegerField(
+                        blank=True,
+                        help_text="The parameter count the model card states.",
+                        null=True,
+                    ),
+                ),
+                ("source_note", models.TextField(blank=True)),
             ],
             options={
-                'verbose_name': 'model architecture',
-                'ordering': ['family', 'name'],
+                "verbose_name": "model architecture",
+                "ordering": ["family", "name"],
             },
         ),
     ]

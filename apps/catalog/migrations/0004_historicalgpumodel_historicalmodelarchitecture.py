@@ -9,79 +9,264 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('catalog', '0003_grant_role_permissions'),
+        ("catalog", "0003_grant_role_permissions"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='HistoricalGpuModel',
+            name="HistoricalGpuModel",
             fields=[
-                ('id', models.BigIntegerField(auto_created=True, blank=True, db_index=True, verbose_name='ID')),
-                ('name', models.CharField(db_index=True, max_length=100)),
-                ('slug', models.SlugField(max_length=100)),
-                ('vendor', models.CharField(max_length=50)),
-                ('memory_gb', models.DecimalField(decimal_places=2, help_text="Vendor's nominal figure, in GB (10⁹ bytes).", max_digits=8, validators=[django.core.validators.MinValueValidator(Decimal('0.01'))], verbose_name='Memory (GB)')),
-                ('memory_type', models.CharField(blank=True, max_length=30)),
-                ('memory_bandwidth_gb_per_second', models.DecimalField(decimal_places=1, max_digits=10, validators=[django.core.validators.MinValueValidator(Decimal('0.1'))], verbose_name='Memory bandwidth (GB/s)')),
-                ('bf16_dense_tflops', models.DecimalField(blank=True, decimal_places=1, max_digits=10, null=True, verbose_name='BF16 dense (TFLOP/s)')),
-                ('fp16_dense_tflops', models.DecimalField(blank=True, decimal_places=1, max_digits=10, null=True, verbose_name='FP16 dense (TFLOP/s)')),
-                ('fp8_dense_tflops', models.DecimalField(blank=True, decimal_places=1, max_digits=10, null=True, verbose_name='FP8 dense (TFLOP/s)')),
-                ('int8_dense_tops', models.DecimalField(blank=True, decimal_places=1, max_digits=10, null=True, verbose_name='INT8 dense (TOPS)')),
-                ('tdp_watts', models.PositiveIntegerField(verbose_name='TDP (W)')),
-                ('interconnect', models.CharField(blank=True, max_length=100)),
-                ('interconnect_gb_per_second', models.DecimalField(blank=True, decimal_places=1, max_digits=10, null=True, verbose_name='Interconnect bandwidth (GB/s)')),
-                ('mig_support', models.BooleanField(default=False, verbose_name='MIG support')),
-                ('reference_price_per_gpu_hour_usd', models.DecimalField(blank=True, decimal_places=4, help_text='A public on-demand price, used to rank recommendations.', max_digits=10, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Reference price per GPU-hour (USD)')),
-                ('source_note', models.TextField(blank=True, help_text='Where the figures come from and how far to trust them.')),
-                ('history_id', models.AutoField(primary_key=True, serialize=False)),
-                ('history_date', models.DateTimeField(db_index=True)),
-                ('history_change_reason', models.CharField(max_length=100, null=True)),
-                ('history_type', models.CharField(choices=[('+', 'Created'), ('~', 'Changed'), ('-', 'Deleted')], max_length=1)),
-                ('history_user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigIntegerField(
+                        auto_created=True, blank=True, db_index=True, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(db_index=True, max_length=100)),
+                ("slug", models.SlugField(max_length=100)),
+                ("vendor", models.CharField(max_length=50)),
+                (
+                    "memory_gb",
+                    models.DecimalField(
+                        decimal_places=2,
+                        help_text="Vendor's nominal figure, in GB (10⁹ bytes).",
+                        max_digits=8,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0.01"))],
+                        verbose_name="Memory (GB)",
+                    ),
+                ),
+                ("memory_type", models.CharField(blank=True, max_length=30)),
+                (
+                    "memory_bandwidth_gb_per_second",
+                    models.DecimalField(
+                        decimal_places=1,
+                        max_digits=10,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0.1"))],
+                        verbose_name="Memory bandwidth (GB/s)",
+                    ),
+                ),
+                (
+                    "bf16_dense_tflops",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=1,
+                        max_digits=10,
+                        null=True,
+                        verbose_name="BF16 dense (TFLOP/s)",
+                    ),
+                ),
+                (
+                    "fp16_dense_tflops",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=1,
+                        max_digits=10,
+                        null=True,
+                        verbose_name="FP16 dense (TFLOP/s)",
+                    ),
+                ),
+                (
+                    "fp8_dense_tflops",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=1,
+                        max_digits=10,
+                        null=True,
+                        verbose_name="FP8 dense (TFLOP/s)",
+                    ),
+                ),
+                (
+                    "int8_dense_tops",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=1,
+                        max_digits=10,
+                        null=True,
+                        verbose_name="INT8 dense (TOPS)",
+                    ),
+                ),
+                ("tdp_watts", models.PositiveIntegerField(verbose_name="TDP (W)")),
+                ("interconnect", models.CharField(blank=True, max_length=100)),
+                (
+                    "interconnect_gb_per_second",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=1,
+                        max_digits=10,
+                        null=True,
+                        verbose_name="Interconnect bandwidth (GB/s)",
+                    ),
+                ),
+                ("mig_support", models.BooleanField(default=False, verbose_name="MIG support")),
+                (
+                    "reference_price_per_gpu_hour_usd",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        help_text="A public on-demand price, used to rank recommendations.",
+                        max_digits=10,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Reference price per GPU-hour (USD)",
+                    ),
+                ),
+                (
+                    "source_note",
+                    models.TextField(
+                        blank=True,
+                        help_text="Where the figures come from and how far to trust them.",
+                    ),
+                ),
+                ("history_id", models.AutoField(primary_key=True, serialize=False)),
+                ("history_date", models.DateTimeField(db_index=True)),
+                ("history_change_reason", models.CharField(max_length=100, null=True)),
+                (
+                    "history_type",
+                    models.CharField(
+                        choices=[("+", "Created"), ("~", "Changed"), ("-", "Deleted")], max_length=1
+                    ),
+                ),
+                (
+                    "history_user",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'historical GPU model',
-                'verbose_name_plural': 'historical GPU models',
-                'ordering': ('-history_date', '-history_id'),
-                'get_latest_by': ('history_date', 'history_id'),
+                "verbose_name": "historical GPU model",
+                "verbose_name_plural": "historical GPU models",
+                "ordering": ("-history_date", "-history_id"),
+                "get_latest_by": ("history_date", "history_id"),
             },
             bases=(simple_history.models.HistoricalChanges, models.Model),
         ),
         migrations.CreateModel(
-            name='HistoricalModelArchitecture',
+            name="HistoricalModelArchitecture",
             fields=[
-                ('id', models.BigIntegerField(auto_created=True, blank=True, db_index=True, verbose_name='ID')),
-                ('name', models.CharField(db_index=True, max_length=100)),
-                ('slug', models.SlugField(max_length=100)),
-                ('family', models.CharField(blank=True, max_length=50)),
-                ('layers', models.PositiveIntegerField(validators=[django.core.validators.MinValueValidator(1)])),
-                ('hidden_size', models.PositiveIntegerField(validators=[django.core.validators.MinValueValidator(1)])),
-                ('intermediate_size', models.PositiveIntegerField(help_text='Feed-forward width (per expert for mixture-of-experts).', validators=[django.core.validators.MinValueValidator(1)])),
-                ('attention_heads', models.PositiveIntegerField(validators=[django.core.validators.MinValueValidator(1)])),
-                ('kv_heads', models.PositiveIntegerField(help_text='Equal to attention heads without grouped-query attention.', validators=[django.core.validators.MinValueValidator(1)], verbose_name='KV heads')),
-                ('head_dim', models.PositiveIntegerField(validators=[django.core.validators.MinValueValidator(1)])),
-                ('vocab_size', models.PositiveIntegerField(validators=[django.core.validators.MinValueValidator(1)])),
-                ('max_context', models.PositiveIntegerField(validators=[django.core.validators.MinValueValidator(1)], verbose_name='Max context (tokens)')),
-                ('experts', models.PositiveIntegerField(default=1, help_text='1 for a dense model.', validators=[django.core.validators.MinValueValidator(1)])),
-                ('experts_per_token', models.PositiveIntegerField(default=1, validators=[django.core.validators.MinValueValidator(1)])),
-                ('tied_embeddings', models.BooleanField(default=False, help_text='Input embedding and output head share one matrix.')),
-                ('qkv_bias', models.BooleanField(default=False, verbose_name='Bias on Q/K/V projections')),
-                ('published_params', models.BigIntegerField(blank=True, help_text='The parameter count the model card states.', null=True)),
-                ('source_note', models.TextField(blank=True)),
-                ('history_id', models.AutoField(primary_key=True, serialize=False)),
-                ('history_date', models.DateTimeField(db_index=True)),
-                ('history_change_reason', models.CharField(max_length=100, null=True)),
-                ('history_type', models.CharField(choices=[('+', 'Created'), ('~', 'Changed'), ('-', 'Deleted')], max_length=1)),
-                ('history_user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigIntegerField(
+                        auto_created=True, blank=True, db_index=True, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(db_index=True, max_length=100)),
+                ("slug", models.SlugField(max_length=100)),
+                ("family", models.CharField(blank=True, max_length=50)),
+                (
+                    "layers",
+                    models.PositiveIntegerField(
+                        validators=[django.core.validators.MinValueValidator(1)]
+                    ),
+                ),
+                (
+                    "hidden_size",
+                    models.PositiveIntegerField(
+                        validators=[django.core.validators.MinValueValidator(1)]
+                    ),
+                ),
+                (
+                    "intermediate_size",
+                    models.PositiveIntegerField(
+                        help_text="Feed-forward width (per expert for mixture-of-experts).",
+                        validators=[django.core.validators.MinValueValidator(1)],
+                    ),
+                ),
+                (
+                    "attention_heads",
+                    models.PositiveIntegerField(
+                        validators=[django.core.validators.MinValueValidator(1)]
+                    ),
+                ),
+                (
+                    "kv_heads",
+                    models.PositiveIntegerField(
+                        help_text="Equal to attention heads without grouped-query attention.",
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="KV heads",
+                    ),
+                ),
+                (
+                    "head_dim",
+                    models.PositiveIntegerField(
+                        validators=[django.core.validators.MinValueValidator(1)]
+                    ),
+                ),
+                (
+                    "vocab_size",
+                    models.PositiveIntegerField(
+                        validators=[django.core.validators.MinValueValidator(1)]
+                    ),
+                ),
+                (
+                    "max_context",
+                    models.PositiveIntegerField(
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Max context (tokens)",
+                    ),
+                ),
+                (
+                    "experts",
+                    models.PositiveIntegerField(
+                        default=1,
+                        help_text="1 for a dense model.",
+                        validators=[django.core.validators.MinValueValidator(1)],
+                    ),
+                ),
+                (
+                    "experts_per_token",
+                    models.PositiveIntegerField(
+                        default=1, validators=[django.core.validators.MinValueValidator(1)]
+                    ),
+                ),
+                (
+                    "tied_embeddings",
+                    models.BooleanField(
+                        default=False, help_text="Input embedding and output head share one matrix."
+                    ),
+                ),
+                (
+                    "qkv_bias",
+                    models.BooleanField(default=False, verbose_name="Bias on Q/K/V projections"),
+                ),
+                (
+                    "published_params",
+                    models.BigIntegerField(
+                        blank=True,
+                        help_text="The parameter count the model card states.",
+                        null=True,
+                    ),
+                ),
+                ("source_note", models.TextField(blank=True)),
+                ("history_id", models.AutoField(primary_key=True, serialize=False)),
+                ("history_date", models.DateTimeField(db_index=True)),
+                ("history_change_reason", models.CharField(max_length=100, null=True)),
+                (
+                    "history_type",
+                    models.CharField(
+                        choices=[("+", "Created"), ("~", "Changed"), ("-", "Deleted")], max_length=1
+                    ),
+                ),
+                (
+                    "history_user",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'historical model architecture',
-                'verbose_name_plural': 'historical model architectures',
-                'ordering': ('-history_date', '-history_id'),
-                'get_latest_by': ('history_date', 'history_id'),
+                "verbose_name": "historical model architecture",
+                "verbose_name_plural": "historical model architectures",
+                "ordering": ("-history_date", "-history_id"),
+                "get_latest_by": ("history_date", "history_id"),
             },
             bases=(simple_history.models.HistoricalChanges, models.Model),
         ),

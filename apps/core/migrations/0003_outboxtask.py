@@ -4,27 +4,37 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('core', '0002_role_groups'),
+        ("core", "0002_role_groups"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='OutboxTask',
+            name="OutboxTask",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('args', models.JSONField(blank=True, default=list)),
-                ('kwargs', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('enqueued_at', models.DateTimeField(blank=True, null=True)),
-                ('attempts', models.PositiveIntegerField(default=0)),
-                ('last_error', models.TextField(blank=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("args", models.JSONField(blank=True, default=list)),
+                ("kwargs", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("enqueued_at", models.DateTimeField(blank=True, null=True)),
+                ("attempts", models.PositiveIntegerField(default=0)),
+                ("last_error", models.TextField(blank=True)),
             ],
             options={
-                'ordering': ['created_at', 'pk'],
-                'indexes': [models.Index(condition=models.Q(('enqueued_at__isnull', True)), fields=['created_at'], name='core_outbox_waiting')],
+                "ordering": ["created_at", "pk"],
+                "indexes": [
+                    models.Index(
+                        condition=models.Q(("enqueued_at__isnull", True)),
+                        fields=["created_at"],
+                        name="core_outbox_waiting",
+                    )
+                ],
             },
         ),
     ]

@@ -1,7 +1,8 @@
 """Numbers with their units, the same way on every page."""
 
 from django import template
-from django.utils.translation import gettext
+from django.contrib.humanize.templatetags.humanize import intword
+from django.utils.translation import get_language, gettext
 
 register = template.Library()
 
@@ -64,3 +65,24 @@ def number(value, places=0):
     if value is None or value == "":
         return "—"
     return f"{float(value):,.{int(places)}f}"
+
+
+# Chinese counts large numbers in 万 (10⁴) and 亿 (10⁸), not in thousands and billions.
+_CHINESE_LARGE_UNITS = ((1e8, "亿"), (1e4, "万"))
+
+
+@register.filter
+def large_count(value):
+    """A large count in words, the reader's way: 200000000000 → "200.0 billion" in
+    English (Django's ``intword``), "2,000 亿" in Chinese; below 10,000 the number itself."""
+    if value is None or value == "":
+        return "—"
+    value = float(value)
+    if (get_language() or "").startswith("zh"):
+        for size, unit in _CHINESE_LARGE_UNITS:
+            if abs(value) >= size:
+                scaled = value / size
+                places = 0 if scaled >= 100 or scaled == int(scaled) else 1
+                return f"{scaled:,.{places}f} {unit}"
+        return f"{value:,.0f}"
+    return intword(int(value)) if abs(value) >= 1e6 else f"{value:,.0f}"

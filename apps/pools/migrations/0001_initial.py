@@ -8,91 +8,533 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('catalog', '0003_grant_role_permissions'),
+        ("catalog", "0003_grant_role_permissions"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Pool',
+            name="Pool",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('slug', models.SlugField(help_text='Stable id used by the API.', max_length=100, unique=True)),
-                ('purpose', models.CharField(choices=[('training', 'Training'), ('inference', 'Inference'), ('mixed', 'Mixed')], max_length=20)),
-                ('deployment', models.CharField(choices=[('cloud_on_demand', 'Cloud on-demand'), ('cloud_reserved', 'Cloud reserved'), ('bare_metal', 'Bare-metal / physical'), ('on_premises', 'On-premises')], max_length=20)),
-                ('provider', models.CharField(blank=True, max_length=100)),
-                ('region', models.CharField(blank=True, max_length=100)),
-                ('compliance_zone', models.CharField(choices=[('mainland_china', 'Mainland China (ICP filing required)'), ('hong_kong', 'Hong Kong'), ('united_states', 'United States'), ('european_union', 'European Union'), ('other', 'Other')], default='other', max_length=20)),
-                ('gpu_count', models.PositiveIntegerField(validators=[django.core.validators.MinValueValidator(1)], verbose_name='GPUs')),
-                ('gpus_per_node', models.PositiveIntegerField(default=8, validators=[django.core.validators.MinValueValidator(1)], verbose_name='GPUs per node')),
-                ('interconnect', models.CharField(choices=[('nvlink_infiniband', 'NVLink in nodes + InfiniBand/RoCE across'), ('nvlink', 'NVLink in nodes, Ethernet across'), ('pcie', 'PCIe only')], default='nvlink_infiniband', max_length=20)),
-                ('driver_version', models.CharField(blank=True, help_text='e.g. 550.54.15', max_length=50)),
-                ('cuda_version', models.CharField(blank=True, help_text='e.g. 12.4', max_length=50, verbose_name='CUDA version')),
-                ('framework_versions', models.CharField(blank=True, help_text='e.g. torch 2.4.1, vLLM 0.6.3', max_length=200)),
-                ('description', models.TextField(blank=True)),
-                ('on_demand_price_per_gpu_hour_usd', models.DecimalField(blank=True, decimal_places=4, max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='On-demand price per GPU-hour (USD)')),
-                ('reserved_price_per_gpu_hour_usd', models.DecimalField(blank=True, decimal_places=4, max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Reserved price per GPU-hour (USD)')),
-                ('reserved_term_months', models.PositiveIntegerField(blank=True, null=True, verbose_name='Reservation term (months)')),
-                ('purchase_price_per_gpu_usd', models.DecimalField(blank=True, decimal_places=4, help_text='Server share included: server price ÷ GPUs.', max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Purchase price per GPU (USD)')),
-                ('amortisation_months', models.PositiveIntegerField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Amortisation (months)')),
-                ('power_price_per_kwh_usd', models.DecimalField(blank=True, decimal_places=4, max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Power price per kWh (USD)')),
-                ('pue', models.DecimalField(blank=True, decimal_places=2, help_text='Facility power ÷ IT power; 1.1–1.6 is typical.', max_digits=4, null=True, validators=[django.core.validators.MinValueValidator(Decimal('1.00'))], verbose_name='PUE')),
-                ('operations_per_month_usd', models.DecimalField(blank=True, decimal_places=4, help_text='Whole pool.', max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Operations per month (USD)')),
-                ('colocation_per_month_usd', models.DecimalField(blank=True, decimal_places=4, help_text='Whole pool.', max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Colocation per month (USD)')),
-                ('effective_price_per_gpu_hour_usd', models.DecimalField(decimal_places=4, default=Decimal('0'), editable=False, max_digits=12, verbose_name='Effective price per GPU-hour (USD)')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('gpu_model', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='pools', to='catalog.gpumodel', verbose_name='GPU model')),
-                ('owner', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='owned_pools', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100, unique=True)),
+                (
+                    "slug",
+                    models.SlugField(
+                        help_text="Stable id used by the API.", max_length=100, unique=True
+                    ),
+                ),
+                (
+                    "purpose",
+                    models.CharField(
+                        choices=[
+                            ("training", "Training"),
+                            ("inference", "Inference"),
+                            ("mixed", "Mixed"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "deployment",
+                    models.CharField(
+                        choices=[
+                            ("cloud_on_demand", "Cloud on-demand"),
+                            ("cloud_reserved", "Cloud reserved"),
+                            ("bare_metal", "Bare-metal / physical"),
+                            ("on_premises", "On-premises"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("provider", models.CharField(blank=True, max_length=100)),
+                ("region", models.CharField(blank=True, max_length=100)),
+                (
+                    "compliance_zone",
+                    models.CharField(
+                        choices=[
+                            ("mainland_china", "Mainland China (ICP filing required)"),
+                            ("hong_kong", "Hong Kong"),
+                            ("united_states", "United States"),
+                            ("european_union", "European Union"),
+                            ("other", "Other"),
+                        ],
+                        default="other",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "gpu_count",
+                    models.PositiveIntegerField(
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="GPUs",
+                    ),
+                ),
+                (
+                    "gpus_per_node",
+                    models.PositiveIntegerField(
+                        default=8,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="GPUs per node",
+                    ),
+                ),
+                (
+                    "interconnect",
+                    models.CharField(
+                        choices=[
+                            ("nvlink_infiniband", "NVLink in nodes + InfiniBand/RoCE across"),
+                            ("nvlink", "NVLink in nodes, Ethernet across"),
+                            ("pcie", "PCIe only"),
+                        ],
+                        default="nvlink_infiniband",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "driver_version",
+                    models.CharField(blank=True, help_text="e.g. 550.54.15", max_length=50),
+                ),
+                (
+                    "cuda_version",
+                    models.CharField(
+                        blank=True,
+                        help_text="e.g. 12.4",
+                        max_length=50,
+                        verbose_name="CUDA version",
+                    ),
+                ),
+                (
+                    "framework_versions",
+                    models.CharField(
+                        blank=True, help_text="e.g. torch 2.4.1, vLLM 0.6.3", max_length=200
+                    ),
+                ),
+                ("description", models.TextField(blank=True)),
+                (
+                    "on_demand_price_per_gpu_hour_usd",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="On-demand price per GPU-hour (USD)",
+                    ),
+                ),
+                (
+                    "reserved_price_per_gpu_hour_usd",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Reserved price per GPU-hour (USD)",
+                    ),
+                ),
+                (
+                    "reserved_term_months",
+                    models.PositiveIntegerField(
+                        blank=True, null=True, verbose_name="Reservation term (months)"
+                    ),
+                ),
+                (
+                    "purchase_price_per_gpu_usd",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        help_text="Server share included: server price ÷ GPUs.",
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Purchase price per GPU (USD)",
+                    ),
+                ),
+                (
+                    "amortisation_months",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Amortisation (months)",
+                    ),
+                ),
+                (
+                    "power_price_per_kwh_usd",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Power price per kWh (USD)",
+                    ),
+                ),
+                (
+                    "pue",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=2,
+                        help_text="Facility power ÷ IT power; 1.1–1.6 is typical.",
+                        max_digits=4,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("1.00"))],
+                        verbose_name="PUE",
+                    ),
+                ),
+                (
+                    "operations_per_month_usd",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        help_text="Whole pool.",
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Operations per month (USD)",
+                    ),
+                ),
+                (
+                    "colocation_per_month_usd",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        help_text="Whole pool.",
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Colocation per month (USD)",
+                    ),
+                ),
+                (
+                    "effective_price_per_gpu_hour_usd",
+                    models.DecimalField(
+                        decimal_places=4,
+                        default=Decimal("0"),
+                        editable=False,
+                        max_digits=12,
+                        verbose_name="Effective price per GPU-hour (USD)",
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "gpu_model",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="pools",
+                        to="catalog.gpumodel",
+                        verbose_name="GPU model",
+                    ),
+                ),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="owned_pools",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Workload',
+            name="Workload",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('slug', models.SlugField(help_text='Stable id used by the API.', max_length=100, unique=True)),
-                ('kind', models.CharField(choices=[('pre_training', 'Pre-training'), ('full_fine_tune', 'Full fine-tune'), ('lora_fine_tune', 'LoRA fine-tune'), ('multimodal_training', 'Multimodal training'), ('online_inference', 'Online inference'), ('api_service', 'API service'), ('batch_inference', 'Batch inference'), ('edge_inference', 'Edge inference')], max_length=30)),
-                ('gpu_count', models.PositiveIntegerField(default=1, help_text='Training: data × tensor × pipeline parallel. Inference: all replicas.', validators=[django.core.validators.MinValueValidator(1)], verbose_name='GPUs used')),
-                ('status', models.CharField(choices=[('planned', 'Planned'), ('running', 'Running'), ('paused', 'Paused'), ('finished', 'Finished')], default='planned', max_length=20)),
-                ('description', models.TextField(blank=True)),
-                ('precision', models.CharField(choices=[('fp32', 'FP32'), ('tf32', 'TF32'), ('bf16', 'BF16 mixed precision'), ('fp16', 'FP16 mixed precision'), ('fp8', 'FP8 mixed precision')], default='bf16', max_length=10)),
-                ('optimizer', models.CharField(choices=[('adamw', 'AdamW'), ('adamw_8bit', '8-bit AdamW'), ('sgd_momentum', 'SGD with momentum')], default='adamw', max_length=20)),
-                ('zero_stage', models.PositiveSmallIntegerField(default=0, validators=[django.core.validators.MaxValueValidator(3)], verbose_name='ZeRO stage')),
-                ('data_parallel', models.PositiveIntegerField(default=1, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Data-parallel degree')),
-                ('tensor_parallel', models.PositiveIntegerField(default=1, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Tensor-parallel degree')),
-                ('pipeline_parallel', models.PositiveIntegerField(default=1, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Pipeline-parallel degree')),
-                ('sequence_parallel', models.BooleanField(default=False)),
-                ('recompute', models.CharField(choices=[('none', 'None (attention scores stored)'), ('selective', 'Selective, or FlashAttention'), ('full', 'Full (layer inputs only)')], default='none', max_length=10, verbose_name='Activation recompute')),
-                ('micro_batch_size', models.PositiveIntegerField(default=1, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Micro-batch size (sequences)')),
-                ('seq_len', models.PositiveIntegerField(default=4096, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Sequence length (tokens)')),
-                ('tokens_to_train', models.PositiveBigIntegerField(blank=True, help_text='D in 6·N·D.', null=True, verbose_name='Tokens to train')),
-                ('expected_mfu', models.DecimalField(decimal_places=3, default=Decimal('0.400'), help_text='Model FLOPs utilisation, 0–1; 0.35–0.45 is typical for large dense models.', max_digits=4, validators=[django.core.validators.MinValueValidator(Decimal('0.001')), django.core.validators.MaxValueValidator(Decimal('1'))], verbose_name='Expected MFU')),
-                ('weight_precision', models.CharField(choices=[('fp32', 'FP32'), ('fp16', 'FP16'), ('bf16', 'BF16'), ('fp8', 'FP8'), ('int8', 'INT8'), ('int4', 'INT4')], default='bf16', max_length=10)),
-                ('kv_cache_precision', models.CharField(choices=[('fp32', 'FP32'), ('fp16', 'FP16'), ('bf16', 'BF16'), ('fp8', 'FP8'), ('int8', 'INT8'), ('int4', 'INT4')], default='bf16', max_length=10, verbose_name='KV-cache precision')),
-                ('context_length', models.PositiveIntegerField(default=4096, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Context length (tokens)')),
-                ('concurrent_sequences', models.PositiveIntegerField(default=8, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Concurrent sequences per replica')),
-                ('inference_tensor_parallel', models.PositiveIntegerField(default=1, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Tensor-parallel degree (per replica)')),
-                ('target_ttft_ms', models.PositiveIntegerField(blank=True, null=True, verbose_name='Target time to first token (ms)')),
-                ('target_p95_latency_ms', models.PositiveIntegerField(blank=True, null=True, verbose_name='Target p95 latency (ms)')),
-                ('expected_peak_requests_per_second', models.DecimalField(blank=True, decimal_places=2, max_digits=10, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Expected peak requests per second')),
-                ('quantization_validated', models.BooleanField(default=False, help_text='An accuracy validation on an evaluation set is on record.', verbose_name='Quantized variant validated')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('model_architecture', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='workloads', to='catalog.modelarchitecture')),
-                ('owner', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='owned_workloads', to=settings.AUTH_USER_MODEL)),
-                ('pool', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='workloads', to='pools.pool')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100, unique=True)),
+                (
+                    "slug",
+                    models.SlugField(
+                        help_text="Stable id used by the API.", max_length=100, unique=True
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("pre_training", "Pre-training"),
+                            ("full_fine_tune", "Full fine-tune"),
+                            ("lora_fine_tune", "LoRA fine-tune"),
+                            ("multimodal_training", "Multimodal training"),
+                            ("online_inference", "Online inference"),
+                            ("api_service", "API service"),
+                            ("batch_inference", "Batch inference"),
+                            ("edge_inference", "Edge inference"),
+                        ],
+                        max_length=30,
+                    ),
+                ),
+                (
+                    "gpu_count",
+                    models.PositiveIntegerField(
+                        default=1,
+                        help_text="Training: data × tensor × pipeline parallel. Inference: all replicas.",
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="GPUs used",
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("planned", "Planned"),
+                            ("running", "Running"),
+                            ("paused", "Paused"),
+                            ("finished", "Finished"),
+                        ],
+                        default="planned",
+                        max_length=20,
+                    ),
+                ),
+                ("description", models.TextField(blank=True)),
+                (
+                    "precision",
+                    models.CharField(
+                        choices=[
+                            ("fp32", "FP32"),
+                            ("tf32", "TF32"),
+                            ("bf16", "BF16 mixed precision"),
+                            ("fp16", "FP16 mixed precision"),
+                            ("fp8", "FP8 mixed precision"),
+                        ],
+                        default="bf16",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "optimizer",
+                    models.CharField(
+                        choices=[
+                            ("adamw", "AdamW"),
+                            ("adamw_8bit", "8-bit AdamW"),
+                            ("sgd_momentum", "SGD with momentum"),
+                        ],
+                        default="adamw",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "zero_stage",
+                    models.PositiveSmallIntegerField(
+                        default=0,
+                        validators=[django.core.validators.MaxValueValidator(3)],
+                        verbose_name="ZeRO stage",
+                    ),
+                ),
+                (
+                    "data_parallel",
+                    models.PositiveIntegerField(
+                        default=1,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Data-parallel degree",
+                    ),
+                ),
+                (
+                    "tensor_parallel",
+                    models.PositiveIntegerField(
+                        default=1,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Tensor-parallel degree",
+                    ),
+                ),
+                (
+                    "pipeline_parallel",
+                    models.PositiveIntegerField(
+                        default=1,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Pipeline-parallel degree",
+                    ),
+                ),
+                ("sequence_parallel", models.BooleanField(default=False)),
+                (
+                    "recompute",
+                    models.CharField(
+                        choices=[
+                            ("none", "None (attention scores stored)"),
+                            ("selective", "Selective, or FlashAttention"),
+                            ("full", "Full (layer inputs only)"),
+                        ],
+                        default="none",
+                        max_length=10,
+                        verbose_name="Activation recompute",
+                    ),
+                ),
+                (
+                    "micro_batch_size",
+                    models.PositiveIntegerField(
+                        default=1,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Micro-batch size (sequences)",
+                    ),
+                ),
+                (
+                    "seq_len",
+                    models.PositiveIntegerField(
+                        default=4096,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Sequence length (tokens)",
+                    ),
+                ),
+                (
+                    "tokens_to_train",
+                    models.PositiveBigIntegerField(
+                        blank=True,
+                        help_text="D in 6·N·D.",
+                        null=True,
+                        verbose_name="Tokens to train",
+                    ),
+                ),
+                (
+                    "expected_mfu",
+                    models.DecimalField(
+                        decimal_places=3,
+                        default=Decimal("0.400"),
+                        help_text="Model FLOPs utilisation, 0–1; 0.35–0.45 is typical for large dense models.",
+                        max_digits=4,
+                        validators=[
+                            django.core.validators.MinValueValidator(Decimal("0.001")),
+                            django.core.validators.MaxValueValidator(Decimal("1")),
+                        ],
+                        verbose_name="Expected MFU",
+                    ),
+                ),
+                (
+                    "weight_precision",
+                    models.CharField(
+                        choices=[
+                            ("fp32", "FP32"),
+                            ("fp16", "FP16"),
+                            ("bf16", "BF16"),
+                            ("fp8", "FP8"),
+                            ("int8", "INT8"),
+                            ("int4", "INT4"),
+                        ],
+                        default="bf16",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "kv_cache_precision",
+                    models.CharField(
+                        choices=[
+                            ("fp32", "FP32"),
+                            ("fp16", "FP16"),
+                            ("bf16", "BF16"),
+                            ("fp8", "FP8"),
+                            ("int8", "INT8"),
+                            ("int4", "INT4"),
+                        ],
+                        default="bf16",
+                        max_length=10,
+                        verbose_name="KV-cache precision",
+                    ),
+                ),
+                (
+                    "context_length",
+                    models.PositiveIntegerField(
+                        default=4096,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Context length (tokens)",
+                    ),
+                ),
+                (
+                    "concurrent_sequences",
+                    models.PositiveIntegerField(
+                        default=8,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Concurrent sequences per replica",
+                    ),
+                ),
+                (
+                    "inference_tensor_parallel",
+                    models.PositiveIntegerField(
+                        default=1,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Tensor-parallel degree (per replica)",
+                    ),
+                ),
+                (
+                    "target_ttft_ms",
+                    models.PositiveIntegerField(
+                        blank=True, null=True, verbose_name="Target time to first token (ms)"
+                    ),
+                ),
+                (
+                    "target_p95_latency_ms",
+                    models.PositiveIntegerField(
+                        blank=True, null=True, verbose_name="Target p95 latency (ms)"
+                    ),
+                ),
+                (
+                    "expected_peak_requests_per_second",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=2,
+                        max_digits=10,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Expected peak requests per second",
+                    ),
+                ),
+                (
+                    "quantization_validated",
+                    models.BooleanField(
+                        default=False,
+                        help_text="An accuracy validation on an evaluation set is on record.",
+                        verbose_name="Quantized variant validated",
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "model_architecture",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="workloads",
+                        to="catalog.modelarchitecture",
+                    ),
+                ),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="owned_workloads",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "pool",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="workloads",
+                        to="pools.pool",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
     ]

@@ -9,115 +9,295 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('pools', '0003_historicalpool_historicalworkload'),
+        ("pools", "0003_historicalpool_historicalworkload"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='historicalpool',
-            name='peak_hours',
-            field=models.CharField(blank=True, help_text='Local hours of the day, e.g. 9-18 or 8,9,20-22 (an hour range includes both ends). Blank: the hours whose mean demand is above the daily mean.', max_length=100, validators=[apps.pools.validators.validate_hour_ranges], verbose_name='Peak hours'),
+            model_name="historicalpool",
+            name="peak_hours",
+            field=models.CharField(
+                blank=True,
+                help_text="Local hours of the day, e.g. 9-18 or 8,9,20-22 (an hour range includes both ends). Blank: the hours whose mean demand is above the daily mean.",
+                max_length=100,
+                validators=[apps.pools.validators.validate_hour_ranges],
+                verbose_name="Peak hours",
+            ),
         ),
         migrations.AddField(
-            model_name='historicalpool',
-            name='timezone',
-            field=models.CharField(default='UTC', help_text='IANA name, e.g. Asia/Shanghai; used for the hour-of-day curves.', max_length=64, validators=[apps.pools.validators.validate_timezone], verbose_name='Time zone'),
+            model_name="historicalpool",
+            name="timezone",
+            field=models.CharField(
+                default="UTC",
+                help_text="IANA name, e.g. Asia/Shanghai; used for the hour-of-day curves.",
+                max_length=64,
+                validators=[apps.pools.validators.validate_timezone],
+                verbose_name="Time zone",
+            ),
         ),
         migrations.AddField(
-            model_name='historicalworkload',
-            name='checkpoint_interval_minutes',
-            field=models.PositiveIntegerField(blank=True, help_text='How often the job writes a checkpoint; interruptions lose the work since.', null=True, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Checkpoint interval (minutes)'),
+            model_name="historicalworkload",
+            name="checkpoint_interval_minutes",
+            field=models.PositiveIntegerField(
+                blank=True,
+                help_text="How often the job writes a checkpoint; interruptions lose the work since.",
+                null=True,
+                validators=[django.core.validators.MinValueValidator(1)],
+                verbose_name="Checkpoint interval (minutes)",
+            ),
         ),
         migrations.AddField(
-            model_name='historicalworkload',
-            name='checkpoint_write_seconds',
-            field=models.PositiveIntegerField(blank=True, help_text="C in Young's and Daly's formulas: how long the job pauses to write one.", null=True, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Checkpoint write time (seconds)'),
+            model_name="historicalworkload",
+            name="checkpoint_write_seconds",
+            field=models.PositiveIntegerField(
+                blank=True,
+                help_text="C in Young's and Daly's formulas: how long the job pauses to write one.",
+                null=True,
+                validators=[django.core.validators.MinValueValidator(1)],
+                verbose_name="Checkpoint write time (seconds)",
+            ),
         ),
         migrations.AddField(
-            model_name='historicalworkload',
-            name='k8s_namespace',
-            field=models.CharField(blank=True, help_text="From dcgm's pod labels.", max_length=255, verbose_name='Kubernetes namespace'),
+            model_name="historicalworkload",
+            name="k8s_namespace",
+            field=models.CharField(
+                blank=True,
+                help_text="From dcgm's pod labels.",
+                max_length=255,
+                verbose_name="Kubernetes namespace",
+            ),
         ),
         migrations.AddField(
-            model_name='historicalworkload',
-            name='pod_name_prefix',
-            field=models.CharField(blank=True, help_text='e.g. llama-serve- ; blank with a namespace set: every pod in the namespace.', max_length=255, verbose_name='Pod name prefix'),
+            model_name="historicalworkload",
+            name="pod_name_prefix",
+            field=models.CharField(
+                blank=True,
+                help_text="e.g. llama-serve- ; blank with a namespace set: every pod in the namespace.",
+                max_length=255,
+                verbose_name="Pod name prefix",
+            ),
         ),
         migrations.AddField(
-            model_name='pool',
-            name='peak_hours',
-            field=models.CharField(blank=True, help_text='Local hours of the day, e.g. 9-18 or 8,9,20-22 (an hour range includes both ends). Blank: the hours whose mean demand is above the daily mean.', max_length=100, validators=[apps.pools.validators.validate_hour_ranges], verbose_name='Peak hours'),
+            model_name="pool",
+            name="peak_hours",
+            field=models.CharField(
+                blank=True,
+                help_text="Local hours of the day, e.g. 9-18 or 8,9,20-22 (an hour range includes both ends). Blank: the hours whose mean demand is above the daily mean.",
+                max_length=100,
+                validators=[apps.pools.validators.validate_hour_ranges],
+                verbose_name="Peak hours",
+            ),
         ),
         migrations.AddField(
-            model_name='pool',
-            name='timezone',
-            field=models.CharField(default='UTC', help_text='IANA name, e.g. Asia/Shanghai; used for the hour-of-day curves.', max_length=64, validators=[apps.pools.validators.validate_timezone], verbose_name='Time zone'),
+            model_name="pool",
+            name="timezone",
+            field=models.CharField(
+                default="UTC",
+                help_text="IANA name, e.g. Asia/Shanghai; used for the hour-of-day curves.",
+                max_length=64,
+                validators=[apps.pools.validators.validate_timezone],
+                verbose_name="Time zone",
+            ),
         ),
         migrations.AddField(
-            model_name='workload',
-            name='checkpoint_interval_minutes',
-            field=models.PositiveIntegerField(blank=True, help_text='How often the job writes a checkpoint; interruptions lose the work since.', null=True, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Checkpoint interval (minutes)'),
+            model_name="workload",
+            name="checkpoint_interval_minutes",
+            field=models.PositiveIntegerField(
+                blank=True,
+                help_text="How often the job writes a checkpoint; interruptions lose the work since.",
+                null=True,
+                validators=[django.core.validators.MinValueValidator(1)],
+                verbose_name="Checkpoint interval (minutes)",
+            ),
         ),
         migrations.AddField(
-            model_name='workload',
-            name='checkpoint_write_seconds',
-            field=models.PositiveIntegerField(blank=True, help_text="C in Young's and Daly's formulas: how long the job pauses to write one.", null=True, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Checkpoint write time (seconds)'),
+            model_name="workload",
+            name="checkpoint_write_seconds",
+            field=models.PositiveIntegerField(
+                blank=True,
+                help_text="C in Young's and Daly's formulas: how long the job pauses to write one.",
+                null=True,
+                validators=[django.core.validators.MinValueValidator(1)],
+                verbose_name="Checkpoint write time (seconds)",
+            ),
         ),
         migrations.AddField(
-            model_name='workload',
-            name='k8s_namespace',
-            field=models.CharField(blank=True, help_text="From dcgm's pod labels.", max_length=255, verbose_name='Kubernetes namespace'),
+            model_name="workload",
+            name="k8s_namespace",
+            field=models.CharField(
+                blank=True,
+                help_text="From dcgm's pod labels.",
+                max_length=255,
+                verbose_name="Kubernetes namespace",
+            ),
         ),
         migrations.AddField(
-            model_name='workload',
-            name='pod_name_prefix',
-            field=models.CharField(blank=True, help_text='e.g. llama-serve- ; blank with a namespace set: every pod in the namespace.', max_length=255, verbose_name='Pod name prefix'),
+            model_name="workload",
+            name="pod_name_prefix",
+            field=models.CharField(
+                blank=True,
+                help_text="e.g. llama-serve- ; blank with a namespace set: every pod in the namespace.",
+                max_length=255,
+                verbose_name="Pod name prefix",
+            ),
         ),
         migrations.CreateModel(
-            name='HistoricalInterruption',
+            name="HistoricalInterruption",
             fields=[
-                ('id', models.BigIntegerField(auto_created=True, blank=True, db_index=True, verbose_name='ID')),
-                ('occurred_at', models.DateTimeField(verbose_name='Interrupted at')),
-                ('cause', models.CharField(choices=[('hardware', 'Hardware'), ('software', 'Software'), ('data_stall', 'Data stall'), ('preemption', 'Preemption')], max_length=20)),
-                ('restart_minutes', models.PositiveIntegerField(help_text='From the failure until training ran again.', verbose_name='Restart (minutes)')),
-                ('last_checkpoint_at', models.DateTimeField(blank=True, help_text="Blank: half the workload's checkpoint interval is counted as lost.", null=True, verbose_name='Last checkpoint before it')),
-                ('notes', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(blank=True, editable=False)),
-                ('history_id', models.AutoField(primary_key=True, serialize=False)),
-                ('history_date', models.DateTimeField(db_index=True)),
-                ('history_change_reason', models.CharField(max_length=100, null=True)),
-                ('history_type', models.CharField(choices=[('+', 'Created'), ('~', 'Changed'), ('-', 'Deleted')], max_length=1)),
-                ('history_user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('recorded_by', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('workload', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='pools.workload')),
+                (
+                    "id",
+                    models.BigIntegerField(
+                        auto_created=True, blank=True, db_index=True, verbose_name="ID"
+                    ),
+                ),
+                ("occurred_at", models.DateTimeField(verbose_name="Interrupted at")),
+                (
+                    "cause",
+                    models.CharField(
+                        choices=[
+                            ("hardware", "Hardware"),
+                            ("software", "Software"),
+                            ("data_stall", "Data stall"),
+                            ("preemption", "Preemption"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "restart_minutes",
+                    models.PositiveIntegerField(
+                        help_text="From the failure until training ran again.",
+                        verbose_name="Restart (minutes)",
+                    ),
+                ),
+                (
+                    "last_checkpoint_at",
+                    models.DateTimeField(
+                        blank=True,
+                        help_text="Blank: half the workload's checkpoint interval is counted as lost.",
+                        null=True,
+                        verbose_name="Last checkpoint before it",
+                    ),
+                ),
+                ("notes", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(blank=True, editable=False)),
+                ("history_id", models.AutoField(primary_key=True, serialize=False)),
+                ("history_date", models.DateTimeField(db_index=True)),
+                ("history_change_reason", models.CharField(max_length=100, null=True)),
+                (
+                    "history_type",
+                    models.CharField(
+                        choices=[("+", "Created"), ("~", "Changed"), ("-", "Deleted")], max_length=1
+                    ),
+                ),
+                (
+                    "history_user",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "recorded_by",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "workload",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="pools.workload",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'historical interruption',
-                'verbose_name_plural': 'historical interruptions',
-                'ordering': ('-history_date', '-history_id'),
-                'get_latest_by': ('history_date', 'history_id'),
+                "verbose_name": "historical interruption",
+                "verbose_name_plural": "historical interruptions",
+                "ordering": ("-history_date", "-history_id"),
+                "get_latest_by": ("history_date", "history_id"),
             },
             bases=(simple_history.models.HistoricalChanges, models.Model),
         ),
         migrations.CreateModel(
-            name='Interruption',
+            name="Interruption",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('occurred_at', models.DateTimeField(verbose_name='Interrupted at')),
-                ('cause', models.CharField(choices=[('hardware', 'Hardware'), ('software', 'Software'), ('data_stall', 'Data stall'), ('preemption', 'Preemption')], max_length=20)),
-                ('restart_minutes', models.PositiveIntegerField(help_text='From the failure until training ran again.', verbose_name='Restart (minutes)')),
-                ('last_checkpoint_at', models.DateTimeField(blank=True, help_text="Blank: half the workload's checkpoint interval is counted as lost.", null=True, verbose_name='Last checkpoint before it')),
-                ('notes', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('recorded_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('workload', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='interruptions', to='pools.workload')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("occurred_at", models.DateTimeField(verbose_name="Interrupted at")),
+                (
+                    "cause",
+                    models.CharField(
+                        choices=[
+                            ("hardware", "Hardware"),
+                            ("software", "Software"),
+                            ("data_stall", "Data stall"),
+                            ("preemption", "Preemption"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "restart_minutes",
+                    models.PositiveIntegerField(
+                        help_text="From the failure until training ran again.",
+                        verbose_name="Restart (minutes)",
+                    ),
+                ),
+                (
+                    "last_checkpoint_at",
+                    models.DateTimeField(
+                        blank=True,
+                        help_text="Blank: half the workload's checkpoint interval is counted as lost.",
+                        null=True,
+                        verbose_name="Last checkpoint before it",
+                    ),
+                ),
+                ("notes", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "recorded_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "workload",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="interruptions",
+                        to="pools.workload",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-occurred_at'],
-                'indexes': [models.Index(fields=['workload', 'occurred_at'], name='pools_inter_workloa_e37209_idx')],
+                "ordering": ["-occurred_at"],
+                "indexes": [
+                    models.Index(
+                        fields=["workload", "occurred_at"], name="pools_inter_workloa_e37209_idx"
+                    )
+                ],
             },
         ),
     ]

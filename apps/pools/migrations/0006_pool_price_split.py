@@ -14,26 +14,41 @@ def split_stored_prices(apps, schema_editor):
             kwh_usd = pool.pue * pool.power_price_per_kwh_usd
         at_tdp_usd = kwh_usd * Decimal(pool.gpu_model.tdp_watts) / 1000
         pool.price_per_gpu_kwh_usd = round(kwh_usd, 6)
-        pool.fixed_price_per_gpu_hour_usd = round(pool.effective_price_per_gpu_hour_usd - at_tdp_usd, 6)
+        pool.fixed_price_per_gpu_hour_usd = round(
+            pool.effective_price_per_gpu_hour_usd - at_tdp_usd, 6
+        )
         pool.save(update_fields=["fixed_price_per_gpu_hour_usd", "price_per_gpu_kwh_usd"])
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('pools', '0005_grant_interruption_permissions'),
+        ("pools", "0005_grant_interruption_permissions"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='pool',
-            name='fixed_price_per_gpu_hour_usd',
-            field=models.DecimalField(decimal_places=6, default=Decimal('0'), editable=False, help_text='Cloud price, or amortisation + operations + colocation.', max_digits=12, verbose_name='Fixed price per GPU-hour (USD)'),
+            model_name="pool",
+            name="fixed_price_per_gpu_hour_usd",
+            field=models.DecimalField(
+                decimal_places=6,
+                default=Decimal("0"),
+                editable=False,
+                help_text="Cloud price, or amortisation + operations + colocation.",
+                max_digits=12,
+                verbose_name="Fixed price per GPU-hour (USD)",
+            ),
         ),
         migrations.AddField(
-            model_name='pool',
-            name='price_per_gpu_kwh_usd',
-            field=models.DecimalField(decimal_places=6, default=Decimal('0'), editable=False, help_text='PUE × power price; 0 for cloud pools, whose price includes power.', max_digits=12, verbose_name='Price per GPU kWh (USD)'),
+            model_name="pool",
+            name="price_per_gpu_kwh_usd",
+            field=models.DecimalField(
+                decimal_places=6,
+                default=Decimal("0"),
+                editable=False,
+                help_text="PUE × power price; 0 for cloud pools, whose price includes power.",
+                max_digits=12,
+                verbose_name="Price per GPU kWh (USD)",
+            ),
         ),
         migrations.RunPython(split_stored_prices, migrations.RunPython.noop),
-]
+    ]

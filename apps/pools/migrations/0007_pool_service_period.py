@@ -21,32 +21,49 @@ def service_from_history(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('pools', '0006_pool_price_split'),
-        ('telemetry', '0005_rollup_ordering_by_key'),
+        ("pools", "0006_pool_price_split"),
+        ("telemetry", "0005_rollup_ordering_by_key"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='historicalpool',
-            name='in_service_from',
-            field=models.DateTimeField(default=django.utils.timezone.now, help_text="When the pool's GPUs started to be paid for; a past date backfills history.", verbose_name='In service from'),
+            model_name="historicalpool",
+            name="in_service_from",
+            field=models.DateTimeField(
+                default=django.utils.timezone.now,
+                help_text="When the pool's GPUs started to be paid for; a past date backfills history.",
+                verbose_name="In service from",
+            ),
         ),
         migrations.AddField(
-            model_name='historicalpool',
-            name='in_service_until',
-            field=models.DateTimeField(blank=True, help_text='When they stopped being paid for; blank while the pool is in service.', null=True, verbose_name='In service until'),
+            model_name="historicalpool",
+            name="in_service_until",
+            field=models.DateTimeField(
+                blank=True,
+                help_text="When they stopped being paid for; blank while the pool is in service.",
+                null=True,
+                verbose_name="In service until",
+            ),
         ),
         migrations.AddField(
-            model_name='pool',
-            name='in_service_from',
-            field=models.DateTimeField(default=django.utils.timezone.now, help_text="When the pool's GPUs started to be paid for; a past date backfills history.", verbose_name='In service from'),
+            model_name="pool",
+            name="in_service_from",
+            field=models.DateTimeField(
+                default=django.utils.timezone.now,
+                help_text="When the pool's GPUs started to be paid for; a past date backfills history.",
+                verbose_name="In service from",
+            ),
         ),
         migrations.AddField(
-            model_name='pool',
-            name='in_service_until',
-            field=models.DateTimeField(blank=True, help_text='When they stopped being paid for; blank while the pool is in service.', null=True, verbose_name='In service until'),
+            model_name="pool",
+            name="in_service_until",
+            field=models.DateTimeField(
+                blank=True,
+                help_text="When they stopped being paid for; blank while the pool is in service.",
+                null=True,
+                verbose_name="In service until",
+            ),
         ),
         migrations.RunPython(service_from_history, migrations.RunPython.noop),
     ]

@@ -5,35 +5,58 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('pools', '0007_pool_service_period'),
+        ("pools", "0007_pool_service_period"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='historicalpool',
-            name='archived_at',
-            field=models.DateTimeField(blank=True, help_text='Retired: hidden from lists, kept with its history in every report.', null=True, verbose_name='Archived at'),
+            model_name="historicalpool",
+            name="archived_at",
+            field=models.DateTimeField(
+                blank=True,
+                help_text="Retired: hidden from lists, kept with its history in every report.",
+                null=True,
+                verbose_name="Archived at",
+            ),
         ),
         migrations.AddField(
-            model_name='historicalworkload',
-            name='archived_at',
-            field=models.DateTimeField(blank=True, help_text='Retired: hidden from lists, kept with its history in every report.', null=True, verbose_name='Archived at'),
+            model_name="historicalworkload",
+            name="archived_at",
+            field=models.DateTimeField(
+                blank=True,
+                help_text="Retired: hidden from lists, kept with its history in every report.",
+                null=True,
+                verbose_name="Archived at",
+            ),
         ),
         migrations.AddField(
-            model_name='pool',
-            name='archived_at',
-            field=models.DateTimeField(blank=True, help_text='Retired: hidden from lists, kept with its history in every report.', null=True, verbose_name='Archived at'),
+            model_name="pool",
+            name="archived_at",
+            field=models.DateTimeField(
+                blank=True,
+                help_text="Retired: hidden from lists, kept with its history in every report.",
+                null=True,
+                verbose_name="Archived at",
+            ),
         ),
         migrations.AddField(
-            model_name='workload',
-            name='archived_at',
-            field=models.DateTimeField(blank=True, help_text='Retired: hidden from lists, kept with its history in every report.', null=True, verbose_name='Archived at'),
+            model_name="workload",
+            name="archived_at",
+            field=models.DateTimeField(
+                blank=True,
+                help_text="Retired: hidden from lists, kept with its history in every report.",
+                null=True,
+                verbose_name="Archived at",
+            ),
         ),
         migrations.AlterField(
-            model_name='interruption',
-            name='workload',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='interruptions', to='pools.workload'),
+            model_name="interruption",
+            name="workload",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="interruptions",
+                to="pools.workload",
+            ),
         ),
     ]

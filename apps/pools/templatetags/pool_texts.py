@@ -7,5 +7,5 @@ register = template.Library()
 
 @register.filter
 def translated(text):
-    """A sentence of the fit engine (apps/pools/sentences.py) in the reader's language."""
+    """A sentence of the fit engine (apps/core/sentences.py) in the reader's language."""
     return translated_text(text)

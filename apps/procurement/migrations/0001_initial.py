@@ -9,184 +9,1061 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('catalog', '0004_historicalgpumodel_historicalmodelarchitecture'),
-        ('pools', '0001_initial'),
+        ("catalog", "0004_historicalgpumodel_historicalmodelarchitecture"),
+        ("pools", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='HistoricalScenario',
+            name="HistoricalScenario",
             fields=[
-                ('id', models.BigIntegerField(auto_created=True, blank=True, db_index=True, verbose_name='ID')),
-                ('name', models.CharField(db_index=True, max_length=120)),
-                ('slug', models.SlugField(help_text='Stable id used by the API.', max_length=120)),
-                ('description', models.TextField(blank=True)),
-                ('horizon_months', models.PositiveIntegerField(default=36, help_text='How long the comparison runs; every cost is a total over it.', validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(120)], verbose_name='Horizon (months)')),
-                ('currency', models.CharField(default='USD', help_text='Every typed price is in this currency.', max_length=3, validators=[django.core.validators.RegexValidator('^[A-Z]{3}$', 'Use a three-letter ISO 4217 code, e.g. USD.')])),
-                ('usd_exchange_rate', models.DecimalField(decimal_places=6, default=Decimal('1'), help_text="Converts pool and SkyPilot prices (USD) into the scenario's currency.", max_digits=12, validators=[django.core.validators.MinValueValidator(Decimal('0.000001'))], verbose_name='Exchange rate (currency per USD)')),
-                ('demand_source', models.CharField(choices=[('measured_pool', "Measured: a pool's busy GPUs"), ('measured_workload', "Measured: a workload's curve"), ('entered', 'Entered: GPU-hours per month and a 24-hour profile'), ('training_job', 'Training job: 6·N·D')], default='measured_workload', max_length=20)),
-                ('window_days', models.PositiveIntegerField(default=14, help_text='The hourly rollups of the last N days of telemetry.', validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(366)], verbose_name='Measured window (days)')),
-                ('entered_gpu_hours_per_month', models.DecimalField(blank=True, decimal_places=2, help_text='Entered demand, in reference GPU-hours; also the fallback while a measured source has no rollups.', max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='GPU-hours per month')),
-                ('entered_hourly_profile', models.CharField(blank=True, help_text='24 comma-separated weights, hour 0 to 23 (e.g. 2,2,1,…); blank: flat.', max_length=400, verbose_name='24-hour profile')),
-                ('reference_efficiency', models.DecimalField(decimal_places=3, default=Decimal('0.400'), help_text="Share of the reference GPU's peak (or decode ceiling) the demand runs at; the MFU for a training job. 0–1.", max_digits=4, validators=[django.core.validators.MinValueValidator(Decimal('0.01')), django.core.validators.MaxValueValidator(Decimal('1'))], verbose_name='Reference efficiency')),
-                ('compute_precision', models.CharField(choices=[('bf16', 'BF16'), ('fp16', 'FP16'), ('fp8', 'FP8'), ('int8', 'INT8')], default='bf16', help_text='Which dense peak compares GPU models.', max_length=10)),
-                ('training_tokens', models.PositiveBigIntegerField(blank=True, help_text='D in 6·N·D.', null=True, verbose_name='Training tokens')),
-                ('training_gpus', models.PositiveIntegerField(blank=True, help_text='Reference GPUs the job runs on at once.', null=True, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Training GPUs')),
-                ('created_at', models.DateTimeField(blank=True, editable=False)),
-                ('history_id', models.AutoField(primary_key=True, serialize=False)),
-                ('history_date', models.DateTimeField(db_index=True)),
-                ('history_change_reason', models.CharField(max_length=100, null=True)),
-                ('history_type', models.CharField(choices=[('+', 'Created'), ('~', 'Changed'), ('-', 'Deleted')], max_length=1)),
-                ('created_by', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('demand_pool', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='pools.pool', verbose_name='Pool measured')),
-                ('demand_workload', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='pools.workload', verbose_name='Workload measured')),
-                ('history_user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('model_architecture', models.ForeignKey(blank=True, db_constraint=False, help_text='Training job: N. Decode-ceiling options: the model served.', null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='catalog.modelarchitecture')),
-                ('reference_gpu_model', models.ForeignKey(blank=True, db_constraint=False, help_text="The GPU demand is counted in. Measured sources use their pool's GPU.", null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='catalog.gpumodel', verbose_name='Reference GPU')),
+                (
+                    "id",
+                    models.BigIntegerField(
+                        auto_created=True, blank=True, db_index=True, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(db_index=True, max_length=120)),
+                ("slug", models.SlugField(help_text="Stable id used by the API.", max_length=120)),
+                ("description", models.TextField(blank=True)),
+                (
+                    "horizon_months",
+                    models.PositiveIntegerField(
+                        default=36,
+                        help_text="How long the comparison runs; every cost is a total over it.",
+                        validators=[
+                            django.core.validators.MinValueValidator(1),
+                            django.core.validators.MaxValueValidator(120),
+                        ],
+                        verbose_name="Horizon (months)",
+                    ),
+                ),
+                (
+                    "currency",
+                    models.CharField(
+                        default="USD",
+                        help_text="Every typed price is in this currency.",
+                        max_length=3,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[A-Z]{3}$", "Use a three-letter ISO 4217 code, e.g. USD."
+                            )
+                        ],
+                    ),
+                ),
+                (
+                    "usd_exchange_rate",
+                    models.DecimalField(
+                        decimal_places=6,
+                        default=Decimal("1"),
+                        help_text="Converts pool and SkyPilot prices (USD) into the scenario's currency.",
+                        max_digits=12,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0.000001"))],
+                        verbose_name="Exchange rate (currency per USD)",
+                    ),
+                ),
+                (
+                    "demand_source",
+                    models.CharField(
+                        choices=[
+                            ("measured_pool", "Measured: a pool's busy GPUs"),
+                            ("measured_workload", "Measured: a workload's curve"),
+                            ("entered", "Entered: GPU-hours per month and a 24-hour profile"),
+                            ("training_job", "Training job: 6·N·D"),
+                        ],
+                        default="measured_workload",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "window_days",
+                    models.PositiveIntegerField(
+                        default=14,
+                        help_text="The hourly rollups of the last N days of telemetry.",
+                        validators=[
+                            django.core.validators.MinValueValidator(1),
+                            django.core.validators.MaxValueValidator(366),
+                        ],
+                        verbose_name="Measured window (days)",
+                    ),
+                ),
+                (
+                    "entered_gpu_hours_per_month",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=2,
+                        help_text="Entered demand, in reference GPU-hours; also the fallback while a measured source has no rollups.",
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="GPU-hours per month",
+                    ),
+                ),
+                (
+                    "entered_hourly_profile",
+                    models.CharField(
+                        blank=True,
+                        help_text="24 comma-separated weights, hour 0 to 23 (e.g. 2,2,1,…); blank: flat.",
+                        max_length=400,
+                        verbose_name="24-hour profile",
+                    ),
+                ),
+                (
+                    "reference_efficiency",
+                    models.DecimalField(
+                        decimal_places=3,
+                        default=Decimal("0.400"),
+                        help_text="Share of the reference GPU's peak (or decode ceiling) the demand runs at; the MFU for a training job. 0–1.",
+                        max_digits=4,
+                        validators=[
+                            django.core.validators.MinValueValidator(Decimal("0.01")),
+                            django.core.validators.MaxValueValidator(Decimal("1")),
+                        ],
+                        verbose_name="Reference efficiency",
+                    ),
+                ),
+                (
+                    "compute_precision",
+                    models.CharField(
+                        choices=[
+                            ("bf16", "BF16"),
+                            ("fp16", "FP16"),
+                            ("fp8", "FP8"),
+                            ("int8", "INT8"),
+                        ],
+                        default="bf16",
+                        help_text="Which dense peak compares GPU models.",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "training_tokens",
+                    models.PositiveBigIntegerField(
+                        blank=True,
+                        help_text="D in 6·N·D.",
+                        null=True,
+                        verbose_name="Training tokens",
+                    ),
+                ),
+                (
+                    "training_gpus",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="Reference GPUs the job runs on at once.",
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Training GPUs",
+                    ),
+                ),
+                ("created_at", models.DateTimeField(blank=True, editable=False)),
+                ("history_id", models.AutoField(primary_key=True, serialize=False)),
+                ("history_date", models.DateTimeField(db_index=True)),
+                ("history_change_reason", models.CharField(max_length=100, null=True)),
+                (
+                    "history_type",
+                    models.CharField(
+                        choices=[("+", "Created"), ("~", "Changed"), ("-", "Deleted")], max_length=1
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "demand_pool",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="pools.pool",
+                        verbose_name="Pool measured",
+                    ),
+                ),
+                (
+                    "demand_workload",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="pools.workload",
+                        verbose_name="Workload measured",
+                    ),
+                ),
+                (
+                    "history_user",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "model_architecture",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        help_text="Training job: N. Decode-ceiling options: the model served.",
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="catalog.modelarchitecture",
+                    ),
+                ),
+                (
+                    "reference_gpu_model",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        help_text="The GPU demand is counted in. Measured sources use their pool's GPU.",
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="catalog.gpumodel",
+                        verbose_name="Reference GPU",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'historical scenario',
-                'verbose_name_plural': 'historical scenarios',
-                'ordering': ('-history_date', '-history_id'),
-                'get_latest_by': ('history_date', 'history_id'),
+                "verbose_name": "historical scenario",
+                "verbose_name_plural": "historical scenarios",
+                "ordering": ("-history_date", "-history_id"),
+                "get_latest_by": ("history_date", "history_id"),
             },
             bases=(simple_history.models.HistoricalChanges, models.Model),
         ),
         migrations.CreateModel(
-            name='Scenario',
+            name="Scenario",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=120, unique=True)),
-                ('slug', models.SlugField(help_text='Stable id used by the API.', max_length=120, unique=True)),
-                ('description', models.TextField(blank=True)),
-                ('horizon_months', models.PositiveIntegerField(default=36, help_text='How long the comparison runs; every cost is a total over it.', validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(120)], verbose_name='Horizon (months)')),
-                ('currency', models.CharField(default='USD', help_text='Every typed price is in this currency.', max_length=3, validators=[django.core.validators.RegexValidator('^[A-Z]{3}$', 'Use a three-letter ISO 4217 code, e.g. USD.')])),
-                ('usd_exchange_rate', models.DecimalField(decimal_places=6, default=Decimal('1'), help_text="Converts pool and SkyPilot prices (USD) into the scenario's currency.", max_digits=12, validators=[django.core.validators.MinValueValidator(Decimal('0.000001'))], verbose_name='Exchange rate (currency per USD)')),
-                ('demand_source', models.CharField(choices=[('measured_pool', "Measured: a pool's busy GPUs"), ('measured_workload', "Measured: a workload's curve"), ('entered', 'Entered: GPU-hours per month and a 24-hour profile'), ('training_job', 'Training job: 6·N·D')], default='measured_workload', max_length=20)),
-                ('window_days', models.PositiveIntegerField(default=14, help_text='The hourly rollups of the last N days of telemetry.', validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(366)], verbose_name='Measured window (days)')),
-                ('entered_gpu_hours_per_month', models.DecimalField(blank=True, decimal_places=2, help_text='Entered demand, in reference GPU-hours; also the fallback while a measured source has no rollups.', max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='GPU-hours per month')),
-                ('entered_hourly_profile', models.CharField(blank=True, help_text='24 comma-separated weights, hour 0 to 23 (e.g. 2,2,1,…); blank: flat.', max_length=400, verbose_name='24-hour profile')),
-                ('reference_efficiency', models.DecimalField(decimal_places=3, default=Decimal('0.400'), help_text="Share of the reference GPU's peak (or decode ceiling) the demand runs at; the MFU for a training job. 0–1.", max_digits=4, validators=[django.core.validators.MinValueValidator(Decimal('0.01')), django.core.validators.MaxValueValidator(Decimal('1'))], verbose_name='Reference efficiency')),
-                ('compute_precision', models.CharField(choices=[('bf16', 'BF16'), ('fp16', 'FP16'), ('fp8', 'FP8'), ('int8', 'INT8')], default='bf16', help_text='Which dense peak compares GPU models.', max_length=10)),
-                ('training_tokens', models.PositiveBigIntegerField(blank=True, help_text='D in 6·N·D.', null=True, verbose_name='Training tokens')),
-                ('training_gpus', models.PositiveIntegerField(blank=True, help_text='Reference GPUs the job runs on at once.', null=True, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Training GPUs')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('demand_pool', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='pools.pool', verbose_name='Pool measured')),
-                ('demand_workload', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='pools.workload', verbose_name='Workload measured')),
-                ('model_architecture', models.ForeignKey(blank=True, help_text='Training job: N. Decode-ceiling options: the model served.', null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='catalog.modelarchitecture')),
-                ('reference_gpu_model', models.ForeignKey(blank=True, help_text="The GPU demand is counted in. Measured sources use their pool's GPU.", null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='catalog.gpumodel', verbose_name='Reference GPU')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=120, unique=True)),
+                (
+                    "slug",
+                    models.SlugField(
+                        help_text="Stable id used by the API.", max_length=120, unique=True
+                    ),
+                ),
+                ("description", models.TextField(blank=True)),
+                (
+                    "horizon_months",
+                    models.PositiveIntegerField(
+                        default=36,
+                        help_text="How long the comparison runs; every cost is a total over it.",
+                        validators=[
+                            django.core.validators.MinValueValidator(1),
+                            django.core.validators.MaxValueValidator(120),
+                        ],
+                        verbose_name="Horizon (months)",
+                    ),
+                ),
+                (
+                    "currency",
+                    models.CharField(
+                        default="USD",
+                        help_text="Every typed price is in this currency.",
+                        max_length=3,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[A-Z]{3}$", "Use a three-letter ISO 4217 code, e.g. USD."
+                            )
+                        ],
+                    ),
+                ),
+                (
+                    "usd_exchange_rate",
+                    models.DecimalField(
+                        decimal_places=6,
+                        default=Decimal("1"),
+                        help_text="Converts pool and SkyPilot prices (USD) into the scenario's currency.",
+                        max_digits=12,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0.000001"))],
+                        verbose_name="Exchange rate (currency per USD)",
+                    ),
+                ),
+                (
+                    "demand_source",
+                    models.CharField(
+                        choices=[
+                            ("measured_pool", "Measured: a pool's busy GPUs"),
+                            ("measured_workload", "Measured: a workload's curve"),
+                            ("entered", "Entered: GPU-hours per month and a 24-hour profile"),
+                            ("training_job", "Training job: 6·N·D"),
+                        ],
+                        default="measured_workload",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "window_days",
+                    models.PositiveIntegerField(
+                        default=14,
+                        help_text="The hourly rollups of the last N days of telemetry.",
+                        validators=[
+                            django.core.validators.MinValueValidator(1),
+                            django.core.validators.MaxValueValidator(366),
+                        ],
+                        verbose_name="Measured window (days)",
+                    ),
+                ),
+                (
+                    "entered_gpu_hours_per_month",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=2,
+                        help_text="Entered demand, in reference GPU-hours; also the fallback while a measured source has no rollups.",
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="GPU-hours per month",
+                    ),
+                ),
+                (
+                    "entered_hourly_profile",
+                    models.CharField(
+                        blank=True,
+                        help_text="24 comma-separated weights, hour 0 to 23 (e.g. 2,2,1,…); blank: flat.",
+                        max_length=400,
+                        verbose_name="24-hour profile",
+                    ),
+                ),
+                (
+                    "reference_efficiency",
+                    models.DecimalField(
+                        decimal_places=3,
+                        default=Decimal("0.400"),
+                        help_text="Share of the reference GPU's peak (or decode ceiling) the demand runs at; the MFU for a training job. 0–1.",
+                        max_digits=4,
+                        validators=[
+                            django.core.validators.MinValueValidator(Decimal("0.01")),
+                            django.core.validators.MaxValueValidator(Decimal("1")),
+                        ],
+                        verbose_name="Reference efficiency",
+                    ),
+                ),
+                (
+                    "compute_precision",
+                    models.CharField(
+                        choices=[
+                            ("bf16", "BF16"),
+                            ("fp16", "FP16"),
+                            ("fp8", "FP8"),
+                            ("int8", "INT8"),
+                        ],
+                        default="bf16",
+                        help_text="Which dense peak compares GPU models.",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "training_tokens",
+                    models.PositiveBigIntegerField(
+                        blank=True,
+                        help_text="D in 6·N·D.",
+                        null=True,
+                        verbose_name="Training tokens",
+                    ),
+                ),
+                (
+                    "training_gpus",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="Reference GPUs the job runs on at once.",
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Training GPUs",
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "demand_pool",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="pools.pool",
+                        verbose_name="Pool measured",
+                    ),
+                ),
+                (
+                    "demand_workload",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="pools.workload",
+                        verbose_name="Workload measured",
+                    ),
+                ),
+                (
+                    "model_architecture",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="Training job: N. Decode-ceiling options: the model served.",
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="catalog.modelarchitecture",
+                    ),
+                ),
+                (
+                    "reference_gpu_model",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="The GPU demand is counted in. Measured sources use their pool's GPU.",
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="catalog.gpumodel",
+                        verbose_name="Reference GPU",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='HistoricalScenarioOption',
+            name="HistoricalScenarioOption",
             fields=[
-                ('id', models.BigIntegerField(auto_created=True, blank=True, db_index=True, verbose_name='ID')),
-                ('position', models.PositiveSmallIntegerField(default=0, help_text='Order in the table.')),
-                ('name', models.CharField(max_length=120)),
-                ('kind', models.CharField(choices=[('on_demand', 'Cloud on-demand'), ('reserved', 'Cloud reserved'), ('owned', 'Owned / bare-metal'), ('hybrid', 'Hybrid: baseline + on-demand burst')], max_length=20)),
-                ('provider', models.CharField(blank=True, max_length=100)),
-                ('region', models.CharField(blank=True, max_length=100)),
-                ('compliance_zone', models.CharField(choices=[('mainland_china', 'Mainland China (ICP filing required)'), ('hong_kong', 'Hong Kong'), ('united_states', 'United States'), ('european_union', 'European Union'), ('other', 'Other')], default='other', max_length=20)),
-                ('price_note', models.CharField(blank=True, help_text='Where the prices come from.', max_length=300)),
-                ('on_demand_price_per_gpu_hour', models.DecimalField(blank=True, decimal_places=4, help_text='Hybrid: the burst price. Reserved or owned: the price their break-even is measured against.', max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='On-demand price per GPU-hour')),
-                ('reserved_price_per_gpu_hour', models.DecimalField(blank=True, decimal_places=4, max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Reserved price per GPU-hour')),
-                ('reserved_upfront_per_gpu', models.DecimalField(blank=True, decimal_places=4, help_text='Paid once per term; spread over its hours.', max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Reserved upfront per GPU')),
-                ('reserved_term_months', models.PositiveIntegerField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Reservation term (months)')),
-                ('purchase_price_per_gpu', models.DecimalField(blank=True, decimal_places=4, help_text='Server share included: server price ÷ GPUs.', max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Purchase price per GPU')),
-                ('amortisation_months', models.PositiveIntegerField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Amortisation (months)')),
-                ('power_price_per_kwh', models.DecimalField(blank=True, decimal_places=4, max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Power price per kWh')),
-                ('pue', models.DecimalField(blank=True, decimal_places=2, help_text='Facility power ÷ IT power; 1.1–1.6 is typical.', max_digits=4, null=True, validators=[django.core.validators.MinValueValidator(Decimal('1.00'))], verbose_name='PUE')),
-                ('colocation_per_gpu_month', models.DecimalField(blank=True, decimal_places=4, max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Colocation per GPU-month')),
-                ('operations_per_month', models.DecimalField(blank=True, decimal_places=4, help_text='Whole option: people, support contracts.', max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Operations staff per month')),
-                ('storage_per_month', models.DecimalField(blank=True, decimal_places=4, help_text='Typed for now; will come from the backup policy once backups land.', max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Checkpoint storage per month')),
-                ('network_per_month', models.DecimalField(blank=True, decimal_places=4, help_text='Egress, interconnect, transit.', max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Network per month')),
-                ('hybrid_baseline', models.CharField(choices=[('reserved', 'Reserved'), ('owned', 'Owned')], default='reserved', max_length=10, verbose_name='Hybrid baseline')),
-                ('baseline_gpus', models.PositiveIntegerField(blank=True, help_text='Hybrid only; blank: the newsvendor optimum.', null=True, verbose_name='Baseline GPUs')),
-                ('throughput_basis', models.CharField(choices=[('dense_peak', 'Dense peak FLOP/s × efficiency'), ('decode_ceiling', 'Decode ceiling (memory bandwidth) × efficiency')], default='dense_peak', max_length=20)),
-                ('efficiency', models.DecimalField(decimal_places=3, default=Decimal('0.400'), help_text="Share of this GPU's peak (or decode ceiling) achieved; equal to the reference efficiency on the same GPU means equal work per GPU. 0–1.", max_digits=4, validators=[django.core.validators.MinValueValidator(Decimal('0.01')), django.core.validators.MaxValueValidator(Decimal('1'))], verbose_name='Efficiency')),
-                ('created_at', models.DateTimeField(blank=True, editable=False)),
-                ('history_id', models.AutoField(primary_key=True, serialize=False)),
-                ('history_date', models.DateTimeField(db_index=True)),
-                ('history_change_reason', models.CharField(max_length=100, null=True)),
-                ('history_type', models.CharField(choices=[('+', 'Created'), ('~', 'Changed'), ('-', 'Deleted')], max_length=1)),
-                ('gpu_model', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='catalog.gpumodel', verbose_name='GPU model')),
-                ('history_user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('source_pool', models.ForeignKey(blank=True, db_constraint=False, help_text="Blank price fields take this pool's prices.", null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='pools.pool', verbose_name='Prices from pool')),
-                ('scenario', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='procurement.scenario')),
+                (
+                    "id",
+                    models.BigIntegerField(
+                        auto_created=True, blank=True, db_index=True, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "position",
+                    models.PositiveSmallIntegerField(default=0, help_text="Order in the table."),
+                ),
+                ("name", models.CharField(max_length=120)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("on_demand", "Cloud on-demand"),
+                            ("reserved", "Cloud reserved"),
+                            ("owned", "Owned / bare-metal"),
+                            ("hybrid", "Hybrid: baseline + on-demand burst"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("provider", models.CharField(blank=True, max_length=100)),
+                ("region", models.CharField(blank=True, max_length=100)),
+                (
+                    "compliance_zone",
+                    models.CharField(
+                        choices=[
+                            ("mainland_china", "Mainland China (ICP filing required)"),
+                            ("hong_kong", "Hong Kong"),
+                            ("united_states", "United States"),
+                            ("european_union", "European Union"),
+                            ("other", "Other"),
+                        ],
+                        default="other",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "price_note",
+                    models.CharField(
+                        blank=True, help_text="Where the prices come from.", max_length=300
+                    ),
+                ),
+                (
+                    "on_demand_price_per_gpu_hour",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        help_text="Hybrid: the burst price. Reserved or owned: the price their break-even is measured against.",
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="On-demand price per GPU-hour",
+                    ),
+                ),
+                (
+                    "reserved_price_per_gpu_hour",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Reserved price per GPU-hour",
+                    ),
+                ),
+                (
+                    "reserved_upfront_per_gpu",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        help_text="Paid once per term; spread over its hours.",
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Reserved upfront per GPU",
+                    ),
+                ),
+                (
+                    "reserved_term_months",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Reservation term (months)",
+                    ),
+                ),
+                (
+                    "purchase_price_per_gpu",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        help_text="Server share included: server price ÷ GPUs.",
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Purchase price per GPU",
+                    ),
+                ),
+                (
+                    "amortisation_months",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Amortisation (months)",
+                    ),
+                ),
+                (
+                    "power_price_per_kwh",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Power price per kWh",
+                    ),
+                ),
+                (
+                    "pue",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=2,
+                        help_text="Facility power ÷ IT power; 1.1–1.6 is typical.",
+                        max_digits=4,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("1.00"))],
+                        verbose_name="PUE",
+                    ),
+                ),
+                (
+                    "colocation_per_gpu_month",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Colocation per GPU-month",
+                    ),
+                ),
+                (
+                    "operations_per_month",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        help_text="Whole option: people, support contracts.",
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Operations staff per month",
+                    ),
+                ),
+                (
+                    "storage_per_month",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        help_text="Typed for now; will come from the backup policy once backups land.",
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Checkpoint storage per month",
+                    ),
+                ),
+                (
+                    "network_per_month",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        help_text="Egress, interconnect, transit.",
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Network per month",
+                    ),
+                ),
+                (
+                    "hybrid_baseline",
+                    models.CharField(
+                        choices=[("reserved", "Reserved"), ("owned", "Owned")],
+                        default="reserved",
+                        max_length=10,
+                        verbose_name="Hybrid baseline",
+                    ),
+                ),
+                (
+                    "baseline_gpus",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="Hybrid only; blank: the newsvendor optimum.",
+                        null=True,
+                        verbose_name="Baseline GPUs",
+                    ),
+                ),
+                (
+                    "throughput_basis",
+                    models.CharField(
+                        choices=[
+                            ("dense_peak", "Dense peak FLOP/s × efficiency"),
+                            ("decode_ceiling", "Decode ceiling (memory bandwidth) × efficiency"),
+                        ],
+                        default="dense_peak",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "efficiency",
+                    models.DecimalField(
+                        decimal_places=3,
+                        default=Decimal("0.400"),
+                        help_text="Share of this GPU's peak (or decode ceiling) achieved; equal to the reference efficiency on the same GPU means equal work per GPU. 0–1.",
+                        max_digits=4,
+                        validators=[
+                            django.core.validators.MinValueValidator(Decimal("0.01")),
+                            django.core.validators.MaxValueValidator(Decimal("1")),
+                        ],
+                        verbose_name="Efficiency",
+                    ),
+                ),
+                ("created_at", models.DateTimeField(blank=True, editable=False)),
+                ("history_id", models.AutoField(primary_key=True, serialize=False)),
+                ("history_date", models.DateTimeField(db_index=True)),
+                ("history_change_reason", models.CharField(max_length=100, null=True)),
+                (
+                    "history_type",
+                    models.CharField(
+                        choices=[("+", "Created"), ("~", "Changed"), ("-", "Deleted")], max_length=1
+                    ),
+                ),
+                (
+                    "gpu_model",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="catalog.gpumodel",
+                        verbose_name="GPU model",
+                    ),
+                ),
+                (
+                    "history_user",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "source_pool",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        help_text="Blank price fields take this pool's prices.",
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="pools.pool",
+                        verbose_name="Prices from pool",
+                    ),
+                ),
+                (
+                    "scenario",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="procurement.scenario",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'historical option',
-                'verbose_name_plural': 'historical options',
-                'ordering': ('-history_date', '-history_id'),
-                'get_latest_by': ('history_date', 'history_id'),
+                "verbose_name": "historical option",
+                "verbose_name_plural": "historical options",
+                "ordering": ("-history_date", "-history_id"),
+                "get_latest_by": ("history_date", "history_id"),
             },
             bases=(simple_history.models.HistoricalChanges, models.Model),
         ),
         migrations.CreateModel(
-            name='ComparisonExport',
+            name="ComparisonExport",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('format', models.CharField(choices=[('csv', 'CSV'), ('xlsx', 'Excel (XLSX)'), ('pdf', 'PDF')], max_length=10)),
-                ('status', models.CharField(choices=[('pending', 'Waiting'), ('running', 'Running'), ('succeeded', 'Ready'), ('failed', 'Failed')], default='pending', max_length=10)),
-                ('progress_pct', models.PositiveSmallIntegerField(default=0)),
-                ('file', models.FileField(blank=True, upload_to='procurement/exports/%Y/%m/')),
-                ('message', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('scenario', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='exports', to='procurement.scenario')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "format",
+                    models.CharField(
+                        choices=[("csv", "CSV"), ("xlsx", "Excel (XLSX)"), ("pdf", "PDF")],
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Waiting"),
+                            ("running", "Running"),
+                            ("succeeded", "Ready"),
+                            ("failed", "Failed"),
+                        ],
+                        default="pending",
+                        max_length=10,
+                    ),
+                ),
+                ("progress_pct", models.PositiveSmallIntegerField(default=0)),
+                ("file", models.FileField(blank=True, upload_to="procurement/exports/%Y/%m/")),
+                ("message", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "scenario",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="exports",
+                        to="procurement.scenario",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'comparison export',
-                'ordering': ['-created_at', '-pk'],
+                "verbose_name": "comparison export",
+                "ordering": ["-created_at", "-pk"],
             },
         ),
         migrations.CreateModel(
-            name='ScenarioOption',
+            name="ScenarioOption",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveSmallIntegerField(default=0, help_text='Order in the table.')),
-                ('name', models.CharField(max_length=120)),
-                ('kind', models.CharField(choices=[('on_demand', 'Cloud on-demand'), ('reserved', 'Cloud reserved'), ('owned', 'Owned / bare-metal'), ('hybrid', 'Hybrid: baseline + on-demand burst')], max_length=20)),
-                ('provider', models.CharField(blank=True, max_length=100)),
-                ('region', models.CharField(blank=True, max_length=100)),
-                ('compliance_zone', models.CharField(choices=[('mainland_china', 'Mainland China (ICP filing required)'), ('hong_kong', 'Hong Kong'), ('united_states', 'United States'), ('european_union', 'European Union'), ('other', 'Other')], default='other', max_length=20)),
-                ('price_note', models.CharField(blank=True, help_text='Where the prices come from.', max_length=300)),
-                ('on_demand_price_per_gpu_hour', models.DecimalField(blank=True, decimal_places=4, help_text='Hybrid: the burst price. Reserved or owned: the price their break-even is measured against.', max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='On-demand price per GPU-hour')),
-                ('reserved_price_per_gpu_hour', models.DecimalField(blank=True, decimal_places=4, max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Reserved price per GPU-hour')),
-                ('reserved_upfront_per_gpu', models.DecimalField(blank=True, decimal_places=4, help_text='Paid once per term; spread over its hours.', max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Reserved upfront per GPU')),
-                ('reserved_term_months', models.PositiveIntegerField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Reservation term (months)')),
-                ('purchase_price_per_gpu', models.DecimalField(blank=True, decimal_places=4, help_text='Server share included: server price ÷ GPUs.', max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Purchase price per GPU')),
-                ('amortisation_months', models.PositiveIntegerField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Amortisation (months)')),
-                ('power_price_per_kwh', models.DecimalField(blank=True, decimal_places=4, max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Power price per kWh')),
-                ('pue', models.DecimalField(blank=True, decimal_places=2, help_text='Facility power ÷ IT power; 1.1–1.6 is typical.', max_digits=4, null=True, validators=[django.core.validators.MinValueValidator(Decimal('1.00'))], verbose_name='PUE')),
-                ('colocation_per_gpu_month', models.DecimalField(blank=True, decimal_places=4, max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Colocation per GPU-month')),
-                ('operations_per_month', models.DecimalField(blank=True, decimal_places=4, help_text='Whole option: people, support contracts.', max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Operations staff per month')),
-                ('storage_per_month', models.DecimalField(blank=True, decimal_places=4, help_text='Typed for now; will come from the backup policy once backups land.', max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Checkpoint storage per month')),
-                ('network_per_month', models.DecimalField(blank=True, decimal_places=4, help_text='Egress, interconnect, transit.', max_digits=14, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Network per month')),
-                ('hybrid_baseline', models.CharField(choices=[('reserved', 'Reserved'), ('owned', 'Owned')], default='reserved', max_length=10, verbose_name='Hybrid baseline')),
-                ('baseline_gpus', models.PositiveIntegerField(blank=True, help_text='Hybrid only; blank: the newsvendor optimum.', null=True, verbose_name='Baseline GPUs')),
-                ('throughput_basis', models.CharField(choices=[('dense_peak', 'Dense peak FLOP/s × efficiency'), ('decode_ceiling', 'Decode ceiling (memory bandwidth) × efficiency')], default='dense_peak', max_length=20)),
-                ('efficiency', models.DecimalField(decimal_places=3, default=Decimal('0.400'), help_text="Share of this GPU's peak (or decode ceiling) achieved; equal to the reference efficiency on the same GPU means equal work per GPU. 0–1.", max_digits=4, validators=[django.core.validators.MinValueValidator(Decimal('0.01')), django.core.validators.MaxValueValidator(Decimal('1'))], verbose_name='Efficiency')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('gpu_model', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='catalog.gpumodel', verbose_name='GPU model')),
-                ('scenario', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='options', to='procurement.scenario')),
-                ('source_pool', models.ForeignKey(blank=True, help_text="Blank price fields take this pool's prices.", null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='pools.pool', verbose_name='Prices from pool')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "position",
+                    models.PositiveSmallIntegerField(default=0, help_text="Order in the table."),
+                ),
+                ("name", models.CharField(max_length=120)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("on_demand", "Cloud on-demand"),
+                            ("reserved", "Cloud reserved"),
+                            ("owned", "Owned / bare-metal"),
+                            ("hybrid", "Hybrid: baseline + on-demand burst"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("provider", models.CharField(blank=True, max_length=100)),
+                ("region", models.CharField(blank=True, max_length=100)),
+                (
+                    "compliance_zone",
+                    models.CharField(
+                        choices=[
+                            ("mainland_china", "Mainland China (ICP filing required)"),
+                            ("hong_kong", "Hong Kong"),
+                            ("united_states", "United States"),
+                            ("european_union", "European Union"),
+                            ("other", "Other"),
+                        ],
+                        default="other",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "price_note",
+                    models.CharField(
+                        blank=True, help_text="Where the prices come from.", max_length=300
+                    ),
+                ),
+                (
+                    "on_demand_price_per_gpu_hour",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        help_text="Hybrid: the burst price. Reserved or owned: the price their break-even is measured against.",
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="On-demand price per GPU-hour",
+                    ),
+                ),
+                (
+                    "reserved_price_per_gpu_hour",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Reserved price per GPU-hour",
+                    ),
+                ),
+                (
+                    "reserved_upfront_per_gpu",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        help_text="Paid once per term; spread over its hours.",
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Reserved upfront per GPU",
+                    ),
+                ),
+                (
+                    "reserved_term_months",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Reservation term (months)",
+                    ),
+                ),
+                (
+                    "purchase_price_per_gpu",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        help_text="Server share included: server price ÷ GPUs.",
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Purchase price per GPU",
+                    ),
+                ),
+                (
+                    "amortisation_months",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="Amortisation (months)",
+                    ),
+                ),
+                (
+                    "power_price_per_kwh",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Power price per kWh",
+                    ),
+                ),
+                (
+                    "pue",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=2,
+                        help_text="Facility power ÷ IT power; 1.1–1.6 is typical.",
+                        max_digits=4,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("1.00"))],
+                        verbose_name="PUE",
+                    ),
+                ),
+                (
+                    "colocation_per_gpu_month",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Colocation per GPU-month",
+                    ),
+                ),
+                (
+                    "operations_per_month",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        help_text="Whole option: people, support contracts.",
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Operations staff per month",
+                    ),
+                ),
+                (
+                    "storage_per_month",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        help_text="Typed for now; will come from the backup policy once backups land.",
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Checkpoint storage per month",
+                    ),
+                ),
+                (
+                    "network_per_month",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        help_text="Egress, interconnect, transit.",
+                        max_digits=14,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Network per month",
+                    ),
+                ),
+                (
+                    "hybrid_baseline",
+                    models.CharField(
+                        choices=[("reserved", "Reserved"), ("owned", "Owned")],
+                        default="reserved",
+                        max_length=10,
+                        verbose_name="Hybrid baseline",
+                    ),
+                ),
+                (
+                    "baseline_gpus",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="Hybrid only; blank: the newsvendor optimum.",
+                        null=True,
+                        verbose_name="Baseline GPUs",
+                    ),
+                ),
+                (
+                    "throughput_basis",
+                    models.CharField(
+                        choices=[
+                            ("dense_peak", "Dense peak FLOP/s × efficiency"),
+                            ("decode_ceiling", "Decode ceiling (memory bandwidth) × efficiency"),
+                        ],
+                        default="dense_peak",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "efficiency",
+                    models.DecimalField(
+                        decimal_places=3,
+                        default=Decimal("0.400"),
+                        help_text="Share of this GPU's peak (or decode ceiling) achieved; equal to the reference efficiency on the same GPU means equal work per GPU. 0–1.",
+                        max_digits=4,
+                        validators=[
+                            django.core.validators.MinValueValidator(Decimal("0.01")),
+                            django.core.validators.MaxValueValidator(Decimal("1")),
+                        ],
+                        verbose_name="Efficiency",
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "gpu_model",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="catalog.gpumodel",
+                        verbose_name="GPU model",
+                    ),
+                ),
+                (
+                    "scenario",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="options",
+                        to="procurement.scenario",
+                    ),
+                ),
+                (
+                    "source_pool",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="Blank price fields take this pool's prices.",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="pools.pool",
+                        verbose_name="Prices from pool",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'option',
-                'ordering': ['scenario', 'position', 'pk'],
+                "verbose_name": "option",
+                "ordering": ["scenario", "position", "pk"],
             },
         ),
     ]

@@ -4,15 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('procurement', '0002_grant_role_permissions'),
+        ("procurement", "0002_grant_role_permissions"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='comparisonexport',
-            name='what_if',
-            field=models.JSONField(blank=True, default=dict, help_text='The unsaved inputs the page showed when the export was asked for (name → value); empty: the scenario as saved.', verbose_name='What-if inputs'),
+            model_name="comparisonexport",
+            name="what_if",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text="The unsaved inputs the page showed when the export was asked for (name → value); empty: the scenario as saved.",
+                verbose_name="What-if inputs",
+            ),
         ),
     ]

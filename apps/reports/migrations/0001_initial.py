@@ -6,67 +6,133 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('pools', '0006_pool_price_split'),
+        ("pools", "0006_pool_price_split"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RecomputeJob',
+            name="RecomputeJob",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('start_day', models.DateField()),
-                ('end_day', models.DateField(help_text='Included.')),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], default='queued', max_length=10)),
-                ('days_done', models.PositiveIntegerField(default=0)),
-                ('rows_written', models.PositiveIntegerField(default=0)),
-                ('message', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("start_day", models.DateField()),
+                ("end_day", models.DateField(help_text="Included.")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                        ],
+                        default="queued",
+                        max_length=10,
+                    ),
+                ),
+                ("days_done", models.PositiveIntegerField(default=0)),
+                ("rows_written", models.PositiveIntegerField(default=0)),
+                ("message", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='PoolDailyUsage',
+            name="PoolDailyUsage",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('day', models.DateField()),
-                ('measured_hours', models.PositiveIntegerField(help_text='Hours with telemetry.')),
-                ('measured_capacity_gpu_hours', models.FloatField()),
-                ('busy_gpu_hours', models.FloatField()),
-                ('reporting_gpu_hours', models.FloatField(help_text='Σ reporting GPUs over the hours.')),
-                ('energy_kwh', models.FloatField(help_text='Measured energy of the hours that have it.')),
-                ('busy_gpu_hours_without_energy', models.FloatField(help_text='Busy GPU-hours of the hours without measured energy (TDP × utilisation).')),
-                ('pool', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='daily_usage', to='pools.pool')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("day", models.DateField()),
+                ("measured_hours", models.PositiveIntegerField(help_text="Hours with telemetry.")),
+                ("measured_capacity_gpu_hours", models.FloatField()),
+                ("busy_gpu_hours", models.FloatField()),
+                (
+                    "reporting_gpu_hours",
+                    models.FloatField(help_text="Σ reporting GPUs over the hours."),
+                ),
+                (
+                    "energy_kwh",
+                    models.FloatField(help_text="Measured energy of the hours that have it."),
+                ),
+                (
+                    "busy_gpu_hours_without_energy",
+                    models.FloatField(
+                        help_text="Busy GPU-hours of the hours without measured energy (TDP × utilisation)."
+                    ),
+                ),
+                (
+                    "pool",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="daily_usage",
+                        to="pools.pool",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['pool', 'day'],
-                'indexes': [models.Index(fields=['day'], name='pool_daily_usage_day')],
-                'constraints': [models.UniqueConstraint(fields=('pool', 'day'), name='pool_daily_usage_unique')],
+                "ordering": ["pool", "day"],
+                "indexes": [models.Index(fields=["day"], name="pool_daily_usage_day")],
+                "constraints": [
+                    models.UniqueConstraint(fields=("pool", "day"), name="pool_daily_usage_unique")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='WorkloadDailyRequests',
+            name="WorkloadDailyRequests",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('day', models.DateField()),
-                ('requests', models.PositiveBigIntegerField()),
-                ('input_tokens', models.PositiveBigIntegerField()),
-                ('output_tokens', models.PositiveBigIntegerField()),
-                ('errors', models.PositiveBigIntegerField()),
-                ('workload', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='daily_requests', to='pools.workload')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("day", models.DateField()),
+                ("requests", models.PositiveBigIntegerField()),
+                ("input_tokens", models.PositiveBigIntegerField()),
+                ("output_tokens", models.PositiveBigIntegerField()),
+                ("errors", models.PositiveBigIntegerField()),
+                (
+                    "workload",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="daily_requests",
+                        to="pools.workload",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['workload', 'day'],
-                'indexes': [models.Index(fields=['day'], name='workload_daily_requests_day')],
-                'constraints': [models.UniqueConstraint(fields=('workload', 'day'), name='workload_daily_requests_unique')],
+                "ordering": ["workload", "day"],
+                "indexes": [models.Index(fields=["day"], name="workload_daily_requests_day")],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("workload", "day"), name="workload_daily_requests_unique"
+                    )
+                ],
             },
         ),
     ]

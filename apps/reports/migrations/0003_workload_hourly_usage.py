@@ -5,26 +5,41 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('pools', '0006_pool_price_split'),
-        ('reports', '0002_grant_role_permissions'),
+        ("pools", "0006_pool_price_split"),
+        ("reports", "0002_grant_role_permissions"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='WorkloadHourlyUsage',
+            name="WorkloadHourlyUsage",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('hour', models.DateTimeField()),
-                ('allocated_gpu_hours', models.FloatField()),
-                ('busy_gpu_hours', models.FloatField()),
-                ('workload', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='attributed_usage', to='pools.workload')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("hour", models.DateTimeField()),
+                ("allocated_gpu_hours", models.FloatField()),
+                ("busy_gpu_hours", models.FloatField()),
+                (
+                    "workload",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="attributed_usage",
+                        to="pools.workload",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['workload', 'hour'],
-                'indexes': [models.Index(fields=['hour'], name='workload_hourly_usage_hour')],
-                'constraints': [models.UniqueConstraint(fields=('workload', 'hour'), name='workload_hourly_usage_unique')],
+                "ordering": ["workload", "hour"],
+                "indexes": [models.Index(fields=["hour"], name="workload_hourly_usage_hour")],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("workload", "hour"), name="workload_hourly_usage_unique"
+                    )
+                ],
             },
         ),
     ]

@@ -4,22 +4,21 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('reports', '0003_workload_hourly_usage'),
+        ("reports", "0003_workload_hourly_usage"),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='pooldailyusage',
-            options={'ordering': ['pool_id', 'day']},
+            name="pooldailyusage",
+            options={"ordering": ["pool_id", "day"]},
         ),
         migrations.AlterModelOptions(
-            name='workloaddailyrequests',
-            options={'ordering': ['workload_id', 'day']},
+            name="workloaddailyrequests",
+            options={"ordering": ["workload_id", "day"]},
         ),
         migrations.AlterModelOptions(
-            name='workloadhourlyusage',
-            options={'ordering': ['workload_id', 'hour']},
+            name="workloadhourlyusage",
+            options={"ordering": ["workload_id", "hour"]},
         ),
     ]

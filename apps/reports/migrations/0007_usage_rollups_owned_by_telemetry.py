@@ -8,32 +8,31 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('reports', '0006_run_heartbeats'),
+        ("reports", "0006_run_heartbeats"),
     ]
 
     operations = [
         migrations.SeparateDatabaseAndState(
             database_operations=[],
             state_operations=[
-        migrations.RemoveField(
-            model_name='workloaddailyrequests',
-            name='workload',
-        ),
-        migrations.RemoveField(
-            model_name='workloadhourlyusage',
-            name='workload',
-        ),
-        migrations.DeleteModel(
-            name='PoolDailyUsage',
-        ),
-        migrations.DeleteModel(
-            name='WorkloadDailyRequests',
-        ),
-        migrations.DeleteModel(
-            name='WorkloadHourlyUsage',
-        ),
-                ],
+                migrations.RemoveField(
+                    model_name="workloaddailyrequests",
+                    name="workload",
+                ),
+                migrations.RemoveField(
+                    model_name="workloadhourlyusage",
+                    name="workload",
+                ),
+                migrations.DeleteModel(
+                    name="PoolDailyUsage",
+                ),
+                migrations.DeleteModel(
+                    name="WorkloadDailyRequests",
+                ),
+                migrations.DeleteModel(
+                    name="WorkloadHourlyUsage",
+                ),
+            ],
         ),
     ]

@@ -6,166 +6,378 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('pools', '0003_historicalpool_historicalworkload'),
+        ("pools", "0003_historicalpool_historicalworkload"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='GpuDevice',
+            name="GpuDevice",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=120, unique=True)),
-                ('uuid', models.CharField(db_index=True, max_length=100, verbose_name='UUID')),
-                ('gpu_instance_id', models.PositiveIntegerField(blank=True, null=True, verbose_name='MIG GPU instance')),
-                ('mig_profile', models.CharField(blank=True, max_length=50, verbose_name='MIG profile')),
-                ('hostname', models.CharField(blank=True, db_index=True, max_length=255)),
-                ('gpu_index', models.PositiveIntegerField(blank=True, null=True, verbose_name='GPU index')),
-                ('model_name', models.CharField(blank=True, max_length=100, verbose_name='Reported model')),
-                ('driver_version', models.CharField(blank=True, max_length=50)),
-                ('assignment', models.CharField(choices=[('unassigned', 'Unassigned'), ('rule', 'By hostname rule'), ('import', "By the import's pool"), ('manual', 'By hand')], default='unassigned', max_length=12)),
-                ('first_seen_at', models.DateTimeField()),
-                ('last_seen_at', models.DateTimeField()),
-                ('pool', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='devices', to='pools.pool')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.CharField(max_length=120, unique=True)),
+                ("uuid", models.CharField(db_index=True, max_length=100, verbose_name="UUID")),
+                (
+                    "gpu_instance_id",
+                    models.PositiveIntegerField(
+                        blank=True, null=True, verbose_name="MIG GPU instance"
+                    ),
+                ),
+                (
+                    "mig_profile",
+                    models.CharField(blank=True, max_length=50, verbose_name="MIG profile"),
+                ),
+                ("hostname", models.CharField(blank=True, db_index=True, max_length=255)),
+                (
+                    "gpu_index",
+                    models.PositiveIntegerField(blank=True, null=True, verbose_name="GPU index"),
+                ),
+                (
+                    "model_name",
+                    models.CharField(blank=True, max_length=100, verbose_name="Reported model"),
+                ),
+                ("driver_version", models.CharField(blank=True, max_length=50)),
+                (
+                    "assignment",
+                    models.CharField(
+                        choices=[
+                            ("unassigned", "Unassigned"),
+                            ("rule", "By hostname rule"),
+                            ("import", "By the import's pool"),
+                            ("manual", "By hand"),
+                        ],
+                        default="unassigned",
+                        max_length=12,
+                    ),
+                ),
+                ("first_seen_at", models.DateTimeField()),
+                ("last_seen_at", models.DateTimeField()),
+                (
+                    "pool",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="devices",
+                        to="pools.pool",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'GPU device',
-                'ordering': ['hostname', 'gpu_index', 'key'],
+                "verbose_name": "GPU device",
+                "ordering": ["hostname", "gpu_index", "key"],
             },
         ),
         migrations.CreateModel(
-            name='HostnameRule',
+            name="HostnameRule",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('hostname_pattern', models.CharField(help_text='Shell-style: gpu-sh-*, node-1?', max_length=255)),
-                ('priority', models.PositiveIntegerField(default=100)),
-                ('pool', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='hostname_rules', to='pools.pool')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "hostname_pattern",
+                    models.CharField(help_text="Shell-style: gpu-sh-*, node-1?", max_length=255),
+                ),
+                ("priority", models.PositiveIntegerField(default=100)),
+                (
+                    "pool",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="hostname_rules",
+                        to="pools.pool",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['priority', 'id'],
+                "ordering": ["priority", "id"],
             },
         ),
         migrations.CreateModel(
-            name='ImportRun',
+            name="ImportRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('gpu', 'GPU telemetry'), ('requests', 'Requests')], max_length=10)),
-                ('format', models.CharField(max_length=20)),
-                ('source', models.CharField(choices=[('upload', 'Web upload'), ('api', 'API'), ('command', 'Command line'), ('scrape', 'dcgm-exporter scrape'), ('prometheus', 'Prometheus query')], max_length=12)),
-                ('filename', models.CharField(blank=True, max_length=255)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('status', models.CharField(choices=[('pending', 'Waiting'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('rejected', 'Rejected'), ('failed', 'Failed')], default='pending', max_length=10)),
-                ('skip_bad_rows', models.BooleanField(default=False)),
-                ('rows_total', models.PositiveIntegerField(default=0)),
-                ('rows_accepted', models.PositiveIntegerField(default=0)),
-                ('rows_duplicate', models.PositiveIntegerField(default=0)),
-                ('rows_rejected', models.PositiveIntegerField(default=0)),
-                ('progress_pct', models.PositiveSmallIntegerField(default=0)),
-                ('errors', models.JSONField(blank=True, default=list, help_text='The first rejected lines.')),
-                ('message', models.TextField(blank=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('pool', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to='pools.pool')),
-                ('workload', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to='pools.workload')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("gpu", "GPU telemetry"), ("requests", "Requests")], max_length=10
+                    ),
+                ),
+                ("format", models.CharField(max_length=20)),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[
+                            ("upload", "Web upload"),
+                            ("api", "API"),
+                            ("command", "Command line"),
+                            ("scrape", "dcgm-exporter scrape"),
+                            ("prometheus", "Prometheus query"),
+                        ],
+                        max_length=12,
+                    ),
+                ),
+                ("filename", models.CharField(blank=True, max_length=255)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Waiting"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("rejected", "Rejected"),
+                            ("failed", "Failed"),
+                        ],
+                        default="pending",
+                        max_length=10,
+                    ),
+                ),
+                ("skip_bad_rows", models.BooleanField(default=False)),
+                ("rows_total", models.PositiveIntegerField(default=0)),
+                ("rows_accepted", models.PositiveIntegerField(default=0)),
+                ("rows_duplicate", models.PositiveIntegerField(default=0)),
+                ("rows_rejected", models.PositiveIntegerField(default=0)),
+                ("progress_pct", models.PositiveSmallIntegerField(default=0)),
+                (
+                    "errors",
+                    models.JSONField(
+                        blank=True, default=list, help_text="The first rejected lines."
+                    ),
+                ),
+                ("message", models.TextField(blank=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "pool",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to="pools.pool",
+                    ),
+                ),
+                (
+                    "workload",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to="pools.workload",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='PullSource',
+            name="PullSource",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('kind', models.CharField(choices=[('dcgm_exporter', 'dcgm-exporter endpoint'), ('prometheus', 'Prometheus server')], max_length=20)),
-                ('url', models.URLField(help_text='dcgm-exporter: http://node:9400/metrics. Prometheus: http://prom:9090', max_length=500)),
-                ('interval_seconds', models.PositiveIntegerField(default=60)),
-                ('enabled', models.BooleanField(default=True)),
-                ('last_pulled_at', models.DateTimeField(blank=True, null=True)),
-                ('pulled_until', models.DateTimeField(blank=True, null=True)),
-                ('last_status', models.CharField(blank=True, max_length=20)),
-                ('last_message', models.TextField(blank=True)),
-                ('pool', models.ForeignKey(blank=True, help_text='Devices first seen through this source join this pool.', null=True, on_delete=django.db.models.deletion.SET_NULL, to='pools.pool')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100, unique=True)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("dcgm_exporter", "dcgm-exporter endpoint"),
+                            ("prometheus", "Prometheus server"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "url",
+                    models.URLField(
+                        help_text="dcgm-exporter: http://node:9400/metrics. Prometheus: http://prom:9090",
+                        max_length=500,
+                    ),
+                ),
+                ("interval_seconds", models.PositiveIntegerField(default=60)),
+                ("enabled", models.BooleanField(default=True)),
+                ("last_pulled_at", models.DateTimeField(blank=True, null=True)),
+                ("pulled_until", models.DateTimeField(blank=True, null=True)),
+                ("last_status", models.CharField(blank=True, max_length=20)),
+                ("last_message", models.TextField(blank=True)),
+                (
+                    "pool",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="Devices first seen through this source join this pool.",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to="pools.pool",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='GpuSample',
+            name="GpuSample",
             fields=[
-                ('pk', models.CompositePrimaryKey('device_id', 'timestamp', blank=True, editable=False, primary_key=True, serialize=False)),
-                ('timestamp', models.DateTimeField()),
-                ('utilization_pct', models.FloatField(null=True)),
-                ('memory_used_mib', models.FloatField(null=True)),
-                ('memory_free_mib', models.FloatField(null=True)),
-                ('power_w', models.FloatField(null=True)),
-                ('energy_mj', models.FloatField(help_text='Energy counter since boot, mJ.', null=True)),
-                ('temperature_c', models.FloatField(null=True)),
-                ('pod', models.CharField(blank=True, max_length=255)),
-                ('namespace', models.CharField(blank=True, max_length=255)),
-                ('container', models.CharField(blank=True, max_length=255)),
-                ('device', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='samples', to='telemetry.gpudevice')),
+                (
+                    "pk",
+                    models.CompositePrimaryKey(
+                        "device_id",
+                        "timestamp",
+                        blank=True,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("timestamp", models.DateTimeField()),
+                ("utilization_pct", models.FloatField(null=True)),
+                ("memory_used_mib", models.FloatField(null=True)),
+                ("memory_free_mib", models.FloatField(null=True)),
+                ("power_w", models.FloatField(null=True)),
+                (
+                    "energy_mj",
+                    models.FloatField(help_text="Energy counter since boot, mJ.", null=True),
+                ),
+                ("temperature_c", models.FloatField(null=True)),
+                ("pod", models.CharField(blank=True, max_length=255)),
+                ("namespace", models.CharField(blank=True, max_length=255)),
+                ("container", models.CharField(blank=True, max_length=255)),
+                (
+                    "device",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="samples",
+                        to="telemetry.gpudevice",
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['timestamp'], name='gpu_sample_timestamp')],
+                "indexes": [models.Index(fields=["timestamp"], name="gpu_sample_timestamp")],
             },
         ),
         migrations.CreateModel(
-            name='PoolHourlyUsage',
+            name="PoolHourlyUsage",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('hour', models.DateTimeField()),
-                ('reporting_gpus', models.PositiveIntegerField()),
-                ('capacity_gpu_hours', models.FloatField()),
-                ('busy_gpu_hours', models.FloatField()),
-                ('avg_utilization_pct', models.FloatField(null=True)),
-                ('max_utilization_pct', models.FloatField(null=True)),
-                ('max_memory_used_mib', models.FloatField(null=True)),
-                ('energy_kwh', models.FloatField(null=True)),
-                ('pool', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='hourly_usage', to='pools.pool')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("hour", models.DateTimeField()),
+                ("reporting_gpus", models.PositiveIntegerField()),
+                ("capacity_gpu_hours", models.FloatField()),
+                ("busy_gpu_hours", models.FloatField()),
+                ("avg_utilization_pct", models.FloatField(null=True)),
+                ("max_utilization_pct", models.FloatField(null=True)),
+                ("max_memory_used_mib", models.FloatField(null=True)),
+                ("energy_kwh", models.FloatField(null=True)),
+                (
+                    "pool",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="hourly_usage",
+                        to="pools.pool",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['pool', 'hour'],
-                'constraints': [models.UniqueConstraint(fields=('pool', 'hour'), name='pool_hourly_usage_unique')],
+                "ordering": ["pool", "hour"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("pool", "hour"), name="pool_hourly_usage_unique"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='RequestSample',
+            name="RequestSample",
             fields=[
-                ('id', models.BigAutoField(primary_key=True, serialize=False)),
-                ('timestamp', models.DateTimeField()),
-                ('input_tokens', models.PositiveIntegerField()),
-                ('output_tokens', models.PositiveIntegerField()),
-                ('latency_ms', models.FloatField(null=True)),
-                ('status', models.CharField(blank=True, max_length=50)),
-                ('count', models.PositiveIntegerField(default=1)),
-                ('workload', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='request_samples', to='pools.workload')),
+                ("id", models.BigAutoField(primary_key=True, serialize=False)),
+                ("timestamp", models.DateTimeField()),
+                ("input_tokens", models.PositiveIntegerField()),
+                ("output_tokens", models.PositiveIntegerField()),
+                ("latency_ms", models.FloatField(null=True)),
+                ("status", models.CharField(blank=True, max_length=50)),
+                ("count", models.PositiveIntegerField(default=1)),
+                (
+                    "workload",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="request_samples",
+                        to="pools.workload",
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['timestamp'], name='request_sample_timestamp')],
-                'constraints': [models.UniqueConstraint(fields=('workload', 'timestamp', 'input_tokens', 'output_tokens'), name='request_sample_unique')],
+                "indexes": [models.Index(fields=["timestamp"], name="request_sample_timestamp")],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("workload", "timestamp", "input_tokens", "output_tokens"),
+                        name="request_sample_unique",
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='WorkloadHourlyRequests',
+            name="WorkloadHourlyRequests",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('hour', models.DateTimeField()),
-                ('requests', models.PositiveIntegerField()),
-                ('input_tokens', models.PositiveBigIntegerField()),
-                ('output_tokens', models.PositiveBigIntegerField()),
-                ('errors', models.PositiveIntegerField()),
-                ('p95_latency_ms', models.FloatField(null=True)),
-                ('workload', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='hourly_requests', to='pools.workload')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("hour", models.DateTimeField()),
+                ("requests", models.PositiveIntegerField()),
+                ("input_tokens", models.PositiveBigIntegerField()),
+                ("output_tokens", models.PositiveBigIntegerField()),
+                ("errors", models.PositiveIntegerField()),
+                ("p95_latency_ms", models.FloatField(null=True)),
+                (
+                    "workload",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="hourly_requests",
+                        to="pools.workload",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['workload', 'hour'],
-                'constraints': [models.UniqueConstraint(fields=('workload', 'hour'), name='workload_hourly_requests_unique')],
+                "ordering": ["workload", "hour"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("workload", "hour"), name="workload_hourly_requests_unique"
+                    )
+                ],
             },
         ),
     ]

@@ -7,28 +7,45 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('pools', '0005_grant_interruption_permissions'),
-        ('telemetry', '0002_grant_role_permissions'),
+        ("pools", "0005_grant_interruption_permissions"),
+        ("telemetry", "0002_grant_role_permissions"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='pullsource',
-            name='interval_seconds',
-            field=models.PositiveIntegerField(default=60, help_text="At least 15 s, the pull schedule's tick.", validators=[django.core.validators.MinValueValidator(15)]),
+            model_name="pullsource",
+            name="interval_seconds",
+            field=models.PositiveIntegerField(
+                default=60,
+                help_text="At least 15 s, the pull schedule's tick.",
+                validators=[django.core.validators.MinValueValidator(15)],
+            ),
         ),
         migrations.CreateModel(
-            name='PendingRollup',
+            name="PendingRollup",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('hour', models.DateTimeField()),
-                ('token', models.UUIDField(default=uuid.uuid4)),
-                ('pool', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='pools.pool')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("hour", models.DateTimeField()),
+                ("token", models.UUIDField(default=uuid.uuid4)),
+                (
+                    "pool",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="pools.pool",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('pool', 'hour'), name='pending_rollup_unique')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("pool", "hour"), name="pending_rollup_unique")
+                ],
             },
         ),
     ]

@@ -4,19 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('pools', '0006_pool_price_split'),
-        ('telemetry', '0003_pendingrollup_min_pull_interval'),
+        ("pools", "0006_pool_price_split"),
+        ("telemetry", "0003_pendingrollup_min_pull_interval"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='poolhourlyusage',
-            index=models.Index(fields=['hour'], name='pool_hourly_usage_hour'),
+            model_name="poolhourlyusage",
+            index=models.Index(fields=["hour"], name="pool_hourly_usage_hour"),
         ),
         migrations.AddIndex(
-            model_name='workloadhourlyrequests',
-            index=models.Index(fields=['hour'], name='workload_hourly_requests_hour'),
+            model_name="workloadhourlyrequests",
+            index=models.Index(fields=["hour"], name="workload_hourly_requests_hour"),
         ),
     ]

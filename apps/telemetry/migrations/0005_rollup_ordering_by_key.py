@@ -4,18 +4,17 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('telemetry', '0004_hour_indexes_for_reports'),
+        ("telemetry", "0004_hour_indexes_for_reports"),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='poolhourlyusage',
-            options={'ordering': ['pool_id', 'hour']},
+            name="poolhourlyusage",
+            options={"ordering": ["pool_id", "hour"]},
         ),
         migrations.AlterModelOptions(
-            name='workloadhourlyrequests',
-            options={'ordering': ['workload_id', 'hour']},
+            name="workloadhourlyrequests",
+            options={"ordering": ["workload_id", "hour"]},
         ),
     ]

@@ -6,68 +6,102 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('pools', '0007_pool_service_period'),
-        ('telemetry', '0005_rollup_ordering_by_key'),
+        ("pools", "0007_pool_service_period"),
+        ("telemetry", "0005_rollup_ordering_by_key"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='PoolHourFlag',
+            name="PoolHourFlag",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('hour', models.DateTimeField()),
-                ('kind', models.CharField(choices=[('over_reported', 'More GPUs reporting than the pool declares'), ('mig_conflict', 'Whole-GPU line and MIG slices both reported'), ('over_busy', "A GPU's slices add up to more than 100 %"), ('mig_unmeasurable', 'MIG mode: nvidia-smi cannot measure utilisation'), ('outside_service', "Samples outside the pool's service period"), ('clock_skew', 'Samples dated ahead of the time they arrived')], max_length=20)),
-                ('gpus', models.PositiveIntegerField(default=0, help_text='GPUs or slices concerned.')),
-                ('samples', models.PositiveIntegerField(default=0, help_text='Samples concerned.')),
-                ('detail', models.TextField(blank=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("hour", models.DateTimeField()),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("over_reported", "More GPUs reporting than the pool declares"),
+                            ("mig_conflict", "Whole-GPU line and MIG slices both reported"),
+                            ("over_busy", "A GPU's slices add up to more than 100 %"),
+                            ("mig_unmeasurable", "MIG mode: nvidia-smi cannot measure utilisation"),
+                            ("outside_service", "Samples outside the pool's service period"),
+                            ("clock_skew", "Samples dated ahead of the time they arrived"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "gpus",
+                    models.PositiveIntegerField(default=0, help_text="GPUs or slices concerned."),
+                ),
+                ("samples", models.PositiveIntegerField(default=0, help_text="Samples concerned.")),
+                ("detail", models.TextField(blank=True)),
             ],
             options={
-                'ordering': ['pool_id', 'hour', 'kind'],
+                "ordering": ["pool_id", "hour", "kind"],
             },
         ),
         migrations.AddField(
-            model_name='gpudevice',
-            name='mig_compute_slices',
-            field=models.PositiveSmallIntegerField(blank=True, null=True, verbose_name='MIG compute slices held'),
+            model_name="gpudevice",
+            name="mig_compute_slices",
+            field=models.PositiveSmallIntegerField(
+                blank=True, null=True, verbose_name="MIG compute slices held"
+            ),
         ),
         migrations.AddField(
-            model_name='gpudevice',
-            name='mig_mode_enabled',
-            field=models.BooleanField(default=False, verbose_name='MIG mode on'),
+            model_name="gpudevice",
+            name="mig_mode_enabled",
+            field=models.BooleanField(default=False, verbose_name="MIG mode on"),
         ),
         migrations.AddField(
-            model_name='importrun',
-            name='content_sha256',
-            field=models.CharField(blank=True, max_length=64, verbose_name='SHA-256 of the content'),
+            model_name="importrun",
+            name="content_sha256",
+            field=models.CharField(
+                blank=True, max_length=64, verbose_name="SHA-256 of the content"
+            ),
         ),
         migrations.AddField(
-            model_name='importrun',
-            name='scraped_at',
-            field=models.DateTimeField(blank=True, help_text='dcgm scrapes: when the scrape was taken.', null=True),
+            model_name="importrun",
+            name="scraped_at",
+            field=models.DateTimeField(
+                blank=True, help_text="dcgm scrapes: when the scrape was taken.", null=True
+            ),
         ),
         migrations.AddField(
-            model_name='importrun',
-            name='warnings',
-            field=models.JSONField(blank=True, default=list, help_text='What was kept but needs a look, in sentences.'),
+            model_name="importrun",
+            name="warnings",
+            field=models.JSONField(
+                blank=True, default=list, help_text="What was kept but needs a look, in sentences."
+            ),
         ),
         migrations.AddIndex(
-            model_name='importrun',
-            index=models.Index(fields=['content_sha256'], name='import_run_content_sha256'),
+            model_name="importrun",
+            index=models.Index(fields=["content_sha256"], name="import_run_content_sha256"),
         ),
         migrations.AddField(
-            model_name='poolhourflag',
-            name='pool',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='hour_flags', to='pools.pool'),
+            model_name="poolhourflag",
+            name="pool",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="hour_flags",
+                to="pools.pool",
+            ),
         ),
         migrations.AddIndex(
-            model_name='poolhourflag',
-            index=models.Index(fields=['hour'], name='pool_hour_flag_hour'),
+            model_name="poolhourflag",
+            index=models.Index(fields=["hour"], name="pool_hour_flag_hour"),
         ),
         migrations.AddConstraint(
-            model_name='poolhourflag',
-            constraint=models.UniqueConstraint(fields=('pool', 'hour', 'kind'), name='pool_hour_flag_unique'),
+            model_name="poolhourflag",
+            constraint=models.UniqueConstraint(
+                fields=("pool", "hour", "kind"), name="pool_hour_flag_unique"
+            ),
         ),
     ]

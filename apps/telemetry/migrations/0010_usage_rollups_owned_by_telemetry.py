@@ -9,71 +9,147 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('pools', '0008_archived_at_protect_history'),
-        ('telemetry', '0009_run_heartbeats'),
-        ('reports', '0007_usage_rollups_owned_by_telemetry'),
+        ("pools", "0008_archived_at_protect_history"),
+        ("telemetry", "0009_run_heartbeats"),
+        ("reports", "0007_usage_rollups_owned_by_telemetry"),
     ]
 
     operations = [
         migrations.SeparateDatabaseAndState(
             database_operations=[],
             state_operations=[
-        migrations.CreateModel(
-            name='PoolDailyUsage',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('day', models.DateField()),
-                ('measured_hours', models.PositiveIntegerField(help_text='Hours with telemetry.')),
-                ('measured_capacity_gpu_hours', models.FloatField()),
-                ('busy_gpu_hours', models.FloatField()),
-                ('reporting_gpu_hours', models.FloatField(help_text='Σ reporting GPUs over the hours.')),
-                ('energy_kwh', models.FloatField(help_text='Measured energy of the hours that have it.')),
-                ('busy_gpu_hours_without_energy', models.FloatField(help_text='Busy GPU-hours of the hours without measured energy (TDP × utilisation).')),
-                ('pool', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='daily_usage', to='pools.pool')),
+                migrations.CreateModel(
+                    name="PoolDailyUsage",
+                    fields=[
+                        (
+                            "id",
+                            models.BigAutoField(
+                                auto_created=True,
+                                primary_key=True,
+                                serialize=False,
+                                verbose_name="ID",
+                            ),
+                        ),
+                        ("day", models.DateField()),
+                        (
+                            "measured_hours",
+                            models.PositiveIntegerField(help_text="Hours with telemetry."),
+                        ),
+                        ("measured_capacity_gpu_hours", models.FloatField()),
+                        ("busy_gpu_hours", models.FloatField()),
+                        (
+                            "reporting_gpu_hours",
+                            models.FloatField(help_text="Σ reporting GPUs over the hours."),
+                        ),
+                        (
+                            "energy_kwh",
+                            models.FloatField(
+                                help_text="Measured energy of the hours that have it."
+                            ),
+                        ),
+                        (
+                            "busy_gpu_hours_without_energy",
+                            models.FloatField(
+                                help_text="Busy GPU-hours of the hours without measured energy (TDP × utilisation)."
+                            ),
+                        ),
+                        (
+                            "pool",
+                            models.ForeignKey(
+                                on_delete=django.db.models.deletion.PROTECT,
+                                related_name="daily_usage",
+                                to="pools.pool",
+                            ),
+                        ),
+                    ],
+                    options={
+                        "db_table": "reports_pooldailyusage",
+                        "ordering": ["pool_id", "day"],
+                        "indexes": [models.Index(fields=["day"], name="pool_daily_usage_day")],
+                        "constraints": [
+                            models.UniqueConstraint(
+                                fields=("pool", "day"), name="pool_daily_usage_unique"
+                            )
+                        ],
+                    },
+                ),
+                migrations.CreateModel(
+                    name="WorkloadDailyRequests",
+                    fields=[
+                        (
+                            "id",
+                            models.BigAutoField(
+                                auto_created=True,
+                                primary_key=True,
+                                serialize=False,
+                                verbose_name="ID",
+                            ),
+                        ),
+                        ("day", models.DateField()),
+                        ("requests", models.PositiveBigIntegerField()),
+                        ("input_tokens", models.PositiveBigIntegerField()),
+                        ("output_tokens", models.PositiveBigIntegerField()),
+                        ("errors", models.PositiveBigIntegerField()),
+                        (
+                            "workload",
+                            models.ForeignKey(
+                                on_delete=django.db.models.deletion.PROTECT,
+                                related_name="daily_requests",
+                                to="pools.workload",
+                            ),
+                        ),
+                    ],
+                    options={
+                        "db_table": "reports_workloaddailyrequests",
+                        "ordering": ["workload_id", "day"],
+                        "indexes": [
+                            models.Index(fields=["day"], name="workload_daily_requests_day")
+                        ],
+                        "constraints": [
+                            models.UniqueConstraint(
+                                fields=("workload", "day"), name="workload_daily_requests_unique"
+                            )
+                        ],
+                    },
+                ),
+                migrations.CreateModel(
+                    name="WorkloadHourlyUsage",
+                    fields=[
+                        (
+                            "id",
+                            models.BigAutoField(
+                                auto_created=True,
+                                primary_key=True,
+                                serialize=False,
+                                verbose_name="ID",
+                            ),
+                        ),
+                        ("hour", models.DateTimeField()),
+                        ("allocated_gpu_hours", models.FloatField()),
+                        ("busy_gpu_hours", models.FloatField()),
+                        (
+                            "workload",
+                            models.ForeignKey(
+                                on_delete=django.db.models.deletion.PROTECT,
+                                related_name="attributed_usage",
+                                to="pools.workload",
+                            ),
+                        ),
+                    ],
+                    options={
+                        "db_table": "reports_workloadhourlyusage",
+                        "ordering": ["workload_id", "hour"],
+                        "indexes": [
+                            models.Index(fields=["hour"], name="workload_hourly_usage_hour")
+                        ],
+                        "constraints": [
+                            models.UniqueConstraint(
+                                fields=("workload", "hour"), name="workload_hourly_usage_unique"
+                            )
+                        ],
+                    },
+                ),
             ],
-            options={
-                'db_table': 'reports_pooldailyusage',
-                'ordering': ['pool_id', 'day'],
-                'indexes': [models.Index(fields=['day'], name='pool_daily_usage_day')],
-                'constraints': [models.UniqueConstraint(fields=('pool', 'day'), name='pool_daily_usage_unique')],
-            },
-        ),
-        migrations.CreateModel(
-            name='WorkloadDailyRequests',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('day', models.DateField()),
-                ('requests', models.PositiveBigIntegerField()),
-                ('input_tokens', models.PositiveBigIntegerField()),
-                ('output_tokens', models.PositiveBigIntegerField()),
-                ('errors', models.PositiveBigIntegerField()),
-                ('workload', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='daily_requests', to='pools.workload')),
-            ],
-            options={
-                'db_table': 'reports_workloaddailyrequests',
-                'ordering': ['workload_id', 'day'],
-                'indexes': [models.Index(fields=['day'], name='workload_daily_requests_day')],
-                'constraints': [models.UniqueConstraint(fields=('workload', 'day'), name='workload_daily_requests_unique')],
-            },
-        ),
-        migrations.CreateModel(
-            name='WorkloadHourlyUsage',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('hour', models.DateTimeField()),
-                ('allocated_gpu_hours', models.FloatField()),
-                ('busy_gpu_hours', models.FloatField()),
-                ('workload', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='attributed_usage', to='pools.workload')),
-            ],
-            options={
-                'db_table': 'reports_workloadhourlyusage',
-                'ordering': ['workload_id', 'hour'],
-                'indexes': [models.Index(fields=['hour'], name='workload_hourly_usage_hour')],
-                'constraints': [models.UniqueConstraint(fields=('workload', 'hour'), name='workload_hourly_usage_unique')],
-            },
-        ),
-                ],
         ),
     ]

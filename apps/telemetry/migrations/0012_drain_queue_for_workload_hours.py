@@ -30,24 +30,39 @@ def queue_the_ranges_of_range_tasks(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('pools', '0008_archived_at_protect_history'),
-        ('telemetry', '0011_job_lifecycle'),
-        ('core', '0003_outboxtask'),
+        ("pools", "0008_archived_at_protect_history"),
+        ("telemetry", "0011_job_lifecycle"),
+        ("core", "0003_outboxtask"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='PendingWorkloadRollup',
+            name="PendingWorkloadRollup",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('hour', models.DateTimeField()),
-                ('token', models.UUIDField(default=uuid.uuid4)),
-                ('workload', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='pools.workload')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("hour", models.DateTimeField()),
+                ("token", models.UUIDField(default=uuid.uuid4)),
+                (
+                    "workload",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="pools.workload",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('workload', 'hour'), name='pending_workload_rollup_unique')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("workload", "hour"), name="pending_workload_rollup_unique"
+                    )
+                ],
             },
         ),
         migrations.RunPython(queue_the_ranges_of_range_tasks, migrations.RunPython.noop),

@@ -5,21 +5,25 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('pools', '0008_archived_at_protect_history'),
-        ('telemetry', '0013_importrun_detected_format'),
+        ("pools", "0008_archived_at_protect_history"),
+        ("telemetry", "0013_importrun_detected_format"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='hostnamerule',
-            name='pool',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='hostname_rules', to='pools.pool', verbose_name='Pool'),
+            model_name="hostnamerule",
+            name="pool",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="hostname_rules",
+                to="pools.pool",
+                verbose_name="Pool",
+            ),
         ),
         migrations.AlterField(
-            model_name='hostnamerule',
-            name='priority',
-            field=models.PositiveIntegerField(default=100, verbose_name='Priority'),
+            model_name="hostnamerule",
+            name="priority",
+            field=models.PositiveIntegerField(default=100, verbose_name="Priority"),
         ),
     ]

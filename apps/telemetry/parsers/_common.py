@@ -9,7 +9,9 @@ import os
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta, tzinfo
 
-from .rows import ParseResult, RowError, TelemetryFormatError
+from apps.core.sentences import Sentence, gettext_noop, sentence
+
+from .rows import ParseResult, RowError, TelemetryFormatError, line_error, on_line
 
 # A sample stamped further ahead than this is refused: a clock or time-zone mistake that
 # would otherwise land in hours that have not happened yet.
@@ -26,7 +28,7 @@ _UNIX_SECONDS_CEILING = 1e11
 # rows at a time, never a whole file's (50,000 rows are some 25 MB).
 CHUNK_ROWS = 50_000
 BYTE_ORDER_MARK = "\ufeff"
-NUL_SENTENCE = "a NUL character (\\x00); the file is binary or corrupted"
+NUL_SENTENCE = sentence(gettext_noop("a NUL character (\\x00); the file is binary or corrupted"))
 
 
 class FileLines:
@@ -56,14 +58,17 @@ class FileLines:
                     raw = raw[3:]
                     self.bytes_read = 3
                 if b"\x00" in raw:
-                    raise TelemetryFormatError(f"line {line_number}: {NUL_SENTENCE}")
+                    raise TelemetryFormatError(on_line(line_number, NUL_SENTENCE))
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as error:
-                    raise TelemetryFormatError(
-                        f"line {line_number}: not UTF-8 text ({error.reason} at byte "
-                        f"{self.bytes_read + error.start:,} of the file)"
-                    ) from None
+                    # The codec's reason ("invalid start byte") is Python's own English.
+                    problem = sentence(
+                        gettext_noop("not UTF-8 text (%(reason)s at byte %(byte)s of the file)"),
+                        reason=error.reason,
+                        byte=f"{self.bytes_read + error.start:,}",
+                    )
+                    raise TelemetryFormatError(on_line(line_number, problem)) from None
                 self.bytes_read += len(raw)
                 yield line
 
@@ -136,19 +141,80 @@ def aware_utc(value: datetime, name: str) -> datetime:
 
 
 def future_error(line_number: int, timestamp: datetime, now: datetime) -> RowError:
-    return RowError(
+    return line_error(
         line_number,
-        f"line {line_number}: timestamp {timestamp.isoformat()} is more than 1 day in the "
-        f"future (now is {now.replace(microsecond=0).isoformat()})",
+        sentence(
+            gettext_noop(
+                "timestamp %(timestamp)s is more than 1 day in the future (now is %(now)s)"
+            ),
+            timestamp=timestamp.isoformat(),
+            now=now.replace(microsecond=0).isoformat(),
+        ),
     )
 
 
-def past_error(line_number: int, timestamp: datetime, what: str = "timestamp") -> RowError:
+# What a too-early instant is called in a row error: the line's own column, or the scrape
+# time that dated a dcgm line without a timestamp of its own.
+TIMESTAMP_WORD = sentence(gettext_noop("timestamp"))
+SCRAPE_TIME_WORD = sentence(gettext_noop("scrape time"))
+
+
+def past_error(line_number: int, timestamp: datetime, what: str = TIMESTAMP_WORD) -> RowError:
     """``what`` names where the instant came from when it is not the line's own column."""
-    return RowError(
+    return line_error(
         line_number,
-        f"line {line_number}: {what} {timestamp.astimezone(UTC):%Y-%m-%d %H:%M:%S} is before "
-        f"{EARLIEST_TIMESTAMP:%Y-%m-%d}: the node's clock is not set",
+        sentence(
+            gettext_noop(
+                "%(what)s %(timestamp)s is before %(earliest)s: the node's clock is not set"
+            ),
+            what=what,
+            timestamp=f"{timestamp.astimezone(UTC):%Y-%m-%d %H:%M:%S}",
+            earliest=f"{EARLIEST_TIMESTAMP:%Y-%m-%d}",
+        ),
+    )
+
+
+# The problems every parser names with a column (or label, or metric) and the value the
+# file holds: one sentence each, whatever the format.
+
+
+def not_a_number(column: str, value: str) -> Sentence:
+    return sentence(
+        gettext_noop("%(column)s '%(value)s' is not a number"), column=column, value=value
+    )
+
+
+def not_finite(column: str, value: str) -> Sentence:
+    return sentence(
+        gettext_noop("%(column)s '%(value)s' is not a finite number"), column=column, value=value
+    )
+
+
+def not_whole(column: str, value: str) -> Sentence:
+    return sentence(
+        gettext_noop("%(column)s '%(value)s' is not a whole number"), column=column, value=value
+    )
+
+
+def is_negative(column: str, value: str) -> Sentence:
+    return sentence(gettext_noop("%(column)s '%(value)s' is negative"), column=column, value=value)
+
+
+def outside_percent(column: str, value: str) -> Sentence:
+    return sentence(
+        gettext_noop("%(column)s '%(value)s' is outside 0–100"), column=column, value=value
+    )
+
+
+def is_empty(column: str) -> Sentence:
+    return sentence(gettext_noop("%(column)s is empty"), column=column)
+
+
+def cell_count_problem(found: int, expected: int) -> Sentence:
+    return sentence(
+        gettext_noop("%(found)s cells where the header has %(expected)s"),
+        found=found,
+        expected=expected,
     )
 
 
@@ -168,7 +234,8 @@ def to_utc(value: datetime, tz: tzinfo) -> datetime:
 def parse_timestamp(value: str, tz: tzinfo) -> datetime:
     """ISO 8601 (naive ones in ``tz``) or unix seconds, int or float, as UTC.
 
-    Raises ValueError with a message fit for a RowError.
+    Raises ValueError whose only argument is a Sentence fit for a RowError (read it with
+    ``as_sentence(error.args[0])``: ``str(error)`` keeps only its English).
     """
     try:
         seconds = float(value)
@@ -176,13 +243,23 @@ def parse_timestamp(value: str, tz: tzinfo) -> datetime:
         seconds = None
     if seconds is not None:
         if seconds != seconds or abs(seconds) >= _UNIX_SECONDS_CEILING:
-            hint = " (milliseconds? unix seconds expected)" if seconds == seconds else ""
-            raise ValueError(f"timestamp '{value}' is out of range{hint}")
+            if seconds == seconds:
+                msgid = gettext_noop(
+                    "timestamp '%(value)s' is out of range (milliseconds? unix seconds expected)"
+                )
+            else:
+                msgid = gettext_noop("timestamp '%(value)s' is out of range")
+            raise ValueError(sentence(msgid, value=value))
         return datetime.fromtimestamp(seconds, UTC)
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        raise ValueError(f"timestamp '{value}' is neither ISO 8601 nor unix seconds") from None
+        raise ValueError(
+            sentence(
+                gettext_noop("timestamp '%(value)s' is neither ISO 8601 nor unix seconds"),
+                value=value,
+            )
+        ) from None
     return to_utc(parsed, tz)
 
 
@@ -207,17 +284,23 @@ def read_csv(
                 if cells and (len(cells) > 1 or cells[0].strip()):
                     yield reader.line_num, cells
         except csv.Error as error:
-            raise TelemetryFormatError(f"line {reader.line_num}: not valid CSV ({error})") from None
+            # The csv module's reason ("unexpected end of data") is Python's own English.
+            problem = sentence(gettext_noop("not valid CSV (%(reason)s)"), reason=str(error))
+            raise TelemetryFormatError(on_line(reader.line_num, problem)) from None
 
     iterator = records()
     first = next(iterator, None)
     if first is None:
-        raise TelemetryFormatError("the file is empty: expected a CSV header line")
+        raise TelemetryFormatError(
+            sentence(gettext_noop("the file is empty: expected a CSV header line"))
+        )
     return [cell.strip() for cell in first[1]], iterator
 
 
 def describe_headers(header: list[str], limit: int = 40) -> str:
     shown = ", ".join(repr(name) for name in header[:limit])
     if len(header) > limit:
-        shown += f", … ({len(header)} in all)"
+        shown = sentence(
+            gettext_noop("%(shown)s, … (%(count)s in all)"), shown=shown, count=len(header)
+        )
     return shown

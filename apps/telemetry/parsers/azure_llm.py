@@ -9,17 +9,21 @@ published files. Format: Azure/AzurePublicDataset, AzureLLMInferenceDataset2023.
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 
+from apps.core.sentences import gettext_noop, sentence
+
 from ._common import (
     CHUNK_ROWS,
     EARLIEST_TIMESTAMP,
     future_error,
+    is_negative,
     latest_allowed,
     lines_without_ends,
     merge_chunks,
+    not_whole,
     past_error,
     pausing_gc,
 )
-from .rows import ParseResult, RequestRow, RowError, TelemetryFormatError
+from .rows import ParseResult, RequestRow, RowError, TelemetryFormatError, line_error, on_line
 
 HEADER = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 
@@ -28,12 +32,10 @@ def _tokens(text: str, column: str, line_number: int, errors: list[RowError]) ->
     try:
         tokens = int(text)
     except ValueError:
-        errors.append(
-            RowError(line_number, f"line {line_number}: {column} '{text}' is not a whole number")
-        )
+        errors.append(line_error(line_number, not_whole(column, text)))
         return None
     if tokens < 0:
-        errors.append(RowError(line_number, f"line {line_number}: {column} '{text}' is negative"))
+        errors.append(line_error(line_number, is_negative(column, text)))
         return None
     return tokens
 
@@ -61,8 +63,14 @@ def iter_azure_llm(
     header = tuple(cell.strip() for cell in first_line.split(","))
     if header != HEADER:
         raise TelemetryFormatError(
-            f"line 1: expected the Azure LLM trace header {','.join(HEADER)}, "
-            f"found {first_line.strip()[:200]!r}"
+            on_line(
+                1,
+                sentence(
+                    gettext_noop("expected the Azure LLM trace header %(header)s, found %(found)s"),
+                    header=",".join(HEADER),
+                    found=repr(first_line.strip()[:200]),
+                ),
+            )
         )
     rows: list[RequestRow] = []
     errors: list[RowError] = []
@@ -76,8 +84,11 @@ def iter_azure_llm(
             if not line.strip():
                 continue
             errors.append(
-                RowError(
-                    line_number, f"line {line_number}: {len(cells)} cells where 3 are expected"
+                line_error(
+                    line_number,
+                    sentence(
+                        gettext_noop("%(found)s cells where 3 are expected"), found=len(cells)
+                    ),
                 )
             )
             continue
@@ -86,10 +97,15 @@ def iter_azure_llm(
             timestamp = datetime.fromisoformat(timestamp_text.strip())
         except ValueError:
             errors.append(
-                RowError(
+                line_error(
                     line_number,
-                    f"line {line_number}: TIMESTAMP '{timestamp_text.strip()}' is not like "
-                    "2023-11-16 18:15:46.6805900",
+                    sentence(
+                        gettext_noop(
+                            "%(column)s '%(value)s' is not like 2023-11-16 18:15:46.6805900"
+                        ),
+                        column="TIMESTAMP",
+                        value=timestamp_text.strip(),
+                    ),
                 )
             )
             continue

@@ -20,14 +20,19 @@ import re
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 
+from apps.core.sentences import Sentence, gettext_noop, sentence
+
 from ._common import (
     CHUNK_ROWS,
     EARLIEST_TIMESTAMP,
+    SCRAPE_TIME_WORD,
     aware_utc,
     future_error,
     latest_allowed,
     lines_without_ends,
     merge_chunks,
+    not_a_number,
+    outside_percent,
     past_error,
     pausing_gc,
 )
@@ -38,6 +43,7 @@ from .rows import (
     RowError,
     TelemetryFormatError,
     gpu_sample_row,
+    line_error,
 )
 
 # Slots of a sample's readings, in this order.
@@ -91,6 +97,21 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _EARLIEST_MS = int(EARLIEST_TIMESTAMP.timestamp()) * 1000
 _YEAR_10000_MS = 253_402_300_800_000
 
+# What is wrong with a line's own timestamp, said after it.
+_NOT_MILLISECONDS = sentence(gettext_noop("is not a whole number of milliseconds"))
+_SECONDS_NOT_MILLISECONDS = sentence(
+    gettext_noop("is before 2000: seconds instead of milliseconds?")
+)
+_OUT_OF_RANGE = sentence(gettext_noop("is out of range"))
+
+
+def _metric_error(line_number: int, metric: str, problem: Sentence) -> RowError:
+    """ "line N: <metric> <problem>", the problem said after the metric's name."""
+    return line_error(
+        line_number,
+        sentence(gettext_noop("%(metric)s %(problem)s"), metric=metric, problem=problem),
+    )
+
 
 def _unescape(value: str) -> str:
     # Only \\, \n and \" are escapes in the text format; any other backslash is literal.
@@ -115,31 +136,34 @@ def _parse_labels(label_text: str) -> dict[str, str] | None:
     return labels
 
 
-def _device_context(label_text: str) -> tuple | str:
+def _device_context(label_text: str) -> tuple | Sentence:
     """(device, hostname, gpu_index, model, driver, mig_profile, pod, namespace, container,
-    (uuid, gpu_instance_id)) for a label set, or why it cannot identify a device (message
-    tail). The last item groups lines: a plain tuple hashes in C, a DeviceKey in Python."""
+    (uuid, gpu_instance_id)) for a label set, or why it cannot identify a device (a
+    Sentence said after the metric's name). The last item groups lines: a plain tuple
+    hashes in C, a DeviceKey in Python."""
     labels = _parse_labels(label_text)
     if labels is None:
-        return f"malformed label set {{{label_text}}}"
+        return sentence(gettext_noop("malformed label set %(labels)s"), labels=f"{{{label_text}}}")
     get = labels.get
     uuid = get("UUID") or get("uuid")
     if not uuid:
-        return "has no UUID label (nor the old uuid), so the GPU cannot be identified"
+        return sentence(
+            gettext_noop("has no UUID label (nor the old uuid), so the GPU cannot be identified")
+        )
     instance_text = get("GPU_I_ID") or ""
     gpu_instance_id = None
     if instance_text:
         try:
             gpu_instance_id = int(instance_text)
         except ValueError:
-            return f"label GPU_I_ID '{instance_text}' is not a whole number"
+            return _label_not_whole("GPU_I_ID", instance_text)
     index_text = get("gpu") or ""
     gpu_index = None
     if index_text:
         try:
             gpu_index = int(index_text)
         except ValueError:
-            return f"label gpu '{index_text}' is not a whole number"
+            return _label_not_whole("gpu", index_text)
     return (
         DeviceKey(uuid, gpu_instance_id),
         get("Hostname") or get("hostname") or "",
@@ -151,6 +175,12 @@ def _device_context(label_text: str) -> tuple | str:
         get("namespace") or get("pod_namespace") or "",
         get("container") or get("container_name") or "",
         (uuid, gpu_instance_id),
+    )
+
+
+def _label_not_whole(label: str, value: str) -> Sentence:
+    return sentence(
+        gettext_noop("label %(label)s '%(value)s' is not a whole number"), label=label, value=value
     )
 
 
@@ -250,10 +280,10 @@ def iter_dcgm(
             if metric_slot(name) is not None:
                 stored_lines += 1
                 errors.append(
-                    RowError(
+                    _metric_error(
                         line_number,
-                        f"line {line_number}: {name} has no labels, so the GPU cannot be "
-                        "identified",
+                        name,
+                        sentence(gettext_noop("has no labels, so the GPU cannot be identified")),
                     )
                 )
             continue
@@ -271,15 +301,17 @@ def iter_dcgm(
         close = line.rfind("}")
         if close < brace:
             errors.append(
-                RowError(line_number, f"line {line_number}: {name} has an unterminated label set")
+                _metric_error(
+                    line_number, name, sentence(gettext_noop("has an unterminated label set"))
+                )
             )
             continue
         label_text = line[brace + 1 : close]
         context = contexts.get(label_text)
         if context is None:
             context = contexts[label_text] = _device_context(label_text)
-        if context.__class__ is str:
-            errors.append(RowError(line_number, f"line {line_number}: {name} {context}"))
+        if context.__class__ is Sentence:
+            errors.append(_metric_error(line_number, name, context))
             continue
 
         tokens = line[close + 1 :].split()
@@ -287,25 +319,32 @@ def iter_dcgm(
         timestamp_ms = None
         if token_count != 1:
             if token_count == 0:
-                errors.append(RowError(line_number, f"line {line_number}: {name} has no value"))
+                errors.append(
+                    _metric_error(line_number, name, sentence(gettext_noop("has no value")))
+                )
                 continue
             try:
                 timestamp_ms = int(tokens[1])
             except ValueError:
                 timestamp_ms = None
-                problem = "is not a whole number of milliseconds"
+                problem = _NOT_MILLISECONDS
             else:
                 if _EARLIEST_MS <= timestamp_ms < _YEAR_10000_MS:
                     problem = ""
                 elif 0 <= timestamp_ms < _EARLIEST_MS:
-                    problem = "is before 2000: seconds instead of milliseconds?"
+                    problem = _SECONDS_NOT_MILLISECONDS
                 else:
-                    problem = "is out of range"
+                    problem = _OUT_OF_RANGE
             if problem:
                 errors.append(
-                    RowError(
+                    line_error(
                         line_number,
-                        f"line {line_number}: {name} timestamp '{tokens[1]}' {problem}",
+                        sentence(
+                            gettext_noop("%(metric)s timestamp '%(value)s' %(problem)s"),
+                            metric=name,
+                            value=tokens[1],
+                            problem=problem,
+                        ),
                     )
                 )
                 continue
@@ -315,10 +354,16 @@ def iter_dcgm(
         if record is None:
             if earlier_samples and key in earlier_samples:
                 errors.append(
-                    RowError(
+                    line_error(
                         line_number,
-                        f"line {line_number}: {name} repeats the GPU and time of the "
-                        f"sample from line {earlier_samples[key]} on, in an earlier scrape",
+                        sentence(
+                            gettext_noop(
+                                "%(metric)s repeats the GPU and time of the sample from line "
+                                "%(first)s on, in an earlier scrape"
+                            ),
+                            metric=name,
+                            first=earlier_samples[key],
+                        ),
                     )
                 )
                 continue
@@ -328,9 +373,7 @@ def iter_dcgm(
         try:
             value = float(value_text)
         except ValueError:
-            errors.append(
-                RowError(line_number, f"line {line_number}: {name} '{value_text}' is not a number")
-            )
+            errors.append(line_error(line_number, not_a_number(name, value_text)))
             record[2] = True
             continue
         if not _NEGATIVE_INFINITY < value < _FP64_SENTINEL_MIN and (
@@ -343,20 +386,21 @@ def iter_dcgm(
         if slot < _FB_USED:
             if slot == _GPU_UTIL:
                 if not 0.0 <= value <= 100.0:
-                    errors.append(
-                        RowError(
-                            line_number,
-                            f"line {line_number}: {name} '{value_text}' is outside 0–100",
-                        )
-                    )
+                    errors.append(line_error(line_number, outside_percent(name, value_text)))
                     record[2] = True
                     continue
             elif not 0.0 <= value <= 1.0:
                 errors.append(
-                    RowError(
+                    line_error(
                         line_number,
-                        f"line {line_number}: {name} '{value_text}' is outside 0–1 "
-                        "(a ratio: 1 means 100% busy)",
+                        sentence(
+                            gettext_noop(
+                                "%(metric)s '%(value)s' is outside 0–1 "
+                                "(a ratio: 1 means 100%% busy)"
+                            ),
+                            metric=name,
+                            value=value_text,
+                        ),
                     )
                 )
                 record[2] = True
@@ -367,20 +411,33 @@ def iter_dcgm(
             record[index] = value
         elif previous != value:
             errors.append(
-                RowError(
+                line_error(
                     line_number,
-                    f"line {line_number}: {name} '{value_text}' contradicts {previous:g} "
-                    f"reported for the same GPU and time from line {record[0]} on",
+                    sentence(
+                        gettext_noop(
+                            "%(metric)s '%(value)s' contradicts %(previous)s reported for the "
+                            "same GPU and time from line %(first)s on"
+                        ),
+                        metric=name,
+                        value=value_text,
+                        previous=f"{previous:g}",
+                        first=record[0],
+                    ),
                 )
             )
             record[2] = True
 
     if not stored_lines:
         if not seen_text:
-            raise TelemetryFormatError("the scrape is empty")
+            raise TelemetryFormatError(sentence(gettext_noop("the scrape is empty")))
         raise TelemetryFormatError(
-            "no dcgm-exporter GPU metrics found (looked for "
-            f"{', '.join(METRIC_NAMES[:3])}…): is this a dcgm-exporter /metrics scrape?"
+            sentence(
+                gettext_noop(
+                    "no dcgm-exporter GPU metrics found (looked for %(names)s…): is this a "
+                    "dcgm-exporter /metrics scrape?"
+                ),
+                names=", ".join(METRIC_NAMES[:3]),
+            )
         )
     yield result_of_samples()
 
@@ -408,7 +465,7 @@ def _rows_of_samples(
             errors.append(future_error(first_line, timestamp, now))
             continue
         if timestamp_ms is None and default_too_early:
-            errors.append(past_error(first_line, timestamp, "scrape time"))
+            errors.append(past_error(first_line, timestamp, SCRAPE_TIME_WORD))
             continue
         context = record[1]
         engine_active = record[_FIRST_SLOT + _GR_ENGINE_ACTIVE]

@@ -13,14 +13,23 @@ cells and ``N/A``/``[N/A]`` are missing values.
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, tzinfo
 
+from apps.core.sentences import as_sentence, gettext_noop, sentence
+
 from ._common import (
     CHUNK_ROWS,
     EARLIEST_TIMESTAMP,
+    cell_count_problem,
     describe_headers,
     future_error,
+    is_empty,
     is_missing,
+    is_negative,
     latest_allowed,
     merge_chunks,
+    not_a_number,
+    not_finite,
+    not_whole,
+    outside_percent,
     parse_timestamp,
     past_error,
     pausing_gc,
@@ -33,6 +42,8 @@ from .rows import (
     RowError,
     TelemetryFormatError,
     gpu_sample_row,
+    line_error,
+    on_line,
 )
 
 GPU_CSV_REQUIRED = ("timestamp", "device", "utilization_pct")
@@ -50,14 +61,22 @@ def _resolve_columns(
     unknown = [field for field in columns if field not in known]
     if unknown:
         raise TelemetryFormatError(
-            f"unknown field(s) in the column mapping: {', '.join(map(repr, unknown))}; "
-            f"known fields: {', '.join(known)}"
+            sentence(
+                gettext_noop(
+                    "unknown field(s) in the column mapping: %(unknown)s; known fields: %(known)s"
+                ),
+                unknown=", ".join(map(repr, unknown)),
+                known=", ".join(known),
+            )
         )
     absent = [field for field in required if not columns.get(field)]
     if absent:
         raise TelemetryFormatError(
-            f"the column mapping lacks {', '.join(map(repr, absent))} "
-            f"(required: {', '.join(required)})"
+            sentence(
+                gettext_noop("the column mapping lacks %(absent)s (required: %(required)s)"),
+                absent=", ".join(map(repr, absent)),
+                required=", ".join(required),
+            )
         )
     position = {name: index for index, name in reversed(list(enumerate(header)))}
     missing = [
@@ -67,8 +86,17 @@ def _resolve_columns(
     ]
     if missing:
         raise TelemetryFormatError(
-            f"line 1: the file has no column named as mapped in {', '.join(missing)}; "
-            f"headers found: {describe_headers(header)}"
+            on_line(
+                1,
+                sentence(
+                    gettext_noop(
+                        "the file has no column named as mapped in %(missing)s; "
+                        "headers found: %(headers)s"
+                    ),
+                    missing=", ".join(missing),
+                    headers=describe_headers(header),
+                ),
+            )
         )
     return {field: position[header_name.strip()] for field, header_name in columns.items()}
 
@@ -80,10 +108,10 @@ def _number(cell: str, field: str, problems: list[str]) -> float | None:
     except ValueError:
         cell = cell.strip()
         if not is_missing(cell):
-            problems.append(f"{field} '{cell}' is not a number")
+            problems.append(not_a_number(field, cell))
         return None
     if number != number or number in _INFINITIES:
-        problems.append(f"{field} '{cell.strip()}' is not a finite number")
+        problems.append(not_finite(field, cell.strip()))
         return None
     return number
 
@@ -95,19 +123,19 @@ def _whole_number(cell: str, field: str, problems: list[str], *, default=None) -
         cell = cell.strip()
         if is_missing(cell):
             if default is None:
-                problems.append(f"{field} is empty")
+                problems.append(is_empty(field))
             return default
         try:
             as_float = float(cell)  # "63.0", as some exports write counts
         except ValueError:
-            problems.append(f"{field} '{cell}' is not a number")
+            problems.append(not_a_number(field, cell))
             return None
         if not as_float.is_integer():
-            problems.append(f"{field} '{cell}' is not a whole number")
+            problems.append(not_whole(field, cell))
             return None
         number = int(as_float)
     if number < 0:
-        problems.append(f"{field} '{cell.strip()}' is negative")
+        problems.append(is_negative(field, cell.strip()))
         return None
     return number
 
@@ -124,24 +152,22 @@ class _Timestamps:
         if timestamp is None:
             stripped = cell.strip()
             if not stripped:
-                problems.append("timestamp is empty")
+                problems.append(is_empty("timestamp"))
                 return None
             try:
                 timestamp = self.parsed[cell] = parse_timestamp(stripped, self.tz)
             except ValueError as error:
-                problems.append(str(error))
+                problems.append(as_sentence(error.args[0]))
                 return None
         return timestamp
 
 
 def _cell_count_error(line_number: int, found: int, expected: int) -> RowError:
-    return RowError(
-        line_number, f"line {line_number}: {found} cells where the header has {expected}"
-    )
+    return line_error(line_number, cell_count_problem(found, expected))
 
 
 def _report(line_number: int, problems: list[str], errors: list[RowError]) -> None:
-    errors.extend(RowError(line_number, f"line {line_number}: {problem}") for problem in problems)
+    errors.extend(line_error(line_number, problem) for problem in problems)
 
 
 @pausing_gc
@@ -208,10 +234,10 @@ def iter_gpu_csv(
             if stripped:
                 device = devices[device_text] = DeviceKey(stripped)
             else:
-                problems.append("device is empty")
+                problems.append(is_empty("device"))
         utilization = _number(cells[utilization_at], "utilization_pct", problems)
         if utilization is not None and not 0.0 <= utilization <= 100.0:
-            problems.append(f"utilization_pct '{cells[utilization_at].strip()}' is outside 0–100")
+            problems.append(outside_percent("utilization_pct", cells[utilization_at].strip()))
         memory = (
             None if memory_at is None else _number(cells[memory_at], "memory_used_mib", problems)
         )
@@ -291,7 +317,7 @@ def iter_request_csv(
         if latency_at is not None:
             latency = _number(cells[latency_at], "latency_ms", problems)
             if latency is not None and latency < 0:
-                problems.append(f"latency_ms '{cells[latency_at].strip()}' is negative")
+                problems.append(is_negative("latency_ms", cells[latency_at].strip()))
         status = "" if status_at is None else cells[status_at].strip()
         count = 1
         if count_at is not None:

@@ -15,14 +15,21 @@ what the file says.
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, tzinfo
 
+from apps.core.sentences import as_sentence, gettext_noop, sentence
+
 from ._common import (
     CHUNK_ROWS,
     EARLIEST_TIMESTAMP,
+    cell_count_problem,
     describe_headers,
     future_error,
     is_missing,
     latest_allowed,
     merge_chunks,
+    not_a_number,
+    not_finite,
+    not_whole,
+    outside_percent,
     past_error,
     pausing_gc,
     read_csv,
@@ -35,6 +42,8 @@ from .rows import (
     RowError,
     TelemetryFormatError,
     gpu_sample_row,
+    line_error,
+    on_line,
 )
 
 # query field → (row field, unit nvidia-smi appends to the value, range checked)
@@ -69,7 +78,12 @@ def _parse_nvidia_timestamp(value: str, tz: tzinfo) -> datetime:
     try:
         return _to_utc(datetime.fromisoformat(value.replace("/", "-")), tz)
     except ValueError:
-        raise ValueError(f"timestamp '{value}' is not like 2026/01/09 13:40:12.345") from None
+        raise ValueError(
+            sentence(
+                gettext_noop("timestamp '%(value)s' is not like 2026/01/09 13:40:12.345"),
+                value=value,
+            )
+        ) from None
 
 
 @pausing_gc
@@ -115,9 +129,18 @@ def iter_nvidia_smi_csv(
     for required in REQUIRED_COLUMNS:
         if required not in position:
             raise TelemetryFormatError(
-                f"line 1: no '{required}' column, so this is not usable nvidia-smi "
-                "--query-gpu CSV (query at least timestamp,uuid and use --format=csv with "
-                f"its header); columns found: {describe_headers(header)}"
+                on_line(
+                    1,
+                    sentence(
+                        gettext_noop(
+                            "no '%(column)s' column, so this is not usable nvidia-smi "
+                            "--query-gpu CSV (query at least timestamp,uuid and use "
+                            "--format=csv with its header); columns found: %(headers)s"
+                        ),
+                        column=required,
+                        headers=describe_headers(header),
+                    ),
+                )
             )
     timestamp_at, uuid_at = position["timestamp"], position["uuid"]
     index_at = position.get("index")
@@ -142,22 +165,17 @@ def iter_nvidia_smi_csv(
             yield ParseResult(rows=rows, errors=errors)
             rows, errors, next_chunk_at = [], [], line_number + chunk_rows
         if len(cells) != cell_count:
-            errors.append(
-                RowError(
-                    line_number,
-                    f"line {line_number}: {len(cells)} cells where the header has {cell_count}",
-                )
-            )
+            errors.append(line_error(line_number, cell_count_problem(len(cells), cell_count)))
             continue
         problems: list[str] = []
         uuid = cells[uuid_at].strip()
         if is_missing(uuid):
-            problems.append(f"uuid is missing ('{uuid}')")
+            problems.append(sentence(gettext_noop("uuid is missing ('%(value)s')"), value=uuid))
         timestamp = None
         try:
             timestamp = _parse_nvidia_timestamp(cells[timestamp_at].strip(), tz)
         except ValueError as error:
-            problems.append(str(error))
+            problems.append(as_sentence(error.args[0]))
         gpu_index = None
         if index_at is not None:
             index_text = cells[index_at].strip()
@@ -165,7 +183,7 @@ def iter_nvidia_smi_csv(
                 try:
                     gpu_index = int(index_text)
                 except ValueError:
-                    problems.append(f"index '{index_text}' is not a whole number")
+                    problems.append(not_whole("index", index_text))
 
         values: dict[str, float | str | None] = {}
         for row_field, column_at in text_columns:
@@ -180,13 +198,13 @@ def iter_nvidia_smi_csv(
             try:
                 number = float(number_text)
             except ValueError:
-                problems.append(f"{column} '{cell}' is not a number")
+                problems.append(not_a_number(column, cell))
                 continue
             if number != number or number in _INFINITIES:
-                problems.append(f"{column} '{cell}' is not a finite number")
+                problems.append(not_finite(column, cell))
                 continue
             if is_percent and not 0.0 <= number <= 100.0:
-                problems.append(f"{column} '{cell}' is outside 0–100")
+                problems.append(outside_percent(column, cell))
                 continue
             readings[column] = number
         if mig_mode_at is not None:
@@ -206,9 +224,7 @@ def iter_nvidia_smi_csv(
             errors.append(past_error(line_number, timestamp))
             continue
         if problems:
-            errors.extend(
-                RowError(line_number, f"line {line_number}: {problem}") for problem in problems
-            )
+            errors.extend(line_error(line_number, problem) for problem in problems)
             continue
         rows.append(
             gpu_sample_row(

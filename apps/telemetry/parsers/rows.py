@@ -7,6 +7,8 @@ the importer decides what to store, skip or reject.
 from dataclasses import MISSING, dataclass, fields
 from datetime import datetime
 
+from apps.core.sentences import Sentence, as_sentence, gettext_noop, sentence, to_data
+
 
 @dataclass(frozen=True)
 class DeviceKey:
@@ -110,10 +112,31 @@ class RequestRow:
 
 @dataclass(frozen=True)
 class RowError:
-    """A rejected row or line; ``message`` starts with "line N: " and says why."""
+    """A rejected row or line; ``message`` starts with "line N: " and says why. It may be
+    a ``Sentence`` (apps/core/sentences.py), stored with its msgid so the import's page
+    says it in its reader's language."""
 
     line_number: int
     message: str  # e.g. "line 7: utilization.gpu '140 %' is outside 0–100"
+
+    def as_data(self) -> dict:
+        """As an import run keeps it (``ImportRun.errors``)."""
+        data = {"line": self.line_number, "message": str(self.message)}
+        if isinstance(self.message, Sentence):
+            data["message_parts"] = to_data(self.message)
+        return data
+
+
+def on_line(line_number: int, problem: str) -> Sentence:
+    """ "line N: <problem>", with ``problem`` a ``Sentence`` where it can be translated."""
+    return sentence(
+        gettext_noop("line %(line)s: %(problem)s"), line=line_number, problem=as_sentence(problem)
+    )
+
+
+def line_error(line_number: int, problem: str) -> RowError:
+    """The RowError "line N: <problem>" (``on_line``)."""
+    return RowError(line_number, on_line(line_number, problem))
 
 
 @dataclass
@@ -131,4 +154,9 @@ class ParseResult:
 
 class TelemetryFormatError(ValueError):
     """The whole file is unusable (wrong format, missing required column): the message says
-    why."""
+    why, a ``Sentence`` where it can be said in the reader's language."""
+
+    @property
+    def sentence(self) -> str:
+        """The message as raised (a ``Sentence`` keeps its msgid; ``str()`` would not)."""
+        return self.args[0] if len(self.args) == 1 else str(self)
