@@ -68,8 +68,8 @@ def gpu_sample_row(**values) -> GpuSampleRow:
     A frozen dataclass's ``__init__`` sets each of its 21 fields through
     ``object.__setattr__``; filling the instance's ``__dict__`` with the defaults and
     the values given makes an equal row in about a sixth of the time (~1.6 µs against
-    ~10 µs on a loaded 2-core machine, bench/README.md "CSV import"), which is a fifth of
-    a CSV import's Python time. The row stays frozen: its attributes cannot be assigned.
+    ~10 µs on a loaded 2-core machine, bench/README.md, the CSV import streamed and
+    overlapped). The row stays frozen: its attributes cannot be assigned.
     Callers pass every required field and only field names (checked in tests, not here).
     """
     row = _new_object(GpuSampleRow)
