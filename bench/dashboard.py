@@ -50,6 +50,9 @@ def setup_django(database_url):
     os.environ["DATABASE_URL"] = database_url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ["DEBUG"] = "false"
+    # No worker: every page is computed or warmed in this process, whatever broker the
+    # caller's environment names (a broker would send long ranges to a worker).
+    os.environ["CELERY_TASK_ALWAYS_EAGER"] = "true"
     os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost")
     import django
     import psycopg
@@ -161,8 +164,10 @@ def measure(repeat):
     from django.template.response import TemplateResponse
     from django.test import RequestFactory
 
+    from apps.dashboard.views import overview
     from apps.reports.cache import bump_reports_version
-    from apps.reports.views import overview, report, warm_view
+    from apps.reports.views import report
+    from apps.reports.warming import warm_view
 
     user, _ = get_user_model().objects.get_or_create(username="bench-reader")
     factory = RequestFactory()

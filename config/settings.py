@@ -344,8 +344,20 @@ CELERY_BEAT_SCHEDULE["drain-outbox"] = {
     "options": {"expires": 25},
 }
 CELERY_BEAT_SCHEDULE["purge-raw-telemetry"] = {
+    # Just after midnight UTC the retention horizon (an hour) is a midnight: on PostgreSQL
+    # every expired day goes as a dropped partition and nothing is left for a DELETE; at
+    # 23:00 the horizon's day would leave 23 hours of rows to delete (apps/telemetry/retention.py).
     "task": "telemetry.purge_raw_samples",
-    "schedule": timedelta(hours=24),
+    "schedule": crontab(hour=0, minute=10),
+}
+CELERY_BEAT_SCHEDULE["create-sample-partitions"] = {
+    # PostgreSQL keeps raw samples in one partition per UTC day: every day of the retention
+    # window and TELEMETRY_PARTITION_DAYS_AHEAD ahead has one, and rows that landed in the
+    # DEFAULT partition get theirs (apps/telemetry/partitions.py). Workers also run it
+    # when they start. Does nothing on SQLite.
+    "task": "telemetry.ensure_sample_partitions",
+    "schedule": timedelta(hours=1),
+    "options": {"expires": 50 * 60},
 }
 CELERY_BEAT_SCHEDULE["purge-kept-uploads"] = {
     # Uploads kept for a retry go once TELEMETRY_KEPT_UPLOAD_HOURS have passed, even when
@@ -396,12 +408,16 @@ STALLED_RUN_REAPERS = [
     "apps.telemetry.services.reap_stalled_imports",
     "apps.reports.recompute.reap_stalled_recomputes",
     "apps.procurement.services.reap_stalled_exports",
+    "apps.telemetry.retention.reap_stalled_purges",
 ]
 # Recompute the report pages people viewed lately right after the data under them changes
 # (apps/reports/cache.py); off, the first visitor after a change computes them.
 REPORTS_WARM_UP = env.bool("REPORTS_WARM_UP", default=True)
 # Raw GPU samples are kept this long; hourly rollups forever.
 TELEMETRY_RAW_RETENTION_DAYS = env.int("TELEMETRY_RAW_RETENTION_DAYS", default=14)
+# PostgreSQL: daily partitions of raw samples are made this many days ahead of today, so
+# a night without beat or a node whose clock runs a little ahead still finds its day's.
+TELEMETRY_PARTITION_DAYS_AHEAD = env.int("TELEMETRY_PARTITION_DAYS_AHEAD", default=7)
 # Uploaded files are kept this long, so a wrong format or mapping is corrected without
 # choosing the file again (apps/telemetry/kept_uploads.py).
 TELEMETRY_KEPT_UPLOAD_HOURS = env.int("TELEMETRY_KEPT_UPLOAD_HOURS", default=24)

@@ -359,14 +359,47 @@ def test_dockerfile_secret_key_only_inline_for_collectstatic(dockerfile):
     assert re.search(r"\bALLOWED_HOSTS=\S+", collectstatic[0])
 
 
-def test_dockerfile_cmd_runs_gunicorn_on_config_wsgi(dockerfile):
+def test_dockerfile_cmd_runs_gunicorn_on_config_wsgi(dockerfile, services):
     (cmd,) = instruction(dockerfile, "CMD")
     command = argv(cmd)
     assert Path(command[0]).name == "gunicorn"
     assert "config.wsgi:application" in command
     assert option_value(command, "--bind", "-b") == "0.0.0.0:8000"
-    assert int(option_value(command, "--workers", "-w")) >= 2
     assert_entry_point(command)
+    # The image and compose run the same server: same options, whatever their spelling.
+    web = argv(services["web"]["command"])
+    for names in (("--config", "-c"), ("--bind", "-b"), ("--access-logfile",)):
+        assert option_value(command, *names) == option_value(web, *names), names
+
+
+def gunicorn_settings(command: list[str], monkeypatch, **environment) -> dict:
+    """What gunicorn would run ``command`` with: its ``--config`` module's settings, read
+    as gunicorn reads them (``python:module``), under ``environment``."""
+    for name in ("WEB_WORKERS", "WEB_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    spec = option_value(command, "--config", "-c")
+    assert spec and spec.startswith("python:"), f"no --config=python:module in {command}"
+    module = importlib.reload(importlib.import_module(spec.removeprefix("python:")))
+    assert not [part for part in command if part.startswith(("--workers", "-w", "--threads"))]
+    return {name: getattr(module, name) for name in ("worker_class", "workers", "threads")}
+
+
+@pytest.mark.parametrize("cores", [1, 2, 8])
+def test_web_runs_threaded_workers_counted_from_the_cores(services, monkeypatch, cores):
+    """gthread, one worker more than the cores the container may use, 4 threads each
+    (bench/README.md, "the web at scale": 3 × 4 on 2 cores against the former 2 sync)."""
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(cores)), raising=False)
+    settings = gunicorn_settings(argv(services["web"]["command"]), monkeypatch)
+    assert settings == {"worker_class": "gthread", "workers": cores + 1, "threads": 4}
+
+
+def test_web_worker_counts_follow_the_environment(services, monkeypatch):
+    settings = gunicorn_settings(
+        argv(services["web"]["command"]), monkeypatch, WEB_WORKERS="6", WEB_THREADS="2"
+    )
+    assert (settings["workers"], settings["threads"]) == (6, 2)
 
 
 def test_dockerfile_healthcheck_gets_healthz(dockerfile, monkeypatch):

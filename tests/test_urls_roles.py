@@ -86,6 +86,7 @@ ROUTES = {
     "telemetry:rule_list": (None, EVERYONE),
     "telemetry:rule_create": (None, "telemetry.add_hostnamerule"),
     "telemetry:rule_delete": ("hostname_rule", "telemetry.delete_hostnamerule"),
+    "telemetry:storage": (None, "telemetry.view_purgerun"),
     "reports:report": (None, EVERYONE),
     "reports:report_explain": (None, EVERYONE),
     "dashboard:overview_explain": (None, EVERYONE),

@@ -18,7 +18,7 @@ import threading
 import time
 
 from django.core.cache import caches
-from django.core.cache.backends.redis import RedisCache
+from django.core.cache.backends.redis import RedisCache, RedisCacheClient
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -85,6 +85,25 @@ def _outage_for(location: str) -> _Outage:
         return _outages.setdefault(location, _Outage())
 
 
+class _SharedClients(RedisCacheClient):
+    """Django's Redis client maker, keeping one ``redis.Redis`` per connection pool rather
+    than making one per call: a page makes five to ten cache calls, and making the client
+    was more than half of each call's CPU (bench/README.md, "the web at scale"). A
+    ``redis.Redis`` takes a connection from its pool per command, so threads may share it."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._clients = {}
+
+    def get_client(self, key=None, *, write=False):
+        index = self._get_connection_pool_index(write)
+        client = self._clients.get(index)
+        if client is None:
+            client = self._client(connection_pool=self._get_connection_pool(index))
+            self._clients[index] = client
+        return client
+
+
 class FailSoftRedisCache(RedisCache):
     """Django's Redis cache whose calls answer like an empty cache when Redis cannot be
     reached: ``get`` the default, ``get_many`` nothing, ``add``/``delete``/``touch``/
@@ -92,6 +111,7 @@ class FailSoftRedisCache(RedisCache):
 
     def __init__(self, server, params):
         super().__init__(server, params)
+        self._class = _SharedClients
         self._location = server if isinstance(server, str) else ",".join(server)
         self._outage = _outage_for(self._location)
 

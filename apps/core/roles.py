@@ -52,6 +52,7 @@ OPS = Role(
     ),
     permissions=(
         "telemetry.add_importrun",
+        "telemetry.view_purgerun",
         "pools.add_interruption",
         "pools.change_interruption",
         "pools.delete_interruption",

@@ -7,6 +7,9 @@ to the page where it is dealt with. Counted in SQL, a query or two per kind of i
 - pools in service that sent no telemetry in the last 7 days (their cost is counted,
   their idle is unknown);
 - GPUs that report telemetry but belong to no pool (their samples count nowhere).
+
+The drills and the unassigned GPUs are read at each visit; the flags and the silent
+pools are cached with the Overview's figures.
 """
 
 from dataclasses import dataclass
@@ -19,6 +22,7 @@ from django.utils.translation import gettext, ngettext
 from apps.backups.services import overdue_and_failing_summary
 from apps.pools.hours import floor_hour
 from apps.pools.models import Pool
+from apps.reports.cache import cached
 from apps.telemetry.models import GpuDevice, PoolHourFlag, PoolHourlyUsage
 
 RECENT_DAYS = 7
@@ -70,6 +74,30 @@ def attention_items(now, drills=None) -> list[AttentionItem]:
                 gettext("Schedule the drills"),
             )
         )
+    items.extend(cached("overview-attention", {}, lambda: _telemetry_items(since, now)))
+    unassigned = GpuDevice.objects.filter(pool__isnull=True).count()
+    if unassigned:
+        items.append(
+            AttentionItem(
+                "unassigned-gpus",
+                ngettext(
+                    "%(count)d GPU reports telemetry but belongs to no pool.",
+                    "%(count)d GPUs report telemetry but belong to no pool.",
+                    unassigned,
+                )
+                % {"count": unassigned},
+                reverse("telemetry:device_unassigned"),
+                gettext("Assign them"),
+            )
+        )
+    return items
+
+
+def _telemetry_items(since, now) -> list[AttentionItem]:
+    """The flagged pool-hours and the pools without telemetry since ``since``: they follow
+    the rollups and the pools, whose every change bumps the reports' cache version, so
+    they are cached with the Overview's figures (a query over every pool otherwise)."""
+    items: list[AttentionItem] = []
     flagged = list(
         PoolHourFlag.objects.filter(hour__gte=since)
         .values("pool__slug", "pool__name")
@@ -115,21 +143,6 @@ def attention_items(now, drills=None) -> list[AttentionItem]:
                 % {"count": len(silent), "days": RECENT_DAYS, "pools": names},
                 reverse("telemetry:import_create"),
                 gettext("Import or pull telemetry"),
-            )
-        )
-    unassigned = GpuDevice.objects.filter(pool__isnull=True).count()
-    if unassigned:
-        items.append(
-            AttentionItem(
-                "unassigned-gpus",
-                ngettext(
-                    "%(count)d GPU reports telemetry but belongs to no pool.",
-                    "%(count)d GPUs report telemetry but belong to no pool.",
-                    unassigned,
-                )
-                % {"count": unassigned},
-                reverse("telemetry:device_unassigned"),
-                gettext("Assign them"),
             )
         )
     return items

@@ -2,6 +2,9 @@
 apps whose figures it shows (reports' cost and use, backups' overdue drills), so none of
 them imports another to draw it."""
 
+import dataclasses
+
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import dateformat, timezone
 from django.utils.translation import gettext
@@ -13,7 +16,7 @@ from apps.core.htmx import render_page
 from apps.dashboard.attention import attention_items
 from apps.pools.models import Pool
 from apps.reports import explain, selectors
-from apps.reports.cache import remember_view
+from apps.reports.cache import cached, remember_view
 from apps.reports.views import explain_page
 
 
@@ -21,11 +24,47 @@ from apps.reports.views import explain_page
 def overview(request):
     remember_view("overview")
     now = timezone.now()
-    context = selectors.overview_figures(now)
-    context["pool_count"] = Pool.objects.count()
-    context["drills"] = overdue_and_failing_summary(now)
-    context["attention"] = attention_items(now, context["drills"])
+    context = _live_context(now)
+    if context["pool_count"]:
+        context["overview_html"] = overview_html(now, context)
     return render_page(request, "dashboard/overview.html", context)
+
+
+def _live_context(now) -> dict:
+    """What the Overview reads at each visit: the pool count and, with pools, the drills
+    and what needs a person."""
+    context = {"pool_count": Pool.objects.count()}
+    if context["pool_count"]:
+        context["drills"] = overdue_and_failing_summary(now)
+        context["attention"] = attention_items(now, context["drills"])
+    return context
+
+
+def warm_overview_html(now) -> None:
+    """What a reports warm-up adds for the Overview (apps/reports/warming.py): its rendered
+    figures, under the key the next visit computes."""
+    context = _live_context(now)
+    if context["pool_count"]:
+        overview_html(now, context)
+
+
+def overview_html(now, live: dict) -> str:
+    """The Overview's figures, rendered, cached with them: a visit then reads one string
+    back, not the figures (bench/README.md, "the web at scale"). What the view reads at
+    each visit (``live``: the pool count, the drills, what needs a person) is part of the
+    cache key, so a drill recorded or a GPU left unassigned shows at once."""
+    parameters = {
+        "pool_count": live["pool_count"],
+        "drills": live["drills"],
+        "attention": [dataclasses.astuple(item) for item in live["attention"]],
+    }
+    return cached(
+        "overview-html",
+        parameters,
+        lambda: render_to_string(
+            "dashboard/overview.html#figures", {**selectors.overview_figures(now), **live}
+        ),
+    )
 
 
 # Overview KPI → (title, figures of the month-to-date total row).
@@ -62,7 +101,8 @@ def overview_explain(request):
     }
     if kpi in OVERVIEW_MONTH_KPIS:
         title, names = OVERVIEW_MONTH_KPIS[kpi]
-        month = figures["month"]
+        # The page's figures keep no per-pool parts; the explanation reads them.
+        month = selectors.overview_month(now)["total"]
         sections = [
             (explain.FIGURES[name][0], explain.explain_figure(month, name)) for name in names
         ]

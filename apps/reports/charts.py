@@ -202,11 +202,24 @@ def build_heatmap_figure(grid, *, zone_name: str) -> go.Figure | None:
     return figure
 
 
+# Bars a cost chart draws: beyond this a half-width chart's bars are too thin to read
+# (and a thousand of them weigh ~200 KB in the page); the table has every row.
+COST_CHART_ROWS = 25
+
+
 def build_cost_breakdown_figure(rows) -> go.Figure | None:
-    """Stacked bars per report row: busy, idle and unmeasured cost (USD)."""
+    """Stacked bars per report row: busy, idle and unmeasured cost (USD); for more than
+    ``COST_CHART_ROWS`` rows, the costliest of them, costliest first."""
     rows = [row for row in rows if row.cost_usd > 0]
     if not rows:
         return None
+    title = _("Cost by group: busy, idle and unmeasured")
+    if len(rows) > COST_CHART_ROWS:
+        count = len(rows)
+        rows = sorted(rows, key=lambda row: -row.cost_usd)[:COST_CHART_ROWS]
+        title = _(
+            "Cost by group, the %(shown)d costliest of %(count)d: busy, idle and unmeasured"
+        ) % {"shown": COST_CHART_ROWS, "count": count}
     labels = [str(row.label) for row in rows]
     busy = [row.cost_usd - row.idle_cost_usd - row.unmeasured_cost_usd for row in rows]
     figure = go.Figure()
@@ -228,7 +241,7 @@ def build_cost_breakdown_figure(rows) -> go.Figure | None:
             )
         )
     figure.update_layout(
-        title=_("Cost by group: busy, idle and unmeasured"),
+        title=title,
         barmode="stack",
         xaxis_title="USD",
         yaxis=category_axis(labels, autorange="reversed"),

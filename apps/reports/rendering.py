@@ -2,9 +2,11 @@
 cached beside them: the rendered table costs more than reading the figures back
 (bench/dashboard.py). Rendering reads no request, so a worker renders it as a page would."""
 
+from django.core.paginator import EmptyPage, PageNotAnInteger
 from django.http import QueryDict
 from django.template.loader import render_to_string
 
+from apps.core.tables import PAGE_SIZE
 from apps.reports import selectors
 from apps.reports.cache import cached
 from apps.reports.forms import GROUP_BY_LABELS, GROUP_BY_NOUNS
@@ -17,16 +19,37 @@ def results_cache_parameters(data: dict, query: str) -> dict:
     return {**selectors.report_cache_filters(data), "query": query}
 
 
+# Rows of the report's table a page shows, as every list's: a large fleet's rows go on
+# pages (each row is ~5 KB of figures linking to their explanations, and what a page
+# weighs is most of what a cached report costs to serve, bench/README.md); a sort orders
+# every row, the total row is the whole report's, the exports hold every row.
+TABLE_PAGE_ROWS = PAGE_SIZE
+
+
+def _report_table(figures: dict, query: QueryDict) -> ReportTable:
+    table = ReportTable(
+        figures["rows"],
+        group_by=figures["group_by"],
+        group_label=GROUP_BY_LABELS[figures["group_by"]],
+        query=query,
+    )
+    # As Paginator.get_page: a bad number is page 1, one past the end the last page.
+    try:
+        table.paginate(page=query.get(table.prefixed_page_field) or 1, per_page=TABLE_PAGE_ROWS)
+    except PageNotAnInteger:
+        table.paginate(page=1, per_page=TABLE_PAGE_ROWS)
+    except EmptyPage:
+        table.paginate(page=table.paginator.num_pages, per_page=TABLE_PAGE_ROWS)
+    return table
+
+
 def _results_context(form, query: str, figures: dict | None) -> dict:
     context = {**(figures or {}), "form": form, "explain_query": query}
     if figures:
         context["group_by_label"] = GROUP_BY_NOUNS[figures["group_by"]]
-        context["report_table"] = ReportTable(
-            figures["rows"],
-            group_by=figures["group_by"],
-            group_label=GROUP_BY_LABELS[figures["group_by"]],
-            query=QueryDict(query),
-        )
+        context["report_table"] = _report_table(figures, QueryDict(query))
+        # The peak split's table keeps to one page's rows too, by name as it comes.
+        context["peak_rows_shown"] = figures["peak_rows"][:TABLE_PAGE_ROWS]
     return context
 
 

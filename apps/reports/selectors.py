@@ -3,6 +3,7 @@ figures and charts. Plain parameters in, dicts out, cached (apps/reports/cache.p
 the data changes; views render them, the warm-ups (apps/reports/warming.py) compute them
 ahead of a visit. Nothing here reads a request."""
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -19,11 +20,39 @@ from apps.reports.forms import report_span
 OVERVIEW_CURVE_DAYS = 28
 
 
+OVERVIEW_RANKED_POOLS = 10
+
+
+def overview_month_start(now) -> datetime:
+    return now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def overview_month(now) -> dict:
+    """The month to date by purpose (``rows``) and their ``total`` row, with what each
+    adds up (``CostRow.parts``, one per pool: what the Overview's explanations show);
+    cached until the data changes."""
+    return cached("overview-month", {}, lambda: _overview_month(now))
+
+
+def _overview_month(now) -> dict:
+    rows = queries.cost_report(overview_month_start(now), now, "purpose")
+    return {"rows": rows, "total": queries.total_row(rows)}
+
+
+def _without_parts(row: queries.CostRow) -> queries.CostRow:
+    return dataclasses.replace(row, members=[], parts=[])
+
+
 def _overview_context(now):
-    idle = idle_ranking(now)
-    month_start = now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    month_rows = queries.cost_report(month_start, now, "purpose")
-    month = queries.total_row(month_rows)
+    # What a visit reads back from the cache holds what the page shows, nothing per pool:
+    # the ten most idle pools, and the month's rows without their per-pool parts (a
+    # thousand-pool fleet's whole figures are ~2 MB to unpickle, bench/README.md).
+    ranking = idle_ranking(now)
+    idle = {**ranking, "rows": ranking["rows"][:OVERVIEW_RANKED_POOLS]}
+    month_start = overview_month_start(now)
+    month_figures = overview_month(now)
+    month_rows = month_figures["rows"]
+    month = _without_parts(month_figures["total"])
     curve_start = now - timedelta(days=OVERVIEW_CURVE_DAYS)
     zone_name = "UTC"
     zone = ZoneInfo(zone_name)
@@ -43,7 +72,6 @@ def _overview_context(now):
         "idle_ranking": idle,
         "month_start": month_start,
         "month": month,
-        "month_rows": month_rows,
         "gpus_by_purpose": [
             (str(purpose.label), purpose.value, gpus_by_purpose[purpose.value])
             for purpose in Purpose

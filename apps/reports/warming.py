@@ -20,6 +20,15 @@ from apps.reports.cache import (
 )
 from apps.reports.forms import report_filter_form
 
+# What a page of an app above reports renders from these figures and caches, warmed
+# after them: (kind of page) → callables taking ``now`` (the Overview's rendered figures,
+# apps/dashboard/apps.py). Reports cannot import those apps; they register here.
+PAGE_WARMERS: dict[str, list] = {}
+
+
+def register_page_warmer(kind: str, warm) -> None:
+    PAGE_WARMERS.setdefault(kind, []).append(warm)
+
 
 def warm_view(kind: str, argument: str = "") -> bool:
     """Compute one remembered page's figures into the cache (a no-op when they are there
@@ -27,6 +36,8 @@ def warm_view(kind: str, argument: str = "") -> bool:
     now = timezone.now()
     if kind == "overview":
         selectors.overview_figures(now)
+        for warm in PAGE_WARMERS.get(kind, ()):
+            warm(now)
         return True
     if kind == "pool":
         pool = Pool.objects.filter(pk=int(argument)).select_related("gpu_model").first()

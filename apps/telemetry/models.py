@@ -7,11 +7,13 @@ timestamp), a rollup per (pool, hour), so a retried import or rollup changes not
 
 import re
 import uuid
+from datetime import UTC
 
 from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
-from django.utils.translation import gettext, gettext_noop
+from django.template.defaultfilters import filesizeformat
+from django.utils.translation import gettext, gettext_noop, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.core.jobs import Job
@@ -232,6 +234,84 @@ class ImportRun(Job):
             translated_data(parts[index] if index < len(parts) else None, warning)
             for index, warning in enumerate(self.warnings)
         ]
+
+
+class PurgeRun(Job):
+    """One run of the raw-sample retention (``telemetry.purge_raw_samples``, daily): the
+    day partitions it dropped, with their rows as PostgreSQL estimates them, and the rows
+    it deleted, said in a sentence (``describe``)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", _("Waiting")
+        RUNNING = "running", _("Running")
+        SUCCEEDED = "succeeded", _("Succeeded")
+        FAILED = "failed", _("Failed")
+        INTERRUPTED = "interrupted", _("Interrupted")
+
+    job_noun = _("retention purge")
+    failure_sentence_template = gettext_noop(
+        "The retention purge stopped with an error (%(error)s). Each partition is dropped and "
+        "each range deleted in a transaction of its own, so nothing is half-deleted; the next "
+        "daily purge carries on, and the server log has the details."
+    )
+
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
+    horizon = models.DateTimeField(
+        null=True, blank=True, help_text="Samples before this hour are removed."
+    )
+    # [{"name": …, "day": "2026-11-16", "rows_estimate": …, "size_bytes": …}, …]
+    partitions_dropped = models.JSONField(default=list, blank=True)
+    # Whole days whose lock was not granted: their rows are deleted instead, or they are
+    # dropped by the next run.
+    partitions_postponed = models.JSONField(default=list, blank=True)
+    rows_dropped_estimate = models.BigIntegerField(default=0)
+    rows_deleted = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"Retention purge #{self.pk} ({self.get_status_display()})"
+
+    def describe(self) -> str:
+        """What the run removed, in the active language: "Dropped 2 daily partitions
+        (2026-11-15 to 2026-11-16, about 115,200,000 rows, 12.4 GB) and deleted 4,800
+        rows before 2026-11-17 09:00 UTC." """
+        horizon = f"{self.horizon.astimezone(UTC):%Y-%m-%d %H:%M} UTC" if self.horizon else ""
+        values = {"deleted": f"{self.rows_deleted:,}", "horizon": horizon}
+        if not self.partitions_dropped:
+            sentence = ngettext(
+                "No daily partition to drop; deleted %(deleted)s row before %(horizon)s.",
+                "No daily partition to drop; deleted %(deleted)s rows before %(horizon)s.",
+                self.rows_deleted,
+            )
+        else:
+            days = [partition["day"] for partition in self.partitions_dropped]
+            values |= {
+                "count": len(days),
+                "days": days[0] if len(days) == 1 else f"{days[0]} – {days[-1]}",
+                "rows": f"{self.rows_dropped_estimate:,}",
+                "size": filesizeformat(
+                    sum(partition["size_bytes"] for partition in self.partitions_dropped)
+                ),
+            }
+            sentence = ngettext(
+                "Dropped %(count)s daily partition (%(days)s, about %(rows)s rows, %(size)s) "
+                "and deleted %(deleted)s rows before %(horizon)s.",
+                "Dropped %(count)s daily partitions (%(days)s, about %(rows)s rows, %(size)s) "
+                "and deleted %(deleted)s rows before %(horizon)s.",
+                len(days),
+            )
+        sentence %= values
+        if self.partitions_postponed:
+            sentence += " " + ngettext(
+                "%(count)s partition was in use: its rows are removed, and the table itself "
+                "is dropped by the next run.",
+                "%(count)s partitions were in use: their rows are removed, and the tables "
+                "themselves are dropped by the next run.",
+                len(self.partitions_postponed),
+            ) % {"count": len(self.partitions_postponed)}
+        return sentence
 
 
 class PoolHourlyUsage(models.Model):

@@ -43,7 +43,11 @@ from apps.telemetry.models import (
 from apps.telemetry.parsers import NUL_SENTENCE, FileLines, TelemetryFormatError, paused_gc
 from apps.telemetry.parsers._common import merge_chunks
 from apps.telemetry.parsers.rows import GpuSampleRow, ParseResult, RowError, line_error, on_line
-from apps.telemetry.retention import raw_retention_horizon, samples_held_q
+from apps.telemetry.retention import (
+    raw_retention_horizon,
+    request_partitions_if_needed,
+    samples_held_q,
+)
 from apps.telemetry.rollups import queue_pool_hours, queue_workload_hours, request_drain
 
 ERRORS_KEPT = 50  # rejected lines stored on the import run (the count is always exact)
@@ -1030,6 +1034,10 @@ def _import_gpu_chunks(result, inserts, *, pool, skip_bad_rows, received_at, aft
     registry.save()
     if touched:
         queue_pool_hours(touched)
+    if accepted:
+        # Rows of a day without a partition are stored in the DEFAULT one; their day's
+        # partition is made after the commit (apps/telemetry/partitions.py).
+        request_partitions_if_needed()
     return tally.summary(
         accepted=accepted,
         new_devices=registry.new_count,
@@ -1099,6 +1107,9 @@ def import_gpu_batch(imports: list[BatchedImport]) -> list[ImportSummary]:
     registry.save()
     if touched:
         queue_pool_hours(touched)
+    if any(accepted):
+        # As import_gpu_samples: a day without its partition yet gets one after the commit.
+        request_partitions_if_needed()
     summaries = []
     for (tally, devices, _values, outside, skew, hours, new_devices), rows_accepted in zip(
         staged, accepted, strict=True

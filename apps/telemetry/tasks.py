@@ -2,19 +2,24 @@
 and delete-then-recompute of a range in one transaction), so they are acknowledged late
 and re-queued when their worker dies."""
 
+import logging
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from celery import shared_task
+from celery.signals import worker_ready
+from django.utils import timezone
 
 from apps.core import runs
 from apps.telemetry import kept_uploads, retention, rollups, services
-from apps.telemetry.models import GpuSample, ImportRun
+from apps.telemetry.models import ImportRun, PurgeRun
 from apps.telemetry.parsers import TelemetryFormatError
 from apps.telemetry.pull_tasks import (  # noqa: F401 - registers the pull tasks with workers
     pull_due_sources_task,
     pull_source_task,
 )
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(
@@ -49,15 +54,35 @@ def rollup_pending_task() -> int:
 
 @shared_task(name="telemetry.purge_raw_samples", time_limit=30 * 60)
 def purge_raw_samples_task() -> int:
-    """Raw samples older than the retention go, whole hours at a time; hourly rollups
-    are kept forever. An hour is either held whole or gone: a recompute rebuilds only
-    hours that hold samples (apps/telemetry/rollups.py), never one from half of them."""
-    cutoff = retention.raw_retention_horizon()
-    deleted, _ = GpuSample.objects.filter(timestamp__lt=cutoff).delete()
-    return deleted
+    """Raw samples older than the retention go, whole hours at a time: whole days by
+    dropping their partitions on PostgreSQL, the rest by DELETE (apps/telemetry/retention.py);
+    hourly rollups are kept forever. Each run is recorded as a PurgeRun saying what it
+    removed. Returns the run's id."""
+    run = PurgeRun.objects.create(status=PurgeRun.Status.RUNNING, started_at=timezone.now())
+    return retention.purge_raw_samples(run).pk
 
 
-@shared_task(name="telemetry.purge_kept_uploads", time_limit=10 * 60)
+@shared_task(name="telemetry.ensure_sample_partitions", time_limit=10 * 60, soft_time_limit=9 * 60)
+def ensure_sample_partitions_task() -> int:
+    """PostgreSQL: a partition for every day of the retention window and the days ahead,
+    and for days whose rows wait in the DEFAULT partition (apps/telemetry/partitions.py).
+    Beat runs it hourly, each worker when it starts, an import that left rows in DEFAULT
+    after its commit. Idempotent. Returns the partitions created."""
+    return len(retention.ensure_sample_partitions().created)
+
+
+@worker_ready.connect
+def _ensure_sample_partitions_at_worker_start(sender=None, **kwargs):
+    # A fleet whose beat was down for days gets its partitions as soon as a worker is up.
+    try:
+        ensure_sample_partitions_task.delay()
+    except Exception:  # the broker's errors vary by transport; beat asks again within the hour
+        logger.warning(
+            "could not queue telemetry.ensure_sample_partitions at worker start", exc_info=True
+        )
+
+
+@shared_task(name="telemetry.purge_kept_uploads", soft_time_limit=9 * 60, time_limit=10 * 60)
 def purge_kept_uploads_task() -> int:
     """Uploads kept for a retry (apps/telemetry/kept_uploads.py) past their time go;
     returns how many. A retry after that asks for the file again, in a sentence."""

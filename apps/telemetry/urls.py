@@ -14,4 +14,5 @@ urlpatterns = [
     path("rules/", views.rule_list, name="rule_list"),
     path("rules/new/", views.rule_create, name="rule_create"),
     path("rules/<int:pk>/delete/", views.rule_delete, name="rule_delete"),
+    path("storage/", views.storage, name="storage"),
 ]

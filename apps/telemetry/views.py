@@ -1,9 +1,9 @@
 """Telemetry pages: upload and follow an import (and try a refused upload again with
 another format, without choosing the file again), its history, the unassigned-GPUs
-triage with a suggested pool per GPU, and the hostname rules that keep that triage
-short."""
+triage with a suggested pool per GPU, the hostname rules that keep that triage
+short, and where raw samples are stored (their daily partitions and the purges)."""
 
-from datetime import timedelta
+from datetime import UTC, timedelta
 from pathlib import Path
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
@@ -25,7 +25,7 @@ from apps.core.htmx import render_page
 from apps.core.outbox import enqueue, mark_waiting
 from apps.core.tables import configure_table
 from apps.pools.models import Pool
-from apps.telemetry import kept_uploads
+from apps.telemetry import kept_uploads, partitions, retention
 from apps.telemetry.charts import build_pool_utilization_figure
 from apps.telemetry.forms import (
     DETECT,
@@ -34,7 +34,14 @@ from apps.telemetry.forms import (
     HostnameRuleForm,
     RequestImportForm,
 )
-from apps.telemetry.models import GpuDevice, GpuSample, HostnameRule, ImportRun, PoolHourFlag
+from apps.telemetry.models import (
+    GpuDevice,
+    GpuSample,
+    HostnameRule,
+    ImportRun,
+    PoolHourFlag,
+    PurgeRun,
+)
 from apps.telemetry.parsers.detect import FORMAT_LABELS
 from apps.telemetry.reconciliation import flagged_pool_days, pool_coverage, pool_days
 from apps.telemetry.rollups import rollup_pool_hours
@@ -550,3 +557,44 @@ def pool_panel(request, slug):
         "panel_template": "telemetry/_pool_utilization.html",
     }
     return render_page(request, "layouts/pool_panel.html", context, partial="panel")
+
+
+# Purge runs listed on the storage page.
+PURGE_RUNS_SHOWN = 10
+
+
+@permission_required("telemetry.view_purgerun", raise_exception=True)
+@require_GET
+def storage(request):
+    """Where raw samples are kept: on PostgreSQL the daily partitions, each with its day,
+    estimated rows (pg_class.reltuples, kept by autovacuum's ANALYZE) and size on disk,
+    beside the retention window; and the last purges, each in its sentence."""
+    now = timezone.now()
+    horizon = retention.raw_retention_horizon(now)
+    first_day, last_day = retention.partition_window(now)
+    today = now.astimezone(UTC).date()
+    rows = []
+    for partition in partitions.partitions():
+        if partition.is_default:
+            state = "default"
+        elif partitions.day_start(partition.day + timedelta(days=1)) <= horizon:
+            state = "expired"
+        else:
+            state = "ahead" if partition.day > today else "held"
+        rows.append({"partition": partition, "state": state})
+    return render_page(
+        request,
+        "telemetry/storage.html",
+        {
+            "partitioned": partitions.is_partitioned(),
+            "rows": rows,
+            "rows_estimate_total": sum(max(row["partition"].rows_estimate, 0) for row in rows),
+            "size_bytes_total": sum(row["partition"].size_bytes for row in rows),
+            "retention_days": settings.TELEMETRY_RAW_RETENTION_DAYS,
+            "days_ahead": settings.TELEMETRY_PARTITION_DAYS_AHEAD,
+            "horizon": horizon,
+            "first_day": first_day,
+            "last_day": last_day,
+            "purge_runs": PurgeRun.objects.order_by("-created_at", "-pk")[:PURGE_RUNS_SHOWN],
+        },
+    )

@@ -217,3 +217,17 @@ def test_the_migration_gives_existing_recomputes_the_progress_their_days_showed(
     finally:
         executor = MigrationExecutor(connection)
         executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+def test_every_job_says_its_failure_with_the_error_in_it():
+    """Each job model's failure sentence names the error through its placeholder (a
+    template written with "{error}" would show the braces to the reader)."""
+    from django.apps import apps
+
+    error = RuntimeError("disk full")
+    job_models = [model for model in apps.get_models() if issubclass(model, Job)]
+    assert len(job_models) >= 4
+    for model in job_models:
+        sentence = model.failure_sentence(error)
+        assert "(RuntimeError: disk full)" in sentence, model.__name__
+        assert "{" not in sentence, model.__name__

@@ -140,3 +140,61 @@ def test_nothing_needs_a_person_says_so(client, make_user, gpu_model):
     response = client.get(reverse("dashboard:overview"))
     assert response.context["attention"] == []
     assert 'id="attention-empty"' in response.content.decode()
+
+
+def _figures_section(page: str) -> str:
+    """The Overview's figures, from the KPI cards to the explanation drawer (the chrome
+    around them carries a nonce of its own per request)."""
+    return page[page.index('id="kpis"') : page.index('id="explain-drawer"')]
+
+
+@pytest.mark.django_db
+def test_a_cached_overview_is_the_computed_one_and_shows_what_each_visit_reads(
+    client, make_user, fleet
+):
+    """The rendered figures are cached; what is read at each visit (the drills, the GPUs
+    in no pool) is part of their key, so a change there shows at once."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(make_user("reader"))
+    url = reverse("dashboard:overview")
+    with CaptureQueriesContext(connection) as computing:
+        computed = client.get(url).content.decode()
+    with CaptureQueriesContext(connection) as reading:
+        cached = client.get(url).content.decode()
+    assert len(reading.captured_queries) < len(computing.captured_queries)
+    assert _figures_section(cached) == _figures_section(computed)
+    assert "$432" in cached and 'data-attention="unassigned-gpus"' not in cached
+    GpuDevice.objects.create(
+        uuid="GPU-stray",
+        hostname="stray-01",
+        first_seen_at=timezone.now(),
+        last_seen_at=timezone.now(),
+    )  # no rollup, no reports version bump
+    after = client.get(url).content.decode()
+    assert 'data-attention="unassigned-gpus"' in after
+    assert "1 GPU reports telemetry but belongs to no pool." in after
+    assert "$432" in after and "$11,520" in after
+
+
+@pytest.mark.django_db
+def test_a_warm_up_renders_the_overview_for_the_next_visit(client, make_user, fleet):
+    """After a change the warm-up (what the worker runs) renders the Overview's figures
+    too: the next visit reads them, renders nothing of them, and shows the same page."""
+    from apps.reports.cache import bump_reports_version
+    from apps.reports.warming import warm_view
+
+    def rendered_figures(response) -> bool:
+        # The figures' partial includes the idle ranking's template.
+        return "dashboard/_attention.html" in [template.name for template in response.templates]
+
+    client.force_login(make_user("reader"))
+    url = reverse("dashboard:overview")
+    computed = client.get(url)
+    assert rendered_figures(computed)
+    bump_reports_version()  # a rollup
+    assert warm_view("overview")
+    visit = client.get(url)
+    assert not rendered_figures(visit)
+    assert _figures_section(visit.content.decode()) == _figures_section(computed.content.decode())

@@ -220,3 +220,20 @@ def test_every_figure_keeps_title_legend_and_axis_titles_apart():
         assert layout.margin.t >= BASE_LAYOUT["margin"]["t"]
         assert layout.xaxis.automargin and layout.yaxis.automargin
         assert layout.title.text
+
+
+def test_report_cost_breakdown_draws_the_25_costliest_of_more_rows():
+    """30 rows costing 1 … 30 USD: the bars are the 25 costliest, 30 down to 6, and the
+    title says how many rows there are."""
+    rows = [
+        CostRow(key=f"p{cost}", label=f"pool {cost:02d}", purpose="training", cost_usd=cost * 1.0)
+        for cost in range(1, 31)
+    ]
+    with translation.override("en"):
+        figure = report_charts.build_cost_breakdown_figure(rows)
+        few = report_charts.build_cost_breakdown_figure(rows[:3])
+    assert list(figure.data[0].y) == [f"pool {cost:02d}" for cost in range(30, 5, -1)]
+    assert list(figure.data[0].x) == [float(cost) for cost in range(30, 5, -1)]
+    assert "the 25 costliest of 30" in figure.layout.title.text
+    assert list(few.data[0].y) == ["pool 01", "pool 02", "pool 03"]  # as the table lists them
+    assert few.layout.title.text == "Cost by group: busy, idle and unmeasured"

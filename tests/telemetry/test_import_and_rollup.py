@@ -394,6 +394,7 @@ def test_hour_ranges_merge_only_adjacent_hours():
 def test_purge_keeps_recent_samples_and_every_rollup(pool, settings):
     from django.utils import timezone
 
+    from apps.telemetry.models import PurgeRun
     from apps.telemetry.parsers.rows import DeviceKey, GpuSampleRow, ParseResult
     from apps.telemetry.tasks import purge_raw_samples_task
 
@@ -409,7 +410,9 @@ def test_purge_keeps_recent_samples_and_every_rollup(pool, settings):
     services.import_gpu_samples(ParseResult(rows=rows, errors=[]), pool=pool)
     run("rollup_usage", "--all")
     assert PoolHourlyUsage.objects.count() == 2
-    assert purge_raw_samples_task() == 1
+    purge = PurgeRun.objects.get(pk=purge_raw_samples_task())
+    # The old sample sits in DEFAULT (its day has no partition): deleted, not dropped.
+    assert (purge.rows_deleted, purge.partitions_dropped) == (1, [])
     assert list(GpuSample.objects.values_list("timestamp", flat=True)) == [recent]
     assert PoolHourlyUsage.objects.count() == 2  # rollups are kept forever
 

@@ -33,3 +33,14 @@ def sort_url(context, table, column):
     params[table.prefixed_order_by_field] = column.order_by_alias.next
     params.pop(table.prefixed_page_field, None)
     return "?" + urlencode(params, doseq=True)
+
+
+@register.simple_tag(takes_context=True)
+def page_url(context, table, number):
+    """``?…`` that shows page ``number`` of ``table``, keeping every other parameter, as
+    django-tables2's ``querystring_replace``; from the table's own query when it is drawn
+    without a request (``ListTable.query``), as ``sort_url``."""
+    query = table.query if table.query is not None else context["request"].GET
+    params = dict(query.lists())
+    params[table.prefixed_page_field] = number
+    return "?" + urlencode(params, doseq=True)
