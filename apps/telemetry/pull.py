@@ -252,7 +252,7 @@ def pull_dcgm_exporter(source: PullSource, *, now: datetime | None = None) -> Im
 
 # Sources per batch task (pull_tasks.pull_due_sources_task): 50 node scrapes are one
 # transaction of ~400 samples, which keeps a transaction's fixed cost (a dozen statements
-# and a commit) a fiftieth of each scrape's (bench/scale_scrape.py: 8× one per scrape).
+# and a commit) a fiftieth of each scrape's (bench/scale_scrape.py: 6–8× one per scrape).
 SCRAPE_BATCH_SIZE = 50
 # Endpoints of one batch fetched at once: a slow or dead node holds up one thread for its
 # timeout, not the batch's other scrapes.

@@ -1070,7 +1070,7 @@ def import_gpu_batch(imports: list[BatchedImport]) -> list[ImportSummary]:
     pool-hours of all of them are queued once. One transaction per batch, not per scrape,
     is what a fleet scraped every 15 s needs: a scrape of one 8-GPU node is ~200 lines but
     its own transaction costs a dozen statements and a commit (bench/scale_scrape.py:
-    8× the scrapes per second of one transaction per scrape).
+    6–8× the scrapes per second of one transaction per scrape).
     """
     registry = DeviceRegistry()
     registry.preload(
