@@ -316,12 +316,16 @@ class CeleryWorker:
     """A real ``celery worker`` process (solo pool) on its own queue, using the test
     database; tests can kill it. ``name`` is the worker's node name."""
 
-    def __init__(self, queue: str, log_name: str, extra_env: dict | None = None):
+    def __init__(
+        self, queue: str, log_name: str, extra_env: dict | None = None, node: str | None = None
+    ):
         from django.db import connection
 
         database = connection.settings_dict
         self.queue = queue
-        self.name = f"{queue}@{socket.gethostname()}"
+        # Several workers may consume one queue; each needs a node name of its own.
+        node = node or queue
+        self.name = f"{node}@{socket.gethostname()}"
         # Parallel xdist workers each start their own workers: one log file apiece.
         self.log_path = ARTIFACTS_DIR / (f"{XDIST_WORKER}-{log_name}" if XDIST_WORKER else log_name)
         ARTIFACTS_DIR.mkdir(exist_ok=True)
@@ -352,7 +356,7 @@ class CeleryWorker:
                 "-Q",
                 queue,
                 "-n",
-                f"{queue}@%h",
+                f"{node}@%h",
             ],
             cwd=REPO_ROOT,
             env=environment,

@@ -22,9 +22,16 @@ PULL_TIME_LIMIT_SECONDS = 5 * 60
 MIN_PULL_EXPIRY_SECONDS = MIN_PULL_INTERVAL_SECONDS
 
 
+# A source pulled a few seconds after a beat tick (the worker's delay) is due again at the
+# tick one interval later, not one tick after that: "due" allows half a tick early. Two
+# pulls of one source stay at least interval − this apart.
+DUE_EARLY_SECONDS = MIN_PULL_INTERVAL_SECONDS / 2
+
+
 def is_due(source: PullSource, now) -> bool:
     return source.last_pulled_at is None or (
-        source.last_pulled_at + timedelta(seconds=source.interval_seconds) <= now
+        source.last_pulled_at + timedelta(seconds=source.interval_seconds - DUE_EARLY_SECONDS)
+        <= now
     )
 
 
@@ -53,25 +60,72 @@ def pull_source_task(source_id: int, only_if_due: bool = False) -> str:
     return pull.pull_source(source).status
 
 
+@shared_task(
+    name="telemetry.pull_scrape_batch",
+    # As pull_source: a batch commits its samples, runs and sources together or not at
+    # all, so a redelivered batch scrapes again at a new instant and counts nothing twice.
+    acks_late=True,
+    reject_on_worker_lost=True,
+    max_retries=0,
+    time_limit=PULL_TIME_LIMIT_SECONDS,
+    soft_time_limit=PULL_SOFT_TIME_LIMIT_SECONDS,
+)
+def pull_scrape_batch_task(source_ids: list[int], only_if_due: bool = False) -> dict:
+    """Scrape a batch of dcgm-exporter sources and store them in one transaction
+    (``pull.pull_dcgm_exporters``); with ``only_if_due`` (beat), sources pulled within
+    their interval meanwhile are left out. Returns the runs' count per status."""
+    now = timezone.now()
+    sources = [
+        source
+        for source in PullSource.objects.select_related("pool")
+        .filter(pk__in=source_ids, enabled=True, kind=PullSource.Kind.DCGM_EXPORTER)
+        .order_by("pk")
+        if not only_if_due or is_due(source, now)
+    ]
+    statuses: dict[str, int] = {}
+    for run in pull.pull_dcgm_exporters(sources):
+        statuses[run.status] = statuses.get(run.status, 0) + 1
+    return statuses
+
+
 @shared_task(name="telemetry.pull_due_sources", time_limit=60, soft_time_limit=50)
 def pull_due_sources_task() -> int:
-    """Enqueue a pull of every enabled source whose ``last_pulled_at + interval ≤ now``;
-    returns how many. Beat runs this every 15 s (settings: "pull-telemetry-sources"), so
-    15 s (``MIN_PULL_INTERVAL_SECONDS``) is the finest interval that holds: a source due
-    between two ticks waits for the next, up to 15 s late. A few dozen sources are
-    filtered here rather than with date arithmetic in SQL, which differs between
-    PostgreSQL and SQLite."""
+    """Enqueue a pull of every enabled source whose ``last_pulled_at + interval`` has come
+    (``is_due``); returns how many sources. Beat runs this every 15 s (settings:
+    "pull-telemetry-sources"), so 15 s (``MIN_PULL_INTERVAL_SECONDS``) is the finest
+    interval that holds: a source due between two ticks waits for the next, up to 15 s
+    late. dcgm-exporter sources go in batches of ``pull.SCRAPE_BATCH_SIZE`` to
+    ``telemetry.pull_scrape_batch``, so 1,250 nodes are 25 tasks a tick, each one
+    transaction; Prometheus sources are pulled one task each. Sources are filtered here
+    rather than with date arithmetic in SQL, which differs between PostgreSQL and
+    SQLite (1,250 rows read in a few milliseconds)."""
     now = timezone.now()
-    sources = PullSource.objects.filter(enabled=True).only(
-        "id", "last_pulled_at", "interval_seconds"
+    sources = (
+        PullSource.objects.filter(enabled=True)
+        .only("id", "kind", "last_pulled_at", "interval_seconds")
+        .order_by("pk")
     )
     enqueued = 0
+    scrapes: list[PullSource] = []
     for source in sources:
-        if is_due(source, now):
-            pull_source_task.apply_async(
-                (source.pk,),
-                {"only_if_due": True},
-                expires=max(source.interval_seconds, MIN_PULL_EXPIRY_SECONDS),
-            )
-            enqueued += 1
+        if not is_due(source, now):
+            continue
+        enqueued += 1
+        if source.kind == PullSource.Kind.DCGM_EXPORTER:
+            scrapes.append(source)
+            continue
+        pull_source_task.apply_async(
+            (source.pk,),
+            {"only_if_due": True},
+            expires=max(source.interval_seconds, MIN_PULL_EXPIRY_SECONDS),
+        )
+    for first in range(0, len(scrapes), pull.SCRAPE_BATCH_SIZE):
+        batch = scrapes[first : first + pull.SCRAPE_BATCH_SIZE]
+        pull_scrape_batch_task.apply_async(
+            ([source.pk for source in batch],),
+            {"only_if_due": True},
+            # A batch nobody started within its sources' shortest interval is superseded
+            # by a later tick's.
+            expires=max(min(source.interval_seconds for source in batch), MIN_PULL_EXPIRY_SECONDS),
+        )
     return enqueued

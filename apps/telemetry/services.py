@@ -14,8 +14,10 @@ import fnmatch
 import hashlib
 from collections import Counter
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from operator import attrgetter
 from pathlib import Path
 
 from django.conf import settings
@@ -176,18 +178,53 @@ class DeviceRegistry:
         self._rules = None
         self._latest_at: dict[str, datetime] = {}  # of the sample each device's fields came from
         self._changed: dict[str, GpuDevice] = {}
+        # Stored devices looked up ahead of ``register`` (``preload``), and every key
+        # looked up so, found or not.
+        self._preloaded: dict[str, GpuDevice] = {}
+        self._looked_up: set[str] = set()
 
-    def register(self, rows: list[GpuSampleRow]) -> dict[str, GpuDevice]:
+    def preload(self, keys) -> None:
+        """Look the stored devices of ``keys`` up in one query, ahead of the ``register``
+        calls that need them: a batch of scrapes then costs one lookup, not one per
+        scrape."""
+        wanted = [
+            key for key in set(keys) if key not in self.devices and key not in self._looked_up
+        ]
+        if not wanted:
+            return
+        self._preloaded.update(
+            (device.key, device) for device in GpuDevice.objects.filter(key__in=wanted)
+        )
+        self._looked_up.update(wanted)
+
+    def register(self, rows: list[GpuSampleRow], *, pool=None) -> dict[str, GpuDevice]:
+        """``pool``: the pool of these rows' import when it differs from the registry's
+        (one batch holds the scrapes of sources of several pools)."""
+        pool = pool if pool is not None else self.pool
+        # First per DeviceKey object (an int hash; the parsers share one per device), as
+        # in ``_sample_values``, then per device key: a row's own key is built once per
+        # DeviceKey, not once per row.
+        spans: dict[int, list] = {}  # id(DeviceKey) → [latest row, first timestamp]
+        for row in rows:
+            span = spans.get(id(row.device))
+            if span is None:
+                spans[id(row.device)] = [row, row.timestamp]
+                continue
+            timestamp = row.timestamp
+            if timestamp >= span[0].timestamp:
+                span[0] = row
+            if timestamp < span[1]:
+                span[1] = timestamp
         latest: dict[str, GpuSampleRow] = {}
         first_seen: dict[str, datetime] = {}
-        for row in rows:
+        for row, first in spans.values():
             key = GpuDevice.key_for(row.device.uuid, row.device.gpu_instance_id)
             if key not in latest or row.timestamp >= latest[key].timestamp:
                 latest[key] = row
-            if key not in first_seen or row.timestamp < first_seen[key]:
-                first_seen[key] = row.timestamp
+            if key not in first_seen or first < first_seen[key]:
+                first_seen[key] = first
         unknown = [key for key in latest if key not in self.devices]
-        created = self._add(unknown, latest, first_seen) if unknown else set()
+        created = self._add(unknown, latest, first_seen, pool) if unknown else set()
         for key, row in latest.items():
             if key in created:
                 continue  # created from these very rows
@@ -200,10 +237,15 @@ class DeviceRegistry:
             self._changed[key] = device
         return {key: self.devices[key] for key in latest}
 
-    def _add(self, keys, latest, first_seen) -> set[str]:
+    def _add(self, keys, latest, first_seen, pool) -> set[str]:
         """Look the devices of ``keys`` up, creating the unknown ones; returns the keys
         created."""
-        existing = {device.key: device for device in GpuDevice.objects.filter(key__in=keys)}
+        existing = {key: self._preloaded.pop(key) for key in keys if key in self._preloaded}
+        to_query = [key for key in keys if key not in self._looked_up]
+        if to_query:
+            existing.update(
+                (device.key, device) for device in GpuDevice.objects.filter(key__in=to_query)
+            )
         new_devices = []
         for key in keys:
             row = latest[key]
@@ -211,10 +253,10 @@ class DeviceRegistry:
             if device is None:
                 if self._rules is None:
                     self._rules = list(HostnameRule.objects.select_related("pool"))
-                assigned_pool = self.pool or _match_rule(row.hostname, self._rules)
+                assigned_pool = pool or _match_rule(row.hostname, self._rules)
                 assignment = (
                     GpuDevice.Assignment.IMPORT
-                    if self.pool
+                    if pool
                     else GpuDevice.Assignment.RULE
                     if assigned_pool
                     else GpuDevice.Assignment.UNASSIGNED
@@ -232,8 +274,8 @@ class DeviceRegistry:
                 new_devices.append(device)
                 self._latest_at[key] = row.timestamp
             else:
-                if self.pool is not None and device.pool_id is None:
-                    device.pool, device.assignment = self.pool, GpuDevice.Assignment.IMPORT
+                if pool is not None and device.pool_id is None:
+                    device.pool, device.assignment = pool, GpuDevice.Assignment.IMPORT
                 # Its stored fields predate the import: any row of it describes it better.
                 self._latest_at[key] = datetime.min.replace(tzinfo=UTC)
             self.devices[key] = device
@@ -355,25 +397,9 @@ def _insert_ignoring_duplicates(
     has grown (bench/memory.py).
     """
     if connection.vendor == "postgresql":
-        staging = f"{table}_staging"
-        column_list = ", ".join(f'"{name}"' for name in columns)
-        staging_columns = ", ".join(
-            f'"{name}" {sql_type}' for name, sql_type in zip(columns, column_types, strict=True)
-        )
+        statement = _stage_rows(table, columns, column_types, values)
         with connection.cursor() as cursor:
-            cursor.execute(
-                f"CREATE TEMP TABLE IF NOT EXISTS {staging} ({staging_columns}) ON COMMIT DROP"
-            )
-            cursor.execute(f"TRUNCATE {staging}")
-            raw = cursor.cursor  # psycopg 3 cursor under Django's wrapper
-            with raw.copy(f"COPY {staging} ({column_list}) FROM STDIN (FORMAT BINARY)") as copy:
-                copy.set_types(column_types)
-                for value in values:
-                    copy.write_row(value)
-            cursor.execute(
-                f"INSERT INTO {table} ({column_list}) SELECT {column_list} FROM {staging} "  # noqa: S608 - names are module constants
-                "ON CONFLICT DO NOTHING"
-            )
+            cursor.execute(statement)
             return cursor.rowcount
     model = {"telemetry_gpusample": GpuSample, "telemetry_requestsample": RequestSample}[table]
     before = model.objects.count()
@@ -383,6 +409,98 @@ def _insert_ignoring_duplicates(
         batch_size=2000,
     )
     return model.objects.count() - before
+
+
+class _ChunkInserts:
+    """The chunks of one GPU import inserted (``_insert_ignoring_duplicates``); with
+    ``background`` on PostgreSQL, each chunk's ``INSERT … ON CONFLICT`` runs in a thread
+    while the caller parses the next chunk.
+
+    The server's insert into the keyed table and the parse in Python take about as long
+    as each other (bench/telemetry.py, lines 2–3) and use different cores: run one after
+    the other they add up, overlapped the import takes about the longer of the two. The
+    thread uses the same connection, so the same transaction: psycopg 3 connections
+    serialize their queries under a lock, and the next chunk is staged only once the
+    previous insert has returned. ``stage(values)`` copies a chunk to the server,
+    ``start()`` then inserts it, in the background: between the two the caller does what
+    else the chunk asks of the database, since a query made while the INSERT runs waits
+    for it. ``finish()`` returns the rows inserted; ``close()`` waits for an insert still
+    running, so none outlives the import (or its rollback).
+    """
+
+    def __init__(self, *, background: bool):
+        self.background = background and connection.vendor == "postgresql"
+        self.inserted = 0
+        self._executor: ThreadPoolExecutor | None = None
+        self._running: Future | None = None
+        self._staged: str | None = None
+
+    def stage(self, values) -> None:
+        if not self.background:
+            self.inserted += _insert_ignoring_duplicates(
+                "telemetry_gpusample", SAMPLE_COLUMNS, SAMPLE_COLUMN_TYPES, values
+            )
+            return
+        self._wait()
+        self._staged = _stage_rows(
+            "telemetry_gpusample", SAMPLE_COLUMNS, SAMPLE_COLUMN_TYPES, values
+        )
+
+    def start(self) -> None:
+        statement, self._staged = self._staged, None
+        if statement is None:
+            return
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpu-insert")
+        raw_connection = connection.connection  # psycopg 3, thread-safe
+
+        def run_insert() -> int:
+            with raw_connection.cursor() as cursor:
+                cursor.execute(statement)
+                return cursor.rowcount
+
+        self._running = self._executor.submit(run_insert)
+
+    def _wait(self) -> None:
+        if self._running is not None:
+            running, self._running = self._running, None
+            self.inserted += running.result()
+
+    def finish(self) -> int:
+        self._wait()
+        return self.inserted
+
+    def close(self) -> None:
+        if self._running is not None:
+            wait([self._running])
+            self._running = None
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+
+
+def _stage_rows(table: str, columns, column_types, values) -> str:
+    """PostgreSQL: the rows binary-COPYed into ``table``'s temporary staging table, emptied
+    first; returns the ``INSERT … SELECT … ON CONFLICT DO NOTHING`` that moves them on."""
+    staging = f"{table}_staging"
+    column_list = ", ".join(f'"{name}"' for name in columns)
+    staging_columns = ", ".join(
+        f'"{name}" {sql_type}' for name, sql_type in zip(columns, column_types, strict=True)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE TEMP TABLE IF NOT EXISTS {staging} ({staging_columns}) ON COMMIT DROP"
+        )
+        cursor.execute(f"TRUNCATE {staging}")
+        raw = cursor.cursor  # psycopg 3 cursor under Django's wrapper
+        with raw.copy(f"COPY {staging} ({column_list}) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(column_types)
+            for value in values:
+                copy.write_row(value)
+    return (
+        f"INSERT INTO {table} ({column_list}) SELECT {column_list} FROM {staging} "  # noqa: S608 - names are module constants
+        "ON CONFLICT DO NOTHING"
+    )
 
 
 # PostgreSQL types of SAMPLE_COLUMNS and REQUEST_COLUMNS, for the staging table and COPY.
@@ -458,9 +576,11 @@ class _OutsideServiceCount:
     A chunk's pools' first and last instants come from its touched instants, so its rows
     are walked again only when some pool's span crosses its service period's bounds."""
 
-    def __init__(self):
-        self.pools: dict[int, Pool] = {}
-        self.bounds: dict[int, tuple] = {}
+    def __init__(self, *, pools: dict | None = None, bounds: dict | None = None):
+        # ``pools`` and ``bounds`` may be shared by the imports of one batch, so each pool
+        # is read once per batch.
+        self.pools: dict[int, Pool] = {} if pools is None else pools
+        self.bounds: dict[int, tuple] = {} if bounds is None else bounds
         self.before: Counter = Counter()
         self.after: Counter = Counter()
 
@@ -643,6 +763,22 @@ def _refuse_final_hours(rows: list[GpuSampleRow], devices: dict) -> tuple[list, 
     old_rows = [row for row in rows if row.timestamp < horizon]
     if not old_rows:
         return rows, []
+    # A file of history is old throughout: first ask whether any final hour lies in the
+    # old rows' span for the chunk's pools at all (one query), and look rows up one by
+    # one only when one does.
+    pool_ids = {device.pool_id for device in devices.values() if device.pool_id is not None}
+    if not pool_ids:
+        return rows, []
+    if (
+        not PoolHourlyUsage.objects.filter(
+            pool_id__in=pool_ids,
+            hour__gte=hour_of(min(row.timestamp for row in old_rows)),
+            hour__lte=max(row.timestamp for row in old_rows),
+        )
+        .exclude(samples_held_q())
+        .exists()
+    ):
+        return rows, []
     old = [(row, pool_id) for row, pool_id in _pools_of_rows(old_rows, devices) if pool_id]
     if not old:
         return rows, []
@@ -741,9 +877,26 @@ def _unstorable_value_error(row, columns) -> RowError | None:
     return None
 
 
+def _storable_throughout(rows, columns) -> bool:
+    """True when no row's text is longer than its column or holds a NUL character, checked
+    column by column at C speed (``max(map(len, …))``, one ``join``), which is what nearly
+    every chunk is; only a chunk with an unstorable value is then walked row by row."""
+    for attribute, _label, limit in columns:
+        if attribute == "uuid":
+            # Rows share their DeviceKey objects: each distinct one is checked once.
+            values = [key.uuid for key in {id(row.device): row.device for row in rows}.values()]
+        else:
+            values = [value for value in map(attrgetter(attribute), rows) if value]
+        if values and (max(map(len, values)) > limit or "\x00" in "".join(values)):
+            return False
+    return True
+
+
 def _without_unstorable_rows(result: ParseResult, columns) -> ParseResult:
     """The result with rows whose text cannot be stored (longer than its column, or holding
     a NUL character) moved to its errors, in line order."""
+    if _storable_throughout(result.rows, columns):
+        return result
     refused = []
     for row in result.rows:
         error = _unstorable_value_error(row, columns)
@@ -824,9 +977,24 @@ def import_gpu_samples(
     this same transaction, so a committed sample always has its hour queued; the caller
     decides when the drain runs (``rollups.request_drain``).
     """
+    # A stream of chunks (a file) overlaps each chunk's INSERT with the parse of the next.
+    inserts = _ChunkInserts(background=not isinstance(result, ParseResult))
+    try:
+        return _import_gpu_chunks(
+            result,
+            inserts,
+            pool=pool,
+            skip_bad_rows=skip_bad_rows,
+            received_at=received_at,
+            after_chunk=after_chunk,
+        )
+    finally:
+        inserts.close()
+
+
+def _import_gpu_chunks(result, inserts, *, pool, skip_bad_rows, received_at, after_chunk):
     tally = _Tally()
     registry = DeviceRegistry(pool=pool)
-    accepted = 0
     touched: set[tuple[int, datetime]] = set()  # (pool id, hour)
     outside_service = _OutsideServiceCount()
     clock_skew = _ClockSkewCount(received_at or timezone.now())
@@ -843,12 +1011,7 @@ def import_gpu_samples(
             if not skip_bad_rows:
                 continue
         chunk_instants: set[tuple[int, datetime]] = set()
-        accepted += _insert_ignoring_duplicates(
-            "telemetry_gpusample",
-            SAMPLE_COLUMNS,
-            SAMPLE_COLUMN_TYPES,
-            _sample_values(kept, chunk_devices, chunk_instants),
-        )
+        inserts.stage(_sample_values(kept, chunk_devices, chunk_instants))
         tally.stored += len(kept)
         outside_service.add(kept, chunk_devices, chunk_instants)
         clock_skew.add(kept, chunk_devices, chunk_instants)
@@ -861,6 +1024,10 @@ def import_gpu_samples(
             touched.add((pool_id, hour))
         if after_chunk is not None:
             after_chunk()
+        # Last: whatever the chunk still asks of the database above runs before its INSERT
+        # holds the connection.
+        inserts.start()
+    accepted = inserts.finish()
     if tally.rejected and not skip_bad_rows:
         transaction.set_rollback(True)  # the devices and samples stored above are not kept
         return tally.summary(rejected_whole=True)
@@ -878,6 +1045,144 @@ def import_gpu_samples(
         touched_pool_hours=touched,
         warnings=outside_service.sentences() + clock_skew.flag(),
     )
+
+
+@dataclass
+class BatchedImport:
+    """One import of a batch (``import_gpu_batch``): a scrape's parsed rows, the pool its
+    new GPUs join and when its text arrived."""
+
+    result: ParseResult
+    pool: Pool | None = None
+    received_at: datetime | None = None
+
+
+@transaction.atomic
+def import_gpu_batch(imports: list[BatchedImport]) -> list[ImportSummary]:
+    """Store several small imports (the scrapes of a pull batch) in one transaction, with
+    one device lookup, one binary ``COPY`` and one ``INSERT … ON CONFLICT`` for them all;
+    returns one summary per import, in order.
+
+    Each import is still accounted on its own, as ``import_gpu_samples`` with
+    ``skip_bad_rows`` accounts it: its rows accepted and duplicated (a row that two
+    imports of the batch share counts for the first), its rejected rows by line, its new
+    GPUs, its warnings (service period, clock skew against its own ``received_at``). The
+    pool-hours of all of them are queued once. One transaction per batch, not per scrape,
+    is what a fleet scraped every 15 s needs: a scrape of one 8-GPU node is ~200 lines but
+    its own transaction costs a dozen statements and a commit (bench/scale_scrape.py:
+    6–8× the scrapes per second of one transaction per scrape).
+    """
+    registry = DeviceRegistry()
+    registry.preload(
+        GpuDevice.key_for(row.device.uuid, row.device.gpu_instance_id)
+        for item in imports
+        for row in item.result.rows
+    )
+    pools: dict[int, Pool] = {}
+    bounds: dict[int, tuple] = {}
+    staged = []  # per import: (tally, devices, rows' tuples, outside count, skew count, hours)
+    touched: set[tuple[int, datetime]] = set()
+    for item in imports:
+        tally = _Tally()
+        chunk = _without_unstorable_rows(item.result, _GPU_ROW_TEXT_COLUMNS)
+        tally.rows_total = len(chunk.rows) + len(chunk.errors)
+        tally.add_errors(chunk.errors)
+        new_before = registry.new_count
+        devices = registry.register(chunk.rows, pool=item.pool)
+        kept, refused = _refuse_final_hours(chunk.rows, devices)
+        tally.add_errors(refused)
+        instants: set[tuple[int, datetime]] = set()
+        values = list(_sample_values(kept, devices, instants))
+        tally.stored = len(kept)
+        outside = _OutsideServiceCount(pools=pools, bounds=bounds)
+        outside.add(kept, devices, instants)
+        skew = _ClockSkewCount(item.received_at or timezone.now())
+        skew.add(kept, devices, instants)
+        hours = {(pool_id, hour_of(instant)) for pool_id, instant in instants}
+        touched |= hours
+        staged.append(
+            (tally, devices, values, outside, skew, hours, registry.new_count - new_before)
+        )
+    accepted = _insert_batch_ignoring_duplicates([values for _t, _d, values, *_rest in staged])
+    registry.save()
+    if touched:
+        queue_pool_hours(touched)
+    if any(accepted):
+        # As import_gpu_samples: a day without its partition yet gets one after the commit.
+        request_partitions_if_needed()
+    summaries = []
+    for (tally, devices, _values, outside, skew, hours, new_devices), rows_accepted in zip(
+        staged, accepted, strict=True
+    ):
+        summaries.append(
+            tally.summary(
+                accepted=rows_accepted,
+                new_devices=new_devices,
+                unassigned_devices=sum(1 for device in devices.values() if device.pool_id is None),
+                touched_pool_hours=hours,
+                warnings=outside.sentences() + skew.flag(),
+            )
+        )
+    return summaries
+
+
+def _insert_batch_ignoring_duplicates(parts: list[list[tuple]]) -> list[int]:
+    """Insert the sample tuples of several imports at once, skipping keys already stored;
+    returns the rows each import inserted.
+
+    On PostgreSQL one binary ``COPY`` stages every import's rows with its position in the
+    batch, and one ``INSERT … ON CONFLICT DO NOTHING … RETURNING`` the keys inserted, so the
+    rows inserted are counted per import by joining those keys back to the staging rows
+    (a key staged by two imports counts for the first). Elsewhere, one insert per import.
+    """
+    if connection.vendor != "postgresql":
+        return [
+            _insert_ignoring_duplicates(
+                "telemetry_gpusample", SAMPLE_COLUMNS, SAMPLE_COLUMN_TYPES, values
+            )
+            for values in parts
+        ]
+    inserted = [0] * len(parts)
+    if not any(parts):
+        return inserted
+    staging = "telemetry_gpusample_batch_staging"
+    column_list = ", ".join(f'"{name}"' for name in SAMPLE_COLUMNS)
+    staging_columns = ", ".join(
+        f'"{name}" {sql_type}'
+        for name, sql_type in zip(SAMPLE_COLUMNS, SAMPLE_COLUMN_TYPES, strict=True)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE TEMP TABLE IF NOT EXISTS {staging} (part int4, {staging_columns}) "
+            "ON COMMIT DROP"
+        )
+        cursor.execute(f"TRUNCATE {staging}")
+        raw = cursor.cursor  # psycopg 3 cursor under Django's wrapper
+        with raw.copy(f"COPY {staging} (part, {column_list}) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(("int4", *SAMPLE_COLUMN_TYPES))
+            write_row = copy.write_row
+            for part, values in enumerate(parts):
+                for value in values:
+                    write_row((part, *value))
+        cursor.execute(
+            f"""
+            WITH inserted AS (
+                INSERT INTO telemetry_gpusample ({column_list})
+                SELECT {column_list} FROM {staging}
+                ON CONFLICT DO NOTHING
+                RETURNING device_id, "timestamp"
+            )
+            SELECT part, COUNT(*) FROM (
+                SELECT MIN(staged.part) AS part
+                FROM inserted JOIN {staging} AS staged USING (device_id, "timestamp")
+                GROUP BY device_id, "timestamp"
+            ) AS firsts
+            GROUP BY part
+            """  # noqa: S608 - names are module constants
+        )
+        for part, count in cursor.fetchall():
+            inserted[part] = count
+    return inserted
 
 
 @transaction.atomic
@@ -937,7 +1242,9 @@ _RESULT_FIELDS = (
 )
 
 
-def record_import_run(run: ImportRun, summary: ImportSummary) -> ImportRun:
+def set_import_results(run: ImportRun, summary: ImportSummary) -> str:
+    """Put the summary's counts, errors and warnings on ``run``, unsaved; returns the
+    status the run ends in (a batch of scrapes writes its runs in one INSERT)."""
     run.rows_total = summary.rows_total
     run.rows_accepted = summary.accepted
     run.rows_duplicate = summary.duplicates
@@ -947,7 +1254,11 @@ def record_import_run(run: ImportRun, summary: ImportSummary) -> ImportRun:
     run.warning_parts = [
         to_data(warning) if isinstance(warning, Sentence) else [] for warning in summary.warnings
     ]
-    status = ImportRun.Status.REJECTED if summary.rejected_whole else ImportRun.Status.SUCCEEDED
+    return ImportRun.Status.REJECTED if summary.rejected_whole else ImportRun.Status.SUCCEEDED
+
+
+def record_import_run(run: ImportRun, summary: ImportSummary) -> ImportRun:
+    status = set_import_results(run, summary)
     run.finish(status, summary.message_parts(), also_save=_RESULT_FIELDS)
     return run
 

@@ -805,3 +805,25 @@ def test_parsing_leaves_the_garbage_collector_as_it_found_it():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_the_fast_row_constructor_builds_the_row_the_dataclass_builds():
+    import dataclasses
+
+    from apps.telemetry.parsers.rows import DeviceKey, GpuSampleRow, gpu_sample_row
+
+    values = {
+        "line_number": 7,
+        "device": DeviceKey("GPU-a", 3),
+        "timestamp": datetime(2026, 11, 1, 10, tzinfo=UTC),
+        "hostname": "node-1",
+        "utilization_pct": 42.5,
+        "power_w": 301.0,
+    }
+    fast, slow = gpu_sample_row(**values), GpuSampleRow(**values)
+    assert fast == slow and hash(fast) == hash(slow)
+    # Every field is there, the defaults included, and the row stays frozen.
+    assert dataclasses.asdict(fast) == dataclasses.asdict(slow)
+    assert fast.memory_used_mib is None and fast.pod == ""
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.utilization_pct = 0.0

@@ -34,7 +34,11 @@ from apps.telemetry.models import (
     PullSource,
 )
 from apps.telemetry.parsers import TelemetryFormatError
-from apps.telemetry.pull_tasks import pull_due_sources_task, pull_source_task
+from apps.telemetry.pull_tasks import (
+    pull_due_sources_task,
+    pull_scrape_batch_task,
+    pull_source_task,
+)
 from apps.telemetry.tasks import rollup_pending_task
 from tests.factories import PullSourceFactory
 from tests.waiting import wait_until
@@ -293,18 +297,23 @@ def test_pull_due_sources_enqueues_enabled_sources_whose_interval_has_passed(mon
     PullSourceFactory(
         name="disabled", kind="dcgm_exporter", url="http://c:9400/metrics", enabled=False
     )
-    enqueued = []
+    enqueued, batches = [], []
     monkeypatch.setattr(
         pull_source_task,
         "apply_async",
         lambda args, kwargs, **options: enqueued.append((args, kwargs, options)),
     )
+    monkeypatch.setattr(
+        pull_scrape_batch_task,
+        "apply_async",
+        lambda args, kwargs, **options: batches.append((args, kwargs, options)),
+    )
 
     assert pull_due_sources_task() == 2
-    assert sorted(args[0] for args, _kwargs, _options in enqueued) == sorted(s.pk for s in due)
-    assert all(kwargs == {"only_if_due": True} for _args, kwargs, _options in enqueued)
+    # The Prometheus source is pulled alone, the dcgm-exporter one in a batch (of one).
+    assert enqueued == [((due[1].pk,), {"only_if_due": True}, {"expires": 60})]
     # A pull nobody started within its source's interval is superseded by a later tick.
-    assert [options["expires"] for _args, _kwargs, options in enqueued] == [60, 60]
+    assert batches == [(([due[0].pk],), {"only_if_due": True}, {"expires": 60})]
 
 
 @pytest.mark.django_db
@@ -321,21 +330,30 @@ def test_a_15_second_interval_is_honoured_and_shorter_ones_are_refused(monkeypat
         interval_seconds=15,
         last_pulled_at=now - timedelta(seconds=15),
     )
-    PullSourceFactory(
-        name="just pulled",
+    # Pulled 10 s ago by the previous tick's task, which a worker started 5 s late: due
+    # again now, not a tick later (every 30 s).
+    late = PullSourceFactory(
+        name="pulled late",
         kind="dcgm_exporter",
         url="http://b:9400/metrics",
         interval_seconds=15,
         last_pulled_at=now - timedelta(seconds=10),
     )
+    PullSourceFactory(
+        name="just pulled",
+        kind="dcgm_exporter",
+        url="http://c:9400/metrics",
+        interval_seconds=15,
+        last_pulled_at=now - timedelta(seconds=5),
+    )
     enqueued = []
     monkeypatch.setattr(
-        pull_source_task,
+        pull_scrape_batch_task,
         "apply_async",
         lambda args, kwargs, **options: enqueued.append((args, options)),
     )
-    assert pull_due_sources_task() == 1
-    assert enqueued == [((fast.pk,), {"expires": 15})]
+    assert pull_due_sources_task() == 2
+    assert enqueued == [(([fast.pk, late.pk],), {"expires": 15})]
 
     fast.interval_seconds = 14
     with pytest.raises(ValidationError, match="greater than or equal to 15"):

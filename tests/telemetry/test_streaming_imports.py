@@ -11,6 +11,7 @@ import tracemalloc
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
 from django.core.management import CommandError, call_command
 from django.db.models import Sum
@@ -18,7 +19,9 @@ from django.db.models import Sum
 from apps.pools.models import Pool
 from apps.telemetry import parsers, services
 from apps.telemetry.models import GpuDevice, GpuSample, ImportRun, PoolHourFlag, RequestSample
+from apps.telemetry.parsers.rows import DeviceKey, GpuSampleRow, ParseResult
 from tests.telemetry.helpers import COLUMNS, import_csv_command
+from tests.waiting import wait_until
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 ALIBABA = DATA / "traces/alibaba-genai-2026/pod_gpu_duty_cycle_anon_head5000.csv"
@@ -384,3 +387,60 @@ def test_an_import_holds_a_chunk_of_rows_not_the_file(pool, tmp_path, monkeypatc
         tracemalloc.stop()
     assert ImportRun.objects.order_by("pk").last().rows_total == 20_000
     assert peaks["long.csv"] < 1.5 * peaks["short.csv"], peaks
+
+
+@pytest.mark.django_db
+def test_a_chunk_is_inserted_while_the_next_is_parsed(pool):
+    """The INSERT of one chunk runs beside the parse of the next (services._ChunkInserts):
+    a lock held from another connection stops the first chunk's INSERT, and the parser is
+    still asked for the second chunk; one after the other, the import would wait at that
+    INSERT until its lock timeout and fail."""
+    from django.db import connection
+
+    settings = connection.settings_dict
+    locker = psycopg.connect(
+        host=settings["HOST"] or "127.0.0.1",
+        port=settings["PORT"] or 5432,
+        user=settings["USER"],
+        dbname=settings["NAME"],
+        autocommit=False,
+    )
+    seen_waiting = []
+
+    def rows(first_minute):
+        return [
+            GpuSampleRow(
+                line_number=minute + 1,
+                device=DeviceKey(f"GPU-{gpu}"),
+                timestamp=TEN + timedelta(minutes=minute),
+                utilization_pct=float(minute),
+            )
+            for minute in range(first_minute, first_minute + 10)
+            for gpu in "ab"
+        ]
+
+    def chunks():
+        yield ParseResult(rows=rows(0), errors=[])
+
+        # Asked for the second chunk: the first one's INSERT waits for the lock meanwhile.
+        def insert_waiting():
+            locker.execute("SELECT pg_stat_clear_snapshot()")  # a fresh view each time
+            return locker.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO telemetry_gpusample%%'"
+            ).fetchone()[0]
+
+        seen_waiting.append(wait_until(insert_waiting, timeout_seconds=5, what="the INSERT"))
+        locker.rollback()  # the lock goes: the first INSERT proceeds
+        yield ParseResult(rows=rows(10), errors=[])
+
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL lock_timeout = '10s'")
+        locker.execute("LOCK TABLE telemetry_gpusample IN SHARE MODE")
+        summary = services.import_gpu_samples(chunks(), pool=pool)
+    finally:
+        locker.close()
+    assert seen_waiting == [1]
+    assert (summary.accepted, summary.duplicates) == (40, 0)
+    assert GpuSample.objects.count() == 40

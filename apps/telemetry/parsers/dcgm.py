@@ -42,6 +42,7 @@ from .rows import (
     ParseResult,
     RowError,
     TelemetryFormatError,
+    gpu_sample_row,
     line_error,
 )
 
@@ -469,7 +470,7 @@ def _rows_of_samples(
         context = record[1]
         engine_active = record[_FIRST_SLOT + _GR_ENGINE_ACTIVE]
         rows.append(
-            GpuSampleRow(
+            gpu_sample_row(
                 line_number=first_line,
                 device=context[0],
                 timestamp=timestamp,

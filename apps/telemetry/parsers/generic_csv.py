@@ -37,11 +37,11 @@ from ._common import (
 from ._common import read_csv as _read_csv
 from .rows import (
     DeviceKey,
-    GpuSampleRow,
     ParseResult,
     RequestRow,
     RowError,
     TelemetryFormatError,
+    gpu_sample_row,
     line_error,
     on_line,
 )
@@ -253,7 +253,7 @@ def iter_gpu_csv(
             errors.append(past_error(line_number, timestamp))
             continue
         rows.append(
-            GpuSampleRow(
+            gpu_sample_row(
                 line_number=line_number,
                 device=device,
                 timestamp=timestamp,

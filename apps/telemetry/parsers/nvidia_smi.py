@@ -41,6 +41,7 @@ from .rows import (
     ParseResult,
     RowError,
     TelemetryFormatError,
+    gpu_sample_row,
     line_error,
     on_line,
 )
@@ -226,7 +227,7 @@ def iter_nvidia_smi_csv(
             errors.extend(line_error(line_number, problem) for problem in problems)
             continue
         rows.append(
-            GpuSampleRow(
+            gpu_sample_row(
                 line_number=line_number,
                 device=DeviceKey(uuid),
                 timestamp=timestamp,

@@ -4,7 +4,7 @@ Framework-free: the parsers turn raw text into these dataclasses and never touch
 the importer decides what to store, skip or reject.
 """
 
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from datetime import datetime
 
 from apps.core.sentences import Sentence, as_sentence, gettext_noop, sentence, to_data
@@ -54,6 +54,29 @@ class GpuSampleRow:
     pod: str = ""
     namespace: str = ""
     container: str = ""
+
+
+_GPU_ROW_DEFAULTS = {
+    field.name: field.default for field in fields(GpuSampleRow) if field.default is not MISSING
+}
+_new_object = object.__new__
+
+
+def gpu_sample_row(**values) -> GpuSampleRow:
+    """``GpuSampleRow(**values)``, built the fast way for the parsers' per-row loops.
+
+    A frozen dataclass's ``__init__`` sets each of its 21 fields through
+    ``object.__setattr__``; filling the instance's ``__dict__`` with the defaults and
+    the values given makes an equal row in about a sixth of the time (~1.6 µs against
+    ~10 µs on a loaded 2-core machine, bench/README.md, the CSV import streamed and
+    overlapped). The row stays frozen: its attributes cannot be assigned.
+    Callers pass every required field and only field names (checked in tests, not here).
+    """
+    row = _new_object(GpuSampleRow)
+    attributes = row.__dict__
+    attributes.update(_GPU_ROW_DEFAULTS)
+    attributes.update(values)
+    return row
 
 
 # The measured (numeric) fields of a GpuSampleRow, as opposed to its identity and labels.
