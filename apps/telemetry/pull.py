@@ -603,22 +603,31 @@ class _Sample:
     rejected: bool = False
 
 
-def _device_context(labels: dict) -> tuple[DeviceKey, dict] | str:
+def _not_whole_number(label: str, value: str) -> Sentence:
+    # The msgid parse_dcgm says it with, translated once for both.
+    return sentence(
+        gettext_noop("label %(label)s '%(value)s' is not a whole number"), label=label, value=value
+    )
+
+
+def _device_context(labels: dict) -> tuple[DeviceKey, dict] | Sentence:
     """The device and what it says about itself, or why the series names no device."""
     uuid = labels.get("UUID") or labels.get("uuid")
     if not uuid:
-        return "has no UUID label (nor the old uuid), so the GPU cannot be identified"
+        return sentence(
+            gettext_noop("has no UUID label (nor the old uuid), so the GPU cannot be identified")
+        )
     gpu_instance_id = gpu_index = None
     if labels.get("GPU_I_ID"):
         try:
             gpu_instance_id = int(labels["GPU_I_ID"])
         except ValueError:
-            return f"label GPU_I_ID '{labels['GPU_I_ID']}' is not a whole number"
+            return _not_whole_number("GPU_I_ID", labels["GPU_I_ID"])
     if labels.get("gpu"):
         try:
             gpu_index = int(labels["gpu"])
         except ValueError:
-            return f"label gpu '{labels['gpu']}' is not a whole number"
+            return _not_whole_number("gpu", labels["gpu"])
     pod, namespace, container = _workload_labels(labels)
     return DeviceKey(uuid, gpu_instance_id), {
         "hostname": (
@@ -634,19 +643,35 @@ def _device_context(labels: dict) -> tuple[DeviceKey, dict] | str:
     }
 
 
-def _checked_value(slot: str, value_text: str) -> tuple[float | None, str]:
+def _checked_value(slot: str, value_text: str) -> tuple[float | None, Sentence | str]:
     """(value or None when DCGM says "no value", problem or "")."""
     try:
         value = float(value_text)
     except (TypeError, ValueError):
-        return None, f"value '{value_text}' is not a number"
+        return None, sentence(gettext_noop("value '%(value)s' is not a number"), value=value_text)
     if is_dcgm_blank(value):
         return None, ""
     if slot == _GPU_UTIL and not 0.0 <= value <= 100.0:
-        return None, f"value '{value_text}' is outside 0–100"
+        return None, sentence(gettext_noop("value '%(value)s' is outside 0–100"), value=value_text)
     if slot == _GR_ENGINE_ACTIVE and not 0.0 <= value <= 1.0:
-        return None, f"value '{value_text}' is outside 0–1 (a ratio: 1 means 100% busy)"
+        return None, sentence(
+            gettext_noop("value '%(value)s' is outside 0–1 (a ratio: 1 means 100%% busy)"),
+            value=value_text,
+        )
     return value, ""
+
+
+def _series_error(series: str, moment: str, problem: Sentence) -> RowError:
+    """A sample's problem, after the series it came from and its instant (no line: 0)."""
+    return RowError(
+        0,
+        sentence(
+            gettext_noop("%(series)s at %(moment)s: %(problem)s"),
+            series=series,
+            moment=moment,
+            problem=problem,
+        ),
+    )
 
 
 def rows_from_prometheus(
@@ -678,7 +703,15 @@ def rows_from_prometheus(
             context = _device_context(labels)
             if isinstance(context, str):
                 errors.append(
-                    RowError(0, f"{described} {context}; {len(points)} point(s) left out")
+                    RowError(
+                        0,
+                        sentence(
+                            gettext_noop("%(series)s %(problem)s; %(points)s point(s) left out"),
+                            series=described,
+                            problem=context,
+                            points=len(points),
+                        ),
+                    )
                 )
                 continue
             device, descriptive = context
@@ -696,15 +729,19 @@ def rows_from_prometheus(
                 if not problem and value is not None:
                     previous = sample.values.get(slot)
                     if previous is not None and previous != value:
-                        problem = (
-                            f"value '{value_text}' contradicts {previous:g} reported for the "
-                            "same GPU and time by another series"
+                        problem = sentence(
+                            gettext_noop(
+                                "value '%(value)s' contradicts %(previous)s reported for the "
+                                "same GPU and time by another series"
+                            ),
+                            value=value_text,
+                            previous=f"{previous:g}",
                         )
                     else:
                         sample.values[slot] = value
                 if problem:
                     moment = _EPOCH + timedelta(milliseconds=timestamp_ms)
-                    errors.append(RowError(0, f"{described} at {moment.isoformat()}: {problem}"))
+                    errors.append(_series_error(described, moment.isoformat(), problem))
                     sample.rejected = True
 
     rows: list[GpuSampleRow] = []
@@ -714,20 +751,30 @@ def rows_from_prometheus(
         timestamp = _EPOCH + timedelta(milliseconds=timestamp_ms)
         if timestamp > latest:
             errors.append(
-                RowError(
-                    0,
-                    f"{sample.first_series} at {timestamp.isoformat()}: more than 1 day in the "
-                    "future (is the Prometheus server's clock right?)",
+                _series_error(
+                    sample.first_series,
+                    timestamp.isoformat(),
+                    sentence(
+                        gettext_noop(
+                            "more than 1 day in the future (is the Prometheus server's clock "
+                            "right?)"
+                        )
+                    ),
                 )
             )
             continue
         if timestamp < EARLIEST_TIMESTAMP:
             errors.append(
-                RowError(
-                    0,
-                    f"{sample.first_series} at {timestamp:%Y-%m-%d %H:%M:%S}: before "
-                    f"{EARLIEST_TIMESTAMP:%Y-%m-%d} (is the clock of the node or of the "
-                    "Prometheus server set?)",
+                _series_error(
+                    sample.first_series,
+                    f"{timestamp:%Y-%m-%d %H:%M:%S}",
+                    sentence(
+                        gettext_noop(
+                            "before %(earliest)s (is the clock of the node or of the "
+                            "Prometheus server set?)"
+                        ),
+                        earliest=f"{EARLIEST_TIMESTAMP:%Y-%m-%d}",
+                    ),
                 )
             )
             continue
