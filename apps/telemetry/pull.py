@@ -353,7 +353,7 @@ class Scrape:
     source: PullSource
     scraped_at: datetime
     text: str | None = None
-    failure: str = ""  # a Sentence where gpufleet words it, else the server's own English
+    failure: str = ""  # a Sentence (the server's own words go in as its values)
     failed_status: str = ImportRun.Status.FAILED
     result: ParseResult | None = None
     # Its rows could not be stored: its run names no pool, since the pool may be why.
