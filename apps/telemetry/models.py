@@ -17,6 +17,7 @@ from django.utils.translation import gettext, gettext_noop, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.core.jobs import Job
+from apps.core.sentences import Sentence, to_data
 from apps.core.texts import translated_data
 
 
@@ -603,12 +604,31 @@ class PullSource(models.Model):
     pulled_until = models.DateTimeField(null=True, blank=True)
     last_status = models.CharField(max_length=20, blank=True)
     last_message = models.TextField(blank=True)
+    # ``last_message`` as sentences (apps/core/sentences.py: msgids and values), so the
+    # pull-sources page says it in its reader's language; empty where it was stored as
+    # plain text. The API keeps ``last_message``, in English.
+    last_message_parts = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["name"]
 
     def __str__(self):
         return self.name
+
+    def set_last_message(self, message, parts: list[dict] | None = None) -> None:
+        """``message``: plain text, a ``Sentence`` or a list of them read one after the
+        other, kept with their msgids; ``parts``, when given, are its stored sentences
+        (a run's ``message_parts``)."""
+        if isinstance(message, Sentence):
+            message = [message]
+        if isinstance(message, list):
+            self.last_message, self.last_message_parts = "".join(message), to_data(message)
+        else:
+            self.last_message, self.last_message_parts = message, parts or []
+
+    def last_message_in_language(self) -> str:
+        """The last pull's outcome in the active language."""
+        return translated_data(self.last_message_parts, self.last_message)
 
 
 class GpuDeviceHour(models.Model):

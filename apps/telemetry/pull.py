@@ -39,7 +39,7 @@ from urllib.request import Request, urlopen
 from django.db import connection, transaction
 from django.utils import timezone
 
-from apps.core.sentences import Sentence, gettext_noop, sentence, to_data
+from apps.core.sentences import Sentence, as_sentence, gettext_noop, sentence, to_data
 from apps.telemetry import services
 from apps.telemetry.models import ImportRun, PullSource
 from apps.telemetry.parsers import (
@@ -94,8 +94,13 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class PullError(Exception):
-    """An expected failure of a pull (network, HTTP, server error): the message says why
-    in words fit for the source's status line."""
+    """An expected failure of a pull (network, HTTP, server error): the message, a
+    ``Sentence``, says why in words fit for the source's status line. Read it back with
+    ``error.args[0]`` (``str()`` keeps only the English)."""
+
+    @property
+    def sentence(self) -> Sentence:
+        return as_sentence(self.args[0] if len(self.args) == 1 else str(self))
 
 
 def is_dcgm_blank(value: float) -> bool:
@@ -119,7 +124,13 @@ class _HttpResponse:
 
 def _read_body(response, shown_as: str) -> bytes:
     limit = MAX_RESPONSE_BYTES
-    too_large = PullError(f"{shown_as} answered more than {limit // 2**20} MiB")
+    too_large = PullError(
+        sentence(
+            gettext_noop("%(url)s answered more than %(limit_mib)s MiB"),
+            url=shown_as,
+            limit_mib=limit // 2**20,
+        )
+    )
     body = response.read(limit + 1)
     if len(body) > limit:
         raise too_large
@@ -128,7 +139,13 @@ def _read_body(response, shown_as: str) -> bytes:
             # Bounded, unlike gzip.decompress: a small answer may inflate without end.
             body = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS).decompress(body, limit + 1)
         except zlib.error as error:
-            raise PullError(f"{shown_as} answered broken gzip ({error})") from None
+            raise PullError(
+                sentence(
+                    gettext_noop("%(url)s answered broken gzip (%(error)s)"),
+                    url=shown_as,
+                    error=str(error),
+                )
+            ) from None
         if len(body) > limit:
             raise too_large
     return body
@@ -143,7 +160,11 @@ def http_get(
     shown_as = shown_as or url
     timeout = HTTP_TIMEOUT_SECONDS if timeout_seconds is None else timeout_seconds
     if urlsplit(url).scheme not in ("http", "https"):
-        raise PullError(f"{shown_as}: only http:// and https:// URLs can be pulled")
+        raise PullError(
+            sentence(
+                gettext_noop("%(url)s: only http:// and https:// URLs can be pulled"), url=shown_as
+            )
+        )
     request = Request(  # noqa: S310 - the scheme is checked above
         url, headers={"Accept": accept, "Accept-Encoding": "gzip", "User-Agent": USER_AGENT}
     )
@@ -158,24 +179,70 @@ def http_get(
         return _HttpResponse(error.code, body)
     except URLError as error:
         if isinstance(error.reason, TimeoutError):
-            raise PullError(f"{shown_as} did not answer within {timeout:g} s") from None
-        raise PullError(f"could not reach {shown_as}: {error.reason}") from None
+            raise PullError(_no_answer_within(shown_as, timeout)) from None
+        raise PullError(
+            sentence(
+                gettext_noop("could not reach %(url)s: %(reason)s"),
+                url=shown_as,
+                reason=str(error.reason),
+            )
+        ) from None
     except TimeoutError:
-        raise PullError(f"{shown_as} did not answer within {timeout:g} s") from None
+        raise PullError(_no_answer_within(shown_as, timeout)) from None
     except (OSError, HTTPException) as error:
-        raise PullError(f"reading {shown_as} failed: {error or type(error).__name__}") from None
+        raise PullError(
+            sentence(
+                gettext_noop("reading %(url)s failed: %(error)s"),
+                url=shown_as,
+                error=str(error or type(error).__name__),
+            )
+        ) from None
+
+
+def _no_answer_within(shown_as: str, timeout_seconds: float) -> Sentence:
+    return sentence(
+        gettext_noop("%(url)s did not answer within %(seconds)s s"),
+        url=shown_as,
+        seconds=f"{timeout_seconds:g}",
+    )
 
 
 def _http_error(url: str, response: _HttpResponse) -> PullError:
     excerpt = response.body[:200].decode("utf-8", "replace").strip()
-    return PullError(f"{url} answered HTTP {response.status}" + (f": {excerpt}" if excerpt else ""))
+    if excerpt:
+        return PullError(
+            sentence(
+                gettext_noop("%(url)s answered HTTP %(status)s: %(excerpt)s"),
+                url=url,
+                status=response.status,
+                excerpt=excerpt,
+            )
+        )
+    return PullError(
+        sentence(gettext_noop("%(url)s answered HTTP %(status)s"), url=url, status=response.status)
+    )
+
+
+def _not_utf8(url: str, error: UnicodeDecodeError) -> PullError:
+    return PullError(
+        sentence(
+            gettext_noop("%(url)s answered text that is not UTF-8 (%(error)s)"),
+            url=url,
+            error=str(error),
+        )
+    )
+
+
+def _not_telemetry(url: str, error: TelemetryFormatError) -> Sentence:
+    """The source's answer is not telemetry: its URL and the parser's reason."""
+    return sentence(gettext_noop("%(url)s: %(error)s"), url=url, error=as_sentence(error.sentence))
 
 
 # --- Outcome on the run and the source ---------------------------------------------------
 
 
 def _finish_failed(
-    source: PullSource, run: ImportRun, now: datetime, reason: str, status: str
+    source: PullSource, run: ImportRun, now: datetime, reason: Sentence, status: str
 ) -> ImportRun:
     run.finish(status, reason)
     _record_on_source(source, now, STATUS_ERROR, reason)
@@ -183,11 +250,24 @@ def _finish_failed(
     return run
 
 
-def _record_on_source(source: PullSource, now: datetime, status: str, message: str, **extra):
-    source.last_pulled_at, source.last_status, source.last_message = now, status, message
+def _record_on_source(
+    source: PullSource, now: datetime, status: str, message, parts=None, **extra
+) -> None:
+    """The outcome on the source: ``message`` a Sentence or a list of them (or plain text
+    with its stored ``parts``, a run's), kept with their msgids."""
+    source.last_pulled_at, source.last_status = now, status
+    source.set_last_message(message, parts)
     for name, value in extra.items():
         setattr(source, name, value)
-    source.save(update_fields=["last_pulled_at", "last_status", "last_message", *extra])
+    source.save(
+        update_fields=[
+            "last_pulled_at",
+            "last_status",
+            "last_message",
+            "last_message_parts",
+            *extra,
+        ]
+    )
 
 
 def _pull(
@@ -213,17 +293,20 @@ def _pull(
             result, pool=source.pool, skip_bad_rows=True, received_at=now
         )
     except PullError as error:
-        return _finish_failed(source, run, now, str(error), ImportRun.Status.FAILED), STATUS_ERROR
+        failed = _finish_failed(source, run, now, error.sentence, ImportRun.Status.FAILED)
+        return failed, STATUS_ERROR
     except TelemetryFormatError as error:
-        reason = f"{source.url}: {error}"
+        reason = _not_telemetry(source.url, error)
         return _finish_failed(source, run, now, reason, ImportRun.Status.REJECTED), STATUS_ERROR
     except Exception as error:  # a bug or a time limit: on the record, then up to Celery
-        _finish_failed(source, run, now, f"internal error: {error!r}", ImportRun.Status.FAILED)
+        reason = sentence(gettext_noop("internal error: %(error)s"), error=repr(error))
+        _finish_failed(source, run, now, reason, ImportRun.Status.FAILED)
         raise
     services.record_import_run(run, summary)
     if note:
-        # The note is the source's own English: the message is shown as written.
-        run.message, run.message_parts = f"{note}: {run.message}", []
+        lead = sentence(gettext_noop("%(note)s: "), note=as_sentence(note))
+        run.message = f"{lead}{run.message}"
+        run.message_parts = [lead.to_data(), *run.message_parts] if run.message_parts else []
         run.save(update_fields=["message", "message_parts"])
     return run, STATUS_WARNING if summary.rejected else STATUS_OK
 
@@ -242,12 +325,12 @@ def pull_dcgm_exporter(source: PullSource, *, now: datetime | None = None) -> Im
         try:
             text = response.body.decode("utf-8")
         except UnicodeDecodeError as error:
-            raise PullError(f"{source.url} answered text that is not UTF-8 ({error})") from None
+            raise _not_utf8(source.url, error) from None
         return parse_dcgm(text, scraped_at=now), ""
 
     run, status = _pull(source, now, format="dcgm", run_source=ImportRun.Source.SCRAPE, fetch=fetch)
     if status != STATUS_ERROR:
-        _record_on_source(source, now, status, run.message)
+        _record_on_source(source, now, status, run.message, run.message_parts)
     return run
 
 
@@ -270,7 +353,7 @@ class Scrape:
     source: PullSource
     scraped_at: datetime
     text: str | None = None
-    failure: str = ""  # a Sentence where gpufleet words it, else the server's own English
+    failure: str = ""  # a Sentence (the server's own words go in as its values)
     failed_status: str = ImportRun.Status.FAILED
     result: ParseResult | None = None
     # Its rows could not be stored: its run names no pool, since the pool may be why.
@@ -288,9 +371,9 @@ def fetch_scrape(source: PullSource, *, now: datetime | None = None) -> Scrape:
         try:
             scrape.text = response.body.decode("utf-8")
         except UnicodeDecodeError as error:
-            raise PullError(f"{source.url} answered text that is not UTF-8 ({error})") from None
+            raise _not_utf8(source.url, error) from None
     except PullError as error:
-        scrape.failure = str(error)
+        scrape.failure = error.sentence
     return scrape
 
 
@@ -333,7 +416,7 @@ def store_scrapes(scrapes: list[Scrape]) -> list[ImportRun]:
         try:
             scrape.result = parse_dcgm(scrape.text, scraped_at=scrape.scraped_at)
         except TelemetryFormatError as error:
-            scrape.failure = f"{scrape.source.url}: {error}"
+            scrape.failure = _not_telemetry(scrape.source.url, error)
             scrape.failed_status = ImportRun.Status.REJECTED
         scrape.text = None  # parsed: the rows are what is kept
     try:
@@ -413,7 +496,7 @@ def _store_and_record(scrapes: list[Scrape]) -> list[ImportRun]:
         # Stored in English with their msgids, said again in each reader's language.
         run.message_parts = to_data(parts) if parts else []
         runs.append(run)
-        outcomes.append((scrape.source, scrape.scraped_at, status, run.message))
+        outcomes.append((scrape.source, scrape.scraped_at, status, run.message, run.message_parts))
     ImportRun.objects.bulk_create(runs)
     _record_on_sources(outcomes)
     return runs
@@ -422,10 +505,11 @@ def _store_and_record(scrapes: list[Scrape]) -> list[ImportRun]:
 def _record_on_sources(outcomes) -> None:
     """``_record_on_source`` of many sources in one statement (PostgreSQL), as
     services._refresh_devices does for devices."""
-    for source, pulled_at, status, message in outcomes:
-        source.last_pulled_at, source.last_status, source.last_message = pulled_at, status, message
+    for source, pulled_at, status, message, parts in outcomes:
+        source.last_pulled_at, source.last_status = pulled_at, status
+        source.set_last_message(message, parts)
     sources = [source for source, *_rest in outcomes]
-    fields = ["last_pulled_at", "last_status", "last_message"]
+    fields = ["last_pulled_at", "last_status", "last_message", "last_message_parts"]
     if connection.vendor != "postgresql" or len(sources) == 1:
         for source in sources:
             source.save(update_fields=fields)
@@ -433,14 +517,16 @@ def _record_on_sources(outcomes) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE telemetry_pullsource AS source SET last_pulled_at = outcome.pulled_at, "
-            "last_status = outcome.status, last_message = outcome.message "
-            "FROM unnest(%s::bigint[], %s::timestamptz[], %s::text[], %s::text[]) "
-            "AS outcome(id, pulled_at, status, message) WHERE source.id = outcome.id",
+            "last_status = outcome.status, last_message = outcome.message, "
+            "last_message_parts = outcome.parts::jsonb "
+            "FROM unnest(%s::bigint[], %s::timestamptz[], %s::text[], %s::text[], %s::text[]) "
+            "AS outcome(id, pulled_at, status, message, parts) WHERE source.id = outcome.id",
             [
                 [source.pk for source in sources],
                 [source.last_pulled_at for source in sources],
                 [source.last_status for source in sources],
                 [source.last_message for source in sources],
+                [json.dumps(source.last_message_parts) for source in sources],
             ],
         )
 
@@ -517,22 +603,31 @@ class _Sample:
     rejected: bool = False
 
 
-def _device_context(labels: dict) -> tuple[DeviceKey, dict] | str:
+def _not_whole_number(label: str, value: str) -> Sentence:
+    # The msgid parse_dcgm says it with, translated once for both.
+    return sentence(
+        gettext_noop("label %(label)s '%(value)s' is not a whole number"), label=label, value=value
+    )
+
+
+def _device_context(labels: dict) -> tuple[DeviceKey, dict] | Sentence:
     """The device and what it says about itself, or why the series names no device."""
     uuid = labels.get("UUID") or labels.get("uuid")
     if not uuid:
-        return "has no UUID label (nor the old uuid), so the GPU cannot be identified"
+        return sentence(
+            gettext_noop("has no UUID label (nor the old uuid), so the GPU cannot be identified")
+        )
     gpu_instance_id = gpu_index = None
     if labels.get("GPU_I_ID"):
         try:
             gpu_instance_id = int(labels["GPU_I_ID"])
         except ValueError:
-            return f"label GPU_I_ID '{labels['GPU_I_ID']}' is not a whole number"
+            return _not_whole_number("GPU_I_ID", labels["GPU_I_ID"])
     if labels.get("gpu"):
         try:
             gpu_index = int(labels["gpu"])
         except ValueError:
-            return f"label gpu '{labels['gpu']}' is not a whole number"
+            return _not_whole_number("gpu", labels["gpu"])
     pod, namespace, container = _workload_labels(labels)
     return DeviceKey(uuid, gpu_instance_id), {
         "hostname": (
@@ -548,19 +643,35 @@ def _device_context(labels: dict) -> tuple[DeviceKey, dict] | str:
     }
 
 
-def _checked_value(slot: str, value_text: str) -> tuple[float | None, str]:
+def _checked_value(slot: str, value_text: str) -> tuple[float | None, Sentence | str]:
     """(value or None when DCGM says "no value", problem or "")."""
     try:
         value = float(value_text)
     except (TypeError, ValueError):
-        return None, f"value '{value_text}' is not a number"
+        return None, sentence(gettext_noop("value '%(value)s' is not a number"), value=value_text)
     if is_dcgm_blank(value):
         return None, ""
     if slot == _GPU_UTIL and not 0.0 <= value <= 100.0:
-        return None, f"value '{value_text}' is outside 0–100"
+        return None, sentence(gettext_noop("value '%(value)s' is outside 0–100"), value=value_text)
     if slot == _GR_ENGINE_ACTIVE and not 0.0 <= value <= 1.0:
-        return None, f"value '{value_text}' is outside 0–1 (a ratio: 1 means 100% busy)"
+        return None, sentence(
+            gettext_noop("value '%(value)s' is outside 0–1 (a ratio: 1 means 100%% busy)"),
+            value=value_text,
+        )
     return value, ""
+
+
+def _series_error(series: str, moment: str, problem: Sentence) -> RowError:
+    """A sample's problem, after the series it came from and its instant (no line: 0)."""
+    return RowError(
+        0,
+        sentence(
+            gettext_noop("%(series)s at %(moment)s: %(problem)s"),
+            series=series,
+            moment=moment,
+            problem=problem,
+        ),
+    )
 
 
 def rows_from_prometheus(
@@ -592,7 +703,15 @@ def rows_from_prometheus(
             context = _device_context(labels)
             if isinstance(context, str):
                 errors.append(
-                    RowError(0, f"{described} {context}; {len(points)} point(s) left out")
+                    RowError(
+                        0,
+                        sentence(
+                            gettext_noop("%(series)s %(problem)s; %(points)s point(s) left out"),
+                            series=described,
+                            problem=context,
+                            points=len(points),
+                        ),
+                    )
                 )
                 continue
             device, descriptive = context
@@ -610,15 +729,19 @@ def rows_from_prometheus(
                 if not problem and value is not None:
                     previous = sample.values.get(slot)
                     if previous is not None and previous != value:
-                        problem = (
-                            f"value '{value_text}' contradicts {previous:g} reported for the "
-                            "same GPU and time by another series"
+                        problem = sentence(
+                            gettext_noop(
+                                "value '%(value)s' contradicts %(previous)s reported for the "
+                                "same GPU and time by another series"
+                            ),
+                            value=value_text,
+                            previous=f"{previous:g}",
                         )
                     else:
                         sample.values[slot] = value
                 if problem:
                     moment = _EPOCH + timedelta(milliseconds=timestamp_ms)
-                    errors.append(RowError(0, f"{described} at {moment.isoformat()}: {problem}"))
+                    errors.append(_series_error(described, moment.isoformat(), problem))
                     sample.rejected = True
 
     rows: list[GpuSampleRow] = []
@@ -628,20 +751,30 @@ def rows_from_prometheus(
         timestamp = _EPOCH + timedelta(milliseconds=timestamp_ms)
         if timestamp > latest:
             errors.append(
-                RowError(
-                    0,
-                    f"{sample.first_series} at {timestamp.isoformat()}: more than 1 day in the "
-                    "future (is the Prometheus server's clock right?)",
+                _series_error(
+                    sample.first_series,
+                    timestamp.isoformat(),
+                    sentence(
+                        gettext_noop(
+                            "more than 1 day in the future (is the Prometheus server's clock "
+                            "right?)"
+                        )
+                    ),
                 )
             )
             continue
         if timestamp < EARLIEST_TIMESTAMP:
             errors.append(
-                RowError(
-                    0,
-                    f"{sample.first_series} at {timestamp:%Y-%m-%d %H:%M:%S}: before "
-                    f"{EARLIEST_TIMESTAMP:%Y-%m-%d} (is the clock of the node or of the "
-                    "Prometheus server set?)",
+                _series_error(
+                    sample.first_series,
+                    f"{timestamp:%Y-%m-%d %H:%M:%S}",
+                    sentence(
+                        gettext_noop(
+                            "before %(earliest)s (is the clock of the node or of the "
+                            "Prometheus server set?)"
+                        ),
+                        earliest=f"{EARLIEST_TIMESTAMP:%Y-%m-%d}",
+                    ),
                 )
             )
             continue
@@ -668,16 +801,26 @@ def prometheus_data(payload, *, query: str) -> dict:
     """The ``data`` of a Prometheus API answer; raises PullError for an error answer
     (``{"status": "error", "errorType": …, "error": …}``) or one that is not the API's."""
     if not isinstance(payload, dict) or payload.get("status") not in ("success", "error"):
-        raise PullError(f"the answer to {query} is not a Prometheus API response")
-    if payload["status"] == "error":
-        error_type = payload.get("errorType") or "error"
         raise PullError(
-            f"Prometheus refused the query {query} ({error_type}): "
-            f"{payload.get('error') or 'no reason given'}"
+            sentence(
+                gettext_noop("the answer to %(query)s is not a Prometheus API response"),
+                query=query,
+            )
+        )
+    if payload["status"] == "error":
+        raise PullError(
+            sentence(
+                gettext_noop("Prometheus refused the query %(query)s (%(error_type)s): %(reason)s"),
+                query=query,
+                error_type=payload.get("errorType") or "error",
+                reason=payload.get("error") or sentence(gettext_noop("no reason given")),
+            )
         )
     data = payload.get("data")
     if not isinstance(data, dict) or not isinstance(data.get("result"), list):
-        raise PullError(f"the answer to {query} has no data.result")
+        raise PullError(
+            sentence(gettext_noop("the answer to %(query)s has no data.result"), query=query)
+        )
     return data
 
 
@@ -722,7 +865,12 @@ def query_range_answer(
     except (UnicodeDecodeError, json.JSONDecodeError):
         if response.status != 200:
             raise _http_error(shown_as, response) from None
-        raise PullError(f"{shown_as} did not answer JSON: is it a Prometheus server?") from None
+        raise PullError(
+            sentence(
+                gettext_noop("%(url)s did not answer JSON: is it a Prometheus server?"),
+                url=shown_as,
+            )
+        ) from None
     # Prometheus answers 400/422/503 with the error JSON, which says more than the status.
     data = prometheus_data(payload, query=query)
     return RangeAnswer(
@@ -782,7 +930,12 @@ def pull_prometheus(
     start, end = prometheus_range(
         source.pulled_until, now, step_seconds=step_seconds, max_window=max_window
     )
-    note = f"{start:%Y-%m-%d %H:%M:%S}–{end:%Y-%m-%d %H:%M:%S} UTC every {step_seconds} s"
+    note = sentence(
+        gettext_noop("%(start)s–%(end)s UTC every %(step_seconds)s s"),
+        start=f"{start:%Y-%m-%d %H:%M:%S}",
+        end=f"{end:%Y-%m-%d %H:%M:%S}",
+        step_seconds=step_seconds,
+    )
 
     def fetch():
         results, warnings = [], set()
@@ -794,7 +947,12 @@ def pull_prometheus(
             warnings.update(metric_warnings)
         result = rows_from_prometheus(results)
         if warnings:
-            return result, f"{note} (Prometheus warned: {'; '.join(sorted(warnings))})"
+            warned = sentence(
+                gettext_noop("%(note)s (Prometheus warned: %(warnings)s)"),
+                note=note,
+                warnings="; ".join(sorted(warnings)),
+            )
+            return result, warned
         return result, note
 
     run, status = _pull(
@@ -812,7 +970,7 @@ def pull_prometheus(
         if run.message_parts:
             run.message_parts.append(none_held.to_data())
         run.save(update_fields=["message", "message_parts"])
-    _record_on_source(source, now, status, run.message, pulled_until=end)
+    _record_on_source(source, now, status, run.message, run.message_parts, pulled_until=end)
     return run
 
 

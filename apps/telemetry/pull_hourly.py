@@ -44,6 +44,7 @@ from datetime import UTC, datetime, timedelta
 from django.db import connection, transaction
 from django.utils import timezone
 
+from apps.core.sentences import Sentence, gettext_noop, sentence
 from apps.pools.hours import floor_hour
 from apps.telemetry import promql
 from apps.telemetry.models import GpuDevice, GpuDeviceHour, ImportRun, PullSource
@@ -446,8 +447,13 @@ def fetch_chunk(
         queries = promql.hourly_queries(source.label_filters)
     except promql.LabelFilterError as error:
         raise PullError(
-            f"the source's label filters are not PromQL label matchers ({error}); correct "
-            "them on the pull-sources page"
+            sentence(
+                gettext_noop(
+                    "the source's label filters are not PromQL label matchers (%(error)s); "
+                    "correct them on the pull-sources page"
+                ),
+                error=str(error),
+            )
         ) from None
     with ThreadPoolExecutor(max_workers=FETCH_CONCURRENCY) as pool:
         answered = list(pool.map(ask, queries))
@@ -606,11 +612,17 @@ def pull_hourly(
     except PullError as error:
         done = _written_sentence(outcomes)
         failed_from = outcomes[-1].end if outcomes else chunks[0][0]
-        reason = (
-            f"{error}. The hours from {_utc(failed_from)} UTC on are not pulled{done}; "
-            f"the next pull resumes at {_utc(source.pulled_until or failed_from)} UTC. "
-            "Check that the server is up and not overloaded, or pull fewer hours at a time "
-            "(manage.py pull_telemetry --chunk-hours)."
+        reason = sentence(
+            gettext_noop(
+                "%(error)s. The hours from %(failed_from)s UTC on are not pulled%(done)s; "
+                "the next pull resumes at %(resumes_at)s UTC. Check that the server is up "
+                "and not overloaded, or pull fewer hours at a time "
+                "(manage.py pull_telemetry --chunk-hours)."
+            ),
+            error=error.sentence,
+            failed_from=_utc(failed_from),
+            done=done,
+            resumes_at=_utc(source.pulled_until or failed_from),
         )
         run.finish(ImportRun.Status.FAILED, reason, also_save=["rows_total", "rows_accepted"])
         _record_on_source(source, now, STATUS_ERROR, reason)
@@ -624,46 +636,88 @@ def pull_hourly(
     return run
 
 
-def _written_sentence(outcomes: list[ChunkOutcome]) -> str:
+def _written_sentence(outcomes: list[ChunkOutcome]) -> Sentence | str:
     if not outcomes:
         return ""
-    rows = sum(outcome.rows_written for outcome in outcomes)
-    return f" ({_utc(outcomes[0].start)}–{_utc(outcomes[-1].end)} UTC were: {rows} device-hours)"
-
-
-def _progress_sentence(source, outcomes, chunks) -> str:
-    done = outcomes[-1].end
-    return (
-        f"Hourly aggregates pulled up to {_utc(done)} UTC of "
-        f"{_utc(chunks[0][0])}–{_utc(chunks[-1][1])} UTC."
+    return sentence(
+        gettext_noop(" (%(start)s–%(end)s UTC were: %(rows)s device-hours)"),
+        start=_utc(outcomes[0].start),
+        end=_utc(outcomes[-1].end),
+        rows=sum(outcome.rows_written for outcome in outcomes),
     )
 
 
-def _finished_sentence(source: PullSource, outcomes: list[ChunkOutcome], chunks) -> str:
+def _progress_sentence(source, outcomes, chunks) -> Sentence:
+    return sentence(
+        gettext_noop("Hourly aggregates pulled up to %(done)s UTC of %(start)s–%(end)s UTC."),
+        done=_utc(outcomes[-1].end),
+        start=_utc(chunks[0][0]),
+        end=_utc(chunks[-1][1]),
+    )
+
+
+def _finished_sentence(source: PullSource, outcomes: list[ChunkOutcome], chunks) -> list[Sentence]:
+    """The run's outcome, as parts read one after the other."""
     rows = sum(outcome.rows_written for outcome in outcomes)
     replaced = sum(outcome.rows_replaced for outcome in outcomes)
     devices = max((outcome.devices for outcome in outcomes), default=0)
-    sentence = (
-        f"Hourly aggregates {_utc(chunks[0][0])}–{_utc(chunks[-1][1])} UTC: {rows} "
-        f"device-hours of {devices} GPUs or MIG slices written"
-    )
+    parts = [
+        sentence(
+            gettext_noop(
+                "Hourly aggregates %(start)s–%(end)s UTC: %(rows)s device-hours of "
+                "%(devices)s GPUs or MIG slices written"
+            ),
+            start=_utc(chunks[0][0]),
+            end=_utc(chunks[-1][1]),
+            rows=rows,
+            devices=devices,
+        )
+    ]
     if replaced:
-        sentence += f" ({replaced} replaced an earlier pull of their hour)"
+        parts.append(
+            sentence(
+                gettext_noop(" (%(replaced)s replaced an earlier pull of their hour)"),
+                replaced=replaced,
+            )
+        )
     problems = sum(len(outcome.problems) for outcome in outcomes)
     if problems:
-        sentence += f"; {problems} values left out (listed below)"
-    sentence += "."
+        parts.append(
+            sentence(
+                gettext_noop("; %(problems)s values left out (listed below)"), problems=problems
+            )
+        )
+    parts.append(sentence(gettext_noop(".")))
     partial = [outcome for outcome in outcomes if outcome.partial]
     if partial:
         hours = ", ".join(f"{_utc(o.start)}–{_utc(o.end)}" for o in partial)
         warned = sorted({warning for outcome in partial for warning in outcome.warnings})
-        said = f" (the server warned: {'; '.join(warned)})" if warned else ""
-        sentence += (
-            f" The server answered {hours} UTC partially{said}: stored, but not marked "
-            "complete; the next pull asks for these hours again."
+        said = (
+            sentence(gettext_noop(" (the server warned: %(warnings)s)"), warnings="; ".join(warned))
+            if warned
+            else ""
+        )
+        parts.append(
+            sentence(
+                gettext_noop(
+                    " The server answered %(hours)s UTC partially%(said)s: stored, but not "
+                    "marked complete; the next pull asks for these hours again."
+                ),
+                hours=hours,
+                said=said,
+            )
         )
     if source.pulled_until:
-        sentence += f" Complete up to {_utc(source.pulled_until)} UTC."
+        parts.append(
+            sentence(
+                gettext_noop(" Complete up to %(complete_to)s UTC."),
+                complete_to=_utc(source.pulled_until),
+            )
+        )
     if not rows:
-        sentence += " The server holds none of the DCGM metrics pulled in these hours."
-    return sentence
+        parts.append(
+            sentence(
+                gettext_noop(" The server holds none of the DCGM metrics pulled in these hours.")
+            )
+        )
+    return parts
