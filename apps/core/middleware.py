@@ -1,4 +1,5 @@
-"""Requests whose query parameters or form fields hold a NUL character answer 400.
+"""Requests whose query parameters or form fields hold a NUL character answer 400, as do
+form bodies that cannot be parsed at all (a multipart body without its boundary).
 
 PostgreSQL cannot store or compare text holding NUL: a filter reading ``?pool=%00`` into
 a query raises DataError, a 500. Django's form fields refuse NUL, but many views read
@@ -8,6 +9,7 @@ anyway, before any view.
 """
 
 from django.http import HttpResponseBadRequest, JsonResponse
+from django.http.multipartparser import MultiPartParserError
 
 NUL = "\x00"
 FORM_CONTENT_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
@@ -30,14 +32,26 @@ class RefuseNulCharactersMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        found = _nul_parameter(request)
+        try:
+            found = _nul_parameter(request)
+        except MultiPartParserError as error:
+            # A multipart body without its boundary, or cut short: nothing can read it.
+            return _bad_request(
+                request,
+                f"The request body could not be read as multipart/form-data ({error}); send "
+                "it with its boundary in the Content-Type, or as JSON.",
+            )
         if found is None:
             return self.get_response(request)
         where, name = found
-        sentence = (
+        return _bad_request(
+            request,
             f"The {where} “{name}” holds a NUL character (\\x00), which no value here can "
-            "contain; remove it and try again."
+            "contain; remove it and try again.",
         )
-        if request.path.startswith("/api/"):
-            return JsonResponse({"detail": sentence}, status=400)
-        return HttpResponseBadRequest(sentence, content_type="text/plain; charset=utf-8")
+
+
+def _bad_request(request, sentence: str):
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": sentence}, status=400)
+    return HttpResponseBadRequest(sentence, content_type="text/plain; charset=utf-8")

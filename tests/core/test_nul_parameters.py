@@ -45,3 +45,19 @@ def test_a_nul_in_a_posted_form_field_is_a_400(lead_client):
     response = lead_client.post(reverse("reports:recompute_create"), {"start": "2026-01-01\x00"})
     assert response.status_code == 400
     assert "The form field “start” holds a NUL character" in response.content.decode()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/api/v1/telemetry/gpu/", "/reports/recompute/"])
+def test_a_multipart_body_without_its_boundary_is_a_400_not_an_error(make_user, path):
+    """Found by the schema fuzzer: "multipart/form-data" with no boundary could not be
+    parsed by the check above, and the request ended in an exception."""
+    from django.test import Client
+
+    client = Client(raise_request_exception=True)
+    client.force_login(make_user("ops"))
+    response = client.generic("POST", path, b"--x\r\n\r\n", content_type="multipart/form-data")
+    assert response.status_code == 400
+    text = response.json()["detail"] if path.startswith("/api/") else response.content.decode()
+    assert text.startswith("The request body could not be read as multipart/form-data (")
+    assert "with its boundary in the Content-Type, or as JSON." in text
