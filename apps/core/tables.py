@@ -134,6 +134,17 @@ class ListTable(tables.Table):
         return ",".join(self.order_by) if self.order_by else ""
 
 
+def paginate_table(table, number, *, per_page=PAGE_SIZE) -> None:
+    """Show page ``number`` of ``per_page`` rows, as ``Paginator.get_page`` does: a bad
+    or missing number is page 1, one past the end the last page."""
+    try:
+        table.paginate(page=number or 1, per_page=per_page)
+    except PageNotAnInteger:
+        table.paginate(page=1, per_page=per_page)
+    except EmptyPage:
+        table.paginate(page=table.paginator.num_pages, per_page=per_page)
+
+
 def configure_table(request, table, *, per_page=PAGE_SIZE):
     """Sort from ``?sort=`` and show page ``?page=`` of ``per_page`` rows (None: all), as
     ``Paginator.get_page`` does: a bad number is page 1, one past the end the last page.
@@ -141,12 +152,6 @@ def configure_table(request, table, *, per_page=PAGE_SIZE):
     RequestConfig(request, paginate=False).configure(table)
     if not per_page:
         return None
-    number = request.GET.get(table.prefixed_page_field) or 1
-    try:
-        table.paginate(page=number, per_page=per_page)
-    except PageNotAnInteger:
-        table.paginate(page=1, per_page=per_page)
-    except EmptyPage:
-        table.paginate(page=table.paginator.num_pages, per_page=per_page)
+    paginate_table(table, request.GET.get(table.prefixed_page_field), per_page=per_page)
     records = [row.record for row in table.page.object_list]
     return Page(records, table.page.number, table.paginator)

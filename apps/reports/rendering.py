@@ -2,11 +2,10 @@
 cached beside them: the rendered table costs more than reading the figures back
 (bench/dashboard.py). Rendering reads no request, so a worker renders it as a page would."""
 
-from django.core.paginator import EmptyPage, PageNotAnInteger
 from django.http import QueryDict
 from django.template.loader import render_to_string
 
-from apps.core.tables import PAGE_SIZE
+from apps.core.tables import PAGE_SIZE, paginate_table
 from apps.reports import selectors
 from apps.reports.cache import cached
 from apps.reports.forms import GROUP_BY_LABELS, GROUP_BY_NOUNS
@@ -33,13 +32,7 @@ def _report_table(figures: dict, query: QueryDict) -> ReportTable:
         group_label=GROUP_BY_LABELS[figures["group_by"]],
         query=query,
     )
-    # As Paginator.get_page: a bad number is page 1, one past the end the last page.
-    try:
-        table.paginate(page=query.get(table.prefixed_page_field) or 1, per_page=TABLE_PAGE_ROWS)
-    except PageNotAnInteger:
-        table.paginate(page=1, per_page=TABLE_PAGE_ROWS)
-    except EmptyPage:
-        table.paginate(page=table.paginator.num_pages, per_page=TABLE_PAGE_ROWS)
+    paginate_table(table, query.get(table.prefixed_page_field), per_page=TABLE_PAGE_ROWS)
     return table
 
 
