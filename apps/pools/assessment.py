@@ -6,9 +6,9 @@ from dataclasses import dataclass, field, replace
 from django.utils.translation import gettext
 
 from apps.catalog.models import GpuModel, ModelArchitecture
+from apps.core.texts import translated
 from apps.pools import memory
 from apps.pools.placement import Finding, PlacementFacts, placement_findings
-from apps.pools.texts import translated
 
 # A workload using less than this share of its GPU's memory is "a lot to spare": a
 # smaller or cheaper GPU would likely do.

@@ -1,7 +1,7 @@
 from django.core.exceptions import ValidationError
 
+from apps.core.texts import translated
 from apps.pools.hours import parse_hour_ranges, zone_or_error
-from apps.pools.texts import translated
 
 
 def validate_hour_ranges(value: str):

@@ -11,6 +11,7 @@ from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
 from apps.core.htmx import render_page
 from apps.core.tables import configure_table
+from apps.core.texts import translated
 from apps.pools import list_columns
 from apps.pools.assessment import assess_workload
 from apps.pools.charts import build_memory_breakdown_figure
@@ -20,7 +21,6 @@ from apps.pools.forms import CalculatorForm, PoolForm, WorkloadForm
 from apps.pools.models import Pool, Workload
 from apps.pools.signals import service_period_changed
 from apps.pools.tables import PoolTable, WorkloadTable, with_price_per_hour
-from apps.pools.texts import translated
 
 
 @require_GET
