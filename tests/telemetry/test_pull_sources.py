@@ -163,3 +163,21 @@ def test_the_list_shows_where_each_source_stands(client, make_user):
     assert "cluster=&quot;a&quot;" in page
     assert "answered 2026-12-01 10:00–11:00 UTC partially" in page
     assert "Add a source" not in page  # procurement cannot add one
+
+
+@pytest.mark.django_db
+def test_the_list_of_a_fleet_scraped_node_by_node_goes_on_pages(client, make_user):
+    """60 node sources: 25 a page (the lists' page size), in name order, the last page
+    holding the 10 left."""
+    from apps.telemetry.views import PAGE_SIZE
+
+    for number in range(60):
+        PullSourceFactory(name=f"node-{number:03d}", url=f"http://node-{number:03d}:9400/metrics")
+    client.force_login(make_user("reader"))
+    url = reverse("telemetry:pull_source_list")
+    first = client.get(url).content.decode()
+    assert first.count('id="pull-source-node-') == PAGE_SIZE == 25
+    assert "Showing 1–25 of 60" in first
+    last = client.get(url, {"page": 3}).content.decode()
+    assert last.count('id="pull-source-node-') == 60 - 2 * PAGE_SIZE
+    assert 'id="pull-source-node-059"' in last and 'id="pull-source-node-000"' not in last
