@@ -23,7 +23,8 @@ from django.utils.text import slugify
 from apps.backups import services as backup_services
 from apps.backups.models import BackupPolicy, BackupVersion, RestoreDrill, VersionKind
 from apps.catalog.models import GpuModel, ModelArchitecture
-from apps.core.roles import OPS, PROCUREMENT, TECHNICAL_LEAD
+from apps.accounts.models import Team
+from apps.core.roles import FINANCE, OPS, PROCUREMENT, TECHNICAL_LEAD
 from apps.pools.models import Deployment, Pool, Purpose, Workload, WorkloadKind
 from apps.procurement.models import Scenario, ScenarioOption
 from apps.telemetry.models import GpuDevice, HostnameRule, ImportRun, PullSource
@@ -39,6 +40,7 @@ ROLE_GROUP_NAMES = {
     "lead": TECHNICAL_LEAD.name,
     "ops": OPS.name,
     "procurement": PROCUREMENT.name,
+    "finance": FINANCE.name,  # reads every team's objects, changes nothing
     "reader": None,  # signed in, no role: reads everything, changes nothing
     "admin": None,  # superuser
 }
@@ -70,16 +72,28 @@ class UserFactory(factory.django.DjangoModelFactory):
     password = factory.django.Password(TEST_PASSWORD)
 
     @classmethod
-    def _create(cls, model_class, *args, role="reader", **kwargs):
+    def _create(cls, model_class, *args, role="reader", teams=(), **kwargs):
         user = super()._create(model_class, *args, **kwargs)
         group_name = ROLE_GROUP_NAMES[role]
         if group_name:
             user.groups.add(Group.objects.get(name=group_name))
+        for team in teams:
+            team.members.add(user)
         return user
 
     @classmethod
-    def _build(cls, model_class, *args, role="reader", **kwargs):
+    def _build(cls, model_class, *args, role="reader", teams=(), **kwargs):
         return model_class(*args, **kwargs)
+
+
+class TeamFactory(factory.django.DjangoModelFactory):
+    """A team with no members: ``UserFactory(role="lead", teams=[team])`` adds one."""
+
+    class Meta:
+        model = Team
+
+    name = factory.Sequence(lambda n: f"Team {n:03d}")
+    slug = factory.LazyAttribute(lambda team: slugify(team.name))
 
 
 # --- Catalog ----------------------------------------------------------------------------

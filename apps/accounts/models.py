@@ -92,3 +92,30 @@ class ApiToken(models.Model):
         if self.last_used_at is None or now - self.last_used_at > LAST_USED_WRITE_INTERVAL:
             ApiToken.objects.filter(pk=self.pk).update(last_used_at=now)
             self.last_used_at = now
+
+
+class Team(models.Model):
+    """A group of people who own pools and workloads and pay for them (showback).
+
+    A pool or workload without a team is shared: everyone who can sign in sees it. One
+    with a team is seen only by the team's members and by the fleet-wide roles
+    (superusers and Finance), as NetBox scopes objects by tenant.
+    """
+
+    name = models.CharField(_("name"), max_length=100, unique=True)
+    slug = models.SlugField(
+        _("slug"), max_length=100, unique=True, help_text=_("Stable id used by the API.")
+    )
+    description = models.TextField(_("description"), blank=True)
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="teams", verbose_name=_("members")
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = _("team")
+        verbose_name_plural = _("teams")
+
+    def __str__(self):
+        return self.name

@@ -1,9 +1,11 @@
-"""The three roles of gpufleet and the permissions each one holds.
+"""The roles of gpufleet and the permissions each one holds.
 
-Everyone who can log in reads everything; a role adds the right to change one part of
-the fleet. Only superusers administer users. Each app's data migration calls
-``grant_role_permissions`` for the permissions it introduces, so groups always hold
-exactly what this table says once migrations have run.
+Everyone who can log in reads what their scope holds (their teams' objects and the shared
+ones; apps/accounts/scope.py); a role adds the right to change one part of the fleet
+within that scope. Finance changes nothing and sees every team. Only superusers
+administer users. Each app's data migration calls ``grant_role_permissions`` for the
+permissions it introduces, so groups always hold exactly what this table says once
+migrations have run.
 """
 
 from dataclasses import dataclass
@@ -87,7 +89,17 @@ PROCUREMENT = Role(
         "procurement.add_comparisonexport",
     ),
 )
-ROLES = (TECHNICAL_LEAD, OPS, PROCUREMENT)
+FINANCE = Role(
+    name=gettext_noop("Finance"),
+    description=gettext_noop(
+        "Reads the costs, budgets and showback of every team; changes nothing."
+    ),
+    permissions=(),
+)
+ROLES = (TECHNICAL_LEAD, OPS, PROCUREMENT, FINANCE)
+# Roles whose holders see every team's objects (superusers do too); the others see their
+# teams' objects and the shared ones (apps/accounts/scope.py).
+FLEET_WIDE_ROLE_NAMES = (FINANCE.name,)
 
 
 def role_names_of(user) -> list[str]:

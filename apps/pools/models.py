@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.urls import reverse
@@ -137,6 +138,15 @@ class Pool(models.Model):
         on_delete=models.SET_NULL,
         related_name="owned_pools",
         verbose_name=_("owner"),
+    )
+    team = models.ForeignKey(
+        "accounts.Team",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="pools",
+        verbose_name=_("team"),
+        help_text=_("The team that owns and pays for the pool; none: shared by every team."),
     )
     description = models.TextField(_("description"), blank=True)
 
@@ -459,6 +469,15 @@ class Workload(models.Model):
         related_name="owned_workloads",
         verbose_name=_("owner"),
     )
+    team = models.ForeignKey(
+        "accounts.Team",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="workloads",
+        verbose_name=_("team"),
+        help_text=_("The team that runs it; none: the pool's team."),
+    )
     description = models.TextField(_("description"), blank=True)
 
     # Training settings
@@ -582,6 +601,24 @@ class Workload(models.Model):
 
     def get_absolute_url(self):
         return reverse("pools:workload_detail", kwargs={"slug": self.slug})
+
+    @property
+    def effective_team_id(self) -> int | None:
+        """The team that runs the workload: its own, or its pool's (None: shared)."""
+        return self.team_id or (self.pool.team_id if self.pool_id else None)
+
+    def clean(self):
+        super().clean()
+        if self.team_id and self.pool_id and self.pool.team_id not in (None, self.team_id):
+            raise ValidationError(
+                {
+                    "team": _(
+                        "The pool belongs to team %(team)s: a workload on it is that team's "
+                        "or has no team."
+                    )
+                    % {"team": self.pool.team}
+                }
+            )
 
     @property
     def is_archived(self) -> bool:

@@ -18,6 +18,10 @@ class ArchivableQuerySet(models.QuerySet):
 
 
 class PoolQuerySet(ArchivableQuerySet):
+    def in_scope(self, scope):
+        """Pools of the scope's teams and the shared ones (apps/accounts/scope.py)."""
+        return self.filter(scope.team_filter("team"))
+
     def with_workload_counts(self):
         return self.annotate(workload_count=Count("workloads"))
 
@@ -46,5 +50,28 @@ class PoolQuerySet(ArchivableQuerySet):
 
 
 class WorkloadQuerySet(ArchivableQuerySet):
+    def in_scope(self, scope, prefix: str = ""):
+        """Workloads whose team is in scope; a workload without a team has its pool's.
+
+        ``prefix`` filters a related model by its workload (``"workload__"``)."""
+        if scope.everything:
+            return self
+        return self.filter(workload_scope_filter(scope, prefix))
+
     def with_pool(self):
         return self.select_related("pool__gpu_model", "owner", "model_architecture")
+
+
+def workload_scope_filter(scope, prefix: str = "") -> models.Q:
+    """``Q`` keeping rows whose workload (at ``prefix``) is in ``scope``: its own team,
+    or, without one, its pool's team, is one of the scope's or none (shared)."""
+    if scope.everything:
+        return models.Q()
+    own = models.Q(**{f"{prefix}team__in": sorted(scope.team_ids)})
+    pools = models.Q(**{f"{prefix}team__isnull": True}) & scope.team_filter(f"{prefix}pool__team")
+    return own | pools
+
+
+def pool_scope_filter(scope, prefix: str = "") -> models.Q:
+    """``Q`` keeping rows whose pool (at ``prefix``, e.g. ``"pool__"``) is in ``scope``."""
+    return scope.team_filter(f"{prefix}team")
