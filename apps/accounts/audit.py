@@ -21,7 +21,7 @@ from django.contrib.auth import BACKEND_SESSION_KEY, get_user_model
 from django.contrib.auth.models import Group
 
 from apps.accounts.models import AuditEvent, Team
-from apps.core.sentences import Sentence, sentence, to_data
+from apps.core.sentences import Sentence, gettext_noop, sentence, to_data
 
 Kind = AuditEvent.Kind
 Method = AuditEvent.Method
@@ -117,10 +117,10 @@ def _signed_in_with_sso(request, user) -> bool:
 
 def on_signed_in(sender, request, user, **kwargs):
     if _signed_in_with_sso(request, user):
-        detail = sentence("Signed in with %(provider)s.", provider=provider_name())
+        detail = sentence(gettext_noop("Signed in with %(provider)s."), provider=provider_name())
         method = Method.SSO
     else:
-        detail, method = sentence("Signed in with a password."), Method.LOCAL
+        detail, method = sentence(gettext_noop("Signed in with a password.")), Method.LOCAL
     record(Kind.SIGN_IN, subject=user, detail=detail, request=request, method=method, actor=user)
 
 
@@ -130,9 +130,11 @@ def on_sign_in_failed(sender, credentials, request=None, **kwargs):
         return
     username = str(credentials.get("username") or "")[:150]
     user = get_user_model().objects.filter(username=username).first() if username else None
-    parts = [sentence("Wrong username or password for %(username)s.", username=username)]
+    parts = [
+        sentence(gettext_noop("Wrong username or password for %(username)s."), username=username)
+    ]
     if request is not None and getattr(request, "axes_locked_out", False):
-        parts.append(sentence(" Locked out after repeated failures."))
+        parts.append(sentence(gettext_noop(" Locked out after repeated failures.")))
     record(
         Kind.SIGN_IN_FAILED,
         subject=user,
@@ -147,7 +149,9 @@ def record_sso_failure(request, reason: Sentence):
     record(
         Kind.SIGN_IN_FAILED,
         detail=sentence(
-            "Sign-in with %(provider)s failed: %(reason)s", provider=provider_name(), reason=reason
+            gettext_noop("Sign-in with %(provider)s failed: %(reason)s"),
+            provider=provider_name(),
+            reason=reason,
         ),
         request=request,
         method=Method.SSO,
@@ -161,7 +165,7 @@ def on_signed_out(sender, request, user, **kwargs):
     record(
         Kind.SIGN_OUT,
         subject=user,
-        detail=sentence("Signed out."),
+        detail=sentence(gettext_noop("Signed out.")),
         request=request,
         method=Method.SSO if sso else Method.LOCAL,
         actor=user,
@@ -179,18 +183,18 @@ def role_label(group_name: str) -> Sentence:
 def record_role_change(user, role_name: str, *, granted: bool):
     values = {"user": user.get_username(), "role": role_label(role_name)}
     if granted:
-        detail = sentence("%(user)s was given the role %(role)s.", **values)
+        detail = sentence(gettext_noop("%(user)s was given the role %(role)s."), **values)
     else:
-        detail = sentence("%(user)s no longer has the role %(role)s.", **values)
+        detail = sentence(gettext_noop("%(user)s no longer has the role %(role)s."), **values)
     record(Kind.ROLE_GRANTED if granted else Kind.ROLE_REVOKED, subject=user, detail=detail)
 
 
 def record_team_change(user, team_name: str, *, joined: bool):
     values = {"user": user.get_username(), "team": team_name}
     if joined:
-        detail = sentence("%(user)s joined the team %(team)s.", **values)
+        detail = sentence(gettext_noop("%(user)s joined the team %(team)s."), **values)
     else:
-        detail = sentence("%(user)s left the team %(team)s.", **values)
+        detail = sentence(gettext_noop("%(user)s left the team %(team)s."), **values)
     record(Kind.TEAM_JOINED if joined else Kind.TEAM_LEFT, subject=user, detail=detail)
 
 
@@ -198,7 +202,7 @@ def _pairs(instance, reverse, model, pk_set, *, user_side_reverse: bool):
     """(user, other) for each changed row, whichever side the change was made from.
     ``user_side_reverse`` tells whether the user is the instance when ``reverse`` is
     False (``user.groups``) or True (``user.teams``)."""
-    others = list(model.objects.filter(pk__in=pk_set))
+    others = sorted(model.objects.filter(pk__in=pk_set), key=str)
     if reverse == user_side_reverse:
         return [(instance, other) for other in others]
     return [(other, instance) for other in others]

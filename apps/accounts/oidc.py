@@ -42,7 +42,7 @@ from mozilla_django_oidc.views import (
 )
 
 from apps.accounts import audit, services
-from apps.core.sentences import Sentence, sentence
+from apps.core.sentences import Sentence, gettext_noop, sentence
 
 logger = logging.getLogger(__name__)
 
@@ -171,9 +171,12 @@ def _group_names(groups) -> set[str]:
 def _reason(error) -> Sentence:
     if isinstance(error, requests.RequestException):
         return sentence(
-            "the provider could not be reached (%(error)s).", error=type(error).__name__
+            gettext_noop("the provider could not be reached (%(error)s)."),
+            error=type(error).__name__,
         )
-    return sentence("the provider's answer was refused (%(error)s).", error=str(error)[:200])
+    return sentence(
+        gettext_noop("the provider's answer was refused (%(error)s)."), error=str(error)[:200]
+    )
 
 
 def _sso_failed(request, reason: Sentence):
@@ -221,9 +224,9 @@ class CallbackView(SsoViewMixin, OIDCAuthenticationCallbackView):
     def login_failure(self):
         error = self.request.GET.get("error")
         if error:
-            reason = sentence("the provider answered %(error)s.", error=error[:100])
+            reason = sentence(gettext_noop("the provider answered %(error)s."), error=error[:100])
         else:
-            reason = sentence("gpufleet refused the provider's answer.")
+            reason = sentence(gettext_noop("gpufleet refused the provider's answer."))
         return _sso_failed(self.request, reason)
 
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 from apps.accounts import audit
 from apps.accounts.models import AuditEvent, GroupMapping, MappedRole, OidcIdentity, Team
 from apps.core.roles import FINANCE, OPS, PROCUREMENT, TECHNICAL_LEAD
-from apps.core.sentences import Sentence, sentence
+from apps.core.sentences import Sentence, gettext_noop, sentence
 
 # A mapped role → the auth group holding it (Administrator is a flag, not a group).
 ROLE_GROUPS = {
@@ -154,10 +154,12 @@ def target_sentence(role: str, team_name: str | None) -> Sentence:
     """What a mapping row gives, said in the reader's language."""
     role_label = audit.role_label(ROLE_NAMES[role]) if role else None
     if role_label and team_name:
-        return sentence("%(role)s and the team %(team)s", role=role_label, team=team_name)
+        return sentence(
+            gettext_noop("%(role)s and the team %(team)s"), role=role_label, team=team_name
+        )
     if role_label:
-        return sentence("%(role)s", role=role_label)
-    return sentence("the team %(team)s", team=team_name or "")
+        return role_label
+    return sentence(gettext_noop("the team %(team)s"), team=team_name or "")
 
 
 def _mapping_sentence(msgid: str, mapping: GroupMapping, **values) -> Sentence:
@@ -170,12 +172,14 @@ def save_group_mapping(mapping: GroupMapping, *, previous: GroupMapping | None =
     """Save a new or changed row and audit it; ``previous`` is the row as it was."""
     mapping.save()
     if previous is None:
-        detail = _mapping_sentence("Group %(group)s now gives %(target)s.", mapping)
+        detail = _mapping_sentence(gettext_noop("Group %(group)s now gives %(target)s."), mapping)
     else:
         was = target_sentence(previous.role, previous.team.name if previous.team_id else None)
         detail = _mapping_sentence(
-            "Group mapping changed: %(group)s gives %(target)s (was %(previous_group)s: "
-            "%(previous)s).",
+            gettext_noop(
+                "Group mapping changed: %(group)s gives %(target)s (was %(previous_group)s: "
+                "%(previous)s)."
+            ),
             mapping,
             previous_group=previous.idp_group,
             previous=was,
@@ -186,7 +190,7 @@ def save_group_mapping(mapping: GroupMapping, *, previous: GroupMapping | None =
 
 @transaction.atomic
 def delete_group_mapping(mapping: GroupMapping) -> None:
-    detail = _mapping_sentence("Group %(group)s no longer gives %(target)s.", mapping)
+    detail = _mapping_sentence(gettext_noop("Group %(group)s no longer gives %(target)s."), mapping)
     mapping.delete()
     audit.record(AuditEvent.Kind.MAPPING_CHANGED, detail=detail)
 
@@ -242,8 +246,10 @@ def sync_group_mapping(entries: list[MappingEntry], *, replace: bool = False) ->
             audit.record(
                 AuditEvent.Kind.MAPPING_CHANGED,
                 detail=sentence(
-                    "The group mapping entry for %(group)s names the team %(team)s, which "
-                    "does not exist: the entry was skipped.",
+                    gettext_noop(
+                        "The group mapping entry for %(group)s names the team %(team)s, which "
+                        "does not exist: the entry was skipped."
+                    ),
                     group=entry.idp_group,
                     team=entry.team_slug,
                 ),
