@@ -10,7 +10,7 @@ class AccountsConfig(AppConfig):
     def ready(self):
         from django.contrib.auth import get_user_model
         from django.contrib.auth.signals import user_logged_in, user_logged_out, user_login_failed
-        from django.db.models.signals import m2m_changed
+        from django.db.models.signals import m2m_changed, post_migrate
 
         from apps.accounts import (
             audit,
@@ -18,6 +18,7 @@ class AccountsConfig(AppConfig):
         )
         from apps.accounts.middleware import start_idle_clock
         from apps.accounts.models import Team
+        from apps.accounts.services import load_group_mapping_after_migrate
 
         # Like Django's own update_last_login: sign-in stamps the session, so the first
         # request after it does not write the session again.
@@ -36,4 +37,9 @@ class AccountsConfig(AppConfig):
             audit.on_team_members_changed,
             sender=Team.members.through,
             dispatch_uid="accounts.audit_team_members",
+        )
+        # The data step that bootstraps the group mapping from OIDC_GROUP_MAPPING at every
+        # migrate (compose's migrate service), adding only the rows that are missing.
+        post_migrate.connect(
+            load_group_mapping_after_migrate, sender=self, dispatch_uid="accounts.group_mapping"
         )

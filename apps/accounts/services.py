@@ -268,3 +268,12 @@ def sync_group_mapping(entries: list[MappingEntry], *, replace: bool = False) ->
                 delete_group_mapping(row)
                 counts["removed"] += 1
     return counts
+
+
+def load_group_mapping_after_migrate(sender, **kwargs):
+    """Receiver of post_migrate: the rows of OIDC_GROUP_MAPPING that the table lacks (a
+    malformed value stops the migrate, saying why)."""
+    from django.conf import settings
+
+    if settings.OIDC_GROUP_MAPPING:
+        sync_group_mapping(parse_group_mapping(settings.OIDC_GROUP_MAPPING))

@@ -212,3 +212,18 @@ def test_the_mapping_page_reads_in_chinese(client):
         reverse("accounts:audit_list"), headers={"accept-language": "zh-hans"}
     ).content.decode()
     assert "用户组 ml-vision 现在授予角色“技术负责人”和团队 Vision。" in log
+
+
+def test_every_migrate_adds_the_missing_rows_of_oidc_group_mapping(settings):
+    from django.core.management.sql import emit_post_migrate_signal
+
+    settings.OIDC_GROUP_MAPPING = "gpu-admins=admin;finance=finance"
+    GroupMapping.objects.create(idp_group="finance", role="finance")
+
+    emit_post_migrate_signal(verbosity=0, interactive=False, db="default")
+    emit_post_migrate_signal(verbosity=0, interactive=False, db="default")
+
+    assert sorted(GroupMapping.objects.values_list("idp_group", "role")) == [
+        ("finance", "finance"),
+        ("gpu-admins", "admin"),
+    ]
