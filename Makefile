@@ -34,6 +34,7 @@ $(INSTALLED): pyproject.toml
 	@touch $(INSTALLED)
 
 install: $(INSTALLED)
+	scripts/ensure_oidc_provider.sh
 
 run: $(INSTALLED)
 	$(BIN)/python manage.py migrate --noinput
@@ -51,6 +52,7 @@ test: $(INSTALLED)
 	scripts/ensure_prometheus.sh
 	scripts/ensure_victoria_metrics.sh
 	scripts/ensure_gettext.sh
+	scripts/ensure_oidc_provider.sh
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports

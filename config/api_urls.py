@@ -3,7 +3,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from apps.accounts.api import MeView
+from apps.accounts.api import AuditEventViewSet, MeView
 from apps.backups.api import (
     BackupPolicyViewSet,
     BackupVersionViewSet,
@@ -34,6 +34,7 @@ router.register("backup-policies", BackupPolicyViewSet, basename="backup-policy"
 router.register("backup-versions", BackupVersionViewSet, basename="backup-version")
 router.register("restore-drills", RestoreDrillViewSet, basename="restore-drill")
 router.register("pull-sources", PullSourceViewSet, basename="pull-source")
+router.register("audit-events", AuditEventViewSet, basename="audit-event")
 
 urlpatterns = [
     path("me/", MeView.as_view(), name="api-me"),

@@ -9,6 +9,7 @@ without ``SECRET_KEY``.
 
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import environ
 from celery.schedules import crontab
@@ -77,6 +78,8 @@ MIDDLEWARE = [
     "apps.core.middleware.RefuseNulCharactersMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Who is acting, for the audit log of sign-ins and role and team changes.
+    "apps.accounts.audit.AuditContextMiddleware",
     "apps.accounts.middleware.SessionIdleTimeoutMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -148,6 +151,8 @@ AUTH_PASSWORD_VALIDATORS = [
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
+    # Single sign-on with OpenID Connect; authenticates nobody while OIDC_ISSUER is empty.
+    "apps.accounts.oidc.OidcBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard:overview"
@@ -229,6 +234,50 @@ CONTENT_SECURITY_POLICY = {
         "object-src": [NONE],
     },
 }
+
+# Single sign-on with an OpenID Connect provider (apps/accounts/oidc.py, mozilla-django-oidc):
+# off while OIDC_ISSUER is empty. The endpoints come from the issuer's discovery document
+# unless set here; the group mapping's first rows from OIDC_GROUP_MAPPING
+# (manage.py sync_group_mapping).
+OIDC_ISSUER = env.str("OIDC_ISSUER", default="").rstrip("/")
+OIDC_RP_CLIENT_ID = env.str("OIDC_CLIENT_ID", default="")
+OIDC_RP_CLIENT_SECRET = env.str("OIDC_CLIENT_SECRET", default="")
+OIDC_RP_SCOPES = env.str("OIDC_SCOPES", default="openid email profile groups")
+OIDC_RP_SIGN_ALGO = env.str("OIDC_SIGN_ALGO", default="RS256")
+OIDC_GROUPS_CLAIM = env.str("OIDC_GROUPS_CLAIM", default="groups")
+OIDC_PROVIDER_NAME = env.str("OIDC_PROVIDER_NAME", default="SSO")
+OIDC_END_SESSION = env.bool("OIDC_END_SESSION", default=True)
+OIDC_GROUP_MAPPING = env.str("OIDC_GROUP_MAPPING", default="")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env.str("OIDC_OP_AUTHORIZATION_ENDPOINT", default="")
+OIDC_OP_TOKEN_ENDPOINT = env.str("OIDC_OP_TOKEN_ENDPOINT", default="")
+OIDC_OP_USER_ENDPOINT = env.str("OIDC_OP_USER_ENDPOINT", default="")
+OIDC_OP_JWKS_ENDPOINT = env.str("OIDC_OP_JWKS_ENDPOINT", default="")
+OIDC_OP_END_SESSION_ENDPOINT = env.str("OIDC_OP_END_SESSION_ENDPOINT", default="")
+OIDC_TIMEOUT = env.float("OIDC_TIMEOUT_SECONDS", default=10)
+OIDC_USE_PKCE = True
+# Kept in the session for the end-session request's id_token_hint.
+OIDC_STORE_ID_TOKEN = True
+OIDC_AUTHENTICATION_CALLBACK_URL = "accounts:oidc_callback"
+OIDC_OP_LOGOUT_URL_METHOD = "apps.accounts.oidc.end_session_url"
+
+
+def sso_form_action(policy: dict, *urls: str) -> dict:
+    """``policy`` with the origins of ``urls`` allowed as form targets: sign-out is a form
+    whose answer redirects to the provider's end-session endpoint, and browsers hold every
+    redirect of a form submission to ``form-action``."""
+    origins = []
+    for url in urls:
+        if url:
+            parts = urlsplit(url)
+            origins.append(f"{parts.scheme}://{parts.netloc}")
+    directives = dict(policy["DIRECTIVES"])
+    directives["form-action"] = [*directives["form-action"], *sorted(set(origins))]
+    return {**policy, "DIRECTIVES": directives}
+
+
+CONTENT_SECURITY_POLICY = sso_form_action(
+    CONTENT_SECURITY_POLICY, OIDC_ISSUER, OIDC_OP_END_SESSION_ENDPOINT
+)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

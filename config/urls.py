@@ -5,6 +5,7 @@ from django.urls import include, path
 from django.views.i18n import set_language
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from apps.accounts.oidc import SignOutView
 from apps.core.views import healthz
 
 urlpatterns = [
@@ -16,9 +17,10 @@ urlpatterns = [
     path("", include("apps.reports.urls")),
     path("procurement/", include("apps.procurement.urls")),
     path("backups/", include("apps.backups.urls")),
-    path("account/", include("apps.accounts.urls")),
+    path("", include("apps.accounts.urls")),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Signs out of the provider too after an SSO sign-in (apps/accounts/oidc.py).
+    path("logout/", SignOutView.as_view(), name="logout"),
     path("healthz", login_not_required(healthz), name="healthz"),
     # The sign-in page offers the language too, before anyone is signed in.
     path("i18n/setlang/", login_not_required(set_language), name="set_language"),

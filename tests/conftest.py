@@ -76,6 +76,9 @@ def _own_redis_database_per_xdist_worker():
 
 _own_redis_database_per_xdist_worker()
 
+# The OpenID Connect provider of the SSO tests (tests/oidc_provider/).
+pytest_plugins = ["tests.oidc_provider.fixtures"]
+
 TRANSACTIONAL_FIXTURES = {"transactional_db", "live_server"}
 
 

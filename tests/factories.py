@@ -20,10 +20,10 @@ from django.core.files.base import ContentFile
 from django.utils import timezone
 from django.utils.text import slugify
 
+from apps.accounts.models import Team
 from apps.backups import services as backup_services
 from apps.backups.models import BackupPolicy, BackupVersion, RestoreDrill, VersionKind
 from apps.catalog.models import GpuModel, ModelArchitecture
-from apps.accounts.models import Team
 from apps.core.roles import FINANCE, OPS, PROCUREMENT, TECHNICAL_LEAD
 from apps.pools.models import Deployment, Pool, Purpose, Workload, WorkloadKind
 from apps.procurement.models import Scenario, ScenarioOption

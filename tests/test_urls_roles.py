@@ -103,6 +103,11 @@ ROUTES = {
     "accounts:token_list": (None, EVERYONE),
     "accounts:token_create": (None, EVERYONE),
     "accounts:token_delete": ("own_token", EVERYONE),
+    "accounts:group_mapping_list": (None, SUPERUSER),
+    "accounts:group_mapping_create": (None, SUPERUSER),
+    "accounts:group_mapping_edit": ("group_mapping", SUPERUSER),
+    "accounts:group_mapping_delete": ("group_mapping", SUPERUSER),
+    "accounts:audit_list": (None, SUPERUSER),
 }
 # REST endpoints: anonymous → 401; every signed-in role may read.
 API_ROUTES = {
@@ -133,6 +138,11 @@ API_ROUTES = {
     "restore-drill-detail": "restore_drill",
     "pull-source-list": None,
     "pull-source-detail": "pull_source",
+}
+# REST endpoints for superusers only: anonymous → 401, the other roles → 403.
+SUPERUSER_API_ROUTES = {
+    "audit-event-list": None,
+    "audit-event-detail": "audit_event",
 }
 # POST-only or query-required API endpoints, each walked by its own tests:
 # tests/pools/test_estimates_api.py and tests/telemetry/test_api.py.
@@ -167,6 +177,10 @@ EXCLUDED = {
     "without a file are covered by tests/procurement/test_exports.py",
     "backups:version_mark_stable": "POST-only; covered by tests/backups/test_views.py",
     "backups:drill_evidence": "a download, not a page; covered by tests/backups/test_views.py",
+    "accounts:oidc_sign_in": "a redirect to the OIDC provider (404 while SSO is off, as in "
+    "this walk); covered by tests/accounts/test_sso.py",
+    "accounts:oidc_callback": "the OIDC provider's redirect back; covered by "
+    "tests/accounts/test_sso.py",
 }
 EXCLUDED_NAMESPACES = {"admin": "Django's admin checks is_staff itself"}
 
@@ -188,9 +202,10 @@ def _all_url_names(resolver=None, namespace=""):
 
 def test_every_url_name_is_covered():
     names = set(_all_url_names())
-    uncovered = names - set(ROUTES) - set(API_ROUTES) - set(EXCLUDED) - POST_ONLY_API
+    declared = set(ROUTES) | set(API_ROUTES) | set(SUPERUSER_API_ROUTES)
+    uncovered = names - declared - set(EXCLUDED) - POST_ONLY_API
     assert not uncovered, f"URL names without a role expectation: {sorted(uncovered)}"
-    stale = (set(ROUTES) | set(API_ROUTES)) - names
+    stale = declared - names
     assert not stale, f"ROUTES lists names that no longer exist: {sorted(stale)}"
 
 
@@ -246,6 +261,16 @@ def _url(name, kind, *, pool, workload, user):
         return _procurement_url(name, kind, pool=pool)
     if kind in ("backup_policy", "backup_policy_api", "backup_version", "restore_drill"):
         return _backups_url(name, kind, workload=workload)
+    if kind == "group_mapping":
+        from apps.accounts.models import GroupMapping
+
+        mapping = GroupMapping.objects.create(idp_group="walk-group", role="lead")
+        return reverse(name, kwargs={"pk": mapping.pk})
+    if kind == "audit_event":
+        from apps.accounts.models import AuditEvent
+
+        event = AuditEvent.objects.create(kind="sign_in", method="local", username="walk")
+        return reverse(name, kwargs={"pk": event.pk})
     if kind == "own_token":
         token, _ = ApiToken.issue(
             user=user, description="walk", lifetime=_one_day(), read_only=True
@@ -342,6 +367,19 @@ def test_api_refuses_anonymous_and_serves_every_role(client, name, pool, workloa
     for role_key in ROLE_KEYS:
         client.force_login(make_user(role_key))
         assert client.get(url).status_code == 200, (name, role_key)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", sorted(SUPERUSER_API_ROUTES))
+def test_superuser_api_refuses_anonymous_and_the_other_roles(
+    client, name, pool, workload, make_user
+):
+    url = _url(name, SUPERUSER_API_ROUTES[name], pool=pool, workload=workload, user=None)
+    assert client.get(url).status_code in (401, 403)
+    for role_key in ROLE_KEYS:
+        client.force_login(make_user(role_key))
+        expected = 200 if role_key == "admin" else 403
+        assert client.get(url).status_code == expected, (name, role_key)
 
 
 # --- POST legs ----------------------------------------------------------------------

@@ -1,13 +1,22 @@
+from copy import copy
 from datetime import timedelta
+from functools import wraps
 
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
-from apps.accounts.forms import ApiTokenForm
-from apps.accounts.models import ApiToken
+from apps.accounts import services
+from apps.accounts.filters import AuditEventFilter
+from apps.accounts.forms import ApiTokenForm, GroupMappingForm
+from apps.accounts.models import ApiToken, AuditEvent, GroupMapping
+from apps.accounts.tables import AuditTable, GroupMappingTable
+from apps.core.crud import delete_page
 from apps.core.htmx import render_page
+from apps.core.tables import configure_table
 
 
 @require_GET
@@ -45,3 +54,88 @@ def token_delete(request, key_id):
         )
         return redirect("accounts:token_list")
     return render_page(request, "accounts/token_confirm_delete.html", {"token": token})
+
+
+def superuser_required(view):
+    """Single sign-on's mapping and the audit log are for superusers only: 403 for the
+    others, as the user list answers."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not request.user.is_superuser:
+            raise PermissionDenied(_("Only administrators see this page."))
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+@superuser_required
+@require_GET
+def group_mapping_list(request):
+    table = GroupMappingTable(GroupMapping.objects.select_related("team"))
+    page = configure_table(request, table)
+    return render_page(
+        request,
+        "accounts/group_mapping_list.html",
+        {"table": table, "page": page},
+        fragments={"group-mappings": "group-mappings"},
+    )
+
+
+def _group_mapping_form_page(request, mapping=None):
+    previous = copy(mapping) if mapping else None
+    form = GroupMappingForm(request.POST or None, instance=mapping)
+    if request.method == "POST" and form.is_valid():
+        saved = services.save_group_mapping(form.save(commit=False), previous=previous)
+        messages.success(request, _("Group %(group)s saved.") % {"group": saved.idp_group})
+        return redirect("accounts:group_mapping_list")
+    return render_page(
+        request, "accounts/group_mapping_form.html", {"form": form, "mapping": mapping}
+    )
+
+
+@superuser_required
+@require_http_methods(["GET", "POST"])
+def group_mapping_create(request):
+    return _group_mapping_form_page(request)
+
+
+@superuser_required
+@require_http_methods(["GET", "POST"])
+def group_mapping_edit(request, pk):
+    return _group_mapping_form_page(
+        request, get_object_or_404(GroupMapping.objects.select_related("team"), pk=pk)
+    )
+
+
+@superuser_required
+@require_http_methods(["GET", "POST"])
+def group_mapping_delete(request, pk):
+    mapping = get_object_or_404(GroupMapping.objects.select_related("team"), pk=pk)
+    return delete_page(
+        request,
+        obj=mapping,
+        noun=GroupMapping._meta.verbose_name,
+        blocking=[],
+        blocking_label="",
+        list_url="accounts:group_mapping_list",
+        cancel_url=reverse("accounts:group_mapping_list"),
+        pretitle=_("Single sign-on"),
+        delete=lambda: services.delete_group_mapping(mapping),
+    )
+
+
+@superuser_required
+@require_GET
+def audit_list(request):
+    """Sign-ins and role and team changes, newest first, 25 a page."""
+    # The usernames are kept as text on each event: no join.
+    audit_filter = AuditEventFilter(request.GET, queryset=AuditEvent.objects.all())
+    table = AuditTable(audit_filter.qs.order_by("-at", "-pk"))
+    page = configure_table(request, table)
+    return render_page(
+        request,
+        "accounts/audit_list.html",
+        {"table": table, "page": page, "filter": audit_filter},
+        fragments={"audit-events": "audit-events"},
+    )
