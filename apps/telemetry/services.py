@@ -1397,15 +1397,15 @@ def file_sha256(path) -> str:
     return digest.hexdigest()
 
 
-def earlier_identical_import(*, kind: str, digest: str) -> ImportRun | None:
-    """The first import of the same kind and content that succeeded: importing the content
-    again would add nothing."""
+def earlier_identical_import(*, kind: str, digest: str, runs=None) -> ImportRun | None:
+    """The first import of the same kind and content that succeeded, among ``runs`` (the
+    ones the importer may see; default all): importing the content again would add
+    nothing."""
     if not digest:
         return None
     return (
-        ImportRun.objects.filter(
-            kind=kind, content_sha256=digest, status=ImportRun.Status.SUCCEEDED
-        )
+        (ImportRun.objects.all() if runs is None else runs)
+        .filter(kind=kind, content_sha256=digest, status=ImportRun.Status.SUCCEEDED)
         .order_by("created_at", "pk")
         .first()
     )
