@@ -335,6 +335,7 @@ class _IngestView(APIView):
                 columns=data["columns"],
                 tz=data["time_zone"],
                 scraped_at=data.get("scraped_at"),
+                scope=scope_of(request.user),
             )
         except TelemetryFormatError as error:
             raise ValidationError({"text": [translated(error)]}) from error

@@ -114,12 +114,14 @@ def _start_import(request, form) -> ImportRun:
         )
         path = _upload_path(run, filename)
         kept_uploads.copy_for_run(kept, path)
+        # The import works on what the uploader can see now, whenever a worker runs it.
         enqueue(
             import_file_task,
             run.pk,
             str(path),
             form.task_columns(),
             form.cleaned_data["time_zone"],
+            scope_of(request.user).cache_key,
         )
     return run
 
