@@ -66,7 +66,8 @@ def _team_filter():
     )
 
 
-def _team_api_filter():
+def team_api_filter():
+    """``?team=`` of an API list (with ``TeamFilterMixin``): a team's slug, or shared."""
     return django_filters.CharFilter(
         method="filter_team",
         help_text="A team's slug, or shared for the objects of no team.",
@@ -124,7 +125,7 @@ class WorkloadFilter(ArchivedFilterMixin, TeamFilterMixin, django_filters.Filter
 class PoolApiFilter(TeamFilterMixin, django_filters.FilterSet):
     """The API's pool list filters (archived ones are the viewset's ``?archived=``)."""
 
-    team = _team_api_filter()
+    team = team_api_filter()
 
     class Meta:
         model = Pool
@@ -134,7 +135,7 @@ class PoolApiFilter(TeamFilterMixin, django_filters.FilterSet):
 class WorkloadApiFilter(TeamFilterMixin, django_filters.FilterSet):
     team_paths = ("team", "pool__team")
 
-    team = _team_api_filter()
+    team = team_api_filter()
 
     class Meta:
         model = Workload

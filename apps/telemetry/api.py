@@ -3,6 +3,7 @@ hourly rollups."""
 
 import logging
 
+import django_filters
 from django.core.validators import ProhibitNullCharactersValidator
 from django.urls import reverse
 from django.utils import timezone
@@ -25,6 +26,7 @@ from apps.core.serializers import (
     StrictModelSerializer,
 )
 from apps.core.texts import translated
+from apps.pools.filters import TeamFilterMixin, team_api_filter
 from apps.pools.models import Pool, Workload
 from apps.pools.querysets import pool_scope_filter
 from apps.pools.scoped import ScopedQuerysetMixin, ScopedReferencesMixin
@@ -502,6 +504,18 @@ class PullSourceSerializer(ScopedReferencesMixin, StrictModelSerializer):
         return attrs
 
 
+class PullSourceFilter(TeamFilterMixin, django_filters.FilterSet):
+    """``?team=`` is the source's pool's team (``shared``: a shared pool's or no pool)."""
+
+    team_paths = ("pool__team", None)
+
+    team = team_api_filter()
+
+    class Meta:
+        model = PullSource
+        fields = ["team", "kind"]
+
+
 class PullSourceViewSet(ScopedQuerysetMixin, viewsets.ModelViewSet):
     """Where telemetry is pulled from, addressed by slug: dcgm-exporter endpoints,
     Prometheus servers (raw samples) and Prometheus-compatible TSDBs asked for hourly
@@ -511,7 +525,7 @@ class PullSourceViewSet(ScopedQuerysetMixin, viewsets.ModelViewSet):
 
     queryset = PullSource.objects.select_related("pool").order_by("name")
     serializer_class = PullSourceSerializer
-    filterset_fields = ["kind"]
+    filterset_class = PullSourceFilter
     lookup_field = "slug"
     lookup_value_regex = "[-a-zA-Z0-9_]+"
 

@@ -187,3 +187,24 @@ def test_a_version_of_another_teams_workload_is_refused_as_an_unknown_workload(
     )
     assert checksums.status_code == 404
     assert not fleet["version"].checksums.filter(node="node-9").exists()
+
+
+def test_the_api_lists_filter_by_the_team_the_workload_runs_for(client, fleet):
+    """A fleet-wide reader sees both teams' versions and drills; ``?team=`` keeps one."""
+    speech_version = make_version(fleet["speech_job"])
+    speech_drill = make_drill(make_policy(fleet["speech_job"]), speech_version)
+    headers = _headers(UserFactory(role="finance"), read_only=True)
+
+    def ids(path):
+        response = client.get(path, headers=headers)
+        assert response.status_code == 200, response.content
+        return [row["id"] for row in response.json()["results"]]
+
+    assert sorted(ids("/api/v1/backup-versions/")) == sorted(
+        [fleet["version"].pk, speech_version.pk]
+    )
+    assert ids("/api/v1/backup-versions/?team=vision") == [fleet["version"].pk]
+    assert ids("/api/v1/backup-versions/?team=speech") == [speech_version.pk]
+    assert ids("/api/v1/backup-versions/?team=shared") == []
+    assert ids("/api/v1/restore-drills/?team=speech") == [speech_drill.pk]
+    assert ids("/api/v1/restore-drills/?team=vision") == [fleet["drill"].pk]

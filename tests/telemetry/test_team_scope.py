@@ -448,3 +448,19 @@ def test_the_storage_page_is_fleet_wide(client, fleet):
     read the same page."""
     client.force_login(UserFactory(role="ops", teams=[fleet["speech"]]))
     assert client.get(reverse("telemetry:storage")).status_code == 200
+
+
+def test_the_pull_source_list_filters_by_its_pools_team(client, fleet):
+    PullSourceFactory(name="vision-exporter", pool=fleet["pools"]["vision"])
+    PullSourceFactory(name="shared-exporter", pool=fleet["pools"]["shared"])
+    PullSourceFactory(name="fleet-exporter")
+    headers = _headers(UserFactory(role="finance"))
+
+    def names(query):
+        response = client.get(f"/api/v1/pull-sources/?{query}", headers=headers)
+        assert response.status_code == 200, response.content
+        return sorted(row["name"] for row in response.json()["results"])
+
+    assert names("team=vision") == ["vision-exporter"]
+    assert names("team=shared") == ["fleet-exporter", "shared-exporter"]
+    assert names("team=speech") == []
