@@ -312,7 +312,6 @@ class WorkloadForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms
         """``scope``: the editing user's (apps/accounts/scope.py); the pools offered are
         those in it, the team choices its teams and none (the pool's team)."""
         super().__init__(*args, **kwargs)
-        self.scope = scope
         limit_team_field(self.fields["team"], scope, empty_label=gettext("The pool's team"))
         # Archived pools are not offered, except the one the workload already runs on,
         # which it keeps until it is moved.

@@ -14,10 +14,10 @@ from django.db.models import Q
 from django.http import Http404
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
-from rest_framework import serializers
 
 from apps.accounts.models import Team
 from apps.accounts.scope import Scope, scope_of
+from apps.core.serializers import SlugReferenceField
 
 # ``?team=shared``: the objects of no team (a team slug names a team's objects).
 SHARED = "shared"
@@ -102,7 +102,7 @@ class ScopedQuerysetMixin:
 class ScopedReferencesMixin:
     """A serializer whose references to team objects (``scoped_references``: field name →
     ``queryset_of(scope)``) accept only those in the requesting user's scope: a slug out
-    of scope is refused as one that does not exist, as it would be if it did not."""
+    of scope is refused in the very words a slug of nothing is."""
 
     scoped_references: dict = {}
 
@@ -119,7 +119,7 @@ class ScopedReferencesMixin:
         return fields
 
 
-class TeamSlugField(serializers.SlugRelatedField):
+class TeamSlugField(SlugReferenceField):
     """``team``: a team's slug, or null for none. A user who is not fleet-wide may give
     one of their own teams only (400 naming the field, with the teams they may give)."""
 

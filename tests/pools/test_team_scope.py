@@ -404,6 +404,10 @@ def test_another_teams_slug_is_refused_naming_the_field(client, fleet, speech_le
         "team": ["You are not a member of team “vision”: give one of your teams (speech) or null."]
     }
     assert not Pool.objects.filter(slug="api-pool").exists()
+    nul = client.post(
+        "/api/v1/pools/", _new_pool(team="a\x00b"), content_type="application/json", headers=headers
+    )
+    assert nul.status_code == 400 and list(nul.json()) == ["team"]
     moved = client.patch(
         f"/api/v1/pools/{fleet['pools']['speech'].slug}/",
         {"team": "vision"},
