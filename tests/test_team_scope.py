@@ -12,7 +12,8 @@ scope; ``test_every_app_with_team_owned_objects_is_walked`` fails while one has 
 import pytest
 from django.urls import reverse
 
-from tests.factories import TeamFactory, UserFactory
+from apps.telemetry.models import HostnameRule, ImportRun
+from tests.factories import PullSourceFactory, TeamFactory, UserFactory
 from tests.test_urls_roles import (
     API_ROUTES,
     ROUTES,
@@ -37,9 +38,9 @@ TEAM_OWNED_KINDS = {
     "export",
 }
 # URL namespaces (apps) whose views filter by scope.
-SCOPED_APPS: set[str] = set()
+SCOPED_APPS: set[str] = {"pools", "backups", "telemetry"}
 # API route names of tests/test_urls_roles.py whose app filters by scope.
-SCOPED_API_PREFIXES: set[str] = set()
+SCOPED_API_PREFIXES: set[str] = {"pool", "workload", "backup", "restore", "pull"}
 
 ROLE_KEYS = ["lead", "ops", "procurement", "reader"]
 
@@ -119,18 +120,63 @@ def test_api_details_answer_404_out_of_scope(client, name, pool, workload, teams
     assert client.get(url).status_code == 200, url
 
 
-# List page or API list → how the walk's team-A object appears in it.
-LISTS_NAMING_THE_POOL = {}
-LISTS_NAMING_THE_WORKLOAD = {}
+# List page or API list → how the walk's team-A object appears in it: its name on a page,
+# its slug in the API's JSON. The lists of backups and telemetry show the objects
+# ``team_a_records`` builds on the walk's pool and workload.
+LISTS_NAMING_THE_POOL = {
+    "pools:pool_list": "name",
+    "pools:workload_list": "name",  # the workload's row names its pool
+    "telemetry:import_list": "name",
+    "telemetry:rule_list": "name",
+    "telemetry:pull_source_list": "name",
+    "telemetry:reconciliation": "name",  # the pool filter's choices
+    "pool-list": "slug",
+    "pull-source-list": "slug",
+}
+LISTS_NAMING_THE_WORKLOAD = {
+    "pools:workload_list": "name",
+    "backups:policy_list": "name",
+    "workload-list": "slug",
+    "backup-policy-list": "slug",
+    "backup-version-list": "slug",
+    "restore-drill-list": "slug",
+}
+
+
+@pytest.fixture
+def team_a_records(pool, workload):
+    """A backup policy, version and drill of the walk's workload; an import, a hostname
+    rule and a pull source of its pool: each lists under team A's objects."""
+    from tests.backups.factories import make_drill, make_policy, make_version
+
+    policy = make_policy(workload)
+    make_drill(policy, make_version(workload))
+    ImportRun.objects.create(
+        kind="gpu", format="dcgm", source="upload", filename="team.prom", pool=pool
+    )
+    HostnameRule.objects.create(pool=pool, hostname_pattern="team-a-*")
+    PullSourceFactory(name="team-a-source", pool=pool)
+
+
+def _list_pairs():
+    return [
+        (name, kind)
+        for kind, lists in (
+            ("pool", LISTS_NAMING_THE_POOL),
+            ("workload", LISTS_NAMING_THE_WORKLOAD),
+        )
+        for name in sorted(lists)
+    ]
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(
-    "name", sorted(set(LISTS_NAMING_THE_POOL) | set(LISTS_NAMING_THE_WORKLOAD))
-)
-def test_lists_name_team_objects_only_to_the_team(client, name, pool, workload, teams):
+@pytest.mark.parametrize(("name", "kind"), _list_pairs())
+def test_lists_name_team_objects_only_to_the_team(
+    client, name, kind, pool, workload, teams, team_a_records
+):
     team_a, team_b = teams
-    shown = pool.name if name in LISTS_NAMING_THE_POOL else workload.name
+    lists = LISTS_NAMING_THE_POOL if kind == "pool" else LISTS_NAMING_THE_WORKLOAD
+    shown = getattr(pool if kind == "pool" else workload, lists[name])
     url = reverse(name)
     client.force_login(UserFactory(teams=[team_a]))
     assert shown in client.get(url).content.decode(), url
@@ -138,3 +184,5 @@ def test_lists_name_team_objects_only_to_the_team(client, name, pool, workload, 
     response = client.get(url)
     assert response.status_code == 200
     assert shown not in response.content.decode(), url
+    client.force_login(UserFactory(role="finance"))
+    assert shown in client.get(url).content.decode(), url

@@ -20,12 +20,15 @@ from apps.backups.serializers import (
     RestoreDrillSerializer,
     checksum_list_errors,
 )
+from apps.pools.querysets import workload_scope_filter
+from apps.pools.scoped import ScopedQuerysetMixin
 
 SLUG_REGEX = "[-a-zA-Z0-9_]+"
 
 
-class BackupPolicyViewSet(viewsets.ReadOnlyModelViewSet):
-    """Backup policies, addressed by their workload's slug; edited in the dashboard by Ops."""
+class BackupPolicyViewSet(ScopedQuerysetMixin, viewsets.ReadOnlyModelViewSet):
+    """Backup policies, addressed by their workload's slug; edited in the dashboard by Ops.
+    The caller sees those of the workloads in their scope."""
 
     queryset = BackupPolicy.objects.select_related("workload").order_by("workload__name")
     serializer_class = BackupPolicySerializer
@@ -33,11 +36,15 @@ class BackupPolicyViewSet(viewsets.ReadOnlyModelViewSet):
     lookup_url_kwarg = "workload"
     lookup_value_regex = SLUG_REGEX
 
+    def scope_filter(self, scope):
+        return workload_scope_filter(scope, "workload__")
 
-class BackupVersionViewSet(viewsets.ModelViewSet):
+
+class BackupVersionViewSet(ScopedQuerysetMixin, viewsets.ModelViewSet):
     """The version registry: training scripts and CI register checkpoints and releases,
-    with per-node checksums. ``workload`` is the workload's slug; the name is generated
-    from model, precision, data version, config hash, step and tag, never a date alone."""
+    with per-node checksums. ``workload`` is the workload's slug (one in the caller's
+    scope); the name is generated from model, precision, data version, config hash, step
+    and tag, never a date alone."""
 
     queryset = (
         BackupVersion.objects.select_related("workload", "registered_by")
@@ -47,6 +54,9 @@ class BackupVersionViewSet(viewsets.ModelViewSet):
     serializer_class = BackupVersionSerializer
     filterset_class = BackupVersionFilter
     lookup_value_regex = "[0-9]+"
+
+    def scope_filter(self, scope):
+        return workload_scope_filter(scope, "workload__")
 
     @extend_schema(
         request=ChecksumListSerializer,
@@ -71,7 +81,7 @@ class BackupVersionViewSet(viewsets.ModelViewSet):
 
 
 class RestoreDrillViewSet(
-    mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+    ScopedQuerysetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
 ):
     """Restore drills as recorded by Ops, with actual RTO/RPO, consistency and the verdict."""
 
@@ -81,6 +91,9 @@ class RestoreDrillViewSet(
     serializer_class = RestoreDrillSerializer
     filterset_class = RestoreDrillFilter
     lookup_value_regex = "[0-9]+"
+
+    def scope_filter(self, scope):
+        return workload_scope_filter(scope, "policy__workload__")
 
 
 class CheckpointIntervalEstimateView(APIView):

@@ -18,6 +18,7 @@ from apps.core.serializers import (
     StrictModelSerializer,
 )
 from apps.pools.models import Workload
+from apps.pools.scoped import ScopedReferencesMixin
 
 
 class ChecksumSerializer(serializers.Serializer):
@@ -43,7 +44,10 @@ def checksum_list_errors(pairs, algorithm) -> dict | None:
     return {"checksums": errors} if errors else None
 
 
-class BackupVersionSerializer(StrictModelSerializer):
+class BackupVersionSerializer(ScopedReferencesMixin, StrictModelSerializer):
+    # A workload out of the requesting user's scope is refused as an unknown slug.
+    scoped_references = {"workload": Workload.objects.in_scope}
+
     workload = SlugReferenceField(slug_field="slug", queryset=Workload.objects.all())
     checksums = ChecksumSerializer(
         many=True,

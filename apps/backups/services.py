@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext, ngettext
 
+from apps.accounts.scope import EVERYTHING
 from apps.backups import checkpointing, consistency
 from apps.backups.models import (
     KEPT_TIERS,
@@ -24,6 +25,7 @@ from apps.backups.models import (
 from apps.backups.validators import checksum_error
 from apps.core.history import QUIET_FIELDS, HistoryEntry, combined_history
 from apps.pools.models import Interruption, Workload
+from apps.pools.querysets import workload_scope_filter
 
 # How far back the pool's interruptions count towards its per-GPU MTBF.
 MTBF_WINDOW = timedelta(days=90)
@@ -83,11 +85,12 @@ def refresh_drill_schedules(policies=None, *, now=None) -> int:
     return overdue
 
 
-def overdue_and_failing_summary(now=None) -> dict:
+def overdue_and_failing_summary(now=None, *, scope=EVERYTHING) -> dict:
     """What the Overview's "drills overdue" card shows: the policy counts in one query,
-    the workloads without a policy in another."""
+    the workloads without a policy in another; of the workloads in ``scope`` only."""
     now = now or timezone.now()
-    summary = BackupPolicy.objects.order_by().aggregate(
+    policies = BackupPolicy.objects.filter(workload_scope_filter(scope, "workload__"))
+    summary = policies.order_by().aggregate(
         policies=Count("pk"),
         overdue=Count("pk", filter=Q(drill_due_at__lt=now)),
         failing=Count("pk", filter=Q(last_drill_passed=False)),
@@ -96,9 +99,9 @@ def overdue_and_failing_summary(now=None) -> dict:
         ),
         never_drilled=Count("pk", filter=Q(last_drill_at__isnull=True)),
     )
-    summary["workloads_without_policy"] = Workload.objects.filter(
-        backup_policy__isnull=True
-    ).count()
+    summary["workloads_without_policy"] = (
+        Workload.objects.in_scope(scope).filter(backup_policy__isnull=True).count()
+    )
     return summary
 
 

@@ -10,6 +10,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from apps.accounts.scope import scope_of
 from apps.backups import services
 from apps.backups.forms import BackupPolicyForm, BackupVersionForm, RestoreDrillForm
 from apps.backups.models import BackupPolicy, BackupVersion, RestoreDrill
@@ -20,6 +21,8 @@ from apps.core.history import history_rows
 from apps.core.htmx import render_page
 from apps.core.tables import configure_table
 from apps.pools.models import Workload
+from apps.pools.querysets import workload_scope_filter
+from apps.pools.scoped import in_scope_or_404
 
 VERSIONS_PAGE_SIZE = 10
 DRILLS_PAGE_SIZE = 10
@@ -40,9 +43,49 @@ def _recovery_units(*, policies=(), drills=()):
     }
 
 
-def _policy_or_404(slug):
+# Backups belong to their workload's team: a policy, version or drill of a workload out of
+# the requesting user's scope answers 404, as the workload's own page does.
+
+
+def _policies(request):
+    return BackupPolicy.objects.filter(workload_scope_filter(scope_of(request.user), "workload__"))
+
+
+def _versions(request):
+    return BackupVersion.objects.filter(workload_scope_filter(scope_of(request.user), "workload__"))
+
+
+def _drills(request):
+    return RestoreDrill.objects.filter(
+        workload_scope_filter(scope_of(request.user), "policy__workload__")
+    )
+
+
+def _workload_named(request, slug):
+    return Workload.objects.in_scope(scope_of(request.user)).filter(slug=slug)
+
+
+def _policy_named(request, slug):
+    return _policies(request).filter(workload__slug=slug)
+
+
+def _version_numbered(request, pk):
+    return _versions(request).filter(pk=pk)
+
+
+def _drill_numbered(request, pk):
+    return _drills(request).filter(pk=pk)
+
+
+def _workload_or_404(request, slug):
     return get_object_or_404(
-        BackupPolicy.objects.with_status().select_related("workload__pool"), workload__slug=slug
+        Workload.objects.in_scope(scope_of(request.user)).with_pool(), slug=slug
+    )
+
+
+def _policy_or_404(request, slug):
+    return get_object_or_404(
+        _policies(request).with_status().select_related("workload__pool"), workload__slug=slug
     )
 
 
@@ -50,15 +93,17 @@ def _policy_or_404(slug):
 def policy_list(request):
     """The fleet view: overdue and failing policies first, then by risk."""
     now = timezone.now()
-    table = PolicyTable(BackupPolicy.objects.ranked_by_risk(now))
+    scope = scope_of(request.user)
+    table = PolicyTable(_policies(request).ranked_by_risk(now))
     page = configure_table(request, table)
     for policy in page:
         policy.coverage_assessment = policy.coverage()
     context = {
         "table": table,
         "page": page,
-        "summary": services.overdue_and_failing_summary(now),
-        "uncovered_workloads": Workload.objects.filter(backup_policy__isnull=True)
+        "summary": services.overdue_and_failing_summary(now, scope=scope),
+        "uncovered_workloads": Workload.objects.in_scope(scope)
+        .filter(backup_policy__isnull=True)
         .select_related("pool")
         .order_by("name"),
         "now": now,
@@ -116,14 +161,15 @@ def _drill_initial(policy):
 
 @require_GET
 def policy_detail(request, slug):
-    policy = _policy_or_404(slug)
+    policy = _policy_or_404(request, slug)
     return render_page(request, "backups/policy_detail.html", _policy_page_context(request, policy))
 
 
+@in_scope_or_404(_workload_named)
 @permission_required("backups.add_backuppolicy", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def policy_create(request, slug):
-    workload = get_object_or_404(Workload.objects.with_pool(), slug=slug)
+    workload = _workload_or_404(request, slug)
     if BackupPolicy.objects.filter(workload=workload).exists():
         return redirect("backups:policy_edit", slug=slug)
     return form_page(
@@ -135,11 +181,12 @@ def policy_create(request, slug):
     )
 
 
+@in_scope_or_404(_policy_named)
 @permission_required("backups.change_backuppolicy", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def policy_edit(request, slug):
     policy = get_object_or_404(
-        BackupPolicy.objects.select_related("workload__pool"), workload__slug=slug
+        _policies(request).select_related("workload__pool"), workload__slug=slug
     )
     return form_page(
         request,
@@ -151,10 +198,11 @@ def policy_edit(request, slug):
     )
 
 
+@in_scope_or_404(_policy_named)
 @permission_required("backups.delete_backuppolicy", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def policy_delete(request, slug):
-    policy = get_object_or_404(BackupPolicy.objects.select_related("workload"), workload__slug=slug)
+    policy = get_object_or_404(_policies(request).select_related("workload"), workload__slug=slug)
     return delete_page(
         request,
         obj=policy,
@@ -167,13 +215,14 @@ def policy_delete(request, slug):
     )
 
 
+@in_scope_or_404(_policy_named)
 @permission_required("backups.add_restoredrill", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def drill_create(request, slug):
     """The drill form on the policy page posts here with htmx and gets the compliance
     column back (drill recorded, status and list updated) without a reload, and with a
     recorded drill the history card out of band."""
-    policy = _policy_or_404(slug)
+    policy = _policy_or_404(request, slug)
     blocked = services.drill_blocker(policy)
     if blocked:
         # Say what to register first, rather than a form whose version list is empty.
@@ -200,7 +249,7 @@ def drill_create(request, slug):
                         % {"verdict": drill.verdict_sentence},
                     )
                     return redirect(policy)
-                context = _policy_page_context(request, _policy_or_404(slug))
+                context = _policy_page_context(request, _policy_or_404(request, slug))
                 context.update(just_recorded=drill, history_out_of_band=True)
                 return render_page(
                     request, "backups/policy_detail.html", context, partial="compliance"
@@ -219,7 +268,7 @@ def drill_create(request, slug):
 @require_GET
 def drill_detail(request, pk):
     drill = get_object_or_404(
-        RestoreDrill.objects.select_related("policy__workload", "version", "performed_by"), pk=pk
+        _drills(request).select_related("policy__workload", "version", "performed_by"), pk=pk
     )
     return render_page(
         request,
@@ -232,7 +281,7 @@ def drill_detail(request, pk):
 def drill_evidence(request, pk):
     """Evidence is served to signed-in users only (never from a public media URL), and
     as a download so an uploaded HTML file cannot run in the dashboard's origin."""
-    drill = get_object_or_404(RestoreDrill, pk=pk)
+    drill = get_object_or_404(_drills(request), pk=pk)
     if not drill.evidence:
         raise Http404(gettext("This drill has no evidence attached."))
     try:
@@ -243,10 +292,11 @@ def drill_evidence(request, pk):
     return FileResponse(handle, as_attachment=True, filename=filename)
 
 
+@in_scope_or_404(_drill_numbered)
 @permission_required("backups.delete_restoredrill", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def drill_delete(request, pk):
-    drill = get_object_or_404(RestoreDrill.objects.select_related("policy__workload"), pk=pk)
+    drill = get_object_or_404(_drills(request).select_related("policy__workload"), pk=pk)
     policy = drill.policy
     return delete_page(
         request,
@@ -265,7 +315,7 @@ def drill_delete(request, pk):
 @require_GET
 def version_detail(request, pk):
     version = get_object_or_404(
-        BackupVersion.objects.select_related(
+        _versions(request).select_related(
             "workload__pool", "workload__backup_policy", "registered_by"
         ),
         pk=pk,
@@ -283,10 +333,11 @@ def version_detail(request, pk):
     return render_page(request, "backups/version_detail.html", context)
 
 
+@in_scope_or_404(_workload_named)
 @permission_required("backups.add_backupversion", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def version_create(request, slug):
-    workload = get_object_or_404(Workload.objects.with_pool(), slug=slug)
+    workload = _workload_or_404(request, slug)
     form = BackupVersionForm(request.POST or None, workload=workload)
     if request.method == "POST" and form.is_valid():
         version = form.save(user=request.user)
@@ -297,10 +348,11 @@ def version_create(request, slug):
     )
 
 
+@in_scope_or_404(_version_numbered)
 @permission_required("backups.change_backupversion", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def version_edit(request, pk):
-    version = get_object_or_404(BackupVersion.objects.select_related("workload"), pk=pk)
+    version = get_object_or_404(_versions(request).select_related("workload"), pk=pk)
     form = BackupVersionForm(request.POST or None, instance=version, workload=version.workload)
     if request.method == "POST" and form.is_valid():
         version = form.save(user=request.user)
@@ -313,10 +365,11 @@ def version_edit(request, pk):
     )
 
 
+@in_scope_or_404(_version_numbered)
 @permission_required("backups.delete_backupversion", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def version_delete(request, pk):
-    version = get_object_or_404(BackupVersion.objects.select_related("workload"), pk=pk)
+    version = get_object_or_404(_versions(request).select_related("workload"), pk=pk)
     return delete_page(
         request,
         obj=version,
@@ -329,11 +382,12 @@ def version_delete(request, pk):
     )
 
 
+@in_scope_or_404(_version_numbered)
 @require_POST
 def version_mark_stable(request, pk):
     if not request.user.has_perm("backups.change_backupversion"):
         raise PermissionDenied(gettext("Only Ops mark releases stable."))
-    version = get_object_or_404(BackupVersion, pk=pk)
+    version = get_object_or_404(_versions(request), pk=pk)
     try:
         services.mark_stable(version)
     except ValidationError as error:

@@ -14,7 +14,10 @@ from apps.pools.estimate_serializers import (
     MemoryEstimateResponseSerializer,
 )
 from apps.pools.estimates import EstimateError, run_memory_estimate
+from apps.pools.filters import PoolApiFilter, WorkloadApiFilter
 from apps.pools.models import Pool, Workload
+from apps.pools.querysets import pool_scope_filter, workload_scope_filter
+from apps.pools.scoped import ScopedQuerysetMixin
 from apps.pools.serializers import PoolSerializer, WorkloadSerializer
 from apps.pools.signals import service_period_changed
 
@@ -84,14 +87,19 @@ class ArchivableViewSet(viewsets.ModelViewSet):
 
 
 @extend_schema_view(list=extend_schema(parameters=[ARCHIVED_PARAMETER]))
-class PoolViewSet(ArchivableViewSet):
-    """GPU pools, addressed by slug. Writes need the Technical lead role."""
+class PoolViewSet(ScopedQuerysetMixin, ArchivableViewSet):
+    """GPU pools, addressed by slug: those of the caller's teams and the shared ones (a
+    fleet-wide caller's: all). ``team`` is the owning team's slug (null: shared);
+    ``?team=shared`` lists the shared pools. Writes need the Technical lead role."""
 
-    queryset = Pool.objects.select_related("owner", "gpu_model").order_by("name")
-    filterset_fields = ["purpose", "deployment", "region", "compliance_zone"]
+    queryset = Pool.objects.select_related("owner", "gpu_model", "team").order_by("name")
+    filterset_class = PoolApiFilter
     serializer_class = PoolSerializer
     lookup_field = "slug"
     lookup_value_regex = "[-a-zA-Z0-9_]+"
+
+    def scope_filter(self, scope):
+        return pool_scope_filter(scope)
 
     def perform_update(self, serializer):
         service_period = serializer.instance.service_period
@@ -101,14 +109,20 @@ class PoolViewSet(ArchivableViewSet):
 
 
 @extend_schema_view(list=extend_schema(parameters=[ARCHIVED_PARAMETER]))
-class WorkloadViewSet(ArchivableViewSet):
-    """Workloads, addressed by slug; ``pool`` is the pool's slug."""
+class WorkloadViewSet(ScopedQuerysetMixin, ArchivableViewSet):
+    """Workloads, addressed by slug; ``pool`` is the pool's slug, ``team`` the running
+    team's (null: the pool's team). The caller sees the workloads of their teams and the
+    shared ones; ``?team=`` filters by the team the workload runs for (its own or its
+    pool's; ``shared``: neither has one)."""
 
-    queryset = Workload.objects.with_pool().order_by("name")
-    filterset_fields = ["kind", "status"]
+    queryset = Workload.objects.with_pool().select_related("team").order_by("name")
+    filterset_class = WorkloadApiFilter
     serializer_class = WorkloadSerializer
     lookup_field = "slug"
     lookup_value_regex = "[-a-zA-Z0-9_]+"
+
+    def scope_filter(self, scope):
+        return workload_scope_filter(scope)
 
 
 class MemoryEstimateView(APIView):

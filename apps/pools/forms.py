@@ -2,7 +2,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.db.models import Q
 from django.utils import timezone as django_timezone
-from django.utils.translation import gettext
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.core.forms import SectionedFormMixin, SlugFromNameMixin, TablerFormMixin
@@ -18,6 +18,7 @@ from apps.pools.models import (
     WorkloadKind,
     service_period_problem,
 )
+from apps.pools.scoped import SHARED_ONLY, limit_team_field
 
 # Section titles, in the reader's language when the form is drawn.
 POOL_SECTION = _("Pool")
@@ -44,6 +45,7 @@ POOL_SECTIONS = (
             "region",
             "compliance_zone",
             "owner",
+            "team",
             "description",
         ],
     ),
@@ -116,8 +118,11 @@ class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.Mod
             ),
         }
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, scope=SHARED_ONLY, **kwargs):
+        """``scope``: the editing user's (apps/accounts/scope.py); the team choices are
+        its teams and none."""
         super().__init__(*args, **kwargs)
+        limit_team_field(self.fields["team"], scope, empty_label=gettext("Shared (no team)"))
         self.fields["timezone"].required = False  # left empty: UTC, as the model defaults
         # Left empty: from now on, as a pool registered today starts being paid today.
         self.fields["in_service_from"].required = False
@@ -130,6 +135,13 @@ class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.Mod
 
     def clean_timezone(self):
         return self.cleaned_data.get("timezone") or "UTC"
+
+    def clean_team(self):
+        team = self.cleaned_data.get("team")
+        problem = pool_team_problem(self.instance, team)
+        if problem:
+            raise ValidationError(problem)
+        return team
 
     def clean_in_service_from(self):
         return self.cleaned_data.get("in_service_from") or (
@@ -186,6 +198,7 @@ WORKLOAD_SECTIONS = (
             "gpu_count",
             "status",
             "owner",
+            "team",
             "description",
         ],
     ),
@@ -226,6 +239,25 @@ WORKLOAD_SECTIONS = (
 )
 
 
+def pool_team_problem(pool, team) -> str | None:
+    """Why ``pool`` (saved or not) cannot be given to ``team``, or None: workloads of
+    another team run on it. A pool's workloads are its team's or have none (the rule
+    ``workload_team_problem`` keeps from the workload's side). One rule for the form and
+    the API."""
+    if team is None or pool.pk is None:
+        return None
+    others = pool.workloads.exclude(team=None).exclude(team=team).count()
+    if not others:
+        return None
+    return ngettext(
+        "%(count)s workload on this pool belongs to another team: a pool's workloads are "
+        "its team's or have no team. Move it first.",
+        "%(count)s workloads on this pool belong to other teams: a pool's workloads are "
+        "its team's or have no team. Move them first.",
+        others,
+    ) % {"count": others}
+
+
 def archived_pool_error(pool, current_pool_id=None) -> str | None:
     """Why a workload cannot be placed on ``pool``, or None: an archived pool keeps the
     workloads already on it (``current_pool_id``) but takes no new ones. One rule for
@@ -239,13 +271,17 @@ def archived_pool_error(pool, current_pool_id=None) -> str | None:
 
 class WorkloadPoolField(forms.ModelChoiceField):
     """Offers its queryset (the pools a workload may be placed on) and refuses an
-    archived pool by name, with what to do, rather than as an unknown choice."""
+    archived pool by name, with what to do, rather than as an unknown choice; only the
+    archived pools the form names (``archived_pools``, those in the user's scope) are
+    named: any other pool is an unknown choice."""
+
+    archived_pools = Pool.objects.none()
 
     def to_python(self, value):
         try:
             return super().to_python(value)
         except ValidationError as unknown:
-            pool = Pool.objects.archived().filter(pk=_as_pk(value)).first()
+            pool = self.archived_pools.filter(pk=_as_pk(value)).first()
             if pool is None:
                 raise unknown from None
             raise ValidationError(archived_pool_error(pool), code="archived") from None
@@ -272,13 +308,18 @@ class WorkloadForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms
         field_classes = {"pool": WorkloadPoolField}
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, scope=SHARED_ONLY, **kwargs):
+        """``scope``: the editing user's (apps/accounts/scope.py); the pools offered are
+        those in it, the team choices its teams and none (the pool's team)."""
         super().__init__(*args, **kwargs)
+        limit_team_field(self.fields["team"], scope, empty_label=gettext("The pool's team"))
         # Archived pools are not offered, except the one the workload already runs on,
         # which it keeps until it is moved.
-        self.fields["pool"].queryset = Pool.objects.filter(
+        pools = Pool.objects.in_scope(scope)
+        self.fields["pool"].queryset = pools.filter(
             Q(archived_at__isnull=True) | Q(pk=self.instance.pool_id)
         )
+        self.fields["pool"].archived_pools = pools.archived()
 
     def clean(self):
         cleaned = super().clean()

@@ -435,6 +435,16 @@ def _positive(label, default, **kwargs):
     )
 
 
+def workload_team_problem(team, pool) -> str | None:
+    """Why a workload of ``team`` cannot run on ``pool``, or None: a team's pool runs
+    that team's workloads and those of no team. One rule for the form and the API."""
+    if team is None or pool is None or pool.team_id in (None, team.pk):
+        return None
+    return gettext(
+        "The pool belongs to team %(team)s: a workload on it is that team's or has no team."
+    ) % {"team": pool.team}
+
+
 class Workload(models.Model):
     name = models.CharField(_("name"), max_length=100, unique=True)
     slug = models.SlugField(
@@ -609,16 +619,9 @@ class Workload(models.Model):
 
     def clean(self):
         super().clean()
-        if self.team_id and self.pool_id and self.pool.team_id not in (None, self.team_id):
-            raise ValidationError(
-                {
-                    "team": _(
-                        "The pool belongs to team %(team)s: a workload on it is that team's "
-                        "or has no team."
-                    )
-                    % {"team": self.pool.team}
-                }
-            )
+        problem = workload_team_problem(self.team, self.pool if self.pool_id else None)
+        if problem:
+            raise ValidationError({"team": problem})
 
     @property
     def is_archived(self) -> bool:

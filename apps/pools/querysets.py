@@ -22,8 +22,14 @@ class PoolQuerySet(ArchivableQuerySet):
         """Pools of the scope's teams and the shared ones (apps/accounts/scope.py)."""
         return self.filter(scope.team_filter("team"))
 
-    def with_workload_counts(self):
-        return self.annotate(workload_count=Count("workloads"))
+    def with_workload_counts(self, scope=None):
+        """``workload_count``: the pool's workloads, only those in ``scope`` when given.
+        The pools are in scope, so a workload without a team is too."""
+        if scope is None or scope.everything:
+            return self.annotate(workload_count=Count("workloads"))
+        return self.annotate(
+            workload_count=Count("workloads", filter=scope.team_filter("workloads__team"))
+        )
 
     def totals(self) -> dict:
         """GPUs and price per hour summed in SQL over the (filtered) pools."""

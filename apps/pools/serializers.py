@@ -5,9 +5,17 @@ from apps.core.serializers import SlugReferenceField, StrictModelSerializer
 from apps.pools.forms import (
     REQUIRED_COST_FIELDS,
     archived_pool_error,
+    pool_team_problem,
     workload_consistency_errors,
 )
-from apps.pools.models import Deployment, Pool, Workload, service_period_problem
+from apps.pools.models import (
+    Deployment,
+    Pool,
+    Workload,
+    service_period_problem,
+    workload_team_problem,
+)
+from apps.pools.scoped import ScopedReferencesMixin, TeamSlugField
 
 
 class PriceLineSerializer(serializers.Serializer):
@@ -27,6 +35,7 @@ PRICE_FIELDS = [
 class PoolSerializer(StrictModelSerializer):
     gpu_model = SlugReferenceField(slug_field="slug", queryset=GpuModel.objects.all())
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    team = TeamSlugField(help_text="The owning team's slug; null: shared by every team.")
     price_per_hour_usd = serializers.DecimalField(
         max_digits=16, decimal_places=4, read_only=True, help_text="Whole pool, USD per hour."
     )
@@ -55,6 +64,7 @@ class PoolSerializer(StrictModelSerializer):
             "cuda_version",
             "framework_versions",
             "owner",
+            "team",
             "description",
             "on_demand_price_per_gpu_hour_usd",
             "reserved_price_per_gpu_hour_usd",
@@ -101,6 +111,10 @@ class PoolSerializer(StrictModelSerializer):
         )
         if service_problem:
             errors["in_service_until"] = service_problem
+        if self.instance is not None and "team" in attrs:
+            team_problem = pool_team_problem(self.instance, attrs["team"])
+            if team_problem:
+                errors["team"] = team_problem
         deployment = current("deployment")
         for name in REQUIRED_COST_FIELDS.get(deployment, []):
             if current(name) is None:
@@ -119,8 +133,12 @@ class PoolSerializer(StrictModelSerializer):
         return pool
 
 
-class WorkloadSerializer(StrictModelSerializer):
+class WorkloadSerializer(ScopedReferencesMixin, StrictModelSerializer):
+    # Pools out of the requesting user's scope are refused as unknown slugs.
+    scoped_references = {"pool": Pool.objects.in_scope}
+
     pool = SlugReferenceField(slug_field="slug", queryset=Pool.objects.all())
+    team = TeamSlugField(help_text="The running team's slug; null: the pool's team.")
     model_architecture = SlugReferenceField(
         slug_field="slug",
         queryset=ModelArchitecture.objects.all(),
@@ -143,6 +161,7 @@ class WorkloadSerializer(StrictModelSerializer):
             "gpu_count",
             "status",
             "owner",
+            "team",
             "description",
             "precision",
             "optimizer",
@@ -200,6 +219,11 @@ class WorkloadSerializer(StrictModelSerializer):
         errors = {}
         for field, message in workload_consistency_errors(values):
             errors.setdefault(field, message)
+        team_problem = workload_team_problem(
+            attrs.get("team", getattr(self.instance, "team", None)), values["pool"]
+        )
+        if team_problem and ("team" in attrs or "pool" in attrs):
+            errors.setdefault("team", team_problem)
         if errors:
             raise serializers.ValidationError(errors)
         return attrs

@@ -1,11 +1,14 @@
+from functools import partial
+
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.translation import gettext
+from django.utils.translation import gettext, ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from apps.accounts.scope import scope_of
 from apps.catalog.models import GpuModel
 from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
@@ -19,17 +22,37 @@ from apps.pools.estimates import EstimateError, run_memory_estimate
 from apps.pools.filters import PoolFilter, WorkloadFilter
 from apps.pools.forms import CalculatorForm, PoolForm, WorkloadForm
 from apps.pools.models import Pool, Workload
+from apps.pools.scoped import in_scope_or_404
 from apps.pools.signals import service_period_changed
 from apps.pools.tables import PoolTable, WorkloadTable, with_price_per_hour
 
 
+def _pools(request):
+    """The pools in the requesting user's scope: any other is a 404."""
+    return Pool.objects.in_scope(scope_of(request.user))
+
+
+def _workloads(request):
+    """The workloads in the requesting user's scope: any other is a 404."""
+    return Workload.objects.in_scope(scope_of(request.user))
+
+
+def _pool_named(request, slug):
+    return _pools(request).filter(slug=slug)
+
+
+def _workload_named(request, slug):
+    return _workloads(request).filter(slug=slug)
+
+
 @require_GET
 def pool_list(request):
+    scope = scope_of(request.user)
     # Archived pools are hidden unless the filter's "Show" asks for them.
-    pool_filter = PoolFilter(request.GET, queryset=Pool.objects.all())
+    pool_filter = PoolFilter(request.GET, queryset=_pools(request), request=request)
     filtered_pools = pool_filter.qs
     pools = with_price_per_hour(
-        filtered_pools.with_workload_counts().select_related("owner", "gpu_model")
+        filtered_pools.with_workload_counts(scope).select_related("owner", "gpu_model")
     )
     # The apps above pools add their columns (usage, cost) through the registry.
     pools, extra_columns, column_notes = list_columns.apply(pools, timezone.now())
@@ -50,8 +73,13 @@ def pool_list(request):
 
 @require_GET
 def pool_detail(request, slug):
-    pool = get_object_or_404(Pool.objects.select_related("owner", "gpu_model"), slug=slug)
-    workloads = list(pool.workloads.select_related("owner", "model_architecture"))
+    pool = get_object_or_404(
+        _pools(request).select_related("owner", "gpu_model", "team"), slug=slug
+    )
+    # A shared pool may run other teams' workloads: only those in scope are listed.
+    workloads = list(
+        _workloads(request).filter(pool=pool).select_related("owner", "model_architecture", "team")
+    )
     gpu_catalog = list(GpuModel.objects.all())
     rows = []
     for workload in workloads:
@@ -70,19 +98,27 @@ def pool_detail(request, slug):
 @permission_required("pools.add_pool", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def pool_create(request):
+    scope = scope_of(request.user)
+    # One team of one's own is the likely owner; more, or none, and the person chooses.
+    initial = {"team": next(iter(scope.team_ids))} if len(scope.team_ids) == 1 else None
     return form_page(
-        request, form_class=PoolForm, noun=gettext("Pool"), template="pools/pool_form.html"
+        request,
+        form_class=partial(PoolForm, scope=scope),
+        noun=gettext("Pool"),
+        template="pools/pool_form.html",
+        initial=initial,
     )
 
 
+@in_scope_or_404(_pool_named)
 @permission_required("pools.change_pool", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def pool_edit(request, slug):
-    pool = get_object_or_404(Pool, slug=slug)
+    pool = get_object_or_404(_pools(request), slug=slug)
     service_period = pool.service_period
     response = form_page(
         request,
-        form_class=PoolForm,
+        form_class=partial(PoolForm, scope=scope_of(request.user)),
         noun=gettext("Pool"),
         template="pools/pool_form.html",
         instance=pool,
@@ -93,15 +129,16 @@ def pool_edit(request, slug):
     return response
 
 
+@in_scope_or_404(_pool_named)
 @permission_required("pools.delete_pool", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def pool_delete(request, slug):
-    pool = get_object_or_404(Pool, slug=slug)
+    pool = get_object_or_404(_pools(request), slug=slug)
     return delete_page(
         request,
         obj=pool,
         noun=gettext("Pool"),
-        blocking=list(pool.workloads.order_by("name")),
+        blocking=_blocking_workloads(request, pool),
         blocking_label=gettext("workloads"),
         list_url="pools:pool_list",
         cancel_url=pool.get_absolute_url(),
@@ -109,6 +146,33 @@ def pool_delete(request, slug):
         usage_history=pool.usage_history(),
         archive_url=reverse("pools:pool_archive", kwargs={"slug": pool.slug}),
     )
+
+
+def _blocking_workloads(request, pool) -> list:
+    """The workloads that keep ``pool`` from being deleted: those in scope by name, the
+    others of a shared pool as one line that names no other team's workload."""
+    shown = list(_workloads(request).filter(pool=pool).order_by("name"))
+    hidden = pool.workloads.count() - len(shown)
+    if hidden:
+        shown.append(HiddenWorkloads(hidden))
+    return shown
+
+
+class HiddenWorkloads:
+    """A line of a delete page standing for the workloads of other teams on a pool."""
+
+    name = ""
+
+    def __init__(self, count: int):
+        self.name = ngettext(
+            "%(count)s workload of another team", "%(count)s workloads of other teams", count
+        ) % {"count": count}
+
+    def get_absolute_url(self):
+        return ""
+
+    def __str__(self):
+        return self.name
 
 
 def _set_archived(request, obj, *, archived: bool):
@@ -139,21 +203,25 @@ def _set_archived(request, obj, *, archived: bool):
     return redirect(obj)
 
 
+@in_scope_or_404(_pool_named)
 @permission_required("pools.change_pool", raise_exception=True)
 @require_POST
 def pool_archive(request, slug):
-    return _set_archived(request, get_object_or_404(Pool, slug=slug), archived=True)
+    return _set_archived(request, get_object_or_404(_pools(request), slug=slug), archived=True)
 
 
+@in_scope_or_404(_pool_named)
 @permission_required("pools.change_pool", raise_exception=True)
 @require_POST
 def pool_restore(request, slug):
-    return _set_archived(request, get_object_or_404(Pool, slug=slug), archived=False)
+    return _set_archived(request, get_object_or_404(_pools(request), slug=slug), archived=False)
 
 
 @require_GET
 def workload_list(request):
-    workload_filter = WorkloadFilter(request.GET, queryset=Workload.objects.with_pool())
+    workload_filter = WorkloadFilter(
+        request.GET, queryset=_workloads(request).with_pool(), request=request
+    )
     table = WorkloadTable(workload_filter.qs)
     page = configure_table(request, table)
     gpu_catalog = list(GpuModel.objects.all())
@@ -172,7 +240,9 @@ def workload_list(request):
 
 @require_GET
 def workload_detail(request, slug):
-    workload = get_object_or_404(Workload.objects.with_pool(), slug=slug)
+    workload = get_object_or_404(
+        _workloads(request).with_pool().select_related("team", "pool__team"), slug=slug
+    )
     assessment = assess_workload(workload)
     context = {
         "workload": workload,
@@ -193,30 +263,32 @@ def workload_create(request):
     initial = {"pool": request.GET["pool"]} if request.GET.get("pool") else None
     return form_page(
         request,
-        form_class=WorkloadForm,
+        form_class=partial(WorkloadForm, scope=scope_of(request.user)),
         noun=gettext("Workload"),
         template="pools/workload_form.html",
         initial=initial,
     )
 
 
+@in_scope_or_404(_workload_named)
 @permission_required("pools.change_workload", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def workload_edit(request, slug):
-    workload = get_object_or_404(Workload, slug=slug)
+    workload = get_object_or_404(_workloads(request), slug=slug)
     return form_page(
         request,
-        form_class=WorkloadForm,
+        form_class=partial(WorkloadForm, scope=scope_of(request.user)),
         noun=gettext("Workload"),
         template="pools/workload_form.html",
         instance=workload,
     )
 
 
+@in_scope_or_404(_workload_named)
 @permission_required("pools.delete_workload", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def workload_delete(request, slug):
-    workload = get_object_or_404(Workload, slug=slug)
+    workload = get_object_or_404(_workloads(request), slug=slug)
     return delete_page(
         request,
         obj=workload,
@@ -231,17 +303,19 @@ def workload_delete(request, slug):
     )
 
 
+@in_scope_or_404(_workload_named)
 @permission_required("pools.change_workload", raise_exception=True)
 @require_POST
 def workload_archive(request, slug):
-    workload = get_object_or_404(Workload, slug=slug)
+    workload = get_object_or_404(_workloads(request), slug=slug)
     return _set_archived(request, workload, archived=True)
 
 
+@in_scope_or_404(_workload_named)
 @permission_required("pools.change_workload", raise_exception=True)
 @require_POST
 def workload_restore(request, slug):
-    workload = get_object_or_404(Workload, slug=slug)
+    workload = get_object_or_404(_workloads(request), slug=slug)
     return _set_archived(request, workload, archived=False)
 
 
@@ -260,7 +334,8 @@ def calculator(request):
                 )
     else:
         initial = {"mode": "inference", "model": "llama-3-8b", "gpu_model": "h100-sxm"}
-        workload = Workload.objects.with_pool().filter(slug=request.GET.get("workload")).first()
+        # A workload out of scope is not there: the calculator starts from its defaults.
+        workload = _workloads(request).with_pool().filter(slug=request.GET.get("workload")).first()
         if workload is not None:
             initial = CalculatorForm.initial_from_workload(workload)
         elif request.GET.get("model"):

@@ -3,6 +3,7 @@ hourly rollups."""
 
 import logging
 
+import django_filters
 from django.core.validators import ProhibitNullCharactersValidator
 from django.urls import reverse
 from django.utils import timezone
@@ -13,6 +14,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.accounts.scope import scope_of
 from apps.core.pagination import StrictLimitOffsetPagination
 from apps.core.parsers import BoundedJSONParser
 from apps.core.schema import ErrorSerializer
@@ -24,7 +26,10 @@ from apps.core.serializers import (
     StrictModelSerializer,
 )
 from apps.core.texts import translated
+from apps.pools.filters import TeamFilterMixin, team_api_filter
 from apps.pools.models import Pool, Workload
+from apps.pools.querysets import pool_scope_filter
+from apps.pools.scoped import ScopedQuerysetMixin, ScopedReferencesMixin
 from apps.telemetry import promql, reconciliation, services
 from apps.telemetry.models import (
     ImportRun,
@@ -34,6 +39,7 @@ from apps.telemetry.models import (
     WorkloadHourlyRequests,
 )
 from apps.telemetry.parsers import GPU_CSV_FIELDS, REQUEST_CSV_FIELDS, TelemetryFormatError
+from apps.telemetry.scoped import import_runs_of
 
 logger = logging.getLogger(__name__)
 
@@ -66,9 +72,10 @@ class RequestUsageQuerySerializer(_RangeSerializer):
     workload = serializers.SlugField(help_text="The workload's slug.")
 
 
-def _by_slug(model, slug):
-    """A 404 naming what is missing: the query was well formed, the object is not there."""
-    found = model.objects.filter(slug=slug).first()
+def _by_slug(request, model, slug):
+    """A 404 naming what is missing: the query was well formed, the object is not there
+    (or out of the caller's scope, which reads the same)."""
+    found = model.objects.in_scope(scope_of(request.user)).filter(slug=slug).first()
     if found is None:
         raise NotFound(f"No {model._meta.verbose_name} with slug “{slug}”.")
     return found
@@ -131,7 +138,7 @@ class PoolHourlyUsageView(APIView):
         query = PoolUsageQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         params = query.validated_data
-        pool = _by_slug(Pool, params["pool"])
+        pool = _by_slug(request, Pool, params["pool"])
         rows = _in_range(PoolHourlyUsage.objects.filter(pool=pool), params)
         return Response(PoolHourlyUsageSerializer(rows.order_by("hour"), many=True).data)
 
@@ -147,7 +154,7 @@ class WorkloadHourlyRequestsView(APIView):
         query = RequestUsageQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         params = query.validated_data
-        workload = _by_slug(Workload, params["workload"])
+        workload = _by_slug(request, Workload, params["workload"])
         rows = _in_range(WorkloadHourlyRequests.objects.filter(workload=workload), params)
         return Response(WorkloadHourlyRequestsSerializer(rows.order_by("hour"), many=True).data)
 
@@ -218,7 +225,10 @@ class _IngestSerializer(serializers.Serializer):
             raise ValidationError(f"unknown time zone “{value}”") from error
 
 
-class GpuIngestSerializer(_IngestSerializer):
+class GpuIngestSerializer(ScopedReferencesMixin, _IngestSerializer):
+    # A pool out of the caller's scope is refused as an unknown slug (400, as today).
+    scoped_references = {"pool": Pool.objects.in_scope}
+
     format = serializers.ChoiceField(choices=services.GPU_FORMATS)
     pool = SlugReferenceField(
         slug_field="slug",
@@ -242,7 +252,9 @@ class GpuIngestSerializer(_IngestSerializer):
         return value
 
 
-class RequestIngestSerializer(_IngestSerializer):
+class RequestIngestSerializer(ScopedReferencesMixin, _IngestSerializer):
+    scoped_references = {"workload": Workload.objects.in_scope}
+
     format = serializers.ChoiceField(choices=services.REQUEST_FORMATS)
     workload = SlugReferenceField(slug_field="slug", queryset=Workload.objects.all())
 
@@ -288,11 +300,13 @@ class _IngestView(APIView):
             raise PermissionDenied("Importing telemetry needs the Technical lead or Ops role.")
 
     def _ingest(self, request, serializer_class):
-        serializer = serializer_class(data=request.data)
+        serializer = serializer_class(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         digest = services.content_sha256(data["text"])
-        earlier = services.earlier_identical_import(kind=self.kind, digest=digest)
+        earlier = services.earlier_identical_import(
+            kind=self.kind, digest=digest, runs=import_runs_of(request.user)
+        )
         if earlier is not None:
             return Response(
                 {
@@ -323,6 +337,7 @@ class _IngestView(APIView):
                 columns=data["columns"],
                 tz=data["time_zone"],
                 scraped_at=data.get("scraped_at"),
+                scope=scope_of(request.user),
             )
         except TelemetryFormatError as error:
             raise ValidationError({"text": [translated(error)]}) from error
@@ -419,10 +434,14 @@ class ReconciliationView(APIView):
         query = ReconciliationQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         params = query.validated_data
-        pool = _by_slug(Pool, params["pool"]) if params.get("pool") else None
+        pool = _by_slug(request, Pool, params["pool"]) if params.get("pool") else None
         kind = params.get("kind", "")
         keys = reconciliation.flagged_pool_days(
-            pool=pool, kind=kind, start=params.get("start"), end=params.get("end")
+            pool=pool,
+            kind=kind,
+            start=params.get("start"),
+            end=params.get("end"),
+            scope=scope_of(request.user),
         )
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(keys, request, view=self)
@@ -439,9 +458,12 @@ class _NullableSlugReferenceField(SlugReferenceField):
         return super().run_validation(data)
 
 
-class PullSourceSerializer(StrictModelSerializer):
-    """A pull source; ``pool`` is the pool's slug, ``label_filters`` PromQL label matchers
-    (``prometheus_hourly`` sources), stored in one canonical spelling."""
+class PullSourceSerializer(ScopedReferencesMixin, StrictModelSerializer):
+    """A pull source; ``pool`` is the pool's slug (one in the caller's scope, or null),
+    ``label_filters`` PromQL label matchers (``prometheus_hourly`` sources), stored in one
+    canonical spelling."""
+
+    scoped_references = {"pool": Pool.objects.in_scope}
 
     pool = _NullableSlugReferenceField(
         slug_field="slug", queryset=Pool.objects.all(), required=False, allow_null=True
@@ -482,14 +504,30 @@ class PullSourceSerializer(StrictModelSerializer):
         return attrs
 
 
-class PullSourceViewSet(viewsets.ModelViewSet):
+class PullSourceFilter(TeamFilterMixin, django_filters.FilterSet):
+    """``?team=`` is the source's pool's team (``shared``: a shared pool's or no pool)."""
+
+    team_paths = ("pool__team", None)
+
+    team = team_api_filter()
+
+    class Meta:
+        model = PullSource
+        fields = ["team", "kind"]
+
+
+class PullSourceViewSet(ScopedQuerysetMixin, viewsets.ModelViewSet):
     """Where telemetry is pulled from, addressed by slug: dcgm-exporter endpoints,
     Prometheus servers (raw samples) and Prometheus-compatible TSDBs asked for hourly
     aggregates (``prometheus_hourly``). Writes need the Technical lead role. Beat pulls
-    each enabled source every ``interval_seconds``; a deleted source's device-hours stay."""
+    each enabled source every ``interval_seconds``; a deleted source's device-hours stay.
+    The caller sees the sources of the pools in their scope and those of no pool."""
 
     queryset = PullSource.objects.select_related("pool").order_by("name")
     serializer_class = PullSourceSerializer
-    filterset_fields = ["kind"]
+    filterset_class = PullSourceFilter
     lookup_field = "slug"
     lookup_value_regex = "[-a-zA-Z0-9_]+"
+
+    def scope_filter(self, scope):
+        return pool_scope_filter(scope, "pool__")

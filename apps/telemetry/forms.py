@@ -20,9 +20,11 @@ from django.utils.html import format_html
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from apps.accounts.scope import scope_of
 from apps.core.forms import SectionedFormMixin, SlugFromNameMixin, TablerFormMixin
 from apps.core.texts import translated
 from apps.pools.models import Pool, Workload
+from apps.pools.scoped import SHARED_ONLY
 from apps.telemetry import kept_uploads, promql, services
 from apps.telemetry.models import GpuDevice, HostnameRule, PullSource
 from apps.telemetry.parsers import EARLIEST_TIMESTAMP, GPU_CSV_FIELDS, REQUEST_CSV_FIELDS
@@ -33,6 +35,7 @@ from apps.telemetry.parsers.detect import (
     detect_format,
     read_head,
 )
+from apps.telemetry.scoped import assignable_devices, import_runs_of
 
 DETECT = "detect"
 DETECT_CHOICE = (DETECT, _("Detect from the file"))
@@ -103,6 +106,9 @@ class _ImportForm(TablerFormMixin, forms.Form):
     def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.user = user
+        # The pools and workloads offered are those of the uploader's scope.
+        self.scope = scope_of(user) if user is not None else SHARED_ONLY
+        self.limit_to_scope(self.scope)
         # With a kept upload the file need not be chosen again (clean_kept_upload).
         refers_to_kept = (self.data if self.is_bound else self.initial).get("kept_upload")
         self.fields["file"].required = not refers_to_kept
@@ -122,6 +128,9 @@ class _ImportForm(TablerFormMixin, forms.Form):
         self.fields["file"].help_text = gettext(
             "UTF-8 text, at most %(size)s. Larger files: use the import commands on the server."
         ) % {"size": _size(upload_max_bytes())}
+
+    def limit_to_scope(self, scope) -> None:
+        """Offer only the pools or workloads in ``scope`` (the kinds' own fields)."""
 
     def clean_file(self):
         upload = self.cleaned_data["file"]
@@ -286,7 +295,11 @@ class _ImportForm(TablerFormMixin, forms.Form):
         if "file" not in self.errors:
             self._check_format(cleaned_data)
         digest = self.content_sha256
-        earlier = services.earlier_identical_import(kind=self.kind, digest=digest)
+        # Only an import the uploader may open counts: another team's import of the same
+        # bytes is not named (and importing them again stores each sample once anyway).
+        earlier = services.earlier_identical_import(
+            kind=self.kind, digest=digest, runs=import_runs_of(self.user) if self.user else None
+        )
         if earlier is not None:
             self.add_error(
                 "file",
@@ -423,6 +436,9 @@ class GpuImportForm(_ImportForm):
         "skip_bad_rows",
     ]
 
+    def limit_to_scope(self, scope) -> None:
+        self.fields["pool"].queryset = Pool.objects.in_scope(scope).order_by("name")
+
     def clean(self):
         cleaned_data = super().clean()
         text = (cleaned_data.get("scraped_at") or "").strip()
@@ -511,6 +527,9 @@ class RequestImportForm(_ImportForm):
 
     field_order = ["file", "format", "workload", "columns", "time_zone", "skip_bad_rows"]
 
+    def limit_to_scope(self, scope) -> None:
+        self.fields["workload"].queryset = Workload.objects.in_scope(scope).order_by("name")
+
 
 class HostnameRuleForm(TablerFormMixin, forms.ModelForm):
     class Meta:
@@ -524,9 +543,10 @@ class HostnameRuleForm(TablerFormMixin, forms.ModelForm):
             "priority": _("Lower numbers are tried first; the first matching rule wins."),
         }
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, scope=SHARED_ONLY, **kwargs):
+        """``scope``: the user's (apps/accounts/scope.py); a rule names one of its pools."""
         super().__init__(*args, **kwargs)
-        self.fields["pool"].queryset = Pool.objects.order_by("name")
+        self.fields["pool"].queryset = Pool.objects.in_scope(scope).order_by("name")
 
     def clean_hostname_pattern(self):
         pattern = self.cleaned_data["hostname_pattern"].strip()
@@ -559,9 +579,10 @@ class PullSourceForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, for
             ),
         }
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, scope=SHARED_ONLY, **kwargs):
+        """``scope``: the user's (apps/accounts/scope.py); a source's pool is one of its."""
         super().__init__(*args, **kwargs)
-        self.fields["pool"].queryset = Pool.objects.order_by("name")
+        self.fields["pool"].queryset = Pool.objects.in_scope(scope).order_by("name")
 
     def clean_label_filters(self):
         text = self.cleaned_data.get("label_filters", "")
@@ -587,8 +608,12 @@ class DeviceAssignForm(TablerFormMixin, forms.Form):
         error_messages={"required": _("Tick at least one GPU to assign.")},
     )
 
-    def __init__(self, *args, use_suggestions=False, **kwargs):
+    def __init__(self, *args, use_suggestions=False, scope=SHARED_ONLY, **kwargs):
+        """``scope``: the assigner's (apps/accounts/scope.py): GPUs go to its pools only,
+        and only unassigned GPUs and those of its pools may be ticked."""
         super().__init__(*args, **kwargs)
+        self.fields["pool"].queryset = Pool.objects.in_scope(scope).order_by("name")
+        self.fields["devices"].queryset = assignable_devices(scope)
         self.use_suggestions = use_suggestions
         if use_suggestions:
             self.fields["pool"].required = False

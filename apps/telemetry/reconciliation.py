@@ -14,8 +14,10 @@ from datetime import UTC, date, datetime, time, timedelta
 from django.db.models import Count, Sum
 from django.db.models.functions import TruncDate
 
+from apps.accounts.scope import EVERYTHING
 from apps.pools.hours import floor_hour
 from apps.pools.models import Pool
+from apps.pools.querysets import pool_scope_filter
 from apps.telemetry.models import PoolHourFlag, PoolHourlyUsage
 
 _ONE_HOUR = timedelta(hours=1)
@@ -73,10 +75,12 @@ def _in_service_hours(pool: Pool, start: datetime, end: datetime) -> int:
     return max(0, int((end - max(start, first_hour)) / _ONE_HOUR))
 
 
-def flagged_pool_days(*, pool: Pool | None = None, kind: str = "", start=None, end=None):
-    """(pool id, day) pairs with at least one flag, newest first, as a values queryset
-    (paginated by the caller)."""
-    flags = PoolHourFlag.objects.all()
+def flagged_pool_days(
+    *, pool: Pool | None = None, kind: str = "", start=None, end=None, scope=EVERYTHING
+):
+    """(pool id, day) pairs with at least one flag of the pools in ``scope``, newest
+    first, as a values queryset (paginated by the caller)."""
+    flags = PoolHourFlag.objects.filter(pool_scope_filter(scope, "pool__"))
     if pool is not None:
         flags = flags.filter(pool=pool)
     if kind:

@@ -25,10 +25,12 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
+from apps.accounts.scope import EVERYTHING
 from apps.core import runs
 from apps.core.outbox import enqueue
 from apps.core.sentences import Sentence, as_sentence, gettext_noop, sentence, to_data
 from apps.pools.models import Pool
+from apps.pools.querysets import pool_scope_filter
 from apps.telemetry import parsers
 from apps.telemetry.mig import compute_slices_of_profile
 from apps.telemetry.models import (
@@ -169,10 +171,21 @@ class DeviceRegistry:
     New devices join ``pool`` when the import names one, else the first matching hostname
     rule's pool, else they wait unassigned: never dropped. What a GPU reports about itself
     (hostname, model, driver, MIG profile) comes from its latest sample in the import.
+
+    An import works on what its starter could see (``scope``, apps/accounts/scope.py):
+    only the hostname rules of their pools place new GPUs, and a GPU already in a pool
+    outside it is left as it is (``out_of_scope``), its rows refused by the caller.
     """
 
-    def __init__(self, *, pool=None):
+    def __init__(self, *, pool=None, scope=EVERYTHING):
         self.pool = pool
+        self.scope = scope
+        # None: every pool is in scope (the fleet-wide, pulls, the command line).
+        self._pool_ids_in_scope = (
+            None
+            if scope.everything
+            else set(Pool.objects.in_scope(scope).values_list("pk", flat=True))
+        )
         self.devices: dict[str, GpuDevice] = {}
         self.new_count = 0
         self._rules = None
@@ -229,6 +242,8 @@ class DeviceRegistry:
             if key in created:
                 continue  # created from these very rows
             device = self.devices[key]
+            if self.out_of_scope(device):
+                continue  # another team's GPU: nothing of it is written
             device.last_seen_at = max(device.last_seen_at, row.timestamp)
             device.first_seen_at = min(device.first_seen_at, first_seen[key])
             if row.timestamp >= self._latest_at[key]:
@@ -236,6 +251,42 @@ class DeviceRegistry:
                 _describe_device(device, row)
             self._changed[key] = device
         return {key: self.devices[key] for key in latest}
+
+    def out_of_scope(self, device: GpuDevice) -> bool:
+        """``device`` is in a pool outside the import's scope."""
+        return (
+            self._pool_ids_in_scope is not None
+            and device.pool_id is not None
+            and device.pool_id not in self._pool_ids_in_scope
+        )
+
+    def refuse_out_of_scope(self, rows, devices) -> tuple[list, list[RowError]]:
+        """(rows kept, one error per refused row): the rows of GPUs in a pool outside the
+        import's scope are not stored; the error names the GPU as the file does."""
+        if self._pool_ids_in_scope is None:
+            return rows, []
+        refused_keys = {key for key, device in devices.items() if self.out_of_scope(device)}
+        if not refused_keys:
+            return rows, []
+        kept, errors = [], []
+        for row in rows:
+            key = GpuDevice.key_for(row.device.uuid, row.device.gpu_instance_id)
+            if key not in refused_keys:
+                kept.append(row)
+                continue
+            errors.append(
+                line_error(
+                    row.line_number,
+                    sentence(
+                        gettext_noop(
+                            "GPU %(device)s is in a pool outside your teams: its samples are "
+                            "not stored"
+                        ),
+                        device=key,
+                    ),
+                )
+            )
+        return kept, errors
 
     def _add(self, keys, latest, first_seen, pool) -> set[str]:
         """Look the devices of ``keys`` up, creating the unknown ones; returns the keys
@@ -252,7 +303,11 @@ class DeviceRegistry:
             device = existing.get(key)
             if device is None:
                 if self._rules is None:
-                    self._rules = list(HostnameRule.objects.select_related("pool"))
+                    self._rules = list(
+                        HostnameRule.objects.filter(
+                            pool_scope_filter(self.scope, "pool__")
+                        ).select_related("pool")
+                    )
                 assigned_pool = pool or _match_rule(row.hostname, self._rules)
                 assignment = (
                     GpuDevice.Assignment.IMPORT
@@ -273,7 +328,7 @@ class DeviceRegistry:
                 _describe_device(device, row)
                 new_devices.append(device)
                 self._latest_at[key] = row.timestamp
-            else:
+            elif not self.out_of_scope(device):
                 if pool is not None and device.pool_id is None:
                     device.pool, device.assignment = pool, GpuDevice.Assignment.IMPORT
                 # Its stored fields predate the import: any row of it describes it better.
@@ -959,6 +1014,7 @@ def import_gpu_samples(
     skip_bad_rows=False,
     received_at: datetime | None = None,
     after_chunk=None,
+    scope=EVERYTHING,
 ) -> ImportSummary:
     """Store the parsed rows once each; the summary names the pool-hours they touched.
 
@@ -976,6 +1032,9 @@ def import_gpu_samples(
     The pool-hours the rows touched are queued for the rollup drain (PendingRollup) in
     this same transaction, so a committed sample always has its hour queued; the caller
     decides when the drain runs (``rollups.request_drain``).
+
+    ``scope`` is what the import's starter could see when they started it: the rows of
+    GPUs in pools outside it are refused, each with its line (``DeviceRegistry``).
     """
     # A stream of chunks (a file) overlaps each chunk's INSERT with the parse of the next.
     inserts = _ChunkInserts(background=not isinstance(result, ParseResult))
@@ -987,14 +1046,15 @@ def import_gpu_samples(
             skip_bad_rows=skip_bad_rows,
             received_at=received_at,
             after_chunk=after_chunk,
+            scope=scope,
         )
     finally:
         inserts.close()
 
 
-def _import_gpu_chunks(result, inserts, *, pool, skip_bad_rows, received_at, after_chunk):
+def _import_gpu_chunks(result, inserts, *, pool, skip_bad_rows, received_at, after_chunk, scope):
     tally = _Tally()
-    registry = DeviceRegistry(pool=pool)
+    registry = DeviceRegistry(pool=pool, scope=scope)
     touched: set[tuple[int, datetime]] = set()  # (pool id, hour)
     outside_service = _OutsideServiceCount()
     clock_skew = _ClockSkewCount(received_at or timezone.now())
@@ -1005,7 +1065,12 @@ def _import_gpu_chunks(result, inserts, *, pool, skip_bad_rows, received_at, aft
         if tally.rejected and not skip_bad_rows:
             continue  # the file is refused: read on only to count its rows and errors
         chunk_devices = registry.register(chunk.rows)
-        kept, refused = _refuse_final_hours(chunk.rows, chunk_devices)
+        kept, refused = registry.refuse_out_of_scope(chunk.rows, chunk_devices)
+        if refused:
+            tally.add_errors(refused)
+            if not skip_bad_rows:
+                continue
+        kept, refused = _refuse_final_hours(kept, chunk_devices)
         if refused:
             tally.add_errors(refused)
             if not skip_bad_rows:
@@ -1397,15 +1462,15 @@ def file_sha256(path) -> str:
     return digest.hexdigest()
 
 
-def earlier_identical_import(*, kind: str, digest: str) -> ImportRun | None:
-    """The first import of the same kind and content that succeeded: importing the content
-    again would add nothing."""
+def earlier_identical_import(*, kind: str, digest: str, runs=None) -> ImportRun | None:
+    """The first import of the same kind and content that succeeded, among ``runs`` (the
+    ones the importer may see; default all): importing the content again would add
+    nothing."""
     if not digest:
         return None
     return (
-        ImportRun.objects.filter(
-            kind=kind, content_sha256=digest, status=ImportRun.Status.SUCCEEDED
-        )
+        (ImportRun.objects.all() if runs is None else runs)
+        .filter(kind=kind, content_sha256=digest, status=ImportRun.Status.SUCCEEDED)
         .order_by("created_at", "pk")
         .first()
     )
@@ -1417,18 +1482,19 @@ def already_imported_sentence(earlier: ImportRun) -> str:
     ) % {"when": _utc_minute(earlier.created_at), "run": earlier.pk}
 
 
-def run_import(run: ImportRun, source, *, columns=None, tz=None, scraped_at=None):
+def run_import(run: ImportRun, source, *, columns=None, tz=None, scraped_at=None, scope=EVERYTHING):
     """Parse, store and record one import (``_parse_store_and_record``) of ``source``, a
     text or the path of a file (read a chunk at a time), writing the run's heartbeat and
     progress meanwhile. Any error but a refused file marks the run failed with a
     sentence (``ImportRun.failure_sentence``), then is raised: no channel leaves a run
-    "running"."""
+    "running". ``scope``: what the run's starter could see when they started it (GPU
+    telemetry of GPUs in other pools is refused, line by line)."""
     with run.running(recorded=(TelemetryFormatError,)) as beat:
         if not isinstance(source, str):
             source = FileLines(source)
         with paused_gc():
             return _parse_store_and_record(
-                run, source, beat, columns=columns, tz=tz, scraped_at=scraped_at
+                run, source, beat, columns=columns, tz=tz, scraped_at=scraped_at, scope=scope
             )
 
 
@@ -1437,7 +1503,7 @@ _PROGRESS_BEFORE_READING_PCT, _PROGRESS_AFTER_STORING_PCT = 5, 95
 
 
 def _parse_store_and_record(
-    run: ImportRun, source, beat, *, columns=None, tz=None, scraped_at=None
+    run: ImportRun, source, beat, *, columns=None, tz=None, scraped_at=None, scope=EVERYTHING
 ):
     """Parse, store and record one import, the same way for every channel (command line,
     upload task, API): the run ends succeeded or rejected with its counts, and the hours it
@@ -1474,6 +1540,7 @@ def _parse_store_and_record(
                 skip_bad_rows=run.skip_bad_rows,
                 received_at=run.created_at,
                 after_chunk=after_chunk,
+                scope=scope,
             )
         else:
             chunks = request_chunks(source, format=run.format, columns=columns, tz=tz)

@@ -10,6 +10,7 @@ from celery import shared_task
 from celery.signals import worker_ready
 from django.utils import timezone
 
+from apps.accounts.scope import EVERYTHING, Scope, scope_of
 from apps.core import runs
 from apps.telemetry import kept_uploads, retention, rollups, services
 from apps.telemetry.models import ImportRun, PurgeRun
@@ -20,6 +21,14 @@ from apps.telemetry.pull_tasks import (  # noqa: F401 - registers the pull tasks
 )
 
 logger = logging.getLogger(__name__)
+
+
+def _scope_of_run(run: ImportRun, key: str | None) -> Scope:
+    """The scope an upload works in: the one its task carries, else its uploader's (a
+    task queued before tasks carried one), else the fleet (the command line)."""
+    if key:
+        return Scope.from_cache_key(key)
+    return scope_of(run.created_by) if run.created_by else EVERYTHING
 
 
 @shared_task(
@@ -96,10 +105,17 @@ def purge_kept_uploads_task() -> int:
     time_limit=60 * 60,
     soft_time_limit=55 * 60,
 )
-def import_file_task(run_id: int, path: str, columns: dict | None = None, tz: str = "UTC") -> str:
+def import_file_task(
+    run_id: int,
+    path: str,
+    columns: dict | None = None,
+    tz: str = "UTC",
+    scope: str | None = None,
+) -> str:
     """Import an uploaded file recorded as ImportRun ``run_id``; progress is written on
     the run for the page's progress bar. Idempotent: samples are keyed, so a re-run after
-    a lost worker stores nothing twice (its summary then counts duplicates)."""
+    a lost worker stores nothing twice (its summary then counts duplicates). ``scope``
+    is the uploader's when they uploaded (``Scope.cache_key``); without it, theirs now."""
     # The arguments are kept on the run, so the reaper can queue the import again when this
     # worker stops; a redelivered task of a run retried or finished meanwhile does nothing.
     claimed = runs.claim(
@@ -107,15 +123,17 @@ def import_file_task(run_id: int, path: str, columns: dict | None = None, tz: st
         run_id,
         startable=(ImportRun.Status.PENDING, ImportRun.Status.INTERRUPTED),
         progress_pct=5,
-        task_arguments={"path": path, "columns": columns, "tz": tz},
+        task_arguments={"path": path, "columns": columns, "tz": tz, "scope": scope},
     )
-    run = ImportRun.objects.select_related("pool", "workload").get(pk=run_id)
+    run = ImportRun.objects.select_related("pool", "workload", "created_by").get(pk=run_id)
     if not claimed:
         return run.status
     try:
         # Read a chunk at a time; dcgm: dated at the scrape time the form asked for
         # (run.scraped_at).
-        services.run_import(run, Path(path), columns=columns, tz=ZoneInfo(tz))
+        services.run_import(
+            run, Path(path), columns=columns, tz=ZoneInfo(tz), scope=_scope_of_run(run, scope)
+        )
     except TelemetryFormatError:
         # run_import marked the run rejected (a NUL character or bytes that are not UTF-8
         # included, with their line)

@@ -21,10 +21,12 @@ from django.utils.text import get_valid_filename
 from django.utils.translation import gettext, ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from apps.accounts.scope import scope_of
 from apps.core.htmx import render_page
 from apps.core.outbox import enqueue, mark_waiting
 from apps.core.tables import configure_table
 from apps.pools.models import Pool
+from apps.pools.scoped import in_scope_or_404
 from apps.telemetry import kept_uploads, partitions, retention
 from apps.telemetry.charts import build_pool_utilization_figure
 from apps.telemetry.forms import (
@@ -38,15 +40,14 @@ from apps.telemetry.forms import (
 from apps.telemetry.models import (
     GpuDevice,
     GpuSample,
-    HostnameRule,
     ImportRun,
     PoolHourFlag,
-    PullSource,
     PurgeRun,
 )
 from apps.telemetry.parsers.detect import FORMAT_LABELS
 from apps.telemetry.reconciliation import flagged_pool_days, pool_coverage, pool_days
 from apps.telemetry.rollups import rollup_pool_hours
+from apps.telemetry.scoped import hostname_rules_in, import_runs_of, pull_sources_in
 from apps.telemetry.services import hour_of, outside_service_sentences
 from apps.telemetry.tables import ImportTable
 from apps.telemetry.tasks import import_file_task
@@ -59,7 +60,8 @@ IMPORT_FORMS = {"gpu": GpuImportForm, "requests": RequestImportForm}
 @require_GET
 def import_list(request):
     runs = (
-        ImportRun.objects.select_related("created_by", "pool", "workload")
+        import_runs_of(request.user)
+        .select_related("created_by", "pool", "workload")
         .defer("errors")
         .order_by("-created_at", "-pk")
     )
@@ -112,12 +114,14 @@ def _start_import(request, form) -> ImportRun:
         )
         path = _upload_path(run, filename)
         kept_uploads.copy_for_run(kept, path)
+        # The import works on what the uploader can see now, whenever a worker runs it.
         enqueue(
             import_file_task,
             run.pk,
             str(path),
             form.task_columns(),
             form.cleaned_data["time_zone"],
+            scope_of(request.user).cache_key,
         )
     return run
 
@@ -183,7 +187,7 @@ def _retryable_run(request, pk) -> ImportRun:
         pk = int(pk)
     except ValueError:
         pk = 0
-    run = get_object_or_404(ImportRun, pk=pk, source=ImportRun.Source.UPLOAD)
+    run = get_object_or_404(import_runs_of(request.user), pk=pk, source=ImportRun.Source.UPLOAD)
     if run.created_by_id != request.user.pk and not request.user.is_superuser:
         raise PermissionDenied(gettext("Only the person who uploaded a file can try it again."))
     return run
@@ -230,7 +234,7 @@ def _retry_form(request, run: ImportRun):
 @require_GET
 def import_detail(request, pk):
     run = get_object_or_404(
-        ImportRun.objects.select_related("created_by", "pool", "workload"), pk=pk
+        import_runs_of(request.user).select_related("created_by", "pool", "workload"), pk=pk
     )
     context = {
         "run": run,
@@ -240,7 +244,7 @@ def import_detail(request, pk):
         "finished": run.is_finished,
         "errors_not_shown": max(run.rows_rejected - len(run.errors), 0),
         "retry_kept": _retry_kept(request, run),
-        "same_content_runs": _same_content_runs(run),
+        "same_content_runs": _same_content_runs(request, run),
     }
     # Its task may be in the outbox, not yet on the broker (apps/core/outbox.py).
     mark_waiting([run], import_file_task, not_started=ImportRun.Status.PENDING)
@@ -266,29 +270,32 @@ def _retry_kept(request, run: ImportRun):
     return kept_uploads.find(run.content_sha256, run.filename)
 
 
-def _same_content_runs(run: ImportRun):
-    """The other imports of the same content, e.g. the retry of a refused upload."""
+def _same_content_runs(request, run: ImportRun):
+    """The other imports of the same content that the reader may see, e.g. the retry of a
+    refused upload."""
     if not run.content_sha256:
         return []
     return list(
-        ImportRun.objects.filter(kind=run.kind, content_sha256=run.content_sha256)
+        import_runs_of(request.user)
+        .filter(kind=run.kind, content_sha256=run.content_sha256)
         .exclude(pk=run.pk)
         .only("pk", "status", "format", "detected_format", "created_at")
         .order_by("created_at", "pk")[:10]
     )
 
 
-def _suggestion_sources():
+def _suggestion_sources(scope):
     """(hostname rules in priority order, pools that may take GPUs) for the triage's
-    suggestions: archived pools take nothing new."""
+    suggestions: archived pools take nothing new, and only the pools in ``scope`` are
+    suggested (the ones the reader may assign to)."""
     rules = [
         rule
-        for rule in HostnameRule.objects.select_related("pool__gpu_model").order_by(
-            "priority", "id"
-        )
+        for rule in hostname_rules_in(scope)
+        .select_related("pool__gpu_model")
+        .order_by("priority", "id")
         if not rule.pool.is_archived
     ]
-    pools = list(Pool.objects.active().select_related("gpu_model").order_by("name"))
+    pools = list(Pool.objects.in_scope(scope).active().select_related("gpu_model").order_by("name"))
     return rules, pools
 
 
@@ -300,14 +307,15 @@ def device_unassigned(request):
         .order_by("hostname", "gpu_index", "key")
     )
     page = Paginator(devices, PAGE_SIZE).get_page(request.GET.get("page"))
-    rules, pools = _suggestion_sources()
+    scope = scope_of(request.user)
+    rules, pools = _suggestion_sources(scope)
     suggestions = suggest_pools(page.object_list, rules=rules, pools=pools)
     for device in page.object_list:
         device.suggestion = suggestions[device.pk]
     context = {
         "page": page,
-        "assign_form": DeviceAssignForm(),
-        "rule_count": HostnameRule.objects.count(),
+        "assign_form": DeviceAssignForm(scope=scope),
+        "rule_count": hostname_rules_in(scope).count(),
         "suggested_count": sum(
             1 for suggestion in suggestions.values() if suggestion and suggestion.pool
         ),
@@ -321,7 +329,9 @@ def device_assign(request):
     """Assign the ticked GPUs to the chosen pool or (``action=suggested``) each unassigned
     one to the pool suggested for it, worked out here again from the rules and pools."""
     use_suggestions = request.POST.get("action") == "suggested"
-    form = DeviceAssignForm(request.POST, use_suggestions=use_suggestions)
+    form = DeviceAssignForm(
+        request.POST, use_suggestions=use_suggestions, scope=scope_of(request.user)
+    )
     if not form.is_valid():
         for errors in form.errors.values():
             for error in errors:
@@ -348,7 +358,7 @@ def device_assign(request):
 def _suggested_groups(request, devices):
     """[(pool, [(device, assignment)])] of the ticked GPUs that are unassigned and have a
     suggested pool, by pool name; says what happens to the others."""
-    rules, pools = _suggestion_sources()
+    rules, pools = _suggestion_sources(scope_of(request.user))
     already = [device for device in devices if device.pool_id is not None]
     waiting = [device for device in devices if device.pool_id is None]
     suggestions = suggest_pools(waiting, rules=rules, pools=pools)
@@ -463,9 +473,19 @@ def _say_assigned(request, pool, devices, span) -> None:
         )
 
 
+def _rule_numbered(request, pk):
+    return hostname_rules_in(scope_of(request.user)).filter(pk=pk)
+
+
+def _pull_source_named(request, slug):
+    return pull_sources_in(scope_of(request.user)).filter(slug=slug)
+
+
 @require_GET
 def rule_list(request):
-    rules = HostnameRule.objects.select_related("pool").order_by("priority", "id")
+    rules = (
+        hostname_rules_in(scope_of(request.user)).select_related("pool").order_by("priority", "id")
+    )
     return render_page(request, "telemetry/rule_list.html", {"rules": rules})
 
 
@@ -473,7 +493,7 @@ def rule_list(request):
 @require_http_methods(["GET", "POST"])
 def rule_create(request):
     initial = {"pool": request.GET["pool"]} if request.GET.get("pool") else None
-    form = HostnameRuleForm(request.POST or None, initial=initial)
+    form = HostnameRuleForm(request.POST or None, initial=initial, scope=scope_of(request.user))
     if request.method == "POST" and form.is_valid():
         rule = form.save()
         messages.success(
@@ -488,10 +508,13 @@ def rule_create(request):
     return render_page(request, "telemetry/rule_form.html", {"form": form})
 
 
+@in_scope_or_404(_rule_numbered)
 @permission_required("telemetry.delete_hostnamerule", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def rule_delete(request, pk):
-    rule = get_object_or_404(HostnameRule.objects.select_related("pool"), pk=pk)
+    rule = get_object_or_404(
+        hostname_rules_in(scope_of(request.user)).select_related("pool"), pk=pk
+    )
     if request.method == "POST":
         rule.delete()
         messages.success(
@@ -505,7 +528,7 @@ def rule_delete(request, pk):
 @require_GET
 def pull_source_list(request):
     # A fleet scraped node by node has a source per node: 1,250 for 10,000 GPUs.
-    sources = PullSource.objects.select_related("pool").order_by("name")
+    sources = pull_sources_in(scope_of(request.user)).select_related("pool").order_by("name")
     page = Paginator(sources, PAGE_SIZE).get_page(request.GET.get("page"))
     return render_page(
         request,
@@ -515,7 +538,7 @@ def pull_source_list(request):
 
 
 def _pull_source_form_page(request, source=None):
-    form = PullSourceForm(request.POST or None, instance=source)
+    form = PullSourceForm(request.POST or None, instance=source, scope=scope_of(request.user))
     if request.method == "POST" and form.is_valid():
         saved = form.save()
         messages.success(
@@ -533,21 +556,25 @@ def pull_source_create(request):
     return _pull_source_form_page(request)
 
 
+@in_scope_or_404(_pull_source_named)
 @permission_required("telemetry.change_pullsource", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def pull_source_edit(request, slug):
-    return _pull_source_form_page(request, get_object_or_404(PullSource, slug=slug))
+    source = get_object_or_404(pull_sources_in(scope_of(request.user)), slug=slug)
+    return _pull_source_form_page(request, source)
 
 
 @require_GET
 def reconciliation(request):
-    """Flagged pool-hours per pool and UTC day, filterable by pool and flag kind."""
-    pools = Pool.objects.order_by("name")
+    """Flagged pool-hours per pool and UTC day, filterable by pool and flag kind: of the
+    pools in the reader's scope."""
+    scope = scope_of(request.user)
+    pools = Pool.objects.in_scope(scope).order_by("name")
     pool = pools.filter(slug=request.GET.get("pool") or "").first()
     kind = request.GET.get("kind") or ""
     if kind not in PoolHourFlag.Kind.values:
         kind = ""
-    keys = flagged_pool_days(pool=pool, kind=kind)
+    keys = flagged_pool_days(pool=pool, kind=kind, scope=scope)
     page = Paginator(keys, PAGE_SIZE).get_page(request.GET.get("page"))
     query = {name: value for name, value in (("pool", pool and pool.slug), ("kind", kind)) if value}
     return render_page(
@@ -573,7 +600,7 @@ UTILIZATION_WINDOW = timedelta(days=14)
 def pool_panel(request, slug):
     """The pool page's utilization panel: its coverage over the last 24 h and its hourly
     utilization over UTILIZATION_WINDOW, loaded by the page once it is shown."""
-    pool = get_object_or_404(Pool, slug=slug)
+    pool = get_object_or_404(Pool.objects.in_scope(scope_of(request.user)), slug=slug)
     hourly_rows = list(
         pool.hourly_usage.filter(hour__gte=timezone.now() - UTILIZATION_WINDOW)
         .order_by("hour")

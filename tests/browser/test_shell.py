@@ -109,7 +109,7 @@ def test_pool_filter_updates_table_without_reload(page, live_server, make_user, 
     assert page.evaluate("window.__noReload") is True, "the page reloaded"
     expect(page).to_have_url(
         f"{live_server.url}/pools/?purpose=inference&deployment=on_premises"
-        "&region=&gpu_model=&q=&archived=&sort=-gpus"
+        "&region=&gpu_model=&team=&q=&archived=&sort=-gpus"
     )
 
 
