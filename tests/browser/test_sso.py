@@ -1,7 +1,8 @@
 """Single sign-on in Chromium, end to end with the real OIDC provider of
 tests/oidc_provider/: alice clicks "Sign in with Test IdP" on gpufleet's sign-in page,
 signs in at the provider, lands on the Overview as a technical lead of team vision (the
-group mapping gives ml-vision both), then signs out of gpufleet and of the provider.
+group mapping gives ml-vision both), sees vision's pools and the shared ones and not
+speech's, then signs out of gpufleet and of the provider.
 
 Each step is a helper, so that checks of what alice sees once signed in can be added
 between them."""
@@ -14,7 +15,7 @@ from django.core.management import call_command
 from playwright.sync_api import expect
 
 from apps.accounts.models import AuditEvent
-from tests.factories import TeamFactory
+from tests.factories import PoolFactory, TeamFactory
 from tests.oidc_provider.fixtures import ACCOUNTS, GROUP_MAPPING
 
 
@@ -57,6 +58,29 @@ def sign_out_of_gpufleet_and_the_provider(page, live_server, provider):
     expect(page).to_have_url(f"{live_server.url}/login/")
 
 
+def pools_of_two_teams_and_a_shared_one(vision):
+    speech = TeamFactory(name="Speech", slug="speech")
+    return {
+        "vision": PoolFactory(name="Vision H100", slug="vision-h100", team=vision),
+        "speech": PoolFactory(name="Speech A100", slug="speech-a100", team=speech),
+        "shared": PoolFactory(name="Shared L40S", slug="shared-l40s"),
+    }
+
+
+def expect_only_the_teams_pools(page, live_server, pools):
+    """The pool list, the API and a typed URL: alice sees vision's pool and the shared
+    one; speech's is not listed and its page answers 404, as if it did not exist."""
+    page.goto(f"{live_server.url}/pools/")
+    table = page.locator("#pool-table")
+    expect(table).to_contain_text(pools["vision"].name)
+    expect(table).to_contain_text(pools["shared"].name)
+    expect(table).not_to_contain_text(pools["speech"].name)
+    listed = page.request.get(f"{live_server.url}/api/v1/pools/").json()
+    assert sorted(pool["slug"] for pool in listed["results"]) == ["shared-l40s", "vision-h100"]
+    hidden = page.request.get(f"{live_server.url}{pools['speech'].get_absolute_url()}")
+    assert hidden.status == 404
+
+
 def expect_signed_out(page, live_server, provider):
     page.goto(f"{live_server.url}/")
     expect(page).to_have_url(f"{live_server.url}/login/?next=/")
@@ -70,10 +94,12 @@ def test_alice_signs_in_with_sso_as_a_lead_of_vision_and_signs_out(
     page, live_server, oidc_provider, transactional_db, screenshot_dir
 ):
     vision = load_the_group_mapping()
+    pools = pools_of_two_teams_and_a_shared_one(vision)
 
     sign_in_with_sso(page, live_server, oidc_provider, "alice", screenshot_dir)
     expect_signed_in_as(page, ACCOUNTS["alice"]["name"], "Technical lead")
     page.screenshot(path=str(screenshot_dir / "sso-overview-alice.png"))
+    expect_only_the_teams_pools(page, live_server, pools)
 
     alice = get_user_model().objects.get(username="alice")
     assert set(alice.groups.values_list("name", flat=True)) == {"Technical lead"}
