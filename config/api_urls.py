@@ -4,6 +4,7 @@ from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from apps.accounts.api import MeView
+from apps.alerts.api import AlertChannelViewSet, AlertRuleViewSet, AlertViewSet, SilenceViewSet
 from apps.backups.api import (
     BackupPolicyViewSet,
     BackupVersionViewSet,
@@ -34,6 +35,10 @@ router.register("backup-policies", BackupPolicyViewSet, basename="backup-policy"
 router.register("backup-versions", BackupVersionViewSet, basename="backup-version")
 router.register("restore-drills", RestoreDrillViewSet, basename="restore-drill")
 router.register("pull-sources", PullSourceViewSet, basename="pull-source")
+router.register("alert-rules", AlertRuleViewSet, basename="alert-rule")
+router.register("alert-channels", AlertChannelViewSet, basename="alert-channel")
+router.register("alerts", AlertViewSet, basename="alert")
+router.register("silences", SilenceViewSet, basename="silence")
 
 urlpatterns = [
     path("me/", MeView.as_view(), name="api-me"),

@@ -35,11 +35,15 @@ TEAM_OWNED_KINDS = {
     "scenario",
     "scenario_option",
     "export",
+    "alert_rule",
+    "alert_channel",
+    "alert",
+    "silence",
 }
 # URL namespaces (apps) whose views filter by scope.
-SCOPED_APPS: set[str] = set()
+SCOPED_APPS: set[str] = {"alerts"}
 # API route names of tests/test_urls_roles.py whose app filters by scope.
-SCOPED_API_PREFIXES: set[str] = set()
+SCOPED_API_PREFIXES: set[str] = {"alert", "silence"}
 
 ROLE_KEYS = ["lead", "ops", "procurement", "reader"]
 
