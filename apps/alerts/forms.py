@@ -148,8 +148,6 @@ class AlertChannelForm(
     TablerFormMixin, SlugFromNameMixin, TeamChoiceMixin, SectionedFormMixin, forms.ModelForm
 ):
     sections = CHANNEL_SECTIONS
-    # Typed without a scheme, an address is https:// (Django 6's default already).
-    url = AlertChannel._meta.get_field("url").formfield(assume_scheme="https")
     section_conditions = {
         "Webhook or chat": ("kind", [AlertChannel.Kind.WEBHOOK, AlertChannel.Kind.SLACK]),
         "Email": ("kind", [AlertChannel.Kind.EMAIL]),

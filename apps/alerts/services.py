@@ -342,9 +342,12 @@ def deliver_due(now=None) -> DeliverySummary:
     at most ``DELIVERY_TIME_BUDGET_SECONDS``."""
     summary = DeliverySummary()
     started = time.monotonic()
+    # Channels that did not answer in this call: their other notifications wait for the
+    # next call rather than each wait for the same timeout.
+    unreachable: set[int] = set()
     while time.monotonic() - started < DELIVERY_TIME_BUDGET_SECONDS:
         moment = now or timezone.now()
-        if not _delivery_pass(moment, summary, started):
+        if not _delivery_pass(moment, summary, started, unreachable):
             break
     summary.next_attempt_at = (
         Delivery.objects.filter(status__in=Delivery.DUE_STATUSES)
@@ -355,16 +358,15 @@ def deliver_due(now=None) -> DeliverySummary:
     return summary
 
 
-def _delivery_pass(now, summary: DeliverySummary, started: float) -> bool:
+def _delivery_pass(now, summary: DeliverySummary, started: float, unreachable: set) -> bool:
     """One pass over the due deliveries; True when one was sent."""
     silences = list(Silence.objects.active(now))
-    unreachable: set[int] = set()
     sent_any = False
     for delivery in due_deliveries(now)[:DELIVERY_PASS_LIMIT]:
         if time.monotonic() - started > DELIVERY_TIME_BUDGET_SECONDS:
             break
         if delivery.channel_id in unreachable:
-            continue  # the channel did not answer in this pass: its others wait
+            continue
         status, outcome = attempt(delivery, now, silences)
         if outcome is not None and outcome.unreachable:
             unreachable.add(delivery.channel_id)
