@@ -69,11 +69,11 @@ def overdue_drill_policy(pool, *, days_ago=40, **workload_values):
     """A workload on ``pool`` whose only restore drill passed ``days_ago`` days ago, with a
     drill due every 30 days: overdue by ``days_ago − 30`` days."""
     workload = WorkloadFactory(pool=pool, **workload_values)
-    version = BackupVersionFactory(
-        workload=workload, created_at=timezone.now() - timedelta(days=days_ago + 1)
-    )
     started = timezone.now() - timedelta(days=days_ago)
+    # Kept 30 minutes before the drill: within the policy's 2 h RPO, so the drill passes.
+    version = BackupVersionFactory(workload=workload, created_at=started - timedelta(minutes=30))
     drill = RestoreDrillFactory(version=version, started_at=started)
+    assert drill.passed, drill.failure_reasons
     return drill.policy
 
 
