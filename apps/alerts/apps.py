@@ -5,3 +5,6 @@ class AlertsConfig(AppConfig):
     name = "apps.alerts"
     label = "alerts"
     verbose_name = "Alerts"
+
+    def ready(self):
+        from apps.alerts import checks, evaluators  # noqa: F401 - the checks and the kinds
