@@ -31,9 +31,9 @@ class ScopedViewSet(viewsets.ModelViewSet):
         if obj.team_id is None and not may_manage_fleet_wide(self.request.user):
             raise PermissionDenied("It is fleet-wide: administrators change it.")
 
-    def perform_update(self, serializer):
-        self.check_may_change(serializer.instance)
-        serializer.save()
+    def update(self, request, *args, **kwargs):
+        self.check_may_change(self.get_object())  # before the body is validated
+        return super().update(request, *args, **kwargs)
 
     def perform_destroy(self, instance):
         self.check_may_change(instance)
