@@ -1,3 +1,4 @@
+import django_filters
 from django.db.models import Count, Q
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
@@ -16,8 +17,25 @@ from apps.alerts.serializers import (
     AlertSerializer,
     SilenceSerializer,
 )
+from apps.core.serializers import StrictBooleanFilter
 
 SLUG_PATTERN = "[-a-zA-Z0-9_]+"
+
+
+class AlertChannelFilter(django_filters.FilterSet):
+    enabled = StrictBooleanFilter()
+
+    class Meta:
+        model = AlertChannel
+        fields = ["kind", "enabled"]
+
+
+class AlertRuleFilter(django_filters.FilterSet):
+    enabled = StrictBooleanFilter()
+
+    class Meta:
+        model = AlertRule
+        fields = ["kind", "enabled"]
 
 
 class ScopedViewSet(viewsets.ModelViewSet):
@@ -49,7 +67,7 @@ class AlertChannelViewSet(ScopedViewSet):
     serializer_class = AlertChannelSerializer
     lookup_field = "slug"
     lookup_value_regex = SLUG_PATTERN
-    filterset_fields = ["kind", "enabled"]
+    filterset_class = AlertChannelFilter
 
     @extend_schema(request=None)
     @action(detail=True, methods=["post"])
@@ -81,7 +99,7 @@ class AlertRuleViewSet(ScopedViewSet):
     serializer_class = AlertRuleSerializer
     lookup_field = "slug"
     lookup_value_regex = SLUG_PATTERN
-    filterset_fields = ["kind", "enabled"]
+    filterset_class = AlertRuleFilter
 
     def perform_destroy(self, instance):
         self.check_may_change(instance)

@@ -24,8 +24,25 @@ from apps.pools.models import Pool, Workload
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 
+def _request_user(serializer):
+    """The user whose scope limits the choices, or None while the schema is drawn (its
+    user is not saved)."""
+    request = serializer.context.get("request")
+    user = getattr(request, "user", None)
+    return user if user is not None and user.pk else None
+
+
+class OptionalSlugReference(SlugReferenceField):
+    """A slug or null; DRF would read "" as null, which the schema does not admit."""
+
+    def run_validation(self, data=serializers.empty):
+        if data == "":
+            self.fail("does_not_exist", slug_name=self.slug_field, value="")
+        return super().run_validation(data)
+
+
 def _optional_slug(queryset, help_text):
-    return SlugReferenceField(
+    return OptionalSlugReference(
         slug_field="slug", queryset=queryset, allow_null=True, required=False, help_text=help_text
     )
 
@@ -36,9 +53,9 @@ class TeamScopedSerializerMixin:
 
     def get_fields(self):
         fields = super().get_fields()
-        request = self.context.get("request")
-        if request is not None and "team" in fields:
-            fields["team"].queryset = teams_of(request.user)
+        user = _request_user(self)
+        if user is not None and "team" in fields:
+            fields["team"].queryset = teams_of(user)
         return fields
 
     def _value(self, attrs, name):
@@ -90,8 +107,8 @@ class AlertChannelSerializer(TeamScopedSerializerMixin, StrictModelSerializer):
 
     def to_representation(self, instance):
         data = super().to_representation(instance)
-        request = self.context.get("request")
-        if request is not None and not request.user.has_perm("alerts.change_alertchannel"):
+        user = _request_user(self)
+        if user is None or not user.has_perm("alerts.change_alertchannel"):
             data["url"] = masked_url(instance.url)
         return data
 
@@ -147,9 +164,9 @@ class AlertRuleSerializer(TeamScopedSerializerMixin, StrictModelSerializer):
 
     def get_fields(self):
         fields = super().get_fields()
-        request = self.context.get("request")
-        if request is not None:
-            scope = scope_of(request.user)
+        user = _request_user(self)
+        if user is not None:
+            scope = scope_of(user)
             fields["channel"].queryset = AlertChannel.objects.in_scope(scope)
             fields["pool"].queryset = Pool.objects.active().in_scope(scope)
             fields["workload"].queryset = Workload.objects.active().in_scope(scope)
@@ -245,10 +262,10 @@ class SilenceSerializer(TeamScopedSerializerMixin, StrictModelSerializer):
 
     def get_fields(self):
         fields = super().get_fields()
-        request = self.context.get("request")
-        if request is not None:
-            rules = AlertRule.objects.in_scope(scope_of(request.user))
-            if not may_manage_fleet_wide(request.user):
+        user = _request_user(self)
+        if user is not None:
+            rules = AlertRule.objects.in_scope(scope_of(user))
+            if not may_manage_fleet_wide(user):
                 rules = rules.filter(team__isnull=False)
             fields["rule"].queryset = rules
         return fields
