@@ -285,7 +285,7 @@ BOUNDS: dict[str, Bound] = {
         _d("0"), _d("100000000"), gettext_noop("USD"), gettext_noop("an amount cannot be negative")
     ),
     "threshold_pct": Bound(
-        _d("0"), _d("100"), "%", gettext_noop("a utilisation is 0 to 100 % of the pool's GPUs")
+        _d("0"), _d("100"), "%", gettext_noop("a utilisation lies between 0 and 100")
     ),
     "window_hours": Bound(
         _d("1"), _d("2232"), gettext_noop("hours"), gettext_noop("a rule looks back up to 93 days")

@@ -316,3 +316,21 @@ def test_the_overview_lists_the_firing_alerts(client, firing):
     assert items["alerts-firing"].sentence == "1 alert is firing (Overdue drills)."
     assert items["alerts-firing"].url == reverse("alerts:alert_list") + "?status=firing"
     assert items["alerts-firing"].severity == "danger"
+
+
+@pytest.mark.django_db
+def test_a_chinese_channel_and_a_chinese_reader_read_chinese(client, settings, mailoutbox):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    pool = PoolFactory(name="Drilled", slug="drilled")
+    overdue_drill_policy(pool, name="Pretrain", slug="pretrain")
+    channel = make_channel("Mail", kind="email", language="zh-hans")
+    make_rule("Overdue drills", kind="drill_overdue", channel=channel)
+    services.evaluate_and_deliver()
+    (message,) = mailoutbox
+    assert message.subject.startswith("[触发] Pretrain：恢复演练自 ")
+    assert "规则：Overdue drills" in message.body
+    alert = Alert.objects.get()
+    assert alert.annotations["summary"].startswith("Pretrain: restore drill overdue since")
+    client.force_login(UserFactory())
+    page = client.get(alert.get_absolute_url(), HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "Pretrain：恢复演练自" in page and "已发送" in page
