@@ -291,6 +291,8 @@ SPECTACULAR_SETTINGS = {
         "InferencePrecisionEnum": "apps.pools.models.InferencePrecision",
         "TrainingPrecisionEnum": "apps.pools.models.TrainingPrecision",
         "BackupTierEnum": "apps.backups.models.Tier",
+        "AlertChannelKindEnum": "apps.alerts.models.AlertChannel.Kind",
+        "AlertRuleKindEnum": "apps.alerts.models.KIND_CHOICES",
     },
     # The schema and its docs are for signed-in users, like every page.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
