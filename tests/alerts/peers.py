@@ -5,7 +5,6 @@ server (aiosmtpd) that keeps every message it accepts."""
 import email
 import email.policy
 import json
-import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -13,11 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from aiosmtpd.controller import Controller
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+from tests.telemetry.tsdb_servers import free_port
 
 
 @dataclass

@@ -5,9 +5,7 @@ a gauge, and a Grafana dashboard whose every expression reads a metric the endpo
 emits."""
 
 import json
-import os
 import re
-import shutil
 import subprocess
 import urllib.parse
 import urllib.request
@@ -24,8 +22,9 @@ from apps.alerts import services
 from apps.core.models import OutboxTask
 from tests.alerts.conftest import overdue_drill_policy, write_usage
 from tests.alerts.factories import make_channel, make_rule
-from tests.alerts.peers import free_port
 from tests.factories import PoolFactory, PullSourceFactory
+from tests.telemetry import tsdb_servers
+from tests.telemetry.tsdb_servers import free_port
 from tests.waiting import wait_until
 
 TOKEN = "metrics-test-token-0123456789"
@@ -273,12 +272,10 @@ def _prometheus_query(base_url: str, query: str) -> list:
 
 @pytest.fixture
 def prometheus(live_server, tmp_path, settings):
+    """Debian's Prometheus scraping the live server's /metrics every second with the
+    bearer token; (its URL, its log)."""
     settings.METRICS_TOKEN = TOKEN
-    binary = shutil.which(os.environ.get("PROMETHEUS", "prometheus"))
-    if binary is None:
-        pytest.fail(
-            "prometheus is not installed: run scripts/ensure_prometheus.sh (make test does)"
-        )
+    binary = tsdb_servers._binary("PROMETHEUS", "prometheus", "scripts/ensure_prometheus.sh")
     target = urllib.parse.urlsplit(live_server.url).netloc.replace("localhost", "127.0.0.1")
     config = tmp_path / "prometheus.yml"
     config.write_text(
@@ -293,6 +290,7 @@ def prometheus(live_server, tmp_path, settings):
         f"      - targets: ['{target}']\n"
     )
     port = free_port()
+    base_url = f"http://127.0.0.1:{port}"
     log_path = tmp_path / "prometheus.log"
     with log_path.open("w") as log:
         process = subprocess.Popen(
@@ -307,14 +305,10 @@ def prometheus(live_server, tmp_path, settings):
             stderr=subprocess.STDOUT,
         )
     try:
-        yield f"http://127.0.0.1:{port}", log_path
+        tsdb_servers._wait_for(process, f"{base_url}/-/ready", log_path, "prometheus")
+        yield base_url, log_path
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        tsdb_servers.stop(process)
 
 
 @pytest.mark.prometheus
