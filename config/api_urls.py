@@ -4,6 +4,7 @@ from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from apps.accounts.api import AuditEventViewSet, MeView
+from apps.alerts.api import AlertChannelViewSet, AlertRuleViewSet, AlertViewSet, SilenceViewSet
 from apps.backups.api import (
     BackupPolicyViewSet,
     BackupVersionViewSet,
@@ -35,6 +36,10 @@ router.register("backup-versions", BackupVersionViewSet, basename="backup-versio
 router.register("restore-drills", RestoreDrillViewSet, basename="restore-drill")
 router.register("pull-sources", PullSourceViewSet, basename="pull-source")
 router.register("audit-events", AuditEventViewSet, basename="audit-event")
+router.register("alert-rules", AlertRuleViewSet, basename="alert-rule")
+router.register("alert-channels", AlertChannelViewSet, basename="alert-channel")
+router.register("alerts", AlertViewSet, basename="alert")
+router.register("silences", SilenceViewSet, basename="silence")
 
 urlpatterns = [
     path("me/", MeView.as_view(), name="api-me"),

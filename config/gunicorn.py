@@ -27,3 +27,20 @@ threads = int(os.environ.get("WEB_THREADS") or 4)
 # Browsers keep their connection between the page and its fragments (htmx, the explain
 # drawer); a proxy in front keeps its own.
 keepalive = 5
+
+
+def on_starting(server):
+    """Several worker processes each count their own requests: prometheus_client's
+    multiprocess mode adds them up at a scrape of /metrics (apps/alerts/metrics.py),
+    from files in a directory made afresh at each start."""
+    if server.cfg.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        import tempfile
+
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="gpufleet-metrics-")
+
+
+def child_exit(server, worker):
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)

@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "django_prometheus",
     "apps.core",
     "apps.accounts",
     "apps.catalog",
@@ -63,11 +64,14 @@ INSTALLED_APPS = [
     "apps.reports",
     "apps.backups",
     "apps.procurement",
+    "apps.alerts",
     "apps.dashboard",
     "apps.demo",
 ]
 
 MIDDLEWARE = [
+    # Requests, responses and latency for /metrics (django-prometheus): first and last.
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django_permissions_policy.PermissionsPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -88,6 +92,8 @@ MIDDLEWARE = [
     # Records who made each change kept in the objects' history.
     "simple_history.middleware.HistoryRequestMiddleware",
     "csp.middleware.CSPMiddleware",
+    # Last but Axes, whose lockout responses it then counts too.
+    "django_prometheus.middleware.PrometheusAfterMiddleware",
     # Axes must come last: it turns lockouts raised by the auth backend into responses.
     "axes.middleware.AxesMiddleware",
 ]
@@ -120,6 +126,12 @@ DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'gpufleet.sqlite3'}")
 }
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+# django-prometheus counts queries, errors and connections for /metrics by subclassing the
+# backend: the vendor stays "postgresql" or "sqlite", so nothing else tells the difference.
+DATABASES["default"]["ENGINE"] = {
+    "django.db.backends.postgresql": "django_prometheus.db.backends.postgresql",
+    "django.db.backends.sqlite3": "django_prometheus.db.backends.sqlite3",
+}.get(DATABASES["default"]["ENGINE"], DATABASES["default"]["ENGINE"])
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -328,6 +340,8 @@ SPECTACULAR_SETTINGS = {
         "InferencePrecisionEnum": "apps.pools.models.InferencePrecision",
         "TrainingPrecisionEnum": "apps.pools.models.TrainingPrecision",
         "BackupTierEnum": "apps.backups.models.Tier",
+        "AlertChannelKindEnum": "apps.alerts.models.AlertChannel.Kind",
+        "AlertRuleKindEnum": "apps.alerts.models.KIND_CHOICES",
     },
     # The schema and its docs are for signed-in users, like every page.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
@@ -440,6 +454,19 @@ CELERY_BEAT_SCHEDULE["warm-report-cache"] = {
     "schedule": crontab(minute=0),
     "options": {"expires": 50 * 60},
 }
+CELERY_BEAT_SCHEDULE["evaluate-alerts"] = {
+    # Alert rules are evaluated every minute and what they raise is sent at once
+    # (apps/alerts/services.py); `manage.py evaluate_alerts` does the same once.
+    "task": "alerts.evaluate",
+    "schedule": timedelta(seconds=60),
+    "options": {"expires": 55},
+}
+CELERY_BEAT_SCHEDULE["deliver-alert-notifications"] = {
+    # Retries come due 30 s, 1 min, 2 min, … after a failed attempt: looked for every 15 s.
+    "task": "alerts.deliver",
+    "schedule": timedelta(seconds=15),
+    "options": {"expires": 12},
+}
 CELERY_BEAT_SCHEDULE["reap-stalled-runs"] = {
     # Imports, exports and recomputes whose worker stopped are marked interrupted and
     # retried within minutes, not after the visibility timeout (apps/core/runs.py).
@@ -481,3 +508,31 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {"axes": {"level": "WARNING"}},
 }
+
+# --- Alerts and /metrics (apps/alerts) -----------------------------------------------------
+# Where people open gpufleet: the links in notifications (generatorURL, "Open in gpufleet")
+# and Alertmanager's externalURL.
+SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000")
+# Email channels go through Django's email backend, SMTP unless EMAIL_BACKEND says otherwise.
+EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env.str("EMAIL_HOST", default="localhost")
+EMAIL_PORT = env.int("EMAIL_PORT", default=25)
+EMAIL_HOST_USER = env.str("EMAIL_HOST_USER", default="")
+EMAIL_HOST_PASSWORD = env.str("EMAIL_HOST_PASSWORD", default="")
+EMAIL_USE_TLS = env.bool("EMAIL_USE_TLS", default=False)
+EMAIL_USE_SSL = env.bool("EMAIL_USE_SSL", default=False)
+EMAIL_TIMEOUT = env.float("EMAIL_TIMEOUT_SECONDS", default=10)
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="gpufleet@localhost")
+# A webhook or chat receiver that has not answered within this long is tried again later.
+ALERT_HTTP_TIMEOUT_SECONDS = env.float("ALERT_HTTP_TIMEOUT_SECONDS", default=10)
+# Retries wait base × 2^(attempt − 1), at most the maximum; a delivery is failed after
+# so many attempts or hours, whichever comes first.
+ALERT_RETRY_BASE_SECONDS = env.int("ALERT_RETRY_BASE_SECONDS", default=30)
+ALERT_RETRY_MAX_SECONDS = env.int("ALERT_RETRY_MAX_SECONDS", default=3600)
+ALERT_DELIVERY_MAX_ATTEMPTS = env.int("ALERT_DELIVERY_MAX_ATTEMPTS", default=30)
+ALERT_DELIVERY_GIVE_UP_HOURS = env.float("ALERT_DELIVERY_GIVE_UP_HOURS", default=24)
+# /metrics answers a scraper that sends `Authorization: Bearer METRICS_TOKEN` or comes
+# from one of METRICS_ALLOWED_ADDRESSES (CIDRs, the direct peer's address); with neither
+# set it answers 404, as if it did not exist (apps/alerts/metrics.py).
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+METRICS_ALLOWED_ADDRESSES = env.list("METRICS_ALLOWED_ADDRESSES", default=[])

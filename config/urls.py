@@ -6,6 +6,7 @@ from django.views.i18n import set_language
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from apps.accounts.oidc import SignOutView
+from apps.alerts import views as alert_views
 from apps.core.views import healthz
 
 urlpatterns = [
@@ -18,10 +19,13 @@ urlpatterns = [
     path("procurement/", include("apps.procurement.urls")),
     path("backups/", include("apps.backups.urls")),
     path("", include("apps.accounts.urls")),
+    path("alerts/", include("apps.alerts.urls")),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     # Signs out of the provider too after an SSO sign-in (apps/accounts/oidc.py).
     path("logout/", SignOutView.as_view(), name="logout"),
     path("healthz", login_not_required(healthz), name="healthz"),
+    # Prometheus text, for a scraper with the token or an allowed address (apps/alerts).
+    path("metrics", alert_views.metrics, name="metrics"),
     # The sign-in page offers the language too, before anyone is signed in.
     path("i18n/setlang/", login_not_required(set_language), name="set_language"),
     path("api/v1/", include("config.api_urls")),

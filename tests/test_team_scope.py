@@ -36,11 +36,23 @@ TEAM_OWNED_KINDS = {
     "scenario",
     "scenario_option",
     "export",
+    "alert_rule",
+    "alert_channel",
+    "alert",
+    "silence",
 }
 # URL namespaces (apps) whose views filter by scope.
-SCOPED_APPS: set[str] = {"pools", "backups", "telemetry"}
+SCOPED_APPS: set[str] = {"pools", "backups", "telemetry", "alerts"}
 # API route names of tests/test_urls_roles.py whose app filters by scope.
-SCOPED_API_PREFIXES: set[str] = {"pool", "workload", "backup", "restore", "pull"}
+SCOPED_API_PREFIXES: set[str] = {
+    "pool",
+    "workload",
+    "backup",
+    "restore",
+    "pull",
+    "alert",
+    "silence",
+}
 
 ROLE_KEYS = ["lead", "ops", "procurement", "reader"]
 

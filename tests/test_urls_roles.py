@@ -108,6 +108,21 @@ ROUTES = {
     "accounts:group_mapping_edit": ("group_mapping", SUPERUSER),
     "accounts:group_mapping_delete": ("group_mapping", SUPERUSER),
     "accounts:audit_list": (None, SUPERUSER),
+    "alerts:alert_list": (None, EVERYONE),
+    "alerts:alert_detail": ("alert", EVERYONE),
+    "alerts:rule_list": (None, EVERYONE),
+    "alerts:rule_create": (None, "alerts.add_alertrule"),
+    "alerts:rule_detail": ("alert_rule", EVERYONE),
+    "alerts:rule_edit": ("alert_rule", "alerts.change_alertrule"),
+    "alerts:rule_delete": ("alert_rule", "alerts.delete_alertrule"),
+    "alerts:channel_list": (None, EVERYONE),
+    "alerts:channel_create": (None, "alerts.add_alertchannel"),
+    "alerts:channel_detail": ("alert_channel", EVERYONE),
+    "alerts:channel_edit": ("alert_channel", "alerts.change_alertchannel"),
+    "alerts:channel_delete": ("alert_channel", "alerts.delete_alertchannel"),
+    "alerts:delivery_list": (None, EVERYONE),
+    "alerts:silence_list": (None, EVERYONE),
+    "alerts:silence_create": (None, "alerts.add_silence"),
 }
 # REST endpoints: anonymous → 401; every signed-in role may read.
 API_ROUTES = {
@@ -138,6 +153,14 @@ API_ROUTES = {
     "restore-drill-detail": "restore_drill",
     "pull-source-list": None,
     "pull-source-detail": "pull_source",
+    "alert-rule-list": None,
+    "alert-rule-detail": "alert_rule",
+    "alert-channel-list": None,
+    "alert-channel-detail": "alert_channel",
+    "alert-list": None,
+    "alert-detail": "alert",
+    "silence-list": None,
+    "silence-detail": "silence",
 }
 # REST endpoints for superusers only: anonymous → 401, the other roles → 403.
 SUPERUSER_API_ROUTES = {
@@ -160,6 +183,9 @@ POST_ONLY_API = {
     "pool-restore",
     "workload-archive",
     "workload-restore",
+    # tests/alerts/test_api.py
+    "alert-channel-test",
+    "silence-expire",
 }
 # Not walked, with the reason.
 EXCLUDED = {
@@ -181,6 +207,10 @@ EXCLUDED = {
     "this walk); covered by tests/accounts/test_sso.py",
     "accounts:oidc_callback": "the OIDC provider's redirect back; covered by "
     "tests/accounts/test_sso.py",
+    "alerts:channel_test": "POST-only; every role covered by tests/alerts/test_views.py",
+    "alerts:delivery_send_again": "POST-only; every role covered by tests/alerts/test_views.py",
+    "alerts:silence_expire": "POST-only; every role covered by tests/alerts/test_views.py",
+    "metrics": "a bearer token or an address, not a role; covered by tests/alerts/test_metrics.py",
 }
 EXCLUDED_NAMESPACES = {"admin": "Django's admin checks is_staff itself"}
 
@@ -271,6 +301,8 @@ def _url(name, kind, *, pool, workload, user):
 
         event = AuditEvent.objects.create(kind="sign_in", method="local", username="walk")
         return reverse(name, kwargs={"pk": event.pk})
+    if kind in ("alert_rule", "alert_channel", "alert", "silence"):
+        return _alerts_url(name, kind, pool=pool)
     if kind == "own_token":
         token, _ = ApiToken.issue(
             user=user, description="walk", lifetime=_one_day(), read_only=True
@@ -315,6 +347,20 @@ def _backups_url(name, kind, *, workload):
         return reverse(name, kwargs={"pk": version.pk})
     drill = make_drill(policy, version)
     return reverse(name, kwargs={"pk": drill.pk})
+
+
+def _alerts_url(name, kind, *, pool):
+    from tests.alerts.factories import make_alert, make_channel, make_rule, make_silence
+
+    channel = make_channel(name="Walk channel", team=pool.team)
+    if kind == "alert_channel":
+        return reverse(name, kwargs={"slug": channel.slug})
+    rule = make_rule(name="Walk rule", channel=channel, team=pool.team, pool=pool)
+    if kind == "alert_rule":
+        return reverse(name, kwargs={"slug": rule.slug})
+    if kind == "silence":
+        return reverse(name, kwargs={"pk": make_silence(rule=rule).pk})
+    return reverse(name, kwargs={"pk": make_alert(rule, pool).pk})
 
 
 def _one_day():
@@ -588,6 +634,90 @@ def _setup_pull_source_edit(pool):
     return url, data, lambda: _pull_source_state(source.slug), changed
 
 
+def _alert_rule_state(slug):
+    from apps.alerts.models import AlertRule
+
+    return AlertRule.objects.filter(slug=slug).values("name", "window_hours").first()
+
+
+def _alert_channel_state(slug):
+    from apps.alerts.models import AlertChannel
+
+    return AlertChannel.objects.filter(slug=slug).values("name", "url").first()
+
+
+def _setup_alert_rule_create(pool):
+    from tests.alerts.factories import make_rule
+
+    rule = make_rule(pool=pool)
+    edit_url = reverse("alerts:rule_edit", kwargs={"slug": rule.slug})
+    data = _rendered_form_data(edit_url, {"name": "Posted rule", "slug": "posted-rule"})
+    url = reverse("alerts:rule_create")
+    return url, data, lambda: _alert_rule_state("posted-rule"), lambda state: state is not None
+
+
+def _setup_alert_rule_edit(pool):
+    from tests.alerts.factories import make_rule
+
+    rule = make_rule(pool=pool, kind="flagged_hours", window_hours=24)
+    url = reverse("alerts:rule_edit", kwargs={"slug": rule.slug})
+    data = _rendered_form_data(url, {"window_hours": "48"})
+    return url, data, lambda: _alert_rule_state(rule.slug), lambda s: s["window_hours"] == 48
+
+
+def _setup_alert_rule_delete(pool):
+    from tests.alerts.factories import make_rule
+
+    rule = make_rule(pool=pool)
+    url = reverse("alerts:rule_delete", kwargs={"slug": rule.slug})
+    return url, {}, lambda: _alert_rule_state(rule.slug), lambda state: state is None
+
+
+def _setup_alert_channel_create(pool):
+    from tests.alerts.factories import make_channel
+
+    channel = make_channel()
+    edit_url = reverse("alerts:channel_edit", kwargs={"slug": channel.slug})
+    data = _rendered_form_data(edit_url, {"name": "Posted channel", "slug": "posted-channel"})
+    url = reverse("alerts:channel_create")
+    return url, data, lambda: _alert_channel_state("posted-channel"), lambda s: s is not None
+
+
+def _setup_alert_channel_edit(pool):
+    from tests.alerts.factories import make_channel
+
+    channel = make_channel()
+    url = reverse("alerts:channel_edit", kwargs={"slug": channel.slug})
+    data = _rendered_form_data(url, {"url": "https://hooks.example.com/posted"})
+
+    def changed(state):
+        return state["url"] == "https://hooks.example.com/posted"
+
+    return url, data, lambda: _alert_channel_state(channel.slug), changed
+
+
+def _setup_alert_channel_delete(pool):
+    from tests.alerts.factories import make_channel
+
+    channel = make_channel()  # no rule uses it: deleting it is allowed
+    url = reverse("alerts:channel_delete", kwargs={"slug": channel.slug})
+    return url, {}, lambda: _alert_channel_state(channel.slug), lambda state: state is None
+
+
+def _setup_silence_create(pool):
+    from apps.alerts.models import Silence
+
+    url = reverse("alerts:silence_create")
+    data = _rendered_form_data(
+        url, {"matchers_text": "pool=posted-pool", "comment": "Posted silence"}
+    )
+
+    def state():
+        return Silence.objects.filter(comment="Posted silence").values("matchers").first()
+
+    return url, data, state, lambda state: state is not None
+
+
 # URL name → builds (url, POST data, read the saved state, "did the POST take effect?")
 POST_CASES = {
     "pools:pool_create": _setup_pool_create,
@@ -606,6 +736,13 @@ POST_CASES = {
     "telemetry:rule_delete": _setup_rule_delete,
     "telemetry:pull_source_create": _setup_pull_source_create,
     "telemetry:pull_source_edit": _setup_pull_source_edit,
+    "alerts:rule_create": _setup_alert_rule_create,
+    "alerts:rule_edit": _setup_alert_rule_edit,
+    "alerts:rule_delete": _setup_alert_rule_delete,
+    "alerts:channel_create": _setup_alert_channel_create,
+    "alerts:channel_edit": _setup_alert_channel_edit,
+    "alerts:channel_delete": _setup_alert_channel_delete,
+    "alerts:silence_create": _setup_silence_create,
 }
 
 

@@ -280,6 +280,19 @@ BOUNDS: dict[str, Bound] = {
     "warm_price_per_gb_month_usd": STORAGE_PRICE,
     "cold_price_per_gb_month_usd": STORAGE_PRICE,
     "gray_ratio_percent": PERCENT,
+    # Alert rules
+    "threshold_usd": Bound(
+        _d("0"), _d("100000000"), gettext_noop("USD"), gettext_noop("an amount cannot be negative")
+    ),
+    "threshold_pct": Bound(
+        _d("0"), _d("100"), "%", gettext_noop("a utilisation lies between 0 and 100")
+    ),
+    "window_hours": Bound(
+        _d("1"), _d("2232"), gettext_noop("hours"), gettext_noop("a rule looks back up to 93 days")
+    ),
+    "stale_minutes": Bound(
+        _d("1"), _d("10080"), gettext_noop("minutes"), gettext_noop("a week at most")
+    ),
 }
 
 

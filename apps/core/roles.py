@@ -22,7 +22,9 @@ class Role:
 
 TECHNICAL_LEAD = Role(
     name=gettext_noop("Technical lead"),
-    description=gettext_noop("Edits pools, workloads and the GPU and model catalogs."),
+    description=gettext_noop(
+        "Edits pools, workloads, the GPU and model catalogs, alert rules and silences."
+    ),
     permissions=(
         "catalog.add_gpumodel",
         "catalog.change_gpumodel",
@@ -48,12 +50,19 @@ TECHNICAL_LEAD = Role(
         "telemetry.add_pullsource",
         "telemetry.change_pullsource",
         "telemetry.delete_pullsource",
+        "alerts.add_alertrule",
+        "alerts.change_alertrule",
+        "alerts.delete_alertrule",
+        "alerts.add_silence",
+        "alerts.change_silence",
+        "alerts.delete_silence",
     ),
 )
 OPS = Role(
     name=gettext_noop("Ops"),
     description=gettext_noop(
-        "Edits backup policies, records restore drills and imports telemetry."
+        "Edits backup policies, records restore drills, imports telemetry and manages "
+        "alert rules, channels and silences."
     ),
     permissions=(
         "telemetry.add_importrun",
@@ -74,6 +83,15 @@ OPS = Role(
         "backups.add_restoredrill",
         "backups.change_restoredrill",
         "backups.delete_restoredrill",
+        "alerts.add_alertrule",
+        "alerts.change_alertrule",
+        "alerts.delete_alertrule",
+        "alerts.add_silence",
+        "alerts.change_silence",
+        "alerts.delete_silence",
+        "alerts.add_alertchannel",
+        "alerts.change_alertchannel",
+        "alerts.delete_alertchannel",
     ),
 )
 PROCUREMENT = Role(

@@ -2,6 +2,7 @@
 to the page where it is dealt with. Counted in SQL, a query or two per kind of item.
 
 - restore drills overdue, or whose latest drill failed (backups);
+- alerts firing (alerts), with the rules that raised them;
 - pool-hours flagged in the last 7 days (telemetry: more GPUs than declared, MIG lines
   both reported, slices above 100 %, samples outside the service period, clock skew);
 - pools in service that sent no telemetry in the last 7 days (their cost is counted,
@@ -19,6 +20,7 @@ from django.db.models import Count, Exists, OuterRef
 from django.urls import reverse
 from django.utils.translation import gettext, ngettext
 
+from apps.alerts.selectors import firing_summary
 from apps.backups.services import overdue_and_failing_summary
 from apps.pools.hours import floor_hour
 from apps.pools.models import Pool
@@ -72,6 +74,23 @@ def attention_items(now, drills=None) -> list[AttentionItem]:
                 % {"count": drills["overdue"]},
                 policies,
                 gettext("Schedule the drills"),
+            )
+        )
+    firing = firing_summary()
+    if firing["count"]:
+        rules = ", ".join(firing["rules"]) + (", …" if firing["more_rules"] else "")
+        items.append(
+            AttentionItem(
+                "alerts-firing",
+                ngettext(
+                    "%(count)d alert is firing (%(rules)s).",
+                    "%(count)d alerts are firing (%(rules)s).",
+                    firing["count"],
+                )
+                % {"count": firing["count"], "rules": rules},
+                reverse("alerts:alert_list") + "?status=firing",
+                gettext("See the alerts"),
+                "danger",
             )
         )
     items.extend(cached("overview-attention", {}, lambda: _telemetry_items(since, now)))

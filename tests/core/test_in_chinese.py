@@ -223,7 +223,12 @@ def test_users_and_roles_in_chinese(client, make_user):
     page = client.get(reverse("core:user_list"), headers=CHINESE)
     assert_in_chinese(
         page,
-        ["用户与角色", "最近登录", "运维", "编辑备份策略、记录恢复演练并导入遥测数据。"],
+        [
+            "用户与角色",
+            "最近登录",
+            "运维",
+            "编辑备份策略、记录恢复演练、导入遥测数据，并管理告警规则、渠道和静默。",
+        ],
         ["Users and roles", "Last login", "Roles", "Edits backup policies", "never"],
     )
 

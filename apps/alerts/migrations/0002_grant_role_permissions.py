@@ -1,0 +1,12 @@
+"""Technical leads and Ops manage alert rules and silences; Ops manage the channels too
+(apps/core/roles.py)."""
+
+from django.db import migrations
+
+from apps.core.roles import grant_role_permissions
+
+
+class Migration(migrations.Migration):
+    dependencies = [("alerts", "0001_initial"), ("core", "0002_role_groups")]
+
+    operations = [migrations.RunPython(grant_role_permissions, migrations.RunPython.noop)]
