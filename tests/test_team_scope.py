@@ -42,7 +42,15 @@ TEAM_OWNED_KINDS = {
     "silence",
 }
 # URL namespaces (apps) whose views filter by scope.
-SCOPED_APPS: set[str] = {"pools", "backups", "telemetry", "alerts"}
+SCOPED_APPS: set[str] = {
+    "pools",
+    "backups",
+    "telemetry",
+    "alerts",
+    "reports",
+    "dashboard",
+    "procurement",
+}
 # API route names of tests/test_urls_roles.py whose app filters by scope.
 SCOPED_API_PREFIXES: set[str] = {
     "pool",
@@ -52,6 +60,8 @@ SCOPED_API_PREFIXES: set[str] = {
     "pull",
     "alert",
     "silence",
+    "interruption",
+    "scenario",
 }
 
 ROLE_KEYS = ["lead", "ops", "procurement", "reader"]
@@ -142,6 +152,7 @@ LISTS_NAMING_THE_POOL = {
     "telemetry:rule_list": "name",
     "telemetry:pull_source_list": "name",
     "telemetry:reconciliation": "name",  # the pool filter's choices
+    "reports:report": "name",  # the pool filter's choices
     "pool-list": "slug",
     "pull-source-list": "slug",
 }
@@ -189,6 +200,44 @@ def test_lists_name_team_objects_only_to_the_team(
     team_a, team_b = teams
     lists = LISTS_NAMING_THE_POOL if kind == "pool" else LISTS_NAMING_THE_WORKLOAD
     shown = getattr(pool if kind == "pool" else workload, lists[name])
+    url = reverse(name)
+    client.force_login(UserFactory(teams=[team_a]))
+    assert shown in client.get(url).content.decode(), url
+    client.force_login(UserFactory(teams=[team_b]))
+    response = client.get(url)
+    assert response.status_code == 200
+    assert shown not in response.content.decode(), url
+    client.force_login(UserFactory(role="finance"))
+    assert shown in client.get(url).content.decode(), url
+
+
+def test_every_app_with_team_owned_objects_is_walked():
+    """An app whose URLs or API routes name a team's object is walked: its views answer
+    404 out of scope."""
+    apps_with_team_objects = {
+        _app_of(name) for name, (kind, _rule) in ROUTES.items() if kind in TEAM_OWNED_KINDS
+    }
+    assert apps_with_team_objects - SCOPED_APPS == set()
+    api_prefixes = {
+        name.split("-", 1)[0] for name, kind in API_ROUTES.items() if kind in TEAM_OWNED_KINDS
+    }
+    assert api_prefixes - SCOPED_API_PREFIXES == set()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", ["procurement:scenario_list", "scenario-list"])
+def test_scenario_lists_name_team_scenarios_only_to_the_team(client, name, pool, teams):
+    from apps.procurement.models import Scenario
+
+    team_a, team_b = teams
+    Scenario.objects.create(
+        name="Team A purchase",
+        slug="team-a-purchase",
+        demand_source="measured_pool",
+        demand_pool=pool,
+        team=team_a,
+    )
+    shown = "Team A purchase" if ":" in name else "team-a-purchase"
     url = reverse(name)
     client.force_login(UserFactory(teams=[team_a]))
     assert shown in client.get(url).content.decode(), url

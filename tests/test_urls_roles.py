@@ -318,7 +318,12 @@ def _procurement_url(name, kind, *, pool):
 
     scenario, _ = Scenario.objects.get_or_create(
         slug="walk-scenario",
-        defaults={"name": "Walk scenario", "demand_source": "measured_pool", "demand_pool": pool},
+        defaults={
+            "name": "Walk scenario",
+            "demand_source": "measured_pool",
+            "demand_pool": pool,
+            "team": pool.team,
+        },
     )
     if kind == "scenario":
         return reverse(name, kwargs={"slug": scenario.slug})

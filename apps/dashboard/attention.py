@@ -9,8 +9,11 @@ to the page where it is dealt with. Counted in SQL, a query or two per kind of i
   their idle is unknown);
 - GPUs that report telemetry but belong to no pool (their samples count nowhere).
 
-The drills and the unassigned GPUs are read at each visit; the flags and the silent
-pools are cached with the Overview's figures.
+Each item counts what is in the viewer's scope (apps/accounts/scope.py) only: the drills
+of their workloads, the alerts, flags and silent pools of their pools. GPUs in no pool
+belong to no team, so every viewer is told of them. The drills and the unassigned GPUs
+are read at each visit; the flags and the silent pools are cached with the Overview's
+figures, per scope.
 """
 
 from dataclasses import dataclass
@@ -20,6 +23,7 @@ from django.db.models import Count, Exists, OuterRef
 from django.urls import reverse
 from django.utils.translation import gettext, ngettext
 
+from apps.accounts.scope import EVERYTHING, Scope
 from apps.alerts.selectors import firing_summary
 from apps.backups.services import overdue_and_failing_summary
 from apps.pools.hours import floor_hour
@@ -40,12 +44,13 @@ class AttentionItem:
     severity: str = "warning"  # "danger" for what is already failing
 
 
-def attention_items(now, drills=None) -> list[AttentionItem]:
-    """The items, the failing ones first; empty when nothing needs a person. ``drills``:
-    ``overdue_and_failing_summary(now)`` when the caller already has it."""
+def attention_items(now, drills=None, *, scope: Scope = EVERYTHING) -> list[AttentionItem]:
+    """The items of ``scope``, the failing ones first; empty when nothing needs a person.
+    ``drills``: ``overdue_and_failing_summary(now, scope=scope)`` when the caller already
+    has it."""
     since = floor_hour(now) - timedelta(days=RECENT_DAYS)
     items: list[AttentionItem] = []
-    drills = drills if drills is not None else overdue_and_failing_summary(now)
+    drills = drills if drills is not None else overdue_and_failing_summary(now, scope=scope)
     policies = reverse("backups:policy_list")
     if drills["failing"]:
         items.append(
@@ -76,7 +81,7 @@ def attention_items(now, drills=None) -> list[AttentionItem]:
                 gettext("Schedule the drills"),
             )
         )
-    firing = firing_summary()
+    firing = firing_summary(scope)
     if firing["count"]:
         rules = ", ".join(firing["rules"]) + (", …" if firing["more_rules"] else "")
         items.append(
@@ -93,7 +98,13 @@ def attention_items(now, drills=None) -> list[AttentionItem]:
                 "danger",
             )
         )
-    items.extend(cached("overview-attention", {}, lambda: _telemetry_items(since, now)))
+    items.extend(
+        cached(
+            "overview-attention",
+            {"scope": scope.cache_key},
+            lambda: _telemetry_items(since, now, scope),
+        )
+    )
     unassigned = GpuDevice.objects.filter(pool__isnull=True).count()
     if unassigned:
         items.append(
@@ -112,13 +123,13 @@ def attention_items(now, drills=None) -> list[AttentionItem]:
     return items
 
 
-def _telemetry_items(since, now) -> list[AttentionItem]:
+def _telemetry_items(since, now, scope: Scope) -> list[AttentionItem]:
     """The flagged pool-hours and the pools without telemetry since ``since``: they follow
     the rollups and the pools, whose every change bumps the reports' cache version, so
     they are cached with the Overview's figures (a query over every pool otherwise)."""
     items: list[AttentionItem] = []
     flagged = list(
-        PoolHourFlag.objects.filter(hour__gte=since)
+        PoolHourFlag.objects.filter(scope.team_filter("pool__team"), hour__gte=since)
         .values("pool__slug", "pool__name")
         .annotate(hours=Count("hour", distinct=True))
         .order_by("-hours", "pool__name")
@@ -140,7 +151,8 @@ def _telemetry_items(since, now) -> list[AttentionItem]:
             )
         )
     silent = list(
-        Pool.objects.active()
+        Pool.objects.in_scope(scope)
+        .active()
         .in_service(now)
         .filter(in_service_from__lt=since)
         .exclude(Exists(PoolHourlyUsage.objects.filter(pool=OuterRef("pk"), hour__gte=since)))

@@ -11,6 +11,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET
 
+from apps.accounts.scope import EVERYTHING, Scope, scope_of
 from apps.backups.services import overdue_and_failing_summary
 from apps.core.htmx import render_page
 from apps.dashboard.attention import attention_items
@@ -22,38 +23,40 @@ from apps.reports.views import explain_page
 
 @require_GET
 def overview(request):
-    remember_view("overview")
+    scope = scope_of(request.user)
+    remember_view("overview", scope_key=scope.cache_key)
     now = timezone.now()
-    context = _live_context(now)
+    context = _live_context(now, scope)
     if context["pool_count"]:
-        context["overview_html"] = overview_html(now, context)
+        context["overview_html"] = overview_html(now, context, scope)
     return render_page(request, "dashboard/overview.html", context)
 
 
-def _live_context(now) -> dict:
-    """What the Overview reads at each visit: the pool count and, with pools, the drills
-    and what needs a person."""
-    context = {"pool_count": Pool.objects.count()}
+def _live_context(now, scope: Scope) -> dict:
+    """What the Overview reads at each visit, of the pools and workloads in ``scope``:
+    the pool count and, with pools, the drills and what needs a person."""
+    context = {"pool_count": Pool.objects.in_scope(scope).count()}
     if context["pool_count"]:
-        context["drills"] = overdue_and_failing_summary(now)
-        context["attention"] = attention_items(now, context["drills"])
+        context["drills"] = overdue_and_failing_summary(now, scope=scope)
+        context["attention"] = attention_items(now, context["drills"], scope=scope)
     return context
 
 
-def warm_overview_html(now) -> None:
+def warm_overview_html(now, scope: Scope = EVERYTHING) -> None:
     """What a reports warm-up adds for the Overview (apps/reports/warming.py): its rendered
-    figures, under the key the next visit computes."""
-    context = _live_context(now)
+    figures for ``scope``, under the key the next visit of that scope computes."""
+    context = _live_context(now, scope)
     if context["pool_count"]:
-        overview_html(now, context)
+        overview_html(now, context, scope)
 
 
-def overview_html(now, live: dict) -> str:
+def overview_html(now, live: dict, scope: Scope = EVERYTHING) -> str:
     """The Overview's figures, rendered, cached with them: a visit then reads one string
     back, not the figures (bench/README.md, "the web at scale"). What the view reads at
     each visit (``live``: the pool count, the drills, what needs a person) is part of the
     cache key, so a drill recorded or a GPU left unassigned shows at once."""
     parameters = {
+        "scope": scope.cache_key,
         "pool_count": live["pool_count"],
         "drills": live["drills"],
         "attention": [dataclasses.astuple(item) for item in live["attention"]],
@@ -62,7 +65,7 @@ def overview_html(now, live: dict) -> str:
         "overview-html",
         parameters,
         lambda: render_to_string(
-            "dashboard/overview.html#figures", {**selectors.overview_figures(now), **live}
+            "dashboard/overview.html#figures", {**selectors.overview_figures(now, scope), **live}
         ),
     )
 
@@ -93,7 +96,8 @@ def overview_explain(request):
         error = gettext("No figure “%(kpi)s” on the Overview.") % {"kpi": kpi}
         return explain_page(request, {"error": error}, 404)
     now = timezone.now()
-    figures = selectors.overview_figures(now)
+    scope = scope_of(request.user)
+    figures = selectors.overview_figures(now, scope)
     # "1 Dec 2026" in English; the format is translated with the month's name.
     day_month_year = gettext("j M Y")
     period = gettext("Month to date: since %(date)s 00:00 UTC") % {
@@ -102,7 +106,7 @@ def overview_explain(request):
     if kpi in OVERVIEW_MONTH_KPIS:
         title, names = OVERVIEW_MONTH_KPIS[kpi]
         # The page's figures keep no per-pool parts; the explanation reads them.
-        month = selectors.overview_month(now)["total"]
+        month = selectors.overview_month(now, scope)["total"]
         sections = [
             (explain.FIGURES[name][0], explain.explain_figure(month, name)) for name in names
         ]
@@ -126,7 +130,8 @@ def overview_explain(request):
         period = gettext("Backup policies at %(moment)s UTC") % {
             "moment": dateformat.format(now, gettext("j M Y H:i"))
         }
-        sections = [(gettext("Drills"), explain.explain_drills(overdue_and_failing_summary(now)))]
+        drills = overdue_and_failing_summary(now, scope=scope)
+        sections = [(gettext("Drills"), explain.explain_drills(drills))]
     context = {
         "title": title,
         "period": period,

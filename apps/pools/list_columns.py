@@ -16,6 +16,8 @@ from datetime import datetime
 
 from django.db.models import QuerySet
 
+from apps.accounts.scope import EVERYTHING, Scope
+
 
 @dataclass(frozen=True)
 class PoolListColumns:
@@ -23,9 +25,9 @@ class PoolListColumns:
     name: str
     # ``(column name, django-tables2 Column)`` pairs, made anew for each table.
     columns: Callable[[], list[tuple[str, object]]]
-    # The pool list's queryset at the instant ``now``, with the annotations the columns
-    # read and sort by.
-    annotate: Callable[[QuerySet, datetime], QuerySet]
+    # The pool list's queryset at the instant ``now``, seen by a viewer of ``scope``
+    # (apps/accounts/scope.py), with the annotations the columns read and sort by.
+    annotate: Callable[[QuerySet, datetime, Scope], QuerySet]
     # A sentence under the table saying what the columns mean ("" for none).
     note: str = ""
 
@@ -42,11 +44,14 @@ def registered() -> list[PoolListColumns]:
     return list(_registered.values())
 
 
-def apply(pools: QuerySet, now: datetime) -> tuple[QuerySet, list[tuple[str, object]], list]:
-    """(the annotated pools, the extra columns, the notes) of every registered entry."""
+def apply(
+    pools: QuerySet, now: datetime, scope: Scope = EVERYTHING
+) -> tuple[QuerySet, list[tuple[str, object]], list]:
+    """(the annotated pools, the extra columns, the notes) of every registered entry,
+    for a viewer of ``scope``."""
     columns, notes = [], []
     for entry in registered():
-        pools = entry.annotate(pools, now)
+        pools = entry.annotate(pools, now, scope)
         columns += entry.columns()
         if entry.note:
             notes.append(entry.note)

@@ -55,7 +55,7 @@ def pool_list(request):
         filtered_pools.with_workload_counts(scope).select_related("owner", "gpu_model")
     )
     # The apps above pools add their columns (usage, cost) through the registry.
-    pools, extra_columns, column_notes = list_columns.apply(pools, timezone.now())
+    pools, extra_columns, column_notes = list_columns.apply(pools, timezone.now(), scope)
     table = PoolTable(pools, extra_columns=extra_columns)
     context = {
         "table": table,

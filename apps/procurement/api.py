@@ -4,6 +4,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.accounts.scope import scope_of
 from apps.procurement import comparison
 from apps.procurement.models import Scenario
 from apps.procurement.serializers import (
@@ -17,8 +18,10 @@ from apps.procurement.services import apply_what_if, scenario_queryset
 
 
 class ScenarioViewSet(viewsets.ReadOnlyModelViewSet):
-    """Procurement scenarios, addressed by slug; the detail adds the computed comparison
-    (every option's total cost, breakdown, unit costs and the recommendation)."""
+    """Procurement scenarios, addressed by slug: those of the caller's teams and the
+    shared ones (a fleet-wide caller's: all); ``team`` is the team's slug (null: shared).
+    The detail adds the computed comparison (every option's total cost, breakdown, unit
+    costs and the recommendation)."""
 
     queryset = Scenario.objects.none()
     lookup_field = "slug"
@@ -26,7 +29,10 @@ class ScenarioViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_fields = ["demand_source"]
 
     def get_queryset(self):
-        return scenario_queryset().order_by("name")
+        queryset = scenario_queryset().select_related("team").order_by("name")
+        if getattr(self, "swagger_fake_view", False):  # drf-spectacular reading the schema
+            return queryset
+        return queryset.filter(scope_of(self.request.user).team_filter("team"))
 
     def get_serializer_class(self):
         return ScenarioDetailSerializer if self.action == "retrieve" else ScenarioSerializer

@@ -2,10 +2,13 @@ from django import forms
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from apps.accounts.scope import scope_of
 from apps.catalog.models import GpuModel
 from apps.core.bounds import Scale
 from apps.core.forms import SectionedFormMixin, SlugFromNameMixin, TablerFormMixin
 from apps.core.texts import translated
+from apps.pools.models import Pool, Workload
+from apps.pools.scoped import SHARED_ONLY, limit_team_field
 from apps.procurement.models import (
     ComparisonExport,
     DemandSource,
@@ -21,7 +24,15 @@ TRAINING_JOB_SECTION = _("Training job")
 SCENARIO_SECTIONS = (
     (
         _("Scenario"),
-        ["name", "slug", "description", "horizon_months", "currency", "usd_exchange_rate"],
+        [
+            "name",
+            "slug",
+            "description",
+            "team",
+            "horizon_months",
+            "currency",
+            "usd_exchange_rate",
+        ],
     ),
     (
         _("Demand"),
@@ -80,8 +91,16 @@ class ScenarioForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
 
     def __init__(self, *args, user=None, **kwargs):
+        """``user``: who edits; the team choices are their teams and none (shared), the
+        pools and workloads to measure those in their scope."""
         super().__init__(*args, **kwargs)
         self.user = user
+        scope = scope_of(user) if user is not None else SHARED_ONLY
+        limit_team_field(self.fields["team"], scope, empty_label=gettext("Shared (no team)"))
+        self.fields["demand_pool"].queryset = Pool.objects.in_scope(scope).order_by("name")
+        self.fields["demand_workload"].queryset = (
+            Workload.objects.in_scope(scope).select_related("pool").order_by("name")
+        )
 
     def save(self, commit=True):
         scenario = super().save(commit=False)
@@ -180,9 +199,13 @@ class OptionForm(TablerFormMixin, SectionedFormMixin, forms.ModelForm):
         model = ScenarioOption
         fields = [name for _, names in OPTION_SECTIONS for name in names]
 
-    def __init__(self, *args, scenario, **kwargs):
+    def __init__(self, *args, scenario, scope=SHARED_ONLY, **kwargs):
+        """``scope``: the editing user's; the pools offered as a source are those in it."""
         self.scenario = scenario
+        self.scope = scope
         super().__init__(*args, **kwargs)
+        if "source_pool" in self.fields:
+            self.fields["source_pool"].queryset = Pool.objects.in_scope(scope).order_by("name")
         currency = scenario.currency
         for name in MONEY_FIELDS:
             if name in self.fields:

@@ -62,6 +62,15 @@ class Scenario(models.Model):
         _("slug"), max_length=120, unique=True, help_text=_("Stable id used by the API.")
     )
     description = models.TextField(_("description"), blank=True)
+    team = models.ForeignKey(
+        "accounts.Team",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="scenarios",
+        verbose_name=_("team"),
+        help_text=_("The team that weighs this purchase; none: shared by every team."),
+    )
     horizon_months = models.PositiveIntegerField(
         _("Horizon (months)"),
         default=36,

@@ -114,6 +114,12 @@ class OptionSerializer(serializers.ModelSerializer):
 
 
 class ScenarioSerializer(serializers.ModelSerializer):
+    team = serializers.SlugRelatedField(
+        slug_field="slug",
+        read_only=True,
+        allow_null=True,
+        help_text="The team's slug; null: shared by every team.",
+    )
     demand_pool = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
     demand_workload = serializers.SlugRelatedField(
         slug_field="slug", read_only=True, allow_null=True
@@ -134,6 +140,7 @@ class ScenarioSerializer(serializers.ModelSerializer):
             "slug",
             "name",
             "description",
+            "team",
             "horizon_months",
             "currency",
             "usd_exchange_rate",

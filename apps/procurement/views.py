@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods
 
+from apps.accounts.scope import scope_of
 from apps.core.crud import delete_page, form_page
 from apps.core.htmx import fragment_for, render_page
 from apps.core.outbox import enqueue, mark_waiting
@@ -34,16 +35,33 @@ from apps.procurement.services import (
     scenario_queryset,
     what_if_json,
 )
+from apps.pools.scoped import in_scope_or_404
 from apps.procurement.tables import ScenarioTable
 from apps.procurement.tasks import generate_export_task
 
 EXPORTS_SHOWN = 20
 
 
+def scenarios_in(scope):
+    """The scenarios of the scope's teams and the shared ones (apps/accounts/scope.py)."""
+    return Scenario.objects.filter(scope.team_filter("team"))
+
+
+def _scenario_named(request, slug, **kwargs):
+    return scenarios_in(scope_of(request.user)).filter(slug=slug)
+
+
+def _export_numbered(request, pk):
+    return ComparisonExport.objects.filter(
+        scope_of(request.user).team_filter("scenario__team"), pk=pk
+    )
+
+
 @require_GET
 def scenario_list(request):
     scenarios = (
-        Scenario.objects.select_related("created_by", "demand_pool", "demand_workload")
+        scenarios_in(scope_of(request.user))
+        .select_related("created_by", "demand_pool", "demand_workload", "team")
         .annotate(option_count=Count("options", distinct=True))
         .annotate(last_export_at=Max("exports__created_at"))
     )
@@ -79,6 +97,7 @@ def _comparison_context(scenario, result):
     }
 
 
+@in_scope_or_404(_scenario_named)
 @require_GET
 def scenario_detail(request, slug):
     scenario = get_object_or_404(scenario_queryset(), slug=slug)
@@ -140,12 +159,14 @@ def scenario_create(request):
     return _scenario_form_page(request)
 
 
+@in_scope_or_404(_scenario_named)
 @permission_required("procurement.change_scenario", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def scenario_edit(request, slug):
     return _scenario_form_page(request, get_object_or_404(Scenario, slug=slug))
 
 
+@in_scope_or_404(_scenario_named)
 @permission_required("procurement.delete_scenario", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def scenario_delete(request, slug):
@@ -171,7 +192,7 @@ def _option_form_page(request, scenario, instance=None):
             initial["kind"] = request.GET["kind"]
     return form_page(
         request,
-        form_class=partial(OptionForm, scenario=scenario),
+        form_class=partial(OptionForm, scenario=scenario, scope=scope_of(request.user)),
         noun=_("Option"),
         template="procurement/option_form.html",
         instance=instance,
@@ -180,6 +201,7 @@ def _option_form_page(request, scenario, instance=None):
     )
 
 
+@in_scope_or_404(_scenario_named)
 @permission_required("procurement.add_scenariooption", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def option_create(request, slug):
@@ -187,6 +209,7 @@ def option_create(request, slug):
     return _option_form_page(request, scenario)
 
 
+@in_scope_or_404(_scenario_named)
 @permission_required("procurement.change_scenariooption", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def option_edit(request, slug, pk):
@@ -198,6 +221,7 @@ def option_edit(request, slug, pk):
     return _option_form_page(request, option.scenario, option)
 
 
+@in_scope_or_404(_scenario_named)
 @permission_required("procurement.delete_scenariooption", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def option_delete(request, slug, pk):
@@ -216,6 +240,7 @@ def option_delete(request, slug, pk):
     )
 
 
+@in_scope_or_404(_scenario_named)
 @permission_required("procurement.add_scenariooption", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def price_import(request, slug):
@@ -258,6 +283,7 @@ def _scenario_gpu_ids(scenario):
     return sorted(ids)
 
 
+@in_scope_or_404(_scenario_named)
 @permission_required("procurement.add_comparisonexport", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def export_create(request, slug):
@@ -296,6 +322,7 @@ def export_create(request, slug):
     )
 
 
+@in_scope_or_404(_export_numbered)
 @require_GET
 def export_detail(request, pk):
     export = get_object_or_404(
@@ -311,6 +338,7 @@ def export_detail(request, pk):
     )
 
 
+@in_scope_or_404(_export_numbered)
 @require_GET
 def export_download(request, pk):
     export = get_object_or_404(ComparisonExport.objects.select_related("scenario"), pk=pk)

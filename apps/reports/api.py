@@ -1,4 +1,6 @@
-"""Cost and utilisation reports over the API, and interruptions of training jobs."""
+"""Cost and utilisation reports over the API, and interruptions of training jobs: over
+the pools and workloads in the caller's scope (apps/accounts/scope.py); a pool or
+interruption out of it answers 404, as a missing one does."""
 
 from datetime import timedelta
 from zoneinfo import ZoneInfo, available_timezones
@@ -10,9 +12,12 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.accounts.scope import scope_of
 from apps.core.schema import ErrorSerializer
 from apps.core.serializers import NoBlankQueryMixin, SlugReferenceField, StrictModelSerializer
 from apps.pools.models import Interruption, Pool, Purpose, Workload
+from apps.pools.querysets import workload_scope_filter
+from apps.pools.scoped import ScopedQuerysetMixin, ScopedReferencesMixin
 from apps.reports import explain, queries
 
 DEFAULT_RANGE = timedelta(days=30)
@@ -103,8 +108,8 @@ class CostRowSerializer(serializers.Serializer):
     )
 
 
-def _pool_or_404(slug: str) -> Pool:
-    pool = Pool.objects.filter(slug=slug).select_related("gpu_model").first()
+def _pool_or_404(slug: str, scope) -> Pool:
+    pool = Pool.objects.in_scope(scope).filter(slug=slug).select_related("gpu_model").first()
     if pool is None:
         raise NotFound(f"No GPU pool with slug “{slug}”.")
     return pool
@@ -122,14 +127,17 @@ class CostReportView(APIView):
         query = CostQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         params = query.validated_data
+        scope = scope_of(request.user)
         if params.get("pool"):
-            _pool_or_404(params["pool"])  # not an empty report that reads as "cost nothing"
+            # Not an empty report that reads as "cost nothing".
+            _pool_or_404(params["pool"], scope)
         rows = queries.cost_report(
             params["start"],
             params["end"],
             params["group_by"],
             purpose=params.get("purpose"),
             pool_slug=params.get("pool"),
+            scope=scope,
         )
         data = [row.as_dict() for row in rows]
         if params["explain"]:
@@ -176,16 +184,23 @@ class UsageProfileView(APIView):
         query = ProfileQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         params = query.validated_data
-        pool = _pool_or_404(params["pool"]) if params.get("pool") else None
+        scope = scope_of(request.user)
+        pool = _pool_or_404(params["pool"], scope) if params.get("pool") else None
         zone: ZoneInfo = params["tz"]
         rows = queries.usage_profile(
-            params["start"], params["end"], zone, pool=pool, purpose=params.get("purpose")
+            params["start"],
+            params["end"],
+            zone,
+            pool=pool,
+            purpose=params.get("purpose"),
+            scope=scope,
         )
         return Response(HourOfDaySerializer([vars(row) for row in rows], many=True).data)
 
 
-class InterruptionSerializer(StrictModelSerializer):
+class InterruptionSerializer(ScopedReferencesMixin, StrictModelSerializer):
     workload = SlugReferenceField(slug_field="slug", queryset=Workload.objects.all())
+    scoped_references = {"workload": lambda scope: Workload.objects.in_scope(scope)}
     lost_minutes = serializers.FloatField(
         read_only=True, allow_null=True, help_text="Work since the checkpoint + restart."
     )
@@ -226,13 +241,17 @@ class InterruptionSerializer(StrictModelSerializer):
         return attrs
 
 
-class InterruptionViewSet(viewsets.ModelViewSet):
-    """Interruptions of training jobs: technical leads and Ops record them; everyone reads."""
+class InterruptionViewSet(ScopedQuerysetMixin, viewsets.ModelViewSet):
+    """Interruptions of training jobs: technical leads and Ops record them; everyone reads
+    those of the workloads in their scope."""
 
     serializer_class = InterruptionSerializer
     queryset = Interruption.objects.select_related("workload", "recorded_by").order_by(
         "-occurred_at", "-id"
     )
+
+    def scope_filter(self, scope):
+        return workload_scope_filter(scope, "workload__")
 
     def get_queryset(self):
         queryset = super().get_queryset()

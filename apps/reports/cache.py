@@ -150,15 +150,20 @@ def cached(name: str, params: dict, compute):
     return found
 
 
-def remember_view(kind: str, argument: str = "") -> None:
-    """Note that a page was viewed, in the active language, for the next warm-up
-    (``recent_views``)."""
+def remember_view(kind: str, argument: str = "", scope_key: str = "all") -> None:
+    """Note that a page was viewed, in the active language and by a viewer of the scope
+    ``scope_key`` (apps/accounts/scope.py), for the next warm-up (``recent_views``)."""
     now = time.time()
     recent = cache.get(RECENT_KEY) or {}
     language = translation.get_language() or settings.LANGUAGE_CODE
-    # A page in the default language is remembered as (kind, argument); another
-    # language is kept as a third item, the language to warm it in.
-    entry = [kind, argument] if language == settings.LANGUAGE_CODE else [kind, argument, language]
+    # A page in the default language seen by the whole fleet's scope is remembered as
+    # (kind, argument); another language is kept as a third item, the language to warm
+    # it in, and another scope as a fourth, the scope to compute it for.
+    entry = [kind, argument]
+    if language != settings.LANGUAGE_CODE or scope_key != "all":
+        entry.append(language)
+    if scope_key != "all":
+        entry.append(scope_key)
     name = json.dumps(entry)
     if now - recent.get(name, 0) < RECENT_REFRESH_SECONDS:
         return
@@ -173,7 +178,8 @@ def remember_view(kind: str, argument: str = "") -> None:
 def recent_views() -> list[tuple[str, ...]]:
     """(kind, argument) of the pages viewed in the last ``RECENT_WINDOW_SECONDS``, most
     recent first; (kind, argument, language) for a page viewed in a language other than
-    the default one."""
+    the default one; (kind, argument, language, scope key) for a page viewed by a viewer
+    who does not see the whole fleet."""
     now = time.time()
     recent = cache.get(RECENT_KEY) or {}
     ordered = sorted(
@@ -186,6 +192,12 @@ def recent_views() -> list[tuple[str, ...]]:
 # --- long reports computed by a worker (apps/reports/views.py) ----------------------------
 
 BACKGROUND_JOB_SECONDS = 10 * 60
+
+
+def report_job(query: str, scope_key: str) -> str:
+    """What names a background report's job: its filters and the scope it is computed
+    for, so two scopes asking for the same filters get a job each."""
+    return f"{scope_key}?{query}"
 
 
 def _job_key(prefix: str, kind: str, query: str) -> str:

@@ -4,6 +4,7 @@ from django import forms
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from apps.accounts.scope import EVERYTHING, Scope
 from apps.core.forms import TablerFormMixin
 from apps.pools.hours import zone_or_error
 from apps.pools.models import TRAINING_KINDS, Interruption, Pool, Purpose, Workload
@@ -20,7 +21,9 @@ GROUP_BY_NOUNS = {"pool": _("pool"), "purpose": _("purpose"), "workload": _("wor
 
 
 class ReportFilterForm(TablerFormMixin, forms.Form):
-    """The reports page's filters. Dates are whole UTC days, both included."""
+    """The reports page's filters. Dates are whole UTC days, both included. The pools
+    offered are those in the viewer's ``scope``; another pool is refused as an unknown
+    choice, as a pool that does not exist is."""
 
     start = forms.DateField(
         label=_("From (UTC day)"),
@@ -53,7 +56,8 @@ class ReportFilterForm(TablerFormMixin, forms.Form):
         help_text=_("IANA name; the hour-of-day curve and heatmap use it."),
     )
 
-    def __init__(self, data=None, *args, **kwargs):
+    def __init__(self, data=None, *args, scope: Scope = EVERYTHING, **kwargs):
+        self.scope = scope
         # A link that names only some filters (``?start=…``) shows the defaults it implies
         # in the other fields, not blanks; the figures are the same either way (clean()).
         if data is not None:
@@ -67,6 +71,7 @@ class ReportFilterForm(TablerFormMixin, forms.Form):
                 data = data.copy()
                 data.update(missing)
         super().__init__(data, *args, **kwargs)
+        self.fields["pool"].queryset = Pool.objects.in_scope(scope).order_by("name")
 
     @classmethod
     def defaults(cls) -> dict:
@@ -121,11 +126,12 @@ class InterruptionForm(TablerFormMixin, forms.ModelForm):
         }
         help_texts = {"occurred_at": _("In your browser's time zone, to the minute.")}
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, scope: Scope = EVERYTHING, **kwargs):
+        """``scope``: the editing user's; the workloads offered are those in it."""
         super().__init__(*args, **kwargs)
-        self.fields["workload"].queryset = Workload.objects.filter(
-            kind__in=TRAINING_KINDS
-        ).order_by("name")
+        self.fields["workload"].queryset = (
+            Workload.objects.in_scope(scope).filter(kind__in=TRAINING_KINDS).order_by("name")
+        )
 
     def clean(self):
         cleaned = super().clean()
@@ -148,7 +154,7 @@ def report_span(data: dict) -> tuple[datetime, datetime]:
     )
 
 
-def report_filter_form(params) -> "ReportFilterForm":
-    """The reports page's filters from its query parameters; none at all (a first visit)
-    gets the defaults."""
-    return ReportFilterForm(params if params else ReportFilterForm.defaults())
+def report_filter_form(params, scope: Scope = EVERYTHING) -> "ReportFilterForm":
+    """The reports page's filters from its query parameters, for a viewer of ``scope``;
+    none at all (a first visit) gets the defaults."""
+    return ReportFilterForm(params if params else ReportFilterForm.defaults(), scope=scope)

@@ -13,6 +13,7 @@ and paginates by them, and no cost formula is written a second time in SQL.
 from django.db.models import Case, FloatField, Value, When
 from django.utils.translation import gettext_lazy as _
 
+from apps.accounts.scope import EVERYTHING
 from apps.core.tables import END_ALIGNED, cells
 from apps.pools.list_columns import PoolListColumns
 from apps.reports import selectors
@@ -58,10 +59,12 @@ NOTE = _(
 cell = cells("reports/_pool_list_cells.html")
 
 
-def annotate(pools, now):
-    """``pools`` with the three figures of each pool as SQL values (NULL: none)."""
-    remember_view("pool-list")  # a warm-up recomputes the figures after the data changes
-    figures = selectors.pool_list_figures(now)
+def annotate(pools, now, scope=EVERYTHING):
+    """``pools`` with the three figures of each pool as SQL values (NULL: none), computed
+    over the pools in the viewer's ``scope``."""
+    # A warm-up recomputes the figures after the data changes.
+    remember_view("pool-list", scope_key=scope.cache_key)
+    figures = selectors.pool_list_figures(now, scope)
     annotations = {}
     for _name, annotation, figure in ANNOTATIONS:
         whens = [

@@ -31,6 +31,7 @@ from django.db.models.functions import Coalesce, ExtractHour, ExtractIsoWeekDay
 from django.utils import timezone
 from django.utils.translation import gettext
 
+from apps.accounts.scope import EVERYTHING, Scope
 from apps.pools.hours import ceil_hour, floor_hour, parse_hour_ranges
 from apps.pools.models import (
     TRAINING_KINDS,
@@ -52,6 +53,9 @@ ONE_HOUR = timedelta(hours=1)
 EARLIEST = datetime(2020, 1, 1, tzinfo=UTC)
 GROUP_BY_CHOICES = ("pool", "purpose", "workload")
 UNATTRIBUTED = "unattributed"
+# The row that sums, without naming them, the workloads of teams outside the viewer's
+# scope that run on a pool in it (a shared pool): the pool's total stays whole.
+OTHER_TEAMS = "other-teams"
 _ZERO = Value(0.0, output_field=FloatField())
 
 
@@ -453,6 +457,7 @@ def cost_report(
     *,
     purpose: str | None = None,
     pool_slug: str | None = None,
+    scope: Scope = EVERYTHING,
 ) -> list[CostRow]:
     """Rows of the cost report, one per pool, purpose or workload.
 
@@ -461,11 +466,16 @@ def cost_report(
     samples' Kubernetes labels attribute to it (``WorkloadHourlyUsage``) at the pool's
     measured cost per GPU-hour; the rest of shared pools, and pools with no workload, are
     summed into one "unattributed" row (requests are always the workload's own).
+
+    Only the pools in ``scope`` count, every workload on them included, so a pool's
+    figures are whole. Grouped by workload, the workloads outside ``scope`` (other teams'
+    on a shared pool) are summed into one "other teams" row that names none of them, not
+    even in its explanations.
     """
     if group_by not in GROUP_BY_CHOICES:
         raise ValueError(f"group_by must be one of {', '.join(GROUP_BY_CHOICES)}")
     span = Span.of(start, end)
-    pools = Pool.objects.select_related("gpu_model").order_by("name")
+    pools = Pool.objects.select_related("gpu_model").filter(scope.team_filter()).order_by("name")
     if purpose:
         pools = pools.filter(purpose=purpose)
     if pool_slug:
@@ -511,15 +521,23 @@ def cost_report(
         workloads_by_pool[workload.pool_id].append(workload)
     attributed = attributed_usage(span, workload_ids)
     rows = []
+    others = []
+    other_label = gettext("Other teams' workloads")
     unattributed = CostRow(key=UNATTRIBUTED, label=gettext("Unattributed (shared or unused pools)"))
     for pool_figures_ in figures:
         pool_workloads = workloads_by_pool[pool_figures_.pool.id]
         if len(pool_workloads) != 1:
             _add_pool(unattributed, pool_figures_)
         for workload in pool_workloads:
-            row = CostRow(key=workload.slug, label=workload.name, purpose=workload.pool.purpose)
+            visible = scope.covers_team(workload.effective_team_id)
+            name = workload.name if visible else other_label
+            row = CostRow(
+                key=workload.slug if visible else OTHER_TEAMS,
+                label=name,
+                purpose=workload.pool.purpose,
+            )
             if len(pool_workloads) != 1 and workload.id in attributed:
-                _move_attributed(row, unattributed, pool_figures_, workload, attributed)
+                _move_attributed(row, unattributed, pool_figures_, workload, attributed, name)
             if len(pool_workloads) == 1:
                 _add_pool(row, pool_figures_)
                 # Purpose follows the workload's kind here, not its pool's.
@@ -539,9 +557,12 @@ def cost_report(
                 else:
                     row.inference_cost_usd = pool_figures_.cost_usd
             else:
-                _move_lost(row, unattributed, pool_figures_, workload, lost.get(workload.id, 0.0))
-            _add_requests(row, requests.get(workload.id, RequestTotals()), workload.name)
-            rows.append(row)
+                lost_gpu_hours = lost.get(workload.id, 0.0)
+                _move_lost(row, unattributed, pool_figures_, name, lost_gpu_hours)
+            _add_requests(row, requests.get(workload.id, RequestTotals()), name)
+            (rows if visible else others).append(row)
+    if others:
+        rows.append(total_row(others, key=OTHER_TEAMS, label=other_label))
     if unattributed.pool_count:
         rows.append(unattributed)
     return rows
@@ -562,9 +583,10 @@ def attributed_usage(span: Span, workload_ids) -> dict[int, tuple[float, float]]
     return {row["workload_id"]: (row["allocated"], row["busy"]) for row in rows}
 
 
-def _move_attributed(row, unattributed, figures: PoolFigures, workload, attributed):
+def _move_attributed(row, unattributed, figures: PoolFigures, workload, attributed, name: str):
     """Give a workload of a shared pool the GPU-hours its samples carry, at the pool's
-    measured cost per GPU-hour, and take them out of the pool's unattributed rest."""
+    measured cost per GPU-hour, and take them out of the pool's unattributed rest. The
+    explanations call it ``name`` (its own, or the other teams' row's)."""
     allocated, busy = attributed[workload.id]
     capacity = figures.usage.measured_capacity_gpu_hours
     share = allocated / capacity if capacity else 0.0
@@ -594,30 +616,30 @@ def _move_attributed(row, unattributed, figures: PoolFigures, workload, attribut
     kind = Purpose.TRAINING if workload.kind in TRAINING_KINDS else Purpose.INFERENCE
     for target, sign, counts_as in ((row, 1, kind), (unattributed, -1, figures.pool.purpose)):
         target.parts.append(
-            explain.AttributedPart(
-                figures, workload.name, allocated, busy, cost, idle, counts_as, sign
-            )
+            explain.AttributedPart(figures, name, allocated, busy, cost, idle, counts_as, sign)
         )
 
 
-def _move_lost(row, unattributed, figures: PoolFigures, workload, lost_gpu_hours: float):
+def _move_lost(row, unattributed, figures: PoolFigures, name: str, lost_gpu_hours: float):
     """A workload of a shared pool carries its own lost GPU-hours. A training pool's
     figures count them in the unattributed rest too (_add_pool), so they leave it there:
     the rows add up to the pool's lost hours once."""
     price = figures.unmeasured_usd_per_gpu_hour
     row.lost_gpu_hours += lost_gpu_hours
-    row.parts.append(explain.LostPart(workload.name, lost_gpu_hours))
+    row.parts.append(explain.LostPart(name, lost_gpu_hours))
     if figures.pool.purpose != Purpose.TRAINING or not lost_gpu_hours:
         return
     row.interruption_cost_usd += lost_gpu_hours * price
-    row.parts[-1] = explain.LostPart(workload.name, lost_gpu_hours, price)
+    row.parts[-1] = explain.LostPart(name, lost_gpu_hours, price)
     unattributed.lost_gpu_hours -= lost_gpu_hours
     unattributed.interruption_cost_usd -= lost_gpu_hours * price
-    unattributed.parts.append(explain.LostPart(workload.name, lost_gpu_hours, price, sign=-1))
+    unattributed.parts.append(explain.LostPart(name, lost_gpu_hours, price, sign=-1))
 
 
-def total_row(rows: list[CostRow]) -> CostRow:
-    total = CostRow(key="total", label=gettext("Total"))
+def total_row(rows: list[CostRow], *, key: str = "total", label: str | None = None) -> CostRow:
+    """The sum of ``rows``: the report's total row, or the rows it stands for (the other
+    teams' workloads)."""
+    total = CostRow(key=key, label=gettext("Total") if label is None else label)
     for row in rows:
         for name in (
             "pool_count",
@@ -798,14 +820,21 @@ def usage_profile(
     *,
     pool: Pool | None = None,
     purpose: str | None = None,
+    scope: Scope = EVERYTHING,
 ) -> list[HourOfDay]:
-    """The hour-of-day curve of a pool (or of every pool of a purpose, or of the fleet):
-    ``/api/v1/usage/profile/``. Two queries on PostgreSQL."""
+    """The hour-of-day curve of a pool (or of every pool of a purpose, or of the fleet),
+    over the pools in ``scope``: ``/api/v1/usage/profile/``. Two queries on PostgreSQL."""
     span = Span.of(start, end)
     hourly = PoolHourlyUsage.objects.filter(
-        hour__gte=span.start, hour__lt=span.end, reporting_gpus__gt=0
+        scope.team_filter("pool__team"),
+        hour__gte=span.start,
+        hour__lt=span.end,
+        reporting_gpus__gt=0,
     )
-    requests = WorkloadHourlyRequests.objects.filter(hour__gte=span.start, hour__lt=span.end)
+    # Every request served on a pool in scope, as the pool's cost report counts them.
+    requests = WorkloadHourlyRequests.objects.filter(
+        scope.team_filter("workload__pool__team"), hour__gte=span.start, hour__lt=span.end
+    )
     if pool is not None:
         hourly = hourly.filter(pool=pool)
         requests = requests.filter(workload__pool=pool)
@@ -864,12 +893,17 @@ def usage_profile(
     ]
 
 
-def weekday_hour_heatmap(start: datetime, end: datetime, zone: ZoneInfo, *, purpose=None):
-    """Mean utilisation (%) by ISO weekday (1 = Monday) × local hour: 7 × 24 values,
-    None where no hour has telemetry. One query."""
+def weekday_hour_heatmap(
+    start: datetime, end: datetime, zone: ZoneInfo, *, purpose=None, scope: Scope = EVERYTHING
+):
+    """Mean utilisation (%) by ISO weekday (1 = Monday) × local hour of the pools in
+    ``scope``: 7 × 24 values, None where no hour has telemetry. One query."""
     span = Span.of(start, end)
     hourly = PoolHourlyUsage.objects.filter(
-        hour__gte=span.start, hour__lt=span.end, reporting_gpus__gt=0
+        scope.team_filter("pool__team"),
+        hour__gte=span.start,
+        hour__lt=span.end,
+        reporting_gpus__gt=0,
     )
     if purpose:
         hourly = hourly.filter(pool__purpose=purpose)
@@ -896,16 +930,21 @@ class DailySplit:
     measured_cost_usd: dict[str, list[float]]
 
 
-def daily_split(start: datetime, end: datetime, *, pool: Pool | None = None) -> DailySplit:
-    """Busy GPU-hours and the cost of measured hours per UTC day and pool purpose. One
-    query over the daily rows (hours of partial days are left to the report table)."""
+def daily_split(
+    start: datetime, end: datetime, *, pool: Pool | None = None, scope: Scope = EVERYTHING
+) -> DailySplit:
+    """Busy GPU-hours and the cost of measured hours per UTC day and pool purpose, of the
+    pools in ``scope``. One query over the daily rows (hours of partial days are left to
+    the report table)."""
     span = Span.of(start, end)
     first, last = span.start.date(), (span.end - ONE_HOUR).date()
     days = [first + timedelta(days=n) for n in range((last - first).days + 1)]
     index = {day: position for position, day in enumerate(days)}
     busy = {value: [0.0] * len(days) for value in Purpose.values}
     cost = {value: [0.0] * len(days) for value in Purpose.values}
-    rows = PoolDailyUsage.objects.filter(day__gte=first, day__lte=last)
+    rows = PoolDailyUsage.objects.filter(
+        scope.team_filter("pool__team"), day__gte=first, day__lte=last
+    )
     if pool is not None:
         rows = rows.filter(pool=pool)
     for row in rows.values("day", "pool__purpose").annotate(
@@ -917,18 +956,27 @@ def daily_split(start: datetime, end: datetime, *, pool: Pool | None = None) -> 
     return DailySplit(days, busy, cost)
 
 
-def fleet_usage_sums(start: datetime, end: datetime) -> tuple[float, float]:
-    """(Σ busy, Σ capacity) GPU-hours of the hours with telemetry, every pool. One query."""
+def fleet_usage_sums(
+    start: datetime, end: datetime, scope: Scope = EVERYTHING
+) -> tuple[float, float]:
+    """(Σ busy, Σ capacity) GPU-hours of the hours with telemetry, every pool in
+    ``scope``. One query."""
     span = Span.of(start, end)
     sums = PoolHourlyUsage.objects.filter(
-        hour__gte=span.start, hour__lt=span.end, reporting_gpus__gt=0
+        scope.team_filter("pool__team"),
+        hour__gte=span.start,
+        hour__lt=span.end,
+        reporting_gpus__gt=0,
     ).aggregate(busy=Sum("busy_gpu_hours"), capacity=Sum("capacity_gpu_hours"))
     return sums["busy"] or 0.0, sums["capacity"] or 0.0
 
 
-def fleet_utilization_pct(start: datetime, end: datetime) -> float | None:
-    """100 × Σ busy ÷ Σ capacity of the hours with telemetry, every pool. One query."""
-    busy, capacity = fleet_usage_sums(start, end)
+def fleet_utilization_pct(
+    start: datetime, end: datetime, scope: Scope = EVERYTHING
+) -> float | None:
+    """100 × Σ busy ÷ Σ capacity of the hours with telemetry, every pool in ``scope``.
+    One query."""
+    busy, capacity = fleet_usage_sums(start, end, scope)
     return costmodel.ratio_or_none(busy, capacity, 100)
 
 
@@ -963,10 +1011,12 @@ class PeakSplitRow:
         return costmodel.cost_per_million_tokens_usd(self.offpeak_cost_usd, self.offpeak_tokens)
 
 
-def peak_split(start: datetime, end: datetime, *, purpose=None, pool=None) -> list[PeakSplitRow]:
+def peak_split(
+    start: datetime, end: datetime, *, purpose=None, pool=None, scope: Scope = EVERYTHING
+) -> list[PeakSplitRow]:
     """Cost of measured hours and requests in each pool's peak and off-peak local hours,
-    for the pools that serve requests. Peak hours are the pool's own, else the hours whose
-    mean requests are above the daily mean. Four queries on PostgreSQL."""
+    for the pools in ``scope`` that serve requests. Peak hours are the pool's own, else
+    the hours whose mean requests are above the daily mean. Four queries on PostgreSQL."""
     span = Span.of(start, end)
     # Pools with a workload that logged requests in the span: an index probe per workload
     # on (workload, hour), not a join over every request-hour.
@@ -974,7 +1024,7 @@ def peak_split(start: datetime, end: datetime, *, purpose=None, pool=None) -> li
         workload=OuterRef("pk"), hour__gte=span.start, hour__lt=span.end
     )
     serving = Workload.objects.filter(pool=OuterRef("pk")).filter(Exists(served))
-    pools = Pool.objects.select_related("gpu_model").filter(Exists(serving))
+    pools = Pool.objects.select_related("gpu_model").filter(scope.team_filter(), Exists(serving))
     if pool is not None:
         pools = pools.filter(pk=pool.pk)
     if purpose:

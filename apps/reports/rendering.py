@@ -5,6 +5,7 @@ cached beside them: the rendered table costs more than reading the figures back
 from django.http import QueryDict
 from django.template.loader import render_to_string
 
+from apps.accounts.scope import EVERYTHING, Scope
 from apps.core.tables import PAGE_SIZE, paginate_table
 from apps.reports import selectors
 from apps.reports.cache import cached
@@ -12,10 +13,10 @@ from apps.reports.forms import GROUP_BY_LABELS, GROUP_BY_NOUNS
 from apps.reports.tables import ReportTable
 
 
-def results_cache_parameters(data: dict, query: str) -> dict:
-    """Cache parameters of the rendered partial: the filters and the query string its
-    links carry."""
-    return {**selectors.report_cache_filters(data), "query": query}
+def results_cache_parameters(data: dict, query: str, scope: Scope = EVERYTHING) -> dict:
+    """Cache parameters of the rendered partial: the filters, the viewer's scope and the
+    query string its links carry."""
+    return {**selectors.report_cache_filters(data, scope), "query": query}
 
 
 # Rows of the report's table a page shows, as every list's: a large fleet's rows go on
@@ -60,7 +61,7 @@ def report_table_html(form, query: str, figures: dict) -> str:
     results partial."""
     return cached(
         "report-table-html",
-        results_cache_parameters(form.cleaned_data, query),
+        results_cache_parameters(form.cleaned_data, query, form.scope),
         lambda: render_to_string(
             "reports/report.html#report-rows", _results_context(form, query, figures)
         ),
@@ -69,10 +70,10 @@ def report_table_html(form, query: str, figures: dict) -> str:
 
 def report_results(form, query: str, progress=None) -> tuple[dict, str]:
     """The figures of a valid filter form and its rendered results partial, both cached."""
-    figures = selectors.report_figures(form.cleaned_data, progress)
+    figures = selectors.report_figures(form.cleaned_data, progress, form.scope)
     html = cached(
         "report-html",
-        results_cache_parameters(form.cleaned_data, query),
+        results_cache_parameters(form.cleaned_data, query, form.scope),
         lambda: render_results(form, query, figures),
     )
     return figures, html
@@ -88,4 +89,7 @@ def filter_fields_html(form, query_string: str) -> str:
 
     if not form.is_valid():
         return render()
-    return cached("report-filter-fields", {"query": query_string}, render)
+    # The pool choices are the viewer's scope's.
+    return cached(
+        "report-filter-fields", {"query": query_string, "scope": form.scope.cache_key}, render
+    )

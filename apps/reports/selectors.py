@@ -1,7 +1,11 @@
 """What the report pages show, as data: the Overview's, a pool's and a filtered report's
 figures and charts. Plain parameters in, dicts out, cached (apps/reports/cache.py) until
 the data changes; views render them, the warm-ups (apps/reports/warming.py) compute them
-ahead of a visit. Nothing here reads a request."""
+ahead of a visit. Nothing here reads a request.
+
+Every figure is of the pools and workloads in a ``scope`` (apps/accounts/scope.py), the
+viewer's, and is cached under its ``cache_key``: equal scopes share entries, and no
+scope reads another's."""
 
 import dataclasses
 from datetime import UTC, datetime, timedelta
@@ -9,6 +13,7 @@ from zoneinfo import ZoneInfo
 
 from django.utils.translation import gettext_noop
 
+from apps.accounts.scope import EVERYTHING, Scope
 from apps.core.charts import freeze_figure
 from apps.pools.charts import build_gpus_by_purpose_figure
 from apps.pools.hours import floor_hour
@@ -27,15 +32,15 @@ def overview_month_start(now) -> datetime:
     return now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
 
 
-def overview_month(now) -> dict:
+def overview_month(now, scope: Scope = EVERYTHING) -> dict:
     """The month to date by purpose (``rows``) and their ``total`` row, with what each
     adds up (``CostRow.parts``, one per pool: what the Overview's explanations show);
     cached until the data changes."""
-    return cached("overview-month", {}, lambda: _overview_month(now))
+    return cached("overview-month", {"scope": scope.cache_key}, lambda: _overview_month(now, scope))
 
 
-def _overview_month(now) -> dict:
-    rows = queries.cost_report(overview_month_start(now), now, "purpose")
+def _overview_month(now, scope: Scope) -> dict:
+    rows = queries.cost_report(overview_month_start(now), now, "purpose", scope=scope)
     return {"rows": rows, "total": queries.total_row(rows)}
 
 
@@ -43,30 +48,30 @@ def _without_parts(row: queries.CostRow) -> queries.CostRow:
     return dataclasses.replace(row, members=[], parts=[])
 
 
-def _overview_context(now):
+def _overview_context(now, scope: Scope):
     # What a visit reads back from the cache holds what the page shows, nothing per pool:
     # the ten most idle pools, and the month's rows without their per-pool parts (a
     # thousand-pool fleet's whole figures are ~2 MB to unpickle, bench/README.md).
-    ranking = idle_ranking(now)
+    ranking = idle_ranking(now, scope)
     idle = {**ranking, "rows": ranking["rows"][:OVERVIEW_RANKED_POOLS]}
     month_start = overview_month_start(now)
-    month_figures = overview_month(now)
+    month_figures = overview_month(now, scope)
     month_rows = month_figures["rows"]
     month = _without_parts(month_figures["total"])
     curve_start = now - timedelta(days=OVERVIEW_CURVE_DAYS)
     zone_name = "UTC"
     zone = ZoneInfo(zone_name)
-    split = queries.daily_split(curve_start, now)
-    profile = queries.usage_profile(curve_start, now, zone)
-    heatmap = queries.weekday_hour_heatmap(curve_start, now, zone)
+    split = queries.daily_split(curve_start, now, scope=scope)
+    profile = queries.usage_profile(curve_start, now, zone, scope=scope)
+    heatmap = queries.weekday_hour_heatmap(curve_start, now, zone, scope=scope)
     gpus_by_purpose = {purpose.value: 0 for purpose in Purpose} | (
-        Pool.objects.in_service(now).gpus_by_purpose()
+        Pool.objects.in_scope(scope).in_service(now).gpus_by_purpose()
     )
     # The sums under the utilisation KPIs, kept for their explanation: the last 24 (and
     # 7 × 24) whole UTC hours, the current one included.
     window_end = queries.ceil_hour(now)
-    usage_24h = queries.fleet_usage_sums(window_end - timedelta(hours=24), window_end)
-    usage_7d = queries.fleet_usage_sums(window_end - timedelta(days=7), window_end)
+    usage_24h = queries.fleet_usage_sums(window_end - timedelta(hours=24), window_end, scope)
+    usage_7d = queries.fleet_usage_sums(window_end - timedelta(days=7), window_end, scope)
     context = {
         "now": now,
         "idle_ranking": idle,
@@ -100,17 +105,21 @@ def _overview_context(now):
 POOL_CURVE_DAYS = 28
 
 
-def pool_figures(pool, now) -> dict:
-    """The pool page's cost figures and curves over the last 28 days, in its time zone;
-    cached until the data changes."""
-    return cached("pool", {"pool": pool.pk}, lambda: _pool_report_context(pool, now))
+def pool_figures(pool, now, scope: Scope = EVERYTHING) -> dict:
+    """The pool page's cost figures and curves over the last 28 days, in its time zone,
+    for a viewer whose ``scope`` holds the pool; cached until the data changes."""
+    return cached(
+        "pool",
+        {"pool": pool.pk, "scope": scope.cache_key},
+        lambda: _pool_report_context(pool, now, scope),
+    )
 
 
-def _pool_report_context(pool, now):
+def _pool_report_context(pool, now, scope: Scope):
     start = now - timedelta(days=POOL_CURVE_DAYS)
     zone_name = pool.timezone or "UTC"
-    rows = queries.cost_report(start, now, "pool", pool_slug=pool.slug)
-    profile = queries.usage_profile(start, now, ZoneInfo(zone_name), pool=pool)
+    rows = queries.cost_report(start, now, "pool", pool_slug=pool.slug, scope=scope)
+    profile = queries.usage_profile(start, now, ZoneInfo(zone_name), pool=pool, scope=scope)
     return {
         "pool_report": rows[0] if rows else None,
         "pool_curve_days": POOL_CURVE_DAYS,
@@ -120,7 +129,7 @@ def _pool_report_context(pool, now):
         ),
         "pool_split_figure": freeze_figure(
             charts.build_daily_split_figure(
-                queries.daily_split(start, now, pool=pool), metric="cost"
+                queries.daily_split(start, now, pool=pool, scope=scope), metric="cost"
             )
         ),
     }
@@ -136,16 +145,20 @@ def pool_list_window(now) -> tuple[datetime, datetime]:
     return end - timedelta(days=POOL_LIST_DAYS), end
 
 
-def pool_list_figures(now) -> dict[str, dict]:
+def pool_list_figures(now, scope: Scope = EVERYTHING) -> dict[str, dict]:
     """Per pool slug, its last 30 days (``pool_list_window``) as the report by pool over
     that window shows them: ``utilization_pct``, ``idle_cost_usd`` and ``cost_usd``. A
     figure the window has no data for is None: utilisation and idle cost without an hour
     of telemetry (idle would be a $0 that says nothing), cost without an hour in service.
-    Every pool, archived ones too; cached until the data changes."""
-    return cached("pool-list", {"days": POOL_LIST_DAYS}, lambda: _pool_list_figures(now))
+    Every pool in ``scope``, archived ones too; cached until the data changes."""
+    return cached(
+        "pool-list",
+        {"days": POOL_LIST_DAYS, "scope": scope.cache_key},
+        lambda: _pool_list_figures(now, scope),
+    )
 
 
-def _pool_list_figures(now) -> dict[str, dict]:
+def _pool_list_figures(now, scope: Scope) -> dict[str, dict]:
     start, end = pool_list_window(now)
     return {
         row.key: {
@@ -153,13 +166,14 @@ def _pool_list_figures(now) -> dict[str, dict]:
             "idle_cost_usd": row.idle_cost_usd if row.measured_capacity_gpu_hours else None,
             "cost_usd": row.cost_usd if row.capacity_gpu_hours else None,
         }
-        for row in queries.cost_report(start, end, "pool")
+        for row in queries.cost_report(start, end, "pool", scope=scope)
     }
 
 
-def overview_figures(now) -> dict:
-    """The Overview's figures and charts at ``now``; cached until the data changes."""
-    return cached("overview", {}, lambda: _overview_context(now))
+def overview_figures(now, scope: Scope = EVERYTHING) -> dict:
+    """The Overview's figures and charts at ``now`` over ``scope``; cached until the data
+    changes."""
+    return cached("overview", {"scope": scope.cache_key}, lambda: _overview_context(now, scope))
 
 
 # The steps a worker reports, kept in English in the cache and translated when shown.
@@ -172,19 +186,28 @@ REPORT_STEPS = (
 )
 
 
-def report_cache_filters(data: dict) -> dict:
-    """The report's filters (a ReportFilterForm's cleaned data) as cache parameters."""
-    return {name: getattr(value, "slug", value) for name, value in data.items()}
+def report_cache_filters(data: dict, scope: Scope = EVERYTHING) -> dict:
+    """The report's filters (a ReportFilterForm's cleaned data) and the scope they are
+    computed over, as cache parameters."""
+    return {
+        **{name: getattr(value, "slug", value) for name, value in data.items()},
+        "scope": scope.cache_key,
+    }
 
 
-def report_figures(data: dict, progress=None) -> dict:
-    """The report's figures for ``data``, a valid ReportFilterForm's cleaned data; cached
-    until the data changes. ``progress(steps_done, next_step)`` is told after each step
-    when a worker computes a long range (apps/reports/warming.py)."""
-    return cached("report", report_cache_filters(data), lambda: _report_figures(data, progress))
+def report_figures(data: dict, progress=None, scope: Scope = EVERYTHING) -> dict:
+    """The report's figures for ``data``, a valid ReportFilterForm's cleaned data, over
+    the pools and workloads in ``scope``; cached until the data changes.
+    ``progress(steps_done, next_step)`` is told after each step when a worker computes a
+    long range (apps/reports/warming.py)."""
+    return cached(
+        "report",
+        report_cache_filters(data, scope),
+        lambda: _report_figures(data, progress, scope),
+    )
 
 
-def _report_figures(data: dict, progress=None) -> dict:
+def _report_figures(data: dict, progress, scope: Scope) -> dict:
     progress = progress or (lambda done, step: None)
     start, end = report_span(data)
     pool = data.get("pool")
@@ -196,15 +219,23 @@ def _report_figures(data: dict, progress=None) -> dict:
         data["group_by"],
         purpose=data.get("purpose") or None,
         pool_slug=pool.slug if pool else None,
+        scope=scope,
     )
     progress(1, REPORT_STEPS[1])
     profile = queries.usage_profile(
-        start, end, zone, pool=pool, purpose=None if pool else (data.get("purpose") or None)
+        start,
+        end,
+        zone,
+        pool=pool,
+        purpose=None if pool else (data.get("purpose") or None),
+        scope=scope,
     )
     progress(2, REPORT_STEPS[2])
-    peak_rows = queries.peak_split(start, end, purpose=data.get("purpose") or None, pool=pool)
+    peak_rows = queries.peak_split(
+        start, end, purpose=data.get("purpose") or None, pool=pool, scope=scope
+    )
     progress(3, REPORT_STEPS[3])
-    split = queries.daily_split(start, end, pool=pool)
+    split = queries.daily_split(start, end, pool=pool, scope=scope)
     progress(4, REPORT_STEPS[4])
     return {
         "rows": rows,
@@ -225,7 +256,7 @@ def _report_figures(data: dict, progress=None) -> dict:
 IDLE_RANKING_WINDOWS_DAYS = (7, 30)
 
 
-def idle_ranking(now) -> dict:
+def idle_ranking(now, scope: Scope = EVERYTHING) -> dict:
     """The Overview's "where do the GPU dollars go" table: per pool, idle cost over the
     last 7 and 30 days (the pool list's rolling window, ``pool_list_window``, of 7 or 30
     days), with its 30-day utilisation and cost, most idle dollars first; and the fleet's
@@ -234,7 +265,10 @@ def idle_ranking(now) -> dict:
     and warmed with the rest of the Overview."""
     end = floor_hour(now) + timedelta(hours=1)
     by_window = {
-        days: {row.key: row for row in queries.cost_report(end - timedelta(days=days), end)}
+        days: {
+            row.key: row
+            for row in queries.cost_report(end - timedelta(days=days), end, scope=scope)
+        }
         for days in IDLE_RANKING_WINDOWS_DAYS
     }
     month, week = by_window[30], by_window[7]

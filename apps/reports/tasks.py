@@ -25,8 +25,9 @@ def warm_report_cache_task() -> int:
 
 
 @shared_task(name="reports.compute_report", ignore_result=True)
-def compute_report_task(query: str, language: str | None = None) -> bool:
+def compute_report_task(query: str, language: str | None = None, scope_key: str = "all") -> bool:
     """A long report's figures, computed for the page that polls for them (the reports
-    page with a range over ``SYNC_RECOMPUTE_DAYS``), in the page's language. Idempotent:
-    it writes cache entries."""
-    return compute_report_in_background(query, language)
+    page with a range over ``SYNC_RECOMPUTE_DAYS``), in the page's language and over the
+    scope of the user who asked (``scope_key``, apps/accounts/scope.py). Idempotent: it
+    writes cache entries."""
+    return compute_report_in_background(query, language, scope_key)

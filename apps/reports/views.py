@@ -4,6 +4,7 @@ from apps/reports/selectors.py; these views only read and render them."""
 
 import logging
 from datetime import UTC, datetime
+from functools import partial
 
 from django.conf import settings
 from django.contrib import messages
@@ -20,6 +21,7 @@ from django.utils.translation import gettext_noop, ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import retarget
 
+from apps.accounts.scope import scope_of
 from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
 from apps.core.htmx import fragment_for, render_page
@@ -27,6 +29,8 @@ from apps.core.outbox import enqueue, mark_waiting
 from apps.core.runs import interrupted_sentence
 from apps.core.texts import translated
 from apps.pools.models import Interruption, Pool
+from apps.pools.querysets import workload_scope_filter
+from apps.pools.scoped import in_scope_or_404
 from apps.reports import explain, exports, rendering, selectors
 from apps.reports.cache import (
     background_attempts,
@@ -35,6 +39,7 @@ from apps.reports.cache import (
     cached_value,
     forget_background_job,
     remember_view,
+    report_job,
     retry_background_job,
     set_background_progress,
     start_background_job,
@@ -56,8 +61,9 @@ TABLE_ID = ReportTable.element_id
 
 
 def _filter_form(request) -> ReportFilterForm:
-    """The page's filters; a first visit (no query at all) gets the defaults."""
-    return report_filter_form(request.GET)
+    """The page's filters, offering the pools in the viewer's scope; a first visit (no
+    query at all) gets the defaults."""
+    return report_filter_form(request.GET, scope_of(request.user))
 
 
 def _report_query(request) -> str:
@@ -84,12 +90,15 @@ def _background_report_html(request, form) -> str | None:
     range and data version; it polls the page until the figures are cached. None when
     the job cannot be queued: the page computes the figures."""
     query = _report_query(request)
-    if start_background_job("report", query) and not _queue_report(query):
+    scope_key = form.scope.cache_key
+    job = report_job(query, scope_key)
+    if start_background_job("report", job) and not _queue_report(query, scope_key):
         return None
-    progress = background_progress("report", query)
-    last_heard = background_job_stalled("report", query, progress)
+    progress = background_progress("report", job)
+    last_heard = background_job_stalled("report", job, progress)
     if last_heard is not None:
-        progress = _after_the_worker_stopped(query, datetime.fromtimestamp(last_heard, UTC))
+        last_heard_at = datetime.fromtimestamp(last_heard, UTC)
+        progress = _after_the_worker_stopped(query, scope_key, last_heard_at)
         if progress is None:
             return None
     progress = progress or {"done": 0, "step": WAITING_STEP}
@@ -113,26 +122,27 @@ WAITING_STEP = gettext_noop("waiting for a worker")
 INTERRUPTED_STEP = gettext_noop("interrupted")
 
 
-def _queue_report(query: str) -> bool:
-    """Hand the report to a worker, which renders it in the page's language; False when
-    the broker cannot be reached."""
+def _queue_report(query: str, scope_key: str) -> bool:
+    """Hand the report to a worker, which renders it in the page's language for the
+    viewer's scope (``scope_key``); False when the broker cannot be reached."""
     try:
-        compute_report_task.apply_async((query, translation.get_language()), retry=False)
+        compute_report_task.apply_async((query, translation.get_language(), scope_key), retry=False)
     except Exception:  # the broker's errors vary by transport
         # The page computes the figures itself rather than wait for a worker that cannot
         # be reached (its job key is dropped so the next view may queue it).
         logger.warning("could not queue the report computation", exc_info=True)
-        forget_background_job("report", query)
+        forget_background_job("report", report_job(query, scope_key))
         return False
     return True
 
 
-def _after_the_worker_stopped(query: str, last_heard: datetime) -> dict | None:
+def _after_the_worker_stopped(query: str, scope_key: str, last_heard: datetime) -> dict | None:
     """The progress to show for a report whose worker stopped beating: queued again while
     it has attempts left, else given up with the way to compute it in the page. None
     when it cannot be queued again: the page computes the figures."""
     doing = _("computing these figures")
-    attempts = background_attempts("report", query)
+    job = report_job(query, scope_key)
+    attempts = background_attempts("report", job)
     if attempts >= settings.RUN_MAX_ATTEMPTS:
         progress = {
             "done": 0,
@@ -151,7 +161,7 @@ def _after_the_worker_stopped(query: str, last_heard: datetime) -> dict | None:
                 )
             ),
         }
-        set_background_progress("report", query, progress)
+        set_background_progress("report", job, progress)
         return progress
     progress = {
         "done": 0,
@@ -165,7 +175,7 @@ def _after_the_worker_stopped(query: str, last_heard: datetime) -> dict | None:
             )
         ),
     }
-    if retry_background_job("report", query, progress) and not _queue_report(query):
+    if retry_background_job("report", job, progress) and not _queue_report(query, scope_key):
         return None
     return progress
 
@@ -179,23 +189,26 @@ def report(request):
     if not form.is_valid():
         context["results_html"] = rendering.render_results(form, query)
     elif export_format in exports.FORMATS:
-        results = selectors.report_figures(form.cleaned_data)
+        results = selectors.report_figures(form.cleaned_data, scope=form.scope)
         return exports.cost_report_response(
             results["rows"], form.cleaned_data, export_format, total=results["total"]
         )
     else:
-        remember_view("report", query)
+        remember_view("report", query, form.scope.cache_key)
         if fragment_for(request, {TABLE_ID: TABLE_ID}):
             # A sort header: the table alone, from the figures the page shows.
-            figures = cached_value("report", selectors.report_cache_filters(form.cleaned_data))
+            figures = cached_value(
+                "report", selectors.report_cache_filters(form.cleaned_data, form.scope)
+            )
             if figures is None and not _computes_in_background(request, form):
-                figures = selectors.report_figures(form.cleaned_data)
+                figures = selectors.report_figures(form.cleaned_data, scope=form.scope)
             if figures is not None:
                 return HttpResponse(rendering.report_table_html(form, query, figures))
         # The rendered partial alone when it is cached: the figures under it (a hundred
         # rows and three charts) need not be read back.
         html = cached_value(
-            "report-html", rendering.results_cache_parameters(form.cleaned_data, query)
+            "report-html",
+            rendering.results_cache_parameters(form.cleaned_data, query, form.scope),
         )
         if html is None and _computes_in_background(request, form):
             html = _background_report_html(request, form)
@@ -223,13 +236,14 @@ def report(request):
 def pool_panel(request, slug):
     """The pool page's cost and use over the last 28 days, in its time zone, loaded by the
     page once it is shown."""
-    pool = get_object_or_404(Pool.objects.select_related("gpu_model"), slug=slug)
-    remember_view("pool", str(pool.pk))
+    scope = scope_of(request.user)
+    pool = get_object_or_404(Pool.objects.in_scope(scope).select_related("gpu_model"), slug=slug)
+    remember_view("pool", str(pool.pk), scope.cache_key)
     context = {
         "pool": pool,
         "panel_title": _("cost and use"),
         "panel_template": "reports/_pool_report.html",
-        **selectors.pool_figures(pool, timezone.now()),
+        **selectors.pool_figures(pool, timezone.now(), scope),
     }
     return render_page(request, "layouts/pool_panel.html", context, partial="panel")
 
@@ -254,7 +268,7 @@ def report_explain(request):
     figure = request.GET.get("figure") or "cost_usd"
     if not form.is_valid() or figure not in explain.REPORTED:
         return explain_page(request, {"error": _("Choose a figure of a valid report.")}, 400)
-    results = selectors.report_figures(form.cleaned_data)
+    results = selectors.report_figures(form.cleaned_data, scope=form.scope)
     row_key = request.GET.get("row", "")
     if not row_key:
         row = results["total"]
@@ -313,10 +327,21 @@ def recompute_detail(request, pk):
 # --- interruptions -----------------------------------------------------------------------
 
 
+def interruptions_in(scope):
+    """The interruptions of the workloads in ``scope``."""
+    return Interruption.objects.filter(workload_scope_filter(scope, "workload__"))
+
+
+def _interruption_numbered(request, pk):
+    return interruptions_in(scope_of(request.user)).filter(pk=pk)
+
+
 @require_GET
 def interruption_list(request):
-    interruptions = Interruption.objects.select_related("workload", "recorded_by").order_by(
-        "-occurred_at", "-id"
+    interruptions = (
+        interruptions_in(scope_of(request.user))
+        .select_related("workload", "recorded_by")
+        .order_by("-occurred_at", "-id")
     )
     workload = request.GET.get("workload")
     if workload:
@@ -329,7 +354,9 @@ def interruption_list(request):
 
 @require_GET
 def interruption_detail(request, pk):
-    interruption = get_object_or_404(Interruption.objects.select_related("workload__pool"), pk=pk)
+    interruption = get_object_or_404(
+        interruptions_in(scope_of(request.user)).select_related("workload__pool"), pk=pk
+    )
     return render_page(
         request,
         "reports/interruption_detail.html",
@@ -361,7 +388,7 @@ def interruption_create(request):
         initial["workload"] = request.GET["workload"]
 
     def form_class(*args, **kwargs):
-        return _RecordingForm(*args, user=request.user, **kwargs)
+        return _RecordingForm(*args, user=request.user, scope=scope_of(request.user), **kwargs)
 
     return form_page(
         request,
@@ -372,23 +399,25 @@ def interruption_create(request):
     )
 
 
+@in_scope_or_404(_interruption_numbered)
 @permission_required("pools.change_interruption", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def interruption_edit(request, pk):
-    interruption = get_object_or_404(Interruption, pk=pk)
+    interruption = get_object_or_404(interruptions_in(scope_of(request.user)), pk=pk)
     return form_page(
         request,
-        form_class=InterruptionForm,
+        form_class=partial(InterruptionForm, scope=scope_of(request.user)),
         noun=_("Interruption"),
         template="reports/interruption_form.html",
         instance=interruption,
     )
 
 
+@in_scope_or_404(_interruption_numbered)
 @permission_required("pools.delete_interruption", raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def interruption_delete(request, pk):
-    interruption = get_object_or_404(Interruption, pk=pk)
+    interruption = get_object_or_404(interruptions_in(scope_of(request.user)), pk=pk)
     return delete_page(
         request,
         obj=interruption,

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.http import QueryDict
 from django.utils import timezone, translation
 
+from apps.accounts.scope import Scope
 from apps.pools.models import Pool
 from apps.reports import rendering, selectors
 from apps.reports.cache import (
@@ -16,6 +17,7 @@ from apps.reports.cache import (
     background_heartbeat,
     recent_views,
     record_background_heartbeat,
+    report_job,
     set_background_progress,
 )
 from apps.reports.forms import report_filter_form
@@ -30,27 +32,30 @@ def register_page_warmer(kind: str, warm) -> None:
     PAGE_WARMERS.setdefault(kind, []).append(warm)
 
 
-def warm_view(kind: str, argument: str = "") -> bool:
+def warm_view(kind: str, argument: str = "", scope_key: str = "all") -> bool:
     """Compute one remembered page's figures into the cache (a no-op when they are there
-    already). False when the page no longer exists or its filters are no longer valid."""
+    already), for the scope it was viewed in (``scope_key``). False when the page no
+    longer exists, is no longer in that scope or its filters are no longer valid."""
     now = timezone.now()
+    scope = Scope.from_cache_key(scope_key)
     if kind == "overview":
-        selectors.overview_figures(now)
+        selectors.overview_figures(now, scope)
         for warm in PAGE_WARMERS.get(kind, ()):
-            warm(now)
+            warm(now, scope)
         return True
     if kind == "pool":
-        pool = Pool.objects.filter(pk=int(argument)).select_related("gpu_model").first()
+        pools = Pool.objects.in_scope(scope).filter(pk=int(argument))
+        pool = pools.select_related("gpu_model").first()
         if pool is None:
             return False
-        selectors.pool_figures(pool, now)
+        selectors.pool_figures(pool, now, scope)
         return True
     if kind == "pool-list":
-        selectors.pool_list_figures(now)
+        selectors.pool_list_figures(now, scope)
         return True
     if kind == "report":
         params = QueryDict(argument)
-        form = report_filter_form(params)
+        form = report_filter_form(params, scope)
         if not form.is_valid():
             return False
         rendering.report_results(form, argument)
@@ -64,42 +69,48 @@ def warm_recent_views(budget_seconds: float = WARM_BUDGET_SECONDS) -> int:
     Returns how many were warmed."""
     started = time.monotonic()
     warmed = 0
-    for kind, argument, *language in recent_views():
+    for kind, argument, *seen in recent_views():
         if time.monotonic() - started > budget_seconds:
             break
-        # The cache keys hold the language: the page is warmed in the one it was seen in.
-        with translation.override(language[0] if language else settings.LANGUAGE_CODE):
-            warmed += warm_view(kind, argument)
+        language = seen[0] if seen else settings.LANGUAGE_CODE
+        scope_key = seen[1] if len(seen) > 1 else "all"
+        # The cache keys hold the language and the scope: the page is warmed in the
+        # language it was seen in, for the scope of who saw it.
+        with translation.override(language):
+            warmed += warm_view(kind, argument, scope_key)
     return warmed
 
 
-def compute_report_in_background(query: str, language: str | None = None) -> bool:
+def compute_report_in_background(
+    query: str, language: str | None = None, scope_key: str = "all"
+) -> bool:
     """What ``compute_report_task`` runs: the report's figures and partial into the cache,
-    in ``language`` (the polling page's; default: the site's), telling the progress
-    partial after each step."""
+    in ``language`` (the polling page's; default: the site's) and over the scope of the
+    user who asked (``scope_key``), telling the progress partial after each step."""
     with translation.override(language or settings.LANGUAGE_CODE):
-        return _compute_report(query)
+        return _compute_report(query, scope_key)
 
 
-def _compute_report(query: str) -> bool:
-    form = report_filter_form(QueryDict(query))
+def _compute_report(query: str, scope_key: str) -> bool:
+    form = report_filter_form(QueryDict(query), Scope.from_cache_key(scope_key))
     if not form.is_valid():
         return False
+    job = report_job(query, scope_key)
 
     def progress(done, step):
-        set_background_progress("report", query, {"done": done, "step": step})
-        record_background_heartbeat("report", query)
+        set_background_progress("report", job, {"done": done, "step": step})
+        record_background_heartbeat("report", job)
 
     progress(0, selectors.REPORT_STEPS[0])
     try:
-        with background_heartbeat("report", query):
+        with background_heartbeat("report", job):
             rendering.report_results(form, query, progress=progress)
     except Exception as error:
         # The polling page stops and says why, rather than waiting for the job's key to
         # expire; the task still fails, so the worker's log has the traceback.
         set_background_progress(
             "report",
-            query,
+            job,
             {"done": 0, "step": "failed", "error": f"{type(error).__name__}: {error}"},
         )
         raise
