@@ -126,12 +126,12 @@ def fleet(gpu_model, teams):
 def _sql_cost_usd(team_ids) -> float:
     """The cost of the pools of ``team_ids`` and the shared ones, summed in raw SQL over
     the hourly rows: GPU-hours × the on-demand price (every hour is measured)."""
-    usage, pools = PoolHourlyUsage._meta.db_table, Pool._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT SUM(u.capacity_gpu_hours * p.on_demand_price_per_gpu_hour_usd) "
-            f"FROM {usage} u JOIN {pools} p ON p.id = u.pool_id "
-            f"WHERE u.hour >= %s AND u.hour < %s AND (p.team_id IS NULL OR p.team_id = ANY(%s))",
+            "SELECT SUM(u.capacity_gpu_hours * p.on_demand_price_per_gpu_hour_usd) "
+            "FROM telemetry_poolhourlyusage u JOIN pools_pool p ON p.id = u.pool_id "
+            "WHERE u.hour >= %s AND u.hour < %s "
+            "AND (p.team_id IS NULL OR p.team_id = ANY(%s))",
             [START, END, list(team_ids)],
         )
         return float(cursor.fetchone()[0])
