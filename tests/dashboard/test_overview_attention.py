@@ -194,7 +194,7 @@ def test_a_warm_up_renders_the_overview_for_the_next_visit(client, make_user, fl
     computed = client.get(url)
     assert rendered_figures(computed)
     bump_reports_version()  # a rollup
-    assert warm_view("overview")
+    assert warm_view("overview", scope_key="t")  # the reader's scope: no team
     visit = client.get(url)
     assert not rendered_figures(visit)
     assert _figures_section(visit.content.decode()) == _figures_section(computed.content.decode())

@@ -24,6 +24,7 @@ from apps.reports.cache import (
     background_last_heard,
     background_progress,
     record_background_heartbeat,
+    report_job,
     set_background_progress,
     start_background_job,
 )
@@ -33,6 +34,13 @@ from config.celery_app import app as celery_app
 from tests.reports.test_views import _make_pools
 
 RESULTS = {"HX-Request": "true", "HX-Target": "report-results"}
+# The scope of the fixture's reader, in no team: the shared pools (apps/accounts/scope.py).
+READER_SCOPE_KEY = "t"
+
+
+def _job(query: str) -> str:
+    """The reader's job for ``query``: jobs are per scope."""
+    return report_job(query, READER_SCOPE_KEY)
 
 
 @pytest.fixture
@@ -66,7 +74,7 @@ def long_report(settings, gpu_model, make_user, client):
     _make_pools(gpu_model, 1)
     start = (datetime.now(UTC) - timedelta(days=59)).date().isoformat()
     query = f"start={start}&group_by=pool"
-    assert start_background_job("report", query)
+    assert start_background_job("report", _job(query))
     client.force_login(make_user("reader"))
     return query
 
@@ -77,8 +85,8 @@ def _poll(client, query) -> str:
 
 def _worker_stopped(query, minutes_ago=10):
     """What a worker killed at the second step leaves: its progress, an old heartbeat."""
-    set_background_progress("report", query, {"done": 1, "step": REPORT_STEPS[1]})
-    record_background_heartbeat("report", query, at=time.time() - minutes_ago * 60)
+    set_background_progress("report", _job(query), {"done": 1, "step": REPORT_STEPS[1]})
+    record_background_heartbeat("report", _job(query), at=time.time() - minutes_ago * 60)
 
 
 @pytest.mark.django_db
@@ -88,14 +96,16 @@ def test_the_worker_beats_while_a_long_step_runs(long_report, settings, monkeypa
     daily_split = queries.daily_split
 
     def slow_daily_split(*args, **kwargs):
-        before = background_last_heard("report", long_report)
+        before = background_last_heard("report", _job(long_report))
         time.sleep(0.6)  # a long step: the beats during its duration are what is tested
-        heard_during_the_step.append((before, background_last_heard("report", long_report)))
+        heard_during_the_step.append((before, background_last_heard("report", _job(long_report))))
         return daily_split(*args, **kwargs)
 
     monkeypatch.setattr(queries, "daily_split", slow_daily_split)
     started = time.time()
-    assert compute_report_in_background(long_report) is True  # what the worker runs
+    assert (
+        compute_report_in_background(long_report, None, READER_SCOPE_KEY) is True
+    )  # what the worker runs
     [(before, after)] = heard_during_the_step
     assert started <= before < after  # beaten by the thread, with no step in between
     assert after - before >= 0.3
@@ -104,7 +114,7 @@ def test_the_worker_beats_while_a_long_step_runs(long_report, settings, monkeypa
 @pytest.mark.django_db
 def test_a_report_whose_worker_stopped_is_queued_again(long_report, client, queued_reports):
     _worker_stopped(long_report)
-    last_heard = datetime.fromtimestamp(background_last_heard("report", long_report), UTC)
+    last_heard = datetime.fromtimestamp(background_last_heard("report", _job(long_report)), UTC)
 
     fragment = _poll(client, long_report)
     sentence = (
@@ -114,15 +124,15 @@ def test_a_report_whose_worker_stopped_is_queued_again(long_report, client, queu
     assert sentence in fragment and 'id="report-progress-note"' in fragment
     assert 'hx-trigger="load delay:1s"' in fragment  # it keeps polling
     assert queued_reports() == [("reports.compute_report", long_report)]
-    assert background_attempts("report", long_report) == 2
-    assert background_progress("report", long_report)["step"] == "waiting for a worker"
+    assert background_attempts("report", _job(long_report)) == 2
+    assert background_progress("report", _job(long_report))["step"] == "waiting for a worker"
 
     # The next poll waits for that attempt: nothing is queued twice.
     assert sentence in _poll(client, long_report)
     assert len(queued_reports()) == 1
 
     # A worker takes it: its heartbeat is fresh, the note goes with its first step.
-    assert compute_report_in_background(long_report) is True
+    assert compute_report_in_background(long_report, None, READER_SCOPE_KEY) is True
     assert 'id="report-table"' in _poll(client, long_report)
 
 
@@ -132,7 +142,7 @@ def test_a_live_worker_is_left_alone(long_report, client, queued_reports):
     fragment = _poll(client, long_report)
     assert "stopped" not in fragment and 'hx-trigger="load delay:1s"' in fragment
     assert queued_reports() == []
-    assert background_attempts("report", long_report) == 1
+    assert background_attempts("report", _job(long_report)) == 1
 
 
 @pytest.mark.django_db

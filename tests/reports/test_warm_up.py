@@ -114,7 +114,7 @@ def test_a_warm_up_serves_every_viewed_page_without_reading_the_rollups(
     assert len(recent_views()) == 4
 
     bump_reports_version()  # a rollup
-    assert cached_value("overview", {}) is None
+    assert cached_value("overview", {"scope": "t"}) is None
     assert warm_recent_views() == 4
     for url, headers in pages:
         html, reads = _rollup_queries(client, url, **headers)
@@ -166,7 +166,7 @@ def test_a_rollup_queues_a_warm_up_on_a_real_worker(
     )
     rollup_pool_days([pool.pk], hour, hour + timedelta(hours=1))
     wait_until(
-        lambda: cached_value("overview", {}) is not None,
+        lambda: cached_value("overview", {"scope": "t"}) is not None,
         timeout_seconds=60,
         what="a warm-up to fill the Overview",
         interval_seconds=0.2,
@@ -215,7 +215,7 @@ def test_a_failed_background_report_stops_polling_and_says_why(
     client, make_user, gpu_model, settings, monkeypatch
 ):
     from apps.reports import queries
-    from apps.reports.cache import start_background_job
+    from apps.reports.cache import report_job, start_background_job
     from apps.reports.warming import compute_report_in_background
 
     settings.REPORTS_WARM_UP = True
@@ -223,14 +223,15 @@ def test_a_failed_background_report_stops_polling_and_says_why(
     _make_pools(gpu_model, 1)
     start = (datetime.now(UTC) - timedelta(days=59)).date().isoformat()
     query = f"start={start}&group_by=pool"
-    assert start_background_job("report", query)  # queued: the page will not queue another
+    # Queued for the reader's scope (no team: "t"): the page will not queue another.
+    assert start_background_job("report", report_job(query, "t"))
 
     def out_of_disk(*args, **kwargs):
         raise OSError("No space left on device")
 
     monkeypatch.setattr(queries, "cost_report", out_of_disk)
     with pytest.raises(OSError):
-        compute_report_in_background(query)  # what the worker runs
+        compute_report_in_background(query, None, "t")  # what the worker runs
     client.force_login(make_user("reader"))
     fragment = client.get(reverse("reports:report") + "?" + query, headers=RESULTS)
     body = fragment.content.decode()
