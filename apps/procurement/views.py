@@ -19,6 +19,7 @@ from apps.core.crud import delete_page, form_page
 from apps.core.htmx import fragment_for, render_page
 from apps.core.outbox import enqueue, mark_waiting
 from apps.core.tables import configure_table
+from apps.pools.scoped import in_scope_or_404
 from apps.procurement import charts
 from apps.procurement.forms import (
     ExportForm,
@@ -35,7 +36,6 @@ from apps.procurement.services import (
     scenario_queryset,
     what_if_json,
 )
-from apps.pools.scoped import in_scope_or_404
 from apps.procurement.tables import ScenarioTable
 from apps.procurement.tasks import generate_export_task
 
