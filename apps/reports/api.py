@@ -73,7 +73,10 @@ class ExplainStepSerializer(serializers.Serializer):
 
 
 class CostRowSerializer(serializers.Serializer):
-    key = serializers.CharField(help_text="Pool or workload slug, purpose, or “unattributed”.")
+    key = serializers.CharField(
+        help_text="Pool or workload slug, purpose, “unattributed”, or “other-teams”: the "
+        "workloads of teams outside the caller's scope on a shared pool, unnamed."
+    )
     label = serializers.CharField()
     capacity_gpu_hours = serializers.FloatField(help_text="GPUs × hours paid for in the range.")
     measured_capacity_gpu_hours = serializers.FloatField(help_text="Of those, with telemetry.")
