@@ -650,6 +650,7 @@ def scenario_queryset():
         "reference_gpu_model",
         "model_architecture",
         "created_by",
+        "team",
     )
 
 

@@ -41,7 +41,9 @@ def test_a_team_scenario_is_read_by_its_team_only(client, teams):
     export_url = reverse("procurement:export_detail", kwargs={"pk": export.pk})
 
     client.force_login(UserFactory(teams=[vision]))
-    assert client.get(detail).status_code == 200
+    page = client.get(detail)
+    assert page.status_code == 200
+    assert "Vision team" in page.content.decode()  # the demand card names the team
     response = client.get(api)
     assert response.status_code == 200
     assert response.json()["team"] == vision.slug
