@@ -12,6 +12,7 @@ from apps.backups.api import (
     RestoreDrillViewSet,
 )
 from apps.catalog.api import GpuModelViewSet, ModelArchitectureViewSet
+from apps.pilots.api import PilotResultViewSet
 from apps.pools.api import MemoryEstimateView, PoolViewSet, WorkloadViewSet
 from apps.procurement.api import CapacityMixEstimateView, ScenarioViewSet
 from apps.reports.api import CostReportView, InterruptionViewSet, UsageProfileView
@@ -35,6 +36,7 @@ router.register("backup-policies", BackupPolicyViewSet, basename="backup-policy"
 router.register("backup-versions", BackupVersionViewSet, basename="backup-version")
 router.register("restore-drills", RestoreDrillViewSet, basename="restore-drill")
 router.register("pull-sources", PullSourceViewSet, basename="pull-source")
+router.register("pilots", PilotResultViewSet, basename="pilot")
 router.register("audit-events", AuditEventViewSet, basename="audit-event")
 router.register("alert-rules", AlertRuleViewSet, basename="alert-rule")
 router.register("alert-channels", AlertChannelViewSet, basename="alert-channel")

@@ -13,6 +13,7 @@ urlpatterns = [
     path("", include("apps.dashboard.urls")),
     path("", include("apps.core.urls")),
     path("", include("apps.pools.urls")),
+    path("", include("apps.pilots.urls")),
     path("catalog/", include("apps.catalog.urls")),
     path("telemetry/", include("apps.telemetry.urls")),
     path("", include("apps.reports.urls")),

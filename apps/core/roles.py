@@ -50,6 +50,8 @@ TECHNICAL_LEAD = Role(
         "telemetry.add_pullsource",
         "telemetry.change_pullsource",
         "telemetry.delete_pullsource",
+        "pilots.add_pilotresult",
+        "pilots.delete_pilotresult",
         "alerts.add_alertrule",
         "alerts.change_alertrule",
         "alerts.delete_alertrule",
@@ -67,6 +69,8 @@ OPS = Role(
     permissions=(
         "telemetry.add_importrun",
         "telemetry.view_purgerun",
+        "pilots.add_pilotresult",
+        "pilots.delete_pilotresult",
         "pools.add_interruption",
         "pools.change_interruption",
         "pools.delete_interruption",
