@@ -69,6 +69,8 @@ ROUTES = {
     "pools:workload_edit": ("workload", "pools.change_workload"),
     "pools:workload_delete": ("workload", "pools.delete_workload"),
     "pools:calculator": (None, EVERYONE),
+    "pilots:pilot_list": ("workload", EVERYONE),
+    "pilots:pilot_delete": ("pilot_result", "pilots.delete_pilotresult"),
     "catalog:gpu_model_list": (None, EVERYONE),
     "catalog:gpu_model_detail": ("gpu_model", EVERYONE),
     "catalog:gpu_model_create": (None, "catalog.add_gpumodel"),
@@ -153,6 +155,8 @@ API_ROUTES = {
     "restore-drill-detail": "restore_drill",
     "pull-source-list": None,
     "pull-source-detail": "pull_source",
+    "pilot-list": None,
+    "pilot-detail": "pilot_result_api",
     "alert-rule-list": None,
     "alert-rule-detail": "alert_rule",
     "alert-channel-list": None,
@@ -303,6 +307,11 @@ def _url(name, kind, *, pool, workload, user):
         return reverse(name, kwargs={"pk": event.pk})
     if kind in ("alert_rule", "alert_channel", "alert", "silence"):
         return _alerts_url(name, kind, pool=pool)
+    if kind in ("pilot_result", "pilot_result_api"):
+        result = _pilot_result(workload)
+        if kind == "pilot_result_api":
+            return reverse(name, kwargs={"pk": result.pk})
+        return reverse(name, kwargs={"slug": workload.slug, "pk": result.pk})
     if kind == "own_token":
         token, _ = ApiToken.issue(
             user=user, description="walk", lifetime=_one_day(), read_only=True
@@ -361,6 +370,23 @@ def _alerts_url(name, kind, *, pool):
     if kind == "silence":
         return reverse(name, kwargs={"pk": make_silence(rule=rule).pk})
     return reverse(name, kwargs={"pk": make_alert(rule, pool).pk})
+
+
+def _pilot_result(workload):
+    from apps.pilots.models import PilotResult
+
+    result, _ = PilotResult.objects.get_or_create(
+        workload=workload,
+        content_sha256="0" * 64,
+        defaults={
+            "gpu_model": workload.pool.gpu_model,
+            "name": "Walk pilot",
+            "gpu_count": 8,
+            "source_format": "vllm",
+            "output_tokens_per_second": 1000.0,
+        },
+    )
+    return result
 
 
 def _one_day():
