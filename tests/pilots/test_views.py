@@ -159,3 +159,26 @@ def test_a_gpu_model_with_a_reference_price_is_costed_at_it(workload, sample):
     # $2.50 × 8 ÷ (21028.23 tokens/s × 3600 s) × 10⁶ = 20 ÷ 75,701,628 × 10⁶ = $0.264195
     assert row.cost_per_million_output_tokens_usd == pytest.approx(20 / 75_701_628 * 1e6)
     assert row.cost_per_million_output_tokens_usd == pytest.approx(0.2641952, rel=1e-6)
+
+
+@pytest.mark.django_db
+def test_the_page_and_a_refusal_in_chinese(client, workload):
+    client.force_login(UserFactory(role="lead"))
+    chinese = {"Accept-Language": "zh-Hans"}
+    url = reverse("pilots:pilot_list", kwargs={"slug": workload.slug})
+    page = client.get(url, headers=chinese).content.decode()
+    assert "尚无试点基准测试" in page and "每百万输出 token 成本" in page
+    refused = client.post(
+        url,
+        {
+            "file": SimpleUploadedFile("summary.txt", b"hello\n"),
+            "source_format": "mlperf",
+            "gpu_model": "h100-sxm",
+            "gpu_count": "8",
+        },
+        headers=chinese,
+    )
+    assert refused.status_code == 400
+    assert "第 1 行：应为以“MLPerf Results Summary”开头的 MLPerf LoadGen 摘要" in (
+        refused.content.decode()
+    )
