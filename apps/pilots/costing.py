@@ -16,9 +16,10 @@ def cost_per_million_output_tokens_usd(
 ) -> float:
     """USD per 10⁶ output tokens at a measured throughput.
 
-    price per GPU-hour × GPUs ÷ (output tokens/s × 3600) × 10⁶ — the cost-per-token line
-    of /work/shared/docs/FORMULAS.md ("Compute and throughput"): what the GPUs cost in an
-    hour over the tokens they produce in that hour.
+    price per GPU-hour × GPUs ÷ (output tokens/s × 3600) × 10⁶ — the project's
+    cost-per-1M-tokens formula (FORMULAS.md, "Compute and throughput"), fed a measured
+    throughput instead of the decode ceiling: what the GPUs cost in an hour over the
+    tokens they produce in that hour.
     """
     if output_tokens_per_second <= 0:
         raise ValueError("output_tokens_per_second must be positive")
