@@ -182,3 +182,10 @@ def test_the_page_and_a_refusal_in_chinese(client, workload):
     assert "第 1 行：应为以“MLPerf Results Summary”开头的 MLPerf LoadGen 摘要" in (
         refused.content.decode()
     )
+
+
+@pytest.mark.django_db
+def test_the_workload_page_links_to_its_pilots(client, workload):
+    client.force_login(UserFactory(role="reader"))
+    page = client.get(reverse("pools:workload_detail", kwargs={"slug": workload.slug}))
+    assert reverse("pilots:pilot_list", kwargs={"slug": workload.slug}) in page.content.decode()
