@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "apps.catalog",
     "apps.pools",
     "apps.telemetry",
+    "apps.training",
     "apps.reports",
     "apps.backups",
     "apps.procurement",

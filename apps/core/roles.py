@@ -50,6 +50,7 @@ TECHNICAL_LEAD = Role(
         "telemetry.add_pullsource",
         "telemetry.change_pullsource",
         "telemetry.delete_pullsource",
+        "training.add_trainingimportrun",
         "alerts.add_alertrule",
         "alerts.change_alertrule",
         "alerts.delete_alertrule",
@@ -67,6 +68,7 @@ OPS = Role(
     permissions=(
         "telemetry.add_importrun",
         "telemetry.view_purgerun",
+        "training.add_trainingimportrun",
         "pools.add_interruption",
         "pools.change_interruption",
         "pools.delete_interruption",
