@@ -42,7 +42,7 @@ TEAM_OWNED_KINDS = {
     "silence",
 }
 # URL namespaces (apps) whose views filter by scope.
-SCOPED_APPS: set[str] = {"pools", "backups", "telemetry", "alerts"}
+SCOPED_APPS: set[str] = {"pools", "backups", "telemetry", "training", "alerts"}
 # API route names of tests/test_urls_roles.py whose app filters by scope.
 SCOPED_API_PREFIXES: set[str] = {
     "pool",
