@@ -66,7 +66,8 @@ def test_a_bad_line_stores_nothing_and_is_named(client, timed_workload):
 def test_csv_push_through_a_column_mapping(client, timed_workload):
     client.force_login(UserFactory(role="ops"))
     text = "when,job,what,ckpt\n2025-01-01T00:00:00Z,j,job_started,\n"
-    text += "2025-01-01T00:01:00Z,j,checkpoint_loaded,0\n2025-01-01T00:10:00Z,j,checkpoint_saved,3\n"
+    text += "2025-01-01T00:01:00Z,j,checkpoint_loaded,0\n"
+    text += "2025-01-01T00:10:00Z,j,checkpoint_saved,3\n"
     response = _push(
         client,
         timed_workload,
@@ -93,9 +94,7 @@ def test_push_refuses_readers_and_out_of_scope_workloads(client, timed_workload)
     assert client.post(PUSH, data="{}", content_type="application/json").status_code == 400
 
 
-def test_goodput_api_reproduces_the_primer_with_hours_gpu_hours_and_dollars(
-    client, timed_workload
-):
+def test_goodput_api_reproduces_the_primer_with_hours_gpu_hours_and_dollars(client, timed_workload):
     client.force_login(UserFactory(role="ops"))
     _push(client, timed_workload)
     client.force_login(UserFactory(role="reader"))
@@ -195,7 +194,9 @@ def test_reference_step_is_editable_in_the_workload_api(client, workload):
     client.force_login(UserFactory(role="lead"))
     url = reverse("workload-detail", kwargs={"slug": workload.slug})
     response = client.patch(
-        url, data=json.dumps({"reference_step_seconds": "0.002569"}), content_type="application/json"
+        url,
+        data=json.dumps({"reference_step_seconds": "0.002569"}),
+        content_type="application/json",
     )
     assert response.status_code == 200, response.json()
     workload.refresh_from_db()
