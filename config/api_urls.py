@@ -67,6 +67,6 @@ urlpatterns = [
     path("telemetry/gpu/", GpuIngestView.as_view(), name="api-ingest-gpu"),
     path("telemetry/requests/", RequestIngestView.as_view(), name="api-ingest-requests"),
     path("training-events/", TrainingEventIngestView.as_view(), name="api-ingest-training-events"),
-    path("workloads/<slug:slug>/goodput/", WorkloadGoodputView.as_view(), name="workload-goodput"),
+    path("workloads/<str:slug>/goodput/", WorkloadGoodputView.as_view(), name="workload-goodput"),
     *router.urls,
 ]
