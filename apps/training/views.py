@@ -144,6 +144,9 @@ def event_import(request, slug):
                 status = 422
         else:
             status = 422
+    if request.htmx:
+        # htmx swaps only a 2xx answer: the panel with its errors replaces the panel.
+        status = 200
     return render_page(
         request,
         "training/workload_goodput.html",

@@ -179,9 +179,13 @@ def test_upload_errors_are_listed_by_line(client, timed_workload):
     csv_without_mapping = client.post(
         reverse("training:event_import", kwargs={"slug": timed_workload.slug}),
         {"format": "csv", "file": SimpleUploadedFile("e.csv", b"a\n")},
+        headers={"HX-Request": "true"},
     )
-    assert csv_without_mapping.status_code == 422
-    assert "A CSV needs its column mapping." in csv_without_mapping.content.decode()
+    # htmx swaps only a 2xx answer: the panel comes back with the field's error.
+    assert csv_without_mapping.status_code == 200
+    body = csv_without_mapping.content.decode()
+    assert "A CSV needs its column mapping." in body and "<html" not in body
+    assert not TrainingEvent.objects.exists()
 
 
 def test_workload_page_loads_the_panel_for_training_workloads(client, timed_workload):
@@ -205,3 +209,36 @@ def test_reference_step_is_editable_in_the_workload_api(client, workload):
         url, data=json.dumps({"reference_step_seconds": "0"}), content_type="application/json"
     )
     assert refused.status_code == 400
+
+
+def test_the_identity_key_holds_events_without_step_or_node_rank(timed_workload):
+    from datetime import UTC, datetime
+
+    from django.db import IntegrityError, transaction
+
+    values = {
+        "workload": timed_workload,
+        "job_name": "j",
+        "event_type": "job_started",
+        "timestamp": datetime(2025, 1, 1, tzinfo=UTC),
+    }
+    TrainingEvent.objects.create(**values)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        TrainingEvent.objects.create(**values)  # NULL step and node rank count as equal
+
+
+def test_the_documented_fsdp_log_through_the_command_and_the_api(client, timed_workload):
+    """examples/goodput_measurement/README.md: 21.72 % at a 0.002569 s reference step."""
+    timed_workload.reference_step_seconds = Decimal("0.002569")
+    timed_workload.save(update_fields=["reference_step_seconds"])
+    call_command(
+        "import_training_events",
+        str(DATA / "fsdp_example_event_log.jsonl"),
+        workload=timed_workload.slug,
+        stdout=StringIO(),
+    )
+    client.force_login(UserFactory(role="reader"))
+    body = client.get(reverse("workload-goodput", kwargs={"slug": timed_workload.slug})).json()
+    assert f"{body['goodput_pct']:.2f}" == "21.72"
+    assert (body["jobs"][0]["min_loaded_step"], body["jobs"][0]["max_saved_step"]) == (0, 10000)
+    assert body["event_count"] == 26
