@@ -3,12 +3,13 @@
 Two formats:
 
 - ``jsonl``: the JSON-lines event log of Google's ``resiliency.goodput_measure``
-  (AI-Hypercomputer/resiliency, ``resiliency/goodput_measure/logging.py`` writes it; the
-  calculator reads it): one object per line with ``timestamp`` (ISO 8601, naive read as
-  UTC), ``job_name``, ``event_type`` (job_started, checkpoint_loaded, checkpoint_saved,
-  job_terminated; user_scheduled and user_terminated too), ``step`` and ``node_rank``
-  (whole numbers, written ``40.0`` by some loggers). ``duration_seconds`` is gpufleet's
-  addition for loggers that time their saves; other keys are ignored.
+  (AI-Hypercomputer/resiliency: the training job logs it with the library's
+  ``log_event``, ``resiliency/goodput_measure/calculator.py`` reads it): one object per
+  line with ``timestamp`` (ISO 8601, naive read as UTC), ``job_name``, ``event_type``
+  (job_started, checkpoint_loaded, checkpoint_saved, job_terminated; user_scheduled and
+  user_terminated too), ``step`` and ``node_rank`` (whole numbers, written ``40.0`` by
+  some loggers). ``duration_seconds`` is gpufleet's addition for loggers that time their
+  saves; other keys are ignored.
 - ``csv``: any CSV with a header, read through ``columns`` (our field → the file's header).
 
 Every problem names its line and what was expected; the importer stores nothing when

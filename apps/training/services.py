@@ -27,6 +27,10 @@ def content_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+# The rejected lines kept with a failed run; the message still counts them all.
+MAX_ERRORS_KEPT = 200
+
+
 def _failed(run: TrainingImportRun, message, errors=()) -> TrainingImportRun:
     run.status = TrainingImportRun.Status.FAILED
     run.message = str(message)
@@ -37,7 +41,7 @@ def _failed(run: TrainingImportRun, message, errors=()) -> TrainingImportRun:
             "message": str(error.message),
             "message_parts": to_data(error.message),
         }
-        for error in errors
+        for error in list(errors)[:MAX_ERRORS_KEPT]
     ]
     run.save()
     return run

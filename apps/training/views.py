@@ -51,7 +51,12 @@ def _workload_named(request, slug):
 
 
 def _day_start(value: str | None):
-    day = parse_date(value or "") if value else None
+    """The UTC midnight of a ``YYYY-MM-DD`` day; None for none, or for one that is not a day
+    (the panel then shows every event rather than an error in place of the figures)."""
+    try:
+        day = parse_date(value or "")
+    except ValueError:  # well formed but not a day: 2025-02-30
+        day = None
     return None if day is None else datetime.combine(day, time(), tzinfo=UTC)
 
 
