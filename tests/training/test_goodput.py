@@ -131,3 +131,36 @@ def test_combine_adds_times_and_weighs_goodput_by_time():
     assert combined.total_seconds == 2 * primer.total_seconds
     assert combined.goodput_pct == 50.0
     assert combined.badput_seconds["restart"] == 2 * 15 * 60
+
+
+def test_the_librarys_own_multi_node_case():
+    """AI-Hypercomputer/resiliency, tests/resiliency/goodput_measure/test_calculator.py,
+    ``test_calculate_goodput_with_reference_time``: three nodes start at 1, 2, 3 min and
+    terminate at 13, 14, 15 min after a user_scheduled at 0; step 100 loaded, 200 saved;
+    8 s a step → 900 s total, 800 s effective, 88.89 %."""
+    events = [
+        _at(0, "user_scheduled"),
+        *(_at(minute, "job_started", node_rank=rank) for rank, minute in enumerate((1, 2, 3))),
+        _at(5, "checkpoint_loaded", step=100),
+        _at(10, "checkpoint_saved", step=200),
+        _at(12, "user_terminated"),
+        *(
+            _at(minute, "job_terminated", node_rank=rank)
+            for rank, minute in enumerate((13, 14, 15))
+        ),
+    ]
+    result = goodput.job_goodput(events, reference_step_seconds=8)
+    assert (result.min_loaded_step, result.max_saved_step, result.step_difference) == (
+        100,
+        200,
+        100,
+    )
+    assert result.total_seconds == 900
+    assert result.effective_seconds == 800
+    assert result.goodput_pct == pytest.approx(800 / 900 * 100, abs=1e-3)
+    assert result.job_starts == 1
+    # 8 s a step is longer than the 5 minutes between load and save allow: the loading
+    # (2 min) and the progress lost (5 min) cannot both fit in the 100 s left, and the
+    # result says so instead of showing a negative slowdown.
+    assert goodput.BADPUT_ABOVE_TOTAL in result.flags
+    assert result.badput_seconds["slowdown"] == 0

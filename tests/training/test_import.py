@@ -242,3 +242,32 @@ def test_the_documented_fsdp_log_through_the_command_and_the_api(client, timed_w
     assert f"{body['goodput_pct']:.2f}" == "21.72"
     assert (body["jobs"][0]["min_loaded_step"], body["jobs"][0]["max_saved_step"]) == (0, 10000)
     assert body["event_count"] == 26
+
+
+def test_the_panel_reads_in_a_fixed_number_of_queries(
+    client, timed_workload, django_assert_max_num_queries
+):
+    from datetime import UTC, datetime, timedelta
+
+    origin = datetime(2025, 1, 1, tzinfo=UTC)
+    TrainingEvent.objects.bulk_create(
+        TrainingEvent(
+            workload=timed_workload,
+            job_name=f"job-{job}",
+            event_type=event_type,
+            timestamp=origin + timedelta(hours=job, minutes=minute),
+            step=step,
+        )
+        for job in range(30)
+        for minute, event_type, step in (
+            (0, "job_started", None),
+            (1, "checkpoint_loaded", 0),
+            (50, "checkpoint_saved", 20),
+            (55, "job_terminated", None),
+        )
+    )
+    client.force_login(UserFactory(role="reader"))
+    url = reverse("training:workload_panel", kwargs={"slug": timed_workload.slug})
+    with django_assert_max_num_queries(12):
+        response = client.get(url, headers={"HX-Request": "true"})
+    assert response.content.decode().count("job-") >= 30
