@@ -24,6 +24,7 @@ from apps.telemetry.api import (
     RequestIngestView,
     WorkloadHourlyRequestsView,
 )
+from apps.training.api import TrainingEventIngestView, WorkloadGoodputView
 
 router = DefaultRouter()
 router.register("pools", PoolViewSet, basename="pool")
@@ -67,5 +68,7 @@ urlpatterns = [
     path("reconciliation/", ReconciliationView.as_view(), name="api-reconciliation"),
     path("telemetry/gpu/", GpuIngestView.as_view(), name="api-ingest-gpu"),
     path("telemetry/requests/", RequestIngestView.as_view(), name="api-ingest-requests"),
+    path("training-events/", TrainingEventIngestView.as_view(), name="api-ingest-training-events"),
+    path("workloads/<str:slug>/goodput/", WorkloadGoodputView.as_view(), name="workload-goodput"),
     *router.urls,
 ]

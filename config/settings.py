@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "apps.pools",
     "apps.telemetry",
     "apps.pilots",
+    "apps.training",
     "apps.reports",
     "apps.backups",
     "apps.procurement",

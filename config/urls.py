@@ -16,6 +16,7 @@ urlpatterns = [
     path("", include("apps.pilots.urls")),
     path("catalog/", include("apps.catalog.urls")),
     path("telemetry/", include("apps.telemetry.urls")),
+    path("training/", include("apps.training.urls")),
     path("", include("apps.reports.urls")),
     path("procurement/", include("apps.procurement.urls")),
     path("backups/", include("apps.backups.urls")),

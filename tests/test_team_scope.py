@@ -45,7 +45,7 @@ TEAM_OWNED_KINDS = {
     "pilot_result_api",
 }
 # URL namespaces (apps) whose views filter by scope.
-SCOPED_APPS: set[str] = {"pools", "backups", "telemetry", "alerts", "pilots"}
+SCOPED_APPS: set[str] = {"pools", "backups", "telemetry", "training", "alerts", "pilots"}
 # API route names of tests/test_urls_roles.py whose app filters by scope.
 SCOPED_API_PREFIXES: set[str] = {
     "pool",

@@ -60,6 +60,8 @@ ROUTES = {
     "pools:pool_detail": ("pool", EVERYONE),
     "reports:pool_panel": ("pool", EVERYONE),
     "telemetry:pool_panel": ("pool", EVERYONE),
+    "training:workload_panel": ("workload", EVERYONE),
+    "training:event_import": ("workload", "training.add_trainingimportrun"),
     "pools:pool_create": (None, "pools.add_pool"),
     "pools:pool_edit": ("pool", "pools.change_pool"),
     "pools:pool_delete": ("pool", "pools.delete_pool"),
@@ -136,6 +138,7 @@ API_ROUTES = {
     "pool-detail": "pool",
     "workload-list": None,
     "workload-detail": "workload",
+    "workload-goodput": "workload",
     "gpu-model-list": None,
     "gpu-model-detail": "gpu_model",
     "model-architecture-list": None,
@@ -180,6 +183,8 @@ POST_ONLY_API = {
     "backup-version-checksums",
     "api-ingest-gpu",
     "api-ingest-requests",
+    # tests/training/test_api.py
+    "api-ingest-training-events",
     "api-usage-hourly",
     "api-usage-requests-hourly",
     # tests/pools/test_archive.py
