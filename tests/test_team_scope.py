@@ -40,9 +40,11 @@ TEAM_OWNED_KINDS = {
     "alert_channel",
     "alert",
     "silence",
+    "team",
+    "budget",
 }
 # URL namespaces (apps) whose views filter by scope.
-SCOPED_APPS: set[str] = {"pools", "backups", "telemetry", "alerts"}
+SCOPED_APPS: set[str] = {"pools", "backups", "telemetry", "alerts", "showback"}
 # API route names of tests/test_urls_roles.py whose app filters by scope.
 SCOPED_API_PREFIXES: set[str] = {
     "pool",
@@ -52,6 +54,8 @@ SCOPED_API_PREFIXES: set[str] = {
     "pull",
     "alert",
     "silence",
+    "team",
+    "budget",
 }
 
 ROLE_KEYS = ["lead", "ops", "procurement", "reader"]

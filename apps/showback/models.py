@@ -91,6 +91,10 @@ class Budget(models.Model):
         return reverse("showback:budget_list")
 
     @property
+    def name(self) -> str:
+        return str(self)
+
+    @property
     def owner_name(self) -> str:
         return self.team.name if self.team_id else self.pool.name
 

@@ -27,21 +27,28 @@ from apps.showback.models import Budget
 from apps.showback.months import month_span, parse_month
 
 
+def _check_superuser(request):
+    if not request.user.is_superuser:
+        raise PermissionDenied(_("Only administrators change teams and budgets."))
+
+
 def superuser_required(view):
     @wraps(view)
     def wrapper(request, *args, **kwargs):
-        if not request.user.is_superuser:
-            raise PermissionDenied(_("Only administrators change teams and budgets."))
+        _check_superuser(request)
         return view(request, *args, **kwargs)
 
     return wrapper
 
 
 def _team_or_404(request, slug) -> Team:
-    team = get_object_or_404(Team, slug=slug)
-    if not scope_of(request.user).everything and team.pk not in scope_of(request.user).team_ids:
-        raise Http404
-    return team
+    """The team, or 404 for someone outside it, before any 403: another team's existence
+    is not disclosed."""
+    return get_object_or_404(selectors.teams_in_scope(scope_of(request.user)), slug=slug)
+
+
+def _budget_or_404(request, pk) -> Budget:
+    return get_object_or_404(selectors.budgets_in_scope(scope_of(request.user)), pk=pk)
 
 
 def showback_rows(figures: selectors.Showback, scope) -> list[dict]:
@@ -133,10 +140,10 @@ def team_create(request):
     )
 
 
-@superuser_required
 @require_http_methods(["GET", "POST"])
 def team_edit(request, slug):
-    team = get_object_or_404(Team, slug=slug)
+    team = _team_or_404(request, slug)
+    _check_superuser(request)
     return form_page(
         request,
         form_class=TeamForm,
@@ -157,10 +164,10 @@ def team_blockers(team) -> list:
     return blockers
 
 
-@superuser_required
 @require_http_methods(["GET", "POST"])
 def team_delete(request, slug):
-    team = get_object_or_404(Team, slug=slug)
+    team = _team_or_404(request, slug)
+    _check_superuser(request)
     return delete_page(
         request,
         obj=team,
@@ -258,10 +265,10 @@ def budget_create(request):
     )
 
 
-@superuser_required
 @require_http_methods(["GET", "POST"])
 def budget_edit(request, pk):
-    budget = get_object_or_404(Budget, pk=pk)
+    budget = _budget_or_404(request, pk)
+    _check_superuser(request)
     return form_page(
         request,
         form_class=BudgetForm,
@@ -271,10 +278,10 @@ def budget_edit(request, pk):
     )
 
 
-@superuser_required
 @require_http_methods(["GET", "POST"])
 def budget_delete(request, pk):
-    budget = get_object_or_404(Budget, pk=pk)
+    budget = _budget_or_404(request, pk)
+    _check_superuser(request)
     return delete_page(
         request,
         obj=budget,
