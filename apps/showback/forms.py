@@ -1,6 +1,5 @@
 from django import forms
 from django.contrib.auth import get_user_model
-from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import Team
@@ -46,11 +45,3 @@ class BudgetForm(TablerFormMixin, forms.ModelForm):
         self.fields["team"].queryset = Team.objects.order_by("name")
         self.fields["pool"].queryset = Pool.objects.active().order_by("name")
         self.fields["team"].required = self.fields["pool"].required = False
-
-    def clean(self):
-        cleaned = super().clean()
-        if bool(cleaned.get("team")) == bool(cleaned.get("pool")):
-            raise forms.ValidationError(
-                gettext("A budget is for one team or one pool: choose one of the two.")
-            )
-        return cleaned

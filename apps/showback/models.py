@@ -7,7 +7,6 @@ Spend is never stored: it is read from the cost report (apps/showback/selectors.
 
 from decimal import Decimal
 
-from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
@@ -70,6 +69,9 @@ class Budget(models.Model):
                 condition=(Q(team__isnull=False) & Q(pool__isnull=True))
                 | (Q(team__isnull=True) & Q(pool__isnull=False)),
                 name="budget_of_a_team_or_a_pool",
+                violation_error_message=_(
+                    "A budget is for one team or one pool: choose one of the two."
+                ),
             ),
             models.CheckConstraint(
                 condition=Q(amount_usd_per_month__gt=0), name="budget_amount_positive"
@@ -96,7 +98,9 @@ class Budget(models.Model):
 
     @property
     def owner_name(self) -> str:
-        return self.team.name if self.team_id else self.pool.name
+        if self.team_id:
+            return self.team.name
+        return self.pool.name if self.pool_id else "—"
 
     @property
     def owner_slug(self) -> str:
@@ -107,6 +111,3 @@ class Budget(models.Model):
         """The team that sees the budget's alerts: its own, or its pool's (None: shared)."""
         return self.team_id if self.team_id else self.pool.team_id
 
-    def clean(self):
-        if bool(self.team_id) == bool(self.pool_id):
-            raise ValidationError(gettext("A budget is for one team or one pool: choose one."))
