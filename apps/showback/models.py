@@ -110,4 +110,3 @@ class Budget(models.Model):
     def team_id_in_charge(self) -> int | None:
         """The team that sees the budget's alerts: its own, or its pool's (None: shared)."""
         return self.team_id if self.team_id else self.pool.team_id
-
