@@ -60,7 +60,8 @@ class BudgetViewSet(viewsets.ModelViewSet):
 
 
 class ShowbackView(APIView):
-    """Each team's spend for a month (``?month=YYYY-MM``, UTC; default this month so far),
+    """Each team's spend for a month (``?month=YYYY-MM``, UTC; default this month so far; a
+    month yet to come spends nothing),
     split as the showback page splits it, from the cost report. A caller who is not
     fleet-wide gets their teams' rows only and no total."""
 
@@ -70,8 +71,8 @@ class ShowbackView(APIView):
         query.is_valid(raise_exception=True)
         now = timezone.now()
         start = parse_month(query.validated_data.get("month"), now)
-        if start > now:
-            raise ValidationError({"month": ["This month has not started yet."]})
+        if start is None:
+            raise ValidationError({"month": ["A month from 2000-01 on, as YYYY-MM."]})
         begin, end = month_span(start, now)
         figures = selectors.showback(begin, end)
         scope = scope_of(request.user)

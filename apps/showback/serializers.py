@@ -2,7 +2,7 @@ from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from apps.accounts.models import Team
-from apps.core.serializers import SlugReferenceField, StrictModelSerializer
+from apps.core.serializers import NoBlankQueryMixin, SlugReferenceField, StrictModelSerializer
 from apps.pools.models import Pool
 from apps.showback.models import Budget
 
@@ -20,6 +20,12 @@ class TeamSerializer(StrictModelSerializer):
         model = Team
         fields = ["slug", "name", "description", "members", "created_at"]
         read_only_fields = ["created_at"]
+
+    def to_internal_value(self, data):
+        # DRF reads any iterable (an object's keys) as the list; the schema says array.
+        if isinstance(data, dict) and "members" in data and not isinstance(data["members"], list):
+            raise serializers.ValidationError({"members": ["Expected a list of usernames."]})
+        return super().to_internal_value(data)
 
 
 class BudgetSerializer(StrictModelSerializer):
@@ -98,9 +104,10 @@ class BudgetSerializer(StrictModelSerializer):
         return data
 
 
-class ShowbackQuerySerializer(serializers.Serializer):
+class ShowbackQuerySerializer(NoBlankQueryMixin, serializers.Serializer):
+    not_blank = ("month",)
     month = serializers.RegexField(
-        r"^\d{4}-(0[1-9]|1[0-2])$",
+        r"^2\d{3}-(0[1-9]|1[0-2])$",
         required=False,
         help_text="YYYY-MM (UTC); default: this month, up to now.",
     )
