@@ -16,6 +16,7 @@ from apps.pilots.api import PilotResultViewSet
 from apps.pools.api import MemoryEstimateView, PoolViewSet, WorkloadViewSet
 from apps.procurement.api import CapacityMixEstimateView, ScenarioViewSet
 from apps.reports.api import CostReportView, InterruptionViewSet, UsageProfileView
+from apps.showback.api import BudgetViewSet, ShowbackView, TeamViewSet
 from apps.telemetry.api import (
     GpuIngestView,
     PoolHourlyUsageView,
@@ -43,6 +44,8 @@ router.register("alert-rules", AlertRuleViewSet, basename="alert-rule")
 router.register("alert-channels", AlertChannelViewSet, basename="alert-channel")
 router.register("alerts", AlertViewSet, basename="alert")
 router.register("silences", SilenceViewSet, basename="silence")
+router.register("teams", TeamViewSet, basename="team")
+router.register("budgets", BudgetViewSet, basename="budget")
 
 urlpatterns = [
     path("me/", MeView.as_view(), name="api-me"),
@@ -65,6 +68,7 @@ urlpatterns = [
     ),
     path("usage/profile/", UsageProfileView.as_view(), name="api-usage-profile"),
     path("reports/cost/", CostReportView.as_view(), name="api-report-cost"),
+    path("showback/", ShowbackView.as_view(), name="api-showback"),
     path("reconciliation/", ReconciliationView.as_view(), name="api-reconciliation"),
     path("telemetry/gpu/", GpuIngestView.as_view(), name="api-ingest-gpu"),
     path("telemetry/requests/", RequestIngestView.as_view(), name="api-ingest-requests"),

@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "apps.reports",
     "apps.backups",
     "apps.procurement",
+    "apps.showback",
     "apps.alerts",
     "apps.dashboard",
     "apps.demo",

@@ -43,9 +43,19 @@ TEAM_OWNED_KINDS = {
     "silence",
     "pilot_result",
     "pilot_result_api",
+    "team",
+    "budget",
 }
 # URL namespaces (apps) whose views filter by scope.
-SCOPED_APPS: set[str] = {"pools", "backups", "telemetry", "training", "alerts", "pilots"}
+SCOPED_APPS: set[str] = {
+    "pools",
+    "backups",
+    "telemetry",
+    "training",
+    "alerts",
+    "pilots",
+    "showback",
+}
 # API route names of tests/test_urls_roles.py whose app filters by scope.
 SCOPED_API_PREFIXES: set[str] = {
     "pool",
@@ -56,6 +66,8 @@ SCOPED_API_PREFIXES: set[str] = {
     "alert",
     "silence",
     "pilot",
+    "team",
+    "budget",
 }
 
 ROLE_KEYS = ["lead", "ops", "procurement", "reader"]

@@ -127,6 +127,16 @@ ROUTES = {
     "alerts:delivery_list": (None, EVERYONE),
     "alerts:silence_list": (None, EVERYONE),
     "alerts:silence_create": (None, "alerts.add_silence"),
+    "showback:team_list": (None, EVERYONE),
+    "showback:team_detail": ("team", EVERYONE),
+    "showback:team_create": (None, SUPERUSER),
+    "showback:team_edit": ("team", SUPERUSER),
+    "showback:team_delete": ("team", SUPERUSER),
+    "showback:showback": (None, EVERYONE),
+    "showback:budget_list": (None, EVERYONE),
+    "showback:budget_create": (None, SUPERUSER),
+    "showback:budget_edit": ("budget", SUPERUSER),
+    "showback:budget_delete": ("budget", SUPERUSER),
 }
 # REST endpoints: anonymous → 401; every signed-in role may read.
 API_ROUTES = {
@@ -168,6 +178,11 @@ API_ROUTES = {
     "alert-detail": "alert",
     "silence-list": None,
     "silence-detail": "silence",
+    "team-list": None,
+    "team-detail": "team",
+    "budget-list": None,
+    "budget-detail": "budget",
+    "api-showback": None,
 }
 # REST endpoints for superusers only: anonymous → 401, the other roles → 403.
 SUPERUSER_API_ROUTES = {
@@ -220,6 +235,8 @@ EXCLUDED = {
     "alerts:delivery_send_again": "POST-only; every role covered by tests/alerts/test_views.py",
     "alerts:silence_expire": "POST-only; every role covered by tests/alerts/test_views.py",
     "metrics": "a bearer token or an address, not a role; covered by tests/alerts/test_metrics.py",
+    "showback:showback_export": "a download, not a page; every role covered by "
+    "tests/showback/test_views.py",
 }
 EXCLUDED_NAMESPACES = {"admin": "Django's admin checks is_staff itself"}
 
@@ -317,6 +334,15 @@ def _url(name, kind, *, pool, workload, user):
         if kind == "pilot_result_api":
             return reverse(name, kwargs={"pk": result.pk})
         return reverse(name, kwargs={"slug": workload.slug, "pk": result.pk})
+    if kind == "team":
+        return reverse(name, kwargs={"slug": _walk_team(pool, user).slug})
+    if kind == "budget":
+        from apps.showback.models import Budget
+
+        budget, _ = Budget.objects.get_or_create(
+            pool=pool, defaults={"amount_usd_per_month": "1000.00"}
+        )
+        return reverse(name, kwargs={"pk": budget.pk})
     if kind == "own_token":
         token, _ = ApiToken.issue(
             user=user, description="walk", lifetime=_one_day(), read_only=True
@@ -394,6 +420,19 @@ def _pilot_result(workload):
     return result
 
 
+def _walk_team(pool, user):
+    """The walk pool's team when it has one (tests/test_team_scope.py), else a team of
+    the walk's own that ``user`` belongs to: a team's page is its members'."""
+    from apps.accounts.models import Team
+
+    if pool.team_id:
+        return pool.team
+    team, _ = Team.objects.get_or_create(slug="walk-team", defaults={"name": "Walk team"})
+    if user is not None:
+        team.members.add(user)
+    return team
+
+
 def _one_day():
     from datetime import timedelta
 
@@ -442,7 +481,10 @@ def test_api_refuses_anonymous_and_serves_every_role(client, name, pool, workloa
     anonymous = client.get(url)
     assert anonymous.status_code in (401, 403)
     for role_key in ROLE_KEYS:
-        client.force_login(make_user(role_key))
+        user = make_user(role_key)
+        if API_ROUTES[name] == "team":
+            _walk_team(pool, user)  # a team is read by its members
+        client.force_login(user)
         assert client.get(url).status_code == 200, (name, role_key)
 
 
