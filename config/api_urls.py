@@ -12,9 +12,11 @@ from apps.backups.api import (
     RestoreDrillViewSet,
 )
 from apps.catalog.api import GpuModelViewSet, ModelArchitectureViewSet
+from apps.pilots.api import PilotResultViewSet
 from apps.pools.api import MemoryEstimateView, PoolViewSet, WorkloadViewSet
 from apps.procurement.api import CapacityMixEstimateView, ScenarioViewSet
 from apps.reports.api import CostReportView, InterruptionViewSet, UsageProfileView
+from apps.showback.api import BudgetViewSet, ShowbackView, TeamViewSet
 from apps.telemetry.api import (
     GpuIngestView,
     PoolHourlyUsageView,
@@ -23,6 +25,7 @@ from apps.telemetry.api import (
     RequestIngestView,
     WorkloadHourlyRequestsView,
 )
+from apps.training.api import TrainingEventIngestView, WorkloadGoodputView
 
 router = DefaultRouter()
 router.register("pools", PoolViewSet, basename="pool")
@@ -35,11 +38,14 @@ router.register("backup-policies", BackupPolicyViewSet, basename="backup-policy"
 router.register("backup-versions", BackupVersionViewSet, basename="backup-version")
 router.register("restore-drills", RestoreDrillViewSet, basename="restore-drill")
 router.register("pull-sources", PullSourceViewSet, basename="pull-source")
+router.register("pilots", PilotResultViewSet, basename="pilot")
 router.register("audit-events", AuditEventViewSet, basename="audit-event")
 router.register("alert-rules", AlertRuleViewSet, basename="alert-rule")
 router.register("alert-channels", AlertChannelViewSet, basename="alert-channel")
 router.register("alerts", AlertViewSet, basename="alert")
 router.register("silences", SilenceViewSet, basename="silence")
+router.register("teams", TeamViewSet, basename="team")
+router.register("budgets", BudgetViewSet, basename="budget")
 
 urlpatterns = [
     path("me/", MeView.as_view(), name="api-me"),
@@ -62,8 +68,11 @@ urlpatterns = [
     ),
     path("usage/profile/", UsageProfileView.as_view(), name="api-usage-profile"),
     path("reports/cost/", CostReportView.as_view(), name="api-report-cost"),
+    path("showback/", ShowbackView.as_view(), name="api-showback"),
     path("reconciliation/", ReconciliationView.as_view(), name="api-reconciliation"),
     path("telemetry/gpu/", GpuIngestView.as_view(), name="api-ingest-gpu"),
     path("telemetry/requests/", RequestIngestView.as_view(), name="api-ingest-requests"),
+    path("training-events/", TrainingEventIngestView.as_view(), name="api-ingest-training-events"),
+    path("workloads/<str:slug>/goodput/", WorkloadGoodputView.as_view(), name="workload-goodput"),
     *router.urls,
 ]

@@ -295,7 +295,11 @@ def demo_rows(django_db_setup, django_db_blocker):
     with django_db_blocker.unblock(), transaction.atomic():
         # In a transaction rolled back with the capture's.
         _restore_migrated_rows_if_flushed()
-        rows = capture_added_rows(lambda: call_command("seed_demo", verbosity=0))
+        # Without teams: the tests reading the demo see the whole fleet as any user
+        # (tests/showback/test_demo.py seeds the teams and budgets).
+        rows = capture_added_rows(
+            lambda: call_command("seed_demo", verbosity=0, without_teams=True)
+        )
         transaction.set_rollback(True)
     return rows
 

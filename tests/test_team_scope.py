@@ -18,6 +18,7 @@ from tests.test_urls_roles import (
     API_ROUTES,
     ROUTES,
     _expected_from_roles_table,
+    _pilot_result,
     _url,
 )
 
@@ -40,6 +41,10 @@ TEAM_OWNED_KINDS = {
     "alert_channel",
     "alert",
     "silence",
+    "pilot_result",
+    "pilot_result_api",
+    "team",
+    "budget",
 }
 # URL namespaces (apps) whose views filter by scope.
 SCOPED_APPS: set[str] = {
@@ -50,6 +55,9 @@ SCOPED_APPS: set[str] = {
     "reports",
     "dashboard",
     "procurement",
+    "training",
+    "pilots",
+    "showback",
 }
 # API route names of tests/test_urls_roles.py whose app filters by scope.
 SCOPED_API_PREFIXES: set[str] = {
@@ -62,6 +70,9 @@ SCOPED_API_PREFIXES: set[str] = {
     "silence",
     "interruption",
     "scenario",
+    "pilot",
+    "team",
+    "budget",
 }
 
 ROLE_KEYS = ["lead", "ops", "procurement", "reader"]
@@ -163,13 +174,15 @@ LISTS_NAMING_THE_WORKLOAD = {
     "backup-policy-list": "slug",
     "backup-version-list": "slug",
     "restore-drill-list": "slug",
+    "pilot-list": "slug",
 }
 
 
 @pytest.fixture
 def team_a_records(pool, workload):
-    """A backup policy, version and drill of the walk's workload; an import, a hostname
-    rule and a pull source of its pool: each lists under team A's objects."""
+    """A backup policy, version and drill and a pilot result of the walk's workload; an
+    import, a hostname rule and a pull source of its pool: each lists under team A's
+    objects."""
     from tests.backups.factories import make_drill, make_policy, make_version
 
     policy = make_policy(workload)
@@ -179,6 +192,7 @@ def team_a_records(pool, workload):
     )
     HostnameRule.objects.create(pool=pool, hostname_pattern="team-a-*")
     PullSourceFactory(name="team-a-source", pool=pool)
+    _pilot_result(workload)
 
 
 def _list_pairs():

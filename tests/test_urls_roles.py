@@ -60,6 +60,8 @@ ROUTES = {
     "pools:pool_detail": ("pool", EVERYONE),
     "reports:pool_panel": ("pool", EVERYONE),
     "telemetry:pool_panel": ("pool", EVERYONE),
+    "training:workload_panel": ("workload", EVERYONE),
+    "training:event_import": ("workload", "training.add_trainingimportrun"),
     "pools:pool_create": (None, "pools.add_pool"),
     "pools:pool_edit": ("pool", "pools.change_pool"),
     "pools:pool_delete": ("pool", "pools.delete_pool"),
@@ -69,6 +71,8 @@ ROUTES = {
     "pools:workload_edit": ("workload", "pools.change_workload"),
     "pools:workload_delete": ("workload", "pools.delete_workload"),
     "pools:calculator": (None, EVERYONE),
+    "pilots:pilot_list": ("workload", EVERYONE),
+    "pilots:pilot_delete": ("pilot_result", "pilots.delete_pilotresult"),
     "catalog:gpu_model_list": (None, EVERYONE),
     "catalog:gpu_model_detail": ("gpu_model", EVERYONE),
     "catalog:gpu_model_create": (None, "catalog.add_gpumodel"),
@@ -123,6 +127,16 @@ ROUTES = {
     "alerts:delivery_list": (None, EVERYONE),
     "alerts:silence_list": (None, EVERYONE),
     "alerts:silence_create": (None, "alerts.add_silence"),
+    "showback:team_list": (None, EVERYONE),
+    "showback:team_detail": ("team", EVERYONE),
+    "showback:team_create": (None, SUPERUSER),
+    "showback:team_edit": ("team", SUPERUSER),
+    "showback:team_delete": ("team", SUPERUSER),
+    "showback:showback": (None, EVERYONE),
+    "showback:budget_list": (None, EVERYONE),
+    "showback:budget_create": (None, SUPERUSER),
+    "showback:budget_edit": ("budget", SUPERUSER),
+    "showback:budget_delete": ("budget", SUPERUSER),
 }
 # REST endpoints: anonymous → 401; every signed-in role may read.
 API_ROUTES = {
@@ -134,6 +148,7 @@ API_ROUTES = {
     "pool-detail": "pool",
     "workload-list": None,
     "workload-detail": "workload",
+    "workload-goodput": "workload",
     "gpu-model-list": None,
     "gpu-model-detail": "gpu_model",
     "model-architecture-list": None,
@@ -153,6 +168,8 @@ API_ROUTES = {
     "restore-drill-detail": "restore_drill",
     "pull-source-list": None,
     "pull-source-detail": "pull_source",
+    "pilot-list": None,
+    "pilot-detail": "pilot_result_api",
     "alert-rule-list": None,
     "alert-rule-detail": "alert_rule",
     "alert-channel-list": None,
@@ -161,6 +178,11 @@ API_ROUTES = {
     "alert-detail": "alert",
     "silence-list": None,
     "silence-detail": "silence",
+    "team-list": None,
+    "team-detail": "team",
+    "budget-list": None,
+    "budget-detail": "budget",
+    "api-showback": None,
 }
 # REST endpoints for superusers only: anonymous → 401, the other roles → 403.
 SUPERUSER_API_ROUTES = {
@@ -176,6 +198,8 @@ POST_ONLY_API = {
     "backup-version-checksums",
     "api-ingest-gpu",
     "api-ingest-requests",
+    # tests/training/test_api.py
+    "api-ingest-training-events",
     "api-usage-hourly",
     "api-usage-requests-hourly",
     # tests/pools/test_archive.py
@@ -211,6 +235,8 @@ EXCLUDED = {
     "alerts:delivery_send_again": "POST-only; every role covered by tests/alerts/test_views.py",
     "alerts:silence_expire": "POST-only; every role covered by tests/alerts/test_views.py",
     "metrics": "a bearer token or an address, not a role; covered by tests/alerts/test_metrics.py",
+    "showback:showback_export": "a download, not a page; every role covered by "
+    "tests/showback/test_views.py",
 }
 EXCLUDED_NAMESPACES = {"admin": "Django's admin checks is_staff itself"}
 
@@ -303,6 +329,20 @@ def _url(name, kind, *, pool, workload, user):
         return reverse(name, kwargs={"pk": event.pk})
     if kind in ("alert_rule", "alert_channel", "alert", "silence"):
         return _alerts_url(name, kind, pool=pool)
+    if kind in ("pilot_result", "pilot_result_api"):
+        result = _pilot_result(workload)
+        if kind == "pilot_result_api":
+            return reverse(name, kwargs={"pk": result.pk})
+        return reverse(name, kwargs={"slug": workload.slug, "pk": result.pk})
+    if kind == "team":
+        return reverse(name, kwargs={"slug": _walk_team(pool, user).slug})
+    if kind == "budget":
+        from apps.showback.models import Budget
+
+        budget, _ = Budget.objects.get_or_create(
+            pool=pool, defaults={"amount_usd_per_month": "1000.00"}
+        )
+        return reverse(name, kwargs={"pk": budget.pk})
     if kind == "own_token":
         token, _ = ApiToken.issue(
             user=user, description="walk", lifetime=_one_day(), read_only=True
@@ -368,6 +408,36 @@ def _alerts_url(name, kind, *, pool):
     return reverse(name, kwargs={"pk": make_alert(rule, pool).pk})
 
 
+def _pilot_result(workload):
+    from apps.pilots.models import PilotResult
+
+    result, _ = PilotResult.objects.get_or_create(
+        workload=workload,
+        content_sha256="0" * 64,
+        defaults={
+            "gpu_model": workload.pool.gpu_model,
+            "name": "Walk pilot",
+            "gpu_count": 8,
+            "source_format": "vllm",
+            "output_tokens_per_second": 1000.0,
+        },
+    )
+    return result
+
+
+def _walk_team(pool, user):
+    """The walk pool's team when it has one (tests/test_team_scope.py), else a team of
+    the walk's own that ``user`` belongs to: a team's page is its members'."""
+    from apps.accounts.models import Team
+
+    if pool.team_id:
+        return pool.team
+    team, _ = Team.objects.get_or_create(slug="walk-team", defaults={"name": "Walk team"})
+    if user is not None:
+        team.members.add(user)
+    return team
+
+
 def _one_day():
     from datetime import timedelta
 
@@ -416,7 +486,10 @@ def test_api_refuses_anonymous_and_serves_every_role(client, name, pool, workloa
     anonymous = client.get(url)
     assert anonymous.status_code in (401, 403)
     for role_key in ROLE_KEYS:
-        client.force_login(make_user(role_key))
+        user = make_user(role_key)
+        if API_ROUTES[name] == "team":
+            _walk_team(pool, user)  # a team is read by its members
+        client.force_login(user)
         assert client.get(url).status_code == 200, (name, role_key)
 
 

@@ -16,6 +16,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -124,6 +125,10 @@ class Team(models.Model):
 
     def __str__(self):
         return self.name
+
+    def get_absolute_url(self):
+        # The team pages live in apps/showback, above this app: named, not imported.
+        return reverse("showback:team_detail", kwargs={"slug": self.slug})
 
 
 class MappedRole(models.TextChoices):

@@ -7,4 +7,8 @@ class AlertsConfig(AppConfig):
     verbose_name = "Alerts"
 
     def ready(self):
-        from apps.alerts import checks, evaluators  # noqa: F401 - the checks and the kinds
+        from apps.alerts import (  # noqa: F401 - the checks and the kinds
+            budget_evaluator,
+            checks,
+            evaluators,
+        )

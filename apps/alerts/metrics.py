@@ -12,13 +12,14 @@ gpufleet's own gauges, computed at each scrape in a dozen SQL aggregates.
   dcgm-exporter: the last pull), and ``gpufleet_telemetry_source_up{source}``: 0 when
   its last pull failed;
 - ``gpufleet_alerts_firing{kind}``: firing alerts per rule kind, 0 for the quiet ones;
+- ``gpufleet_team_budget_used_ratio{team}``: per team with a budget, spent this month ÷
+  the budget (the showback's spend; above 1 when over budget, never clamped);
 - ``gpufleet_worker_queue_depth{queue}``: tasks waiting in the Celery queue on the
   broker (Redis ``LLEN`` over its priority lists) and, as ``queue="outbox"``, tasks
   kept in the database for a broker that was unreachable.
 
-Each family is a function registered with ``@family``: an app that adds figures (the
-budget used per team, ``gpufleet_team_budget_used_ratio{team}``, once showback keeps
-budgets) registers its function, so no placeholder series is ever emitted.
+Each family is a function registered with ``@family``: an app that adds figures registers
+its function, so no placeholder series is ever emitted (no team budget: no budget series).
 
 Access (``access_status``): ``Authorization: Bearer METRICS_TOKEN``, or a peer address in
 ``METRICS_ALLOWED_ADDRESSES`` (CIDRs; the direct peer, so behind a proxy use the token).
@@ -43,6 +44,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import CollectorRegistry
 
+from apps.accounts.scope import EVERYTHING
 from apps.alerts import registry as rule_registry
 from apps.alerts.models import Alert
 from apps.backups.services import overdue_and_failing_summary
@@ -50,6 +52,7 @@ from apps.core.models import OutboxTask
 from apps.pools.models import Pool
 from apps.reports import costmodel
 from apps.reports.queries import Span, UsageTotals, pool_usage_totals
+from apps.showback.selectors import budget_burndowns, budgets_in_scope
 from apps.telemetry.models import PullSource
 from config.celery_app import app as celery_app
 
@@ -175,6 +178,19 @@ def alerts_firing(now) -> Iterable[Metric]:
     for kind, _label in rule_registry.KINDS:
         firing.add_metric([kind], counts.get(kind, 0))
     yield firing
+
+
+@family
+def team_budgets(now) -> Iterable[Metric]:
+    budgets = budgets_in_scope(EVERYTHING).filter(team__isnull=False).order_by("team__slug")
+    used = GaugeMetricFamily(
+        "gpufleet_team_budget_used_ratio",
+        "Spent this month ÷ the team's monthly budget (showback spend; above 1: over budget).",
+        labels=["team"],
+    )
+    for item in budget_burndowns(budgets, now):
+        used.add_metric([item.budget.team.slug], item.figures.spent_usd / item.figures.amount_usd)
+    yield used
 
 
 @family

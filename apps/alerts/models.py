@@ -292,7 +292,7 @@ CONDITIONS = {
     registry.LOW_UTILISATION: gettext_noop(
         "a pool's utilisation is below %(percentage)s %% over %(hours)s h"
     ),
-    registry.BUDGET: gettext_noop("a budget crosses 50, 75, 90 or 100 %%"),
+    registry.BUDGET: gettext_noop("a budget's share used this month reaches %(percentage)s %%"),
     registry.DRILL_OVERDUE: gettext_noop("a restore drill is overdue"),
     registry.DRILL_FAILED: gettext_noop("the latest restore drill failed"),
     registry.TELEMETRY_STALE: gettext_noop("a pool sent no sample for %(minutes)s min"),

@@ -6,7 +6,8 @@ fingerprint keys the alert, so the same subject breaching again next minute is t
 alert) and the sentences that describe it. ``apps/alerts/evaluators.py`` registers the
 built-in kinds; a kind whose figures live in an app that is not installed has no
 evaluator, and a rule of that kind is refused with ``UNAVAILABLE[kind]``, the sentence
-that says what it needs (the budget kind, until showback registers its evaluator).
+that says what it needs. ``apps/alerts/budget_evaluator.py`` registers the budget kind
+from the showback app's figures.
 
 Plain Python: no Django imports, so the registry is imported by models and forms alike.
 """
@@ -43,7 +44,7 @@ KINDS = (
 THRESHOLD_FIELDS = ("threshold_usd", "threshold_pct", "window_hours", "stale_minutes")
 
 # Why a kind without an evaluator cannot be chosen yet.
-UNAVAILABLE = {BUDGET: gettext_noop("budget alerts need the showback app")}
+UNAVAILABLE: dict[str, str] = {}
 
 
 @dataclass(frozen=True)

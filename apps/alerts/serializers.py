@@ -127,7 +127,8 @@ class AlertChannelSerializer(TeamScopedSerializerMixin, StrictModelSerializer):
 class AlertRuleSerializer(TeamScopedSerializerMixin, StrictModelSerializer):
     kind = serializers.ChoiceField(
         choices=KIND_CHOICES,
-        help_text="budget needs the showback app; until then a rule of that kind is refused.",
+        help_text="budget: a budget's share used this month reaches threshold_pct (50, 75, "
+        "90 or 100).",
     )
     channel = SlugReferenceField(slug_field="slug", queryset=AlertChannel.objects.none())
     team = _optional_slug(

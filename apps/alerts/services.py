@@ -36,7 +36,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from apps.alerts import evaluators, notify, registry
+from apps.alerts import budget_evaluator, evaluators, notify, registry
 from apps.alerts.models import Alert, AlertChannel, AlertRule, Delivery, Silence
 from apps.core.outbox import enqueue
 from apps.core.sentences import Sentence, gettext_noop, sentence, to_data
@@ -51,7 +51,7 @@ CLAIM_LEASE = timedelta(minutes=5)
 DELIVERY_PASS_LIMIT = 200
 DELIVERY_TIME_BUDGET_SECONDS = 45.0
 
-assert evaluators  # imported for its registrations
+assert evaluators and budget_evaluator  # imported for their registrations
 
 
 @dataclass

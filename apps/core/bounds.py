@@ -280,6 +280,14 @@ BOUNDS: dict[str, Bound] = {
     "warm_price_per_gb_month_usd": STORAGE_PRICE,
     "cold_price_per_gb_month_usd": STORAGE_PRICE,
     "gray_ratio_percent": PERCENT,
+    # Budgets (apps/showback)
+    "amount_usd_per_month": Bound(
+        _d("0"),
+        _d("100000000"),
+        gettext_noop("USD per month"),
+        gettext_noop("a budget is above 0, and 100 million USD a month is more than any fleet"),
+        above_minimum=True,
+    ),
     # Alert rules
     "threshold_usd": Bound(
         _d("0"), _d("100000000"), gettext_noop("USD"), gettext_noop("an amount cannot be negative")

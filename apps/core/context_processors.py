@@ -13,6 +13,7 @@ NAVIGATION = (
     (_("Backups"), "backups:policy_list", ("backups:",)),
     (_("Reports"), "reports:report", ("reports:",)),
     (_("Procurement"), "procurement:scenario_list", ("procurement:",)),
+    (_("Teams"), "showback:team_list", ("showback:",)),
     (_("Alerts"), "alerts:alert_list", ("alerts:",)),
 )
 

@@ -219,6 +219,7 @@ WORKLOAD_SECTIONS = (
             "expected_mfu",
             "checkpoint_interval_minutes",
             "checkpoint_write_seconds",
+            "reference_step_seconds",
         ],
     ),
     (

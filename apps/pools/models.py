@@ -537,6 +537,18 @@ class Workload(models.Model):
         validators=[MinValueValidator(1)],
         help_text=_("C in Young's and Daly's formulas: how long the job pauses to write one."),
     )
+    reference_step_seconds = models.DecimalField(
+        _("Reference step time (seconds)"),
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0.000001"))],
+        help_text=_(
+            "The ideal time of one training step, measured without checkpointing; "
+            "measured goodput counts the steps kept × this time as effective."
+        ),
+    )
 
     # Telemetry attribution: samples whose Kubernetes labels match count for this workload.
     k8s_namespace = models.CharField(

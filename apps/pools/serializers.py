@@ -177,6 +177,7 @@ class WorkloadSerializer(ScopedReferencesMixin, StrictModelSerializer):
             "expected_mfu",
             "checkpoint_interval_minutes",
             "checkpoint_write_seconds",
+            "reference_step_seconds",
             "weight_precision",
             "kv_cache_precision",
             "context_length",

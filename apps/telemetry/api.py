@@ -531,3 +531,10 @@ class PullSourceViewSet(ScopedQuerysetMixin, viewsets.ModelViewSet):
 
     def scope_filter(self, scope):
         return pool_scope_filter(scope, "pool__")
+
+    # A pull stores only what its last editor could import by hand (models: pull_scope_key).
+    def perform_create(self, serializer):
+        serializer.save(pull_scope_key=scope_of(self.request.user).cache_key)
+
+    def perform_update(self, serializer):
+        serializer.save(pull_scope_key=scope_of(self.request.user).cache_key)

@@ -583,6 +583,7 @@ class PullSourceForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, for
         """``scope``: the user's (apps/accounts/scope.py); a source's pool is one of its."""
         super().__init__(*args, **kwargs)
         self.fields["pool"].queryset = Pool.objects.in_scope(scope).order_by("name")
+        self.instance.pull_scope_key = scope.cache_key
 
     def clean_label_filters(self):
         text = self.cleaned_data.get("label_filters", "")

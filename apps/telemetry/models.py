@@ -16,6 +16,7 @@ from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext, gettext_noop, ngettext
 from django.utils.translation import gettext_lazy as _
 
+from apps.accounts.scope import Scope
 from apps.core.jobs import Job
 from apps.core.sentences import Sentence, to_data
 from apps.core.texts import translated_data
@@ -608,12 +609,20 @@ class PullSource(models.Model):
     # pull-sources page says it in its reader's language; empty where it was stored as
     # plain text. The API keeps ``last_message``, in English.
     last_message_parts = models.JSONField(default=list, blank=True)
+    # The scope of whoever last saved the source (apps/accounts/scope.py, its cache key):
+    # a pull stores only the GPUs that person could import by hand, so a source pointed
+    # at another team's exporter cannot write into that team's pools.
+    pull_scope_key = models.CharField(max_length=500, default="all", editable=False)
 
     class Meta:
         ordering = ["name"]
 
     def __str__(self):
         return self.name
+
+    @property
+    def pull_scope(self) -> Scope:
+        return Scope.from_cache_key(self.pull_scope_key)
 
     def set_last_message(self, message, parts: list[dict] | None = None) -> None:
         """``message``: plain text, a ``Sentence`` or a list of them read one after the

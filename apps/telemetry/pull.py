@@ -39,6 +39,7 @@ from urllib.request import Request, urlopen
 from django.db import connection, transaction
 from django.utils import timezone
 
+from apps.accounts.scope import Scope
 from apps.core.sentences import Sentence, as_sentence, gettext_noop, sentence, to_data
 from apps.telemetry import services
 from apps.telemetry.models import ImportRun, PullSource
@@ -290,7 +291,11 @@ def _pull(
     try:
         result, note = fetch()
         summary = services.import_gpu_samples(
-            result, pool=source.pool, skip_bad_rows=True, received_at=now
+            result,
+            pool=source.pool,
+            skip_bad_rows=True,
+            received_at=now,
+            scope=source.pull_scope,
         )
     except PullError as error:
         failed = _finish_failed(source, run, now, error.sentence, ImportRun.Status.FAILED)
@@ -450,20 +455,22 @@ def store_scrapes(scrapes: list[Scrape]) -> list[ImportRun]:
 
 def _store_and_record(scrapes: list[Scrape]) -> list[ImportRun]:
     stored = [scrape for scrape in scrapes if scrape.result is not None]
-    summaries = dict(
-        zip(
-            map(id, stored),
-            services.import_gpu_batch(
-                [
-                    services.BatchedImport(
-                        scrape.result, pool=scrape.source.pool, received_at=scrape.scraped_at
-                    )
-                    for scrape in stored
-                ]
-            ),
-            strict=True,
+    # One batch per scope the sources pull in (most fleets: one, "all").
+    by_scope: dict[str, list[Scrape]] = {}
+    for scrape in stored:
+        by_scope.setdefault(scrape.source.pull_scope_key, []).append(scrape)
+    summaries = {}
+    for scope_key, of_scope in by_scope.items():
+        batch = [
+            services.BatchedImport(
+                scrape.result, pool=scrape.source.pool, received_at=scrape.scraped_at
+            )
+            for scrape in of_scope
+        ]
+        scope = Scope.from_cache_key(scope_key)
+        summaries.update(
+            zip(map(id, of_scope), services.import_gpu_batch(batch, scope=scope), strict=True)
         )
-    )
     finished_at = timezone.now()
     runs, outcomes = [], []
     for scrape in scrapes:

@@ -46,6 +46,7 @@ from django.utils import timezone
 
 from apps.core.sentences import Sentence, gettext_noop, sentence
 from apps.pools.hours import floor_hour
+from apps.pools.models import Pool
 from apps.telemetry import promql
 from apps.telemetry.models import GpuDevice, GpuDeviceHour, ImportRun, PullSource
 from apps.telemetry.parsers import DeviceKey, GpuSampleRow
@@ -296,7 +297,7 @@ def _devices_of(source: PullSource, rows: list[DeviceHourRow]) -> dict[str, tupl
         }
     unknown = [row for key, row in latest.items() if key not in known]
     if unknown:
-        registry = DeviceRegistry(pool=source.pool)
+        registry = DeviceRegistry(pool=source.pool, scope=source.pull_scope)
         for key, device in registry.register(_registry_rows(unknown)).items():
             known[key] = (device.pk, device.pool_id)
         registry.save()
@@ -378,14 +379,20 @@ def _upsert(values: list[tuple]) -> None:
 
 
 def store_device_hours(
-    source: PullSource, rows: list[DeviceHourRow], *, pulled_at: datetime
+    source: PullSource, rows: list[DeviceHourRow], *, pulled_at: datetime, problems=None
 ) -> tuple[int, int, int]:
     """Write ``rows`` (in the caller's transaction): register their devices, replace the
     source's rows of every hour the answer holds, upsert by key, queue the pool-hours.
-    Returns (rows written, of which replaced an earlier row, devices)."""
+    Returns (rows written, of which replaced an earlier row, devices).
+
+    The rows of GPUs in pools outside the source's scope (``PullSource.pull_scope``) are
+    not written; each such GPU is named once in ``problems``."""
     if not rows:
         return 0, 0, 0
     devices = _devices_of(source, rows)
+    rows = _in_pull_scope(source, rows, devices, problems)
+    if not rows:
+        return 0, 0, len(devices)
     hours = sorted({row.hour for row in rows})
     earlier = GpuDeviceHour.objects.filter(source=source, hour__in=hours)
     replaced = earlier.count()
@@ -416,6 +423,31 @@ def store_device_hours(
     if touched:
         queue_pool_hours(touched)
     return len(rows), replaced, len(devices)
+
+
+def _in_pull_scope(source, rows, devices, problems) -> list[DeviceHourRow]:
+    scope = source.pull_scope
+    if scope.everything:
+        return rows
+    pool_ids = set(Pool.objects.in_scope(scope).values_list("pk", flat=True))
+    refused = {
+        key
+        for key, (_pk, pool_id) in devices.items()
+        if pool_id is not None and pool_id not in pool_ids
+    }
+    if not refused:
+        return rows
+    if problems is not None:
+        problems.extend(
+            f"GPU {key} is in a pool outside the teams of the source's last editor; "
+            "its hours are not stored"
+            for key in sorted(refused)
+        )
+    return [
+        row
+        for row in rows
+        if GpuDevice.key_for(row.device.uuid, row.device.gpu_instance_id) not in refused
+    ]
 
 
 # --- One chunk ----------------------------------------------------------------------------
@@ -482,7 +514,7 @@ def pull_chunk(
     outcome = ChunkOutcome(start, end, partial=partial, warnings=warnings, problems=problems)
     with transaction.atomic():
         outcome.rows_written, outcome.rows_replaced, outcome.devices = store_device_hours(
-            source, rows, pulled_at=pulled_at
+            source, rows, pulled_at=pulled_at, problems=outcome.problems
         )
         if advance_to is not None and not partial:
             source.pulled_until = advance_to

@@ -1123,7 +1123,7 @@ class BatchedImport:
 
 
 @transaction.atomic
-def import_gpu_batch(imports: list[BatchedImport]) -> list[ImportSummary]:
+def import_gpu_batch(imports: list[BatchedImport], *, scope=EVERYTHING) -> list[ImportSummary]:
     """Store several small imports (the scrapes of a pull batch) in one transaction, with
     one device lookup, one binary ``COPY`` and one ``INSERT … ON CONFLICT`` for them all;
     returns one summary per import, in order.
@@ -1136,8 +1136,11 @@ def import_gpu_batch(imports: list[BatchedImport]) -> list[ImportSummary]:
     is what a fleet scraped every 15 s needs: a scrape of one 8-GPU node is ~200 lines but
     its own transaction costs a dozen statements and a commit (bench/scale_scrape.py:
     6–8× the scrapes per second of one transaction per scrape).
+
+    ``scope``: what the imports' sources may write (``PullSource.pull_scope``); the rows
+    of GPUs in pools outside it are refused, by line, as an upload's are.
     """
-    registry = DeviceRegistry()
+    registry = DeviceRegistry(scope=scope)
     registry.preload(
         GpuDevice.key_for(row.device.uuid, row.device.gpu_instance_id)
         for item in imports
@@ -1154,7 +1157,9 @@ def import_gpu_batch(imports: list[BatchedImport]) -> list[ImportSummary]:
         tally.add_errors(chunk.errors)
         new_before = registry.new_count
         devices = registry.register(chunk.rows, pool=item.pool)
-        kept, refused = _refuse_final_hours(chunk.rows, devices)
+        kept, refused = registry.refuse_out_of_scope(chunk.rows, devices)
+        tally.add_errors(refused)
+        kept, refused = _refuse_final_hours(kept, devices)
         tally.add_errors(refused)
         instants: set[tuple[int, datetime]] = set()
         values = list(_sample_values(kept, devices, instants))

@@ -21,6 +21,7 @@ from django.utils.text import get_valid_filename
 from django.utils.translation import gettext, ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from apps.accounts.models import Team
 from apps.accounts.scope import scope_of
 from apps.core.htmx import render_page
 from apps.core.outbox import enqueue, mark_waiting
@@ -525,11 +526,27 @@ def rule_delete(request, pk):
     return render_page(request, "telemetry/rule_confirm_delete.html", {"rule": rule})
 
 
+def _describe_pull_scopes(sources) -> None:
+    """``pull_scope_teams`` on each source that stores only some teams' GPUs: the names of
+    those teams (one query for the page), shared pools being always in."""
+    scopes = {source.pull_scope_key: source.pull_scope for source in sources}
+    team_ids = {team_id for scope in scopes.values() for team_id in scope.team_ids}
+    names = dict(Team.objects.filter(pk__in=team_ids).values_list("pk", "name"))
+    for source in sources:
+        scope = scopes[source.pull_scope_key]
+        source.pull_scope_teams = (
+            None
+            if scope.everything
+            else sorted(names[team_id] for team_id in scope.team_ids if team_id in names)
+        )
+
+
 @require_GET
 def pull_source_list(request):
     # A fleet scraped node by node has a source per node: 1,250 for 10,000 GPUs.
     sources = pull_sources_in(scope_of(request.user)).select_related("pool").order_by("name")
     page = Paginator(sources, PAGE_SIZE).get_page(request.GET.get("page"))
+    _describe_pull_scopes(page.object_list)
     return render_page(
         request,
         "telemetry/pull_source_list.html",

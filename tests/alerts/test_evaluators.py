@@ -287,9 +287,9 @@ def test_a_rules_scope_is_its_team_and_the_shared_objects():
     assert scope.covers_team(None) and scope.covers_team(7) and not scope.covers_team(8)
 
 
-def test_the_budget_kind_waits_for_the_showback_app():
-    assert registry.evaluator_for("budget") is None
-    assert registry.unavailable_reason("budget") == "budget alerts need the showback app"
+def test_the_budget_kind_has_the_showback_evaluator():
+    assert registry.evaluator_for("budget").thresholds == ("threshold_pct",)
+    assert registry.unavailable_reason("budget") is None
     assert registry.unavailable_reason("idle_cost") is None
     assert {kind for kind, _label in registry.KINDS} == {
         "idle_cost",

@@ -162,7 +162,7 @@ def test_the_gauges_say_what_a_hand_computation_says(client, metrics_token, flee
     assert gauge("gpufleet_telemetry_lag_seconds", source="node-1") == pytest.approx(40, abs=60)
     assert gauge("gpufleet_telemetry_source_up", source="node-1") == 0
     assert gauge("gpufleet_worker_queue_depth", queue="outbox") == 1
-    # No budgets are kept yet: no budget figure is made up.
+    # No team has a budget: no budget figure is made up.
     assert not [key for key in values if key[0].startswith("gpufleet_team_budget")]
 
 

@@ -211,8 +211,8 @@ def test_the_rule_form_asks_for_the_thresholds_of_its_kind(client):
         url, {**base, "kind": "idle_cost", "window_hours": "24", "threshold_usd": "1,5"}
     )
     assert "use a decimal point" in comma.content.decode()
-    budget = client.post(url, {**base, "kind": "budget", "threshold_pct": "90"})
-    assert "budget alerts need the showback app" in budget.content.decode()
+    budget = client.post(url, {**base, "kind": "budget"})
+    assert "needs a percentage" in budget.content.decode()
     saved = client.post(
         url,
         {

@@ -17,6 +17,7 @@ NAVIGATION = [
     "Backups",
     "Reports",
     "Procurement",
+    "Teams",
 ]
 
 

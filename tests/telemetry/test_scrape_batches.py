@@ -34,24 +34,10 @@ from apps.telemetry.tasks import rollup_pending_task
 from config.celery_app import app as celery_app
 from tests.conftest import CeleryWorker
 from tests.factories import PoolFactory, PullSourceFactory
-from tests.telemetry.test_pull import SCRAPES, ScrapeHandler, expected_gpus, free_port
+from tests.telemetry.test_pull import SCRAPES, expected_gpus, free_port
 from tests.waiting import wait_until
 
 NOW = datetime(2026, 11, 1, 10, 15, tzinfo=UTC)
-
-
-@pytest.fixture
-def scrape_server():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), ScrapeHandler)
-    server.daemon_threads, server.block_on_close = True, False
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
 
 
 def _sources(urls, pool):

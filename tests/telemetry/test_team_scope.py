@@ -464,3 +464,156 @@ def test_the_pull_source_list_filters_by_its_pools_team(client, fleet):
     assert names("team=vision") == ["vision-exporter"]
     assert names("team=shared") == ["fleet-exporter", "shared-exporter"]
     assert names("team=speech") == []
+
+
+# --- What a pull source may write --------------------------------------------------------
+
+
+def _vision_gpus_scraped(scrape_server, fleet) -> tuple[str, set[str]]:
+    """The Vision pool holds the GPUs of a recorded scrape, pulled once by a fleet-wide
+    source: (the scrape's URL, the GPUs' keys)."""
+    from apps.telemetry import pull
+    from tests.telemetry.test_pull import SCRAPES, expected_gpus
+
+    url = f"{scrape_server}/metrics/{SCRAPES[0].stem}"
+    fleet_source = PullSourceFactory(name="fleet", kind="dcgm_exporter", url=url)
+    fleet_source.pool = fleet["pools"]["vision"]
+    fleet_source.save()
+    assert fleet_source.pull_scope_key == "all"
+    pull.pull_source(fleet_source)
+    keys = set(
+        GpuDevice.objects.filter(pool=fleet["pools"]["vision"]).values_list("key", flat=True)
+    )
+    assert keys == set(expected_gpus(SCRAPES[0]))  # whole GPUs: the key is the UUID
+    return url, keys
+
+
+def _speech_source_for(client, fleet, url) -> PullSource:
+    create = reverse("telemetry:pull_source_create")
+    data = {
+        **_form_data(client.get(create).context["form"]),
+        "name": "Speech exporter",
+        "slug": "speech-exporter",
+        "kind": "dcgm_exporter",
+        "url": url,
+        "interval_seconds": "60",
+        "pool": str(fleet["pools"]["speech"].pk),
+    }
+    assert client.post(create, data).status_code == 302
+    return PullSource.objects.get(slug="speech-exporter")
+
+
+def test_a_source_saved_by_a_team_member_stores_no_gpu_of_another_team(
+    client, fleet, speech_lead, scrape_server
+):
+    from apps.telemetry import pull
+
+    url, vision_keys = _vision_gpus_scraped(scrape_server, fleet)
+    samples_before = GpuSample.objects.count()
+    source = _speech_source_for(client, fleet, url)
+    assert source.pull_scope == Scope(everything=False, team_ids=frozenset({fleet["speech"].pk}))
+
+    run = pull.pull_source(source)
+
+    assert GpuSample.objects.count() == samples_before  # nothing of Vision's GPUs
+    assert run.rows_accepted == 0 and run.rows_rejected == run.rows_total > 0
+    assert "outside your teams" in run.errors[0]["message"]
+    assert set(GpuDevice.objects.filter(key__in=vision_keys).values_list("pool", flat=True)) == {
+        fleet["pools"]["vision"].pk
+    }
+    page = client.get(reverse("telemetry:pull_source_list")).content.decode()
+    assert "Stores only GPUs of shared pools and of Speech" in page
+
+
+def test_a_batch_of_scrapes_refuses_another_teams_gpus_and_stores_the_rest(
+    client, fleet, speech_lead, scrape_server
+):
+    from apps.telemetry import pull
+    from tests.telemetry.test_pull import SCRAPES, expected_gpus
+
+    url, _vision_keys = _vision_gpus_scraped(scrape_server, fleet)
+    speech_source = _speech_source_for(client, fleet, url)
+    other_url = f"{scrape_server}/metrics/{SCRAPES[1].stem}"
+    fresh = PullSourceFactory(name="fresh", kind="dcgm_exporter", url=other_url)
+    samples_before = GpuSample.objects.count()
+
+    refused, stored = pull.pull_dcgm_exporters([speech_source, fresh])
+
+    assert refused.rows_accepted == 0 and refused.rows_rejected == refused.rows_total > 0
+    assert stored.rows_accepted > 0
+    assert GpuSample.objects.count() - samples_before == stored.rows_accepted
+    fresh_gpus = set(expected_gpus(SCRAPES[1]))
+    assert (
+        set(
+            GpuSample.objects.filter(device__key__in=fresh_gpus)
+            .values_list("device__key", flat=True)
+            .distinct()
+        )
+        == fresh_gpus
+    )
+
+
+def test_an_api_edit_by_a_team_member_narrows_the_source_to_their_teams(client, fleet, speech_lead):
+    source = PullSourceFactory(name="speech-node", pool=fleet["pools"]["speech"])
+    assert source.pull_scope_key == "all"
+    response = client.patch(
+        f"/api/v1/pull-sources/{source.slug}/",
+        {"interval_seconds": 120},
+        content_type="application/json",
+        headers=_headers(speech_lead),
+    )
+    assert response.status_code == 200
+    source.refresh_from_db()
+    assert source.pull_scope_key == f"t{fleet['speech'].pk}"
+
+
+def test_hourly_aggregates_of_another_teams_gpu_are_not_stored(fleet, speech_lead):
+    from apps.telemetry.models import GpuDeviceHour
+    from apps.telemetry.parsers.rows import DeviceKey
+    from apps.telemetry.pull_hourly import DeviceHourRow, store_device_hours
+
+    hour = _hour_ago()
+    vision_gpu = GpuDevice.objects.create(
+        key="GPU-vision-1",
+        uuid="GPU-vision-1",
+        first_seen_at=hour,
+        last_seen_at=hour,
+        pool=fleet["pools"]["vision"],
+    )
+    shared_gpu = GpuDevice.objects.create(
+        key="GPU-shared-1",
+        uuid="GPU-shared-1",
+        first_seen_at=hour,
+        last_seen_at=hour,
+        pool=fleet["pools"]["shared"],
+    )
+    source = PullSourceFactory(name="tsdb", kind="prometheus_hourly")
+    source.pull_scope_key = Scope(
+        everything=False, team_ids=frozenset({fleet["speech"].pk})
+    ).cache_key
+    source.save()
+    context = {
+        "hostname": "h",
+        "gpu_index": 0,
+        "model_name": "",
+        "driver_version": "",
+        "mig_profile": "",
+    }
+    rows = [
+        DeviceHourRow(
+            DeviceKey(gpu.uuid), hour, "", "", "", context, samples=60, utilization_pct=50.0
+        )
+        for gpu in (vision_gpu, shared_gpu)
+    ]
+    problems = []
+
+    written, _replaced, _devices = store_device_hours(
+        source, rows, pulled_at=hour, problems=problems
+    )
+
+    assert written == 1
+    assert list(GpuDeviceHour.objects.values_list("device__key", flat=True)) == ["GPU-shared-1"]
+    assert problems == [
+        "GPU GPU-vision-1 is in a pool outside the teams of the source's last editor; "
+        "its hours are not stored"
+    ]

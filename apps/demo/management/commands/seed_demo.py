@@ -19,7 +19,7 @@ from django.utils import timezone
 from apps.backups.demo import seed_backups_demo
 from apps.catalog.models import GpuModel, ModelArchitecture
 from apps.catalog.seed import load_gpu_models, load_model_architectures
-from apps.core.roles import OPS, PROCUREMENT, TECHNICAL_LEAD
+from apps.core.roles import FINANCE, OPS, PROCUREMENT, TECHNICAL_LEAD
 from apps.pools.models import (
     ComplianceZone,
     Deployment,
@@ -32,6 +32,7 @@ from apps.pools.models import (
 )
 from apps.procurement.demo import seed_procurement_demo
 from apps.reports.demo import demo_history_start, seed_usage_demo
+from apps.showback.demo import seed_showback_demo
 
 DEMO_PASSWORD = "gpufleet-demo"  # noqa: S105 - printed for the demo on purpose
 DEMO_USERS = (
@@ -39,6 +40,8 @@ DEMO_USERS = (
     ("lead", "Lena Lead", TECHNICAL_LEAD.name),
     ("ops", "Oskar Ops", OPS.name),
     ("procurement", "Priya Procurement", PROCUREMENT.name),
+    ("finance", "Fiona Finance", FINANCE.name),
+    ("lead-serving", "Sam Serving", TECHNICAL_LEAD.name),
     ("admin", "Ada Admin", None),
 )
 
@@ -429,6 +432,13 @@ DEMO_WORKLOADS = (
 class Command(BaseCommand):
     help = "Load the demo fleet and one demo user per role (safe to run repeatedly)."
 
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--without-teams",
+            action="store_true",
+            help="Leave every pool and workload shared: no teams, no budgets.",
+        )
+
     def handle(self, *args, **options):
         now = timezone.now()
         # Everything or nothing: a demo half seeded is worse than none.
@@ -439,6 +449,8 @@ class Command(BaseCommand):
             pool_hours, workload_hours = seed_usage_demo(now=now)
             seed_backups_demo()
             seed_procurement_demo()
+            if not options.get("without_teams"):
+                seed_showback_demo(users=users, now=now)
         self.stdout.write(
             f"Usage: {pool_hours:,} pool-hours and {workload_hours:,} workload-hours of demo "
             f"telemetry added (history from {history_start:%Y-%m-%d %H:%M} UTC up to this "

@@ -1,0 +1,148 @@
+"""Showback: each team's spend over a span, read from the cost report so the figures
+equal the Reports page's.
+
+The split, pool by pool (``cost_report`` grouped by pool gives each pool's cost, grouped
+by workload what it attributes to each workload):
+
+- a workload's cost goes to its team, or else its pool's team (none: unattributed);
+- a pool's cost less what went to its workloads goes to the pool's team, or, for a
+  shared pool, stays unattributed.
+
+So a team's own pools count in full minus the cost attributed to other teams'
+workloads, a shared pool is split by workload attribution, and the teams plus the
+unattributed rest add up to the fleet's cost.
+"""
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db.models import Count
+
+from apps.accounts.models import Team
+from apps.pools.models import Pool, Workload
+from apps.reports.queries import cost_report
+from apps.showback import burndown
+from apps.showback.models import Budget
+
+
+@dataclass
+class TeamSpend:
+    team: Team | None  # None: unattributed
+    cost_usd: float = 0.0
+    # pool id → USD the team's share of that pool came to
+    by_pool_usd: dict[int, float] = field(default_factory=dict)
+
+    def add(self, pool_id: int, usd: float):
+        self.cost_usd += usd
+        self.by_pool_usd[pool_id] = self.by_pool_usd.get(pool_id, 0.0) + usd
+
+
+@dataclass
+class Showback:
+    start: datetime
+    end: datetime
+    teams: dict[int, TeamSpend]  # every team, spending or not
+    unattributed: TeamSpend
+    pools: dict[int, Pool]
+    pool_cost_usd: dict[int, float]
+
+    @property
+    def total_usd(self) -> float:
+        return sum(spend.cost_usd for spend in self.teams.values()) + self.unattributed.cost_usd
+
+
+def showback(start: datetime, end: datetime) -> Showback:
+    """Every team's spend over [start, end), and the unattributed rest (two cost reports)."""
+    pool_rows = {row.key: row for row in cost_report(start, end, "pool")}
+    workload_rows = {row.key: row for row in cost_report(start, end, "workload")}
+    pools = {pool.id: pool for pool in Pool.objects.select_related("team")}
+    teams = {team.id: TeamSpend(team) for team in Team.objects.order_by("name")}
+    unattributed = TeamSpend(None)
+
+    def spend_of(team_id):
+        return teams[team_id] if team_id is not None else unattributed
+
+    pool_cost_usd = {}
+    rest_usd = {}
+    for pool in pools.values():
+        row = pool_rows.get(pool.slug)
+        pool_cost_usd[pool.id] = row.cost_usd if row else 0.0
+        rest_usd[pool.id] = pool_cost_usd[pool.id]
+    for workload in Workload.objects.only("slug", "team_id", "pool_id").order_by("pk"):
+        row = workload_rows.get(workload.slug)
+        if row is None or not row.cost_usd:
+            continue
+        team_id = workload.team_id or pools[workload.pool_id].team_id
+        spend_of(team_id).add(workload.pool_id, row.cost_usd)
+        rest_usd[workload.pool_id] -= row.cost_usd
+    for pool_id, usd in rest_usd.items():
+        if usd:
+            spend_of(pools[pool_id].team_id).add(pool_id, usd)
+    return Showback(start, end, teams, unattributed, pools, pool_cost_usd)
+
+
+def teams_in_scope(scope):
+    """The teams a user reads: every team for the fleet-wide, else their own."""
+    teams = Team.objects.all()
+    if not scope.everything:
+        teams = teams.filter(pk__in=sorted(scope.team_ids))
+    return teams
+
+
+def team_list_rows(scope):
+    """Teams in scope with their member, pool and workload counts (one query)."""
+    return (
+        teams_in_scope(scope)
+        .annotate(
+            member_count=Count("members", distinct=True),
+            pool_count=Count("pools", distinct=True),
+            workload_count=Count("workloads", distinct=True),
+        )
+        .order_by("name")
+    )
+
+
+# --- budgets --------------------------------------------------------------------------
+
+
+@dataclass
+class BudgetBurndown:
+    budget: Budget
+    figures: burndown.Burndown
+
+
+def budget_burndowns(budgets, now: datetime) -> list[BudgetBurndown]:
+    """Each budget's burn-down for ``now``'s month: its team's showback spend or its
+    pool's cost, month to date and over the forecast window (four cost reports)."""
+    budgets = list(budgets)
+    if not budgets:
+        return []
+    month = showback(burndown.month_start(now.date()), now)
+    window = burndown.forecast_window(now)
+    trailing = showback(window.start, window.end) if window.days else None
+    days_left = burndown.days_left(now)
+    result = []
+    for budget in budgets:
+        result.append(
+            BudgetBurndown(
+                budget,
+                burndown.Burndown(
+                    amount_usd=float(budget.amount_usd_per_month),
+                    spent_usd=_spent(month, budget),
+                    window_spent_usd=_spent(trailing, budget) if trailing else 0.0,
+                    window_days=window.days,
+                    days_left=days_left,
+                ),
+            )
+        )
+    return result
+
+
+def _spent(figures: Showback, budget: Budget) -> float:
+    if budget.team_id:
+        return figures.teams[budget.team_id].cost_usd if budget.team_id in figures.teams else 0.0
+    return figures.pool_cost_usd.get(budget.pool_id, 0.0)
+
+
+def budgets_in_scope(scope):
+    return Budget.objects.in_scope(scope).select_related("team", "pool__team")

@@ -1,0 +1,129 @@
+from django.contrib.auth import get_user_model
+from rest_framework import serializers
+
+from apps.accounts.models import Team
+from apps.core.serializers import NoBlankQueryMixin, SlugReferenceField, StrictModelSerializer
+from apps.pools.models import Pool
+from apps.showback.models import Budget
+
+
+class TeamSerializer(StrictModelSerializer):
+    members = SlugReferenceField(
+        slug_field="username",
+        many=True,
+        required=False,
+        queryset=get_user_model().objects.all(),
+        help_text="The members' usernames.",
+    )
+
+    class Meta:
+        model = Team
+        fields = ["slug", "name", "description", "members", "created_at"]
+        read_only_fields = ["created_at"]
+
+    def to_internal_value(self, data):
+        # DRF reads any iterable (an object's keys) as the list; the schema says array.
+        if isinstance(data, dict) and "members" in data and not isinstance(data["members"], list):
+            raise serializers.ValidationError({"members": ["Expected a list of usernames."]})
+        return super().to_internal_value(data)
+
+
+class BudgetSerializer(StrictModelSerializer):
+    team = SlugReferenceField(
+        slug_field="slug",
+        queryset=Team.objects.all(),
+        required=False,
+        allow_null=True,
+        help_text="The team's slug (its showback spend counts); null for a pool's budget.",
+    )
+    pool = SlugReferenceField(
+        slug_field="slug",
+        queryset=Pool.objects.all(),
+        required=False,
+        allow_null=True,
+        help_text="The pool's slug (its whole cost counts); null for a team's budget.",
+    )
+    spent_usd = serializers.FloatField(read_only=True, help_text="Spent this month so far, USD.")
+    used_pct = serializers.FloatField(
+        read_only=True, help_text="spent ÷ amount × 100; above 100 when over budget."
+    )
+    forecast_usd = serializers.FloatField(
+        read_only=True,
+        allow_null=True,
+        help_text="spent + mean daily spend of the last 7 complete days (fewer early in the "
+        "month) × days left; null before the month's first complete day.",
+    )
+    forecast_days = serializers.IntegerField(
+        read_only=True, help_text="Complete days the mean daily spend is taken over (at most 7)."
+    )
+    state = serializers.ChoiceField(
+        read_only=True,
+        choices=["ok", "50", "75", "90", "over"],
+        help_text="ok below 50 % used, then 50, 75, 90, and over from 100 %.",
+    )
+
+    class Meta:
+        model = Budget
+        fields = [
+            "id",
+            "team",
+            "pool",
+            "amount_usd_per_month",
+            "note",
+            "spent_usd",
+            "used_pct",
+            "forecast_usd",
+            "forecast_days",
+            "state",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = ["created_at", "updated_at"]
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        team = attrs.get("team", getattr(self.instance, "team", None))
+        pool = attrs.get("pool", getattr(self.instance, "pool", None))
+        if bool(team) == bool(pool):
+            raise serializers.ValidationError(
+                {"team": ["A budget is for one team or one pool: give exactly one of the two."]}
+            )
+        return attrs
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        figures = self.context.get("burndowns", {}).get(instance.pk)
+        if figures is not None:
+            data.update(
+                spent_usd=figures.spent_usd,
+                used_pct=figures.used_pct,
+                forecast_usd=figures.forecast_usd,
+                forecast_days=figures.window_days,
+                state=figures.state,
+            )
+        return data
+
+
+class ShowbackQuerySerializer(NoBlankQueryMixin, serializers.Serializer):
+    not_blank = ("month",)
+    month = serializers.RegexField(
+        r"^2\d{3}-(0[1-9]|1[0-2])$",
+        required=False,
+        help_text="YYYY-MM (UTC); default: this month, up to now.",
+    )
+
+
+class ShowbackRowSerializer(serializers.Serializer):
+    team = serializers.CharField(allow_null=True, help_text="The team's slug; null: unattributed.")
+    name = serializers.CharField()
+    cost_usd = serializers.FloatField()
+
+
+class ShowbackSerializer(serializers.Serializer):
+    month = serializers.CharField()
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    rows = ShowbackRowSerializer(many=True)
+    total_usd = serializers.FloatField(
+        allow_null=True, help_text="The fleet's cost; null for a caller who sees only their teams."
+    )

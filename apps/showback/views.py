@@ -1,0 +1,294 @@
+"""Teams, showback and budgets. Everyone signed in reads what their scope holds: the
+fleet-wide (superusers, Finance) every team, the others their own teams (another team's
+page answers 404). Teams and budgets are changed by superusers only."""
+
+from functools import wraps
+
+from django.core.exceptions import PermissionDenied
+from django.db import models
+from django.db.models import Q
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+from django.views.decorators.http import require_GET, require_http_methods
+
+from apps.accounts.models import Team
+from apps.accounts.scope import scope_of
+from apps.core.crud import delete_page, form_page
+from apps.core.history import history_rows
+from apps.core.htmx import render_page
+from apps.pools.models import Pool, Workload
+from apps.showback import exports, selectors
+from apps.showback.charts import build_burndown_figure
+from apps.showback.forms import BudgetForm, TeamForm
+from apps.showback.models import Budget
+from apps.showback.months import month_span, parse_month
+
+
+def _check_superuser(request):
+    if not request.user.is_superuser:
+        raise PermissionDenied(_("Only administrators change teams and budgets."))
+
+
+def superuser_required(view):
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        _check_superuser(request)
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def _team_or_404(request, slug) -> Team:
+    """The team, or 404 for someone outside it, before any 403: another team's existence
+    is not disclosed."""
+    return get_object_or_404(selectors.teams_in_scope(scope_of(request.user)), slug=slug)
+
+
+def _budget_or_404(request, pk) -> Budget:
+    return get_object_or_404(selectors.budgets_in_scope(scope_of(request.user)), pk=pk)
+
+
+def showback_rows(figures: selectors.Showback, scope) -> list[dict]:
+    """Rows of the page and the exports: the scope's teams and, for the fleet-wide,
+    the unattributed rest."""
+    rows = [
+        {"name": spend.team.name, "slug": spend.team.slug, "cost_usd": spend.cost_usd}
+        for team_id, spend in figures.teams.items()
+        if scope.everything or team_id in scope.team_ids
+    ]
+    if scope.everything:
+        rows.append(
+            {
+                "name": gettext("Unattributed (shared pools' rest)"),
+                "slug": None,
+                "cost_usd": figures.unattributed.cost_usd,
+            }
+        )
+    return rows
+
+
+# --- Teams ------------------------------------------------------------------------------
+
+
+@require_GET
+def team_list(request):
+    scope = scope_of(request.user)
+    now = timezone.now()
+    start, end = month_span(parse_month(None, now), now)
+    figures = selectors.showback(start, end)
+    teams = list(selectors.team_list_rows(scope))
+    for team in teams:
+        team.month_cost_usd = figures.teams[team.pk].cost_usd
+    return render_page(
+        request,
+        "showback/team_list.html",
+        {"teams": teams, "month_start": start},
+        fragments={"teams": "teams"},
+    )
+
+
+@require_GET
+def team_detail(request, slug):
+    team = _team_or_404(request, slug)
+    scope = scope_of(request.user)
+    now = timezone.now()
+    start, end = month_span(parse_month(None, now), now)
+    figures = selectors.showback(start, end)
+    spend = figures.teams[team.pk]
+    visible_pools = set(Pool.objects.in_scope(scope).values_list("pk", flat=True))
+    by_pool = sorted(
+        (
+            {
+                "pool": figures.pools[pool_id] if pool_id in visible_pools else None,
+                "cost_usd": usd,
+            }
+            for pool_id, usd in spend.by_pool_usd.items()
+        ),
+        key=lambda row: -row["cost_usd"],
+    )
+    burndowns = selectors.budget_burndowns(selectors.budgets_in_scope(scope).filter(team=team), now)
+    return render_page(
+        request,
+        "showback/team_detail.html",
+        {
+            "team": team,
+            "members": team.members.order_by("username"),
+            "pools": team.pools.order_by("name"),
+            "workloads": Workload.objects.filter(
+                Q(team=team) | Q(team__isnull=True, pool__team=team)
+            )
+            .select_related("pool")
+            .order_by("name"),
+            "month_start": start,
+            "spend": spend,
+            "by_pool": by_pool,
+            "burndowns": burndowns,
+            "burndown_figure": build_burndown_figure(burndowns),
+            "history": history_rows(burndowns[0].budget) if burndowns else [],
+        },
+    )
+
+
+@superuser_required
+@require_http_methods(["GET", "POST"])
+def team_create(request):
+    return form_page(
+        request, form_class=TeamForm, noun=_("Team"), template="showback/team_form.html"
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def team_edit(request, slug):
+    team = _team_or_404(request, slug)
+    _check_superuser(request)
+    return form_page(
+        request,
+        form_class=TeamForm,
+        noun=_("Team"),
+        template="showback/team_form.html",
+        instance=team,
+    )
+
+
+def team_blockers(team) -> list:
+    """What the team still owns that keeps it from being deleted: every object whose
+    foreign key to it protects it (pools, workloads, budgets, channels, and scenarios
+    once they have a team), so no history loses its owner."""
+    blockers = []
+    for relation in Team._meta.related_objects:
+        if relation.on_delete is models.PROTECT:
+            blockers.extend(getattr(team, relation.get_accessor_name()).all()[:20])
+    return blockers
+
+
+@require_http_methods(["GET", "POST"])
+def team_delete(request, slug):
+    team = _team_or_404(request, slug)
+    _check_superuser(request)
+    return delete_page(
+        request,
+        obj=team,
+        noun=_("Team"),
+        blocking=team_blockers(team),
+        blocking_label=gettext(
+            "pools, workloads, budgets or other objects it owns; give them to another team "
+            "or make them shared first, so their history keeps an owner"
+        ),
+        list_url="showback:team_list",
+        cancel_url=team.get_absolute_url(),
+        pretitle=_("Teams"),
+    )
+
+
+# --- Showback ---------------------------------------------------------------------------
+
+
+def _month_figures(request):
+    now = timezone.now()
+    start = parse_month(request.GET.get("month"), now)
+    error = ""
+    if start is None:
+        error = gettext("“%(month)s” is not a month: type it as 2026-12.") % {
+            "month": request.GET.get("month")
+        }
+        start = parse_month(None, now)
+    if start > now:
+        error = gettext("%(month)s has not started yet: showing this month.") % {
+            "month": f"{start:%Y-%m}"
+        }
+        start = parse_month(None, now)
+    begin, end = month_span(start, now)
+    return start, error, selectors.showback(begin, end)
+
+
+@require_GET
+def showback_page(request):
+    scope = scope_of(request.user)
+    start, error, figures = _month_figures(request)
+    rows = showback_rows(figures, scope)
+    return render_page(
+        request,
+        "showback/showback.html",
+        {
+            "rows": rows,
+            "month": f"{start:%Y-%m}",
+            "error": error,
+            "total_usd": figures.total_usd if scope.everything else None,
+        },
+        fragments={"showback": "showback"},
+    )
+
+
+@require_GET
+def showback_export(request):
+    extension = request.GET.get("format", "csv")
+    if extension not in exports.FORMATS:
+        raise Http404
+    start, _error, figures = _month_figures(request)
+    rows = showback_rows(figures, scope_of(request.user))
+    return exports.showback_response(rows, month=f"{start:%Y-%m}", extension=extension)
+
+
+# --- Budgets ----------------------------------------------------------------------------
+
+
+@require_GET
+def budget_list(request):
+    """Every budget in scope with its burn-down; the Overview loads its card fragment."""
+    burndowns = selectors.budget_burndowns(
+        selectors.budgets_in_scope(scope_of(request.user)), timezone.now()
+    )
+    return render_page(
+        request,
+        "showback/budget_list.html",
+        {"burndowns": burndowns, "burndown_figure": build_burndown_figure(burndowns)},
+        fragments={"budgets-panel": "card"},
+    )
+
+
+@superuser_required
+@require_http_methods(["GET", "POST"])
+def budget_create(request):
+    initial = {}
+    team = Team.objects.filter(slug=request.GET.get("team") or "").first()
+    if team:
+        initial["team"] = team.pk
+    return form_page(
+        request,
+        form_class=BudgetForm,
+        noun=_("Budget"),
+        template="showback/budget_form.html",
+        initial=initial,
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def budget_edit(request, pk):
+    budget = _budget_or_404(request, pk)
+    _check_superuser(request)
+    return form_page(
+        request,
+        form_class=BudgetForm,
+        noun=_("Budget"),
+        template="showback/budget_form.html",
+        instance=budget,
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def budget_delete(request, pk):
+    budget = _budget_or_404(request, pk)
+    _check_superuser(request)
+    return delete_page(
+        request,
+        obj=budget,
+        noun=_("Budget"),
+        blocking=[],
+        blocking_label="",
+        list_url="showback:budget_list",
+        cancel_url=budget.get_absolute_url(),
+        pretitle=_("Budgets"),
+    )
