@@ -79,6 +79,16 @@ def expect_only_the_teams_pools(page, live_server, pools):
     assert sorted(pool["slug"] for pool in listed["results"]) == ["shared-l40s", "vision-h100"]
     hidden = page.request.get(f"{live_server.url}{pools['speech'].get_absolute_url()}")
     assert hidden.status == 404
+    # Costs and exports hold the same two pools: the cost report's rows through the API,
+    # and the CSV the reports page downloads.
+    costs = page.request.get(f"{live_server.url}/api/v1/reports/cost/?group_by=pool").json()
+    assert sorted(row["key"] for row in costs) == ["shared-l40s", "vision-h100"]
+    with page.expect_download() as download:
+        page.goto(f"{live_server.url}/reports/")
+        page.evaluate("url => { window.location.href = url }", "/reports/?export=csv")
+    exported = download.value.path().read_text(encoding="utf-8-sig")
+    assert pools["vision"].name in exported and pools["shared"].name in exported
+    assert pools["speech"].name not in exported
 
 
 def expect_signed_out(page, live_server, provider):
