@@ -18,7 +18,7 @@ from apps.core.serializers import NoBlankQueryMixin, SlugReferenceField, StrictM
 from apps.pools.models import Interruption, Pool, Purpose, Workload
 from apps.pools.querysets import workload_scope_filter
 from apps.pools.scoped import ScopedQuerysetMixin, ScopedReferencesMixin
-from apps.reports import explain, lending, queries
+from apps.reports import explain, lending, queries, selectors
 
 DEFAULT_RANGE = timedelta(days=30)
 # Listed in the schema, so a client (and schemathesis) knows which names are valid.
@@ -358,10 +358,11 @@ class PoolLendableView(APIView):
 
     @extend_schema(responses={200: LendableSerializer, 404: NOT_FOUND})
     def get(self, request, slug):
-        pool = _pool_or_404(slug, scope_of(request.user))
+        scope = scope_of(request.user)
+        pool = _pool_or_404(slug, scope)
         if pool.purpose != Purpose.INFERENCE:
             return Response(LendableSerializer(_not_inference_data(pool)).data)
-        result = lending.pool_lendable(pool, timezone.now())
+        result = selectors.pool_lendable_figures(pool, timezone.now(), scope)
         return Response(LendableSerializer(_lendable_data(result)).data)
 
 
@@ -371,7 +372,7 @@ class LendableListView(APIView):
 
     @extend_schema(responses={200: LendableSerializer(many=True)})
     def get(self, request):
-        fleet = lending.fleet_lendable(timezone.now(), scope_of(request.user))
+        fleet = selectors.lendable_figures(timezone.now(), scope_of(request.user))
         return Response(
             LendableSerializer([_lendable_data(row) for row in fleet.rows], many=True).data
         )

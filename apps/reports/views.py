@@ -469,7 +469,9 @@ def pool_lending_panel(request, slug):
         "is_inference": pool.purpose == Purpose.INFERENCE,
     }
     if context["is_inference"]:
-        context.update(_lending_context(lending.pool_lendable(pool, timezone.now())))
+        context.update(
+            _lending_context(selectors.pool_lendable_figures(pool, timezone.now(), scope))
+        )
     return render_page(request, "layouts/pool_panel.html", context, partial="panel")
 
 
@@ -531,7 +533,7 @@ def _lendable_csv(fleet) -> HttpResponse:
 def lendable_list(request):
     """Every inference pool in the viewer's scope with its lendable off-peak capacity,
     sortable (``?sort=value``, ``-value``), as CSV with ``?export=csv``."""
-    fleet = lending.fleet_lendable(timezone.now(), scope_of(request.user))
+    fleet = selectors.lendable_figures(timezone.now(), scope_of(request.user))
     if request.GET.get("export") == "csv":
         return _lendable_csv(fleet)
     sort = request.GET.get("sort") or "-value"
