@@ -370,3 +370,18 @@ def test_list_totals_add_up_sorts_and_exports_names_as_data(client, frozen_now, 
     assert total[0] == "Total"
     assert int(total[5]) == sum(int(row[5]) for row in pools) == 2940
     assert float(total[6]) == pytest.approx(sum(float(row[6]) for row in pools)) == 7350
+
+
+@pytest.mark.django_db
+def test_pages_in_chinese(client, frozen_now, make_user):
+    pool = _inference_pool("Serve zh")
+    _fill(pool)
+    client.force_login(make_user("reader"))
+    chinese = {"Accept-Language": "zh-CN,zh;q=0.9"}
+    listed = client.get(reverse("reports:lendable_list"), headers=chinese).content.decode()
+    assert "可出借的低谷算力" in listed and "GPU 小时/周" in listed
+    panel = client.get(
+        reverse("reports:pool_lending_panel", kwargs={"slug": pool.slug}), headers=chinese
+    ).content.decode()
+    assert "1,176 GPU 小时/周" in panel
+    assert "Mon 00:00" not in panel
