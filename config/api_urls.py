@@ -15,7 +15,13 @@ from apps.catalog.api import GpuModelViewSet, ModelArchitectureViewSet
 from apps.pilots.api import PilotResultViewSet
 from apps.pools.api import MemoryEstimateView, PoolViewSet, WorkloadViewSet
 from apps.procurement.api import CapacityMixEstimateView, ScenarioViewSet
-from apps.reports.api import CostReportView, InterruptionViewSet, UsageProfileView
+from apps.reports.api import (
+    CostReportView,
+    InterruptionViewSet,
+    LendableListView,
+    PoolLendableView,
+    UsageProfileView,
+)
 from apps.showback.api import BudgetViewSet, ShowbackView, TeamViewSet
 from apps.telemetry.api import (
     GpuIngestView,
@@ -69,6 +75,8 @@ urlpatterns = [
     path("usage/profile/", UsageProfileView.as_view(), name="api-usage-profile"),
     path("reports/cost/", CostReportView.as_view(), name="api-report-cost"),
     path("showback/", ShowbackView.as_view(), name="api-showback"),
+    path("lendable/", LendableListView.as_view(), name="lendable-list"),
+    path("pools/<str:slug>/lendable/", PoolLendableView.as_view(), name="pool-lendable"),
     path("reconciliation/", ReconciliationView.as_view(), name="api-reconciliation"),
     path("telemetry/gpu/", GpuIngestView.as_view(), name="api-ingest-gpu"),
     path("telemetry/requests/", RequestIngestView.as_view(), name="api-ingest-requests"),

@@ -59,6 +59,8 @@ ROUTES = {
     "pools:pool_list": (None, EVERYONE),
     "pools:pool_detail": ("pool", EVERYONE),
     "reports:pool_panel": ("pool", EVERYONE),
+    "reports:pool_lending_panel": ("pool", EVERYONE),
+    "reports:lendable_list": (None, EVERYONE),
     "telemetry:pool_panel": ("pool", EVERYONE),
     "training:workload_panel": ("workload", EVERYONE),
     "training:event_import": ("workload", "training.add_trainingimportrun"),
@@ -183,6 +185,8 @@ API_ROUTES = {
     "budget-list": None,
     "budget-detail": "budget",
     "api-showback": None,
+    "pool-lendable": "pool",
+    "lendable-list": None,
 }
 # REST endpoints for superusers only: anonymous → 401, the other roles → 403.
 SUPERUSER_API_ROUTES = {

@@ -18,7 +18,7 @@ from apps.core.serializers import NoBlankQueryMixin, SlugReferenceField, StrictM
 from apps.pools.models import Interruption, Pool, Purpose, Workload
 from apps.pools.querysets import workload_scope_filter
 from apps.pools.scoped import ScopedQuerysetMixin, ScopedReferencesMixin
-from apps.reports import explain, queries
+from apps.reports import explain, lending, queries, selectors
 
 DEFAULT_RANGE = timedelta(days=30)
 # Listed in the schema, so a client (and schemathesis) knows which names are valid.
@@ -265,3 +265,114 @@ class InterruptionViewSet(ScopedQuerysetMixin, viewsets.ModelViewSet):
 
     def perform_create(self, serializer):
         serializer.save(recorded_by=self.request.user)
+
+
+class LendableWindowSerializer(serializers.Serializer):
+    weekday = serializers.IntegerField(min_value=1, max_value=7, help_text="ISO: 1 = Monday.")
+    weekday_name = serializers.CharField(help_text="Mon … Sun.")
+    start_hour = serializers.IntegerField(min_value=0, max_value=23, help_text="Local, inclusive.")
+    end_hour = serializers.IntegerField(
+        min_value=1, max_value=24, help_text="Local, exclusive (24: midnight at the day's end)."
+    )
+    hours = serializers.IntegerField()
+    gpus = serializers.IntegerField(help_text="GPUs free through every hour of the window.")
+    gpu_hours = serializers.IntegerField(help_text="Σ of each hour's free GPUs × 1 h.")
+    label = serializers.CharField(help_text="e.g. “Mon 01:00–07:00”, in the pool's time zone.")
+
+
+class LendableSerializer(serializers.Serializer):
+    pool = serializers.CharField(help_text="The pool's slug.")
+    name = serializers.CharField()
+    is_inference_pool = serializers.BooleanField(
+        help_text="Lendable capacity is computed for inference pools only; false: every "
+        "figure below is null."
+    )
+    time_zone = serializers.CharField(help_text="The pool's IANA time zone: slots are local.")
+    start = serializers.DateTimeField(allow_null=True, help_text="First hour of the window.")
+    end = serializers.DateTimeField(allow_null=True, help_text="End of the window (exclusive).")
+    gpu_count = serializers.IntegerField()
+    safety_margin_pct = serializers.IntegerField(allow_null=True)
+    safety_margin_gpus = serializers.IntegerField(
+        allow_null=True, help_text="⌈GPUs × safety_margin_pct ÷ 100⌉."
+    )
+    price_per_gpu_hour_usd = serializers.FloatField(help_text="The pool's effective price.")
+    lendable_gpu_hours_per_week = serializers.IntegerField(
+        allow_null=True,
+        help_text="Σ over the 168 weekday × hour slots of ⌊GPUs − p95 busy GPUs − margin⌋ "
+        "(at least 0).",
+    )
+    value_usd_per_week = serializers.FloatField(
+        allow_null=True, help_text="lendable_gpu_hours_per_week × price_per_gpu_hour_usd."
+    )
+    slots_without_data = serializers.IntegerField(
+        allow_null=True, help_text="Slots of 168 with fewer than 2 measured hours: not lendable."
+    )
+    windows = LendableWindowSerializer(many=True, allow_null=True)
+    largest_window = LendableWindowSerializer(allow_null=True)
+    free_gpus = serializers.ListField(
+        child=serializers.ListField(child=serializers.IntegerField(allow_null=True)),
+        allow_null=True,
+        help_text="7 × 24: [weekday − 1][local hour] → free GPUs; null: too little data.",
+    )
+    p95_busy_gpus = serializers.ListField(
+        child=serializers.ListField(child=serializers.FloatField(allow_null=True)),
+        allow_null=True,
+        help_text="7 × 24: the 95th percentile of busy GPUs; null: too little data.",
+    )
+
+
+def _lendable_data(result: lending.Lendable) -> dict:
+    return {"is_inference_pool": True, **result.as_dict()}
+
+
+def _not_inference_data(pool: Pool) -> dict:
+    empty = dict.fromkeys(
+        (
+            "start",
+            "end",
+            "safety_margin_pct",
+            "safety_margin_gpus",
+            "lendable_gpu_hours_per_week",
+            "value_usd_per_week",
+            "slots_without_data",
+            "windows",
+            "largest_window",
+            "free_gpus",
+            "p95_busy_gpus",
+        )
+    )
+    return {
+        **empty,
+        "pool": pool.slug,
+        "name": pool.name,
+        "is_inference_pool": False,
+        "time_zone": pool.timezone or "UTC",
+        "gpu_count": pool.gpu_count,
+        "price_per_gpu_hour_usd": float(pool.effective_price_per_gpu_hour_usd),
+    }
+
+
+class PoolLendableView(APIView):
+    """A pool's lendable off-peak capacity over the last 28 days (definition in
+    apps/reports/lending.py)."""
+
+    @extend_schema(responses={200: LendableSerializer, 404: NOT_FOUND})
+    def get(self, request, slug):
+        scope = scope_of(request.user)
+        pool = _pool_or_404(slug, scope)
+        if pool.purpose != Purpose.INFERENCE:
+            return Response(LendableSerializer(_not_inference_data(pool)).data)
+        result = selectors.pool_lendable_figures(pool, timezone.now(), scope)
+        return Response(LendableSerializer(_lendable_data(result)).data)
+
+
+class LendableListView(APIView):
+    """Every inference pool in service in the caller's scope, with its lendable
+    off-peak capacity."""
+
+    @extend_schema(responses={200: LendableSerializer(many=True)})
+    def get(self, request):
+        fleet = selectors.lendable_figures(timezone.now(), scope_of(request.user))
+        return Response(
+            LendableSerializer([_lendable_data(row) for row in fleet.rows], many=True).data
+        )

@@ -202,6 +202,31 @@ def build_heatmap_figure(grid, *, zone_name: str) -> go.Figure | None:
     return figure
 
 
+def build_free_gpus_figure(free_grid, *, zone_name: str) -> go.Figure | None:
+    """Free GPUs (lendable, after the safety margin) by weekday × local hour; slots
+    without enough data are left blank (apps/reports/lending.py)."""
+    if not any(value is not None for row in free_grid for value in row):
+        return None
+    figure = go.Figure(
+        go.Heatmap(
+            z=free_grid,
+            x=list(range(24)),
+            y=[str(day) for day in WEEKDAYS],
+            colorscale="Greens",
+            zmin=0,
+            colorbar={"title": _("GPUs")},
+            hovertemplate="%{y} %{x}:00: %{z} " + _("free GPUs") + "<extra></extra>",
+        )
+    )
+    figure.update_layout(
+        title=_("Free GPUs by weekday and hour (%(zone)s)") % {"zone": zone_name},
+        xaxis={"title": _("Hour of day (%(zone)s)") % {"zone": zone_name}, "dtick": 2},
+        yaxis={"autorange": "reversed", "title": _("Weekday")},
+        **BASE_LAYOUT,
+    )
+    return figure
+
+
 # Bars a cost chart draws: beyond this a half-width chart's bars are too thin to read
 # (and a thousand of them weigh ~200 KB in the page); the table has every row.
 COST_CHART_ROWS = 25

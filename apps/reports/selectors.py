@@ -11,6 +11,7 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from django.conf import settings
 from django.utils.translation import gettext_noop
 
 from apps.accounts.scope import EVERYTHING, Scope
@@ -18,7 +19,7 @@ from apps.core.charts import freeze_figure
 from apps.pools.charts import build_gpus_by_purpose_figure
 from apps.pools.hours import floor_hour
 from apps.pools.models import Pool, Purpose
-from apps.reports import charts, costmodel, queries
+from apps.reports import charts, costmodel, lending, queries
 from apps.reports.cache import cached
 from apps.reports.forms import report_span
 
@@ -305,3 +306,27 @@ def idle_ranking(now, scope: Scope = EVERYTHING) -> dict:
             "utilization_pct": 100 * busy / measured if measured else None,
         },
     }
+
+
+def lendable_figures(now, scope: Scope = EVERYTHING) -> "lending.FleetLendable":
+    """Every inference pool in ``scope`` with its lendable off-peak capacity
+    (apps/reports/lending.py); cached until the data changes."""
+    return cached(
+        "lendable",
+        {"scope": scope.cache_key, "margin_pct": settings.LENDING_SAFETY_MARGIN_PCT},
+        lambda: lending.fleet_lendable(now, scope),
+    )
+
+
+def pool_lendable_figures(pool, now, scope: Scope = EVERYTHING) -> "lending.Lendable":
+    """One inference pool's lendable off-peak capacity, for a viewer whose ``scope``
+    holds it; cached until the data changes."""
+    return cached(
+        "lendable-pool",
+        {
+            "pool": pool.pk,
+            "scope": scope.cache_key,
+            "margin_pct": settings.LENDING_SAFETY_MARGIN_PCT,
+        },
+        lambda: lending.pool_lendable(pool, now),
+    )

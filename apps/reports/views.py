@@ -2,6 +2,7 @@
 progress), a pool's report panel, and the interruptions of training jobs. The figures come
 from apps/reports/selectors.py; these views only read and render them."""
 
+import csv
 import logging
 from datetime import UTC, datetime
 from functools import partial
@@ -23,15 +24,16 @@ from django_htmx.http import retarget
 
 from apps.accounts.scope import scope_of
 from apps.core.crud import delete_page, form_page
+from apps.core.exports import csv_cell
 from apps.core.history import history_rows
 from apps.core.htmx import fragment_for, render_page
 from apps.core.outbox import enqueue, mark_waiting
 from apps.core.runs import interrupted_sentence
 from apps.core.texts import translated
-from apps.pools.models import Interruption, Pool
+from apps.pools.models import Interruption, Pool, Purpose
 from apps.pools.querysets import workload_scope_filter
 from apps.pools.scoped import in_scope_or_404
-from apps.reports import explain, exports, rendering, selectors
+from apps.reports import charts, explain, exports, lending, rendering, selectors
 from apps.reports.cache import (
     background_attempts,
     background_job_stalled,
@@ -427,4 +429,126 @@ def interruption_delete(request, pk):
         list_url=reverse("reports:interruption_list"),
         cancel_url=interruption.get_absolute_url(),
         pretitle=_("Interruptions"),
+    )
+
+
+# --- lendable off-peak capacity (apps/reports/lending.py) ----------------------------------
+
+LENDABLE_SORTS = {
+    "name": lambda row: row.pool.name.lower(),
+    "gpus": lambda row: row.pool.gpu_count,
+    "lendable": lambda row: row.lendable_gpu_hours_per_week,
+    "value": lambda row: row.value_usd_per_week,
+    "window": lambda row: row.largest_window.gpu_hours if row.largest_window else -1,
+    "without_data": lambda row: row.slots_without_data,
+}
+
+
+def _lending_context(result) -> dict:
+    return {
+        "lendable": result,
+        "lending_window_days": lending.WINDOW_DAYS,
+        "lending_min_observations": lending.MIN_OBSERVATIONS,
+        "lending_slots_per_week": lending.SLOTS_PER_WEEK,
+        "free_gpus_figure": charts.build_free_gpus_figure(
+            result.free_gpus if result.has_data else [], zone_name=result.zone_name
+        ),
+    }
+
+
+@require_GET
+def pool_lending_panel(request, slug):
+    """The pool page's lendable off-peak capacity, for an inference pool; loaded by the
+    page once it is shown."""
+    scope = scope_of(request.user)
+    pool = get_object_or_404(Pool.objects.in_scope(scope).select_related("gpu_model"), slug=slug)
+    context = {
+        "pool": pool,
+        "panel_title": _("lendable off-peak capacity"),
+        "panel_template": "reports/_pool_lending.html",
+        "is_inference": pool.purpose == Purpose.INFERENCE,
+    }
+    if context["is_inference"]:
+        context.update(
+            _lending_context(selectors.pool_lendable_figures(pool, timezone.now(), scope))
+        )
+    return render_page(request, "layouts/pool_panel.html", context, partial="panel")
+
+
+def _lendable_csv(fleet) -> HttpResponse:
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="gpufleet-lendable.csv"'
+    writer = csv.writer(response)
+    writer.writerow(
+        [
+            _("Pool"),
+            _("Time zone"),
+            _("GPUs"),
+            _("Safety margin (GPUs)"),
+            _("Price per GPU-hour (USD)"),
+            _("Lendable (GPU-hours per week)"),
+            _("Value (USD per week)"),
+            _("Largest window (local)"),
+            _("Largest window (GPUs)"),
+            _("Largest window (GPU-hours)"),
+            _("Hours with too little data (of 168)"),
+        ]
+    )
+    for row in fleet.rows:
+        largest = row.largest_window
+        writer.writerow(
+            [
+                csv_cell(row.pool.name),
+                row.zone_name,
+                row.pool.gpu_count,
+                row.margin_gpus,
+                round(row.price_per_gpu_hour_usd, 6),
+                row.lendable_gpu_hours_per_week,
+                round(row.value_usd_per_week, 6),
+                largest.label if largest else "",
+                largest.gpus if largest else "",
+                largest.gpu_hours if largest else "",
+                row.slots_without_data,
+            ]
+        )
+    writer.writerow(
+        [
+            _("Total"),
+            "",
+            fleet.gpu_count,
+            "",
+            "",
+            fleet.lendable_gpu_hours_per_week,
+            round(fleet.value_usd_per_week, 6),
+            "",
+            "",
+            "",
+            "",
+        ]
+    )
+    return response
+
+
+@require_GET
+def lendable_list(request):
+    """Every inference pool in the viewer's scope with its lendable off-peak capacity,
+    sortable (``?sort=value``, ``-value``), as CSV with ``?export=csv``."""
+    fleet = selectors.lendable_figures(timezone.now(), scope_of(request.user))
+    if request.GET.get("export") == "csv":
+        return _lendable_csv(fleet)
+    sort = request.GET.get("sort") or "-value"
+    key = LENDABLE_SORTS.get(sort.lstrip("-"))
+    if key is None:
+        sort, key = "-value", LENDABLE_SORTS["value"]
+    # Ties keep the order by name.
+    fleet.rows.sort(key=key, reverse=sort.startswith("-"))
+    context = {
+        "fleet": fleet,
+        "sort": sort,
+        "lending_window_days": lending.WINDOW_DAYS,
+        "margin_pct": settings.LENDING_SAFETY_MARGIN_PCT,
+        "lending_min_observations": lending.MIN_OBSERVATIONS,
+    }
+    return render_page(
+        request, "reports/lendable_list.html", context, fragments={"lendable-table": "table"}
     )
