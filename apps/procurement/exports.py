@@ -127,6 +127,7 @@ def columns(currency: str):
         ),
         (_("Paid utilization (%)"), result_of(lambda r: r.paid_utilization), "0%", "%"),
         (_("Break-even utilization (%)"), result_of(lambda r: r.break_even_utilization), "0%", "%"),
+        (_("Requirements missed"), lambda row: row.misses_text, None, None),
         (
             _("Notes"),
             lambda row: row.problem or " ".join(row.result.notes if row.result else ()),
@@ -301,6 +302,9 @@ OPTION_INPUT_FIELDS = (
     "baseline_gpus",
     "throughput_basis",
     "efficiency",
+    "ddos_protection_gbps",
+    "line_type",
+    "ip_address_count",
 )
 
 
@@ -691,6 +695,16 @@ def build_pdf(result) -> bytes:
                 [200] + [80] * 6,
             ),
         ]
+        if any(row.requirements_stated for row in result.rows):
+            story.append(pdf_paragraph(_("Requirements missed"), styles["Heading3"]))
+            for row in result.rows:
+                story.append(
+                    pdf_paragraph(
+                        _("%(name)s: %(misses)s")
+                        % {"name": row.option.name, "misses": row.misses_text},
+                        small,
+                    )
+                )
         problems = [(row.option.name, row.problem) for row in result.rows if row.problem]
         for name, problem in problems:
             story.append(
