@@ -233,6 +233,27 @@ def input_rows(result) -> list[tuple[str, object, int | None]]:
             (_("Output tokens in the curve (tokens)"), demand.output_tokens or None, 0),
             (_("Requests in the curve (requests)"), demand.requests or None, 0),
         ]
+    requirements = result.requirements
+    if requirements.min_ddos_protection_gbps is not None:
+        rows.append(
+            (_("Minimum DDoS protection (Gbps)"), requirements.min_ddos_protection_gbps, None)
+        )
+    if requirements.accepted_line_types:
+        rows.append(
+            (_("Line types accepted"), ", ".join(requirements.accepted_line_types.values()), None)
+        )
+    if requirements.no_icp_filing:
+        rows.append((_("No ICP filing (备案)"), _("yes"), None))
+    if requirements.min_ip_address_count is not None:
+        rows.append((_("Minimum IP addresses"), requirements.min_ip_address_count, 0))
+    for region in result.user_regions:
+        rows.append(
+            (
+                _("Maximum RTT from %(region)s (ms)") % {"region": region.name},
+                None if region.max_rtt_ms is None else float(region.max_rtt_ms),
+                None,
+            )
+        )
     if info.fallback_used:
         rows.append((_("Fallback"), _("entered GPU-hours per month (no measurements yet)"), None))
     for note in info.notes:

@@ -398,3 +398,19 @@ def test_another_teams_scenario_with_requirements_still_answers_404(client):
     assert "Vision purchase" not in names
     client.force_login(UserFactory(teams=[vision]))
     assert client.get(urls[1]).status_code == 200
+
+
+@pytest.mark.django_db
+def test_the_demo_scenario_shows_the_marks(procurement_client, demo):
+    from apps.procurement.demo import SCENARIO_SLUG
+
+    page = html.unescape(
+        procurement_client.get(
+            reverse("procurement:scenario_detail", args=[SCENARIO_SLUG])
+        ).content.decode()
+    )
+    assert "DDoS protection 20 Gbps < 50 Gbps required" in page
+    assert "RTT to Singapore users 92 ms > 80 ms required" in page
+    assert "RTT to Shanghai users 74 ms > 60 ms required" in page
+    assert "Line type not stated" in page
+    assert 'data-meets="Cloud reserved · L40S · Hong Kong (1 year)"' in page
