@@ -414,3 +414,24 @@ def test_the_demo_scenario_shows_the_marks(procurement_client, demo):
     assert "RTT to Shanghai users 74 ms > 60 ms required" in page
     assert "Line type not stated" in page
     assert 'data-meets="Cloud reserved · L40S · Hong Kong (1 year)"' in page
+
+
+@pytest.mark.django_db
+def test_the_option_page_offers_each_user_regions_rtt_and_shows_a_paste_error(
+    procurement_client, with_requirements
+):
+    rent = with_requirements.options.get(name="Rent H100")
+    region = with_requirements.user_regions.get()
+    url = reverse("procurement:option_edit", args=[with_requirements.slug, rent.pk])
+    page = html.unescape(procurement_client.get(url).content.decode())
+    assert "RTT from Shanghai users (ms)" in page
+    assert 'value="74.0"' in page
+    data = _option_data(with_requirements, name="Rent H100", position=1)
+    data[f"rtt_output_{region.pk}"] = _sample("ping_iputils_lab_ipv4.txt").splitlines()[0]
+    response = procurement_client.post(url, data)
+    assert response.status_code == 200
+    assert "rtt min/avg/max/mdev" in html.unescape(response.content.decode())
+    assert rent.rtts.get().rtt_ms == Decimal("74.0")  # nothing half-saved
+    data[f"rtt_output_{region.pk}"] = _sample("ping_iputils_baidu.txt")
+    assert procurement_client.post(url, data).status_code == 302
+    assert rent.rtts.get().rtt_ms == Decimal("15.4")
