@@ -1,7 +1,7 @@
 from django.contrib import admin
 from simple_history.admin import SimpleHistoryAdmin
 
-from apps.procurement.models import ComparisonExport, Scenario, ScenarioOption
+from apps.procurement.models import ComparisonExport, Scenario, ScenarioOption, UserRegion
 
 
 class OptionInline(admin.StackedInline):
@@ -20,11 +20,16 @@ class OptionInline(admin.StackedInline):
         return formfield
 
 
+class UserRegionInline(admin.TabularInline):
+    model = UserRegion
+    extra = 0
+
+
 @admin.register(Scenario)
 class ScenarioAdmin(SimpleHistoryAdmin):
     list_display = ["name", "demand_source", "horizon_months", "currency"]
     prepopulated_fields = {"slug": ["name"]}
-    inlines = [OptionInline]
+    inlines = [UserRegionInline, OptionInline]
     search_fields = ["name", "slug"]
 
 

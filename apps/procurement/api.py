@@ -29,7 +29,12 @@ class ScenarioViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_fields = ["demand_source"]
 
     def get_queryset(self):
-        queryset = scenario_queryset().select_related("team").order_by("name")
+        queryset = (
+            scenario_queryset()
+            .select_related("team")
+            .prefetch_related("user_regions")
+            .order_by("name")
+        )
         if getattr(self, "swagger_fake_view", False):  # drf-spectacular reading the schema
             return queryset
         return queryset.filter(scope_of(self.request.user).team_filter("team"))

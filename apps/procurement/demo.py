@@ -10,10 +10,13 @@ from apps.pools.models import ComplianceZone, Pool, Workload
 from apps.procurement.models import (
     DemandSource,
     HybridBaseline,
+    LineType,
     OptionKind,
+    OptionRegionRtt,
     Scenario,
     ScenarioOption,
     ThroughputBasis,
+    UserRegion,
 )
 
 SCENARIO_SLUG = "chat-api-asia-serving"
@@ -22,6 +25,31 @@ L40S_ON_DEMAND = Decimal("1.8500")
 # gpu_1x_h100_pcie at $2.49/h in SkyPilot's Lambda catalog.
 H100_PCIE_ON_DEMAND = Decimal("2.4900")
 RUNNING = {"storage_per_month": Decimal("300"), "network_per_month": Decimal("800")}
+# Illustrative region criteria, not measurements: enough for the page to show an option
+# that meets everything, one short of a requirement and one that leaves a criterion out.
+USER_REGIONS = {"Shanghai users": Decimal("60"), "Singapore users": Decimal("80")}
+CRITERIA = {
+    "Cloud on-demand · L40S · Hong Kong": (
+        {"line_type": LineType.BGP, "ddos_protection_gbps": Decimal("20"), "ip_address_count": 4},
+        {"Shanghai users": Decimal("38"), "Singapore users": Decimal("35")},
+    ),
+    "Cloud reserved · L40S · Hong Kong (1 year)": (
+        {
+            "line_type": LineType.CN2_GIA,
+            "ddos_protection_gbps": Decimal("100"),
+            "ip_address_count": 8,
+        },
+        {"Shanghai users": Decimal("32"), "Singapore users": Decimal("36")},
+    ),
+    "Owned · H100 PCIe · Beijing": (
+        {"line_type": LineType.BGP, "ddos_protection_gbps": Decimal("200"), "ip_address_count": 16},
+        {"Shanghai users": Decimal("28"), "Singapore users": Decimal("92")},
+    ),
+    "Hybrid · reserved L40S + on-demand burst": (
+        {"line_type": "", "ddos_protection_gbps": Decimal("50"), "ip_address_count": 2},
+        {"Shanghai users": Decimal("74")},
+    ),
+}
 
 
 def _save_if_changed(instance, values):
@@ -69,8 +97,17 @@ def seed_procurement_demo(created_by=None) -> Scenario | None:
             "reference_gpu_model": gpus["l40s"],
             "reference_efficiency": Decimal("0.400"),
             "compute_precision": "fp8",
+            "min_ddos_protection_gbps": Decimal("50.0"),
+            "accepted_line_types": [LineType.BGP, LineType.CN2_GIA],
+            "no_icp_filing": False,
+            "min_ip_address_count": 2,
         },
     )
+    regions = {}
+    for name, max_rtt_ms in USER_REGIONS.items():
+        regions[name], _created = UserRegion.objects.update_or_create(
+            scenario=scenario, name=name, defaults={"max_rtt_ms": max_rtt_ms}
+        )
     options = (
         {
             "name": "Cloud on-demand · L40S · Hong Kong",
@@ -120,8 +157,13 @@ def seed_procurement_demo(created_by=None) -> Scenario | None:
     )
     for position, values in enumerate(options, start=1):
         option = ScenarioOption.objects.filter(scenario=scenario, name=values["name"]).first()
-        _save_if_changed(
+        criteria, rtts = CRITERIA[values["name"]]
+        option = _save_if_changed(
             option or ScenarioOption(scenario=scenario),
-            {"position": position, **RUNNING, **values},
+            {"position": position, **RUNNING, **values, **criteria},
         )
+        for region_name, rtt_ms in rtts.items():
+            OptionRegionRtt.objects.update_or_create(
+                option=option, region=regions[region_name], defaults={"rtt_ms": rtt_ms}
+            )
     return scenario

@@ -127,6 +127,7 @@ def columns(currency: str):
         ),
         (_("Paid utilization (%)"), result_of(lambda r: r.paid_utilization), "0%", "%"),
         (_("Break-even utilization (%)"), result_of(lambda r: r.break_even_utilization), "0%", "%"),
+        (_("Requirements missed"), lambda row: row.misses_text, None, None),
         (
             _("Notes"),
             lambda row: row.problem or " ".join(row.result.notes if row.result else ()),
@@ -232,6 +233,27 @@ def input_rows(result) -> list[tuple[str, object, int | None]]:
             (_("Output tokens in the curve (tokens)"), demand.output_tokens or None, 0),
             (_("Requests in the curve (requests)"), demand.requests or None, 0),
         ]
+    requirements = result.requirements
+    if requirements.min_ddos_protection_gbps is not None:
+        rows.append(
+            (_("Minimum DDoS protection (Gbps)"), requirements.min_ddos_protection_gbps, None)
+        )
+    if requirements.accepted_line_types:
+        rows.append(
+            (_("Line types accepted"), ", ".join(requirements.accepted_line_types.values()), None)
+        )
+    if requirements.no_icp_filing:
+        rows.append((_("No ICP filing (备案)"), _("yes"), None))
+    if requirements.min_ip_address_count is not None:
+        rows.append((_("Minimum IP addresses"), requirements.min_ip_address_count, 0))
+    for region in result.user_regions:
+        rows.append(
+            (
+                _("Maximum RTT from %(region)s (ms)") % {"region": region.name},
+                None if region.max_rtt_ms is None else float(region.max_rtt_ms),
+                None,
+            )
+        )
     if info.fallback_used:
         rows.append((_("Fallback"), _("entered GPU-hours per month (no measurements yet)"), None))
     for note in info.notes:
@@ -301,6 +323,9 @@ OPTION_INPUT_FIELDS = (
     "baseline_gpus",
     "throughput_basis",
     "efficiency",
+    "ddos_protection_gbps",
+    "line_type",
+    "ip_address_count",
 )
 
 
@@ -691,6 +716,16 @@ def build_pdf(result) -> bytes:
                 [200] + [80] * 6,
             ),
         ]
+        if any(row.requirements_stated for row in result.rows):
+            story.append(pdf_paragraph(_("Requirements missed"), styles["Heading3"]))
+            for row in result.rows:
+                story.append(
+                    pdf_paragraph(
+                        _("%(name)s: %(misses)s")
+                        % {"name": row.option.name, "misses": row.misses_text},
+                        small,
+                    )
+                )
         problems = [(row.option.name, row.problem) for row in result.rows if row.problem]
         for name, problem in problems:
             story.append(

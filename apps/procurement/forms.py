@@ -1,4 +1,7 @@
+from decimal import Decimal, InvalidOperation
+
 from django import forms
+from django.db import transaction
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
@@ -12,12 +15,20 @@ from apps.pools.scoped import SHARED_ONLY, limit_team_field
 from apps.procurement.models import (
     ComparisonExport,
     DemandSource,
+    LineType,
     OptionKind,
     Scenario,
     ScenarioOption,
     ThroughputBasis,
 )
-from apps.procurement.services import MONEY_FIELDS, apply_what_if, pool_value
+from apps.procurement.regions import RttParseError, parse_rtt_ms
+from apps.procurement.services import (
+    MONEY_FIELDS,
+    apply_what_if,
+    pool_value,
+    save_option_rtts,
+    save_user_regions,
+)
 from apps.procurement.skypilot import PriceCatalogError, parse_price_catalog
 
 TRAINING_JOB_SECTION = _("Training job")
@@ -50,7 +61,67 @@ SCENARIO_SECTIONS = (
         ["reference_gpu_model", "reference_efficiency", "compute_precision", "model_architecture"],
     ),
     (TRAINING_JOB_SECTION, ["training_tokens", "training_gpus"]),
+    (
+        _("Requirements"),
+        [
+            "user_regions_text",
+            "min_ddos_protection_gbps",
+            "accepted_line_types",
+            "min_ip_address_count",
+            "no_icp_filing",
+        ],
+    ),
 )
+# Fields of the sections that are not on the model.
+SCENARIO_FORM_ONLY_FIELDS = {"user_regions_text"}
+
+
+def parse_user_regions(text: str) -> list[tuple[str, Decimal | None]]:
+    """One region a line, “name: maximum RTT in ms” or just “name”; raises
+    ValidationError naming the line and what was expected."""
+    found = []
+    seen = set()
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        name, colon, limit = line.rpartition(":")
+        if not colon:
+            name, limit = line, ""
+        name, limit = name.strip(), limit.strip().removesuffix("ms").strip()
+        if not name:
+            raise forms.ValidationError(
+                gettext("Line %(line)s: a region needs a name before the colon.") % {"line": number}
+            )
+        max_rtt_ms = None
+        if limit:
+            try:
+                max_rtt_ms = Decimal(limit)
+            except InvalidOperation:
+                raise forms.ValidationError(
+                    gettext(
+                        "Line %(line)s: “%(limit)s” is not a number of milliseconds "
+                        "(expected e.g. “Shanghai users: 60”)."
+                    )
+                    % {"line": number, "limit": limit}
+                ) from None
+            if max_rtt_ms < 0 or not max_rtt_ms.is_finite():
+                raise forms.ValidationError(
+                    gettext("Line %(line)s: the maximum RTT cannot be negative.") % {"line": number}
+                )
+        if len(name) > 80:
+            raise forms.ValidationError(
+                gettext("Line %(line)s: a region name has at most 80 characters.")
+                % {"line": number}
+            )
+        if name.casefold() in seen:
+            raise forms.ValidationError(
+                gettext("Line %(line)s: “%(name)s” is named twice.")
+                % {"line": number, "name": name}
+            )
+        seen.add(name.casefold())
+        found.append((name, max_rtt_ms))
+    return found
 
 
 def parse_profile(text: str) -> list[float]:
@@ -85,9 +156,31 @@ class ScenarioForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms
     # Matched on the untranslated title (SectionedFormMixin), so it holds in any language.
     section_conditions = {"Training job": ("demand_source", [DemandSource.TRAINING_JOB])}
 
+    user_regions_text = forms.CharField(
+        label=_("User regions"),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text=_(
+            "One a line: a name and the maximum RTT in ms, e.g. “Shanghai users: 60”; "
+            "a name alone: times shown, none required."
+        ),
+    )
+    accepted_line_types = forms.MultipleChoiceField(
+        label=_("Line types accepted"),
+        choices=LineType.choices,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text=_("None ticked: any line type."),
+    )
+
     class Meta:
         model = Scenario
-        fields = [name for _, names in SCENARIO_SECTIONS for name in names]
+        fields = [
+            name
+            for _, names in SCENARIO_SECTIONS
+            for name in names
+            if name not in SCENARIO_FORM_ONLY_FIELDS
+        ]
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
 
     def __init__(self, *args, user=None, **kwargs):
@@ -101,13 +194,27 @@ class ScenarioForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms
         self.fields["demand_workload"].queryset = (
             Workload.objects.in_scope(scope).select_related("pool").order_by("name")
         )
+        if self.instance.pk and not self.is_bound:
+            self.initial["user_regions_text"] = "\n".join(
+                f"{region.name}: {region.max_rtt_ms}"
+                if region.max_rtt_ms is not None
+                else region.name
+                for region in self.instance.user_regions.all()
+            )
+
+    def clean_user_regions_text(self):
+        text = self.cleaned_data.get("user_regions_text", "")
+        self.user_regions = parse_user_regions(text)
+        return text
 
     def save(self, commit=True):
         scenario = super().save(commit=False)
         if scenario.created_by_id is None:
             scenario.created_by = self.user
         if commit:
-            scenario.save()
+            with transaction.atomic():
+                scenario.save()
+                save_user_regions(scenario, getattr(self, "user_regions", []))
         return scenario
 
     def clean_currency(self):
@@ -176,7 +283,9 @@ OPTION_SECTIONS = (
     (_("Hybrid"), ["hybrid_baseline", "baseline_gpus"]),
     (_("Running costs"), ["operations_per_month", "storage_per_month", "network_per_month"]),
     (_("Throughput"), ["throughput_basis", "efficiency"]),
+    (_("Region criteria"), ["ddos_protection_gbps", "line_type", "ip_address_count"]),
 )
+RTT_SECTION = _("Round-trip time from each user region")
 
 # Which typed (or pool) prices each kind needs: checked here so the error names the field.
 REQUIRED_BY_KIND = {
@@ -200,10 +309,39 @@ class OptionForm(TablerFormMixin, SectionedFormMixin, forms.ModelForm):
         fields = [name for _, names in OPTION_SECTIONS for name in names]
 
     def __init__(self, *args, scenario, scope=SHARED_ONLY, **kwargs):
-        """``scope``: the editing user's; the pools offered as a source are those in it."""
+        """``scope``: the editing user's; the pools offered as a source are those in it.
+        Each of the scenario's user regions adds an RTT field and a box to paste ping or
+        mtr --report output into (which wins over the typed number)."""
         self.scenario = scenario
         self.scope = scope
+        self.user_regions = list(scenario.user_regions.all()) if scenario.pk else []
+        names = []
+        for region in self.user_regions:
+            names += [f"rtt_ms_{region.pk}", f"rtt_output_{region.pk}"]
+        self.sections = OPTION_SECTIONS + (((RTT_SECTION, names),) if names else ())
         super().__init__(*args, **kwargs)
+        stated = {}
+        if self.instance.pk:
+            stated = {rtt.region_id: rtt.rtt_ms for rtt in self.instance.rtts.all()}
+        for region in self.user_regions:
+            self.fields[f"rtt_ms_{region.pk}"] = forms.DecimalField(
+                label=gettext("RTT from %(region)s (ms)") % {"region": region.name},
+                required=False,
+                min_value=0,
+                max_digits=7,
+                decimal_places=1,
+                initial=stated.get(region.pk),
+                help_text=gettext("Blank: not stated."),
+            )
+            self.fields[f"rtt_output_{region.pk}"] = forms.CharField(
+                label=gettext("…or ping / mtr output from %(region)s") % {"region": region.name},
+                required=False,
+                widget=forms.Textarea(attrs={"rows": 2}),
+                help_text=gettext(
+                    "Paste the output of ping (its rtt min/avg/max/mdev line) or mtr --report "
+                    "(the last hop's Avg)."
+                ),
+            )
         if "source_pool" in self.fields:
             self.fields["source_pool"].queryset = Pool.objects.in_scope(scope).order_by("name")
         currency = scenario.currency
@@ -278,6 +416,21 @@ class OptionForm(TablerFormMixin, SectionedFormMixin, forms.ModelForm):
                         "architecture, or set the scenario's model architecture."
                     ),
                 )
+        self.rtt_ms_by_region_id = {}
+        for region in self.user_regions:
+            typed_name, output_name = f"rtt_ms_{region.pk}", f"rtt_output_{region.pk}"
+            output = (cleaned.get(output_name) or "").strip()
+            value = cleaned.get(typed_name)
+            if output:
+                try:
+                    value = Decimal(str(parse_rtt_ms(output))).quantize(Decimal("0.1"))
+                except RttParseError as error:
+                    self.add_error(output_name, translated(error))
+                    continue
+                if value >= Decimal("1000000"):
+                    self.add_error(output_name, gettext("That round-trip time is out of range."))
+                    continue
+            self.rtt_ms_by_region_id[region.pk] = value
         name = cleaned.get("name")
         if name:
             clash = ScenarioOption.objects.filter(scenario=self.scenario, name=name)
@@ -295,7 +448,9 @@ class OptionForm(TablerFormMixin, SectionedFormMixin, forms.ModelForm):
         option = super().save(commit=False)
         option.scenario = self.scenario
         if commit:
-            option.save()
+            with transaction.atomic():
+                option.save()
+                save_option_rtts(option, getattr(self, "rtt_ms_by_region_id", {}))
         return option
 
 

@@ -190,6 +190,30 @@ class Scenario(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    min_ddos_protection_gbps = models.DecimalField(
+        _("Minimum DDoS protection (Gbps)"),
+        max_digits=8,
+        decimal_places=1,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0"))],
+        help_text=_("Blank: no requirement."),
+    )
+    accepted_line_types = models.JSONField(
+        _("Line types accepted"),
+        default=list,
+        blank=True,
+        help_text=_("None ticked: any line type."),
+    )
+    no_icp_filing = models.BooleanField(
+        _("No ICP filing (备案)"),
+        default=False,
+        help_text=_("Ticked: an option whose region needs an ICP filing misses."),
+    )
+    min_ip_address_count = models.PositiveIntegerField(
+        _("Minimum IP addresses"), null=True, blank=True, help_text=_("Blank: no requirement.")
+    )
+
     history = HistoricalRecords(excluded_fields=["updated_at"])
 
     class Meta:
@@ -213,6 +237,17 @@ class Scenario(models.Model):
         if not self.entered_hourly_profile.strip():
             return None
         return [float(part) for part in self.entered_hourly_profile.split(",")]
+
+
+class LineType(models.TextChoices):
+    """The network line an option's region is reached over, as Chinese hosting offers
+    name them (BGP multi-carrier, China Telecom's CN2 GIA and CN2 GT, plain transit)."""
+
+    BGP = "bgp", _("BGP (multi-carrier)")
+    CN2_GIA = "cn2_gia", _("CN2 GIA")
+    CN2_GT = "cn2_gt", _("CN2 GT")
+    INTERNATIONAL = "international", _("International transit")
+    OTHER = "other", _("Other")
 
 
 class OptionKind(models.TextChoices):
@@ -319,6 +354,25 @@ class ScenarioOption(models.Model):
         blank=True,
         help_text=_("Hybrid only; blank: the newsvendor optimum."),
     )
+    ddos_protection_gbps = models.DecimalField(
+        _("DDoS protection (Gbps)"),
+        max_digits=8,
+        decimal_places=1,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0"))],
+        help_text=_("The attack traffic the provider absorbs; blank: not stated."),
+    )
+    line_type = models.CharField(
+        _("line type"),
+        max_length=20,
+        choices=LineType.choices,
+        blank=True,
+        help_text=_("Blank: not stated."),
+    )
+    ip_address_count = models.PositiveIntegerField(
+        _("IP addresses"), null=True, blank=True, help_text=_("Blank: not stated.")
+    )
     throughput_basis = models.CharField(
         _("throughput basis"),
         max_length=20,
@@ -353,6 +407,14 @@ class ScenarioOption(models.Model):
         return self.compliance_zone in ZONES_NEEDING_ICP_FILING
 
     @property
+    def icp_filing_known(self) -> bool | None:
+        """Whether the region needs an ICP filing, or None where the compliance zone
+        ("Other") does not say."""
+        if self.compliance_zone == ComplianceZone.OTHER:
+            return None
+        return self.needs_icp_filing
+
+    @property
     def baseline_kind(self) -> str | None:
         """ "reserved" or "owned": which prices the paid-every-hour GPUs take."""
         if self.kind == OptionKind.HYBRID:
@@ -360,6 +422,58 @@ class ScenarioOption(models.Model):
         if self.kind in (OptionKind.RESERVED, OptionKind.OWNED):
             return self.kind
         return None
+
+
+class UserRegion(models.Model):
+    """Where a scenario's users are (e.g. "Shanghai users") and the round-trip time they
+    accept. Per scenario: its options are per scenario too, so a region, its limit and the
+    options' times travel and are scoped together."""
+
+    scenario = models.ForeignKey(Scenario, on_delete=models.CASCADE, related_name="user_regions")
+    name = models.CharField(_("name"), max_length=80)
+    max_rtt_ms = models.DecimalField(
+        _("Maximum RTT (ms)"),
+        max_digits=7,
+        decimal_places=1,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0"))],
+        help_text=_("Blank: the times are shown but not required."),
+    )
+
+    class Meta:
+        ordering = ["scenario", "name"]
+        verbose_name = _("user region")
+        constraints = [
+            models.UniqueConstraint(fields=["scenario", "name"], name="user_region_unique_name")
+        ]
+
+    def __str__(self):
+        return self.name
+
+
+class OptionRegionRtt(models.Model):
+    """The round-trip time from one user region to one option, typed or read from ping or
+    mtr output."""
+
+    option = models.ForeignKey(ScenarioOption, on_delete=models.CASCADE, related_name="rtts")
+    region = models.ForeignKey(UserRegion, on_delete=models.CASCADE, related_name="rtts")
+    rtt_ms = models.DecimalField(
+        _("RTT (ms)"),
+        max_digits=7,
+        decimal_places=1,
+        validators=[MinValueValidator(Decimal("0"))],
+    )
+
+    class Meta:
+        ordering = ["option", "region__name"]
+        verbose_name = _("round-trip time")
+        constraints = [
+            models.UniqueConstraint(fields=["option", "region"], name="option_region_rtt_unique")
+        ]
+
+    def __str__(self):
+        return f"{self.option} ← {self.region}: {self.rtt_ms} ms"
 
 
 class ComparisonExport(Job):

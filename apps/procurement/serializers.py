@@ -10,7 +10,7 @@ from apps.core.serializers import (
     PlainIntegerField,
     StrictFloatField,
 )
-from apps.procurement.models import Scenario, ScenarioOption
+from apps.procurement.models import OptionRegionRtt, Scenario, ScenarioOption, UserRegion
 
 # Bounds that keep the curve (one cost per whole baseline GPU) and the sums finite.
 MAX_HOURS = 100_000
@@ -74,10 +74,37 @@ class OptionResultSerializer(serializers.Serializer):
     notes = serializers.ListField(child=serializers.CharField())
 
 
+class UserRegionSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = UserRegion
+        fields = ["name", "max_rtt_ms"]
+        read_only_fields = fields
+
+
+class OptionRttSerializer(serializers.ModelSerializer):
+    region = serializers.CharField(source="region.name", read_only=True)
+
+    class Meta:
+        model = OptionRegionRtt
+        fields = ["region", "rtt_ms"]
+        read_only_fields = fields
+
+
+class MissSerializer(serializers.Serializer):
+    criterion = serializers.CharField(
+        help_text="ddos, line_type, icp_filing, ip_addresses or rtt:<user region>."
+    )
+    message = serializers.CharField(help_text="Which requirement and by how much.")
+    not_stated = serializers.BooleanField(help_text="The option does not state the criterion.")
+
+
 class OptionSerializer(serializers.ModelSerializer):
     gpu_model = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     source_pool = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
     needs_icp_filing = serializers.BooleanField(read_only=True)
+    rtts = OptionRttSerializer(
+        many=True, read_only=True, help_text="Round-trip time from each user region (ms)."
+    )
 
     class Meta:
         model = ScenarioOption
@@ -109,6 +136,10 @@ class OptionSerializer(serializers.ModelSerializer):
             "baseline_gpus",
             "throughput_basis",
             "efficiency",
+            "ddos_protection_gbps",
+            "line_type",
+            "ip_address_count",
+            "rtts",
         ]
         read_only_fields = fields
 
@@ -133,6 +164,12 @@ class ScenarioSerializer(serializers.ModelSerializer):
     created_by = serializers.SlugRelatedField(
         slug_field="username", read_only=True, allow_null=True
     )
+    accepted_line_types = serializers.ListField(
+        child=serializers.CharField(), read_only=True, help_text="Empty: any line type."
+    )
+    user_regions = UserRegionSerializer(
+        many=True, read_only=True, help_text="Where the users are and the RTT each accepts."
+    )
 
     class Meta:
         model = Scenario
@@ -156,6 +193,11 @@ class ScenarioSerializer(serializers.ModelSerializer):
             "model_architecture",
             "training_tokens",
             "training_gpus",
+            "min_ddos_protection_gbps",
+            "accepted_line_types",
+            "no_icp_filing",
+            "min_ip_address_count",
+            "user_regions",
             "created_by",
             "created_at",
             "updated_at",
@@ -177,6 +219,10 @@ class OptionLineSerializer(serializers.Serializer):
     prices_used = PriceUsedSerializer(
         many=True, help_text="Every price the option was costed with, as the exports print them."
     )
+    misses = MissSerializer(
+        many=True, help_text="Every scenario requirement the option misses (empty: meets all)."
+    )
+    meets_requirements = serializers.BooleanField()
 
 
 def _range(name):
@@ -282,6 +328,8 @@ class ScenarioDetailSerializer(ScenarioSerializer):
                     "result": row.result,
                     "problem": row.problem,
                     "prices_used": prices_used(scenario, row),
+                    "misses": [miss.as_dict() for miss in row.misses],
+                    "meets_requirements": row.meets_requirements,
                 }
                 for row in result.rows
             ],

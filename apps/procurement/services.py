@@ -19,14 +19,17 @@ from apps.core.outbox import enqueue
 from apps.core.sentences import gettext_noop
 from apps.pools import costing, memory
 from apps.pools.assessment import inference_settings_of, shape_of
-from apps.procurement import comparison, skypilot
+from apps.procurement import comparison, regions, skypilot
 from apps.procurement.models import (
     ComparisonExport,
     DemandSource,
+    LineType,
     OptionKind,
+    OptionRegionRtt,
     Scenario,
     ScenarioOption,
     ThroughputBasis,
+    UserRegion,
 )
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
 
@@ -53,6 +56,20 @@ class OptionRow:
     option: ScenarioOption
     result: comparison.OptionResult | None = None
     problem: str = ""
+    misses: tuple[regions.Miss, ...] = ()
+    rtt_ms_by_region: dict = field(default_factory=dict)  # region name → ms, as stated
+    requirements_stated: bool = False  # whether the scenario states any requirement
+
+    @property
+    def meets_requirements(self) -> bool:
+        return not self.misses
+
+    @property
+    def misses_text(self) -> str:
+        """The misses in one line, for the exports' cells; blank without requirements."""
+        if self.misses:
+            return "; ".join(miss.message for miss in self.misses)
+        return _("meets all requirements") if self.requirements_stated else ""
 
 
 @dataclass
@@ -64,6 +81,8 @@ class ScenarioComparison:
     comparison: comparison.Comparison | None
     # What-if inputs applied to the unsaved scenario: name → the saved value it replaced.
     what_if_saved: dict = field(default_factory=dict)
+    requirements: regions.Requirements = field(default_factory=regions.Requirements)
+    user_regions: list = field(default_factory=list)
 
     @property
     def results(self) -> list[comparison.OptionResult]:
@@ -654,14 +673,100 @@ def scenario_queryset():
     )
 
 
+def scenario_requirements(scenario: Scenario, user_regions) -> regions.Requirements:
+    labels = dict(LineType.choices)
+    return regions.Requirements(
+        min_ddos_protection_gbps=(
+            None
+            if scenario.min_ddos_protection_gbps is None
+            else float(scenario.min_ddos_protection_gbps)
+        ),
+        accepted_line_types={
+            value: str(labels.get(value, value)) for value in scenario.accepted_line_types or []
+        },
+        no_icp_filing=scenario.no_icp_filing,
+        min_ip_address_count=scenario.min_ip_address_count,
+        max_rtt_ms_by_region={
+            region.name: float(region.max_rtt_ms)
+            for region in user_regions
+            if region.max_rtt_ms is not None
+        },
+    )
+
+
+def option_criteria(option: ScenarioOption) -> regions.RegionCriteria:
+    """What the option states; its RTTs come prefetched (``rtts__region``)."""
+    return regions.RegionCriteria(
+        ddos_protection_gbps=(
+            None if option.ddos_protection_gbps is None else float(option.ddos_protection_gbps)
+        ),
+        line_type=option.line_type or None,
+        line_type_label=str(option.get_line_type_display()) if option.line_type else "",
+        ip_address_count=option.ip_address_count,
+        needs_icp_filing=option.icp_filing_known,
+        rtt_ms_by_region={rtt.region.name: float(rtt.rtt_ms) for rtt in option.rtts.all()},
+    )
+
+
+def save_user_regions(scenario: Scenario, user_regions) -> None:
+    """Make the scenario's user regions exactly ``user_regions`` ((name, max RTT ms or
+    None) pairs): a region kept by name keeps its options' times, a region left out goes
+    with them."""
+    with transaction.atomic():
+        existing = {region.name: region for region in scenario.user_regions.all()}
+        wanted = dict(user_regions)
+        scenario.user_regions.exclude(name__in=wanted).delete()
+        for name, max_rtt_ms in wanted.items():
+            region = existing.get(name)
+            if region is None:
+                UserRegion.objects.create(scenario=scenario, name=name, max_rtt_ms=max_rtt_ms)
+            elif region.max_rtt_ms != max_rtt_ms:
+                region.max_rtt_ms = max_rtt_ms
+                region.save(update_fields=["max_rtt_ms"])
+
+
+def save_option_rtts(option: ScenarioOption, rtt_ms_by_region_id: dict) -> None:
+    """Set the option's RTT from each region (region id → ms; None clears it)."""
+    with transaction.atomic():
+        for region_id, rtt_ms in rtt_ms_by_region_id.items():
+            if rtt_ms is None:
+                OptionRegionRtt.objects.filter(option=option, region_id=region_id).delete()
+            else:
+                OptionRegionRtt.objects.update_or_create(
+                    option=option, region_id=region_id, defaults={"rtt_ms": rtt_ms}
+                )
+
+
 def build_comparison(scenario: Scenario) -> ScenarioComparison:
     """Everything the page and the exports show, from the scenario as it stands (a caller
     may set unsaved what-if values on it first)."""
     demand, info = build_demand(scenario)
-    options = list(scenario.options.select_related("gpu_model", "source_pool").all())
-    rows = [OptionRow(option) for option in options]
+    options = list(
+        scenario.options.select_related("gpu_model", "source_pool").prefetch_related("rtts__region")
+    )
+    user_regions = list(UserRegion.objects.filter(scenario=scenario))
+    requirements = scenario_requirements(scenario, user_regions)
+    rows = []
+    for option in options:
+        criteria = option_criteria(option)
+        rows.append(
+            OptionRow(
+                option,
+                misses=regions.misses(criteria, requirements),
+                rtt_ms_by_region=criteria.rtt_ms_by_region,
+                requirements_stated=requirements.any,
+            )
+        )
     if demand is None:
-        return ScenarioComparison(scenario, None, info, rows, None)
+        return ScenarioComparison(
+            scenario,
+            None,
+            info,
+            rows,
+            None,
+            requirements=requirements,
+            user_regions=user_regions,
+        )
     reference_throughputs = {"gpu": info.reference_gpu}
     specs = []
     for row in rows:
@@ -672,7 +777,15 @@ def build_comparison(scenario: Scenario) -> ScenarioComparison:
     result = comparison.compare(demand, [spec for _, spec in specs], currency=scenario.currency)
     for (row, _spec), option_result in zip(specs, result.results, strict=True):
         row.result = option_result
-    return ScenarioComparison(scenario, demand, info, rows, result)
+    return ScenarioComparison(
+        scenario,
+        demand,
+        info,
+        rows,
+        result,
+        requirements=requirements,
+        user_regions=user_regions,
+    )
 
 
 def build_comparison_what_if(scenario: Scenario, values: dict) -> ScenarioComparison:

@@ -114,7 +114,12 @@ def scenario_detail(request, slug):
     ]
     result = build_comparison(scenario)
     result.what_if_saved = changed
+    # Options that miss a requirement stay listed and marked unless the page asks for
+    # only those that meet them all.
+    meets_all_only = request.GET.get("meets") == "all"
     context = {
+        "meets_all_only": meets_all_only,
+        "shown_rows": [row for row in result.rows if row.meets_requirements or not meets_all_only],
         "scenario": scenario,
         "what_if": what_if,
         "what_if_changed": changed,
