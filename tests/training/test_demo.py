@@ -25,10 +25,11 @@ def test_the_demo_run_has_a_proven_checkpoint_goodput_and_seeding_again_adds_not
     assert figures.basis == at_risk.PROVEN and figures.proven_step == 41_000
     assert figures.drill.passed and figures.usd_at_risk > 1000
 
-    measured = services.workload_goodput(workload)
-    assert measured.total.measured.max_saved_step == 42_000
-    assert 50 < measured.total.measured.goodput_pct < 100
-    assert measured.total.measured.flags == []
+    (job,) = services.workload_goodput(workload).jobs
+    # Steps 40,900 → 42,000 at 780 s a step: 1,100 × 780 = 858,000 s effective.
+    assert (job.measured.min_loaded_step, job.measured.max_saved_step) == (40_900, 42_000)
+    assert job.measured.effective_seconds == 858_000
+    assert 50 < job.measured.goodput_pct < 100 and job.measured.flags == []
 
     assert PilotResult.objects.filter(workload__slug="chat-api-asia").count() == 1
     assert seed_training_demo() == 0 and seed_pilots_demo() == 0
