@@ -10,6 +10,7 @@ from apps.backups.api import (
     BackupVersionViewSet,
     CheckpointIntervalEstimateView,
     RestoreDrillViewSet,
+    WorkloadAtRiskView,
 )
 from apps.catalog.api import GpuModelViewSet, ModelArchitectureViewSet
 from apps.pilots.api import PilotResultViewSet
@@ -82,5 +83,6 @@ urlpatterns = [
     path("telemetry/requests/", RequestIngestView.as_view(), name="api-ingest-requests"),
     path("training-events/", TrainingEventIngestView.as_view(), name="api-ingest-training-events"),
     path("workloads/<str:slug>/goodput/", WorkloadGoodputView.as_view(), name="workload-goodput"),
+    path("workloads/<str:slug>/at-risk/", WorkloadAtRiskView.as_view(), name="workload-at-risk"),
     *router.urls,
 ]

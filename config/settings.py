@@ -537,6 +537,9 @@ ALERT_RETRY_BASE_SECONDS = env.int("ALERT_RETRY_BASE_SECONDS", default=30)
 ALERT_RETRY_MAX_SECONDS = env.int("ALERT_RETRY_MAX_SECONDS", default=3600)
 ALERT_DELIVERY_MAX_ATTEMPTS = env.int("ALERT_DELIVERY_MAX_ATTEMPTS", default=30)
 ALERT_DELIVERY_GIVE_UP_HOURS = env.float("ALERT_DELIVERY_GIVE_UP_HOURS", default=24)
+# The Overview asks a person to look at a training workload once a failure now would cost
+# more than this to redo from its newest proven checkpoint (apps/backups/at_risk.py).
+DOLLARS_AT_RISK_ATTENTION_USD = env.float("DOLLARS_AT_RISK_ATTENTION_USD", default=1000)
 # /metrics answers a scraper that sends `Authorization: Bearer METRICS_TOKEN` or comes
 # from one of METRICS_ALLOWED_ADDRESSES (CIDRs, the direct peer's address); with neither
 # set it answers 404, as if it did not exist (apps/alerts/metrics.py).

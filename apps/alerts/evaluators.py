@@ -12,7 +12,9 @@
   without telemetry", not stale;
 - flagged pool-hours: ``PoolHourFlag`` rows in the window, per pool;
 - failed jobs: imports, exports and recomputes that ended failed in the window. A pull
-  that fails every 15 s is one alert per pool and kind of pull, not one per run.
+  that fails every 15 s is one alert per pool and kind of pull, not one per run;
+- dollars at risk: ``backups.at_risk``'s figure for each unfinished training workload,
+  as the workload's card and the Overview show it.
 
 A team's rule reads what the team sees (its pools and workloads and the shared ones,
 ``Scope(everything=False, team_ids={team})``); a fleet-wide rule reads everything.
@@ -28,6 +30,7 @@ from django.utils import translation
 from apps.accounts.scope import EVERYTHING, Scope
 from apps.alerts import registry
 from apps.alerts.registry import Subject, register
+from apps.backups.at_risk import at_risk_by_workload, watched_workloads
 from apps.backups.models import BackupPolicy
 from apps.core.sentences import Sentence, from_data, gettext_noop, sentence
 from apps.pools.models import Pool, Workload
@@ -465,3 +468,53 @@ def _pulled_import_subjects(imports) -> list[Subject]:
             )
         )
     return subjects
+
+
+@register(registry.DOLLARS_AT_RISK, thresholds=("threshold_usd",))
+def dollars_at_risk(rule, now) -> list[Subject]:
+    threshold = float(rule.threshold_usd)
+    workloads = watched_workloads(rule_scope(rule)).filter(rule_workloads(rule))
+    subjects = []
+    for item in at_risk_by_workload(workloads, now).values():
+        if item.usd_at_risk is None or float(item.usd_at_risk) <= threshold:
+            continue
+        workload = item.workload
+        values = {
+            "workload": workload.name,
+            "usd": money(float(item.usd_at_risk)),
+            "hours": f"{item.hours_at_risk:,.1f}",
+            "gpus": workload.gpu_count,
+            "price": money(float(item.price_per_gpu_hour_usd)),
+            "threshold": money(threshold),
+        }
+        if item.proven_step is not None:
+            description = sentence(
+                gettext_noop(
+                    "A failure of %(workload)s now would redo %(hours)s h of %(gpus)s GPUs at "
+                    "%(price)s per GPU-hour, %(usd)s, above the rule's %(threshold)s: the "
+                    "newest checkpoint a restore drill proved is step %(step)s of %(saved)s."
+                ),
+                **values,
+                step=f"{item.proven_step:,}",
+                saved=_day(item.proven_at),
+            )
+        else:
+            description = sentence(
+                gettext_noop(
+                    "A failure of %(workload)s now would redo %(hours)s h of %(gpus)s GPUs at "
+                    "%(price)s per GPU-hour, %(usd)s, above the rule's %(threshold)s: no "
+                    "checkpoint is proven restorable, so everything since the first training "
+                    "event is at risk."
+                ),
+                **values,
+            )
+        subjects.append(
+            Subject(
+                labels={"workload": workload.slug, "pool": workload.pool.slug},
+                summary=sentence(gettext_noop("%(workload)s: %(usd)s at risk"), **values),
+                description=description,
+                team_id=workload.effective_team_id,
+                url=reverse("pools:workload_detail", kwargs={"slug": workload.slug}),
+            )
+        )
+    return sorted(subjects, key=lambda subject: subject.labels["workload"])

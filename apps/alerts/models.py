@@ -300,6 +300,9 @@ CONDITIONS = {
     registry.JOB_FAILED: gettext_noop(
         "an import, export or recompute failed in the last %(hours)s h"
     ),
+    registry.DOLLARS_AT_RISK: gettext_noop(
+        "a training workload's dollars at risk are above %(amount)s"
+    ),
 }
 
 

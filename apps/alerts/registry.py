@@ -27,6 +27,7 @@ DRILL_FAILED = "drill_failed"
 TELEMETRY_STALE = "telemetry_stale"
 FLAGGED_HOURS = "flagged_hours"
 JOB_FAILED = "job_failed"
+DOLLARS_AT_RISK = "dollars_at_risk"
 
 # (value, label msgid), in the order the form offers them.
 KINDS = (
@@ -38,6 +39,7 @@ KINDS = (
     (TELEMETRY_STALE, gettext_noop("Telemetry stale: no sample from a pool")),
     (FLAGGED_HOURS, gettext_noop("Flagged pool-hours")),
     (JOB_FAILED, gettext_noop("An import, export or recompute failed")),
+    (DOLLARS_AT_RISK, gettext_noop("Dollars at risk of a training workload above an amount")),
 )
 
 # The rule's fields that hold a kind's thresholds, units in their names.

@@ -128,7 +128,8 @@ class AlertRuleSerializer(TeamScopedSerializerMixin, StrictModelSerializer):
     kind = serializers.ChoiceField(
         choices=KIND_CHOICES,
         help_text="budget: a budget's share used this month reaches threshold_pct (50, 75, "
-        "90 or 100).",
+        "90 or 100). dollars_at_risk: a training workload's dollars at risk (GPUs × price "
+        "per GPU-hour × hours since its newest proven checkpoint) exceed threshold_usd.",
     )
     channel = SlugReferenceField(slug_field="slug", queryset=AlertChannel.objects.none())
     team = _optional_slug(

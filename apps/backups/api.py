@@ -1,13 +1,15 @@
 from django.db import transaction
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, viewsets
+from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.backups import checkpointing, services
+from apps.accounts.scope import scope_of
+from apps.backups import at_risk, checkpointing, services
 from apps.backups.filters import BackupVersionFilter, RestoreDrillFilter
 from apps.backups.models import BackupPolicy, BackupVersion, RestoreDrill, VersionChecksum
 from apps.backups.serializers import (
@@ -20,6 +22,8 @@ from apps.backups.serializers import (
     RestoreDrillSerializer,
     checksum_list_errors,
 )
+from apps.core.schema import ErrorSerializer
+from apps.pools.models import Workload
 from apps.pools.querysets import workload_scope_filter
 from apps.pools.scoped import ScopedQuerysetMixin
 
@@ -123,3 +127,55 @@ class CheckpointIntervalEstimateView(APIView):
             ),
         }
         return Response(CheckpointIntervalResponseSerializer(result).data)
+
+
+class AtRiskVersionSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+
+
+class AtRiskDrillSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    finished_at = serializers.DateTimeField()
+    verdict = serializers.CharField()
+
+
+class WorkloadAtRiskSerializer(serializers.Serializer):
+    workload = serializers.CharField()
+    basis = serializers.ChoiceField(
+        choices=at_risk.BASES,
+        help_text="proven: from the checkpoint a passing drill proved; nothing_proven: from "
+        "the first training event; no_events, not_training: no figure.",
+    )
+    usd_at_risk = serializers.FloatField(
+        allow_null=True, help_text="GPUs × effective price per GPU-hour × hours at risk."
+    )
+    hours_at_risk = serializers.FloatField(allow_null=True, help_text="now − since, in hours.")
+    gpu_count = serializers.IntegerField()
+    price_per_gpu_hour_usd = serializers.FloatField()
+    since = serializers.DateTimeField(allow_null=True)
+    proven_step = serializers.IntegerField(allow_null=True)
+    proven_at = serializers.DateTimeField(allow_null=True)
+    version = AtRiskVersionSerializer(allow_null=True)
+    drill = AtRiskDrillSerializer(allow_null=True)
+    explanation = serializers.CharField()
+    computed_at = serializers.DateTimeField()
+
+
+class WorkloadAtRiskView(APIView):
+    """A training workload's dollars at risk now: GPUs × the pool's effective price per
+    GPU-hour × the hours since the newest checkpoint a passing restore drill proved
+    restorable (apps/backups/at_risk.py). Another team's workload answers 404."""
+
+    @extend_schema(responses={200: WorkloadAtRiskSerializer, 404: ErrorSerializer})
+    def get(self, request, slug):
+        workload = (
+            Workload.objects.in_scope(scope_of(request.user))
+            .select_related("pool")
+            .filter(slug=slug)
+            .first()
+        )
+        if workload is None:
+            raise NotFound(f"No workload with slug “{slug}”.")
+        figures = at_risk.workload_at_risk(workload, timezone.now())
+        return Response(WorkloadAtRiskSerializer(figures.as_data()).data)

@@ -9,6 +9,7 @@ urlpatterns = [
     path("versions/<int:pk>/edit/", views.version_edit, name="version_edit"),
     path("versions/<int:pk>/delete/", views.version_delete, name="version_delete"),
     path("versions/<int:pk>/stable/", views.version_mark_stable, name="version_mark_stable"),
+    path("workloads/<slug:slug>/at-risk/", views.workload_at_risk, name="workload_at_risk"),
     path("drills/<int:pk>/", views.drill_detail, name="drill_detail"),
     path("drills/<int:pk>/evidence/", views.drill_evidence, name="drill_evidence"),
     path("drills/<int:pk>/delete/", views.drill_delete, name="drill_delete"),

@@ -11,7 +11,7 @@ from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.accounts.scope import scope_of
-from apps.backups import services
+from apps.backups import at_risk, services
 from apps.backups.forms import BackupPolicyForm, BackupVersionForm, RestoreDrillForm
 from apps.backups.models import BackupPolicy, BackupVersion, RestoreDrill
 from apps.backups.recovery_units import unit_for
@@ -397,3 +397,23 @@ def version_mark_stable(request, pk):
             request, gettext("%(name)s is now the stable release.") % {"name": version.name}
         )
     return redirect(version)
+
+
+@require_GET
+def workload_at_risk(request, slug):
+    """The workload page's "Dollars at risk" card: what a failure now would cost to redo,
+    from the newest checkpoint a passing restore drill proved (apps/backups/at_risk.py);
+    loaded by the page once it is shown, or a page of its own without JavaScript."""
+    workload = get_object_or_404(
+        Workload.objects.in_scope(scope_of(request.user)).select_related("pool"), slug=slug
+    )
+    return render_page(
+        request,
+        "backups/workload_at_risk.html",
+        {
+            "workload": workload,
+            "at_risk": at_risk.workload_at_risk(workload, timezone.now()),
+            "panel_title": gettext("dollars at risk"),
+        },
+        partial="panel",
+    )

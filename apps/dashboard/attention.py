@@ -2,6 +2,8 @@
 to the page where it is dealt with. Counted in SQL, a query or two per kind of item.
 
 - restore drills overdue, or whose latest drill failed (backups);
+- training workloads whose dollars at risk (a failure now, redone from the newest
+  checkpoint a drill proved) exceed ``settings.DOLLARS_AT_RISK_ATTENTION_USD``;
 - alerts firing (alerts), with the rules that raised them;
 - pool-hours flagged in the last 7 days (telemetry: more GPUs than declared, MIG lines
   both reported, slices above 100 %, samples outside the service period, clock skew);
@@ -19,12 +21,14 @@ figures, per scope.
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.conf import settings
 from django.db.models import Count, Exists, OuterRef
 from django.urls import reverse
 from django.utils.translation import gettext, ngettext
 
 from apps.accounts.scope import EVERYTHING, Scope
 from apps.alerts.selectors import firing_summary
+from apps.backups.at_risk import at_risk_by_workload, watched_workloads
 from apps.backups.services import overdue_and_failing_summary
 from apps.pools.hours import floor_hour
 from apps.pools.models import Pool
@@ -81,6 +85,7 @@ def attention_items(now, drills=None, *, scope: Scope = EVERYTHING) -> list[Atte
                 gettext("Schedule the drills"),
             )
         )
+    items.extend(_at_risk_items(now, scope))
     firing = firing_summary(scope)
     if firing["count"]:
         rules = ", ".join(firing["rules"]) + (", …" if firing["more_rules"] else "")
@@ -118,6 +123,48 @@ def attention_items(now, drills=None, *, scope: Scope = EVERYTHING) -> list[Atte
                 % {"count": unassigned},
                 reverse("telemetry:device_unassigned"),
                 gettext("Assign them"),
+            )
+        )
+    return items
+
+
+def _at_risk_items(now, scope: Scope) -> list[AttentionItem]:
+    """One item per workload of ``scope`` whose dollars at risk exceed the threshold, the
+    largest first: each names its amount and links to its card."""
+    threshold_usd = settings.DOLLARS_AT_RISK_ATTENTION_USD
+    figures = at_risk_by_workload(watched_workloads(scope), now).values()
+    above = sorted(
+        (item for item in figures if item.usd_at_risk is not None),
+        key=lambda item: -item.usd_at_risk,
+    )
+    items = []
+    for item in above:
+        if item.usd_at_risk <= threshold_usd:
+            break
+        workload = item.workload
+        if item.proven_step is not None:
+            text = gettext(
+                "%(workload)s has %(usd)s at risk: %(hours)s h of %(gpus)s GPUs since step "
+                "%(step)s, the newest checkpoint a restore drill proved."
+            )
+        else:
+            text = gettext(
+                "%(workload)s has %(usd)s at risk: %(hours)s h of %(gpus)s GPUs, no "
+                "checkpoint proven restorable."
+            )
+        items.append(
+            AttentionItem(
+                "dollars-at-risk",
+                text
+                % {
+                    "workload": workload.name,
+                    "usd": f"${item.usd_at_risk:,.2f}",
+                    "hours": f"{item.hours_at_risk:,.1f}",
+                    "gpus": workload.gpu_count,
+                    "step": f"{item.proven_step or 0:,}",
+                },
+                workload.get_absolute_url() + "#workload-at-risk-panel",
+                gettext("See what is at risk"),
             )
         )
     return items

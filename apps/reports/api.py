@@ -99,7 +99,14 @@ class CostRowSerializer(serializers.Serializer):
     cost_per_1m_tokens_usd = serializers.FloatField(allow_null=True)
     lost_gpu_hours = serializers.FloatField(help_text="Lost to recorded interruptions.")
     effective_training_gpu_hours = serializers.FloatField(
-        allow_null=True, help_text="Busy training GPU-hours − lost GPU-hours."
+        allow_null=True,
+        help_text="measured: Σ effective seconds of the training event logs × GPUs ÷ 3600; "
+        "estimate: busy training GPU-hours − lost GPU-hours.",
+    )
+    effective_training_source = serializers.ChoiceField(
+        choices=["measured", "estimate"],
+        allow_null=True,
+        help_text="measured when the event logs measure every training workload of the row.",
     )
     cost_per_effective_training_gpu_hour_usd = serializers.FloatField(allow_null=True)
     interruption_cost_usd = serializers.FloatField(help_text="Lost GPU-hours × price.")

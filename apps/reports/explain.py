@@ -547,6 +547,15 @@ def explain_figure(row, figure: str) -> list[Step]:
             if not getattr(row, per)
             else _("no inference cost"),
         )
+    if figure == "effective_training_gpu_hours" and row.effective_training_source == "measured":
+        return ratio(
+            [],
+            _(
+                "measured from the training event logs: Σ effective seconds × GPUs ÷ 3600 "
+                "(goodput_measure)"
+            ),
+            _("no busy training GPU-hours"),
+        )
     if figure == "effective_training_gpu_hours":
         return ratio(
             _sum_steps(row, "training_busy_gpu_hours") + _sum_steps(row, "lost_gpu_hours"),

@@ -40,6 +40,7 @@ COLUMNS = (
     (_("Cost per 1M tokens (USD)"), "cost_per_1m_tokens_usd", "#,##0.0000"),
     (_("Lost to interruptions (GPU-hours)"), "lost_gpu_hours", "#,##0.0"),
     (_("Effective training (GPU-hours)"), "effective_training_gpu_hours", "#,##0.0"),
+    (_("Effective training from"), "effective_training_source", "@"),
     (
         _("Cost per effective training GPU-hour (USD)"),
         "cost_per_effective_training_gpu_hour_usd",

@@ -48,6 +48,8 @@ from apps.telemetry.models import (
     WorkloadDailyRequests,
     WorkloadHourlyRequests,
 )
+from apps.training import goodput
+from apps.training.models import TrainingEvent
 
 ONE_HOUR = timedelta(hours=1)
 EARLIEST = datetime(2020, 1, 1, tzinfo=UTC)
@@ -262,6 +264,52 @@ def lost_gpu_hours_by_workload(span: Span, workload_ids=None) -> dict[int, float
     return lost
 
 
+def measured_effective_gpu_hours_by_workload(span: Span, workloads) -> dict[int, float]:
+    """Effective training GPU-hours measured from the event logs of the span (one query):
+    Σ over each job of its effective seconds (apps/training/goodput.py, after
+    goodput_measure) × the workload's GPUs ÷ 3600. Only the training workloads with a
+    reference step time and events stamped in the span are measured; the others keep
+    the interruption estimate."""
+    measurable = {
+        workload.pk: workload
+        for workload in workloads
+        if workload.kind in TRAINING_KINDS and workload.reference_step_seconds is not None
+    }
+    events_by_job: dict[tuple[int, str], list[goodput.Event]] = defaultdict(list)
+    rows = (
+        TrainingEvent.objects.filter(
+            workload_id__in=list(measurable), timestamp__gte=span.start, timestamp__lt=span.end
+        )
+        .order_by("workload_id", "job_name", "timestamp", "pk")
+        .values_list(
+            "workload_id",
+            "job_name",
+            "event_type",
+            "timestamp",
+            "step",
+            "node_rank",
+            "duration_seconds",
+        )
+    )
+    for workload_id, job_name, event_type, timestamp, step, node_rank, duration in rows:
+        events_by_job[(workload_id, job_name)].append(
+            goodput.Event(timestamp, event_type, step, node_rank, duration)
+        )
+    measured: dict[int, float] = defaultdict(float)
+    for (workload_id, _job), events in events_by_job.items():
+        workload = measurable[workload_id]
+        seconds = goodput.job_goodput(
+            events, reference_step_seconds=float(workload.reference_step_seconds)
+        ).effective_seconds
+        measured[workload_id] += seconds * workload.gpu_count / 3600
+    return dict(measured)
+
+
+# How a row's effective training GPU-hours are known.
+MEASURED = "measured"
+ESTIMATE = "estimate"
+
+
 # --- the cost report ---------------------------------------------------------------------
 
 
@@ -288,6 +336,12 @@ class CostRow:
     interruption_cost_usd: float = 0.0
     training_cost_usd: float = 0.0
     inference_cost_usd: float = 0.0
+    # The row's training workloads (and unattributed rest) whose effective GPU-hours the
+    # event logs measure, and those estimated from the interruptions: the row is
+    # measured only when nothing in it is estimated.
+    measured_effective_gpu_hours: float = 0.0
+    measured_parts: int = 0
+    estimated_parts: int = 0
     members: list = field(default_factory=list, repr=False)
     # What the row adds up, in order, for its explanations (apps/reports/explain.py).
     parts: list = field(default_factory=list, repr=False)
@@ -311,12 +365,31 @@ class CostRow:
         return costmodel.cost_per_million_tokens_usd(cost, self.tokens) if cost else None
 
     @property
+    def effective_training_source(self) -> str | None:
+        """``measured`` when the event logs measure every training workload of the row,
+        ``estimate`` (busy − lost GPU-hours) otherwise; None without training."""
+        if self.measured_parts and not self.estimated_parts:
+            return MEASURED
+        return ESTIMATE if self.training_busy_gpu_hours else None
+
+    @property
     def effective_training_gpu_hours(self) -> float | None:
+        if self.effective_training_source == MEASURED:
+            return self.measured_effective_gpu_hours
         if not self.training_busy_gpu_hours:
             return None
         return costmodel.effective_training_gpu_hours(
             self.training_busy_gpu_hours, self.lost_gpu_hours
         )
+
+    def count_effective_training(self, workload_id: int, measured: dict[int, float]) -> None:
+        """Count one training workload of the row as measured (its GPU-hours added) or
+        estimated."""
+        if workload_id in measured:
+            self.measured_parts += 1
+            self.measured_effective_gpu_hours += measured[workload_id]
+        else:
+            self.estimated_parts += 1
 
     @property
     def cost_per_effective_training_gpu_hour_usd(self) -> float | None:
@@ -341,6 +414,7 @@ class CostRow:
             "cost_per_1m_tokens_usd": self.cost_per_1m_tokens_usd,
             "lost_gpu_hours": self.lost_gpu_hours,
             "effective_training_gpu_hours": self.effective_training_gpu_hours,
+            "effective_training_source": self.effective_training_source,
             "cost_per_effective_training_gpu_hour_usd": (
                 self.cost_per_effective_training_gpu_hour_usd
             ),
@@ -488,7 +562,17 @@ def cost_report(
     workload_ids = [workload.id for workload in workloads]
     requests = workload_request_totals(span, workload_ids)
     lost = lost_gpu_hours_by_workload(span, workload_ids)
+    measured = measured_effective_gpu_hours_by_workload(span, workloads)
     figures = pool_figures(span, pools, workloads, requests, lost)
+    training_ids_by_pool = defaultdict(list)
+    for workload in workloads:
+        if workload.kind in TRAINING_KINDS:
+            training_ids_by_pool[workload.pool_id].append(workload.id)
+
+    def count_pool_training(row: CostRow, pool: Pool) -> None:
+        if pool.purpose == Purpose.TRAINING:
+            for workload_id in training_ids_by_pool[pool.id]:
+                row.count_effective_training(workload_id, measured)
 
     if group_by == "pool":
         rows = []
@@ -499,6 +583,7 @@ def cost_report(
                 purpose=pool_figures_.pool.purpose,
             )
             _add_pool(row, pool_figures_)
+            count_pool_training(row, pool_figures_.pool)
             _add_requests(row, pool_figures_.requests, pool_figures_.pool.name)
             rows.append(row)
         return rows
@@ -512,6 +597,7 @@ def cost_report(
         for pool_figures_ in figures:
             row = rows[pool_figures_.pool.purpose]
             _add_pool(row, pool_figures_)
+            count_pool_training(row, pool_figures_.pool)
             _add_requests(row, pool_figures_.requests, pool_figures_.pool.name)
         return list(rows.values())
 
@@ -559,10 +645,15 @@ def cost_report(
             else:
                 lost_gpu_hours = lost.get(workload.id, 0.0)
                 _move_lost(row, unattributed, pool_figures_, name, lost_gpu_hours)
+            if workload.kind in TRAINING_KINDS:
+                row.count_effective_training(workload.id, measured)
             _add_requests(row, requests.get(workload.id, RequestTotals()), name)
             (rows if visible else others).append(row)
     if others:
         rows.append(total_row(others, key=OTHER_TEAMS, label=other_label))
+    if unattributed.training_busy_gpu_hours > 1e-9:
+        # Busy training hours that no workload's events account for.
+        unattributed.estimated_parts += 1
     if unattributed.pool_count:
         rows.append(unattributed)
     return rows
@@ -660,6 +751,9 @@ def total_row(rows: list[CostRow], *, key: str = "total", label: str | None = No
             "interruption_cost_usd",
             "training_cost_usd",
             "inference_cost_usd",
+            "measured_effective_gpu_hours",
+            "measured_parts",
+            "estimated_parts",
         ):
             setattr(total, name, getattr(total, name) + getattr(row, name))
         total.parts.extend(row.parts)

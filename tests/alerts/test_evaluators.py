@@ -300,6 +300,7 @@ def test_the_budget_kind_has_the_showback_evaluator():
         "telemetry_stale",
         "flagged_hours",
         "job_failed",
+        "dollars_at_risk",
     }
 
 

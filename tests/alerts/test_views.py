@@ -202,7 +202,8 @@ def test_the_rule_form_asks_for_the_thresholds_of_its_kind(client):
     client.force_login(UserFactory(role="lead"))
     url = reverse("alerts:rule_create")
     page = client.get(url).content.decode()
-    assert 'data-show-values="idle_cost"' in page  # the amount, shown for idle cost only
+    # The amount, shown for idle cost and dollars at risk only.
+    assert 'data-show-values="idle_cost dollars_at_risk"' in page
     base = {"name": "Idle", "slug": "", "channel": channel.pk, "enabled": "on"}
     missing = client.post(url, {**base, "kind": "idle_cost", "window_hours": "24"})
     assert missing.status_code == 200

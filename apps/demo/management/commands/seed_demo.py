@@ -20,6 +20,8 @@ from apps.backups.demo import seed_backups_demo
 from apps.catalog.models import GpuModel, ModelArchitecture
 from apps.catalog.seed import load_gpu_models, load_model_architectures
 from apps.core.roles import FINANCE, OPS, PROCUREMENT, TECHNICAL_LEAD
+from apps.demo.training import seed_training_demo
+from apps.pilots.demo import seed_pilots_demo
 from apps.pools.models import (
     ComplianceZone,
     Deployment,
@@ -229,6 +231,8 @@ DEMO_WORKLOADS = (
         "slug": "llama3-70b-pretrain",
         "checkpoint_interval_minutes": 60,
         "checkpoint_write_seconds": 180,
+        # 1,000 steps between the demo's checkpoints of steps 41,000 and 42,000 (12 days).
+        "reference_step_seconds": Decimal("780"),
         "name": "Llama-3-70B continued pre-training",
         "kind": WorkloadKind.PRE_TRAINING,
         "model": "llama-3-70b",
@@ -448,6 +452,8 @@ class Command(BaseCommand):
             self.seed_fleet(owner=users["lead"], in_service_from=history_start)
             pool_hours, workload_hours = seed_usage_demo(now=now)
             seed_backups_demo()
+            seed_training_demo()
+            seed_pilots_demo(user=users["lead"])
             seed_procurement_demo()
             if not options.get("without_teams"):
                 seed_showback_demo(users=users, now=now)
