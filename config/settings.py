@@ -95,8 +95,9 @@ MIDDLEWARE = [
     # Records who made each change kept in the objects' history.
     "simple_history.middleware.HistoryRequestMiddleware",
     "csp.middleware.CSPMiddleware",
-    # Last but Axes, whose lockout responses it then counts too.
-    "django_prometheus.middleware.PrometheusAfterMiddleware",
+    # Last but Axes, whose lockout responses it then counts too (django-prometheus's,
+    # reading a malformed Content-Length as Django does).
+    "apps.core.request_metrics.RequestMetricsMiddleware",
     # Axes must come last: it turns lockouts raised by the auth backend into responses.
     "axes.middleware.AxesMiddleware",
 ]
