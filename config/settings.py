@@ -346,6 +346,8 @@ SPECTACULAR_SETTINGS = {
         "BackupTierEnum": "apps.backups.models.Tier",
         "AlertChannelKindEnum": "apps.alerts.models.AlertChannel.Kind",
         "AlertRuleKindEnum": "apps.alerts.models.KIND_CHOICES",
+        "PilotSourceFormatEnum": "apps.pilots.models.SourceFormat",
+        "TrainingEventFormatEnum": "apps.training.parsers.FORMATS",
     },
     # The schema and its docs are for signed-in users, like every page.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],

@@ -334,7 +334,8 @@ def test_overview_kpis_explain_themselves(client, make_user, gpu_model):
     assert f"8 GPUs × {hours} h × $2.00/GPU-h" in cost
     assert f"${8 * hours * 2.0:,.2f}" in cost
 
-    in_last_day = min(hours, 25)  # "the last 24 h" spans 25 hour slots: 24 back + this one
+    # "the last 24 h" is 24 hour slots, this one included (selectors: ceil_hour(now) − 24 h).
+    in_last_day = min(hours, 24)
     utilization = client.get(url, {"kpi": "utilization"}).content.decode()
     assert f"100 × {4 * in_last_day:,} busy ÷ {8 * in_last_day:,} measured GPU-h" in utilization
     assert "50.00 %" in utilization

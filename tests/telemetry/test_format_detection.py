@@ -26,6 +26,14 @@ TRUE_FORMATS = {
     **{path: None for path in (DATA / "prometheus-api").glob("*.json")},
     DATA / "traces" / "alibaba-genai-2026" / "README_GenTD26.md": None,
     DATA / "SOURCES.md": None,
+    # Not telemetry: benchmark results (tests/pilots), ping and mtr output
+    # (tests/procurement) and training event logs (tests/training), each read by its own
+    # importer; the telemetry upload must not take them for one of its formats.
+    **{path: None for path in (DATA / "benchmarks").glob("*.json")},
+    **{path: None for path in (DATA / "benchmarks").glob("*.txt")},
+    DATA / "benchmarks" / "genai_perf_profile_export_genai_perf_cloudai_ai_dynamo.csv": "csv",
+    **{path: None for path in (DATA / "network-rtt").glob("*.txt")},
+    **{path: None for path in (DATA / "goodput-measure").glob("*.jsonl")},
 }
 
 

@@ -388,11 +388,14 @@ def _hourly(pool):
 
 
 def _daily(pool):
-    return list(
-        PoolDailyUsage.objects.filter(pool=pool)
+    """(day, measured hours, busy GPU-hours) rows; the busy sum is rounded to 1e-9 GPU-h,
+    since a day summed from its hours in another order differs in its last bits."""
+    return [
+        (day, hours, round(busy, 9))
+        for day, hours, busy in PoolDailyUsage.objects.filter(pool=pool)
         .order_by("day")
         .values_list("day", "measured_hours", "busy_gpu_hours")
-    )
+    ]
 
 
 @pytest.mark.django_db
