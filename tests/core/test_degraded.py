@@ -303,7 +303,7 @@ def test_an_upload_waits_for_the_broker_then_a_real_worker_imports_it(
 
 @pytest.mark.django_db
 def test_a_redis_that_hangs_costs_one_timeout_not_one_per_call(
-    client, make_user, pool, django_capture_on_commit_callbacks
+    client, make_user, pool, django_capture_on_commit_callbacks, media_root
 ):
     client.force_login(make_user("lead"))
     with hung_redis_url() as url, redis_unreachable(url):
