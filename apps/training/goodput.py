@@ -210,4 +210,14 @@ def combine(results: Iterable[Goodput]) -> Goodput:
             combined.badput_seconds[name] += seconds
         for flag in result.flags:
             combined._flag(flag)
+        combined.min_loaded_step = _lowest(combined.min_loaded_step, result.min_loaded_step)
+        combined.max_saved_step = _highest(combined.max_saved_step, result.max_saved_step)
     return combined
+
+
+def _lowest(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _highest(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)

@@ -164,3 +164,11 @@ def test_the_librarys_own_multi_node_case():
     # result says so instead of showing a negative slowdown.
     assert goodput.BADPUT_ABOVE_TOTAL in result.flags
     assert result.badput_seconds["slowdown"] == 0
+
+
+def test_combine_keeps_the_lowest_step_loaded_and_the_highest_saved():
+    early = goodput.Goodput(min_loaded_step=0, max_saved_step=400)
+    late = goodput.Goodput(min_loaded_step=300, max_saved_step=900)
+    unsaved = goodput.Goodput()  # a job that loaded and saved nothing
+    combined = goodput.combine([late, unsaved, early])
+    assert (combined.min_loaded_step, combined.max_saved_step) == (0, 900)
