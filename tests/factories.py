@@ -25,6 +25,7 @@ from apps.backups import services as backup_services
 from apps.backups.models import BackupPolicy, BackupVersion, RestoreDrill, VersionKind
 from apps.catalog.models import GpuModel, ModelArchitecture
 from apps.core.roles import FINANCE, OPS, PROCUREMENT, TECHNICAL_LEAD
+from apps.pilots.models import PilotResult
 from apps.pools.models import Deployment, Pool, Purpose, Workload, WorkloadKind
 from apps.procurement.models import Scenario, ScenarioOption
 from apps.telemetry.models import GpuDevice, HostnameRule, ImportRun, PullSource
@@ -258,6 +259,25 @@ class ScenarioOptionFactory(factory.django.DjangoModelFactory):
     name = factory.Sequence(lambda n: f"Option {n}")
     kind = "on_demand"
     gpu_model = factory.LazyAttribute(lambda option: option.scenario.demand_pool.gpu_model)
+
+
+# --- Pilots -----------------------------------------------------------------------------
+
+
+class PilotResultFactory(factory.django.DjangoModelFactory):
+    """A vLLM result of the workload on one GPU of its pool's model; its file hash is
+    made from its name, so two names are two files."""
+
+    class Meta:
+        model = PilotResult
+
+    workload = factory.SubFactory(WorkloadFactory)
+    gpu_model = factory.LazyAttribute(lambda result: result.workload.pool.gpu_model)
+    name = factory.Sequence(lambda n: f"Pilot {n}")
+    gpu_count = 1
+    source_format = "vllm"
+    content_sha256 = factory.LazyAttribute(lambda result: f"{result.name:0>64}"[:64])
+    output_tokens_per_second = 1000.0
 
 
 # --- Backups ----------------------------------------------------------------------------

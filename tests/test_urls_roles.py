@@ -75,6 +75,7 @@ ROUTES = {
     "pools:workload_delete": ("workload", "pools.delete_workload"),
     "pools:calculator": (None, EVERYONE),
     "pilots:pilot_list": ("workload", EVERYONE),
+    "pilots:workload_fit": ("workload", EVERYONE),
     "pilots:pilot_delete": ("pilot_result", "pilots.delete_pilotresult"),
     "catalog:gpu_model_list": (None, EVERYONE),
     "catalog:gpu_model_detail": ("gpu_model", EVERYONE),

@@ -61,6 +61,15 @@ class PilotResultSerializer(serializers.ModelSerializer):
         "price."
     )
 
+    decode_ceiling_tokens_per_second_per_gpu = serializers.SerializerMethodField(
+        help_text="Tokens/s per GPU memory bandwidth allows on this GPU model at the "
+        "workload's inference settings; null for training or without a model architecture."
+    )
+    share_of_decode_ceiling_pct = serializers.SerializerMethodField(
+        help_text="Measured ÷ ceiling × 100, not clamped: above 100 the pilot ran at other "
+        "settings than the workload's."
+    )
+
     class Meta:
         model = PilotResult
         fields = [
@@ -85,6 +94,8 @@ class PilotResultSerializer(serializers.ModelSerializer):
             "price_per_gpu_hour_usd",
             "price_source",
             "cost_per_million_output_tokens_usd",
+            "decode_ceiling_tokens_per_second_per_gpu",
+            "share_of_decode_ceiling_pct",
             "imported_at",
         ]
         read_only_fields = fields
@@ -92,7 +103,10 @@ class PilotResultSerializer(serializers.ModelSerializer):
     def _priced(self, result) -> selectors.PricedPilot:
         cache = self.context.setdefault("priced", {})
         if result.pk not in cache:
-            cache[result.pk] = selectors.priced(result, result.workload)
+            ceilings = self.context.setdefault("ceilings", {})
+            cache[result.pk] = selectors.priced(
+                result, result.workload, ceilings.setdefault(result.workload_id, {})
+            )
         return cache[result.pk]
 
     def get_price_per_gpu_hour_usd(self, result) -> float | None:
@@ -103,6 +117,12 @@ class PilotResultSerializer(serializers.ModelSerializer):
 
     def get_cost_per_million_output_tokens_usd(self, result) -> float | None:
         return self._priced(result).cost_per_million_output_tokens_usd
+
+    def get_decode_ceiling_tokens_per_second_per_gpu(self, result) -> float | None:
+        return self._priced(result).decode_ceiling_tokens_per_second_per_gpu
+
+    def get_share_of_decode_ceiling_pct(self, result) -> float | None:
+        return self._priced(result).share_of_decode_ceiling_pct
 
 
 class PilotImportSerializer(ScopedReferencesMixin, serializers.Serializer):
@@ -157,7 +177,9 @@ class PilotResultViewSet(
     text that does not parse is refused with 400 naming the line or key, and nothing is
     stored; the same text again for the same workload answers 200 with the stored result."""
 
-    queryset = PilotResult.objects.select_related("workload__pool", "gpu_model").order_by("id")
+    queryset = PilotResult.objects.select_related(
+        "workload__pool", "workload__model_architecture", "gpu_model"
+    ).order_by("id")
     serializer_class = PilotResultSerializer
     filterset_class = PilotResultFilter
 

@@ -1,11 +1,13 @@
-"""A pilot benchmark for the demo fleet (``manage.py seed_demo``): one vLLM
-``benchmark_serving`` result of the Asia chat API's L40S pool. The figures are the demo's
-own, shaped as ``benchmark_serving.py --save-result`` writes them. Idempotent: the same
-file imported again for the same workload stores nothing (``services.import_benchmark``
-matches it by its SHA-256)."""
+"""Pilot benchmarks for the demo fleet (``manage.py seed_demo``): two vLLM
+``benchmark_serving`` results of the Asia chat API, on its own L40S GPUs and on the
+H100 PCIe the procurement scenario weighs, so the scenario normalises by measured
+throughput. The figures are the demo's own, shaped as ``benchmark_serving.py
+--save-result`` writes them. Idempotent: the same file imported again for the same
+workload stores nothing (``services.import_benchmark`` matches it by its SHA-256)."""
 
 import json
 
+from apps.catalog.models import GpuModel
 from apps.pilots import parsers, services
 from apps.pools.models import Workload
 
@@ -42,21 +44,67 @@ DEMO_RESULT = {
 }
 
 
+# The same load on 4 × H100 PCIe (2.0 TB/s against the L40S's 0.86 TB/s): more tokens
+# per GPU, shorter latencies.
+DEMO_H100_RESULT = {
+    **DEMO_RESULT,
+    "date": "20250302-101500",
+    "duration": 127.9,
+    "request_throughput": 7.818,
+    "output_throughput": 3620.4,
+    "total_token_throughput": 18102.0,
+    "mean_ttft_ms": 188.3,
+    "median_ttft_ms": 171.6,
+    "std_ttft_ms": 41.2,
+    "p99_ttft_ms": 356.9,
+    "mean_tpot_ms": 14.1,
+    "median_tpot_ms": 13.7,
+    "std_tpot_ms": 1.9,
+    "p99_tpot_ms": 20.4,
+    "mean_itl_ms": 13.9,
+    "median_itl_ms": 13.5,
+    "std_itl_ms": 2.3,
+    "p99_itl_ms": 24.8,
+}
+# (GPU model slug or None for the workload's own, result, file name, notes)
+DEMO_PILOTS = (
+    (
+        None,
+        DEMO_RESULT,
+        "vllm_serving_fp8_4xL40S_rate8.json",
+        "Demo pilot: FP8 weights and KV cache, 4 × L40S, 8 requests/s, 1,024 in / 256 out tokens.",
+    ),
+    (
+        "h100-pcie",
+        DEMO_H100_RESULT,
+        "vllm_serving_fp8_4xH100-PCIe_rate8.json",
+        "Demo pilot: the same load and settings on 4 × H100 PCIe.",
+    ),
+)
+
+
 def seed_pilots_demo(user=None) -> int:
-    """Import the demo's pilot result when its workload exists; returns how many were
-    created (0 or 1)."""
+    """Import the demo's pilot results when their workload exists; returns how many were
+    created."""
     workload = Workload.objects.select_related("pool__gpu_model").filter(slug=DEMO_WORKLOAD).first()
     if workload is None:
         return 0
-    outcome = services.import_benchmark(
-        workload=workload,
-        gpu_model=workload.pool.gpu_model,
-        gpu_count=DEMO_GPU_COUNT,
-        source_format=parsers.VLLM,
-        content=json.dumps(DEMO_RESULT, indent=1).encode(),
-        filename="vllm_serving_fp8_4xL40S_rate8.json",
-        notes="Demo pilot: FP8 weights and KV cache, 4 × L40S, 8 requests/s, 1,024 in / 256 "
-        "out tokens.",
-        user=user,
-    )
-    return int(outcome.created)
+    created = 0
+    for gpu_slug, result, filename, notes in DEMO_PILOTS:
+        gpu_model = (
+            GpuModel.objects.filter(slug=gpu_slug).first() if gpu_slug else workload.pool.gpu_model
+        )
+        if gpu_model is None:
+            continue
+        outcome = services.import_benchmark(
+            workload=workload,
+            gpu_model=gpu_model,
+            gpu_count=DEMO_GPU_COUNT,
+            source_format=parsers.VLLM,
+            content=json.dumps(result, indent=1).encode(),
+            filename=filename,
+            notes=notes,
+            user=user,
+        )
+        created += int(outcome.created)
+    return created

@@ -25,6 +25,13 @@ class PilotTable(ListTable):
         "output_tokens_per_second_per_gpu",
         end=True,
     )
+    ceiling = pilot_cell(
+        "ceiling",
+        _("Share of the decode ceiling (%)"),
+        "share_of_decode_ceiling_pct",
+        "name",
+        end=True,
+    )
     ttft = pilot_cell("ttft", _("TTFT p50 / p99 (ms)"), "ttft_p99_ms", end=True)
     itl = pilot_cell("itl", _("ITL p50 / p99 (ms)"), "itl_p99_ms", end=True)
     price = pilot_cell("price", _("Price per GPU-hour (USD)"), "price_per_gpu_hour_usd", end=True)

@@ -3,7 +3,7 @@ from django.contrib.auth.decorators import permission_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect
 from django.utils.translation import gettext, gettext_lazy
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods
 
 from apps.accounts.scope import scope_of
 from apps.core.crud import delete_page
@@ -90,6 +90,27 @@ def pilot_list(request, slug):
         fragments={"pilot-table": "pilot-table"},
         status=status,
     )
+
+
+@require_GET
+def workload_fit(request, slug):
+    """The workload page's "Measured beside the ceiling" panel: each pilot's output
+    tokens/s per GPU beside what memory bandwidth allows at the workload's settings, and
+    the cost of each; loaded by the page once it is shown."""
+    workload = get_object_or_404(_workloads(request).with_pool(), slug=slug)
+    pilots = sorted(
+        selectors.pilots_of(workload),
+        key=lambda pilot: (pilot.result.gpu_model_id != workload.pool.gpu_model_id, pilot.name),
+    )
+    context = {
+        "workload": workload,
+        "pilots": pilots,
+        "own_ceiling_tokens_per_second_per_gpu": selectors.decode_ceiling_per_gpu(
+            workload, workload.pool.gpu_model
+        ),
+        "panel_title": gettext("Measured beside the ceiling"),
+    }
+    return render_page(request, "pilots/workload_fit.html", context, partial="panel")
 
 
 @in_scope_or_404(_workload_named)

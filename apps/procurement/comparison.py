@@ -206,6 +206,15 @@ def throughput_ratio(
     return option_per_gpu * option_efficiency / (reference_per_gpu * reference_eff)
 
 
+def measured_throughput_ratio(option_per_gpu: float, reference_per_gpu: float) -> float:
+    """Work one option GPU does per hour, in reference GPUs, from two measurements of the
+    same workload (output tokens/s per GPU): option ÷ reference. No efficiency applies: a
+    measured throughput already includes it."""
+    _check_number("option measured throughput", option_per_gpu, strictly_above=True)
+    _check_number("reference measured throughput", reference_per_gpu, strictly_above=True)
+    return option_per_gpu / reference_per_gpu
+
+
 # --- Options ---------------------------------------------------------------------------
 
 

@@ -34,6 +34,11 @@ ASSUMPTIONS = (
         "efficiency. An option's GPU does (its dense peak or decode ceiling × its efficiency) ÷ "
         "(the reference's × the reference efficiency) of that work per hour."
     ),
+    gettext_lazy(
+        "Where the demand's workload has pilot results on both the option's GPU model and the "
+        "reference GPU model, the ratio is measured instead: the best pilot's output tokens/s "
+        "per GPU on each, option ÷ reference, with no efficiency applied."
+    ),
     gettext_lazy("GPUs needed per hour = ⌈reference GPUs ÷ throughput ratio⌉, whole GPUs."),
     gettext_lazy(
         "A measured window stands for the whole horizon: costs over it are scaled by "
@@ -92,6 +97,12 @@ def columns(currency: str):
             result_of(lambda r: r.spec.throughput_ratio),
             "0.00",
             2,
+        ),
+        (
+            _("Throughput measured or estimated"),
+            lambda row: row.throughput.explanation if row.throughput else "",
+            None,
+            None,
         ),
         (_("Peak GPUs (GPUs)"), result_of(lambda r: r.peak_gpus), "#,##0", 0),
         (_("Baseline GPUs (GPUs)"), result_of(lambda r: r.baseline_gpus), "#,##0", 0),
@@ -723,6 +734,16 @@ def build_pdf(result) -> bytes:
                     pdf_paragraph(
                         _("%(name)s: %(misses)s")
                         % {"name": row.option.name, "misses": row.misses_text},
+                        small,
+                    )
+                )
+        story.append(pdf_paragraph(_("Throughput measured or estimated"), styles["Heading3"]))
+        for row in result.rows:
+            if row.throughput is not None:
+                story.append(
+                    pdf_paragraph(
+                        _("%(name)s: %(throughput)s")
+                        % {"name": row.option.name, "throughput": row.throughput.explanation},
                         small,
                     )
                 )

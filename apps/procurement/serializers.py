@@ -212,9 +212,35 @@ class PriceUsedSerializer(serializers.Serializer):
     source = serializers.CharField(help_text="Typed on the option, or which pool it came from.")
 
 
+class ThroughputUsedSerializer(serializers.Serializer):
+    source = serializers.ChoiceField(
+        choices=["pilot", "estimate"],
+        help_text="pilot: measured on both GPU models by the demand workload's pilots; "
+        "estimate: the option's throughput basis × efficiency.",
+    )
+    explanation = serializers.CharField(help_text="Which pilots, or which basis and why.")
+    option_pilot = serializers.IntegerField(
+        source="option_pilot.pk", allow_null=True, help_text="Pilot result id on the option's GPU."
+    )
+    reference_pilot = serializers.IntegerField(
+        source="reference_pilot.pk",
+        allow_null=True,
+        help_text="Pilot result id on the reference GPU.",
+    )
+    option_output_tokens_per_second_per_gpu = serializers.FloatField(
+        source="option_pilot.output_tokens_per_second_per_gpu", allow_null=True
+    )
+    reference_output_tokens_per_second_per_gpu = serializers.FloatField(
+        source="reference_pilot.output_tokens_per_second_per_gpu", allow_null=True
+    )
+
+
 class OptionLineSerializer(serializers.Serializer):
     option = OptionSerializer()
     result = OptionResultSerializer(allow_null=True)
+    throughput = ThroughputUsedSerializer(
+        allow_null=True, help_text="How the throughput ratio was found (null: no demand yet)."
+    )
     problem = serializers.CharField(help_text="Why the option could not be costed, or empty.")
     prices_used = PriceUsedSerializer(
         many=True, help_text="Every price the option was costed with, as the exports print them."
@@ -326,6 +352,7 @@ class ScenarioDetailSerializer(ScenarioSerializer):
                 {
                     "option": row.option,
                     "result": row.result,
+                    "throughput": row.throughput,
                     "problem": row.problem,
                     "prices_used": prices_used(scenario, row),
                     "misses": [miss.as_dict() for miss in row.misses],

@@ -17,6 +17,7 @@ from apps.core import runs
 from apps.core.history import combined_history
 from apps.core.outbox import enqueue
 from apps.core.sentences import gettext_noop
+from apps.pilots.models import PilotResult
 from apps.pools import costing, memory
 from apps.pools.assessment import inference_settings_of, shape_of
 from apps.procurement import comparison, regions, skypilot
@@ -51,11 +52,31 @@ class DemandInfo:
     hourly_times: list = field(default_factory=list)  # hour of each curve point, if measured
 
 
+PILOT_THROUGHPUT = "pilot"
+ESTIMATED_THROUGHPUT = "estimate"
+
+
+@dataclass(frozen=True)
+class ThroughputUsed:
+    """How an option's throughput ratio was found: measured by pilots of the scenario's
+    workload on both GPU models, or estimated from the catalog by the option's basis."""
+
+    source: str  # PILOT_THROUGHPUT or ESTIMATED_THROUGHPUT
+    explanation: str
+    option_pilot: PilotResult | None = None
+    reference_pilot: PilotResult | None = None
+
+    @property
+    def measured(self) -> bool:
+        return self.source == PILOT_THROUGHPUT
+
+
 @dataclass
 class OptionRow:
     option: ScenarioOption
     result: comparison.OptionResult | None = None
     problem: str = ""
+    throughput: ThroughputUsed | None = None
     misses: tuple[regions.Miss, ...] = ()
     rtt_ms_by_region: dict = field(default_factory=dict)  # region name → ms, as stated
     requirements_stated: bool = False  # whether the scenario states any requirement
@@ -160,6 +181,75 @@ def per_gpu_throughput(scenario, gpu: GpuModel, basis: str) -> tuple[float | Non
     return peak, ""
 
 
+def best_pilots(scenario) -> dict[int, PilotResult]:
+    """GPU model id → the pilot of the scenario's inference workload with the most output
+    tokens/s per GPU on that model (the earliest imported of equals): the capacity the
+    comparison normalises by. Empty without a measured inference workload."""
+    workload = scenario.demand_workload
+    if workload is None or workload.is_training:
+        return {}
+    best = {}
+    results = PilotResult.objects.filter(workload=workload).select_related("gpu_model")
+    for result in results.order_by("pk"):
+        current = best.get(result.gpu_model_id)
+        per_gpu = result.output_tokens_per_second_per_gpu
+        if current is None or per_gpu > current.output_tokens_per_second_per_gpu:
+            best[result.gpu_model_id] = result
+    return best
+
+
+def _pilot_words(result: PilotResult) -> dict:
+    return {
+        "pilot": result.name,
+        "gpu": result.gpu_model.name,
+        "tokens": f"{result.output_tokens_per_second_per_gpu:,.0f}",
+    }
+
+
+def throughput_used(scenario, option, reference_gpu, pilots: dict) -> ThroughputUsed:
+    """Measured where the workload has a pilot on both the option's GPU model and the
+    reference GPU model: a ratio of two measurements, never of a measurement and a
+    catalog bound. Otherwise the option's basis, and which pilot is missing."""
+    option_pilot = pilots.get(option.gpu_model_id)
+    reference_pilot = pilots.get(reference_gpu.pk)
+    if option_pilot is not None and reference_pilot is not None:
+        return ThroughputUsed(
+            PILOT_THROUGHPUT,
+            _(
+                "Measured: pilot “%(option_pilot)s” on %(option_gpu)s, %(option_tokens)s output "
+                "tokens/s per GPU ÷ pilot “%(reference_pilot)s” on %(reference_gpu)s, "
+                "%(reference_tokens)s output tokens/s per GPU."
+            )
+            % {
+                **{f"option_{key}": value for key, value in _pilot_words(option_pilot).items()},
+                **{
+                    f"reference_{key}": value
+                    for key, value in _pilot_words(reference_pilot).items()
+                },
+            },
+            option_pilot,
+            reference_pilot,
+        )
+    basis = option.get_throughput_basis_display()
+    workload = scenario.demand_workload
+    if workload is None or workload.is_training:
+        why = _("the demand is not one inference workload's, so no pilot applies")
+    else:
+        missing = [
+            gpu.name
+            for gpu, pilot in ((option.gpu_model, option_pilot), (reference_gpu, reference_pilot))
+            if pilot is None
+        ]
+        why = _("no pilot of %(workload)s on %(gpus)s") % {
+            "workload": workload.name,
+            "gpus": _(" or ").join(dict.fromkeys(missing)),
+        }
+    return ThroughputUsed(
+        ESTIMATED_THROUGHPUT,
+        _("Estimated: %(basis)s (%(why)s).") % {"basis": basis, "why": why},
+    )
+
+
 def _entered_curve(scenario) -> list[float]:
     return list(
         comparison.entered_demand_curve(
@@ -260,32 +350,41 @@ def _workload_curve(scenario, workload, info):
             "telemetry."
         ) % {"workload": workload.name, "pool": pool.name}
         return None, None, None
-    throughput, why = per_gpu_throughput(scenario, pool.gpu_model, ThroughputBasis.DECODE_CEILING)
-    if throughput is None:
-        info.empty_message = _("%(workload)s has request rollups but %(why)s.") % {
-            "workload": workload.name,
-            "why": why,
+    pilot = best_pilots(scenario).get(pool.gpu_model_id)
+    if pilot is not None:
+        # A measured GPU's tokens/s already includes its efficiency.
+        per_gpu_hour = pilot.output_tokens_per_second_per_gpu * 3600
+        note = _(
+            "Output tokens per hour ÷ (%(tokens)s output tokens/s per %(gpu)s, measured by "
+            "pilot “%(pilot)s”)."
+        ) % _pilot_words(pilot)
+    else:
+        throughput, why = per_gpu_throughput(
+            scenario, pool.gpu_model, ThroughputBasis.DECODE_CEILING
+        )
+        if throughput is None:
+            info.empty_message = _("%(workload)s has request rollups but %(why)s.") % {
+                "workload": workload.name,
+                "why": why,
+            }
+            return None, None, None
+        per_gpu_hour = throughput * float(scenario.reference_efficiency) * 3600
+        note = _(
+            "Output tokens per hour ÷ (%(throughput)s tokens/s decode ceiling per %(gpu)s × "
+            "%(efficiency)s efficiency)."
+        ) % {
+            "throughput": f"{throughput:,.0f}",
+            "gpu": pool.gpu_model.name,
+            "efficiency": scenario.reference_efficiency,
         }
-        return None, None, None
     info.window_start, info.window_end = _window(latest, scenario.window_days)
     rows = list(
         workload.hourly_requests.filter(hour__gte=info.window_start, hour__lte=info.window_end)
         .order_by("hour")
         .values_list("hour", "output_tokens", "requests")
     )
-    per_gpu_hour = throughput * float(scenario.reference_efficiency) * 3600
     info.hourly_times = [hour for hour, _, _ in rows]
-    info.notes.append(
-        _(
-            "Output tokens per hour ÷ (%(throughput)s tokens/s decode ceiling per %(gpu)s × "
-            "%(efficiency)s efficiency)."
-        )
-        % {
-            "throughput": f"{throughput:,.0f}",
-            "gpu": pool.gpu_model.name,
-            "efficiency": scenario.reference_efficiency,
-        }
-    )
+    info.notes.append(note)
     curve = [output / per_gpu_hour for _, output, _ in rows]
     tokens = float(sum(output for _, output, _ in rows)) or None
     requests = float(sum(count for _, _, count in rows)) or None
@@ -428,7 +527,11 @@ def _require(option, name, rate):
     return value
 
 
-def option_spec(scenario, option, reference_throughputs: dict) -> comparison.OptionSpec:
+def option_spec(
+    scenario, option, reference_throughputs: dict, throughput: ThroughputUsed | None = None
+) -> comparison.OptionSpec:
+    """The option priced per GPU-hour; its throughput ratio is the pilots' where
+    ``throughput`` was measured, else the option's basis × efficiency."""
     rate = float(scenario.usd_exchange_rate)
     kind = option.kind
     on_demand = option_value(option, "on_demand_price_per_gpu_hour", rate)
@@ -484,20 +587,13 @@ def option_spec(scenario, option, reference_throughputs: dict) -> comparison.Opt
                 )
                 % {"months": f"{amortisation:.0f}", "horizon": scenario.horizon_months}
             )
-    basis = option.throughput_basis
-    if basis not in reference_throughputs:
-        reference_throughputs[basis] = per_gpu_throughput(
-            scenario, reference_throughputs["gpu"], basis
+    if throughput is not None and throughput.measured:
+        ratio = comparison.measured_throughput_ratio(
+            throughput.option_pilot.output_tokens_per_second_per_gpu,
+            throughput.reference_pilot.output_tokens_per_second_per_gpu,
         )
-    reference, why = reference_throughputs[basis]
-    if reference is None:
-        raise OptionProblem(_("Cannot compare throughput: %(why)s.") % {"why": why})
-    own, why = per_gpu_throughput(scenario, option.gpu_model, basis)
-    if own is None:
-        raise OptionProblem(_("Cannot compare throughput: %(why)s.") % {"why": why})
-    ratio = comparison.throughput_ratio(
-        own, float(option.efficiency), reference, float(scenario.reference_efficiency)
-    )
+    else:
+        ratio = _estimated_ratio(scenario, option, reference_throughputs)
     return comparison.OptionSpec(
         name=option.name,
         kind=kind,
@@ -513,6 +609,23 @@ def option_spec(scenario, option, reference_throughputs: dict) -> comparison.Opt
         gpu_name=option.gpu_model.name,
         needs_icp_filing=option.needs_icp_filing,
         notes=tuple(notes),
+    )
+
+
+def _estimated_ratio(scenario, option, reference_throughputs: dict) -> float:
+    basis = option.throughput_basis
+    if basis not in reference_throughputs:
+        reference_throughputs[basis] = per_gpu_throughput(
+            scenario, reference_throughputs["gpu"], basis
+        )
+    reference, why = reference_throughputs[basis]
+    if reference is None:
+        raise OptionProblem(_("Cannot compare throughput: %(why)s.") % {"why": why})
+    own, why = per_gpu_throughput(scenario, option.gpu_model, basis)
+    if own is None:
+        raise OptionProblem(_("Cannot compare throughput: %(why)s.") % {"why": why})
+    return comparison.throughput_ratio(
+        own, float(option.efficiency), reference, float(scenario.reference_efficiency)
     )
 
 
@@ -768,10 +881,14 @@ def build_comparison(scenario: Scenario) -> ScenarioComparison:
             user_regions=user_regions,
         )
     reference_throughputs = {"gpu": info.reference_gpu}
+    pilots = best_pilots(scenario)
     specs = []
     for row in rows:
+        row.throughput = throughput_used(scenario, row.option, info.reference_gpu, pilots)
         try:
-            specs.append((row, option_spec(scenario, row.option, reference_throughputs)))
+            specs.append(
+                (row, option_spec(scenario, row.option, reference_throughputs, row.throughput))
+            )
         except ValueError as error:
             row.problem = str(error)
     result = comparison.compare(demand, [spec for _, spec in specs], currency=scenario.currency)

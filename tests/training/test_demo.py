@@ -31,7 +31,8 @@ def test_the_demo_run_has_a_proven_checkpoint_goodput_and_seeding_again_adds_not
     assert job.measured.effective_seconds == 858_000
     assert 50 < job.measured.goodput_pct < 100 and job.measured.flags == []
 
-    assert PilotResult.objects.filter(workload__slug="chat-api-asia").count() == 1
+    pilots = PilotResult.objects.filter(workload__slug="chat-api-asia")
+    assert sorted(pilots.values_list("gpu_model__slug", flat=True)) == ["h100-pcie", "l40s"]
     assert seed_training_demo() == 0 and seed_pilots_demo() == 0
     assert events.count() == count
-    assert PilotResult.objects.filter(workload__slug="chat-api-asia").count() == 1
+    assert pilots.count() == 2
