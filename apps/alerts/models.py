@@ -171,7 +171,11 @@ class AlertRule(models.Model):
         decimal_places=2,
         null=True,
         blank=True,
-        help_text=_("Utilisation: alert when a pool's utilisation over the window is below this."),
+        help_text=_(
+            "Low utilisation: alert when a pool's utilisation over the window is below this "
+            "(0–100). Budget: alert when a budget's share used this month reaches this (above "
+            "100 for an overspend)."
+        ),
     )
     window_hours = models.PositiveIntegerField(
         _("window (hours)"),
@@ -330,6 +334,18 @@ def rule_errors(*, kind, thresholds: dict, channel, team, pool, workload) -> dic
                 "kind": label,
                 "what": gettext(THRESHOLD_NAMES[name]),
             }
+    percentage = thresholds.get("threshold_pct")
+    if percentage is not None and "threshold_pct" not in errors:
+        # A utilisation lies in 0–100 %; a budget's share used may pass 100 %, never 0.
+        if kind == registry.LOW_UTILISATION and not 0 < percentage <= 100:
+            errors["threshold_pct"] = gettext(
+                "A utilisation threshold lies above 0 and at most 100 %% (got %(value)s)."
+            ) % {"value": f"{percentage:g}"}
+        elif kind == registry.BUDGET and percentage <= 0:
+            errors["threshold_pct"] = gettext(
+                "A budget threshold is above 0 %% of the budget (got %(value)s); above 100 "
+                "alerts on an overspend."
+            ) % {"value": f"{percentage:g}"}
     team_id = team.pk if team else None
     if channel is not None and channel.team_id not in (None, team_id):
         errors["channel"] = gettext(

@@ -292,8 +292,13 @@ BOUNDS: dict[str, Bound] = {
     "threshold_usd": Bound(
         _d("0"), _d("100000000"), gettext_noop("USD"), gettext_noop("an amount cannot be negative")
     ),
+    # Utilisation rules take 0–100 and budget rules may pass 100 (apps/alerts/models.py
+    # rule_errors checks each kind); the column holds up to 999.99.
     "threshold_pct": Bound(
-        _d("0"), _d("100"), "%", gettext_noop("a utilisation lies between 0 and 100")
+        _d("0"),
+        _d("999.99"),
+        "%",
+        gettext_noop("a utilisation is at most 100, a budget's share used at most 999.99"),
     ),
     "window_hours": Bound(
         _d("1"), _d("2232"), gettext_noop("hours"), gettext_noop("a rule looks back up to 93 days")

@@ -127,6 +127,22 @@ def test_a_rule_is_refused_with_what_it_lacks(client, bearer):
         headers,
     )
     assert negative.status_code == 400 and "threshold_pct" in negative.json()
+    assert "at most 100" in negative.json()["threshold_pct"][0]
+    for percentage, refused in (("0", True), ("120", False)):
+        answer = post(
+            client,
+            "/api/v1/alert-rules/",
+            {
+                "name": f"Budget {percentage}",
+                "slug": f"budget-{percentage}",
+                "kind": "budget",
+                "channel": "pager",
+                "threshold_pct": percentage,
+            },
+            headers,
+        )
+        # 0 % would always fire; 120 % alerts on an overspend.
+        assert (answer.status_code == 400) is refused, answer.json()
     unknown = post(
         client,
         "/api/v1/alert-rules/",
