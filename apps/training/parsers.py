@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from apps.core.column_mapping import check_mapping, column_positions
 from apps.core.sentences import Sentence, gettext_noop, sentence
 
 from .goodput import EVENT_TYPES
@@ -254,49 +255,13 @@ def parse_jsonl(text: str) -> ParsedEvents:
 def parse_csv(text: str, *, columns: dict[str, str]) -> ParsedEvents:
     """A CSV whose headers ``columns`` names (our field → header); TrainingFormatError
     when the mapping names unknown fields, lacks a required one or a header is absent."""
-    unknown = [name for name in columns if name not in CSV_FIELDS]
-    if unknown:
-        raise TrainingFormatError(
-            sentence(
-                gettext_noop(
-                    "unknown field(s) in the column mapping: %(unknown)s; known fields: %(known)s"
-                ),
-                unknown=", ".join(map(repr, unknown)),
-                known=", ".join(CSV_FIELDS),
-            )
-        )
-    absent = [name for name in CSV_REQUIRED if not columns.get(name)]
-    if absent:
-        raise TrainingFormatError(
-            sentence(
-                gettext_noop("the column mapping lacks %(absent)s (required: %(required)s)"),
-                absent=", ".join(map(repr, absent)),
-                required=", ".join(CSV_REQUIRED),
-            )
-        )
+    check_mapping(columns, known=CSV_FIELDS, required=CSV_REQUIRED, error=TrainingFormatError)
     reader = csv.reader(io.StringIO(text.removeprefix("\ufeff")))
     try:
         header = [cell.strip() for cell in next(reader)]
     except StopIteration:
         raise _no_events() from None
-    position = {name: index for index, name in reversed(list(enumerate(header)))}
-    missing = [
-        f"{name}={header_name!r}"
-        for name, header_name in columns.items()
-        if header_name.strip() not in position
-    ]
-    if missing:
-        raise TrainingFormatError(
-            sentence(
-                gettext_noop(
-                    "line 1: the file has no column named as mapped in %(missing)s; "
-                    "headers found: %(headers)s"
-                ),
-                missing=", ".join(missing),
-                headers=", ".join(header),
-            )
-        )
-    where = {name: position[header_name.strip()] for name, header_name in columns.items()}
+    where = column_positions(header, columns, error=TrainingFormatError)
     rows: list[EventRow] = []
     errors: list[LineError] = []
     for cells in reader:

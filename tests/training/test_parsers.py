@@ -72,7 +72,7 @@ def test_csv_mapping_problems_say_what_is_known_and_found():
         parsers.parse_csv("a\n", columns={"stamp": "a"})
     with pytest.raises(parsers.TrainingFormatError, match="lacks 'job_name', 'event_type'"):
         parsers.parse_csv("a\n", columns={"timestamp": "a"})
-    with pytest.raises(parsers.TrainingFormatError, match="headers found: a, b"):
+    with pytest.raises(parsers.TrainingFormatError, match="headers found: 'a', 'b'"):
         parsers.parse_csv(
             "a,b\n", columns={"timestamp": "a", "job_name": "b", "event_type": "kind"}
         )

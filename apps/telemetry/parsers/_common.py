@@ -295,12 +295,3 @@ def read_csv(
             sentence(gettext_noop("the file is empty: expected a CSV header line"))
         )
     return [cell.strip() for cell in first[1]], iterator
-
-
-def describe_headers(header: list[str], limit: int = 40) -> str:
-    shown = ", ".join(repr(name) for name in header[:limit])
-    if len(header) > limit:
-        shown = sentence(
-            gettext_noop("%(shown)s, … (%(count)s in all)"), shown=shown, count=len(header)
-        )
-    return shown

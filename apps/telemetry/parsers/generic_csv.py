@@ -13,13 +13,13 @@ cells and ``N/A``/``[N/A]`` are missing values.
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, tzinfo
 
-from apps.core.sentences import as_sentence, gettext_noop, sentence
+from apps.core.column_mapping import resolve_columns
+from apps.core.sentences import as_sentence
 
 from ._common import (
     CHUNK_ROWS,
     EARLIEST_TIMESTAMP,
     cell_count_problem,
-    describe_headers,
     future_error,
     is_empty,
     is_missing,
@@ -43,7 +43,6 @@ from .rows import (
     TelemetryFormatError,
     gpu_sample_row,
     line_error,
-    on_line,
 )
 
 GPU_CSV_REQUIRED = ("timestamp", "device", "utilization_pct")
@@ -58,47 +57,9 @@ def _resolve_columns(
     header: list[str], columns: dict[str, str], known: tuple[str, ...], required: tuple[str, ...]
 ) -> dict[str, int]:
     """Field name → cell position; TelemetryFormatError says what is wrong with the mapping."""
-    unknown = [field for field in columns if field not in known]
-    if unknown:
-        raise TelemetryFormatError(
-            sentence(
-                gettext_noop(
-                    "unknown field(s) in the column mapping: %(unknown)s; known fields: %(known)s"
-                ),
-                unknown=", ".join(map(repr, unknown)),
-                known=", ".join(known),
-            )
-        )
-    absent = [field for field in required if not columns.get(field)]
-    if absent:
-        raise TelemetryFormatError(
-            sentence(
-                gettext_noop("the column mapping lacks %(absent)s (required: %(required)s)"),
-                absent=", ".join(map(repr, absent)),
-                required=", ".join(required),
-            )
-        )
-    position = {name: index for index, name in reversed(list(enumerate(header)))}
-    missing = [
-        f"{field}={header_name!r}"
-        for field, header_name in columns.items()
-        if header_name.strip() not in position
-    ]
-    if missing:
-        raise TelemetryFormatError(
-            on_line(
-                1,
-                sentence(
-                    gettext_noop(
-                        "the file has no column named as mapped in %(missing)s; "
-                        "headers found: %(headers)s"
-                    ),
-                    missing=", ".join(missing),
-                    headers=describe_headers(header),
-                ),
-            )
-        )
-    return {field: position[header_name.strip()] for field, header_name in columns.items()}
+    return resolve_columns(
+        header, columns, known=known, required=required, error=TelemetryFormatError
+    )
 
 
 def _number(cell: str, field: str, problems: list[str]) -> float | None:

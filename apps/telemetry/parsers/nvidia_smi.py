@@ -15,13 +15,13 @@ what the file says.
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, tzinfo
 
+from apps.core.column_mapping import describe_headers
 from apps.core.sentences import as_sentence, gettext_noop, sentence
 
 from ._common import (
     CHUNK_ROWS,
     EARLIEST_TIMESTAMP,
     cell_count_problem,
-    describe_headers,
     future_error,
     is_missing,
     latest_allowed,
