@@ -16,7 +16,7 @@ from django.http import HttpResponse
 from django.utils.translation import gettext
 
 from apps.backups.recovery_units import number_in, page_units, unit_symbol
-from apps.core.exports import append_xlsx_row, pdf_paragraph
+from apps.core.exports import append_xlsx_row, pdf_landscape_document, pdf_paragraph
 from apps.showback.audit import AuditBundle
 
 FORMATS = ("xlsx", "pdf")
@@ -264,10 +264,9 @@ def _pdf_cells(columns: list[Column], item) -> list[str]:
 def build_pdf(bundle: AuditBundle) -> bytes:
     from reportlab.lib import colors
     from reportlab.lib.enums import TA_RIGHT
-    from reportlab.lib.pagesizes import A4, landscape
     from reportlab.lib.styles import getSampleStyleSheet
     from reportlab.lib.units import mm
-    from reportlab.platypus import SimpleDocTemplate, Spacer, Table, TableStyle
+    from reportlab.platypus import Spacer, Table, TableStyle
 
     styles = getSampleStyleSheet()
     body = styles["BodyText"].clone("audit_body", fontSize=9, leading=12)
@@ -279,16 +278,7 @@ def build_pdf(bundle: AuditBundle) -> bytes:
         "month": bundle.month,
     }
     buffer = io.BytesIO()
-    document = SimpleDocTemplate(
-        buffer,
-        pagesize=landscape(A4),
-        leftMargin=12 * mm,
-        rightMargin=12 * mm,
-        topMargin=12 * mm,
-        bottomMargin=12 * mm,
-        title=title,
-        author="gpufleet",
-    )
+    document = pdf_landscape_document(buffer, title=title)
     grid = TableStyle(
         [
             ("BACKGROUND", (0, 0), (-1, 0), colors.HexColor("#206BC4")),

@@ -125,26 +125,14 @@ def fleet(gpu_model):
         for hour in hours
     )
     WorkloadHourlyUsage.objects.bulk_create(
-        [
-            *(
-                WorkloadHourlyUsage(
-                    workload=pretrain,
-                    hour=hour,
-                    allocated_gpu_hours=TRAINING_GPU_HOURS_PER_HOUR,
-                    busy_gpu_hours=TRAINING_GPU_HOURS_PER_HOUR,
-                )
-                for hour in hours
-            ),
-            *(
-                WorkloadHourlyUsage(
-                    workload=chat,
-                    hour=hour,
-                    allocated_gpu_hours=INFERENCE_GPU_HOURS_PER_HOUR,
-                    busy_gpu_hours=0.75,
-                )
-                for hour in hours
-            ),
-        ]
+        WorkloadHourlyUsage(
+            workload=workload, hour=hour, allocated_gpu_hours=allocated, busy_gpu_hours=busy
+        )
+        for workload, allocated, busy in (
+            (pretrain, TRAINING_GPU_HOURS_PER_HOUR, TRAINING_GPU_HOURS_PER_HOUR),
+            (chat, INFERENCE_GPU_HOURS_PER_HOUR, 0.75),
+        )
+        for hour in hours
     )
     WorkloadHourlyRequests.objects.bulk_create(
         WorkloadHourlyRequests(
