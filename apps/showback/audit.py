@@ -23,7 +23,6 @@ from apps.accounts.models import Team
 from apps.accounts.scope import Scope
 from apps.backups.models import RestoreDrill
 from apps.pools.models import Workload
-from apps.reports.queries import cost_report
 from apps.showback.months import last_complete_month, not_a_month_sentence, parse_month
 from apps.showback.selectors import showback
 from apps.training.services import workload_goodput
@@ -139,8 +138,9 @@ def team_workloads(team: Team):
 
 
 def audit_bundle(team: Team, start: datetime, end: datetime, *, scope: Scope) -> AuditBundle:
-    """``team``'s figures over [start, end): two cost reports (the showback's), one
-    goodput read per training workload and one query for the drills. A pool outside
+    """``team``'s figures over [start, end): the showback's two cost reports (its rows by
+    workload are the workloads' figures), one goodput read per training workload and one
+    query for the drills. A pool outside
     ``scope`` that the team's workloads ran on is named only as another team's pool."""
     figures = showback(start, end)
     spend = figures.teams[team.pk]
@@ -157,7 +157,7 @@ def audit_bundle(team: Team, start: datetime, end: datetime, *, scope: Scope) ->
         ),
         key=lambda pool: (-pool.cost_usd, pool.name),
     )
-    rows = {row.key: row for row in cost_report(start, end, "workload")}
+    rows = figures.workload_rows
     workloads = []
     for workload in team_workloads(team).select_related("pool").order_by("name"):
         row = rows.get(workload.slug)

@@ -87,12 +87,12 @@ def pool_columns() -> list[Column]:
 
 def workload_columns() -> list[Column]:
     return [
-        Column(gettext("Workload"), lambda w: w.name, pdf_width_mm=38),
-        Column(gettext("Pool"), lambda w: w.pool_name, pdf_width_mm=30),
-        Column(gettext("Kind"), lambda w: w.kind, pdf_width_mm=24),
-        Column(gettext("Cost (USD)"), lambda w: w.cost_usd, USD_FORMAT, _usd, 22),
-        Column(gettext("Requests (count)"), lambda w: w.requests, COUNT_FORMAT, _count, 22),
-        Column(gettext("Tokens (count)"), lambda w: w.tokens, COUNT_FORMAT, _count, 24),
+        Column(gettext("Workload"), lambda w: w.name, pdf_width_mm=36),
+        Column(gettext("Pool"), lambda w: w.pool_name, pdf_width_mm=28),
+        Column(gettext("Kind"), lambda w: w.kind, pdf_width_mm=22),
+        Column(gettext("Cost (USD)"), lambda w: w.cost_usd, USD_FORMAT, _usd, 24),
+        Column(gettext("Requests (count)"), lambda w: w.requests, COUNT_FORMAT, _count, 24),
+        Column(gettext("Tokens (count)"), lambda w: w.tokens, COUNT_FORMAT, _count, 28),
         Column(
             gettext("Cost per 1k requests (USD)"),
             lambda w: w.cost_per_1k_requests_usd,
@@ -117,9 +117,9 @@ def workload_columns() -> list[Column]:
         Column(
             gettext("Effective training from"),
             lambda w: _source_label(w.effective_training_source),
-            pdf_width_mm=22,
+            pdf_width_mm=20,
         ),
-        Column(gettext("Goodput (%)"), lambda w: w.goodput_pct, PCT_FORMAT, _pct, 20),
+        Column(gettext("Goodput (%)"), lambda w: w.goodput_pct, PCT_FORMAT, _pct, 18),
     ]
 
 
