@@ -376,7 +376,12 @@ def test_the_pdf_shows_the_apis_figures_and_markup_literally(client, fleet, memb
     assert "Actual RTO (min)" in words and "Actual RPO (min)" in words
     cells = [line.strip() for line in text.splitlines()]
     for drill in body["drills"]:
-        for key in ("actual_rto_minutes", "actual_rpo_minutes"):
+        for key in (
+            "actual_rto_minutes",
+            "rto_target_minutes",
+            "actual_rpo_minutes",
+            "rpo_target_minutes",
+        ):
             assert f"{drill[key]:g}" in cells
     assert MARKUP_NOTE in text
     assert f"{body['totals']['cost_usd']:,.2f}" in text
