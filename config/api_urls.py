@@ -23,7 +23,7 @@ from apps.reports.api import (
     PoolLendableView,
     UsageProfileView,
 )
-from apps.showback.api import BudgetViewSet, ShowbackView, TeamViewSet
+from apps.showback.api import BudgetViewSet, ShowbackView, TeamAuditView, TeamViewSet
 from apps.telemetry.api import (
     GpuIngestView,
     PoolHourlyUsageView,
@@ -76,6 +76,7 @@ urlpatterns = [
     path("usage/profile/", UsageProfileView.as_view(), name="api-usage-profile"),
     path("reports/cost/", CostReportView.as_view(), name="api-report-cost"),
     path("showback/", ShowbackView.as_view(), name="api-showback"),
+    path("teams/<str:slug>/audit/", TeamAuditView.as_view(), name="api-team-audit"),
     path("lendable/", LendableListView.as_view(), name="lendable-list"),
     path("pools/<str:slug>/lendable/", PoolLendableView.as_view(), name="pool-lendable"),
     path("reconciliation/", ReconciliationView.as_view(), name="api-reconciliation"),

@@ -47,21 +47,27 @@ def format_in(seconds: float | None, unit: DurationUnit) -> str:
     ("0.083 days") so a small value in a large unit does not read as 0."""
     if seconds is None:
         return "—"
-    value = seconds / unit.seconds
-    if value == 1 and unit is DAYS:
+    if seconds == unit.seconds and unit is DAYS:
         return pgettext("duration", "1 day")
+    return f"{number_in(seconds, unit)} {unit_symbol(unit)}"
+
+
+def number_in(seconds: float | None, unit: DurationUnit) -> str:
+    """``seconds`` in ``unit`` as ``format_in`` writes it, without the unit: for a table
+    whose column header carries it."""
+    if seconds is None:
+        return "—"
+    value = seconds / unit.seconds
     if value == int(value):
-        text = f"{int(value):,}"
-    elif value >= 1:
-        text = f"{value:,.1f}"
-    elif value >= 0.01:
-        text = f"{value:.2g}"
-    else:
-        return f"< 0.01 {_symbol(unit)}"
-    return f"{text} {_symbol(unit)}"
+        return f"{int(value):,}"
+    if value >= 1:
+        return f"{value:,.1f}"
+    if value >= 0.01:
+        return f"{value:.2g}"
+    return "< 0.01"
 
 
-def _symbol(unit: DurationUnit) -> str:
+def unit_symbol(unit: DurationUnit) -> str:
     if unit is DAYS:
         return pgettext("duration unit", "days")
     return unit.symbol
@@ -71,3 +77,19 @@ def format_pair(actual_seconds: float, target_seconds: float) -> tuple[str, str]
     """An actual duration and its target in the one unit that suits the larger."""
     unit = unit_for([actual_seconds, target_seconds])
     return format_in(actual_seconds, unit), format_in(target_seconds, unit)
+
+
+def page_units(*, policies=(), drills=()) -> dict[str, DurationUnit]:
+    """``rpo_unit`` and ``rto_unit``: one unit for every RPO a page shows and one for every
+    RTO, from the largest of the policies' targets and the drills' actuals and targets."""
+    drills = list(drills)
+    return {
+        "rpo_unit": unit_for(
+            [policy.rpo_seconds for policy in policies]
+            + [seconds for d in drills for seconds in (d.actual_rpo_seconds, d.rpo_target_seconds)]
+        ),
+        "rto_unit": unit_for(
+            [policy.rto_seconds for policy in policies]
+            + [seconds for d in drills for seconds in (d.actual_rto_seconds, d.rto_target_seconds)]
+        ),
+    }

@@ -14,7 +14,7 @@ from apps.accounts.scope import scope_of
 from apps.backups import at_risk, services
 from apps.backups.forms import BackupPolicyForm, BackupVersionForm, RestoreDrillForm
 from apps.backups.models import BackupPolicy, BackupVersion, RestoreDrill
-from apps.backups.recovery_units import unit_for
+from apps.backups.recovery_units import page_units
 from apps.backups.tables import PolicyTable
 from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
@@ -26,21 +26,6 @@ from apps.pools.scoped import in_scope_or_404
 
 VERSIONS_PAGE_SIZE = 10
 DRILLS_PAGE_SIZE = 10
-
-
-def _recovery_units(*, policies=(), drills=()):
-    """One unit for every RPO on a page and one for every RTO, from the largest shown."""
-    drills = list(drills)
-    return {
-        "rpo_unit": unit_for(
-            [policy.rpo_seconds for policy in policies]
-            + [seconds for d in drills for seconds in (d.actual_rpo_seconds, d.rpo_target_seconds)]
-        ),
-        "rto_unit": unit_for(
-            [policy.rto_seconds for policy in policies]
-            + [seconds for d in drills for seconds in (d.actual_rto_seconds, d.rto_target_seconds)]
-        ),
-    }
 
 
 # Backups belong to their workload's team: a policy, version or drill of a workload out of
@@ -123,7 +108,7 @@ def _policy_page_context(request, policy, drill_form=None):
     drill_page = Paginator(drills, DRILLS_PAGE_SIZE).get_page(request.GET.get("drills"))
     latest_drill = drills.first()
     return {
-        **_recovery_units(
+        **page_units(
             policies=[policy], drills=[*drill_page, *([latest_drill] if latest_drill else [])]
         ),
         "policy": policy,
@@ -273,7 +258,7 @@ def drill_detail(request, pk):
     return render_page(
         request,
         "backups/drill_detail.html",
-        {"drill": drill, "history": history_rows(drill), **_recovery_units(drills=[drill])},
+        {"drill": drill, "history": history_rows(drill), **page_units(drills=[drill])},
     )
 
 

@@ -138,6 +138,25 @@ def pdf_markup(text) -> str:
     )
 
 
+def pdf_landscape_document(buffer, *, title: str):
+    """A landscape A4 document with 12 mm margins, gpufleet as its author, written into
+    ``buffer``: the page every table-heavy export prints on."""
+    from reportlab.lib.pagesizes import A4, landscape
+    from reportlab.lib.units import mm
+    from reportlab.platypus import SimpleDocTemplate
+
+    return SimpleDocTemplate(
+        buffer,
+        pagesize=landscape(A4),
+        leftMargin=12 * mm,
+        rightMargin=12 * mm,
+        topMargin=12 * mm,
+        bottomMargin=12 * mm,
+        title=title,
+        author="gpufleet",
+    )
+
+
 def pdf_paragraph(text, style):
     """A Paragraph that shows ``text`` as written."""
     from reportlab.platypus import Paragraph

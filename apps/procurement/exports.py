@@ -20,6 +20,7 @@ from django.utils.translation import gettext_lazy
 from apps.core.bounds import plain
 from apps.core.exports import (
     csv_cell,
+    pdf_landscape_document,
     pdf_paragraph,
     pdf_string,
     write_xlsx_cell,
@@ -641,10 +642,9 @@ def _line_chart(points, title, x_label, y_label, marker=None):
 def build_pdf(result) -> bytes:
     from reportlab.lib import colors
     from reportlab.lib.enums import TA_RIGHT
-    from reportlab.lib.pagesizes import A4, landscape
     from reportlab.lib.styles import getSampleStyleSheet
     from reportlab.lib.units import mm
-    from reportlab.platypus import PageBreak, Paragraph, SimpleDocTemplate, Spacer, Table
+    from reportlab.platypus import PageBreak, Paragraph, Spacer, Table
     from reportlab.platypus import TableStyle as Style
 
     styles = getSampleStyleSheet()
@@ -654,15 +654,8 @@ def build_pdf(result) -> bytes:
     scenario = result.scenario
     currency = scenario.currency
     buffer = io.BytesIO()
-    document = SimpleDocTemplate(
-        buffer,
-        pagesize=landscape(A4),
-        leftMargin=12 * mm,
-        rightMargin=12 * mm,
-        topMargin=12 * mm,
-        bottomMargin=12 * mm,
-        title=_("%(name)s: procurement comparison") % {"name": scenario.name},
-        author="gpufleet",
+    document = pdf_landscape_document(
+        buffer, title=_("%(name)s: procurement comparison") % {"name": scenario.name}
     )
     table_style = Style(
         [

@@ -1,16 +1,19 @@
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.models import Team
 from apps.accounts.scope import scope_of
-from apps.showback import selectors
+from apps.core.schema import ErrorSerializer
+from apps.showback import audit, selectors
 from apps.showback.models import Budget
 from apps.showback.months import month_span, parse_month
 from apps.showback.serializers import (
+    AuditBundleSerializer,
+    AuditQuerySerializer,
     BudgetSerializer,
     ShowbackQuerySerializer,
     ShowbackSerializer,
@@ -93,3 +96,29 @@ class ShowbackView(APIView):
             "total_usd": figures.total_usd if scope.everything else None,
         }
         return Response(ShowbackSerializer(data).data)
+
+
+class TeamAuditView(APIView):
+    """A team's audit bundle for a month (``?month=YYYY-MM``, UTC; default: the last
+    complete month): its showback cost per pool, each workload's cost report figures and
+    goodput, and the restore drills finished in the month with RTO and RPO against their
+    targets; the same figures as the team page's XLSX and PDF. A team outside the
+    caller's scope answers 404."""
+
+    @extend_schema(
+        parameters=[AuditQuerySerializer],
+        responses={200: AuditBundleSerializer, 404: ErrorSerializer},
+    )
+    def get(self, request, slug):
+        query = AuditQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        team = selectors.teams_in_scope(scope_of(request.user)).filter(slug=slug).first()
+        if team is None:
+            raise NotFound(f"No team with slug “{slug}”.")
+        now = timezone.now()
+        start, error = audit.requested_month(query.validated_data.get("month"), now)
+        if start is None:
+            raise ValidationError({"month": [error]})
+        begin, end = month_span(start, now)
+        bundle = audit.audit_bundle(team, begin, end, scope=scope_of(request.user))
+        return Response(AuditBundleSerializer(bundle).data)

@@ -3,6 +3,8 @@
 import re
 from datetime import UTC, datetime
 
+from django.utils.translation import gettext
+
 from apps.showback.burndown import next_month_start
 
 MONTH = re.compile(r"(\d{4})-(\d{2})")
@@ -22,3 +24,14 @@ def parse_month(text: str | None, now: datetime) -> datetime | None:
 def month_span(start: datetime, now: datetime) -> tuple[datetime, datetime]:
     """[start, end) of the month, its end never past now."""
     return start, min(next_month_start(start.date()), now)
+
+
+def last_complete_month(now: datetime) -> datetime:
+    """The first instant of the month before ``now``'s."""
+    if now.month == 1:
+        return datetime(now.year - 1, 12, 1, tzinfo=UTC)
+    return datetime(now.year, now.month - 1, 1, tzinfo=UTC)
+
+
+def not_a_month_sentence(text: str) -> str:
+    return gettext("“%(month)s” is not a month: type it as 2026-12.") % {"month": text}

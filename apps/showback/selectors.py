@@ -20,7 +20,7 @@ from django.db.models import Count
 
 from apps.accounts.models import Team
 from apps.pools.models import Pool, Workload
-from apps.reports.queries import cost_report
+from apps.reports.queries import CostRow, cost_report
 from apps.showback import burndown
 from apps.showback.models import Budget
 
@@ -45,6 +45,8 @@ class Showback:
     unattributed: TeamSpend
     pools: dict[int, Pool]
     pool_cost_usd: dict[int, float]
+    # workload slug → its row of the cost report grouped by workload, which the split used
+    workload_rows: dict[str, CostRow] = field(default_factory=dict)
 
     @property
     def total_usd(self) -> float:
@@ -78,7 +80,7 @@ def showback(start: datetime, end: datetime) -> Showback:
     for pool_id, usd in rest_usd.items():
         if usd:
             spend_of(pools[pool_id].team_id).add(pool_id, usd)
-    return Showback(start, end, teams, unattributed, pools, pool_cost_usd)
+    return Showback(start, end, teams, unattributed, pools, pool_cost_usd, workload_rows)
 
 
 def teams_in_scope(scope):

@@ -113,6 +113,14 @@ class ShowbackQuerySerializer(NoBlankQueryMixin, serializers.Serializer):
     )
 
 
+class AuditQuerySerializer(ShowbackQuerySerializer):
+    month = serializers.RegexField(
+        r"^2\d{3}-(0[1-9]|1[0-2])$",
+        required=False,
+        help_text="YYYY-MM (UTC); default: the last complete month.",
+    )
+
+
 class ShowbackRowSerializer(serializers.Serializer):
     team = serializers.CharField(allow_null=True, help_text="The team's slug; null: unattributed.")
     name = serializers.CharField()
@@ -127,3 +135,89 @@ class ShowbackSerializer(serializers.Serializer):
     total_usd = serializers.FloatField(
         allow_null=True, help_text="The fleet's cost; null for a caller who sees only their teams."
     )
+
+
+class AuditPoolSerializer(serializers.Serializer):
+    slug = serializers.CharField(
+        allow_null=True, help_text="Null: another team's pool the team's workloads ran on."
+    )
+    name = serializers.CharField()
+    cost_usd = serializers.FloatField(help_text="The team's showback share of the pool, USD.")
+
+
+class AuditWorkloadSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    pool_name = serializers.CharField()
+    kind = serializers.CharField()
+    is_training = serializers.BooleanField()
+    cost_usd = serializers.FloatField(help_text="The cost report's row for the workload, USD.")
+    requests = serializers.IntegerField()
+    tokens = serializers.IntegerField()
+    cost_per_1k_requests_usd = serializers.FloatField(
+        allow_null=True, help_text="Inference cost ÷ requests × 1000; null without requests."
+    )
+    cost_per_1m_tokens_usd = serializers.FloatField(
+        allow_null=True, help_text="Inference cost ÷ tokens × 10⁶; null without tokens."
+    )
+    effective_training_gpu_hours = serializers.FloatField(allow_null=True)
+    effective_training_source = serializers.ChoiceField(
+        choices=["measured", "estimate"],
+        allow_null=True,
+        help_text="measured: from the training event logs; estimate: busy − lost GPU-hours.",
+    )
+    goodput_pct = serializers.FloatField(
+        allow_null=True,
+        help_text="The month's goodput, as /api/v1/workloads/{slug}/goodput/ gives it for "
+        "the month; null for inference or without measured time.",
+    )
+
+
+class AuditDrillSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    workload_slug = serializers.CharField()
+    workload_name = serializers.CharField()
+    started_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField()
+    actual_rto_minutes = serializers.FloatField(help_text="Start → service or training back.")
+    rto_target_minutes = serializers.FloatField(help_text="The policy's RTO when recorded.")
+    rto_met = serializers.BooleanField()
+    actual_rpo_minutes = serializers.FloatField(help_text="The restored version's age.")
+    rpo_target_minutes = serializers.FloatField(help_text="The policy's RPO when recorded.")
+    rpo_met = serializers.BooleanField()
+    verdict = serializers.ChoiceField(choices=["passed", "failed", "not_verified"])
+    passed = serializers.BooleanField()
+    notes = serializers.CharField(allow_blank=True)
+
+
+class AuditTotalsSerializer(serializers.Serializer):
+    cost_usd = serializers.FloatField(help_text="The team's showback total for the month.")
+    workloads_usd = serializers.FloatField(help_text="Sum of the workloads' costs.")
+    not_in_a_workload_usd = serializers.FloatField(
+        help_text="The team's share of its pools that no workload's usage accounts for."
+    )
+    drills = serializers.IntegerField()
+    drills_passed = serializers.IntegerField()
+
+
+class AuditBundleSerializer(serializers.Serializer):
+    team = serializers.CharField(source="team.slug")
+    name = serializers.CharField(source="team.name")
+    month = serializers.CharField()
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    pools = AuditPoolSerializer(many=True)
+    workloads = AuditWorkloadSerializer(many=True)
+    drills = AuditDrillSerializer(many=True)
+    totals = serializers.SerializerMethodField()
+
+    def get_totals(self, bundle) -> dict:
+        return AuditTotalsSerializer(
+            {
+                "cost_usd": bundle.total_usd,
+                "workloads_usd": bundle.workloads_usd,
+                "not_in_a_workload_usd": bundle.not_in_a_workload_usd,
+                "drills": len(bundle.drills),
+                "drills_passed": bundle.drills_passed,
+            }
+        ).data

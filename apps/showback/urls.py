@@ -7,6 +7,7 @@ urlpatterns = [
     path("teams/", views.team_list, name="team_list"),
     path("teams/new/", views.team_create, name="team_create"),
     path("teams/<slug:slug>/", views.team_detail, name="team_detail"),
+    path("teams/<slug:slug>/audit/", views.team_audit, name="team_audit"),
     path("teams/<slug:slug>/edit/", views.team_edit, name="team_edit"),
     path("teams/<slug:slug>/delete/", views.team_delete, name="team_delete"),
     path("showback/", views.showback_page, name="showback"),

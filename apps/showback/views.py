@@ -6,7 +6,6 @@ from functools import wraps
 
 from django.core.exceptions import PermissionDenied
 from django.db import models
-from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -19,12 +18,17 @@ from apps.accounts.scope import scope_of
 from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
 from apps.core.htmx import render_page
-from apps.pools.models import Pool, Workload
-from apps.showback import exports, selectors
+from apps.pools.models import Pool
+from apps.showback import audit, audit_exports, exports, selectors
 from apps.showback.charts import build_burndown_figure
 from apps.showback.forms import BudgetForm, TeamForm
 from apps.showback.models import Budget
-from apps.showback.months import month_span, parse_month
+from apps.showback.months import (
+    last_complete_month,
+    month_span,
+    not_a_month_sentence,
+    parse_month,
+)
 
 
 def _check_superuser(request):
@@ -93,6 +97,10 @@ def team_list(request):
 @require_GET
 def team_detail(request, slug):
     team = _team_or_404(request, slug)
+    return _team_page(request, team)
+
+
+def _team_page(request, team, *, audit_month: str = "", audit_error: str = "", status=200):
     scope = scope_of(request.user)
     now = timezone.now()
     start, end = month_span(parse_month(None, now), now)
@@ -117,19 +125,43 @@ def team_detail(request, slug):
             "team": team,
             "members": team.members.order_by("username"),
             "pools": team.pools.order_by("name"),
-            "workloads": Workload.objects.filter(
-                Q(team=team) | Q(team__isnull=True, pool__team=team)
-            )
-            .select_related("pool")
-            .order_by("name"),
+            "workloads": audit.team_workloads(team).select_related("pool").order_by("name"),
             "month_start": start,
             "spend": spend,
             "by_pool": by_pool,
             "burndowns": burndowns,
             "burndown_figure": build_burndown_figure(burndowns),
             "history": history_rows(burndowns[0].budget) if burndowns else [],
+            "audit_month": audit_month or f"{last_complete_month(now):%Y-%m}",
+            "audit_latest_month": f"{now:%Y-%m}",
+            "audit_error": audit_error,
         },
+        status=status,
     )
+
+
+@require_GET
+def team_audit(request, slug):
+    """The team's audit bundle for ``?month=YYYY-MM`` (default: the last complete month)
+    as ``?format=xlsx`` or ``pdf``; a month that is not one, or has not started, answers
+    the team page with the error beside the month picker (400)."""
+    team = _team_or_404(request, slug)
+    extension = request.GET.get("format", "xlsx")
+    if extension not in audit_exports.FORMATS:
+        raise Http404
+    now = timezone.now()
+    start, error = audit.requested_month(request.GET.get("month"), now)
+    if start is None:
+        return _team_page(
+            request,
+            team,
+            audit_month=request.GET.get("month", ""),
+            audit_error=error,
+            status=400,
+        )
+    begin, end = month_span(start, now)
+    bundle = audit.audit_bundle(team, begin, end, scope=scope_of(request.user))
+    return audit_exports.audit_response(bundle, extension)
 
 
 @superuser_required
@@ -191,9 +223,7 @@ def _month_figures(request):
     start = parse_month(request.GET.get("month"), now)
     error = ""
     if start is None:
-        error = gettext("“%(month)s” is not a month: type it as 2026-12.") % {
-            "month": request.GET.get("month")
-        }
+        error = not_a_month_sentence(request.GET.get("month"))
         start = parse_month(None, now)
     if start > now:
         error = gettext("%(month)s has not started yet: showing this month.") % {
