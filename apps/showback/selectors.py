@@ -20,6 +20,7 @@ from django.db.models import Count
 
 from apps.accounts.models import Team
 from apps.pools.models import Pool, Workload
+from apps.reports.cache import cached
 from apps.reports.queries import CostRow, cost_report
 from apps.showback import burndown
 from apps.showback.models import Budget
@@ -148,3 +149,15 @@ def _spent(figures: Showback, budget: Budget) -> float:
 
 def budgets_in_scope(scope):
     return Budget.objects.in_scope(scope).select_related("team", "pool__team")
+
+
+def scope_burndowns(scope, now: datetime) -> list[BudgetBurndown]:
+    """Every budget in ``scope`` with its burn-down, cached as the reports' figures are
+    (apps/reports/cache.py): until a rollup, a pool, a workload or a budget changes, and
+    for the current hour at most, so the Overview's panel costs four cost reports once,
+    not at every visit."""
+    return cached(
+        "budget-burndowns",
+        {"scope": scope.cache_key},
+        lambda: budget_burndowns(budgets_in_scope(scope), now),
+    )

@@ -268,9 +268,7 @@ def showback_export(request):
 @require_GET
 def budget_list(request):
     """Every budget in scope with its burn-down; the Overview loads its card fragment."""
-    burndowns = selectors.budget_burndowns(
-        selectors.budgets_in_scope(scope_of(request.user)), timezone.now()
-    )
+    burndowns = selectors.scope_burndowns(scope_of(request.user), timezone.now())
     return render_page(
         request,
         "showback/budget_list.html",

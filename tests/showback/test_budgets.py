@@ -172,3 +172,24 @@ def test_the_overview_card_and_the_budget_list_say_the_state_in_words(client):
     assert "Over budget" in body and 'data-state="over"' in body
     overview = client.get(reverse("dashboard:overview")).content.decode()
     assert reverse("showback:budget_list") in overview
+
+
+@pytest.mark.django_db
+def test_the_overview_card_is_cached_until_a_budget_changes(
+    client, django_assert_max_num_queries, django_capture_on_commit_callbacks
+):
+    team = TeamFactory(name="Spenders", slug="spenders")
+    PoolFactory(team=team, gpu_count=8)
+    with django_capture_on_commit_callbacks(execute=True):
+        budget = Budget.objects.create(team=team, amount_usd_per_month=Decimal("0.01"))
+    client.force_login(UserFactory(role="finance"))
+    card_url = reverse("showback:budget_list")
+    headers = {"HX-Request": "true", "HX-Target": "budgets-panel"}
+    assert 'data-state="over"' in client.get(card_url, headers=headers).content.decode()
+    # Again: the session, the user and the cache version, never the four cost reports.
+    with django_assert_max_num_queries(6):
+        assert 'data-state="over"' in client.get(card_url, headers=headers).content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        budget.amount_usd_per_month = Decimal("100000000")
+        budget.save()
+    assert 'data-state="ok"' in client.get(card_url, headers=headers).content.decode()
