@@ -95,3 +95,45 @@ class ReportTable(ListTable):
                 bound.column.attrs = {**attrs, "th": {**attrs.get("th", {}), "style": KEEP_WORDS}}
         self.query = query
         self.order_by = query.get(self.prefixed_order_by_field)
+
+
+lendable_cell = cells("reports/_lendable_cells.html")
+# Each column's unit, under its label when a table is made (in the page's language).
+LENDABLE_UNITS = {
+    "lendable": _("GPU-h/week"),
+    "value": _("USD/week"),
+    "window": _("local time"),
+    "without_data": _("hours of 168"),
+}
+
+
+class LendableTable(ListTable):
+    """The fleet's inference pools by what they could lend (``lending.Lendable`` rows,
+    computed in Python from one percentile query): the most valuable first, ties by
+    name; a pool without a window sorts last by window either way."""
+
+    element_id = "lendable-table"
+    footer_template = "reports/_lendable_total.html"
+    empty_template = "reports/_lendable_empty.html"
+
+    name = lendable_cell("name", _("Pool"), "pool.name")
+    gpus = lendable_cell("gpus", _("GPUs"), "pool.gpu_count", "pool.name", end=True)
+    lendable = lendable_cell(
+        "lendable", _("Lendable"), "lendable_gpu_hours_per_week", "pool.name", end=True
+    )
+    value = lendable_cell("value", _("Value"), "value_usd_per_week", "pool.name", end=True)
+    window = lendable_cell("window", _("Largest window"), "largest_window.gpu_hours", "pool.name")
+    without_data = lendable_cell(
+        "without_data", _("Too little data"), "slots_without_data", "pool.name", end=True
+    )
+
+    class Meta(ListTable.Meta):
+        fields = ()
+        order_by = "-value"
+        attrs = {**ListTable.Meta.attrs, "id": "lendable-rows"}
+
+    def __init__(self, rows, **kwargs):
+        super().__init__(RowsData(list(rows)), **kwargs)
+        for name, unit in LENDABLE_UNITS.items():
+            column = self.columns[name].column
+            column.verbose_name = header_with_unit(column.verbose_name, unit)

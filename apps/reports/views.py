@@ -29,6 +29,7 @@ from apps.core.history import history_rows
 from apps.core.htmx import fragment_for, render_page
 from apps.core.outbox import enqueue, mark_waiting
 from apps.core.runs import interrupted_sentence
+from apps.core.tables import configure_table
 from apps.core.texts import translated
 from apps.pools.models import Interruption, Pool, Purpose
 from apps.pools.querysets import workload_scope_filter
@@ -55,7 +56,7 @@ from apps.reports.forms import (
     report_filter_form,
 )
 from apps.reports.models import RecomputeJob
-from apps.reports.tables import ReportTable
+from apps.reports.tables import LendableTable, ReportTable
 from apps.reports.tasks import compute_report_task, recompute_days_task
 
 logger = logging.getLogger(__name__)
@@ -434,15 +435,6 @@ def interruption_delete(request, pk):
 
 # --- lendable off-peak capacity (apps/reports/lending.py) ----------------------------------
 
-LENDABLE_SORTS = {
-    "name": lambda row: row.pool.name.lower(),
-    "gpus": lambda row: row.pool.gpu_count,
-    "lendable": lambda row: row.lendable_gpu_hours_per_week,
-    "value": lambda row: row.value_usd_per_week,
-    "window": lambda row: row.largest_window.gpu_hours if row.largest_window else -1,
-    "without_data": lambda row: row.slots_without_data,
-}
-
 
 def _lending_context(result) -> dict:
     return {
@@ -536,15 +528,11 @@ def lendable_list(request):
     fleet = selectors.lendable_figures(timezone.now(), scope_of(request.user))
     if request.GET.get("export") == "csv":
         return _lendable_csv(fleet)
-    sort = request.GET.get("sort") or "-value"
-    key = LENDABLE_SORTS.get(sort.lstrip("-"))
-    if key is None:
-        sort, key = "-value", LENDABLE_SORTS["value"]
-    # Ties keep the order by name.
-    fleet.rows.sort(key=key, reverse=sort.startswith("-"))
+    table = LendableTable(fleet.rows)
+    configure_table(request, table, per_page=None)
     context = {
         "fleet": fleet,
-        "sort": sort,
+        "table": table,
         "lending_window_days": lending.WINDOW_DAYS,
         "margin_pct": settings.LENDING_SAFETY_MARGIN_PCT,
         "lending_min_observations": lending.MIN_OBSERVATIONS,
