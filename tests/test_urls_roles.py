@@ -188,7 +188,7 @@ API_ROUTES = {
     "budget-list": None,
     "budget-detail": "budget",
     "api-showback": None,
-    "api-team-audit": "team",
+    "team-audit": "team",
     "pool-lendable": "pool",
     "lendable-list": None,
 }

@@ -212,6 +212,17 @@ def throughput_used(scenario, option, reference_gpu, pilots: dict) -> Throughput
     catalog bound. Otherwise the option's basis, and which pilot is missing."""
     option_pilot = pilots.get(option.gpu_model_id)
     reference_pilot = pilots.get(reference_gpu.pk)
+    if option_pilot is not None and option_pilot == reference_pilot:
+        return ThroughputUsed(
+            PILOT_THROUGHPUT,
+            _(
+                "Measured: the reference GPU model itself, pilot “%(pilot)s” on %(gpu)s at "
+                "%(tokens)s output tokens/s per GPU, so 1.00×."
+            )
+            % _pilot_words(option_pilot),
+            option_pilot,
+            reference_pilot,
+        )
     if option_pilot is not None and reference_pilot is not None:
         return ThroughputUsed(
             PILOT_THROUGHPUT,

@@ -210,6 +210,9 @@ def test_the_demo_scenario_is_normalised_by_its_pilots(demo):
     comparison = build_comparison(Scenario.objects.get(slug=SCENARIO_SLUG))
     rows = [row for row in comparison.rows if row.result is not None]
     assert rows and all(row.throughput.measured for row in rows)
+    l40s = [row for row in rows if row.option.gpu_model.slug == "l40s"]
+    assert l40s and all(row.result.spec.throughput_ratio == 1 for row in l40s)
+    assert all("the reference GPU model itself" in row.throughput.explanation for row in l40s)
     h100 = next(row for row in rows if row.option.gpu_model.slug == "h100-pcie")
     # Both demo pilots ran on 4 GPUs: 3,620.4 ÷ 1,946.47 tokens/s.
     assert h100.result.spec.throughput_ratio == pytest.approx(

@@ -203,7 +203,7 @@ def _hand_figures():
 
 
 def _api(client, slug="research", **params):
-    return client.get(reverse("api-team-audit", kwargs={"slug": slug}), {"month": MONTH, **params})
+    return client.get(reverse("team-audit", kwargs={"slug": slug}), {"month": MONTH, **params})
 
 
 def _download(client, extension, slug="research", month=MONTH, **headers):
