@@ -1,4 +1,4 @@
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from django import forms
 from django.db import transaction
@@ -7,7 +7,7 @@ from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.scope import scope_of
 from apps.catalog.models import GpuModel
-from apps.core.bounds import Scale
+from apps.core.bounds import PLAIN_NUMBER, Scale, number_text_error
 from apps.core.forms import SectionedFormMixin, SlugFromNameMixin, TablerFormMixin
 from apps.core.texts import translated
 from apps.pools.models import Pool, Workload
@@ -75,6 +75,9 @@ SCENARIO_SECTIONS = (
 # Fields of the sections that are not on the model.
 SCENARIO_FORM_ONLY_FIELDS = {"user_regions_text"}
 
+# What UserRegion.max_rtt_ms holds: 7 digits, one after the point.
+MAX_RTT_MS = Decimal("999999.9")
+
 
 def parse_user_regions(text: str) -> list[tuple[str, Decimal | None]]:
     """One region a line, “name: maximum RTT in ms” or just “name”; raises
@@ -95,19 +98,25 @@ def parse_user_regions(text: str) -> list[tuple[str, Decimal | None]]:
             )
         max_rtt_ms = None
         if limit:
-            try:
-                max_rtt_ms = Decimal(limit)
-            except InvalidOperation:
+            # Read as every number field of the app reads its text (apps/core/bounds.py):
+            # no exponent, NaN or infinity, a decimal point, never a decimal comma.
+            if number_text_error(limit, translate=gettext) or not PLAIN_NUMBER.fullmatch(limit):
                 raise forms.ValidationError(
                     gettext(
                         "Line %(line)s: “%(limit)s” is not a number of milliseconds "
                         "(expected e.g. “Shanghai users: 60”)."
                     )
                     % {"line": number, "limit": limit}
-                ) from None
-            if max_rtt_ms < 0 or not max_rtt_ms.is_finite():
+                )
+            max_rtt_ms = Decimal(limit)
+            if max_rtt_ms < 0:
                 raise forms.ValidationError(
                     gettext("Line %(line)s: the maximum RTT cannot be negative.") % {"line": number}
+                )
+            if max_rtt_ms > MAX_RTT_MS or max_rtt_ms != max_rtt_ms.quantize(Decimal("0.1")):
+                raise forms.ValidationError(
+                    gettext("Line %(line)s: the maximum RTT is at most %(maximum)s ms, to 0.1 ms.")
+                    % {"line": number, "maximum": f"{MAX_RTT_MS:,}"}
                 )
         if len(name) > 80:
             raise forms.ValidationError(

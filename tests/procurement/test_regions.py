@@ -435,3 +435,31 @@ def test_the_option_page_offers_each_user_regions_rtt_and_shows_a_paste_error(
     data[f"rtt_output_{region.pk}"] = _sample("ping_iputils_baidu.txt")
     assert procurement_client.post(url, data).status_code == 302
     assert rent.rtts.get().rtt_ms == Decimal("15.4")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("limit", "message"),
+    [
+        ("NaN", "is not a number of milliseconds"),
+        ("Infinity", "is not a number of milliseconds"),
+        ("1e3", "is not a number of milliseconds"),
+        ("1,4", "is not a number of milliseconds"),
+        ("-3", "cannot be negative"),
+        ("60.25", "at most 999,999.9 ms, to 0.1 ms"),
+        ("10000000", "at most 999,999.9 ms, to 0.1 ms"),
+    ],
+)
+def test_a_user_region_limit_is_a_plain_number_the_column_holds(
+    with_requirements, make_user, limit, message
+):
+    """What the RTT column (7 digits, one after the point) cannot hold is refused on its
+    line, never a 500 or a value cut on the way in."""
+    form = ScenarioForm(
+        _scenario_data(with_requirements, user_regions_text=f"Shanghai users: {limit}"),
+        instance=with_requirements,
+        user=make_user("procurement"),
+    )
+    assert not form.is_valid()
+    assert "Line 1: " in form.errors["user_regions_text"][0]
+    assert message in form.errors["user_regions_text"][0]
