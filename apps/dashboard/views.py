@@ -2,11 +2,10 @@
 apps whose figures it shows (reports' cost and use, backups' overdue drills), so none of
 them imports another to draw it."""
 
-import dataclasses
-
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import dateformat, timezone
+from django.utils.safestring import mark_safe
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET
@@ -19,6 +18,9 @@ from apps.pools.models import Pool
 from apps.reports import explain, selectors
 from apps.reports.cache import cached, remember_view
 from apps.reports.views import explain_page
+
+# Where the live "Needs a person" list goes in the cached figures.
+ATTENTION_PLACEHOLDER = mark_safe("<!-- gpufleet:attention -->")  # noqa: S308 - a constant
 
 
 @require_GET
@@ -53,21 +55,29 @@ def warm_overview_html(now, scope: Scope = EVERYTHING) -> None:
 def overview_html(now, live: dict, scope: Scope = EVERYTHING) -> str:
     """The Overview's figures, rendered, cached with them: a visit then reads one string
     back, not the figures (bench/README.md, "the web at scale"). What the view reads at
-    each visit (``live``: the pool count, the drills, what needs a person) is part of the
-    cache key, so a drill recorded or a GPU left unassigned shows at once."""
+    each visit and the figures show (the pool count, the drills) is part of the cache key,
+    so a drill recorded shows at once. The "Needs a person" list is rendered at each visit
+    into its place in the cached string: its sentences carry amounts that grow by the
+    minute (dollars at risk), which in the key would make every visit a miss."""
     parameters = {
         "scope": scope.cache_key,
         "pool_count": live["pool_count"],
         "drills": live["drills"],
-        "attention": [dataclasses.astuple(item) for item in live["attention"]],
     }
-    return cached(
+    figures = cached(
         "overview-html",
         parameters,
         lambda: render_to_string(
-            "dashboard/overview.html#figures", {**selectors.overview_figures(now, scope), **live}
+            "dashboard/overview.html#figures",
+            {
+                **selectors.overview_figures(now, scope),
+                **live,
+                "attention_list_html": ATTENTION_PLACEHOLDER,
+            },
         ),
     )
+    attention = render_to_string("dashboard/_attention_list.html", {"attention": live["attention"]})
+    return mark_safe(figures.replace(ATTENTION_PLACEHOLDER, attention))  # noqa: S308 - both rendered by templates
 
 
 # Overview KPI → (title, figures of the month-to-date total row).

@@ -14,6 +14,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
@@ -196,3 +197,24 @@ def test_the_overview_names_workloads_above_the_threshold_in_scope_only(
     checkpoint(training, 1000, now - timedelta(hours=6))
     client.force_login(UserFactory(role="reader", teams=[owner]))
     assert "dollars-at-risk" not in {item.kind for item in client.get("/").context["attention"]}
+
+
+@pytest.mark.django_db
+def test_the_overview_shows_the_growing_amount_from_its_cached_figures(
+    client, settings, training, now
+):
+    """The amount grows by the minute; the Overview's figures stay cached while the
+    "Needs a person" list is rendered at each visit."""
+    settings.DOLLARS_AT_RISK_ATTENTION_USD = 150
+    client.force_login(UserFactory(role="reader"))
+    first = client.get("/")
+    # Nothing proven: 8 GPUs × $2.50 × 10 h since the job started.
+    assert "has $200.00 at risk" in first.content.decode()
+    # An hour later, as far as the events tell: 8 × 2.50 × 11 h.
+    TrainingEvent.objects.filter(workload=training).update(
+        timestamp=models.F("timestamp") - timedelta(hours=1)
+    )
+    later = client.get("/")
+    assert "has $220.00 at risk" in later.content.decode()
+    # The figures came from the cache: their partial was not rendered again.
+    assert "dashboard/_attention.html" not in [template.name for template in later.templates]
