@@ -10,7 +10,8 @@ Definition, per inference pool:
 - An observation is a measured pool-hour, as the cost report counts them: an hourly
   rollup with telemetry (``reporting_gpus`` > 0) inside the pool's service period. Its
   busy GPUs are its busy GPU-hours (Σ of the GPUs' busy shares, apps/telemetry/rollups.py)
-  over its one hour.
+  over its one hour, plus the GPUs it did not measure (the pool's GPUs − its measured
+  GPU-hours, never below 0): a GPU that does not report may be busy, so it is never lent.
 - Per slot: p95 busy GPUs = the 95th percentile (linear interpolation between closest
   ranks, PostgreSQL's ``percentile_cont``) of its observations' busy GPUs.
 - Safety margin = ⌈GPUs × ``LENDING_SAFETY_MARGIN_PCT`` ÷ 100⌉ (10 % by default), never
@@ -37,7 +38,8 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count
+from django.db.models import Count, ExpressionWrapper, F, FloatField, Value
+from django.db.models.functions import Cast, Greatest
 
 from apps.accounts.scope import EVERYTHING, Scope
 from apps.pools.hours import floor_hour
@@ -240,6 +242,14 @@ def lending_span(now: datetime) -> Span:
     return Span.of(end - timedelta(days=WINDOW_DAYS), end)
 
 
+# An hour's busy GPUs, counting every GPU of the pool it did not measure as busy.
+DEMAND_GPUS = ExpressionWrapper(
+    F("busy_gpu_hours")
+    + Greatest(Cast(F("pool__gpu_count"), FloatField()) - F("capacity_gpu_hours"), Value(0.0)),
+    output_field=FloatField(),
+)
+
+
 def _slots_by_pool(pools: list[Pool], span: Span) -> dict[int, dict]:
     """Per pool id: ``(weekday, local hour) → (observations, p95 busy GPUs)``. One query
     per time zone among ``pools`` on PostgreSQL."""
@@ -261,21 +271,22 @@ def _slots_by_pool(pools: list[Pool], span: Span) -> dict[int, dict]:
             .annotate(
                 weekday=local_weekday_expression(table, span, zone),
                 local_hour=local_hour_expression(table, span, zone),
+                demand_gpus=DEMAND_GPUS,
             )
             .values("pool_id", "weekday", "local_hour")
         )
         if connection.vendor == "postgresql":
             for row in rows.annotate(
-                observations=Count("id"), p95=PercentileCont("busy_gpu_hours", 0.95)
+                observations=Count("id"), p95=PercentileCont("demand_gpus", 0.95)
             ):
                 key = (row["weekday"], row["local_hour"])
                 slots[row["pool_id"]][key] = (row["observations"], row["p95"])
             continue
         # SQLite (make run): no percentile_cont; the development database is small.
         values = defaultdict(list)
-        for row in rows.values("pool_id", "weekday", "local_hour", "busy_gpu_hours"):
+        for row in rows.values("pool_id", "weekday", "local_hour", "demand_gpus"):
             key = (row["pool_id"], row["weekday"], row["local_hour"])
-            values[key].append(row["busy_gpu_hours"])
+            values[key].append(row["demand_gpus"])
         for (pool_id, weekday, hour), busy in values.items():
             p95 = costmodel.percentile_linear(busy, 0.95)
             slots[pool_id][(weekday, hour)] = (len(busy), p95)

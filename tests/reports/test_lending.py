@@ -198,6 +198,26 @@ def test_hours_without_telemetry_are_not_observations():
     assert lending.pool_lendable(pool, NOW).slots_without_data == 168
 
 
+@pytest.mark.django_db
+def test_gpus_that_do_not_report_are_counted_busy_and_never_lent():
+    pool = _inference_pool("Serve half dark")  # 20 GPUs, margin ⌈2⌉ = 2
+    _fill(pool)
+    # Only 10 of the 20 GPUs report, 3 of them busy, in every hour of the window.
+    PoolHourlyUsage.objects.filter(pool=pool).update(
+        reporting_gpus=10, capacity_gpu_hours=10.0, busy_gpu_hours=3.0
+    )
+    result = lending.pool_lendable(pool, NOW)
+    # By hand: 3 busy + 10 unseen = 13 demand; ⌊20 − 13 − 2⌋ = 5 free in each of the 168
+    # slots = 840 GPU-hours, where the 3 measured busy GPUs alone would say 15 free (2,520).
+    assert result.free_gpus == [[5] * 24 for _ in range(7)]
+    assert result.lendable_gpu_hours_per_week == 5 * 168 == 840
+    # 2 of 20 reporting, 1 busy: 19 in demand, nothing to lend.
+    PoolHourlyUsage.objects.filter(pool=pool).update(
+        reporting_gpus=2, capacity_gpu_hours=2.0, busy_gpu_hours=1.0
+    )
+    assert lending.pool_lendable(pool, NOW).lendable_gpu_hours_per_week == 0
+
+
 def _python_free_grid(pool):
     """Free GPUs per slot from the same rows, grouped by zoneinfo and percentiled by the
     standard library (``statistics.quantiles``' inclusive method is linear
