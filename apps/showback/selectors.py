@@ -19,6 +19,7 @@ from datetime import datetime
 from django.db.models import Count
 
 from apps.accounts.models import Team
+from apps.pools.hours import floor_hour
 from apps.pools.models import Pool, Workload
 from apps.reports.cache import cached
 from apps.reports.queries import CostRow, cost_report
@@ -114,15 +115,17 @@ class BudgetBurndown:
     figures: burndown.Burndown
 
 
-def budget_burndowns(budgets, now: datetime) -> list[BudgetBurndown]:
+def budget_burndowns(budgets, now: datetime, *, figures=showback) -> list[BudgetBurndown]:
     """Each budget's burn-down for ``now``'s month: its team's showback spend or its
-    pool's cost, month to date and over the forecast window (four cost reports)."""
+    pool's cost, month to date and over the forecast window (two showbacks, four cost
+    reports). ``figures(start, end)`` gives a span's showback (``cached_showback`` to read
+    it from the cache)."""
     budgets = list(budgets)
     if not budgets:
         return []
-    month = showback(burndown.month_start(now.date()), now)
+    month = figures(burndown.month_start(now.date()), now)
     window = burndown.forecast_window(now)
-    trailing = showback(window.start, window.end) if window.days else None
+    trailing = figures(window.start, window.end) if window.days else None
     days_left = burndown.days_left(now)
     result = []
     for budget in budgets:
@@ -151,13 +154,19 @@ def budgets_in_scope(scope):
     return Budget.objects.in_scope(scope).select_related("team", "pool__team")
 
 
+def cached_showback(start: datetime, end: datetime) -> Showback:
+    """``showback(start, end)`` from the reports cache (apps/reports/cache.py): kept until
+    a rollup, a pool or a workload changes, and for the current hour at most, so a span
+    that ends now is computed once an hour, not at every visit. The figures are every
+    team's: who may read which is decided by the caller."""
+    hour = floor_hour(end)
+    # A span to now (inside an hour) never shares a key with one ending on the hour.
+    key = {"start": start, "end_hour": hour, "partial_hour": end != hour}
+    return cached("showback", key, lambda: showback(start, end))
+
+
 def scope_burndowns(scope, now: datetime) -> list[BudgetBurndown]:
-    """Every budget in ``scope`` with its burn-down, cached as the reports' figures are
-    (apps/reports/cache.py): until a rollup, a pool, a workload or a budget changes, and
-    for the current hour at most, so the Overview's panel costs four cost reports once,
-    not at every visit."""
-    return cached(
-        "budget-burndowns",
-        {"scope": scope.cache_key},
-        lambda: budget_burndowns(budgets_in_scope(scope), now),
-    )
+    """Every budget in ``scope`` with its burn-down: the budgets as they are now, the
+    spend from the cached showbacks, so the Overview's panel costs four cost reports once
+    an hour, not at every visit."""
+    return budget_burndowns(budgets_in_scope(scope), now, figures=cached_showback)
