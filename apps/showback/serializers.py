@@ -2,6 +2,7 @@ from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from apps.accounts.models import Team
+from apps.backups.models import DrillVerdict
 from apps.core.serializers import NoBlankQueryMixin, SlugReferenceField, StrictModelSerializer
 from apps.pools.models import Pool
 from apps.showback.models import Budget
@@ -185,7 +186,7 @@ class AuditDrillSerializer(serializers.Serializer):
     actual_rpo_minutes = serializers.FloatField(help_text="The restored version's age.")
     rpo_target_minutes = serializers.FloatField(help_text="The policy's RPO when recorded.")
     rpo_met = serializers.BooleanField()
-    verdict = serializers.ChoiceField(choices=["passed", "failed", "not_verified"])
+    verdict = serializers.ChoiceField(choices=DrillVerdict.values)
     passed = serializers.BooleanField()
     notes = serializers.CharField(allow_blank=True)
 
