@@ -269,7 +269,11 @@ def _entered_curve(scenario) -> list[float]:
     )
 
 
-def build_demand(scenario: Scenario) -> tuple[comparison.Demand | None, DemandInfo]:
+def build_demand(
+    scenario: Scenario, pilots: dict | None = None
+) -> tuple[comparison.Demand | None, DemandInfo]:
+    """The scenario's demand curve and what the page says of it; ``pilots`` is
+    ``best_pilots(scenario)`` when the caller has it already."""
     source = scenario.demand_source
     info = DemandInfo(source_label=scenario.get_demand_source_display())
     horizon = scenario.horizon_hours
@@ -299,7 +303,9 @@ def build_demand(scenario: Scenario) -> tuple[comparison.Demand | None, DemandIn
         if workload is None:
             info.empty_message = _("Choose the workload whose measured curve makes the demand.")
         else:
-            curve, tokens, requests = _workload_curve(scenario, workload, info)
+            if pilots is None:
+                pilots = best_pilots(scenario)
+            curve, tokens, requests = _workload_curve(scenario, workload, info, pilots)
     elif source == DemandSource.ENTERED:
         info.reference_gpu = scenario.reference_gpu_model
         if scenario.entered_gpu_hours_per_month is None:
@@ -329,7 +335,7 @@ def build_demand(scenario: Scenario) -> tuple[comparison.Demand | None, DemandIn
     )
 
 
-def _workload_curve(scenario, workload, info):
+def _workload_curve(scenario, workload, info, pilots: dict):
     """The workload's pool's busy GPUs × its share of the pool's GPUs; without pool
     rollups, its output tokens per hour ÷ the decode ceiling × reference efficiency."""
     pool = workload.pool
@@ -361,7 +367,7 @@ def _workload_curve(scenario, workload, info):
             "telemetry."
         ) % {"workload": workload.name, "pool": pool.name}
         return None, None, None
-    pilot = best_pilots(scenario).get(pool.gpu_model_id)
+    pilot = pilots.get(pool.gpu_model_id)
     if pilot is not None:
         # A measured GPU's tokens/s already includes its efficiency.
         per_gpu_hour = pilot.output_tokens_per_second_per_gpu * 3600
@@ -864,7 +870,8 @@ def save_option_rtts(option: ScenarioOption, rtt_ms_by_region_id: dict) -> None:
 def build_comparison(scenario: Scenario) -> ScenarioComparison:
     """Everything the page and the exports show, from the scenario as it stands (a caller
     may set unsaved what-if values on it first)."""
-    demand, info = build_demand(scenario)
+    pilots = best_pilots(scenario)
+    demand, info = build_demand(scenario, pilots)
     options = list(
         scenario.options.select_related("gpu_model", "source_pool").prefetch_related("rtts__region")
     )
@@ -892,7 +899,6 @@ def build_comparison(scenario: Scenario) -> ScenarioComparison:
             user_regions=user_regions,
         )
     reference_throughputs = {"gpu": info.reference_gpu}
-    pilots = best_pilots(scenario)
     specs = []
     for row in rows:
         row.throughput = throughput_used(scenario, row.option, info.reference_gpu, pilots)
