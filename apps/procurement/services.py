@@ -1,6 +1,7 @@
 """Reads a scenario's demand from telemetry, turns its option lines into priced specs and
 runs comparison.py on them; imports SkyPilot prices; writes exports."""
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
@@ -911,6 +912,8 @@ def build_comparison(scenario: Scenario) -> ScenarioComparison:
     result = comparison.compare(demand, [spec for _, spec in specs], currency=scenario.currency)
     for (row, _spec), option_result in zip(specs, result.results, strict=True):
         row.result = option_result
+    if requirements.any:
+        result = _with_requirements_reason(result, rows, scenario.currency)
     return ScenarioComparison(
         scenario,
         demand,
@@ -920,6 +923,33 @@ def build_comparison(scenario: Scenario) -> ScenarioComparison:
         requirements=requirements,
         user_regions=user_regions,
     )
+
+
+def _with_requirements_reason(result: comparison.Comparison, rows, currency: str):
+    """The recommendation ranks by cost alone; when the cheapest option misses a stated
+    requirement, a reason says so and names the cheapest that meets them all."""
+    costed = [row for row in rows if row.result is not None]
+    cheapest = min(costed, key=lambda row: row.result.total_cost, default=None)
+    if cheapest is None or cheapest.meets_requirements:
+        return result
+    meeting = [row for row in costed if row.meets_requirements]
+    best = min(meeting, key=lambda row: row.result.total_cost, default=None)
+    values = {"name": cheapest.option.name, "misses": cheapest.misses_text}
+    if best is None:
+        reason = (
+            _("%(name)s, the cheapest, misses: %(misses)s. No option meets every requirement.")
+            % values
+        )
+    else:
+        reason = _(
+            "%(name)s, the cheapest, misses: %(misses)s. The cheapest that meets every "
+            "requirement is %(best)s at %(cost)s."
+        ) % {
+            **values,
+            "best": best.option.name,
+            "cost": f"{best.result.total_cost:,.0f} {currency}",
+        }
+    return dataclasses.replace(result, reasons=(*result.reasons, reason))
 
 
 def build_comparison_what_if(scenario: Scenario, values: dict) -> ScenarioComparison:

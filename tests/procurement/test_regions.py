@@ -14,7 +14,7 @@ from openpyxl import load_workbook
 from pypdf import PdfReader
 
 from apps.procurement.forms import OptionForm, ScenarioForm
-from apps.procurement.models import ComparisonExport, OptionRegionRtt, UserRegion
+from apps.procurement.models import ComparisonExport, OptionRegionRtt, Scenario, UserRegion
 from apps.procurement.regions import (
     RegionCriteria,
     Requirements,
@@ -463,3 +463,20 @@ def test_a_user_region_limit_is_a_plain_number_the_column_holds(
     assert not form.is_valid()
     assert "Line 1: " in form.errors["user_regions_text"][0]
     assert message in form.errors["user_regions_text"][0]
+
+
+@pytest.mark.django_db
+def test_the_recommendation_says_what_the_cheapest_misses_and_what_meets_all(demo):
+    from apps.procurement.demo import SCENARIO_SLUG
+
+    result = build_comparison(Scenario.objects.get(slug=SCENARIO_SLUG))
+    costed = [row for row in result.rows if row.result is not None]
+    cheapest = min(costed, key=lambda row: row.result.total_cost)
+    meeting = min((row for row in costed if not row.misses), key=lambda row: row.result.total_cost)
+    assert cheapest.misses and cheapest is not meeting
+    reason = result.comparison.reasons[-1]
+    assert reason.startswith(f"{cheapest.option.name}, the cheapest, misses: ")
+    assert reason.endswith(
+        f"The cheapest that meets every requirement is {meeting.option.name} at "
+        f"{meeting.result.total_cost:,.0f} USD."
+    )
