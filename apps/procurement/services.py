@@ -841,19 +841,21 @@ def option_criteria(option: ScenarioOption) -> regions.RegionCriteria:
 
 def save_user_regions(scenario: Scenario, user_regions) -> None:
     """Make the scenario's user regions exactly ``user_regions`` ((name, max RTT ms or
-    None) pairs): a region kept by name keeps its options' times, a region left out goes
-    with them."""
+    None) pairs). A region kept by name, whatever its case ("shanghai" → "Shanghai"),
+    keeps its options' times; a region left out goes with them."""
     with transaction.atomic():
-        existing = {region.name: region for region in scenario.user_regions.all()}
-        wanted = dict(user_regions)
-        scenario.user_regions.exclude(name__in=wanted).delete()
-        for name, max_rtt_ms in wanted.items():
-            region = existing.get(name)
+        existing = {region.name.casefold(): region for region in scenario.user_regions.all()}
+        wanted = {name.casefold(): (name, max_rtt_ms) for name, max_rtt_ms in user_regions}
+        scenario.user_regions.exclude(
+            pk__in=[region.pk for key, region in existing.items() if key in wanted]
+        ).delete()
+        for key, (name, max_rtt_ms) in wanted.items():
+            region = existing.get(key)
             if region is None:
                 UserRegion.objects.create(scenario=scenario, name=name, max_rtt_ms=max_rtt_ms)
-            elif region.max_rtt_ms != max_rtt_ms:
-                region.max_rtt_ms = max_rtt_ms
-                region.save(update_fields=["max_rtt_ms"])
+            elif (region.name, region.max_rtt_ms) != (name, max_rtt_ms):
+                region.name, region.max_rtt_ms = name, max_rtt_ms
+                region.save(update_fields=["name", "max_rtt_ms"])
 
 
 def save_option_rtts(option: ScenarioOption, rtt_ms_by_region_id: dict) -> None:

@@ -480,3 +480,20 @@ def test_the_recommendation_says_what_the_cheapest_misses_and_what_meets_all(dem
         f"The cheapest that meets every requirement is {meeting.option.name} at "
         f"{meeting.result.total_cost:,.0f} USD."
     )
+
+
+@pytest.mark.django_db
+def test_a_region_renamed_only_in_case_keeps_its_options_times(with_requirements, make_user):
+    form = ScenarioForm(
+        _scenario_data(with_requirements, user_regions_text="SHANGHAI users: 60"),
+        instance=with_requirements,
+        user=make_user("procurement"),
+    )
+    assert form.is_valid(), form.errors
+    scenario = form.save()
+    (region,) = scenario.user_regions.all()
+    assert region.name == "SHANGHAI users"
+    # The option's 74 ms to it stays, and still misses the 60 ms asked.
+    assert list(OptionRegionRtt.objects.values_list("region__name", "rtt_ms")) == [
+        ("SHANGHAI users", Decimal("74.0"))
+    ]
