@@ -49,7 +49,7 @@ from apps.telemetry.models import (
     WorkloadHourlyRequests,
 )
 from apps.training import goodput
-from apps.training.models import TrainingEvent
+from apps.training import services as training_services
 
 ONE_HOUR = timedelta(hours=1)
 EARLIEST = datetime(2020, 1, 1, tzinfo=UTC)
@@ -275,33 +275,15 @@ def measured_effective_gpu_hours_by_workload(span: Span, workloads) -> dict[int,
         for workload in workloads
         if workload.kind in TRAINING_KINDS and workload.reference_step_seconds is not None
     }
-    events_by_job: dict[tuple[int, str], list[goodput.Event]] = defaultdict(list)
-    rows = (
-        TrainingEvent.objects.filter(
-            workload_id__in=list(measurable), timestamp__gte=span.start, timestamp__lt=span.end
-        )
-        .order_by("workload_id", "job_name", "timestamp", "pk")
-        .values_list(
-            "workload_id",
-            "job_name",
-            "event_type",
-            "timestamp",
-            "step",
-            "node_rank",
-            "duration_seconds",
-        )
-    )
-    for workload_id, job_name, event_type, timestamp, step, node_rank, duration in rows:
-        events_by_job[(workload_id, job_name)].append(
-            goodput.Event(timestamp, event_type, step, node_rank, duration)
-        )
     measured: dict[int, float] = defaultdict(float)
-    for (workload_id, _job), events in events_by_job.items():
+    events = training_services.events_by_job(measurable, start=span.start, end=span.end)
+    for workload_id, by_job in events.items():
         workload = measurable[workload_id]
-        seconds = goodput.job_goodput(
-            events, reference_step_seconds=float(workload.reference_step_seconds)
-        ).effective_seconds
-        measured[workload_id] += seconds * workload.gpu_count / 3600
+        for job_events in by_job.values():
+            seconds = goodput.job_goodput(
+                job_events, reference_step_seconds=float(workload.reference_step_seconds)
+            ).effective_seconds
+            measured[workload_id] += seconds * workload.gpu_count / 3600
     return dict(measured)
 
 

@@ -7,7 +7,7 @@ Every figure is read from the module that owns it, never recomputed here:
 - each workload's cost, requests, tokens, cost per 1k requests and per 1M tokens and its
   effective training GPU-hours (measured from the event logs, or the interruption
   estimate) are its row of ``cost_report(start, end, "workload")``;
-- a training workload's goodput is ``apps.training.services.workload_goodput`` over the
+- a training workload's goodput is ``apps.training.services.workloads_goodput`` over the
   month, as the workload goodput API gives it for ``?start=…&end=…``;
 - each restore drill finished in the month keeps the RTO and RPO it measured and the
   targets it was held to when it was recorded (``RestoreDrill.evaluate``).
@@ -25,7 +25,7 @@ from apps.backups.models import RestoreDrill
 from apps.pools.models import Workload
 from apps.showback.months import last_complete_month, not_a_month_sentence, parse_month
 from apps.showback.selectors import showback
-from apps.training.services import workload_goodput
+from apps.training.services import workloads_goodput
 
 SECONDS_PER_MINUTE = 60
 
@@ -139,7 +139,7 @@ def team_workloads(team: Team):
 
 def audit_bundle(team: Team, start: datetime, end: datetime, *, scope: Scope) -> AuditBundle:
     """``team``'s figures over [start, end): the showback's two cost reports (its rows by
-    workload are the workloads' figures), one goodput read per training workload and one
+    workload are the workloads' figures), one read of the training workloads' events and one
     query for the drills. A pool outside
     ``scope`` that the team's workloads ran on is named only as another team's pool."""
     figures = showback(start, end)
@@ -159,14 +159,17 @@ def audit_bundle(team: Team, start: datetime, end: datetime, *, scope: Scope) ->
     )
     rows = figures.workload_rows
     workloads = []
-    for workload in team_workloads(team).select_related("pool").order_by("name"):
+    members = list(team_workloads(team).select_related("pool").order_by("name"))
+    goodput_by_workload = workloads_goodput(
+        [workload for workload in members if workload.is_training], start=start, end=end
+    )
+    for workload in members:
         row = rows.get(workload.slug)
         if row is None:
             continue
         goodput_pct = None
         if workload.is_training:
-            measured = workload_goodput(workload, start=start, end=end)
-            goodput_pct = measured.total.as_data()["goodput_pct"]
+            goodput_pct = goodput_by_workload[workload.pk].total.as_data()["goodput_pct"]
         workloads.append(
             WorkloadFigures(
                 slug=workload.slug,

@@ -201,26 +201,35 @@ class WorkloadGoodput:
     event_count: int
 
 
-def workload_goodput(
-    workload: Workload, *, start: datetime | None = None, end: datetime | None = None
-) -> WorkloadGoodput:
-    """Goodput of each job of ``workload`` and of all of them, from the events stamped
-    in [start, end) (either open); GPU-hours at the workload's GPUs, dollars at its pool's
-    effective price per GPU-hour."""
-    events = TrainingEvent.objects.filter(workload=workload)
+def events_by_job(
+    workload_ids, *, start: datetime | None = None, end: datetime | None = None
+) -> dict[int, dict[str, list[goodput.Event]]]:
+    """Workload id → job name → its events stamped in [start, end) (either open), in
+    order: one query for any number of workloads."""
+    events = TrainingEvent.objects.filter(workload_id__in=list(workload_ids))
     if start is not None:
         events = events.filter(timestamp__gte=start)
     if end is not None:
         events = events.filter(timestamp__lt=end)
-    by_job: dict[str, list[goodput.Event]] = {}
-    count = 0
-    for job_name, event_type, timestamp, step, node_rank, duration_seconds in events.order_by(
-        "job_name", "timestamp", "pk"
-    ).values_list("job_name", "event_type", "timestamp", "step", "node_rank", "duration_seconds"):
-        count += 1
-        by_job.setdefault(job_name, []).append(
-            goodput.Event(timestamp, event_type, step, node_rank, duration_seconds)
+    found: dict[int, dict[str, list[goodput.Event]]] = {}
+    for workload_id, job_name, event_type, timestamp, step, node_rank, duration in events.order_by(
+        "workload_id", "job_name", "timestamp", "pk"
+    ).values_list(
+        "workload_id",
+        "job_name",
+        "event_type",
+        "timestamp",
+        "step",
+        "node_rank",
+        "duration_seconds",
+    ):
+        found.setdefault(workload_id, {}).setdefault(job_name, []).append(
+            goodput.Event(timestamp, event_type, step, node_rank, duration)
         )
+    return found
+
+
+def _goodput_of(workload: Workload, by_job: dict[str, list[goodput.Event]]) -> WorkloadGoodput:
     reference = workload.reference_step_seconds
     reference_seconds = None if reference is None else float(reference)
     price = workload.pool.effective_price_per_gpu_hour_usd
@@ -238,4 +247,26 @@ def workload_goodput(
     )
     if not jobs and reference_seconds is None:
         total.measured.flags.append(goodput.NO_REFERENCE_STEP)
+    count = sum(len(job_events) for job_events in by_job.values())
     return WorkloadGoodput(workload, jobs, total, count)
+
+
+def workloads_goodput(
+    workloads, *, start: datetime | None = None, end: datetime | None = None
+) -> dict[int, WorkloadGoodput]:
+    """``workload_goodput`` of each of ``workloads`` (with their pools loaded), from one
+    query of their events."""
+    workloads = list(workloads)
+    events = events_by_job([workload.pk for workload in workloads], start=start, end=end)
+    return {
+        workload.pk: _goodput_of(workload, events.get(workload.pk, {})) for workload in workloads
+    }
+
+
+def workload_goodput(
+    workload: Workload, *, start: datetime | None = None, end: datetime | None = None
+) -> WorkloadGoodput:
+    """Goodput of each job of ``workload`` and of all of them, from the events stamped
+    in [start, end) (either open); GPU-hours at the workload's GPUs, dollars at its pool's
+    effective price per GPU-hour."""
+    return workloads_goodput([workload], start=start, end=end)[workload.pk]
