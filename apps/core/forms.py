@@ -128,25 +128,33 @@ class TablerFormMixin:
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.confirmations: dict[str, Confirmation] = {}
-        instance = getattr(self, "instance", None)
         self._stored_values = {}
         for name, field in self.fields.items():
-            if isinstance(field, forms.IntegerField):
-                read_plain_numbers(field)
-                bound = BOUNDS.get(name)
-                if bound is not None:
-                    apply_bound(field, field.label or pretty_name(name), bound, self.bounds_scale)
-                    if bound.confirm_above is not None and instance is not None and instance.pk:
-                        self._stored_values[name] = getattr(instance, name, None)
-        for field in self.fields.values():
-            widget = field.widget
-            if isinstance(widget, forms.CheckboxInput):
-                css_class = "form-check-input"
-            elif isinstance(widget, forms.Select):
-                css_class = "form-select"
-            else:
-                css_class = "form-control"
-            widget.attrs["class"] = f"{widget.attrs.get('class', '')} {css_class}".strip()
+            self._prepare_field(name, field)
+
+    def add_field(self, name: str, field: forms.Field) -> None:
+        """Add a field after ``__init__`` (one per row of related data, say), prepared as
+        the declared ones are: plain numbers, its range, Tabler's classes."""
+        self.fields[name] = field
+        self._prepare_field(name, field)
+
+    def _prepare_field(self, name: str, field: forms.Field) -> None:
+        if isinstance(field, forms.IntegerField):
+            read_plain_numbers(field)
+            bound = BOUNDS.get(name)
+            if bound is not None:
+                apply_bound(field, field.label or pretty_name(name), bound, self.bounds_scale)
+                instance = getattr(self, "instance", None)
+                if bound.confirm_above is not None and instance is not None and instance.pk:
+                    self._stored_values[name] = getattr(instance, name, None)
+        widget = field.widget
+        if isinstance(widget, forms.CheckboxInput):
+            css_class = "form-check-input"
+        elif isinstance(widget, forms.Select):
+            css_class = "form-select"
+        else:
+            css_class = "form-control"
+        widget.attrs["class"] = f"{widget.attrs.get('class', '')} {css_class}".strip()
 
     def full_clean(self):
         super().full_clean()

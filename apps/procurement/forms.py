@@ -333,22 +333,29 @@ class OptionForm(TablerFormMixin, SectionedFormMixin, forms.ModelForm):
         if self.instance.pk:
             stated = {rtt.region_id: rtt.rtt_ms for rtt in self.instance.rtts.all()}
         for region in self.user_regions:
-            self.fields[f"rtt_ms_{region.pk}"] = forms.DecimalField(
-                label=gettext("RTT from %(region)s (ms)") % {"region": region.name},
-                required=False,
-                min_value=0,
-                max_digits=7,
-                decimal_places=1,
-                initial=stated.get(region.pk),
-                help_text=gettext("Blank: not stated."),
+            self.add_field(
+                f"rtt_ms_{region.pk}",
+                forms.DecimalField(
+                    label=gettext("RTT from %(region)s (ms)") % {"region": region.name},
+                    required=False,
+                    min_value=0,
+                    max_digits=7,
+                    decimal_places=1,
+                    initial=stated.get(region.pk),
+                    help_text=gettext("Blank: not stated."),
+                ),
             )
-            self.fields[f"rtt_output_{region.pk}"] = forms.CharField(
-                label=gettext("…or ping / mtr output from %(region)s") % {"region": region.name},
-                required=False,
-                widget=forms.Textarea(attrs={"rows": 2}),
-                help_text=gettext(
-                    "Paste the output of ping (its rtt min/avg/max/mdev line) or mtr --report "
-                    "(the last hop's Avg)."
+            self.add_field(
+                f"rtt_output_{region.pk}",
+                forms.CharField(
+                    label=gettext("…or ping / mtr output from %(region)s")
+                    % {"region": region.name},
+                    required=False,
+                    widget=forms.Textarea(attrs={"rows": 2}),
+                    help_text=gettext(
+                        "Paste the output of ping (its rtt min/avg/max/mdev line) or mtr --report "
+                        "(the last hop's Avg)."
+                    ),
                 ),
             )
         if "source_pool" in self.fields:

@@ -497,3 +497,23 @@ def test_a_region_renamed_only_in_case_keeps_its_options_times(with_requirements
     assert list(OptionRegionRtt.objects.values_list("region__name", "rtt_ms")) == [
         ("SHANGHAI users", Decimal("74.0"))
     ]
+
+
+@pytest.mark.django_db
+def test_an_options_rtt_fields_read_plain_numbers_as_every_number_field(with_requirements):
+    rent = with_requirements.options.get(name="Rent H100")
+    region = with_requirements.user_regions.get()
+    form = OptionForm(
+        {
+            **_option_data(with_requirements, name="Rent H100", position=1),
+            f"rtt_ms_{region.pk}": "7,4",
+        },
+        instance=rent,
+        scenario=with_requirements,
+    )
+    widget = form.fields[f"rtt_ms_{region.pk}"].widget
+    # A text input with Tabler's class: Chromium's number input would drop the comma.
+    assert widget.input_type == "text" and "form-control" in widget.attrs["class"]
+    assert "form-control" in form.fields[f"rtt_output_{region.pk}"].widget.attrs["class"]
+    assert not form.is_valid()
+    assert "decimal point" in form.errors[f"rtt_ms_{region.pk}"][0]
