@@ -108,6 +108,10 @@ class CostRowSerializer(serializers.Serializer):
         allow_null=True,
         help_text="measured when the event logs measure every training workload of the row.",
     )
+    effective_training_above_busy = serializers.BooleanField(
+        help_text="true: the measured effective GPU-hours exceed the busy training GPU-hours "
+        "the telemetry measured; check the workload's GPUs and reference step time.",
+    )
     cost_per_effective_training_gpu_hour_usd = serializers.FloatField(allow_null=True)
     interruption_cost_usd = serializers.FloatField(help_text="Lost GPU-hours × price.")
     explain = serializers.DictField(

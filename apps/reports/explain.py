@@ -548,13 +548,19 @@ def explain_figure(row, figure: str) -> list[Step]:
             else _("no inference cost"),
         )
     if figure == "effective_training_gpu_hours" and row.effective_training_source == "measured":
+        expression = _(
+            "measured from the training event logs: Σ effective seconds × GPUs ÷ 3600 "
+            "(goodput_measure)"
+        )
+        if row.effective_training_above_busy:
+            expression = _(
+                "%(expression)s — above the %(busy)s busy training GPU-h the telemetry "
+                "measured: check the workload's GPUs and reference step time"
+            ) % {"expression": expression, "busy": quantity(row.training_busy_gpu_hours)}
         return ratio(
-            [],
-            _(
-                "measured from the training event logs: Σ effective seconds × GPUs ÷ 3600 "
-                "(goodput_measure)"
-            ),
-            _("no busy training GPU-hours"),
+            _sum_steps(row, "training_busy_gpu_hours"),
+            expression,
+            _("no job with a step loaded and a step saved"),
         )
     if figure == "effective_training_gpu_hours":
         return ratio(

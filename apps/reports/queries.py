@@ -364,6 +364,17 @@ class CostRow:
             self.training_busy_gpu_hours, self.lost_gpu_hours
         )
 
+    @property
+    def effective_training_above_busy(self) -> bool:
+        """Measured effective GPU-hours above the busy training GPU-hours the telemetry
+        measured: the event log's GPUs or reference step time cannot both be right. Rows
+        without training telemetry have nothing to compare with."""
+        return (
+            self.effective_training_source == MEASURED
+            and self.training_busy_gpu_hours > 0
+            and self.measured_effective_gpu_hours > self.training_busy_gpu_hours + 1e-9
+        )
+
     def count_effective_training(self, workload_id: int, measured: dict[int, float]) -> None:
         """Count one training workload of the row as measured (its GPU-hours added) or
         estimated."""
@@ -397,6 +408,7 @@ class CostRow:
             "lost_gpu_hours": self.lost_gpu_hours,
             "effective_training_gpu_hours": self.effective_training_gpu_hours,
             "effective_training_source": self.effective_training_source,
+            "effective_training_above_busy": self.effective_training_above_busy,
             "cost_per_effective_training_gpu_hour_usd": (
                 self.cost_per_effective_training_gpu_hour_usd
             ),

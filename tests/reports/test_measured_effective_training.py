@@ -114,3 +114,40 @@ def test_the_page_labels_each_row(client, two_workloads):
         "/reports/", {"start": "2025-01-01", "end": "2025-01-01", "group_by": "workload"}
     ).content.decode()
     assert 'data-source="measured"' in page and 'data-source="estimate"' in page
+
+
+@pytest.mark.django_db
+def test_measured_above_what_the_telemetry_saw_busy_is_flagged(client, two_workloads):
+    from apps.reports.explain import explain_figure
+
+    measured, _estimated = two_workloads
+    # The measured pool's telemetry: 1 busy GPU-hour an hour for 10 hours = 10 busy
+    # training GPU-hours, below the 13.333 the event log measures as effective.
+    PoolHourlyUsage.objects.bulk_create(
+        PoolHourlyUsage(
+            pool=measured.pool,
+            hour=START + timedelta(hours=hour),
+            reporting_gpus=8,
+            capacity_gpu_hours=8,
+            busy_gpu_hours=1,
+            avg_utilization_pct=12.5,
+            max_utilization_pct=12.5,
+        )
+        for hour in range(10)
+    )
+    rebuild_days(START - timedelta(days=1), END + timedelta(days=1))
+    rows = {row.key: row for row in cost_report(START, END, "workload")}
+    row = rows["measured-run"]
+    assert row.training_busy_gpu_hours == pytest.approx(10.0)
+    assert row.effective_training_gpu_hours == pytest.approx(100 / 60 * 8)
+    assert row.effective_training_above_busy
+    assert not rows["estimated-run"].effective_training_above_busy
+    last = explain_figure(row, "effective_training_gpu_hours")[-1]
+    assert "above the 10 busy training GPU-h the telemetry measured" in last.expression
+    client.force_login(UserFactory(role="reader"))
+    body = client.get(
+        "/api/v1/reports/cost/",
+        {"start": START.isoformat(), "end": END.isoformat(), "group_by": "workload"},
+    ).json()
+    flags = {item["key"]: item["effective_training_above_busy"] for item in body}
+    assert flags["measured-run"] is True and flags["estimated-run"] is False
