@@ -1,11 +1,15 @@
 # gpufleet — two commands do everything:
-#   make run    install, migrate, load demo data, serve http://127.0.0.1:8000
+#   make run    install, migrate, load demo data, serve http://127.0.0.1:8000 with its
+#               worker and beat, on an embedded PostgreSQL and Redis unless configured
 #   make test   install, check services, lint, migrations check, collectstatic, pytest
 # on PostgreSQL + Redis (defaults below; override TEST_DATABASE_URL / TEST_REDIS_URL).
 
 SHELL := /bin/bash
-PYTHON ?= $(shell for candidate in python3.13 python3.12 python3.11 python3; do \
-	if command -v $$candidate >/dev/null 2>&1 && $$candidate -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then \
+# The first Python 3.11+ that runs: a pyenv shim of a version that is not installed
+# exists on PATH but fails, quietly. 3.13 comes last: the embedded Redis's wheel has no
+# build for it yet and compiles from source there.
+PYTHON ?= $(shell for candidate in python3.12 python3.11 python3.13 python3; do \
+	if $$candidate -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1; then \
 	echo $$candidate; break; fi; done)
 VENV := .venv
 BIN := $(VENV)/bin
@@ -24,7 +28,11 @@ TEST_WORKERS ?= 2
 TEST_ENV := DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
 	CELERY_BROKER_URL=$(TEST_REDIS_URL) DJANGO_SETTINGS_MODULE=config.settings
 
-.PHONY: run test install lint format clean backup restore
+# make run DEMO=no: your own fleet only, without the demo.
+DEMO ?= yes
+RUN_ARGS := --host $(HOST) --port $(PORT) $(if $(filter no,$(DEMO)),--without-demo)
+
+.PHONY: run dev test install lint format clean backup restore
 
 $(INSTALLED): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: gpufleet needs Python 3.11 or newer (python3.11+ not found on PATH)"; exit 1; }
@@ -36,14 +44,14 @@ $(INSTALLED): pyproject.toml
 install: $(INSTALLED)
 	scripts/ensure_oidc_provider.sh
 
+# The web server, a Celery worker and beat under one supervisor (manage.py run); Ctrl-C
+# stops them all.
 run: $(INSTALLED)
-	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py seed_demo
-	@echo
-	@echo "  gpufleet is starting on http://$(HOST):$(PORT)/"
-	@echo "  Sign in as lead, ops, procurement or admin, password gpufleet-demo"
-	@echo
-	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+	@$(BIN)/python manage.py run $(RUN_ARGS)
+
+# The same with Django's runserver: DEBUG pages and code reloading.
+dev: $(INSTALLED)
+	@$(BIN)/python manage.py run --dev $(RUN_ARGS)
 
 test: $(INSTALLED)
 	PYTHON=$(BIN)/python DATABASE_URL=$(TEST_DATABASE_URL) scripts/ensure_services.sh

@@ -1,10 +1,11 @@
 """Settings for gpufleet, read from the environment (django-environ).
 
-With nothing set, gpufleet runs the way Grafana ships: an embedded SQLite file under
-``var/`` and Celery tasks run inline (eager). Point ``DATABASE_URL`` at PostgreSQL and
-``CELERY_BROKER_URL`` (or ``REDIS_URL``) at Redis to run with real workers.
-Production deployments use ``config.settings_production``, which refuses to start
-without ``SECRET_KEY``.
+gpufleet runs on PostgreSQL and Redis, the way production runs it. With nothing set, it
+starts an embedded PostgreSQL with its data under ``var/postgres`` (config/embedded.py),
+and ``manage.py run`` adds an embedded Redis, a Celery worker and beat beside the web
+server. Point ``DATABASE_URL`` at a PostgreSQL server and ``REDIS_URL`` at a Redis to use
+them instead. Production deployments use ``config.settings_production``, which refuses
+to start without ``SECRET_KEY``.
 """
 
 from datetime import timedelta
@@ -12,15 +13,17 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 from celery.schedules import crontab
 from csp.constants import NONCE, NONE, SELF
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = BASE_DIR / "var"
 
 env = environ.Env()
 # A developer's .env file is honoured, never required.
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+# Where gpufleet keeps what it writes: the embedded database, uploads, backups, static files.
+VAR_DIR = Path(env.str("VAR_DIR", default=str(BASE_DIR / "var"))).resolve()
 
 DEBUG = env.bool("DEBUG", default=True)
 # Only the development default lives here; config.settings_production demands a real one.
@@ -125,21 +128,31 @@ TEMPLATES = [
     }
 ]
 
-VAR_DIR.mkdir(exist_ok=True)
-DATABASES = {
-    "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'gpufleet.sqlite3'}")
-}
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+DATABASE_URL = env.str("DATABASE_URL", default="")
+if not DATABASE_URL:
+    from config.embedded import embedded_database_url
+
+    DATABASE_URL = embedded_database_url(VAR_DIR / "postgres")
+DATABASES = {"default": env.db_url_config(DATABASE_URL)}
+if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+    raise ImproperlyConfigured(
+        f"DATABASE_URL must name a PostgreSQL database (postgres://…), not "
+        f"{DATABASES['default']['ENGINE']}: gpufleet runs on PostgreSQL only."
+    )
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 # django-prometheus counts queries, errors and connections for /metrics by subclassing the
-# backend: the vendor stays "postgresql" or "sqlite", so nothing else tells the difference.
-DATABASES["default"]["ENGINE"] = {
-    "django.db.backends.postgresql": "django_prometheus.db.backends.postgresql",
-    "django.db.backends.sqlite3": "django_prometheus.db.backends.sqlite3",
-}.get(DATABASES["default"]["ENGINE"], DATABASES["default"]["ENGINE"])
+# backend; its vendor stays "postgresql".
+DATABASES["default"]["ENGINE"] = "django_prometheus.db.backends.postgresql"
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="")
+if not REDIS_URL:
+    # A command typed while `manage.py run` runs sends its work to that run's worker.
+    from config.embedded import running_redis_url
+
+    REDIS_URL = running_redis_url(VAR_DIR / "redis")
 if REDIS_URL:
     CACHES = {
         "default": {
