@@ -79,9 +79,7 @@ def embedded_database_url(data_dir: Path) -> str:
     info = server.get_postmaster_info()
     socket_dir = str(info.socket_dir)
     _ensure_database(socket_dir, info.port)
-    return (
-        f"postgres://postgres@:{info.port}/{quote(socket_dir, safe='')}/{EMBEDDED_DATABASE_NAME}"
-    )
+    return f"postgres://postgres@:{info.port}/{quote(socket_dir, safe='')}/{EMBEDDED_DATABASE_NAME}"
 
 
 def _ensure_database(socket_dir: str, port: int) -> None:

@@ -13,9 +13,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import environ
-from django.core.exceptions import ImproperlyConfigured
 from celery.schedules import crontab
 from csp.constants import NONCE, NONE, SELF
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
