@@ -40,3 +40,4 @@ urlpatterns = [
 ]
 
 handler404 = "apps.core.errors.page_not_found"
+handler500 = "apps.core.errors.server_error"
