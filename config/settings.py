@@ -367,7 +367,8 @@ SPECTACULAR_SETTINGS = {
 }
 API_TOKEN_DEFAULT_LIFETIME_DAYS = env.int("API_TOKEN_DEFAULT_LIFETIME_DAYS", default=90)
 
-# Celery: no broker configured means tasks run inline, so a bare checkout works alone.
+# Celery: a command run with no broker (no REDIS_URL, and no `manage.py run` running)
+# does its tasks inline, so it finishes what it starts.
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
 CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=CELERY_BROKER_URL or None)
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=not CELERY_BROKER_URL)
@@ -433,10 +434,10 @@ CELERY_BEAT_SCHEDULE["purge-raw-telemetry"] = {
     "schedule": crontab(hour=0, minute=10),
 }
 CELERY_BEAT_SCHEDULE["create-sample-partitions"] = {
-    # PostgreSQL keeps raw samples in one partition per UTC day: every day of the retention
-    # window and TELEMETRY_PARTITION_DAYS_AHEAD ahead has one, and rows that landed in the
-    # DEFAULT partition get theirs (apps/telemetry/partitions.py). Workers also run it
-    # when they start. Does nothing on SQLite.
+    # Raw samples live in one partition per UTC day: every day of the retention window and
+    # TELEMETRY_PARTITION_DAYS_AHEAD ahead has one, and rows that landed in the DEFAULT
+    # partition get theirs (apps/telemetry/partitions.py). Workers also run it when they
+    # start.
     "task": "telemetry.ensure_sample_partitions",
     "schedule": timedelta(hours=1),
     "options": {"expires": 50 * 60},
