@@ -131,7 +131,7 @@ class Command(BaseCommand):
         deadline = time.monotonic() + READY_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
             try:
-                with urllib.request.urlopen(f"{address}healthz", timeout=2):  # noqa: S310
+                with urllib.request.urlopen(f"{address}healthz", timeout=10):  # noqa: S310
                     break
             except urllib.error.HTTPError:
                 break  # it answers; /healthz says 503 until the worker's first heartbeat
