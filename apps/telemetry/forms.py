@@ -560,8 +560,11 @@ class HostnameRuleForm(TablerFormMixin, forms.ModelForm):
 
 PULL_SOURCE_SECTIONS = (
     (_("Source"), ["name", "slug", "kind", "url", "pool", "interval_seconds", "enabled"]),
+    (_("Credentials"), ["username", "password", "bearer_token", "forget_secrets"]),
     (_("Hourly aggregates"), ["label_filters"]),
 )
+# Typed in, never drawn back: empty keeps what is stored.
+PULL_SOURCE_SECRETS = ("password", "bearer_token")
 
 
 class PullSourceForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.ModelForm):
@@ -572,9 +575,33 @@ class PullSourceForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, for
     # Matched on the untranslated title (SectionedFormMixin), so it holds in any language.
     section_conditions = {"Hourly aggregates": ("kind", [PullSource.Kind.PROMETHEUS_HOURLY])}
 
+    password = forms.CharField(
+        label=_("Password"),
+        max_length=500,
+        required=False,
+        strip=False,
+        help_text=_("HTTP basic authentication. Leave empty to keep the stored one."),
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+    )
+    bearer_token = forms.CharField(
+        label=_("Bearer token"),
+        max_length=4000,
+        required=False,
+        help_text=_("Sent instead of the user name and password. Leave empty to keep it."),
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+    )
+    forget_secrets = forms.BooleanField(
+        label=_("Forget the stored password and token"), required=False
+    )
+
     class Meta:
         model = PullSource
-        fields = [name for _, names in PULL_SOURCE_SECTIONS for name in names]
+        fields = [
+            name
+            for _, names in PULL_SOURCE_SECTIONS
+            for name in names
+            if name not in (*PULL_SOURCE_SECRETS, "forget_secrets")
+        ]
         help_texts = {
             "interval_seconds": _(
                 "How often beat looks at the source, at least 15 s. An hourly source pulls "
@@ -587,6 +614,23 @@ class PullSourceForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, for
         super().__init__(*args, **kwargs)
         self.fields["pool"].queryset = Pool.objects.in_scope(scope).order_by("name")
         self.instance.pull_scope_key = scope.cache_key
+
+    def save(self, commit=True):
+        source = super().save(commit=False)
+        if self.cleaned_data.get("forget_secrets"):
+            source.password = source.bearer_token = ""
+        for name in PULL_SOURCE_SECRETS:
+            if self.cleaned_data.get(name):
+                setattr(
+                    source,
+                    name,
+                    self.cleaned_data[name].strip()
+                    if name == "bearer_token"
+                    else self.cleaned_data[name],
+                )
+        if commit:
+            source.save()
+        return source
 
     def clean_label_filters(self):
         text = self.cleaned_data.get("label_filters", "")

@@ -606,3 +606,35 @@ def test_nobody_sees_the_stored_secrets_again(client, make_user):
         body = page.content.decode()
         assert PASSWORD not in body and TOKEN not in body
     assert pull.source_headers(source) == {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.mark.django_db
+def test_the_source_form_keeps_replaces_or_forgets_the_secrets(client, make_user):
+    source = PullSource.objects.create(
+        name="secret",
+        slug="secret",
+        kind="prometheus",
+        url="http://127.0.0.1:9090",
+        username=USER,
+        password=PASSWORD,
+    )
+    client.force_login(make_user("lead"))
+    url = reverse("telemetry:pull_source_edit", kwargs={"slug": source.slug})
+    fields = {
+        "name": "secret",
+        "slug": "secret",
+        "kind": "prometheus",
+        "url": "http://127.0.0.1:9090",
+        "interval_seconds": "60",
+        "enabled": "on",
+        "username": USER,
+    }
+    assert client.post(url, fields).status_code == 302
+    source.refresh_from_db()
+    assert (source.username, source.password, source.bearer_token) == (USER, PASSWORD, "")
+    assert client.post(url, {**fields, "bearer_token": f" {TOKEN} "}).status_code == 302
+    source.refresh_from_db()
+    assert (source.password, source.bearer_token) == (PASSWORD, TOKEN)
+    assert client.post(url, {**fields, "forget_secrets": "on"}).status_code == 302
+    source.refresh_from_db()
+    assert (source.username, source.password, source.bearer_token) == (USER, "", "")
