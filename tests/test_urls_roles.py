@@ -99,6 +99,9 @@ ROUTES = {
     "telemetry:pull_source_list": (None, EVERYONE),
     "telemetry:pull_source_create": (None, "telemetry.add_pullsource"),
     "telemetry:pull_source_edit": ("pull_source", "telemetry.change_pullsource"),
+    # Also needs pools.add_pool and telemetry.change_gpudevice, which the same roles hold.
+    "telemetry:connect": (None, "telemetry.add_pullsource"),
+    "telemetry:connect_run": ("connect_run", "telemetry.add_pullsource"),
     "reports:report": (None, EVERYONE),
     "reports:report_explain": (None, EVERYONE),
     "dashboard:overview_explain": (None, EVERYONE),
@@ -308,6 +311,16 @@ def _url(name, kind, *, pool, workload, user):
     if kind == "hostname_rule":
         rule = HostnameRule.objects.create(pool=pool, hostname_pattern="walk-*")
         return reverse(name, kwargs={"pk": rule.pk})
+    if kind == "connect_run":
+        run = ImportRun.objects.create(
+            kind="gpu",
+            format="prometheus",
+            source="prometheus",
+            filename="http://prometheus:9090",
+            status="pending",
+            task_arguments={"since": "2026-01-01T00:00:00+00:00", "connect_pool_ids": [pool.pk]},
+        )
+        return reverse(name, kwargs={"pk": run.pk})
     if kind == "pull_source":
         source = PullSourceFactory(name="walk", pool=pool)
         return reverse(name, kwargs={"slug": source.slug})

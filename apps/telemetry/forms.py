@@ -10,6 +10,7 @@ kept_uploads.py): the form then refers to it and the file need not be chosen aga
 
 import hashlib
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django import forms
@@ -21,11 +22,13 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.scope import scope_of
+from apps.catalog.models import GpuModel
 from apps.core.forms import SectionedFormMixin, SlugFromNameMixin, TablerFormMixin
 from apps.core.texts import translated
-from apps.pools.models import Pool, Workload
+from apps.pools.models import Pool, Purpose, Workload
 from apps.pools.scoped import SHARED_ONLY
 from apps.telemetry import kept_uploads, promql, services
+from apps.telemetry.connect import Credentials, base_url_of
 from apps.telemetry.models import GpuDevice, HostnameRule, PullSource
 from apps.telemetry.parsers import EARLIEST_TIMESTAMP, GPU_CSV_FIELDS, REQUEST_CSV_FIELDS
 from apps.telemetry.parsers.detect import (
@@ -557,8 +560,11 @@ class HostnameRuleForm(TablerFormMixin, forms.ModelForm):
 
 PULL_SOURCE_SECTIONS = (
     (_("Source"), ["name", "slug", "kind", "url", "pool", "interval_seconds", "enabled"]),
+    (_("Credentials"), ["username", "password", "bearer_token", "forget_secrets"]),
     (_("Hourly aggregates"), ["label_filters"]),
 )
+# Typed in, never drawn back: empty keeps what is stored.
+PULL_SOURCE_SECRETS = ("password", "bearer_token")
 
 
 class PullSourceForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.ModelForm):
@@ -569,9 +575,33 @@ class PullSourceForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, for
     # Matched on the untranslated title (SectionedFormMixin), so it holds in any language.
     section_conditions = {"Hourly aggregates": ("kind", [PullSource.Kind.PROMETHEUS_HOURLY])}
 
+    password = forms.CharField(
+        label=_("Password"),
+        max_length=500,
+        required=False,
+        strip=False,
+        help_text=_("HTTP basic authentication. Leave empty to keep the stored one."),
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+    )
+    bearer_token = forms.CharField(
+        label=_("Bearer token"),
+        max_length=4000,
+        required=False,
+        help_text=_("Sent instead of the user name and password. Leave empty to keep it."),
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+    )
+    forget_secrets = forms.BooleanField(
+        label=_("Forget the stored password and token"), required=False
+    )
+
     class Meta:
         model = PullSource
-        fields = [name for _, names in PULL_SOURCE_SECTIONS for name in names]
+        fields = [
+            name
+            for _, names in PULL_SOURCE_SECTIONS
+            for name in names
+            if name not in (*PULL_SOURCE_SECRETS, "forget_secrets")
+        ]
         help_texts = {
             "interval_seconds": _(
                 "How often beat looks at the source, at least 15 s. An hourly source pulls "
@@ -584,6 +614,23 @@ class PullSourceForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, for
         super().__init__(*args, **kwargs)
         self.fields["pool"].queryset = Pool.objects.in_scope(scope).order_by("name")
         self.instance.pull_scope_key = scope.cache_key
+
+    def save(self, commit=True):
+        source = super().save(commit=False)
+        if self.cleaned_data.get("forget_secrets"):
+            source.password = source.bearer_token = ""
+        for name in PULL_SOURCE_SECRETS:
+            if self.cleaned_data.get(name):
+                setattr(
+                    source,
+                    name,
+                    self.cleaned_data[name].strip()
+                    if name == "bearer_token"
+                    else self.cleaned_data[name],
+                )
+        if commit:
+            source.save()
+        return source
 
     def clean_label_filters(self):
         text = self.cleaned_data.get("label_filters", "")
@@ -624,3 +671,119 @@ class DeviceAssignForm(TablerFormMixin, forms.Form):
         if self.use_suggestions:
             cleaned_data["pool"] = None
         return cleaned_data
+
+
+class ConnectForm(TablerFormMixin, forms.Form):
+    """Where the fleet's Prometheus or VictoriaMetrics is and how to get in. Secrets are
+    never drawn back into the page (``render_value=False``): the page keeps what was
+    typed, since "Try it" and "Connect the fleet" replace only the findings."""
+
+    url = forms.CharField(
+        label=_("Prometheus or VictoriaMetrics URL"),
+        max_length=500,
+        help_text=_(
+            "The server's base URL, e.g. http://prometheus:9090 or "
+            "http://victoria-metrics:8428; a VictoriaMetrics cluster: "
+            "http://vmselect:8481/select/0/prometheus"
+        ),
+        widget=forms.TextInput(attrs={"placeholder": "http://prometheus:9090"}),
+    )
+    username = forms.CharField(
+        label=_("User name"),
+        max_length=200,
+        required=False,
+        help_text=_("HTTP basic authentication; leave empty when the server asks for none."),
+        widget=forms.TextInput(attrs={"autocomplete": "off"}),
+    )
+    password = forms.CharField(
+        label=_("Password"),
+        max_length=500,
+        required=False,
+        strip=False,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+    )
+    bearer_token = forms.CharField(
+        label=_("Bearer token"),
+        max_length=4000,
+        required=False,
+        help_text=_("Sent instead of the user name and password when given."),
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+    )
+
+    def clean_url(self):
+        text = self.cleaned_data["url"].strip()
+        if "://" not in text:
+            text = f"http://{text}"
+        parts = urlsplit(text)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise forms.ValidationError(
+                gettext(
+                    "Enter the server's address with http:// or https://, e.g. "
+                    "http://prometheus:9090."
+                )
+            )
+        return base_url_of(text)
+
+    @property
+    def credentials(self):
+        return Credentials(
+            username=self.cleaned_data.get("username", ""),
+            password=self.cleaned_data.get("password", ""),
+            bearer_token=self.cleaned_data.get("bearer_token", "").strip(),
+        )
+
+
+class CatalogModelField(forms.ModelChoiceField):
+    """A catalog GPU model, its reference price per GPU-hour in its label."""
+
+    def label_from_instance(self, obj):
+        price = obj.reference_price_per_gpu_hour_usd
+        if price is None:
+            return gettext("%(model)s (no reference price)") % {"model": obj.name}
+        return gettext("%(model)s ($%(price)s per GPU-hour)") % {
+            "model": obj.name,
+            "price": f"{price:.2f}",
+        }
+
+
+class ProposedPoolForm(TablerFormMixin, forms.Form):
+    """One proposed pool of the connect page: kept or not, its name, catalog model and
+    purpose. ``key`` ties it to the proposal the server works out again on acceptance."""
+
+    key = forms.CharField(widget=forms.HiddenInput)
+    include = forms.BooleanField(label=_("Create this pool"), required=False, initial=True)
+    name = forms.CharField(label=_("Pool name"), max_length=100, required=False)
+    gpu_model = CatalogModelField(
+        queryset=None,
+        label=_("Catalog GPU model"),
+        required=False,
+        empty_label=_("Choose the GPU model"),
+    )
+    purpose = forms.ChoiceField(label=_("Purpose"), choices=Purpose.choices)
+
+    def __init__(self, *args, proposal=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.proposal = proposal
+        self.fields["gpu_model"].queryset = GpuModel.objects.order_by("vendor", "name")
+
+    def clean(self):
+        cleaned = super().clean()
+        if not cleaned.get("include"):
+            return cleaned
+        name = (cleaned.get("name") or "").strip()
+        if not name:
+            self.add_error("name", gettext("Name the pool, or untick it."))
+        elif Pool.objects.filter(name__iexact=name).exists():
+            self.add_error(
+                "name",
+                gettext("A pool named %(name)s already exists: choose another name.")
+                % {"name": name},
+            )
+        cleaned["name"] = name
+        if cleaned.get("gpu_model") is None and "gpu_model" not in self.errors:
+            self.add_error(
+                "gpu_model",
+                gettext("Choose the catalog GPU model of %(model)s, or untick the pool.")
+                % {"model": self.proposal.model_name if self.proposal else ""},
+            )
+        return cleaned

@@ -589,6 +589,13 @@ class PullSource(models.Model):
         blank=True,
         help_text=_('PromQL label matchers, e.g. cluster="a",namespace=~"ml-.*"'),
     )
+    # Sent with every request of its pulls (apps/telemetry/pull.py, ``source_headers``):
+    # HTTP basic authentication, or a bearer token, which wins when both are set. Kept as
+    # typed, since the server must be sent them as they are; no page shows them again and
+    # the API never returns them.
+    username = models.CharField(_("user name"), max_length=200, blank=True)
+    password = models.CharField(_("password"), max_length=500, blank=True)
+    bearer_token = models.CharField(_("bearer token"), max_length=4000, blank=True)
     interval_seconds = models.PositiveIntegerField(
         _("interval (s)"),
         default=60,

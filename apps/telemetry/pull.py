@@ -23,6 +23,7 @@ reference: https://prometheus.io/docs/prometheus/latest/querying/api/ ("Range qu
 "Format overview", "Expression query result formats").
 """
 
+import base64
 import json
 import logging
 import math
@@ -152,12 +153,38 @@ def _read_body(response, shown_as: str) -> bytes:
     return body
 
 
+def authorization_headers(*, username: str = "", password: str = "", bearer_token: str = ""):
+    """The ``Authorization`` header for HTTP basic authentication (RFC 7617) or a bearer
+    token (RFC 6750), the token when both are given; none without credentials."""
+    if bearer_token:
+        return {"Authorization": f"Bearer {bearer_token}"}
+    if username or password:
+        pair = base64.b64encode(f"{username}:{password}".encode()).decode("ascii")
+        return {"Authorization": f"Basic {pair}"}
+    return {}
+
+
+def source_headers(source: PullSource) -> dict[str, str]:
+    """The headers every request of ``source``'s pulls carries: its credentials."""
+    return authorization_headers(
+        username=source.username, password=source.password, bearer_token=source.bearer_token
+    )
+
+
 def http_get(
-    url: str, *, accept: str, shown_as: str | None = None, timeout_seconds: float | None = None
+    url: str,
+    *,
+    accept: str,
+    shown_as: str | None = None,
+    timeout_seconds: float | None = None,
+    headers: dict[str, str] | None = None,
 ) -> _HttpResponse:
     """GET ``url``; HTTP error statuses are returned, not raised (the caller knows what an
     error body means). Raises PullError, naming ``shown_as`` (default: the URL), when no
-    answer comes within ``timeout_seconds`` (default ``HTTP_TIMEOUT_SECONDS``)."""
+    answer comes within ``timeout_seconds`` (default ``HTTP_TIMEOUT_SECONDS``); when the
+    server cannot be reached, the PullError's ``__cause__`` is the reason (a refused
+    connection, an unknown host name). ``headers`` (the credentials) go to ``url`` only,
+    never to where it redirects."""
     shown_as = shown_as or url
     timeout = HTTP_TIMEOUT_SECONDS if timeout_seconds is None else timeout_seconds
     if urlsplit(url).scheme not in ("http", "https"):
@@ -169,6 +196,8 @@ def http_get(
     request = Request(  # noqa: S310 - the scheme is checked above
         url, headers={"Accept": accept, "Accept-Encoding": "gzip", "User-Agent": USER_AGENT}
     )
+    for name, value in (headers or {}).items():
+        request.add_unredirected_header(name, value)
     try:
         with urlopen(request, timeout=timeout) as response:  # noqa: S310
             return _HttpResponse(response.status, _read_body(response, shown_as))
@@ -187,7 +216,7 @@ def http_get(
                 url=shown_as,
                 reason=str(error.reason),
             )
-        ) from None
+        ) from (error.reason if isinstance(error.reason, BaseException) else None)
     except TimeoutError:
         raise PullError(_no_answer_within(shown_as, timeout)) from None
     except (OSError, HTTPException) as error:
@@ -272,22 +301,23 @@ def _record_on_source(
 
 
 def _pull(
-    source: PullSource, now: datetime, *, format: str, run_source: str, fetch
+    source: PullSource, now: datetime, *, format: str, run_source: str, fetch, run=None
 ) -> tuple[ImportRun, str]:
-    """Record a run, ``fetch()`` → (ParseResult, note), import the rows and queue their
-    pool-hours for rollup; returns (run, status for the source). Expected failures are
-    recorded on the run and the source and come back as status "error"; anything else is
-    recorded, then raised."""
-    run = ImportRun.objects.create(
-        kind="gpu",
-        format=format,
-        source=run_source,
-        filename=source.url[:255],
-        pool=source.pool,
-        skip_bad_rows=True,
-        status=ImportRun.Status.RUNNING,
-        started_at=timezone.now(),
-    )
+    """Record a run (or use ``run``, already running), ``fetch()`` → (ParseResult, note),
+    import the rows and queue their pool-hours for rollup; returns (run, status for the
+    source). Expected failures are recorded on the run and the source and come back as
+    status "error"; anything else is recorded, then raised."""
+    if run is None:
+        run = ImportRun.objects.create(
+            kind="gpu",
+            format=format,
+            source=run_source,
+            filename=source.url[:255],
+            pool=source.pool,
+            skip_bad_rows=True,
+            status=ImportRun.Status.RUNNING,
+            started_at=timezone.now(),
+        )
     try:
         result, note = fetch()
         summary = services.import_gpu_samples(
@@ -324,7 +354,11 @@ def pull_dcgm_exporter(source: PullSource, *, now: datetime | None = None) -> Im
     now = now or timezone.now()
 
     def fetch():
-        response = http_get(source.url, accept="text/plain;version=0.0.4;q=1,*/*;q=0.1")
+        response = http_get(
+            source.url,
+            accept="text/plain;version=0.0.4;q=1,*/*;q=0.1",
+            headers=source_headers(source),
+        )
         if response.status != 200:
             raise _http_error(source.url, response)
         try:
@@ -370,7 +404,11 @@ def fetch_scrape(source: PullSource, *, now: datetime | None = None) -> Scrape:
     raised. The scrape is dated when it is asked for (``now`` when given)."""
     scrape = Scrape(source, now or timezone.now())
     try:
-        response = http_get(source.url, accept="text/plain;version=0.0.4;q=1,*/*;q=0.1")
+        response = http_get(
+            source.url,
+            accept="text/plain;version=0.0.4;q=1,*/*;q=0.1",
+            headers=source_headers(source),
+        )
         if response.status != 200:
             raise _http_error(source.url, response)
         try:
@@ -851,6 +889,7 @@ def query_range_answer(
     step_seconds: int,
     timeout_seconds: float | None = None,
     extra_params: dict | None = None,
+    headers: dict[str, str] | None = None,
 ) -> RangeAnswer:
     """``GET {base_url}/api/v1/query_range``; raises PullError."""
     timeout = HTTP_TIMEOUT_SECONDS if timeout_seconds is None else timeout_seconds
@@ -866,7 +905,9 @@ def query_range_answer(
         }
     )
     shown_as = f"{base_url} (query_range {query})"
-    response = http_get(url, accept="application/json", shown_as=shown_as, timeout_seconds=timeout)
+    response = http_get(
+        url, accept="application/json", shown_as=shown_as, timeout_seconds=timeout, headers=headers
+    )
     try:
         payload = json.loads(response.body)
     except (UnicodeDecodeError, json.JSONDecodeError):
@@ -888,10 +929,18 @@ def query_range_answer(
 
 
 def query_range(
-    base_url: str, query: str, *, start: datetime, end: datetime, step_seconds: int
+    base_url: str,
+    query: str,
+    *,
+    start: datetime,
+    end: datetime,
+    step_seconds: int,
+    headers: dict[str, str] | None = None,
 ) -> tuple[dict, list[str]]:
     """``(data, warnings)`` of ``GET {base_url}/api/v1/query_range``; raises PullError."""
-    answer = query_range_answer(base_url, query, start=start, end=end, step_seconds=step_seconds)
+    answer = query_range_answer(
+        base_url, query, start=start, end=end, step_seconds=step_seconds, headers=headers
+    )
     return answer.data, answer.warnings
 
 
@@ -927,10 +976,12 @@ def pull_prometheus(
     now: datetime | None = None,
     step_seconds: int = 60,
     max_window: timedelta = timedelta(hours=6),
+    run: ImportRun | None = None,
 ) -> ImportRun:
     """Fetch the DCGM metrics from ``source.pulled_until`` (or an hour back) to ``now``,
     one ``step_seconds`` apart, import them and move ``pulled_until`` on. A pull that
-    fails imports nothing and leaves ``pulled_until`` where it was."""
+    fails imports nothing and leaves ``pulled_until`` where it was. ``run``: the run to
+    record it on, one a worker has claimed (apps/telemetry/connect.py), else a new one."""
     now = now or timezone.now()
     if step_seconds < 1:
         raise ValueError("step_seconds must be at least 1")
@@ -948,7 +999,12 @@ def pull_prometheus(
         results, warnings = [], set()
         for metric in PROMETHEUS_METRICS:
             data, metric_warnings = query_range(
-                source.url, metric, start=start, end=end, step_seconds=step_seconds
+                source.url,
+                metric,
+                start=start,
+                end=end,
+                step_seconds=step_seconds,
+                headers=source_headers(source),
             )
             results.append((metric, data))
             warnings.update(metric_warnings)
@@ -963,7 +1019,12 @@ def pull_prometheus(
         return result, note
 
     run, status = _pull(
-        source, now, format="prometheus", run_source=ImportRun.Source.PROMETHEUS, fetch=fetch
+        source,
+        now,
+        format="prometheus",
+        run_source=ImportRun.Source.PROMETHEUS,
+        fetch=fetch,
+        run=run,
     )
     if status == STATUS_ERROR:
         return run

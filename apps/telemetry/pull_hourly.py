@@ -60,6 +60,7 @@ from apps.telemetry.pull import (
     is_dcgm_blank,
     query_range_answer,
     series_points,
+    source_headers,
 )
 from apps.telemetry.rollups import MILLIJOULES_PER_KWH, queue_pool_hours
 from apps.telemetry.services import DeviceRegistry
@@ -473,6 +474,7 @@ def fetch_chunk(
             step_seconds=3600,
             timeout_seconds=timeout_seconds,
             extra_params={"nocache": "1"},
+            headers=source_headers(source),
         )
 
     try:

@@ -4,13 +4,15 @@ Celery's autodiscovery imports ``tasks.py`` only; ``apps/telemetry/tasks.py`` im
 module so that workers register these tasks.
 """
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from celery import shared_task
 from django.utils import timezone
 
-from apps.telemetry import pull, pull_hourly
-from apps.telemetry.models import MIN_PULL_INTERVAL_SECONDS, PullSource
+from apps.core import runs
+from apps.core.sentences import gettext_noop, sentence
+from apps.telemetry import connect, pull, pull_hourly
+from apps.telemetry.models import MIN_PULL_INTERVAL_SECONDS, ImportRun, PullSource
 
 # Time limits: up to seven Prometheus queries of at most 10 s each, then the import (an
 # hourly pull: seven queries of at most HOURLY_QUERY_TIMEOUT_SECONDS for one chunk).
@@ -129,3 +131,28 @@ def pull_due_sources_task() -> int:
             expires=max(min(source.interval_seconds for source in batch), MIN_PULL_EXPIRY_SECONDS),
         )
     return enqueued
+
+
+@shared_task(
+    name=connect.FIRST_PULL_TASK,
+    # Idempotent by design, as pull_source: the range is keyed by (device, instant), and
+    # the claim lets one attempt of the run start.
+    acks_late=True,
+    reject_on_worker_lost=True,
+    max_retries=0,  # a failed first pull is beat's to repeat: the source is enabled
+    time_limit=PULL_TIME_LIMIT_SECONDS,
+    soft_time_limit=PULL_SOFT_TIME_LIMIT_SECONDS,
+)
+def connect_first_pull_task(run_id: int, source_id: int, since: str) -> str:
+    """The first pull of a connected fleet (apps/telemetry/connect.py): the last hour
+    from ``since`` on, recorded on run ``run_id``, then its hours rolled up."""
+    if not runs.claim(ImportRun, run_id, startable=(ImportRun.Status.PENDING,)):
+        return "skipped"
+    run = ImportRun.objects.get(pk=run_id)
+    source = PullSource.objects.select_related("pool").filter(pk=source_id).first()
+    if source is None:
+        run.fail(sentence(gettext_noop("The pull source was deleted before its first pull.")))
+        return run.status
+    with runs.heartbeat(ImportRun, run.pk):
+        run = connect.first_pull(run, source, datetime.fromisoformat(since))
+    return run.status

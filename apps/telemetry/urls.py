@@ -18,4 +18,6 @@ urlpatterns = [
     path("sources/", views.pull_source_list, name="pull_source_list"),
     path("sources/new/", views.pull_source_create, name="pull_source_create"),
     path("sources/<slug:slug>/edit/", views.pull_source_edit, name="pull_source_edit"),
+    path("connect/", views.connect_fleet, name="connect"),
+    path("connect/<int:pk>/", views.connect_run, name="connect_run"),
 ]
