@@ -510,14 +510,14 @@ def _store_and_record(scrapes: list[Scrape]) -> list[ImportRun]:
 
 
 def _record_on_sources(outcomes) -> None:
-    """``_record_on_source`` of many sources in one statement (PostgreSQL), as
+    """``_record_on_source`` of many sources in one statement, as
     services._refresh_devices does for devices."""
     for source, pulled_at, status, message, parts in outcomes:
         source.last_pulled_at, source.last_status = pulled_at, status
         source.set_last_message(message, parts)
     sources = [source for source, *_rest in outcomes]
     fields = ["last_pulled_at", "last_status", "last_message", "last_message_parts"]
-    if connection.vendor != "postgresql" or len(sources) == 1:
+    if len(sources) == 1:
         for source in sources:
             source.save(update_fields=fields)
         return

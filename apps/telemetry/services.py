@@ -378,9 +378,6 @@ def _refresh_devices(devices: list[GpuDevice]) -> None:
     one scrape (bench/telemetry.py); ``UPDATE … FROM unnest(arrays)`` takes milliseconds.
     """
     names = [name for name, _type in _REFRESHED_DEVICE_FIELDS]
-    if connection.vendor != "postgresql":
-        GpuDevice.objects.bulk_update(devices, [name.removesuffix("_id") for name in names])
-        return
     assignments = ", ".join(f"{name} = refreshed.{name}" for name in names)
     arrays = ", ".join(f"%s::{sql_type}[]" for _name, sql_type in _REFRESHED_DEVICE_FIELDS)
     with connection.cursor() as cursor:
@@ -443,32 +440,23 @@ def _insert_ignoring_duplicates(
 ) -> int:
     """Insert rows, skipping those whose key already exists; returns rows inserted.
 
-    On PostgreSQL: binary ``COPY`` into a temporary staging table, emptied first, then
-    one ``INSERT … SELECT … ON CONFLICT DO NOTHING``; an import calls this once per chunk.
+    Binary ``COPY`` into a temporary staging table, emptied first, then one
+    ``INSERT … SELECT … ON CONFLICT DO NOTHING``; an import calls this once per chunk.
     Binary COPY with the column types declared sends floats and timestamps as they are
     rather than as text for the server to parse back: about 20 µs a row to store 4 hours
     of the bench fleet (240,000 rows), against about 32 µs as text (bench/README.md,
     finding 2). A chunk of 50,000 rows takes a steady 0.45–0.85 s however large the table
     has grown (bench/memory.py).
     """
-    if connection.vendor == "postgresql":
-        statement = _stage_rows(table, columns, column_types, values)
-        with connection.cursor() as cursor:
-            cursor.execute(statement)
-            return cursor.rowcount
-    model = {"telemetry_gpusample": GpuSample, "telemetry_requestsample": RequestSample}[table]
-    before = model.objects.count()
-    model.objects.bulk_create(
-        [model(**dict(zip(columns, value, strict=True))) for value in values],
-        ignore_conflicts=True,
-        batch_size=2000,
-    )
-    return model.objects.count() - before
+    statement = _stage_rows(table, columns, column_types, values)
+    with connection.cursor() as cursor:
+        cursor.execute(statement)
+        return cursor.rowcount
 
 
 class _ChunkInserts:
     """The chunks of one GPU import inserted (``_insert_ignoring_duplicates``); with
-    ``background`` on PostgreSQL, each chunk's ``INSERT … ON CONFLICT`` runs in a thread
+    ``background``, each chunk's ``INSERT … ON CONFLICT`` runs in a thread
     while the caller parses the next chunk.
 
     The server's insert into the keyed table and the parse in Python take about as long
@@ -484,7 +472,7 @@ class _ChunkInserts:
     """
 
     def __init__(self, *, background: bool):
-        self.background = background and connection.vendor == "postgresql"
+        self.background = background
         self.inserted = 0
         self._executor: ThreadPoolExecutor | None = None
         self._running: Future | None = None
@@ -1200,18 +1188,11 @@ def _insert_batch_ignoring_duplicates(parts: list[list[tuple]]) -> list[int]:
     """Insert the sample tuples of several imports at once, skipping keys already stored;
     returns the rows each import inserted.
 
-    On PostgreSQL one binary ``COPY`` stages every import's rows with its position in the
-    batch, and one ``INSERT … ON CONFLICT DO NOTHING … RETURNING`` the keys inserted, so the
-    rows inserted are counted per import by joining those keys back to the staging rows
-    (a key staged by two imports counts for the first). Elsewhere, one insert per import.
+    One binary ``COPY`` stages every import's rows with its position in the batch, and one
+    ``INSERT … ON CONFLICT DO NOTHING … RETURNING`` the keys inserted, so the rows inserted
+    are counted per import by joining those keys back to the staging rows (a key staged by
+    two imports counts for the first).
     """
-    if connection.vendor != "postgresql":
-        return [
-            _insert_ignoring_duplicates(
-                "telemetry_gpusample", SAMPLE_COLUMNS, SAMPLE_COLUMN_TYPES, values
-            )
-            for values in parts
-        ]
     inserted = [0] * len(parts)
     if not any(parts):
         return inserted

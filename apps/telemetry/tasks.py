@@ -64,7 +64,7 @@ def rollup_pending_task() -> int:
 @shared_task(name="telemetry.purge_raw_samples", time_limit=30 * 60)
 def purge_raw_samples_task() -> int:
     """Raw samples older than the retention go, whole hours at a time: whole days by
-    dropping their partitions on PostgreSQL, the rest by DELETE (apps/telemetry/retention.py);
+    dropping their partitions, the rest by DELETE (apps/telemetry/retention.py);
     hourly rollups are kept forever. Each run is recorded as a PurgeRun saying what it
     removed. Returns the run's id."""
     run = PurgeRun.objects.create(status=PurgeRun.Status.RUNNING, started_at=timezone.now())
