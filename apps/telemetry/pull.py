@@ -245,7 +245,9 @@ def _not_telemetry(url: str, error: TelemetryFormatError) -> Sentence:
 def _finish_failed(
     source: PullSource, run: ImportRun, now: datetime, reason: Sentence, status: str
 ) -> ImportRun:
-    run.finish(status, reason)
+    # Nothing of the pull was stored (``services.store_and_record``): it accepted none.
+    run.rows_accepted = run.rows_duplicate = 0
+    run.finish(status, reason, also_save=["rows_accepted", "rows_duplicate"])
     _record_on_source(source, now, STATUS_ERROR, reason)
     logger.warning("pull of %s (%s) failed: %s", source.name, source.url, reason)
     return run
@@ -275,7 +277,8 @@ def _pull(
     source: PullSource, now: datetime, *, format: str, run_source: str, fetch
 ) -> tuple[ImportRun, str]:
     """Record a run, ``fetch()`` → (ParseResult, note), import the rows and queue their
-    pool-hours for rollup; returns (run, status for the source). Expected failures are
+    pool-hours for rollup in the transaction that records the run's outcome; returns
+    (run, status for the source). Expected failures are
     recorded on the run and the source and come back as status "error"; anything else is
     recorded, then raised."""
     run = ImportRun.objects.create(
@@ -290,12 +293,15 @@ def _pull(
     )
     try:
         result, note = fetch()
-        summary = services.import_gpu_samples(
-            result,
-            pool=source.pool,
-            skip_bad_rows=True,
-            received_at=now,
-            scope=source.pull_scope,
+        summary = services.store_and_record(
+            run,
+            lambda: services.import_gpu_samples(
+                result,
+                pool=source.pool,
+                skip_bad_rows=True,
+                received_at=now,
+                scope=source.pull_scope,
+            ),
         )
     except PullError as error:
         failed = _finish_failed(source, run, now, error.sentence, ImportRun.Status.FAILED)
@@ -307,7 +313,6 @@ def _pull(
         reason = sentence(gettext_noop("internal error: %(error)s"), error=repr(error))
         _finish_failed(source, run, now, reason, ImportRun.Status.FAILED)
         raise
-    services.record_import_run(run, summary)
     if note:
         lead = sentence(gettext_noop("%(note)s: "), note=as_sentence(note))
         run.message = f"{lead}{run.message}"

@@ -638,7 +638,10 @@ def pull_hourly(
             done=done,
             resumes_at=_utc(source.pulled_until or failed_from),
         )
-        run.finish(ImportRun.Status.FAILED, reason, also_save=["rows_total", "rows_accepted"])
+        # Each chunk commits on its own: the hours written before the failure are stored
+        # and counted, so the run that wrote them has not failed.
+        status = ImportRun.Status.SUCCEEDED if run.rows_accepted else ImportRun.Status.FAILED
+        run.finish(status, reason, also_save=["rows_total", "rows_accepted"])
         _record_on_source(source, now, STATUS_ERROR, reason)
         logger.warning("hourly pull of %s (%s) failed: %s", source.name, source.url, error)
         return run

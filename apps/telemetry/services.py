@@ -12,6 +12,7 @@ duplicate.
 
 import fnmatch
 import hashlib
+import logging
 from collections import Counter
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -21,7 +22,7 @@ from operator import attrgetter
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
@@ -51,6 +52,8 @@ from apps.telemetry.retention import (
     samples_held_q,
 )
 from apps.telemetry.rollups import queue_pool_hours, queue_workload_hours, request_drain
+
+logger = logging.getLogger(__name__)
 
 ERRORS_KEPT = 50  # rejected lines stored on the import run (the count is always exact)
 # Lines parsed, staged and inserted at a time by an import: memory holds one chunk's rows.
@@ -1314,6 +1317,71 @@ def record_import_run(run: ImportRun, summary: ImportSummary) -> ImportRun:
     return run
 
 
+def _record_committed(run: ImportRun) -> bool:
+    """Whether ``run``'s record, written last in its rows' transaction, was committed:
+    the database holds the instant it was finished at."""
+    if run.finished_at is None:
+        return False
+    try:
+        return ImportRun.objects.filter(pk=run.pk, finished_at=run.finished_at).exists()
+    except DatabaseError:
+        return False
+
+
+# What a run whose rows are stored says when a step after their commit failed: the run
+# stays succeeded, since what it counts as accepted is kept.
+ROLLUP_FAILED = gettext_noop(
+    "Its samples are stored, but rolling up their hours failed (%(error)s): the hours stay "
+    "queued and the next rollup retries them (every minute where a worker runs, or "
+    "manage.py rollup_usage)."
+)
+AFTER_STORE_FAILED = gettext_noop(
+    "Its samples are stored, but a step after storing them failed (%(error)s); the server "
+    "log has the details."
+)
+
+
+def say_follow_up_failed(run: ImportRun, msgid: str, error: BaseException) -> None:
+    """Add to the end of a stored run's message that ``msgid``'s step failed with
+    ``error``; its status and counts stay as recorded."""
+    logger.error("import run %s: a step after the commit failed", run.pk, exc_info=error)
+    space, failure = sentence(" "), sentence(msgid, error=f"{type(error).__name__}: {error}")
+    run.message = f"{run.message}{space}{failure}"
+    if run.message_parts:
+        run.message_parts = [*run.message_parts, space.to_data(), failure.to_data()]
+    run.save(update_fields=["message", "message_parts"])
+
+
+def store_and_record(run: ImportRun, store) -> ImportSummary:
+    """``store()``'s rows and ``run``'s record of them (status, counts, message) in one
+    transaction, so a run never counts rows it did not keep, nor are rows kept without
+    their run's record. An error before the commit is raised, with nothing stored; the
+    run's own lifecycle marks it failed, accepting nothing (``ImportRun.fail``). A
+    commit hook that fails afterwards (a task run inline where Celery is eager) is said
+    on the run, which stays as recorded."""
+    try:
+        with transaction.atomic():
+            summary = store()
+            record_import_run(run, summary)
+    except Exception as error:
+        if not _record_committed(run):
+            raise
+        say_follow_up_failed(run, AFTER_STORE_FAILED, error)
+    return summary
+
+
+def request_rollup_of(run: ImportRun, summary: ImportSummary) -> None:
+    """After the run's commit: ask for the drain of the hours it queued. Where the drain
+    runs inline (Celery eager) and fails, the hours stay queued for the next drain, and
+    the run, whose rows are stored, says so."""
+    if not (summary.touched_pool_hours or summary.touched_workload_hours):
+        return
+    try:
+        request_drain()
+    except Exception as error:
+        say_follow_up_failed(run, ROLLUP_FAILED, error)
+
+
 def reap_stalled_imports() -> int:
     """Mark imports not heard from for a few minutes interrupted (apps/core/runs.py); an
     upload whose file is still there is queued again, since samples are keyed upserts.
@@ -1492,8 +1560,9 @@ def _parse_store_and_record(
     run: ImportRun, source, beat, *, columns=None, tz=None, scraped_at=None, scope=EVERYTHING
 ):
     """Parse, store and record one import, the same way for every channel (command line,
-    upload task, API): the run ends succeeded or rejected with its counts, and the hours it
-    touched are rolled up by a drain asked for after the commit. A file that cannot be
+    upload task, API): the run ends succeeded or rejected with its counts, recorded in the
+    transaction that stores its rows (``store_and_record``), and the hours it touched are
+    rolled up by a drain asked for after the commit. A file that cannot be
     read at all (a NUL character or bytes that are not UTF-8 included) raises
     TelemetryFormatError after the run is marked rejected with the reason.
 
@@ -1513,14 +1582,14 @@ def _parse_store_and_record(
             span = _PROGRESS_AFTER_STORING_PCT - _PROGRESS_BEFORE_READING_PCT
             beat.progress(_PROGRESS_BEFORE_READING_PCT + round(span * source.fraction_read))
 
-    try:
+    def store() -> ImportSummary:
         if not is_file:
             refuse_nul_characters(source)
         if run.kind == "gpu":
             chunks = gpu_chunks(
                 source, format=run.format, columns=columns, tz=tz, scraped_at=scraped_at
             )
-            summary = import_gpu_samples(
+            return import_gpu_samples(
                 chunks,
                 pool=run.pool,
                 skip_bad_rows=run.skip_bad_rows,
@@ -1528,18 +1597,18 @@ def _parse_store_and_record(
                 after_chunk=after_chunk,
                 scope=scope,
             )
-        else:
-            chunks = request_chunks(source, format=run.format, columns=columns, tz=tz)
-            summary = import_requests(
-                chunks,
-                workload=run.workload,
-                skip_bad_rows=run.skip_bad_rows,
-                after_chunk=after_chunk,
-            )
+        chunks = request_chunks(source, format=run.format, columns=columns, tz=tz)
+        return import_requests(
+            chunks,
+            workload=run.workload,
+            skip_bad_rows=run.skip_bad_rows,
+            after_chunk=after_chunk,
+        )
+
+    try:
+        summary = store_and_record(run, store)
     except TelemetryFormatError as error:
         run.finish(ImportRun.Status.REJECTED, error.sentence, also_save=_CONTENT_FIELDS)
         raise
-    record_import_run(run, summary)
-    if summary.touched_pool_hours or summary.touched_workload_hours:
-        request_drain()
+    request_rollup_of(run, summary)
     return summary
