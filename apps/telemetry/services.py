@@ -3,11 +3,10 @@
 Writes are atomic: a file with bad rows is rejected whole unless ``skip_bad_rows`` is
 set, in which case the good rows are kept and every rejected line is reported. A file is
 read, parsed and stored a chunk of lines at a time (IMPORT_CHUNK_ROWS) inside one
-transaction, so memory holds one chunk's rows. On PostgreSQL each chunk goes through
-``COPY`` into a temporary staging table and ``INSERT … ON CONFLICT DO NOTHING`` (psycopg
-3); elsewhere ``bulk_create`` ignoring conflicts. A sample is unique per (device,
-timestamp), so a second import of the same file adds nothing and reports every row as a
-duplicate.
+transaction, so memory holds one chunk's rows. Each chunk goes through ``COPY`` into a
+temporary staging table and ``INSERT … ON CONFLICT DO NOTHING`` (psycopg 3). A sample is
+unique per (device, timestamp), so a second import of the same file adds nothing and
+reports every row as a duplicate.
 """
 
 import fnmatch
@@ -526,7 +525,7 @@ class _ChunkInserts:
 
 
 def _stage_rows(table: str, columns, column_types, values) -> str:
-    """PostgreSQL: the rows binary-COPYed into ``table``'s temporary staging table, emptied
+    """The rows binary-COPYed into ``table``'s temporary staging table, emptied
     first; returns the ``INSERT … SELECT … ON CONFLICT DO NOTHING`` that moves them on."""
     staging = f"{table}_staging"
     column_list = ", ".join(f'"{name}"' for name in columns)

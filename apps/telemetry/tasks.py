@@ -73,7 +73,7 @@ def purge_raw_samples_task() -> int:
 
 @shared_task(name="telemetry.ensure_sample_partitions", time_limit=10 * 60, soft_time_limit=9 * 60)
 def ensure_sample_partitions_task() -> int:
-    """PostgreSQL: a partition for every day of the retention window and the days ahead,
+    """A partition for every day of the retention window and the days ahead,
     and for days whose rows wait in the DEFAULT partition (apps/telemetry/partitions.py).
     Beat runs it hourly, each worker when it starts, an import that left rows in DEFAULT
     after its commit. Idempotent. Returns the partitions created."""
