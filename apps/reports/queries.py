@@ -13,7 +13,6 @@ from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-from django.db import connection
 from django.db.models import (
     Aggregate,
     Count,
@@ -27,7 +26,7 @@ from django.db.models import (
     Value,
 )
 from django.db.models.expressions import RawSQL
-from django.db.models.functions import Coalesce, ExtractHour, ExtractIsoWeekDay
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.translation import gettext
 
@@ -63,7 +62,7 @@ _ZERO = Value(0.0, output_field=FloatField())
 
 class PercentileCont(Aggregate):
     """PostgreSQL's ``percentile_cont(f) WITHIN GROUP (ORDER BY x)``: linear interpolation
-    between closest ranks, as ``costmodel.percentile_linear``."""
+    between closest ranks (NumPy's default; Hyndman & Fan 1996, definition 7)."""
 
     function = "percentile_cont"
     template = "%(function)s(%(fraction)s) WITHIN GROUP (ORDER BY %(expressions)s)"
@@ -825,17 +824,13 @@ def _local_minutes_sql(column: str, span: Span, zone: ZoneInfo) -> tuple[str, li
 
 def local_hour_expression(table: str, span: Span, zone: ZoneInfo):
     """Each row's hour of the day in ``zone``: ``EXTRACT(HOUR FROM hour AT TIME ZONE
-    zone)``, by offset arithmetic on PostgreSQL (``offset_periods``)."""
-    if connection.vendor != "postgresql":
-        return ExtractHour("hour", tzinfo=zone)
+    zone)``, by offset arithmetic (``offset_periods``)."""
     minutes, params = _local_minutes_sql(f'"{table}"."hour"', span, zone)
     return RawSQL(f"((({minutes}) + 1440) %% 1440 / 60)", params, output_field=IntegerField())  # noqa: S611
 
 
 def local_weekday_expression(table: str, span: Span, zone: ZoneInfo):
     """Each row's ISO weekday (1 = Monday) in ``zone``, as ``local_hour_expression``."""
-    if connection.vendor != "postgresql":
-        return ExtractIsoWeekDay("hour", tzinfo=zone)
     column = f'"{table}"."hour"'
     minutes, params = _local_minutes_sql(column, span, zone)
     # (minutes + 1440) / 1440 − 1 is the day shift, −1, 0 or 1 (integer division).
@@ -844,8 +839,8 @@ def local_weekday_expression(table: str, span: Span, zone: ZoneInfo):
 
 
 def _utc_hour_and_period(table: str, span: Span, zone_names):
-    """(UTC hour of day, period) expressions for grouping rows of several zones on
-    PostgreSQL; Python maps each group to its zone's local hour (``offset_periods``)."""
+    """(UTC hour of day, period) expressions for grouping rows of several zones; Python
+    maps each group to its zone's local hour (``offset_periods``)."""
     boundaries, offsets = offset_periods(span, tuple(sorted(set(zone_names))))
     column = f'"{table}"."hour"'
     period, params = _period_sql(column, boundaries)
@@ -861,27 +856,15 @@ def _sums_by_local_hour(queryset, key: str, zone_of: dict, span: Span, sums: dic
     """``queryset``'s rows summed by ``key`` and local hour, each key value on the clock of
     its own zone ``zone_of[value]``. Yields (value, local hour, sums).
 
-    PostgreSQL: one query grouped by UTC hour and daylight-saving period, placed on local
-    hours here (``offset_periods``). SQLite converts to one zone per query: one query per
-    zone (the development database is small)."""
-    if connection.vendor == "postgresql":
-        utc_hour, period, offsets = _utc_hour_and_period(
-            queryset.model._meta.db_table, span, tuple(zone_of.values())
-        )
-        rows = queryset.annotate(utc_hour=utc_hour, period=period).values(key, "utc_hour", "period")
-        for row in rows.annotate(**sums):
-            offset = offsets[zone_of[row[key]]][row["period"] - 1]
-            yield row[key], _local_hour_of(row["utc_hour"], offset), row
-        return
-    for name in set(zone_of.values()):
-        in_zone = [value for value, zone_name in zone_of.items() if zone_name == name]
-        rows = (
-            queryset.filter(**{f"{key}__in": in_zone})
-            .annotate(local_hour=ExtractHour("hour", tzinfo=ZoneInfo(name)))
-            .values(key, "local_hour")
-        )
-        for row in rows.annotate(**sums):
-            yield row[key], row["local_hour"], row
+    One query grouped by UTC hour and daylight-saving period, placed on local hours here
+    (``offset_periods``), rather than one query per zone."""
+    utc_hour, period, offsets = _utc_hour_and_period(
+        queryset.model._meta.db_table, span, tuple(zone_of.values())
+    )
+    rows = queryset.annotate(utc_hour=utc_hour, period=period).values(key, "utc_hour", "period")
+    for row in rows.annotate(**sums):
+        offset = offsets[zone_of[row[key]]][row["period"] - 1]
+        yield row[key], _local_hour_of(row["utc_hour"], offset), row
 
 
 @lru_cache(maxsize=256)
@@ -911,7 +894,7 @@ def usage_profile(
     scope: Scope = EVERYTHING,
 ) -> list[HourOfDay]:
     """The hour-of-day curve of a pool (or of every pool of a purpose, or of the fleet),
-    over the pools in ``scope``: ``/api/v1/usage/profile/``. Two queries on PostgreSQL."""
+    over the pools in ``scope``: ``/api/v1/usage/profile/``. Two queries."""
     span = Span.of(start, end)
     hourly = PoolHourlyUsage.objects.filter(
         scope.team_filter("pool__team"),
@@ -932,17 +915,14 @@ def usage_profile(
     by_hour = hourly.annotate(
         local_hour=local_hour_expression(PoolHourlyUsage._meta.db_table, span, zone)
     ).values("local_hour")
-    sums = {"busy": Sum("busy_gpu_hours"), "reporting": Sum("reporting_gpus")}
-    if connection.vendor == "postgresql":  # sums and percentile in one pass
-        sums["p95"] = PercentileCont("avg_utilization_pct", 0.95)
+    # Sums and percentile in one pass.
+    sums = {
+        "busy": Sum("busy_gpu_hours"),
+        "reporting": Sum("reporting_gpus"),
+        "p95": PercentileCont("avg_utilization_pct", 0.95),
+    }
     utilization = {row["local_hour"]: row for row in by_hour.annotate(**sums)}
-    if connection.vendor == "postgresql":
-        p95 = {hour: row["p95"] for hour, row in utilization.items()}
-    else:  # SQLite (make run): no percentile_cont; the development database is small.
-        values = defaultdict(list)
-        for hour, pct in by_hour.values_list("local_hour", "avg_utilization_pct"):
-            values[hour].append(pct)
-        p95 = {hour: costmodel.percentile_linear(v, 0.95) for hour, v in values.items()}
+    p95 = {hour: row["p95"] for hour, row in utilization.items()}
     request_sums = dict(
         requests.annotate(
             local_hour=local_hour_expression(WorkloadHourlyRequests._meta.db_table, span, zone)
@@ -1104,7 +1084,7 @@ def peak_split(
 ) -> list[PeakSplitRow]:
     """Cost of measured hours and requests in each pool's peak and off-peak local hours,
     for the pools in ``scope`` that serve requests. Peak hours are the pool's own, else
-    the hours whose mean requests are above the daily mean. Four queries on PostgreSQL."""
+    the hours whose mean requests are above the daily mean. Four queries."""
     span = Span.of(start, end)
     # Pools with a workload that logged requests in the span: an index probe per workload
     # on (workload, hour), not a join over every request-hour.

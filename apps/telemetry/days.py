@@ -267,9 +267,8 @@ def attribute_pool_hours(
     pool_ids, start: datetime, end: datetime, *, released_device_ids=()
 ) -> int:
     """Recompute the workload attribution of ``pool_ids`` (None: every pool) in
-    [start, end), for pools with a labelled workload. PostgreSQL only (LATERAL); on
-    SQLite, the development database, shared pools stay unattributed. Only hours whose
-    raw samples are held are rewritten (apps/telemetry/rollups.py, ``samples_held_q``):
+    [start, end), for pools with a labelled workload. Only hours whose raw samples are
+    held are rewritten (apps/telemetry/rollups.py, ``samples_held_q``):
     the attribution of purged hours is kept."""
     labelled = Workload.objects.exclude(k8s_namespace="", pod_name_prefix="")
     if pool_ids is not None:
@@ -279,7 +278,7 @@ def attribute_pool_hours(
     if pool_ids is not None:
         stale = stale.filter(workload__pool_id__in=list(pool_ids))
     stale.filter(samples_held_q("workload__pool_id", released_device_ids)).delete()
-    if not pools or connection.vendor != "postgresql":
+    if not pools:
         return 0
     written = 0
     with connection.cursor() as cursor:

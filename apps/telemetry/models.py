@@ -222,6 +222,20 @@ class ImportRun(Job):
     def __str__(self):
         return f"{self.get_kind_display()} import #{self.pk} ({self.get_status_display()})"
 
+    def fail(self, message) -> None:
+        """End the run after an error, with the counts the database holds: only committed
+        ones (an import writes them in the transaction that stores its rows,
+        ``services.store_and_record``; an hourly pull with each chunk), where the run's own
+        may count rows a rolled-back transaction never kept. A run none of whose rows were
+        kept fails, accepting none; one whose rows stay stored is not failed: it ends
+        succeeded, ``message`` saying what stopped it."""
+        committed = ImportRun.objects.filter(pk=self.pk).values_list(
+            "rows_accepted", "rows_duplicate"
+        )
+        self.rows_accepted, self.rows_duplicate = committed.first() or (0, 0)
+        status = self.Status.SUCCEEDED if self.rows_accepted else self.Status.FAILED
+        self.finish(status, message, also_save=["rows_accepted", "rows_duplicate"])
+
     def errors_in_language(self) -> list[dict]:
         """The rejected lines kept with the run, each said in the active language."""
         return [

@@ -1,12 +1,12 @@
-"""Raw samples partitioned by UTC day on PostgreSQL, so that retention drops a day's table
-rather than deleting its rows one by one.
+"""Raw samples partitioned by UTC day, so that retention drops a day's table rather than
+deleting its rows one by one.
 
 ``telemetry_gpusample`` is partitioned by RANGE ("timestamp"): one partition per UTC day,
 ``telemetry_gpusample_p20261201`` holding [2026-12-01 00:00, 2026-12-02 00:00) UTC, and a
 DEFAULT partition, ``telemetry_gpusample_default``, for any instant whose day has none.
 The key (device_id, timestamp) and the timestamp index are partitioned indexes and the
-foreign key to the device is kept (migration 0017). SQLite, the embedded default, keeps
-one plain table: every function here does nothing there.
+foreign key to the device is kept (migration 0017). Before that migration the table is
+plain and every function here does nothing.
 
 **A DEFAULT partition, not a partition created before the insert that needs it.** Making
 a partition, whether ``CREATE TABLE … PARTITION OF`` or ``ATTACH PARTITION``, takes a SHARE
@@ -109,9 +109,7 @@ def days_between(first: date, last: date) -> list[date]:
 
 
 def is_partitioned() -> bool:
-    """Whether the samples table is partitioned here (PostgreSQL, after migration 0017)."""
-    if connection.vendor != "postgresql":
-        return False
+    """Whether the samples table is partitioned (it is from migration 0017 on)."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT EXISTS (SELECT 1 FROM pg_partitioned_table WHERE partrelid = to_regclass(%s))",

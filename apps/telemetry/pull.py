@@ -274,7 +274,9 @@ def _not_telemetry(url: str, error: TelemetryFormatError) -> Sentence:
 def _finish_failed(
     source: PullSource, run: ImportRun, now: datetime, reason: Sentence, status: str
 ) -> ImportRun:
-    run.finish(status, reason)
+    # Nothing of the pull was stored (``services.store_and_record``): it accepted none.
+    run.rows_accepted = run.rows_duplicate = 0
+    run.finish(status, reason, also_save=["rows_accepted", "rows_duplicate"])
     _record_on_source(source, now, STATUS_ERROR, reason)
     logger.warning("pull of %s (%s) failed: %s", source.name, source.url, reason)
     return run
@@ -304,9 +306,10 @@ def _pull(
     source: PullSource, now: datetime, *, format: str, run_source: str, fetch, run=None
 ) -> tuple[ImportRun, str]:
     """Record a run (or use ``run``, already running), ``fetch()`` → (ParseResult, note),
-    import the rows and queue their pool-hours for rollup; returns (run, status for the
-    source). Expected failures are recorded on the run and the source and come back as
-    status "error"; anything else is recorded, then raised."""
+    import the rows and queue their pool-hours for rollup in the transaction that records
+    the run's outcome; returns (run, status for the source). Expected failures are
+    recorded on the run and the source and come back as status "error"; anything else is
+    recorded, then raised."""
     if run is None:
         run = ImportRun.objects.create(
             kind="gpu",
@@ -320,12 +323,15 @@ def _pull(
         )
     try:
         result, note = fetch()
-        summary = services.import_gpu_samples(
-            result,
-            pool=source.pool,
-            skip_bad_rows=True,
-            received_at=now,
-            scope=source.pull_scope,
+        summary = services.store_and_record(
+            run,
+            lambda: services.import_gpu_samples(
+                result,
+                pool=source.pool,
+                skip_bad_rows=True,
+                received_at=now,
+                scope=source.pull_scope,
+            ),
         )
     except PullError as error:
         failed = _finish_failed(source, run, now, error.sentence, ImportRun.Status.FAILED)
@@ -337,7 +343,6 @@ def _pull(
         reason = sentence(gettext_noop("internal error: %(error)s"), error=repr(error))
         _finish_failed(source, run, now, reason, ImportRun.Status.FAILED)
         raise
-    services.record_import_run(run, summary)
     if note:
         lead = sentence(gettext_noop("%(note)s: "), note=as_sentence(note))
         run.message = f"{lead}{run.message}"
@@ -548,14 +553,14 @@ def _store_and_record(scrapes: list[Scrape]) -> list[ImportRun]:
 
 
 def _record_on_sources(outcomes) -> None:
-    """``_record_on_source`` of many sources in one statement (PostgreSQL), as
+    """``_record_on_source`` of many sources in one statement, as
     services._refresh_devices does for devices."""
     for source, pulled_at, status, message, parts in outcomes:
         source.last_pulled_at, source.last_status = pulled_at, status
         source.set_last_message(message, parts)
     sources = [source for source, *_rest in outcomes]
     fields = ["last_pulled_at", "last_status", "last_message", "last_message_parts"]
-    if connection.vendor != "postgresql" or len(sources) == 1:
+    if len(sources) == 1:
         for source in sources:
             source.save(update_fields=fields)
         return

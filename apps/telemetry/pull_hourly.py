@@ -280,22 +280,14 @@ def _devices_of(source: PullSource, rows: list[DeviceHourRow]) -> dict[str, tupl
         key = GpuDevice.key_for(row.device.uuid, row.device.gpu_instance_id)
         if key not in latest or row.hour > latest[key].hour:
             latest[key] = row
-    if connection.vendor == "postgresql":
-        # One array parameter: 100,000 keys as separate parameters cost more to send
-        # than to look up.
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT key, id, pool_id FROM telemetry_gpudevice WHERE key = ANY(%s)",
-                [list(latest)],
-            )
-            known = {key: (pk, pool_id) for key, pk, pool_id in cursor.fetchall()}
-    else:
-        known = {
-            key: (pk, pool_id)
-            for key, pk, pool_id in GpuDevice.objects.filter(key__in=list(latest)).values_list(
-                "key", "pk", "pool_id"
-            )
-        }
+    # One array parameter: 100,000 keys as separate parameters cost more to send than to
+    # look up.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT key, id, pool_id FROM telemetry_gpudevice WHERE key = ANY(%s)",
+            [list(latest)],
+        )
+        known = {key: (pk, pool_id) for key, pk, pool_id in cursor.fetchall()}
     unknown = [row for key, row in latest.items() if key not in known]
     if unknown:
         registry = DeviceRegistry(pool=source.pool, scope=source.pull_scope)
@@ -303,26 +295,25 @@ def _devices_of(source: PullSource, rows: list[DeviceHourRow]) -> dict[str, tupl
             known[key] = (device.pk, device.pool_id)
         registry.save()
     seen = [(known[key][0], row.hour + HOUR) for key, row in latest.items()]
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE telemetry_gpudevice AS device SET last_seen_at = seen.at "
+            "FROM unnest(%s::bigint[], %s::timestamptz[]) AS seen(id, at) "
+            "WHERE device.id = seen.id AND device.last_seen_at < seen.at",
+            [[pk for pk, _at in seen], [at for _pk, at in seen]],
+        )
+        if source.pool_id is not None:
+            # As an import naming a pool: its unassigned devices join it.
             cursor.execute(
-                "UPDATE telemetry_gpudevice AS device SET last_seen_at = seen.at "
-                "FROM unnest(%s::bigint[], %s::timestamptz[]) AS seen(id, at) "
-                "WHERE device.id = seen.id AND device.last_seen_at < seen.at",
-                [[pk for pk, _at in seen], [at for _pk, at in seen]],
+                "UPDATE telemetry_gpudevice SET pool_id = %s, assignment = %s "
+                "WHERE id = ANY(%s) AND pool_id IS NULL",
+                [source.pool_id, GpuDevice.Assignment.IMPORT, [pk for pk, _at in seen]],
             )
-            if source.pool_id is not None:
-                # As an import naming a pool: its unassigned devices join it.
-                cursor.execute(
-                    "UPDATE telemetry_gpudevice SET pool_id = %s, assignment = %s "
-                    "WHERE id = ANY(%s) AND pool_id IS NULL",
-                    [source.pool_id, GpuDevice.Assignment.IMPORT, [pk for pk, _at in seen]],
-                )
-                if cursor.rowcount:
-                    known = {
-                        key: (pk, source.pool_id if pool_id is None else pool_id)
-                        for key, (pk, pool_id) in known.items()
-                    }
+            if cursor.rowcount:
+                known = {
+                    key: (pk, source.pool_id if pool_id is None else pool_id)
+                    for key, (pk, pool_id) in known.items()
+                }
     return known
 
 
@@ -344,19 +335,10 @@ _KEY = ("device_id", "hour", "namespace", "pod", "container")
 
 
 def _upsert(values: list[tuple]) -> None:
-    """Insert the rows, replacing those with the same key. On PostgreSQL: binary COPY into
-    a staging table, then one ``INSERT … ON CONFLICT DO UPDATE`` (as the sample imports:
+    """Insert the rows, replacing those with the same key: binary COPY into a staging
+    table, then one ``INSERT … ON CONFLICT DO UPDATE`` (as the sample imports:
     apps/telemetry/services.py), about 10 µs a row where the ORM takes ~100."""
     names = [name for name, _type in _ROW_COLUMNS]
-    if connection.vendor != "postgresql":
-        GpuDeviceHour.objects.bulk_create(
-            [GpuDeviceHour(**dict(zip(names, value, strict=True))) for value in values],
-            batch_size=2000,
-            update_conflicts=True,
-            unique_fields=["device", "hour", "namespace", "pod", "container"],
-            update_fields=[name.removesuffix("_id") for name in names if name not in _KEY],
-        )
-        return
     columns = ", ".join(names)
     updates = ", ".join(f"{name} = excluded.{name}" for name in names if name not in _KEY)
     with connection.cursor() as cursor:
@@ -534,7 +516,7 @@ ANALYZE_AFTER_ROWS = 10_000
 
 
 def _refresh_statistics(rows_written: int) -> None:
-    if rows_written < ANALYZE_AFTER_ROWS or connection.vendor != "postgresql":
+    if rows_written < ANALYZE_AFTER_ROWS:
         return
     with connection.cursor() as cursor:
         cursor.execute(
@@ -658,7 +640,10 @@ def pull_hourly(
             done=done,
             resumes_at=_utc(source.pulled_until or failed_from),
         )
-        run.finish(ImportRun.Status.FAILED, reason, also_save=["rows_total", "rows_accepted"])
+        # Each chunk commits on its own: the hours written before the failure are stored
+        # and counted, so the run that wrote them has not failed.
+        status = ImportRun.Status.SUCCEEDED if run.rows_accepted else ImportRun.Status.FAILED
+        run.finish(status, reason, also_save=["rows_total", "rows_accepted"])
         _record_on_source(source, now, STATUS_ERROR, reason)
         logger.warning("hourly pull of %s (%s) failed: %s", source.name, source.url, error)
         return run

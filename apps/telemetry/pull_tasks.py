@@ -99,8 +99,8 @@ def pull_due_sources_task() -> int:
     late. dcgm-exporter sources go in batches of ``pull.SCRAPE_BATCH_SIZE`` to
     ``telemetry.pull_scrape_batch``, so 1,250 nodes are 25 tasks a tick, each one
     transaction; Prometheus sources are pulled one task each. Sources are filtered here
-    rather than with date arithmetic in SQL, which differs between PostgreSQL and
-    SQLite (1,250 rows read in a few milliseconds)."""
+    by ``is_due``, the one definition of due that a single pull checks too (1,250 rows
+    read in a few milliseconds)."""
     now = timezone.now()
     sources = (
         PullSource.objects.filter(enabled=True)

@@ -3,10 +3,10 @@
 The raw retention keeps TELEMETRY_RAW_RETENTION_DAYS of samples, and the device-hours a
 TSDB aggregated (GpuDeviceHour) are kept forever; an hour with neither is final, its
 rollup the only record (apps/telemetry/rollups.py never rewrites it). The purge removes
-whole hours only, so an hour holds all its samples or none: on PostgreSQL it drops the
-daily partitions whose every hour is before the horizon (apps/telemetry/partitions.py)
-and deletes the rest, the hours of the horizon's own day before it and any such rows in
-the DEFAULT partition; on SQLite it deletes.
+whole hours only, so an hour holds all its samples or none: it drops the daily
+partitions whose every hour is before the horizon (apps/telemetry/partitions.py) and
+deletes the rest, the hours of the horizon's own day before it and any such rows in the
+DEFAULT partition.
 """
 
 from datetime import UTC, datetime, timedelta
@@ -76,7 +76,7 @@ def partition_window(now: datetime | None = None):
 def ensure_sample_partitions(now: datetime | None = None) -> partitions.PartitionChanges:
     """Partitions for every day of the retention window and the days ahead, and for the
     days whose rows wait in DEFAULT (beat, hourly and at worker start; after an import
-    that left rows there). Nothing on SQLite."""
+    that left rows there)."""
     return partitions.ensure_partitions(*partition_window(now))
 
 
@@ -119,7 +119,7 @@ def purge_raw_samples(run: PurgeRun, now: datetime | None = None) -> PurgeRun:
             partition.name for partition in dropped.emptied + dropped.postponed
         ]
         run.rows_dropped_estimate = sum(partition.rows_estimate for partition in removed)
-        # The horizon's own day before it, DEFAULT, a postponed day, or all of it on SQLite.
+        # The horizon's own day before it, DEFAULT, or a postponed day.
         run.rows_deleted, _ = GpuSample.objects.filter(timestamp__lt=horizon).delete()
     run.succeed(
         run.describe(),

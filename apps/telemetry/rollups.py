@@ -53,7 +53,7 @@ request samples.
 
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from django.db import connection, transaction
 from django.db.models import Exists, Max, Min, OuterRef
@@ -85,10 +85,7 @@ _ONE_HOUR = timedelta(hours=1)
 
 
 def _hour_sql(column: str) -> str:
-    if connection.vendor == "postgresql":
-        return f"date_trunc('hour', {column})"
-    # SQLite keeps datetimes as ISO text: cut the minutes off.
-    return f"strftime('%%Y-%%m-%%d %%H:00:00', {column})"
+    return f"date_trunc('hour', {column})"
 
 
 # One row per physical GPU (UUID) and hour, with what the usage row and the flags need.
@@ -179,9 +176,7 @@ STORED_DEVICE_HOURS_SQL = """
 
 def hour_end_sql(column: str) -> str:
     """``column`` + 1 hour, for a column holding a whole UTC hour."""
-    if connection.vendor == "postgresql":
-        return f"{column} + interval '1 hour'"
-    return f"datetime({column}, '+1 hour')"
+    return f"{column} + interval '1 hour'"
 
 
 # A GPU's busy share: its slices' when any reports, else its whole-GPU line's; at most 1;
@@ -240,8 +235,8 @@ WHERE reporting_gpus > declared_gpus OR mig_conflict_gpus > 0 OR over_busy_gpus 
    OR mig_unmeasurable_gpus > 0 OR outside_gpus > 0
 """
 
-# PostgreSQL: one statement, no temporary table to create and drop per rollup; the count
-# of usage rows written rides on every flag row (or alone, on a row of NULLs).
+# One statement, no temporary table to create and drop per rollup; the count of usage
+# rows written rides on every flag row (or alone, on a row of NULLs).
 ONE_STATEMENT_SQL = """
 WITH rollup_gpu_hours AS MATERIALIZED ({gpu_hours}),
 written AS ({pool_rollup} RETURNING 1),
@@ -275,9 +270,7 @@ _POOL_ROLLUP_LOCK = 7_310_001
 
 def _serialize_rollups(pool_id: int | None) -> None:
     """Wait, until this transaction ends, for any other rollup of ``pool_id`` (None: of
-    any pool). PostgreSQL only; SQLite, the development database, has one writer."""
-    if connection.vendor != "postgresql":
-        return
+    any pool)."""
     with connection.cursor() as cursor:
         if pool_id is None:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_FLEET_ROLLUP_LOCK])
@@ -321,7 +314,7 @@ def rollup_all_pool_hours(start: datetime, end: datetime) -> int:
 
 def _insert_pool_hours(pool_filter: str, params: list) -> int:
     """One scan of the samples into per-GPU-hours, then the usage rows and the flags from
-    them: a single statement on PostgreSQL, a temporary table on SQLite."""
+    them, in a single statement."""
     stored_device_hours = STORED_DEVICE_HOURS_SQL.format(
         hour=_hour_sql("device_hour.hour"),
         hour_end=hour_end_sql("device_hour.hour"),
@@ -340,24 +333,15 @@ def _insert_pool_hours(pool_filter: str, params: list) -> int:
     pool_rollup = POOL_ROLLUP_SQL.format(share=_GPU_SHARE)
     flag_sums = FLAG_SUMS_SQL.format(share=_GPU_SHARE, tolerance=_SHARE_TOLERANCE)
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(
-                ONE_STATEMENT_SQL.format(
-                    gpu_hours=gpu_hours, pool_rollup=pool_rollup, flag_sums=flag_sums
-                ),
-                params,
-            )
-            rows = cursor.fetchall()
-            written = rows[0][0]
-            sums = [row[1:] for row in rows if row[1] is not None]
-        else:
-            cursor.execute("DROP TABLE IF EXISTS rollup_gpu_hours")
-            cursor.execute(f"CREATE TEMPORARY TABLE rollup_gpu_hours AS {gpu_hours}", params)
-            cursor.execute(pool_rollup)
-            written = cursor.rowcount
-            cursor.execute(flag_sums)
-            sums = cursor.fetchall()
-            cursor.execute("DROP TABLE rollup_gpu_hours")
+        cursor.execute(
+            ONE_STATEMENT_SQL.format(
+                gpu_hours=gpu_hours, pool_rollup=pool_rollup, flag_sums=flag_sums
+            ),
+            params,
+        )
+        rows = cursor.fetchall()
+    written = rows[0][0]
+    sums = [row[1:] for row in rows if row[1] is not None]
     flags = [flag for row in sums for flag in _flags_of(_FlagSums(*row))]
     PoolHourFlag.objects.bulk_create(flags, batch_size=2000)
     return written
@@ -366,7 +350,7 @@ def _insert_pool_hours(pool_filter: str, params: list) -> int:
 @dataclass
 class _FlagSums:
     pool_id: int
-    hour: datetime | str
+    hour: datetime
     declared_gpus: int
     reporting_gpus: int
     measured_busy_gpu_hours: float
@@ -381,8 +365,6 @@ class _FlagSums:
 def _flags_of(sums: _FlagSums) -> list[PoolHourFlag]:
     """The flags of one pool-hour, each with a sentence that gives its numbers."""
     hour = sums.hour
-    if isinstance(hour, str):  # SQLite hands the truncated UTC hour back as text
-        hour = datetime.fromisoformat(hour).replace(tzinfo=UTC)
     Kind = PoolHourFlag.Kind
     flags = []
 
@@ -449,24 +431,13 @@ def _flags_of(sums: _FlagSums) -> list[PoolHourFlag]:
     return flags
 
 
-def p95(values: list[float]) -> float | None:
-    """95th percentile with linear interpolation between closest ranks (NumPy's default,
-    PostgreSQL's percentile_cont): rank = 0.95 × (n − 1)."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = 0.95 * (len(ordered) - 1)
-    low = int(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
-
-
 OK_STATUSES = ("", "ok", "success", "succeeded", "200", "201", "204")
 
 
 @transaction.atomic
 def rollup_workload_hours(workload_id: int, start: datetime, end: datetime) -> int:
-    """Requests per workload and hour; the p95 in SQL on PostgreSQL (percentile_cont).
+    """Requests per workload and hour, the p95 latency by ``percentile_cont`` (linear
+    interpolation between closest ranks, NumPy's default).
     Only hours whose request samples are held are deleted and rewritten."""
     WorkloadHourlyRequests.objects.filter(
         workload_id=workload_id, hour__gte=start, hour__lt=end
@@ -481,10 +452,6 @@ def rollup_workload_hours(workload_id: int, start: datetime, end: datetime) -> i
     ).delete()
     hour = _hour_sql("timestamp")
     statuses = ", ".join(["%s"] * len(OK_STATUSES))
-    if connection.vendor == "postgresql":
-        p95_sql = "percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms)"
-    else:
-        p95_sql = "NULL"
     sql = f"""
         INSERT INTO telemetry_workloadhourlyrequests (
             workload_id, hour, requests, input_tokens, output_tokens, errors, p95_latency_ms
@@ -492,7 +459,7 @@ def rollup_workload_hours(workload_id: int, start: datetime, end: datetime) -> i
         SELECT workload_id, {hour}, SUM(count), SUM(input_tokens * count),
                SUM(output_tokens * count),
                SUM(CASE WHEN LOWER(status) IN ({statuses}) THEN 0 ELSE count END),
-               {p95_sql}
+               percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms)
         FROM telemetry_requestsample
         WHERE workload_id = %s AND timestamp >= %s AND timestamp < %s
         GROUP BY workload_id, {hour}
@@ -500,27 +467,8 @@ def rollup_workload_hours(workload_id: int, start: datetime, end: datetime) -> i
     with connection.cursor() as cursor:
         cursor.execute(sql, [*OK_STATUSES, workload_id, start, end])
         written = cursor.rowcount
-    if connection.vendor != "postgresql":
-        _fill_p95_in_python(workload_id, start, end)
     rollup_workload_days([workload_id], start, end)
     return written
-
-
-def _fill_p95_in_python(workload_id, start, end):
-    latencies: dict = {}
-    samples = RequestSample.objects.filter(
-        workload_id=workload_id,
-        timestamp__gte=start,
-        timestamp__lt=end,
-        latency_ms__isnull=False,
-    ).values_list("timestamp", "latency_ms")
-    for timestamp, latency in samples:
-        latencies.setdefault(floor_hour(timestamp), []).append(latency)
-    for row in WorkloadHourlyRequests.objects.filter(
-        workload_id=workload_id, hour__gte=start, hour__lt=end
-    ):
-        row.p95_latency_ms = p95(latencies.get(row.hour, []))
-        row.save(update_fields=["p95_latency_ms"])
 
 
 def hour_ranges(hours) -> list[tuple[datetime, datetime]]:

@@ -3,15 +3,15 @@
 Writes are atomic: a file with bad rows is rejected whole unless ``skip_bad_rows`` is
 set, in which case the good rows are kept and every rejected line is reported. A file is
 read, parsed and stored a chunk of lines at a time (IMPORT_CHUNK_ROWS) inside one
-transaction, so memory holds one chunk's rows. On PostgreSQL each chunk goes through
-``COPY`` into a temporary staging table and ``INSERT … ON CONFLICT DO NOTHING`` (psycopg
-3); elsewhere ``bulk_create`` ignoring conflicts. A sample is unique per (device,
-timestamp), so a second import of the same file adds nothing and reports every row as a
-duplicate.
+transaction, so memory holds one chunk's rows. Each chunk goes through ``COPY`` into a
+temporary staging table and ``INSERT … ON CONFLICT DO NOTHING`` (psycopg 3). A sample is
+unique per (device, timestamp), so a second import of the same file adds nothing and
+reports every row as a duplicate.
 """
 
 import fnmatch
 import hashlib
+import logging
 from collections import Counter
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -21,7 +21,7 @@ from operator import attrgetter
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
@@ -51,6 +51,8 @@ from apps.telemetry.retention import (
     samples_held_q,
 )
 from apps.telemetry.rollups import queue_pool_hours, queue_workload_hours, request_drain
+
+logger = logging.getLogger(__name__)
 
 ERRORS_KEPT = 50  # rejected lines stored on the import run (the count is always exact)
 # Lines parsed, staged and inserted at a time by an import: memory holds one chunk's rows.
@@ -378,9 +380,6 @@ def _refresh_devices(devices: list[GpuDevice]) -> None:
     one scrape (bench/telemetry.py); ``UPDATE … FROM unnest(arrays)`` takes milliseconds.
     """
     names = [name for name, _type in _REFRESHED_DEVICE_FIELDS]
-    if connection.vendor != "postgresql":
-        GpuDevice.objects.bulk_update(devices, [name.removesuffix("_id") for name in names])
-        return
     assignments = ", ".join(f"{name} = refreshed.{name}" for name in names)
     arrays = ", ".join(f"%s::{sql_type}[]" for _name, sql_type in _REFRESHED_DEVICE_FIELDS)
     with connection.cursor() as cursor:
@@ -443,32 +442,23 @@ def _insert_ignoring_duplicates(
 ) -> int:
     """Insert rows, skipping those whose key already exists; returns rows inserted.
 
-    On PostgreSQL: binary ``COPY`` into a temporary staging table, emptied first, then
-    one ``INSERT … SELECT … ON CONFLICT DO NOTHING``; an import calls this once per chunk.
+    Binary ``COPY`` into a temporary staging table, emptied first, then one
+    ``INSERT … SELECT … ON CONFLICT DO NOTHING``; an import calls this once per chunk.
     Binary COPY with the column types declared sends floats and timestamps as they are
     rather than as text for the server to parse back: about 20 µs a row to store 4 hours
     of the bench fleet (240,000 rows), against about 32 µs as text (bench/README.md,
     finding 2). A chunk of 50,000 rows takes a steady 0.45–0.85 s however large the table
     has grown (bench/memory.py).
     """
-    if connection.vendor == "postgresql":
-        statement = _stage_rows(table, columns, column_types, values)
-        with connection.cursor() as cursor:
-            cursor.execute(statement)
-            return cursor.rowcount
-    model = {"telemetry_gpusample": GpuSample, "telemetry_requestsample": RequestSample}[table]
-    before = model.objects.count()
-    model.objects.bulk_create(
-        [model(**dict(zip(columns, value, strict=True))) for value in values],
-        ignore_conflicts=True,
-        batch_size=2000,
-    )
-    return model.objects.count() - before
+    statement = _stage_rows(table, columns, column_types, values)
+    with connection.cursor() as cursor:
+        cursor.execute(statement)
+        return cursor.rowcount
 
 
 class _ChunkInserts:
     """The chunks of one GPU import inserted (``_insert_ignoring_duplicates``); with
-    ``background`` on PostgreSQL, each chunk's ``INSERT … ON CONFLICT`` runs in a thread
+    ``background``, each chunk's ``INSERT … ON CONFLICT`` runs in a thread
     while the caller parses the next chunk.
 
     The server's insert into the keyed table and the parse in Python take about as long
@@ -484,7 +474,7 @@ class _ChunkInserts:
     """
 
     def __init__(self, *, background: bool):
-        self.background = background and connection.vendor == "postgresql"
+        self.background = background
         self.inserted = 0
         self._executor: ThreadPoolExecutor | None = None
         self._running: Future | None = None
@@ -535,7 +525,7 @@ class _ChunkInserts:
 
 
 def _stage_rows(table: str, columns, column_types, values) -> str:
-    """PostgreSQL: the rows binary-COPYed into ``table``'s temporary staging table, emptied
+    """The rows binary-COPYed into ``table``'s temporary staging table, emptied
     first; returns the ``INSERT … SELECT … ON CONFLICT DO NOTHING`` that moves them on."""
     staging = f"{table}_staging"
     column_list = ", ".join(f'"{name}"' for name in columns)
@@ -1200,18 +1190,11 @@ def _insert_batch_ignoring_duplicates(parts: list[list[tuple]]) -> list[int]:
     """Insert the sample tuples of several imports at once, skipping keys already stored;
     returns the rows each import inserted.
 
-    On PostgreSQL one binary ``COPY`` stages every import's rows with its position in the
-    batch, and one ``INSERT … ON CONFLICT DO NOTHING … RETURNING`` the keys inserted, so the
-    rows inserted are counted per import by joining those keys back to the staging rows
-    (a key staged by two imports counts for the first). Elsewhere, one insert per import.
+    One binary ``COPY`` stages every import's rows with its position in the batch, and one
+    ``INSERT … ON CONFLICT DO NOTHING … RETURNING`` the keys inserted, so the rows inserted
+    are counted per import by joining those keys back to the staging rows (a key staged by
+    two imports counts for the first).
     """
-    if connection.vendor != "postgresql":
-        return [
-            _insert_ignoring_duplicates(
-                "telemetry_gpusample", SAMPLE_COLUMNS, SAMPLE_COLUMN_TYPES, values
-            )
-            for values in parts
-        ]
     inserted = [0] * len(parts)
     if not any(parts):
         return inserted
@@ -1331,6 +1314,71 @@ def record_import_run(run: ImportRun, summary: ImportSummary) -> ImportRun:
     status = set_import_results(run, summary)
     run.finish(status, summary.message_parts(), also_save=_RESULT_FIELDS)
     return run
+
+
+def _record_committed(run: ImportRun) -> bool:
+    """Whether ``run``'s record, written last in its rows' transaction, was committed:
+    the database holds the instant it was finished at."""
+    if run.finished_at is None:
+        return False
+    try:
+        return ImportRun.objects.filter(pk=run.pk, finished_at=run.finished_at).exists()
+    except DatabaseError:
+        return False
+
+
+# What a run whose rows are stored says when a step after their commit failed: the run
+# stays succeeded, since what it counts as accepted is kept.
+ROLLUP_FAILED = gettext_noop(
+    "Its samples are stored, but rolling up their hours failed (%(error)s): the hours stay "
+    "queued and the next rollup retries them (every minute where a worker runs, or "
+    "manage.py rollup_usage)."
+)
+AFTER_STORE_FAILED = gettext_noop(
+    "Its samples are stored, but a step after storing them failed (%(error)s); the server "
+    "log has the details."
+)
+
+
+def say_follow_up_failed(run: ImportRun, msgid: str, error: BaseException) -> None:
+    """Add to the end of a stored run's message that ``msgid``'s step failed with
+    ``error``; its status and counts stay as recorded."""
+    logger.error("import run %s: a step after the commit failed", run.pk, exc_info=error)
+    space, failure = sentence(" "), sentence(msgid, error=f"{type(error).__name__}: {error}")
+    run.message = f"{run.message}{space}{failure}"
+    if run.message_parts:
+        run.message_parts = [*run.message_parts, space.to_data(), failure.to_data()]
+    run.save(update_fields=["message", "message_parts"])
+
+
+def store_and_record(run: ImportRun, store) -> ImportSummary:
+    """``store()``'s rows and ``run``'s record of them (status, counts, message) in one
+    transaction, so a run never counts rows it did not keep, nor are rows kept without
+    their run's record. An error before the commit is raised, with nothing stored; the
+    run's own lifecycle marks it failed, accepting nothing (``ImportRun.fail``). A
+    commit hook that fails afterwards (a task run inline where Celery is eager) is said
+    on the run, which stays as recorded."""
+    try:
+        with transaction.atomic():
+            summary = store()
+            record_import_run(run, summary)
+    except Exception as error:
+        if not _record_committed(run):
+            raise
+        say_follow_up_failed(run, AFTER_STORE_FAILED, error)
+    return summary
+
+
+def request_rollup_of(run: ImportRun, summary: ImportSummary) -> None:
+    """After the run's commit: ask for the drain of the hours it queued. Where the drain
+    runs inline (Celery eager) and fails, the hours stay queued for the next drain, and
+    the run, whose rows are stored, says so."""
+    if not (summary.touched_pool_hours or summary.touched_workload_hours):
+        return
+    try:
+        request_drain()
+    except Exception as error:
+        say_follow_up_failed(run, ROLLUP_FAILED, error)
 
 
 def reap_stalled_imports() -> int:
@@ -1511,8 +1559,9 @@ def _parse_store_and_record(
     run: ImportRun, source, beat, *, columns=None, tz=None, scraped_at=None, scope=EVERYTHING
 ):
     """Parse, store and record one import, the same way for every channel (command line,
-    upload task, API): the run ends succeeded or rejected with its counts, and the hours it
-    touched are rolled up by a drain asked for after the commit. A file that cannot be
+    upload task, API): the run ends succeeded or rejected with its counts, recorded in the
+    transaction that stores its rows (``store_and_record``), and the hours it touched are
+    rolled up by a drain asked for after the commit. A file that cannot be
     read at all (a NUL character or bytes that are not UTF-8 included) raises
     TelemetryFormatError after the run is marked rejected with the reason.
 
@@ -1532,14 +1581,14 @@ def _parse_store_and_record(
             span = _PROGRESS_AFTER_STORING_PCT - _PROGRESS_BEFORE_READING_PCT
             beat.progress(_PROGRESS_BEFORE_READING_PCT + round(span * source.fraction_read))
 
-    try:
+    def store() -> ImportSummary:
         if not is_file:
             refuse_nul_characters(source)
         if run.kind == "gpu":
             chunks = gpu_chunks(
                 source, format=run.format, columns=columns, tz=tz, scraped_at=scraped_at
             )
-            summary = import_gpu_samples(
+            return import_gpu_samples(
                 chunks,
                 pool=run.pool,
                 skip_bad_rows=run.skip_bad_rows,
@@ -1547,18 +1596,18 @@ def _parse_store_and_record(
                 after_chunk=after_chunk,
                 scope=scope,
             )
-        else:
-            chunks = request_chunks(source, format=run.format, columns=columns, tz=tz)
-            summary = import_requests(
-                chunks,
-                workload=run.workload,
-                skip_bad_rows=run.skip_bad_rows,
-                after_chunk=after_chunk,
-            )
+        chunks = request_chunks(source, format=run.format, columns=columns, tz=tz)
+        return import_requests(
+            chunks,
+            workload=run.workload,
+            skip_bad_rows=run.skip_bad_rows,
+            after_chunk=after_chunk,
+        )
+
+    try:
+        summary = store_and_record(run, store)
     except TelemetryFormatError as error:
         run.finish(ImportRun.Status.REJECTED, error.sentence, also_save=_CONTENT_FIELDS)
         raise
-    record_import_run(run, summary)
-    if summary.touched_pool_hours or summary.touched_workload_hours:
-        request_drain()
+    request_rollup_of(run, summary)
     return summary

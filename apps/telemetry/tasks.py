@@ -64,7 +64,7 @@ def rollup_pending_task() -> int:
 @shared_task(name="telemetry.purge_raw_samples", time_limit=30 * 60)
 def purge_raw_samples_task() -> int:
     """Raw samples older than the retention go, whole hours at a time: whole days by
-    dropping their partitions on PostgreSQL, the rest by DELETE (apps/telemetry/retention.py);
+    dropping their partitions, the rest by DELETE (apps/telemetry/retention.py);
     hourly rollups are kept forever. Each run is recorded as a PurgeRun saying what it
     removed. Returns the run's id."""
     run = PurgeRun.objects.create(status=PurgeRun.Status.RUNNING, started_at=timezone.now())
@@ -73,7 +73,7 @@ def purge_raw_samples_task() -> int:
 
 @shared_task(name="telemetry.ensure_sample_partitions", time_limit=10 * 60, soft_time_limit=9 * 60)
 def ensure_sample_partitions_task() -> int:
-    """PostgreSQL: a partition for every day of the retention window and the days ahead,
+    """A partition for every day of the retention window and the days ahead,
     and for days whose rows wait in the DEFAULT partition (apps/telemetry/partitions.py).
     Beat runs it hourly, each worker when it starts, an import that left rows in DEFAULT
     after its commit. Idempotent. Returns the partitions created."""

@@ -656,7 +656,7 @@ PURGE_RUNS_SHOWN = 10
 @permission_required("telemetry.view_purgerun", raise_exception=True)
 @require_GET
 def storage(request):
-    """Where raw samples are kept: on PostgreSQL the daily partitions, each with its day,
+    """Where raw samples are kept: the daily partitions, each with its day,
     estimated rows (pg_class.reltuples, kept by autovacuum's ANALYZE) and size on disk,
     beside the retention window; and the last purges, each in its sentence."""
     now = timezone.now()
@@ -676,7 +676,6 @@ def storage(request):
         request,
         "telemetry/storage.html",
         {
-            "partitioned": partitions.is_partitioned(),
             "rows": rows,
             "rows_estimate_total": sum(max(row["partition"].rows_estimate, 0) for row in rows),
             "size_bytes_total": sum(row["partition"].size_bytes for row in rows),

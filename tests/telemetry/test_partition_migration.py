@@ -1,11 +1,6 @@
 """The migration that partitions the samples table converts it with its rows, both ways,
-run by Django's migration executor on the test database; and on SQLite (a fresh database
-in a subprocess, as `make run` has it) it changes nothing and the purge deletes."""
+run by Django's migration executor on the test database."""
 
-import json
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -124,56 +119,3 @@ def test_the_migration_moves_every_row_into_its_days_partition_and_back():
         for moment in moments[:1] + moments[-1:]:
             _sql(f"DROP TABLE IF EXISTS telemetry_gpusample_p{moment:%Y%m%d}")
     assert _is_partitioned()
-
-
-def test_on_sqlite_the_table_stays_plain_and_the_purge_deletes(tmp_path):
-    """A fresh SQLite database migrated and purged in a subprocess: the samples table is a
-    plain table, and the purge deletes the hours before the horizon, recording it."""
-    script = """
-import json
-from datetime import timedelta
-from django.db import connection
-from django.utils import timezone
-from apps.telemetry import partitions, retention, tasks
-from apps.telemetry.models import GpuDevice, GpuSample, PurgeRun
-now = timezone.now()
-device = GpuDevice.objects.create(key="GPU-s", uuid="GPU-s", first_seen_at=now, last_seen_at=now)
-horizon = retention.raw_retention_horizon()
-for minutes in (-90, -61, -1, 0, 30):
-    GpuSample.objects.create(device=device, timestamp=horizon + timedelta(minutes=minutes))
-with connection.cursor() as cursor:
-    cursor.execute("SELECT type FROM sqlite_master WHERE name = 'telemetry_gpusample'")
-    kind = cursor.fetchone()[0]
-run = PurgeRun.objects.get(pk=tasks.purge_raw_samples_task())
-print(json.dumps({
-    "kind": kind, "partitioned": partitions.is_partitioned(), "left": GpuSample.objects.count(),
-    "deleted": run.rows_deleted, "dropped": run.partitions_dropped, "message": run.message,
-    "made": len(retention.ensure_sample_partitions().created),
-}))
-"""
-    environment = {
-        **os.environ,
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'embedded.sqlite3'}",
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "CELERY_BROKER_URL": "",
-        "REDIS_URL": "",
-    }
-    manage = [sys.executable, "manage.py"]
-    subprocess.run(
-        [*manage, "migrate", "-v0"], cwd=REPO_ROOT, env=environment, check=True, timeout=300
-    )
-    output = subprocess.run(
-        [*manage, "shell", "-c", script],
-        cwd=REPO_ROOT,
-        env=environment,
-        check=True,
-        timeout=120,
-        capture_output=True,
-        text=True,
-    ).stdout
-    result = json.loads(output.strip().splitlines()[-1])
-    assert result["kind"] == "table" and result["partitioned"] is False
-    # Before the horizon: -90, -61 and -1 minutes; kept: the horizon itself and +30 min.
-    assert (result["deleted"], result["left"], result["dropped"]) == (3, 2, [])
-    assert result["message"].startswith("No daily partition to drop; deleted 3 rows before")
-    assert result["made"] == 0

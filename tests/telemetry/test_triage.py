@@ -9,11 +9,12 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from django.utils import timezone
 
 from apps.catalog.models import GpuModel
-from apps.telemetry.models import GpuDevice, GpuSample, HostnameRule, PoolHourlyUsage
+from apps.telemetry.models import GpuDevice, GpuSample, HostnameRule, ImportRun, PoolHourlyUsage
 from apps.telemetry.triage import gpu_model_matches, suggest_pool
 from tests.factories import PoolFactory
 
@@ -261,3 +262,73 @@ def test_roles_that_cannot_assign_get_403_and_no_controls(client, make_user, fle
     # The suggestions are there to read; the boxes and buttons are not.
     assert "matches hostname rule gpu-sh-*" in body
     assert 'id="select-all-devices"' not in body and 'value="suggested"' not in body
+
+
+# After a real upload without a pool
+
+SCRAPE = Path(__file__).resolve().parents[1] / "data" / "dcgm-exporter" / "scrapes"
+H100_NODE = SCRAPE / "aicr_8xH100_k8s_podlabels_driver580_sampled.prom"  # 8 × H100 80GB HBM3
+
+
+@pytest.mark.django_db
+def test_both_buttons_assign_gpus_of_an_upload_without_a_pool_and_roll_them_up(
+    client, make_user, pool, eager_celery, django_capture_on_commit_callbacks, settings, tmp_path
+):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    client.force_login(make_user("lead"))
+    scraped_at = (timezone.now() - timedelta(hours=2)).replace(second=0, microsecond=0)
+    hour = scraped_at.replace(minute=0)
+    with django_capture_on_commit_callbacks(execute=True):
+        uploaded = client.post(
+            reverse("telemetry:import_create"),
+            {
+                "kind": "gpu",
+                "format": "dcgm",
+                "scraped_at": scraped_at.strftime("%Y-%m-%dT%H:%M:%S"),
+                "time_zone": "UTC",
+                "file": SimpleUploadedFile(H100_NODE.name, H100_NODE.read_bytes()),
+            },
+        )
+    assert uploaded.status_code == 302
+    run = ImportRun.objects.get()
+    assert (run.status, run.rows_accepted) == (ImportRun.Status.SUCCEEDED, 8)
+    assert "8 waiting for a pool on the unassigned-GPUs page" in run.message
+    gpus = list(GpuDevice.objects.order_by("gpu_index", "key"))
+    assert len(gpus) == 8 and all(gpu.pool_id is None for gpu in gpus)
+    assert not PoolHourlyUsage.objects.exists()
+
+    # "Assign": three ticked GPUs into the chosen pool.
+    response = client.post(
+        reverse("telemetry:device_assign"),
+        {"devices": [gpu.pk for gpu in gpus[:3]], "pool": pool.pk},
+        follow=True,
+    )
+    assert response.status_code == 200
+    assert "3 GPUs assigned to Test H100 training; their 3 samples now count." in (
+        response.content.decode()
+    )
+    assert set(GpuDevice.objects.filter(pool=pool).values_list("pk", "assignment")) == {
+        (gpu.pk, "manual") for gpu in gpus[:3]
+    }
+    usage = PoolHourlyUsage.objects.get(pool=pool, hour=hour)
+    assert usage.reporting_gpus == 3
+
+    # "Assign to suggested pools": every GPU ticked; the five left go to the one pool of
+    # their model, the three placed stay.
+    response = client.post(
+        reverse("telemetry:device_assign"),
+        {"action": "suggested", "devices": [gpu.pk for gpu in gpus]},
+        follow=True,
+    )
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "3 GPUs already in a pool were left there." in body
+    assert "5 GPUs assigned to Test H100 training; their 5 samples now count." in body
+    assert not GpuDevice.objects.filter(pool__isnull=True).exists()
+    usage = PoolHourlyUsage.objects.get(pool=pool, hour=hour)
+    assert usage.reporting_gpus == 8
+    busy_pct = {
+        sample.device_id: sample.utilization_pct
+        for sample in GpuSample.objects.filter(timestamp=scraped_at)
+    }
+    assert usage.busy_gpu_hours == pytest.approx(sum(busy_pct.values()) / 100)

@@ -1,4 +1,4 @@
-"""On PostgreSQL, telemetry_gpusample becomes a table partitioned by RANGE ("timestamp"),
+"""telemetry_gpusample becomes a table partitioned by RANGE ("timestamp"),
 one partition per UTC day plus a DEFAULT partition (apps/telemetry/partitions.py says
 why). The existing rows move with it, in this migration's one transaction: the new table
 is made beside the old, with the same key, index and foreign key names, the partitions
@@ -6,7 +6,7 @@ covering every day present, the retention window and the days ahead, the rows co
 across, and the names swapped. Reversed, the rows go back into one plain table.
 
 The old table is locked ACCESS EXCLUSIVE meanwhile: imports and rollups wait for the
-copy (bench/README.md gives its rate). On SQLite nothing changes.
+copy (bench/README.md gives its rate).
 
 Self-contained on purpose: it must convert the table as it is at this migration, whatever
 apps/telemetry/partitions.py becomes.
@@ -54,8 +54,6 @@ def _days_present(cursor, table: str) -> list[date]:
 
 
 def partition_by_day(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
     today = datetime.now(UTC).date()
     retention_days = getattr(settings, "TELEMETRY_RAW_RETENTION_DAYS", 14)
     ahead_days = getattr(settings, "TELEMETRY_PARTITION_DAYS_AHEAD", 7)
@@ -94,8 +92,6 @@ def partition_by_day(apps, schema_editor):
 
 
 def unpartition(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
     old = f"{TABLE}_partitioned"
     with schema_editor.connection.cursor() as cursor:
         cursor.execute(f"LOCK TABLE {TABLE} IN ACCESS EXCLUSIVE MODE")

