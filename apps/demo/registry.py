@@ -22,6 +22,8 @@ class DemoRegistry:
     ids: dict[type, dict[str, int]] = field(default_factory=dict)
     # (model's verbose name, the demo's key, the name it got) of each object named apart
     named_apart: list[tuple[str, str, str]] = field(default_factory=list)
+    # Keys of the demo's budgets to size again (taken over from an earlier seed_demo).
+    to_resize: list[str] = field(default_factory=list)
 
     @classmethod
     def load(cls) -> "DemoRegistry":

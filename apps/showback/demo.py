@@ -108,14 +108,20 @@ def _seed_budgets(teams, pools, budgets, now) -> dict[str, Budget]:
         if Budget.objects.filter(**values).exists():
             continue
         missing[key] = Budget(amount_usd_per_month=Decimal("1"), note=BUDGET_NOTE, **values)
-    if not missing:
-        return {}
-    expected = expected_month_usd(list(missing.values()), now)
-    for key, budget in missing.items():
+    size_budgets(missing, now)
+    return missing
+
+
+def size_budgets(budgets: dict[str, Budget], now) -> None:
+    """Set and save the amount of each of the demo's ``budgets`` (demo key → budget) from
+    its owner's run rate and the share of it the budget should forecast."""
+    if not budgets:
+        return
+    expected = expected_month_usd(list(budgets.values()), now)
+    for key, budget in budgets.items():
         amount = expected[id(budget)] / BUDGET_FORECAST_SHARES[key]
         budget.amount_usd_per_month = max(Decimal("1.00"), _round_figure(amount))
         budget.save()
-    return missing
 
 
 def _round_figure(amount: Decimal) -> Decimal:

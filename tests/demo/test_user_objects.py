@@ -6,6 +6,7 @@ user's as it was, and the demo's own pools are brought up to the current hour.""
 import io
 from dataclasses import fields
 from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -244,3 +245,36 @@ def test_seeding_twice_beside_a_users_fleet_changes_none_of_its_rows(role_groups
     marked_pools = set(DemoRegistry.load().all_of(Pool).values())
     assert not marked_pools & set(fleet["pools"]) and len(marked_pools) == 8
     assert DemoObject.objects.count() == 8 + 12 + 6 + 3 + 4 + 1  # … teams, budgets, scenario
+
+
+@pytest.mark.django_db
+def test_a_fleet_seeded_before_the_marks_is_refreshed_not_doubled(role_groups):
+    """A database seeded by a seed_demo that marked nothing: the next run takes the
+    objects that are the demo's spec to the letter as the demo's, once, and names
+    nothing apart; then it goes by the marks alone."""
+    call_command("seed_demo", stdout=io.StringIO())
+    counts = {model: model.objects.count() for model in (Pool, Workload, Budget, get_user_model())}
+    marks = DemoObject.objects.count()
+    DemoObject.objects.all().delete()
+    # A user's own pool, made meanwhile, is not the demo's spec: never taken.
+    PoolFactory(name="Our pool", slug="our-pool")
+    # The earlier seed sized its budgets from the month's first days: far too small.
+    # Stores' was edited since (a second history entry): the user's figure stays.
+    amounts = dict(Budget.objects.values_list("pk", "amount_usd_per_month"))
+    Budget.objects.update(amount_usd_per_month=Decimal("100.00"))
+    edited = Budget.objects.get(team__slug="stores")
+    edited.amount_usd_per_month = Decimal("123.00")
+    edited.save()
+
+    out = io.StringIO()
+    call_command("seed_demo", stdout=out)
+    assert "Named apart" not in out.getvalue()
+    assert DemoObject.objects.count() == marks
+    assert Pool.objects.count() == counts[Pool] + 1
+    assert {model: model.objects.count() for model in (Workload, Budget, get_user_model())} == {
+        model: count for model, count in counts.items() if model is not Pool
+    }
+    assert "our-pool" not in {pool.slug for pool in DemoRegistry.load().all_of(Pool).values()}
+    assert dict(Budget.objects.values_list("pk", "amount_usd_per_month")) == (
+        amounts | {edited.pk: Decimal("123.00")}
+    )

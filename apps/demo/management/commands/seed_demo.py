@@ -48,7 +48,7 @@ from apps.pools.models import (
 from apps.procurement.demo import SCENARIO_NAME, SCENARIO_SLUG, seed_procurement_demo
 from apps.procurement.models import Scenario
 from apps.reports.demo import demo_history_start, seed_usage_demo
-from apps.showback.demo import BUDGET_NOTE, TEAMS, seed_showback_demo
+from apps.showback.demo import BUDGET_NOTE, TEAMS, seed_showback_demo, size_budgets
 from apps.showback.models import Budget
 
 DEMO_PASSWORD = "gpufleet-demo"  # noqa: S105 - printed for the demo on purpose
@@ -591,6 +591,9 @@ class Command(BaseCommand):
             for key in ("pool:" + key for key in pools)
             if (budget := registry.get(Budget, key)) is not None
         }
+        # Budgets an earlier seed_demo sized from its first days' spend, never edited since:
+        # sized again, once, as new ones are.
+        size_budgets({key: earlier[key] for key in registry.to_resize if key in earlier}, now)
         made = seed_showback_demo(
             teams=teams, pools=pools, workloads=workloads, users=users, budgets=earlier, now=now
         )
@@ -682,7 +685,9 @@ def _adopt_earlier_demo(registry) -> None:
     username, full name and example.com address; a pool with its slug, name and
     description; a workload with its slug and name on such a pool; a team with its slug,
     name and description; the scenario with its slug and name; a budget the demo noted
-    as its own on such a team or pool."""
+    as its own on such a team or pool (sized again when nobody edited it: the earlier
+    seed_demo sized budgets from the month's first days, which forecast several times
+    their amount)."""
     user_model = get_user_model()
     for username, full_name, _role in DEMO_USERS:
         first_name, last_name = full_name.split(" ", 1)
@@ -722,3 +727,5 @@ def _adopt_earlier_demo(registry) -> None:
         budget = Budget.objects.filter(note=BUDGET_NOTE, **{kind: owner}).first()
         if budget is not None:
             registry.mark(budget, f"{kind}:{key}")
+            if budget.history.count() == 1:
+                registry.to_resize.append(f"{kind}:{key}")
