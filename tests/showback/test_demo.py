@@ -79,3 +79,39 @@ def test_the_demo_budgets_forecast_a_believable_month(client, role_groups, now):
     for item in burndowns:
         amount = item.budget.amount_usd_per_month
         assert amount == amount.quantize(1) and len(str(int(amount)).rstrip("0")) <= 3
+
+
+@pytest.mark.django_db
+def test_a_forecast_over_budget_is_marked_before_the_budget_is_spent(rf, make_user):
+    """Spent 80 of 100 with a forecast of 114: the state is still "75 % used", the
+    forecast says it goes over at this pace; once spent, the state itself says so."""
+    from django.template.loader import render_to_string
+
+    from apps.showback.burndown import Burndown
+    from apps.showback.selectors import BudgetBurndown
+    from tests.factories import PoolFactory
+
+    def rendered(spent_usd, window_spent_usd):
+        budget = Budget(pk=7, pool=PoolFactory.build(slug="p"), amount_usd_per_month=100)
+        figures = Burndown(
+            amount_usd=100.0,
+            spent_usd=spent_usd,
+            window_spent_usd=window_spent_usd,
+            window_days=7,
+            days_left=10.0,
+        )
+        request = rf.get("/")
+        request.user = make_user("reader")
+        return render_to_string(
+            "showback/_burndown.html",
+            {"burndowns": [BudgetBurndown(budget, figures)], "user": request.user},
+            request=request,
+        )
+
+    on_course = rendered(80.0, 7 * 3.4)  # 80 + 3.4 × 10 = 114
+    assert 'data-forecast-over="7"' in on_course and 'data-state="75"' in on_course
+    assert "over budget at this pace" in on_course
+    within = rendered(80.0, 7 * 1.0)  # 80 + 10 = 90
+    assert "data-forecast-over" not in within
+    spent = rendered(104.0, 7 * 2.0)
+    assert 'data-state="over"' in spent and "data-forecast-over" not in spent
