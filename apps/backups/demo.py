@@ -2,8 +2,9 @@
 
 Policies of every kind of coverage — complete, "weights only", never drilled — with
 versions (a checkpoint of an older data version, a purged rollback target), and drills
-that passed, failed and are overdue. Idempotent: a policy, version or drill that exists
-is left as it is, so running it twice changes nothing. Times are relative to the first
+that passed, failed and are overdue, on the demo's own workloads only (the caller passes
+them). Idempotent: a policy, version or drill that exists is left as it is, so running it
+twice changes nothing. Times are relative to the first
 run, so the demo's drills are recent when it is first loaded.
 """
 
@@ -11,7 +12,6 @@ import hashlib
 from datetime import timedelta
 from decimal import Decimal
 
-from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
@@ -26,7 +26,6 @@ from apps.backups.models import (
     VersionChecksum,
     VersionKind,
 )
-from apps.pools.models import Workload
 
 TRAINING_ALL = [item.key for item in items_for(TRAINING)]
 INFERENCE_ALL = [item.key for item in items_for(INFERENCE)]
@@ -471,11 +470,11 @@ def _nodes(kind: str, count: int) -> list[str]:
 
 
 @transaction.atomic
-def seed_backups_demo(now=None) -> dict:
-    """Create what is missing of the demo's backups; returns counts of what was created."""
+def seed_backups_demo(*, workloads: dict, ops=None, now=None) -> dict:
+    """Create what is missing of the demo's backups on the demo's ``workloads`` (demo key,
+    its spec's slug → workload), recorded by the demo's ``ops`` user; returns counts of
+    what was created."""
     now = now or timezone.now()
-    ops = get_user_model().objects.filter(username="ops").first()
-    workloads = {workload.slug: workload for workload in Workload.objects.select_related("pool")}
     created = {"policies": 0, "versions": 0, "drills": 0}
     policies = {}
     for slug, (values, age_days) in POLICIES.items():
@@ -556,7 +555,10 @@ def seed_backups_demo(now=None) -> dict:
             )
             services.record_drill(drill, observed_pairs=observed)
             created["drills"] += 1
-    services.refresh_drill_schedules(now=now)
+    # The demo's policies only: a user's policy is rescheduled by the daily task, not here.
+    services.refresh_drill_schedules(
+        BackupPolicy.objects.filter(pk__in=[policy.pk for policy in policies.values()]), now=now
+    )
     return created
 
 

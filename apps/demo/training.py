@@ -13,7 +13,6 @@ import json
 from datetime import timedelta
 
 from apps.backups.models import BackupVersion
-from apps.pools.models import Workload
 from apps.training import services
 from apps.training.models import TrainingEvent, TrainingImportRun
 
@@ -57,9 +56,9 @@ def _events(first_saved_at, last_saved_at) -> list[dict]:
     return events
 
 
-def seed_training_demo() -> int:
-    """Import the demo job's event log once; returns the events stored."""
-    workload = Workload.objects.filter(slug=DEMO_WORKLOAD).first()
+def seed_training_demo(workload) -> int:
+    """Import the demo job's event log once into the demo's ``workload`` (its
+    ``DEMO_WORKLOAD``); returns the events stored."""
     if (
         workload is None
         or TrainingEvent.objects.filter(workload=workload, job_name=DEMO_JOB).exists()

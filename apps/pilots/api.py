@@ -62,12 +62,30 @@ class PilotResultSerializer(serializers.ModelSerializer):
     )
 
     decode_ceiling_tokens_per_second_per_gpu = serializers.SerializerMethodField(
-        help_text="Tokens/s per GPU memory bandwidth allows on this GPU model at the "
-        "workload's inference settings; null for training or without a model architecture."
+        help_text="Tokens/s per GPU memory bandwidth allows on this GPU model at the settings "
+        "decode_ceiling_basis names; null for training or without a model architecture."
+    )
+    decode_ceiling_basis = serializers.SerializerMethodField(
+        help_text="Whose settings the ceiling holds for: pilot (the concurrency and the mean "
+        "input + output tokens per request the file gives, with the workload's tensor "
+        "parallelism and precisions) or workload (the file does not give them); null "
+        "without a ceiling."
+    )
+    decode_ceiling_concurrent_sequences = serializers.SerializerMethodField(
+        help_text="Sequences decoded at once per replica at the ceiling's settings."
+    )
+    decode_ceiling_context_length_tokens = serializers.SerializerMethodField(
+        help_text="Tokens of context each sequence holds at the ceiling's settings."
+    )
+    decode_ceiling_settings = serializers.SerializerMethodField(
+        help_text="The ceiling's settings in words, and why those: \"at 64 sequences × 1,280 "
+        "tokens, the pilot's own\" or \"at the workload's settings (…): the file does not "
+        'say its concurrency".'
     )
     share_of_decode_ceiling_pct = serializers.SerializerMethodField(
-        help_text="Measured ÷ ceiling × 100, not clamped: above 100 the pilot ran at other "
-        "settings than the workload's."
+        help_text="Measured ÷ ceiling × 100, not clamped: above 100 the pilot did more than "
+        "memory bandwidth carries at the ceiling's settings (it ran at others, or its GPU "
+        "count is wrong)."
     )
 
     class Meta:
@@ -80,6 +98,8 @@ class PilotResultSerializer(serializers.ModelSerializer):
             "notes",
             "gpu_count",
             "concurrency",
+            "input_tokens_per_request",
+            "output_tokens_per_request",
             "source_format",
             "source_filename",
             "content_sha256",
@@ -95,6 +115,10 @@ class PilotResultSerializer(serializers.ModelSerializer):
             "price_source",
             "cost_per_million_output_tokens_usd",
             "decode_ceiling_tokens_per_second_per_gpu",
+            "decode_ceiling_basis",
+            "decode_ceiling_concurrent_sequences",
+            "decode_ceiling_context_length_tokens",
+            "decode_ceiling_settings",
             "share_of_decode_ceiling_pct",
             "imported_at",
         ]
@@ -120,6 +144,25 @@ class PilotResultSerializer(serializers.ModelSerializer):
 
     def get_decode_ceiling_tokens_per_second_per_gpu(self, result) -> float | None:
         return self._priced(result).decode_ceiling_tokens_per_second_per_gpu
+
+    def _ceiling_settings(self, result) -> selectors.CeilingSettings | None:
+        return self._priced(result).decode_ceiling_settings
+
+    def get_decode_ceiling_basis(self, result) -> str | None:
+        settings = self._ceiling_settings(result)
+        return settings.basis if settings else None
+
+    def get_decode_ceiling_concurrent_sequences(self, result) -> int | None:
+        settings = self._ceiling_settings(result)
+        return settings.concurrent_sequences if settings else None
+
+    def get_decode_ceiling_context_length_tokens(self, result) -> int | None:
+        settings = self._ceiling_settings(result)
+        return settings.context_length_tokens if settings else None
+
+    def get_decode_ceiling_settings(self, result) -> str | None:
+        settings = self._ceiling_settings(result)
+        return settings.description if settings else None
 
     def get_share_of_decode_ceiling_pct(self, result) -> float | None:
         return self._priced(result).share_of_decode_ceiling_pct

@@ -9,7 +9,6 @@ import json
 
 from apps.catalog.models import GpuModel
 from apps.pilots import parsers, services
-from apps.pools.models import Workload
 
 DEMO_WORKLOAD = "chat-api-asia"
 DEMO_GPU_COUNT = 4
@@ -83,10 +82,9 @@ DEMO_PILOTS = (
 )
 
 
-def seed_pilots_demo(user=None) -> int:
-    """Import the demo's pilot results when their workload exists; returns how many were
-    created."""
-    workload = Workload.objects.select_related("pool__gpu_model").filter(slug=DEMO_WORKLOAD).first()
+def seed_pilots_demo(workload, user=None) -> int:
+    """Import the demo's pilot results into the demo's ``workload`` (its
+    ``DEMO_WORKLOAD``); returns how many were created."""
     if workload is None:
         return 0
     created = 0

@@ -57,6 +57,20 @@ class PilotResult(models.Model):
         blank=True,
         help_text=_("Concurrent requests the load generator kept in flight, when it capped them."),
     )
+    # What the file says of its requests: with the concurrency, the settings the decode
+    # ceiling beside this result is computed at (apps/pilots/selectors.py).
+    input_tokens_per_request = models.FloatField(
+        _("input tokens per request"),
+        null=True,
+        blank=True,
+        help_text=_("Mean prompt tokens of the run's requests, as the file gives them."),
+    )
+    output_tokens_per_request = models.FloatField(
+        _("output tokens per request"),
+        null=True,
+        blank=True,
+        help_text=_("Mean generated tokens of the run's requests, as the file gives them."),
+    )
     source_format = models.CharField(_("format"), max_length=20, choices=SourceFormat.choices)
     source_filename = models.CharField(_("file"), max_length=255, blank=True)
     content_sha256 = models.CharField(_("file SHA-256"), max_length=64)

@@ -47,6 +47,10 @@ class ParsedBenchmark:
     itl_p50_ms: float | None = None
     itl_p99_ms: float | None = None
     concurrency: int | None = None
+    # Mean prompt and generated tokens of the run's requests, when the file says them:
+    # with the concurrency, the settings a decode ceiling for this run is computed at.
+    input_tokens_per_request: float | None = None
+    output_tokens_per_request: float | None = None
     # The file's own names and values of the figures above and their context (scenario,
     # request rate, model), kept as the tool printed them.
     raw_figures: dict = field(default_factory=dict)
@@ -212,6 +216,19 @@ def _json_number(document: dict, key: str, *, where: str = "", required: bool = 
     return parsed
 
 
+def _mean_tokens(value) -> float | None:
+    """A mean token count per request, when it is one (a positive finite number)."""
+    number = _finite(value)
+    return number if number is not None and number > 0 else None
+
+
+def _per_request(total, requests) -> float | None:
+    total, requests = _finite(total), _finite(requests)
+    if total is None or not requests or requests < 1:
+        return None
+    return _mean_tokens(total / requests)
+
+
 def _concurrency(value) -> int | None:
     number = _finite(value)
     if number is None or number < 1 or number != int(number):
@@ -248,7 +265,9 @@ _VLLM_RAW_KEYS = (
 def parse_vllm(text: str) -> ParsedBenchmark:
     """vLLM ``benchmark_serving.py --save-result`` JSON: ``output_throughput`` (output
     tokens/s), ``request_throughput`` (requests/s), ``median_ttft_ms``/``p99_ttft_ms`` and
-    ``median_itl_ms``/``p99_itl_ms``; ``max_concurrency`` when the run capped it."""
+    ``median_itl_ms``/``p99_itl_ms``; ``max_concurrency`` when the run capped it; the
+    mean tokens per request are ``total_input_tokens`` and ``total_output_tokens`` over
+    the ``completed`` requests."""
     document = _require_object(
         _load_json(text, what="vLLM's --append-result"),
         "line 1",
@@ -263,6 +282,12 @@ def parse_vllm(text: str) -> ParsedBenchmark:
         itl_p50_ms=_json_number(document, "median_itl_ms"),
         itl_p99_ms=_json_number(document, "p99_itl_ms"),
         concurrency=_concurrency(document.get("max_concurrency")),
+        input_tokens_per_request=_per_request(
+            document.get("total_input_tokens"), document.get("completed")
+        ),
+        output_tokens_per_request=_per_request(
+            document.get("total_output_tokens"), document.get("completed")
+        ),
         raw_figures={key: document[key] for key in _VLLM_RAW_KEYS if key in document},
     )
 
@@ -309,7 +334,11 @@ def _parse_genai_perf_json(text: str) -> ParsedBenchmark:
     input_config = document.get("input_config")
     concurrency = None
     if isinstance(input_config, dict):
-        concurrency = _concurrency(input_config.get("concurrency"))
+        # GenAI-Perf keeps it at the top of its input_config, AIPerf under "loadgen".
+        loadgen = input_config.get("loadgen")
+        concurrency = _concurrency(input_config.get("concurrency")) or (
+            _concurrency(loadgen.get("concurrency")) if isinstance(loadgen, dict) else None
+        )
     figures = {
         name: document[name]
         for name in (
@@ -317,8 +346,16 @@ def _parse_genai_perf_json(text: str) -> ParsedBenchmark:
             "request_throughput",
             "time_to_first_token",
             "inter_token_latency",
+            "input_sequence_length",
+            "output_sequence_length",
         )
         if name in document
+    }
+    lengths = {
+        name: _mean_tokens(document[name].get("avg"))
+        if isinstance(document.get(name), dict)
+        else None
+        for name in ("input_sequence_length", "output_sequence_length")
     }
     return ParsedBenchmark(
         output_tokens_per_second=_positive_throughput(output, "key “output_token_throughput.avg”"),
@@ -330,6 +367,8 @@ def _parse_genai_perf_json(text: str) -> ParsedBenchmark:
         itl_p50_ms=_genai_perf_latency(document, "inter_token_latency", "p50"),
         itl_p99_ms=_genai_perf_latency(document, "inter_token_latency", "p99"),
         concurrency=concurrency,
+        input_tokens_per_request=lengths["input_sequence_length"],
+        output_tokens_per_request=lengths["output_sequence_length"],
         raw_figures=figures,
     )
 
@@ -405,6 +444,13 @@ def _parse_genai_perf_csv(text: str) -> ParsedBenchmark:
     requests = None
     if requests_label in values:
         requests = _csv_number(values[requests_label][1], values[requests_label][0], requests_label)
+
+    def mean_length(label: str) -> float | None:
+        if label not in statistics or "avg" not in statistics[label][1]:
+            return None
+        line_number, cells = statistics[label]
+        return _mean_tokens(_csv_number(cells["avg"], line_number, label))
+
     return ParsedBenchmark(
         output_tokens_per_second=output,
         requests_per_second=requests,
@@ -412,6 +458,8 @@ def _parse_genai_perf_csv(text: str) -> ParsedBenchmark:
         ttft_p99_ms=statistic("Time To First Token", "p99"),
         itl_p50_ms=statistic("Inter Token Latency", "p50"),
         itl_p99_ms=statistic("Inter Token Latency", "p99"),
+        input_tokens_per_request=mean_length("Input Sequence Length (tokens)"),
+        output_tokens_per_request=mean_length("Output Sequence Length (tokens)"),
         raw_figures={
             **{label: cells for label, (_, cells) in statistics.items()},
             **{label: value for label, (_, value) in values.items()},
@@ -422,7 +470,10 @@ def _parse_genai_perf_csv(text: str) -> ParsedBenchmark:
 def parse_genai_perf(text: str) -> ParsedBenchmark:
     """GenAI-Perf's export, JSON (``profile_export_genai_perf.json``) or CSV: output
     tokens/s is ``output_token_throughput.avg`` ("Output Token Throughput (per sec)"),
-    TTFT and ITL their p50 and p99, converted to ms from the unit the file names."""
+    TTFT and ITL their p50 and p99, converted to ms from the unit the file names; the
+    mean tokens per request ``input_sequence_length.avg`` and
+    ``output_sequence_length.avg`` ("Input/Output Sequence Length (tokens)"); the
+    concurrency only the JSON's ``input_config`` says."""
     if text.lstrip().startswith("{"):
         return _parse_genai_perf_json(text)
     return _parse_genai_perf_csv(text)
@@ -472,8 +523,9 @@ def _guidellm_concurrency(benchmark: dict) -> int | None:
 
 def parse_guidellm(text: str, *, benchmark_number: int | None = None) -> ParsedBenchmark:
     """GuideLLM ``benchmarks.json``: ``benchmarks[n].metrics``' successful requests —
-    ``output_tokens_per_second.mean``, ``requests_per_second.mean``, and the p50 (median)
-    and p99 of ``time_to_first_token_ms`` and ``inter_token_latency_ms``. A sweep holds
+    ``output_tokens_per_second.mean``, ``requests_per_second.mean``, the p50 (median)
+    and p99 of ``time_to_first_token_ms`` and ``inter_token_latency_ms``, and the mean
+    ``prompt_token_count`` and ``output_token_count`` per request. A sweep holds
     several benchmarks: ``benchmark_number`` (1-based) names the one to import."""
     document = _require_object(
         _load_json(text, what="GuideLLM"), "line 1", "GuideLLM's benchmarks.json object"
@@ -523,6 +575,8 @@ def parse_guidellm(text: str, *, benchmark_number: int | None = None) -> ParsedB
     ttft_where = f"{metrics_where}time_to_first_token_ms.successful."
     itl_where = f"{metrics_where}inter_token_latency_ms.successful."
     concurrency_measured = _distribution(metrics, "request_concurrency", metrics_where)
+    prompt_tokens = _distribution(metrics, "prompt_token_count", metrics_where)
+    output_tokens = _distribution(metrics, "output_token_count", metrics_where)
     return ParsedBenchmark(
         output_tokens_per_second=_positive_throughput(output_mean, f"key “{output_where}mean”"),
         requests_per_second=_json_number(
@@ -535,6 +589,8 @@ def parse_guidellm(text: str, *, benchmark_number: int | None = None) -> ParsedB
         itl_p50_ms=_percentile(itl, "p50", itl_where),
         itl_p99_ms=_percentile(itl, "p99", itl_where),
         concurrency=_guidellm_concurrency(benchmark),
+        input_tokens_per_request=_mean_tokens((prompt_tokens or {}).get("mean")),
+        output_tokens_per_request=_mean_tokens((output_tokens or {}).get("mean")),
         raw_figures={
             "benchmark": benchmark_number,
             "benchmarks_in_file": len(benchmarks),
@@ -545,6 +601,8 @@ def parse_guidellm(text: str, *, benchmark_number: int | None = None) -> ParsedB
             "inter_token_latency_ms.median": (itl or {}).get("median"),
             "inter_token_latency_ms.p99": _percentile(itl, "p99", itl_where),
             "request_concurrency.mean": (concurrency_measured or {}).get("mean"),
+            "prompt_token_count.mean": (prompt_tokens or {}).get("mean"),
+            "output_token_count.mean": (output_tokens or {}).get("mean"),
             "duration": benchmark.get("duration"),
         },
     )

@@ -1,7 +1,18 @@
 """Reads of the pilot page and API: each result with the price it is costed at, and
-beside the decode ceiling its GPU model has at the workload's settings."""
+beside the decode ceiling its GPU model has at the settings the pilot ran at.
 
-from dataclasses import dataclass
+A ceiling is only comparable with a measurement at the same settings: 64 sequences of
+1,280 tokens read far less KV cache per step than 16 of 8,192. So each result's ceiling
+holds for its own concurrency and mean input + output tokens per request when its file
+gives them (the workload's tensor parallelism and precisions, which no file records,
+complete them), and for the workload's settings otherwise; ``CeilingSettings`` says
+which, and why.
+"""
+
+import math
+from dataclasses import dataclass, replace
+
+from django.utils.translation import gettext
 
 from apps.pilots import costing
 from apps.pilots.models import PilotResult
@@ -11,24 +22,77 @@ from apps.pools.assessment import inference_settings_of, shape_of
 POOL_PRICE = "pool"
 CATALOG_PRICE = "catalog"
 NO_PRICE = "none"
+# Whose settings a decode ceiling holds for.
+PILOT_SETTINGS = "pilot"
+WORKLOAD_SETTINGS = "workload"
+CONCURRENCY = "concurrency"
+LENGTHS = "lengths"
+
+
+@dataclass(frozen=True)
+class CeilingSettings:
+    """The settings a result's decode ceiling is computed at: ``basis`` PILOT_SETTINGS
+    (the result's own concurrency and tokens per request) or WORKLOAD_SETTINGS, then
+    ``missing`` names what the file does not say (CONCURRENCY, LENGTHS).
+    ``concurrent_sequences`` are per replica of ``tensor_parallel`` GPUs."""
+
+    basis: str
+    concurrent_sequences: int
+    context_length_tokens: int
+    tensor_parallel: int
+    missing: tuple[str, ...] = ()
+
+    @property
+    def is_pilots_own(self) -> bool:
+        return self.basis == PILOT_SETTINGS
+
+    @property
+    def description(self) -> str:
+        """In words, for the panel and the API: which settings, and why those."""
+        values = {
+            "sequences": f"{self.concurrent_sequences:,}",
+            "context": f"{self.context_length_tokens:,}",
+        }
+        if self.is_pilots_own:
+            return gettext("at %(sequences)s sequences × %(context)s tokens, the pilot's own") % (
+                values
+            )
+        if set(self.missing) == {CONCURRENCY, LENGTHS}:
+            reason = gettext(
+                "at the workload's settings (%(sequences)s sequences × %(context)s tokens): "
+                "the file says neither its concurrency nor its input and output lengths"
+            )
+        elif CONCURRENCY in self.missing:
+            reason = gettext(
+                "at the workload's settings (%(sequences)s sequences × %(context)s tokens): "
+                "the file does not say its concurrency"
+            )
+        else:
+            reason = gettext(
+                "at the workload's settings (%(sequences)s sequences × %(context)s tokens): "
+                "the file does not say its input and output lengths"
+            )
+        return reason % values
 
 
 @dataclass(frozen=True)
 class PricedPilot:
     """A result and its measured cost; ``price_source`` says which price: the pool's
     effective price for the workload's own GPU model, the catalog's reference price for
-    another, or none."""
+    another, or none. The ceiling holds for ``decode_ceiling_settings``."""
 
     result: PilotResult
     price_per_gpu_hour_usd: float | None
     price_source: str
     cost_per_million_output_tokens_usd: float | None
     decode_ceiling_tokens_per_second_per_gpu: float | None = None
+    decode_ceiling_settings: CeilingSettings | None = None
 
     @property
     def share_of_decode_ceiling_pct(self) -> float | None:
-        """Measured ÷ ceiling × 100, not clamped: above 100 the pilot ran at other settings
-        than the workload's (``above_decode_ceiling`` flags it)."""
+        """Measured ÷ ceiling × 100, not clamped: above 100 the pilot did what memory
+        bandwidth cannot carry at the ceiling's settings (``above_decode_ceiling`` flags
+        it): it ran at other settings than those, or its GPU count is wrong."""
         ceiling = self.decode_ceiling_tokens_per_second_per_gpu
         if not ceiling:
             return None
@@ -96,14 +160,15 @@ def price_for(workload, gpu_model) -> tuple[float | None, str]:
     return None, NO_PRICE
 
 
-def decode_ceiling_per_gpu(workload, gpu_model) -> float | None:
-    """Tokens/s per GPU of ``gpu_model`` that memory bandwidth allows at the workload's
-    inference settings (apps/pools/memory.py, per replica ÷ its tensor-parallel GPUs), or
-    None for a training workload or one without a model architecture."""
+def decode_ceiling_per_gpu(workload, gpu_model, settings=None) -> float | None:
+    """Tokens/s per GPU of ``gpu_model`` that memory bandwidth allows at ``settings``
+    (default: the workload's inference settings; apps/pools/memory.py, per replica ÷ its
+    tensor-parallel GPUs), or None for a training workload or one without a model
+    architecture."""
     if workload.is_training or workload.model_architecture is None:
         return None
     try:
-        settings = inference_settings_of(workload)
+        settings = settings or inference_settings_of(workload)
         replica = memory.decode_tokens_per_second_ceiling(
             shape_of(workload.model_architecture),
             settings,
@@ -114,13 +179,65 @@ def decode_ceiling_per_gpu(workload, gpu_model) -> float | None:
     return replica / settings.tensor_parallel
 
 
+def ceiling_settings_of(result: PilotResult, workload) -> memory.InferenceSettings | None:
+    """The inference settings ``result``'s ceiling is computed at, or None for a workload
+    without them: the pilot's concurrency, spread over its replicas (its GPUs ÷ the
+    workload's tensor parallelism, at most its GPUs), and its mean input + output tokens
+    per request as the context, when the file gives both; else the workload's."""
+    try:
+        settings = inference_settings_of(workload)
+    except ValueError:
+        return None
+    if not (
+        result.concurrency and result.input_tokens_per_request and result.output_tokens_per_request
+    ):
+        return settings
+    tensor_parallel = min(settings.tensor_parallel, result.gpu_count)
+    replicas = max(1, result.gpu_count // tensor_parallel)
+    try:
+        return replace(
+            settings,
+            tensor_parallel=tensor_parallel,
+            concurrent_sequences=math.ceil(result.concurrency / replicas),
+            context_length=math.ceil(
+                result.input_tokens_per_request + result.output_tokens_per_request
+            ),
+        )
+    except ValueError:
+        return settings
+
+
+def _described(result: PilotResult, settings) -> CeilingSettings:
+    missing = ()
+    if not result.concurrency:
+        missing += (CONCURRENCY,)
+    if not (result.input_tokens_per_request and result.output_tokens_per_request):
+        missing += (LENGTHS,)
+    return CeilingSettings(
+        basis=WORKLOAD_SETTINGS if missing else PILOT_SETTINGS,
+        concurrent_sequences=settings.concurrent_sequences,
+        context_length_tokens=settings.context_length,
+        tensor_parallel=settings.tensor_parallel,
+        missing=missing,
+    )
+
+
 def priced(result: PilotResult, workload, ceilings: dict | None = None) -> PricedPilot:
-    """The result with its price, cost and ceiling; ``ceilings`` (GPU model id → ceiling)
-    saves computing one ceiling per result on a list."""
+    """The result with its price, cost and ceiling; ``ceilings`` ((GPU model id,
+    settings) → ceiling) saves computing one ceiling per result on a list."""
     price, source = price_for(workload, result.gpu_model)
     ceilings = {} if ceilings is None else ceilings
-    if result.gpu_model_id not in ceilings:
-        ceilings[result.gpu_model_id] = decode_ceiling_per_gpu(workload, result.gpu_model)
+    ceiling, described = None, None
+    settings = None
+    if not workload.is_training and workload.model_architecture is not None:
+        settings = ceiling_settings_of(result, workload)
+    if settings is not None:
+        key = (result.gpu_model_id, settings)
+        if key not in ceilings:
+            ceilings[key] = decode_ceiling_per_gpu(workload, result.gpu_model, settings)
+        ceiling = ceilings[key]
+        if ceiling is not None:
+            described = _described(result, settings)
     cost = (
         None
         if price is None
@@ -130,7 +247,7 @@ def priced(result: PilotResult, workload, ceilings: dict | None = None) -> Price
             output_tokens_per_second=result.output_tokens_per_second,
         )
     )
-    return PricedPilot(result, price, source, cost, ceilings[result.gpu_model_id])
+    return PricedPilot(result, price, source, cost, ceiling, described)
 
 
 def pilots_of(workload) -> list[PricedPilot]:

@@ -91,6 +91,8 @@ def import_benchmark(
         name=name.strip() or default_name(filename, source_format, gpu_count, gpu_model),
         notes=notes,
         concurrency=concurrency or parsed.concurrency,
+        input_tokens_per_request=parsed.input_tokens_per_request,
+        output_tokens_per_request=parsed.output_tokens_per_request,
         source_format=source_format,
         source_filename=Path(filename).name[:255] if filename else "",
         content_sha256=digest,

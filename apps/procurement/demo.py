@@ -1,12 +1,13 @@
 """The demo procurement scenario: where should the Asia chat API run for the next three
 years? Its demand is the measured curve of the ``chat-api-asia`` workload; it compares
-on-demand, reserved, owned (faster H100s in Beijing) and hybrid. Idempotent: matched by
-slug and option name, saved only when something differs (no history noise)."""
+on-demand, reserved, owned (faster H100s in Beijing) and hybrid. Idempotent: the caller
+(``seed_demo``) passes the demo's scenario when it made one before; options are matched by
+name inside it, saved only when something differs (no history noise)."""
 
 from decimal import Decimal
 
 from apps.catalog.models import GpuModel
-from apps.pools.models import ComplianceZone, Pool, Workload
+from apps.pools.models import ComplianceZone
 from apps.procurement.models import (
     DemandSource,
     HybridBaseline,
@@ -20,6 +21,7 @@ from apps.procurement.models import (
 )
 
 SCENARIO_SLUG = "chat-api-asia-serving"
+SCENARIO_NAME = "Chat API · Asia: where to serve it"
 # Lambda has no L40S in SkyPilot's catalog: a plausible regional on-demand price.
 L40S_ON_DEMAND = Decimal("1.8500")
 # gpu_1x_h100_pcie at $2.49/h in SkyPilot's Lambda catalog.
@@ -68,22 +70,19 @@ def _save_if_changed(instance, values):
     return instance
 
 
-def seed_procurement_demo(created_by=None) -> Scenario | None:
-    """Build (or refresh) the demo scenario; None when the demo fleet is not loaded."""
-    workload = Workload.objects.filter(slug="chat-api-asia").select_related("pool").first()
-    l40s_pool = Pool.objects.filter(slug="infer-l40s-hk").first()
-    h100_pool = Pool.objects.filter(slug="infer-h100-bj").first()
+def seed_procurement_demo(
+    *, workload, l40s_pool, h100_pool, scenario=None, slug=SCENARIO_SLUG, name=SCENARIO_NAME
+) -> Scenario | None:
+    """Build the demo scenario (``slug`` and ``name`` as given) or refresh ``scenario``,
+    the demo's earlier one, keeping its slug and name; from the demo's ``workload``
+    (chat-api-asia) and its two pools. None when one of them or a GPU model is missing."""
     gpus = {gpu.slug: gpu for gpu in GpuModel.objects.filter(slug__in=["l40s", "h100-pcie"])}
     if workload is None or l40s_pool is None or h100_pool is None or len(gpus) < 2:
         return None
-    scenario = Scenario.objects.filter(slug=SCENARIO_SLUG).first() or Scenario(
-        created_by=created_by
-    )
+    scenario = scenario or Scenario(slug=slug, name=name)
     scenario = _save_if_changed(
         scenario,
         {
-            "slug": SCENARIO_SLUG,
-            "name": "Chat API · Asia: where to serve it",
             "description": "Three years of the Asia chat API from its measured daily curve: "
             "rent, reserve, buy faster GPUs, or reserve a baseline and burst.",
             "horizon_months": 36,

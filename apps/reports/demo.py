@@ -4,10 +4,14 @@ true-looking to draw.
 
 The history starts four weeks before the first seed and each seed extends it up to the
 current hour, so a demo left running for days shows no growing "unmeasured" stretch.
-Deterministic: an hour's figures depend on the pool and the hour alone, a seed writes
-only the hours after each pool's and workload's last row (a second seed within the hour
-writes nothing), and the interruptions follow one sequence from the history's start, each
-recorded once.
+Deterministic: an hour's figures depend on the pool's demo key and the hour alone, a seed
+writes only the hours after each pool's and workload's last row (a second seed within the
+hour writes nothing), and the interruptions follow one sequence from the history's start,
+each recorded once.
+
+Only the demo's own pools and workloads are written to: the caller (``seed_demo``) passes
+them by their demo keys, and every read and rebuild here is limited to them, so a user's
+pool beside the demo keeps its rows, its daily sums and its history's start.
 """
 
 import csv
@@ -23,7 +27,7 @@ from django.utils import timezone
 
 from apps.pools.hours import floor_hour
 from apps.pools.models import TRAINING_KINDS, Interruption, InterruptionCause, Pool, Purpose
-from apps.telemetry.days import rebuild_days
+from apps.telemetry.days import rollup_pool_days, rollup_workload_days
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
 
 DEMAND_CSV = Path(__file__).parent / "demo_data" / "alibaba_genai_weekday_hour_requests.csv"
@@ -66,10 +70,13 @@ def _utilization_pct(pool: Pool, relative: float, wobble: float, hours_since_fai
     return max(0.0, min(100.0, base))
 
 
-def demo_history_start(now=None) -> datetime:
-    """The first hour of the demo's usage: where the first seed started it, else DEMO_DAYS
-    before the current hour. Demo pools are in service from then on."""
-    first = PoolHourlyUsage.objects.aggregate(first=Min("hour"))["first"]
+def demo_history_start(pools, now=None) -> datetime:
+    """The first hour of the demo's usage: where the first seed started it on the demo's
+    ``pools``, else DEMO_DAYS before the current hour. Demo pools are in service from then
+    on."""
+    first = PoolHourlyUsage.objects.filter(pool__in=list(pools)).aggregate(first=Min("hour"))[
+        "first"
+    ]
     if first is not None:
         return first
     return _demo_end(now or timezone.now()) - timedelta(days=DEMO_DAYS)
@@ -80,64 +87,71 @@ def _demo_end(now: datetime) -> datetime:
     return floor_hour(now) + timedelta(hours=1)
 
 
-def _next_hours(model, owner_field: str) -> dict[int, datetime]:
-    """Owner id → the hour after its last stored row."""
+def _next_hours(model, owner_field: str, owners) -> dict[int, datetime]:
+    """Owner id → the hour after its last stored row, for ``owners`` only."""
     return {
         owner_id: last + timedelta(hours=1)
-        for owner_id, last in model.objects.values_list(owner_field)
+        for owner_id, last in model.objects.filter(**{f"{owner_field}__in": list(owners)})
+        .values_list(owner_field)
         .annotate(last=Max("hour"))
         .values_list(owner_field, "last")
     }
 
 
 @transaction.atomic
-def seed_usage_demo(now=None) -> tuple[int, int]:
-    """Extend the demo fleet's hourly rows up to ``now``'s hour included (default: now),
-    from each pool's and workload's last row on, or from the history's start (no earlier
-    than the pool's service start) when it has none; the daily sums of those hours are
-    rebuilt. Returns (pool-hours, workload-hours) written."""
+def seed_usage_demo(*, pools: dict, workloads: dict, now=None) -> tuple[int, int]:
+    """Extend the demo's hourly rows up to ``now``'s hour included (default: now), from
+    each pool's and workload's last row on, or from the history's start (no earlier than
+    the pool's service start) when it has none; the daily sums of those hours are rebuilt,
+    theirs alone. ``pools`` and ``workloads`` map the demo's keys (its spec's slugs) to
+    the demo's objects. Returns (pool-hours, workload-hours) written."""
     now = now or timezone.now()
     end = _demo_end(now)
-    start = demo_history_start(now)
+    start = demo_history_start(pools.values(), now)
     relative = load_relative_demand()
-    pools = list(Pool.objects.select_related("gpu_model").prefetch_related("workloads"))
-    interruptions = _seed_interruptions(pools, start, end)
+    pool_ids = [pool.id for pool in pools.values()]
+    workload_ids = [workload.id for workload in workloads.values()]
+    workloads_of = defaultdict(list)
+    for key, workload in workloads.items():
+        workloads_of[workload.pool_id].append((key, workload))
+    interruptions = _seed_interruptions(pools, workloads_of, start, end)
     failure_hours = defaultdict(list)
-    for interruption in interruptions:
-        failure_hours[interruption.workload.pool_id].append(interruption.occurred_at)
-    next_pool_hour = _next_hours(PoolHourlyUsage, "pool_id")
-    next_workload_hour = _next_hours(WorkloadHourlyRequests, "workload_id")
+    for pool_id, occurred_at in interruptions:
+        failure_hours[pool_id].append(occurred_at)
+    next_pool_hour = _next_hours(PoolHourlyUsage, "pool_id", pool_ids)
+    next_workload_hour = _next_hours(WorkloadHourlyRequests, "workload_id", workload_ids)
     # Gaps sit where the first seed put them, so later seeds neither fill nor move them.
     first_end = start + timedelta(days=DEMO_DAYS)
 
     usage_rows, request_rows = [], []
     first_written = end
-    for pool in pools:
+    for key, pool in pools.items():
         zone = ZoneInfo(pool.timezone or "UTC")
         gap_from, gap_until = (
             (
-                first_end - timedelta(hours=GAP_HOURS[pool.slug][1]),
-                first_end - timedelta(hours=GAP_HOURS[pool.slug][0]),
+                first_end - timedelta(hours=GAP_HOURS[key][1]),
+                first_end - timedelta(hours=GAP_HOURS[key][0]),
             )
-            if pool.slug in GAP_HOURS
+            if key in GAP_HOURS
             else (end, end)
         )
         tdp_kw = pool.gpu_model.tdp_watts / 1000
         memory_mib = float(pool.gpu_model.memory_gb) * 1e9 / 2**20
         pool_start = max(start, floor_hour(pool.in_service_from))
         pool_from = next_pool_hour.get(pool.id, pool_start)
-        workloads = [
-            (workload, next_workload_hour.get(workload.id, pool_start))
-            for workload in pool.workloads.all()
-            if workload.slug in REQUEST_SCALE
+        serving = [
+            (workload_key, workload, next_workload_hour.get(workload.id, pool_start))
+            for workload_key, workload in workloads_of[pool.id]
+            if workload_key in REQUEST_SCALE
         ]
-        hour = min([pool_from, *(workload_from for _workload, workload_from in workloads)])
+        hour = min([pool_from, *(workload_from for *_, workload_from in serving)])
         first_written = min(first_written, hour)
         while hour < end:
             this_hour, hour = hour, hour + timedelta(hours=1)
             if gap_from < this_hour <= gap_until:
                 continue
             hour_rows = _demo_hour(
+                key,
                 pool,
                 this_hour,
                 zone=zone,
@@ -146,7 +160,9 @@ def seed_usage_demo(now=None) -> tuple[int, int]:
                 tdp_kw=tdp_kw,
                 memory_mib=memory_mib,
                 workloads=[
-                    workload for workload, workload_from in workloads if this_hour >= workload_from
+                    (workload_key, workload)
+                    for workload_key, workload, workload_from in serving
+                    if this_hour >= workload_from
                 ],
             )
             if this_hour >= pool_from:
@@ -154,16 +170,19 @@ def seed_usage_demo(now=None) -> tuple[int, int]:
             request_rows.extend(hour_rows[1])
     PoolHourlyUsage.objects.bulk_create(usage_rows, batch_size=2000)
     WorkloadHourlyRequests.objects.bulk_create(request_rows, batch_size=2000)
-    if usage_rows or request_rows:
-        rebuild_days(first_written, end)
+    if usage_rows:
+        rollup_pool_days(pool_ids, first_written, end)
+    if request_rows:
+        rollup_workload_days(workload_ids, first_written, end)
     return len(usage_rows), len(request_rows)
 
 
-def _demo_hour(pool, hour, *, zone, relative, failures, tdp_kw, memory_mib, workloads):
+def _demo_hour(key, pool, hour, *, zone, relative, failures, tdp_kw, memory_mib, workloads):
     """(PoolHourlyUsage, [WorkloadHourlyRequests…]) of one pool-hour: the curve's value at
-    the hour's local weekday and time, with a wobble seeded by the pool and the hour."""
+    the hour's local weekday and time, with a wobble seeded by the pool's demo key and the
+    hour (the key, not the slug: a pool named apart draws the same curve)."""
     local = hour.astimezone(zone)
-    rng = random.Random(f"{pool.slug}:{hour:%Y-%m-%dT%H}")  # noqa: S311 (demo data, seeded)
+    rng = random.Random(f"{key}:{hour:%Y-%m-%dT%H}")  # noqa: S311 (demo data, seeded)
     wobble = rng.uniform(-1, 1)
     since = [
         (hour - at).total_seconds() / 3600
@@ -186,10 +205,10 @@ def _demo_hour(pool, hour, *, zone, relative, failures, tdp_kw, memory_mib, work
         energy_kwh=reporting * tdp_kw * (0.3 + 0.7 * utilization / 100),
     )
     requests_rows = []
-    for workload in workloads:
-        per_hour, input_tokens, output_tokens = REQUEST_SCALE[workload.slug]
+    for workload_key, workload in workloads:
+        per_hour, input_tokens, output_tokens = REQUEST_SCALE[workload_key]
         workload_shape = shape
-        if workload.slug == "nightly-batch-summaries":
+        if workload_key == "nightly-batch-summaries":
             workload_shape = 2.5 if local.hour < 6 else 0.05
         requests = max(0, round(per_hour * workload_shape * (1 + 0.1 * wobble)))
         requests_rows.append(
@@ -206,21 +225,22 @@ def _demo_hour(pool, hour, *, zone, relative, failures, tdp_kw, memory_mib, work
     return usage, requests_rows
 
 
-def _seed_interruptions(pools, start, end) -> list[Interruption]:
-    """A few interruptions per training job from the history's start to ``end``: one
-    sequence per workload drawn from its own seed, so a later seed continues it. Only those
-    after the workload's latest recorded interruption are added: none is recorded twice,
-    and one deleted by hand stays deleted. Returns all of the workloads' interruptions."""
+def _seed_interruptions(pools, workloads_of, start, end) -> list[tuple[int, datetime]]:
+    """A few interruptions per demo training job from the history's start to ``end``: one
+    sequence per workload drawn from its own seed (its demo key), so a later seed
+    continues it. Only those after the workload's latest recorded interruption are added:
+    none is recorded twice, and one deleted by hand stays deleted. Returns (pool id,
+    when) of all the demo workloads' interruptions."""
     causes = list(InterruptionCause)
     recorded = []
-    for pool in pools:
-        for workload in pool.workloads.all():
+    for pool in pools.values():
+        for key, workload in workloads_of[pool.id]:
             if workload.kind not in TRAINING_KINDS:
                 continue
-            existing = list(workload.interruptions.all())
-            recorded.extend(existing)
-            latest = max((known.occurred_at for known in existing), default=None)
-            rng = random.Random(f"interruptions:{workload.slug}")  # noqa: S311 (demo data)
+            existing = list(workload.interruptions.values_list("occurred_at", flat=True))
+            recorded.extend((pool.id, occurred_at) for occurred_at in existing)
+            latest = max(existing, default=None)
+            rng = random.Random(f"interruptions:{key}")  # noqa: S311 (demo data)
             every_days = 3 if workload.gpu_count >= 64 else 9
             at = start + timedelta(days=rng.uniform(0.5, every_days))
             while at < end - timedelta(hours=6):
@@ -229,14 +249,13 @@ def _seed_interruptions(pools, start, end) -> list[Interruption]:
                 cause = causes[rng.randrange(len(causes))]
                 restart_minutes = rng.choice([12, 18, 25, 40, 75])
                 if latest is None or occurred_at > latest:
-                    interruption = Interruption.objects.create(
+                    Interruption.objects.create(
                         workload=workload,
                         occurred_at=occurred_at,
                         cause=cause,
                         restart_minutes=restart_minutes,
                         notes="Demo data.",
                     )
-                    interruption.workload = workload
-                    recorded.append(interruption)
+                    recorded.append((pool.id, occurred_at))
                 at += timedelta(days=rng.uniform(every_days * 0.6, every_days * 1.4))
     return recorded

@@ -1,18 +1,28 @@
 """The demo's teams and budgets: Research trains, Serving answers requests, Stores runs
 the edge; the mixed on-premises pool stays shared, its workloads split between the teams
-by their labelled GPU-hours. Budgets are set from what each has spent this month when
-first seeded, so the Overview's card shows several states (then left as the user edits
-them: a second run changes nothing)."""
+by their labelled GPU-hours.
 
-from decimal import ROUND_UP, Decimal
+Budgets are sized from the demo's own spend when first seeded: each is its owner's run
+rate per month (the mean daily spend of the last 7 complete days, as the Budgets page's
+forecast takes it, × the days of an average month) divided by the share of it the budget
+should forecast, so the forecasts read like a real month: the teams between 60 and 95 %
+of their budgets, the shared pool's budget over. Then they are left as the user edits
+them: a second run changes nothing.
 
-from apps.accounts.models import Team
-from apps.pools.models import Pool, Workload
+Only the demo's objects are touched: the caller (``seed_demo``) passes the demo's teams,
+pools, workloads, users and earlier budgets by their demo keys, and a team or pool that
+already has a budget of the user's keeps it alone.
+"""
+
+from datetime import UTC, datetime, timedelta
+from decimal import ROUND_HALF_UP, Decimal
+
+from apps.showback import burndown
 from apps.showback.models import Budget
-from apps.showback.selectors import budget_burndowns
+from apps.showback.selectors import showback
 
 TEAMS = (
-    # slug, name, description, pools, workloads of the shared pool
+    # key (slug), name, description, pools, workloads of the shared pool
     (
         "research",
         "Research",
@@ -36,61 +46,109 @@ TEAMS = (
     ),
 )
 SHARED_POOL = "mixed-a100-onprem"
-# Budget → the share of it spent so far when first seeded: over, 75 %, ok, 90 %.
-BUDGET_USED_SHARES = (
-    ({"team": "research"}, Decimal("1.08")),
-    ({"team": "serving"}, Decimal("0.80")),
-    ({"team": "stores"}, Decimal("0.30")),
-    ({"pool": SHARED_POOL}, Decimal("0.92")),
-)
+# Budget (its demo key: "team:<key>" or "pool:<key>") → the share of it an average
+# month's spend comes to: teams between 60 and 95 %, the shared pool's over, with room
+# for a month's length (February's forecasts read 8 % lower, a 31-day month's 2 % higher).
+BUDGET_FORECAST_SHARES = {
+    "team:research": Decimal("0.85"),
+    "team:serving": Decimal("0.76"),
+    "team:stores": Decimal("0.70"),
+    f"pool:{SHARED_POOL}": Decimal("1.15"),
+}
+BUDGET_NOTE = "Demo budget"
+DAYS_PER_MONTH = Decimal("365.25") / 12
 # Demo users in every team read the whole fleet as before teams; lead-serving only
 # Serving's and the shared objects.
 EVERY_TEAM_USERS = ("lead", "ops", "procurement")
 TEAM_USERS = {"lead-serving": ("serving",)}
 
 
-def seed_showback_demo(*, users, now) -> None:
-    teams = {}
-    for slug, name, description, pool_slugs, workload_slugs in TEAMS:
-        team, _ = Team.objects.update_or_create(
-            slug=slug, defaults={"name": name, "description": description}
-        )
-        teams[slug] = team
-        # update(): no change-history entry for the demo's own bookkeeping.
-        Pool.objects.filter(slug__in=pool_slugs).exclude(team=team).update(team=team)
-        Workload.objects.filter(slug__in=workload_slugs).exclude(team=team).update(team=team)
-    Pool.objects.filter(slug=SHARED_POOL, team__isnull=False).update(team=None)
+def seed_showback_demo(*, teams, pools, workloads, users, budgets, now) -> dict[str, Budget]:
+    """Give the demo's ``pools`` and shared-pool ``workloads`` to the demo's ``teams``,
+    the demo ``users`` their teams, and size the budgets the demo has not made yet
+    (``budgets``: the demo's earlier ones). Every argument maps demo keys to the demo's
+    objects. Returns the budgets made, by demo key."""
+    for key, _name, _description, pool_keys, workload_keys in TEAMS:
+        team = teams[key]
+        _give(pools, pool_keys, team)
+        _give(workloads, workload_keys, team)
+    if SHARED_POOL in pools:
+        _give(pools, (SHARED_POOL,), None)
     for username in EVERY_TEAM_USERS:
         if username in users:
             users[username].teams.add(*teams.values())
-    for username, slugs in TEAM_USERS.items():
+    for username, keys in TEAM_USERS.items():
         if username in users:
-            users[username].teams.set([teams[slug] for slug in slugs])
-    _seed_budgets(teams, now)
+            users[username].teams.set([teams[key] for key in keys])
+    return _seed_budgets(teams, pools, budgets, now)
 
 
-def _seed_budgets(teams, now) -> None:
-    missing = []
-    for owner, share in BUDGET_USED_SHARES:
-        if "team" in owner:
-            values = {"team": teams[owner["team"]]}
-        else:
-            pool = Pool.objects.filter(slug=owner["pool"]).first()
-            if pool is None:
-                continue
-            values = {"pool": pool}
-        if not Budget.objects.filter(**values).exists():
-            missing.append((Budget(amount_usd_per_month=Decimal("1"), **values), share))
-    if not missing:
+def _give(objects, keys, team) -> None:
+    """Set the team of the demo's ``objects`` under ``keys`` (None: shared)."""
+    chosen = [objects[key] for key in keys if key in objects]
+    if not chosen:
         return
-    spent = {
-        id(item.budget): item.figures.spent_usd
-        for item in budget_burndowns([budget for budget, _ in missing], now)
-    }
-    for budget, share in missing:
-        amount = Decimal(str(spent[id(budget)])) / share
-        budget.amount_usd_per_month = max(
-            Decimal("1.00"), amount.quantize(Decimal("0.01"), ROUND_UP)
-        )
-        budget.note = "Demo budget"
+    team_id = team.pk if team is not None else None
+    # update(): no change-history entry for the demo's own bookkeeping.
+    type(chosen[0]).objects.filter(pk__in=[item.pk for item in chosen]).exclude(
+        team_id=team_id
+    ).update(team_id=team_id)
+    for item in chosen:
+        item.team_id = team_id
+
+
+def _seed_budgets(teams, pools, budgets, now) -> dict[str, Budget]:
+    missing = {}
+    for key in BUDGET_FORECAST_SHARES:
+        kind, owner_key = key.split(":", 1)
+        owner = (teams if kind == "team" else pools).get(owner_key)
+        if owner is None or key in budgets:
+            continue
+        values = {kind: owner}
+        # A budget of the user's on a demo team or pool stays the only one.
+        if Budget.objects.filter(**values).exists():
+            continue
+        missing[key] = Budget(amount_usd_per_month=Decimal("1"), note=BUDGET_NOTE, **values)
+    size_budgets(missing, now)
+    return missing
+
+
+def size_budgets(budgets: dict[str, Budget], now) -> None:
+    """Set and save the amount of each of the demo's ``budgets`` (demo key → budget) from
+    its owner's run rate and the share of it the budget should forecast."""
+    if not budgets:
+        return
+    expected = expected_month_usd(list(budgets.values()), now)
+    for key, budget in budgets.items():
+        amount = expected[id(budget)] / BUDGET_FORECAST_SHARES[key]
+        budget.amount_usd_per_month = max(Decimal("1.00"), _round_figure(amount))
         budget.save()
+
+
+def _round_figure(amount: Decimal) -> Decimal:
+    """Three significant figures, as people set budgets ($412,000, not $411,873.52)."""
+    if amount <= 0:
+        return Decimal("0")
+    exponent = amount.adjusted() - 2
+    return amount.quantize(Decimal(1).scaleb(exponent), ROUND_HALF_UP).quantize(Decimal("0.01"))
+
+
+def expected_month_usd(budgets, now) -> dict[int, Decimal]:
+    """id(budget) → its owner's run rate per month: the mean daily spend of the 7 complete
+    UTC days before ``now`` (the Budgets page's forecast window, here a full week even in
+    the month's first days) × the days of an average month. Its figures are the page's
+    (``showback``); the demo's usage is steady, so a month's forecast comes to this run
+    rate within the month's length (28 to 31 days against 30.44)."""
+    today = datetime(now.year, now.month, now.day, tzinfo=UTC)
+    week = showback(today - timedelta(days=burndown.FORECAST_DAYS), today)
+    return {
+        id(budget): Decimal(str(_spent(week, budget) / burndown.FORECAST_DAYS)) * DAYS_PER_MONTH
+        for budget in budgets
+    }
+
+
+def _spent(figures, budget) -> float:
+    if budget.team_id is not None:
+        spend = figures.teams.get(budget.team_id)
+        return spend.cost_usd if spend is not None else 0.0
+    return figures.pool_cost_usd.get(budget.pool_id, 0.0)

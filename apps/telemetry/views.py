@@ -14,7 +14,7 @@ from django.contrib.auth.decorators import permission_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.db.models import Count, Max, Min, Q
+from django.db.models import Count, F, Max, Min, Q
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.utils import timezone
@@ -307,11 +307,28 @@ def _suggestion_sources(scope):
     return rules, pools
 
 
+# The total memory a GPU reports (nvidia-smi's and dcgm-exporter's used + free, which the
+# samples keep): the triage's suggestions hold it against each pool's catalog memory.
+REPORTED_MEMORY_MIB = Max(F("samples__memory_used_mib") + F("samples__memory_free_mib"))
+
+
+def _with_reported_memory(devices: list) -> list:
+    """``devices`` with ``reported_memory_mib`` set from their samples (one query)."""
+    memory = dict(
+        GpuDevice.objects.filter(pk__in=[device.pk for device in devices])
+        .annotate(reported_memory_mib=REPORTED_MEMORY_MIB)
+        .values_list("pk", "reported_memory_mib")
+    )
+    for device in devices:
+        device.reported_memory_mib = memory.get(device.pk)
+    return devices
+
+
 @require_GET
 def device_unassigned(request):
     devices = (
         GpuDevice.objects.filter(pool__isnull=True)
-        .annotate(sample_count=Count("samples"))
+        .annotate(sample_count=Count("samples"), reported_memory_mib=REPORTED_MEMORY_MIB)
         .order_by("hostname", "gpu_index", "key")
     )
     page = Paginator(devices, PAGE_SIZE).get_page(request.GET.get("page"))
@@ -368,7 +385,7 @@ def _suggested_groups(request, devices):
     suggested pool, by pool name; says what happens to the others."""
     rules, pools = _suggestion_sources(scope_of(request.user))
     already = [device for device in devices if device.pool_id is not None]
-    waiting = [device for device in devices if device.pool_id is None]
+    waiting = _with_reported_memory([device for device in devices if device.pool_id is None])
     suggestions = suggest_pools(waiting, rules=rules, pools=pools)
     groups: dict[int, tuple] = {}
     unsuggested = []

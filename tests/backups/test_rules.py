@@ -303,8 +303,10 @@ def test_demo_seed_is_idempotent(demo):
         RestoreDrill.history.count(),
     )
     from apps.backups.demo import seed_backups_demo
+    from apps.pools.models import Workload
 
-    assert seed_backups_demo() == {"policies": 0, "versions": 0, "drills": 0}
+    workloads = {workload.slug: workload for workload in Workload.objects.all()}
+    assert seed_backups_demo(workloads=workloads) == {"policies": 0, "versions": 0, "drills": 0}
     call_command("seed_demo", verbosity=0)
     assert counts == (
         BackupPolicy.objects.count(),

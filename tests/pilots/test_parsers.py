@@ -2,6 +2,7 @@
 to the figures the files print, and refuse what is not their format naming the line or key.
 Each expected figure is copied from the sample, with the line or key it is on."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,9 @@ def test_vllm_result_json():
     assert result.itl_p99_ms == 67.51899562010284  # "p99_itl_ms"
     assert result.concurrency is None  # "max_concurrency": null
     assert result.raw_figures["request_rate"] == "inf"
+    # "total_input_tokens" 899,100 and "total_output_tokens" 240,439 over 900 "completed".
+    assert result.input_tokens_per_request == 999.0
+    assert result.output_tokens_per_request == pytest.approx(267.1544, abs=1e-4)
 
 
 def test_genai_perf_csv():
@@ -64,6 +68,11 @@ def test_genai_perf_csv():
     # Line 5 "Inter Token Latency (ms)": p99 35.23, p50 30.13.
     assert result.itl_p99_ms == 35.23
     assert result.itl_p50_ms == 30.13
+    # Lines 7 and 6, "Input/Output Sequence Length (tokens)": avg "3,000.05" and 174.45;
+    # the concurrency is not in the CSV.
+    assert result.input_tokens_per_request == 3000.05
+    assert result.output_tokens_per_request == 174.45
+    assert result.concurrency is None
 
 
 def test_genai_perf_json_with_units():
@@ -72,6 +81,8 @@ def test_genai_perf_json_with_units():
       "request_throughput": {"unit": "requests/sec", "avg": 0.8233},
       "time_to_first_token": {"unit": "ns", "avg": 195840000, "p50": 175050000, "p99": 253450000},
       "inter_token_latency": {"unit": "ms", "avg": 35.2, "p50": 34.73, "p99": 35.96},
+      "input_sequence_length": {"unit": "tokens", "avg": 550.0, "p50": 550},
+      "output_sequence_length": {"unit": "tokens", "avg": 128.4, "p50": 128},
       "input_config": {"concurrency": 4}
     }"""
     result = parse_benchmark(text, "genai-perf")
@@ -81,6 +92,19 @@ def test_genai_perf_json_with_units():
     assert result.ttft_p99_ms == pytest.approx(253.45)
     assert (result.itl_p50_ms, result.itl_p99_ms) == (34.73, 35.96)
     assert result.concurrency == 4
+    assert (result.input_tokens_per_request, result.output_tokens_per_request) == (550.0, 128.4)
+
+
+def test_aiperf_json_keeps_its_concurrency_under_loadgen():
+    text = """{
+      "output_token_throughput": {"unit": "tokens/sec", "avg": 1400.0},
+      "input_sequence_length": {"min": 644, "avg": 644, "max": 644},
+      "output_sequence_length": {"min": 7, "avg": 7, "max": 7},
+      "input_config": {"loadgen": {"concurrency": 32}}
+    }"""
+    result = parse_benchmark(text, "genai-perf")
+    assert (result.concurrency, result.input_tokens_per_request) == (32, 644)
+    assert result.output_tokens_per_request == 7
 
 
 def test_guidellm_benchmarks_json():
@@ -93,6 +117,19 @@ def test_guidellm_benchmarks_json():
     assert result.itl_p50_ms == 4.9241227427805505  # inter_token_latency_ms…median
     assert result.itl_p99_ms == 5.258346167136365  # …percentiles.p99
     assert result.concurrency == 1  # "strategy": {"type_": "synchronous"}
+    # The excerpt keeps no prompt_token_count or output_token_count distribution.
+    assert result.input_tokens_per_request is None
+    assert result.output_tokens_per_request is None
+
+
+def test_guidellm_mean_tokens_per_request_come_from_the_token_counts():
+    document = json.loads(_read(GUIDELLM))
+    metrics = document["benchmarks"][0]["metrics"]
+    # As GuideLLM writes them for "prompt_tokens=256,output_tokens=128".
+    metrics["prompt_token_count"] = {"successful": {"mean": 256.0, "total_sum": 11776}}
+    metrics["output_token_count"] = {"successful": {"mean": 127.6, "total_sum": 5870}}
+    result = parse_benchmark(json.dumps(document), "guidellm")
+    assert (result.input_tokens_per_request, result.output_tokens_per_request) == (256.0, 127.6)
 
 
 def test_guidellm_sweep_needs_a_benchmark_number():

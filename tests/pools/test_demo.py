@@ -33,10 +33,11 @@ USAGE_FIELDS = (
 @pytest.fixture
 def serving_pool(pool, architecture):
     """An inference pool with a workload the demo sends requests to (no training job, so
-    no interruptions shape its curve)."""
+    no interruptions shape its curve), passed to the seeder as the demo's
+    infer-l40s-hk and chat-api-asia."""
     pool.purpose = Purpose.INFERENCE
     pool.save()
-    Workload.objects.create(
+    pool.demo_workload = Workload.objects.create(
         name="Chat API · Asia",
         slug="chat-api-asia",
         kind=WorkloadKind.ONLINE_INFERENCE,
@@ -45,6 +46,12 @@ def serving_pool(pool, architecture):
         gpu_count=8,
     )
     return pool
+
+
+def _seed(pool, now):
+    return seed_usage_demo(
+        pools={"infer-l40s-hk": pool}, workloads={"chat-api-asia": pool.demo_workload}, now=now
+    )
 
 
 def _usage():
@@ -61,7 +68,7 @@ def _requests():
 def test_seeding_again_extends_the_history_up_to_the_current_hour(serving_pool):
     # The current hour, 10:00, is written too, so the history ends at 11:00.
     first_end = datetime(2026, 11, 20, 11, 0, tzinfo=UTC)
-    assert seed_usage_demo(now=FIRST_SEED) == (DEMO_DAYS * 24, DEMO_DAYS * 24)  # 672 each
+    assert _seed(serving_pool, FIRST_SEED) == (DEMO_DAYS * 24, DEMO_DAYS * 24)  # 672 each
     hours = PoolHourlyUsage.objects.aggregate(first=Min("hour"), last=Max("hour"))
     assert hours == {
         "first": first_end - timedelta(days=28),
@@ -70,11 +77,11 @@ def test_seeding_again_extends_the_history_up_to_the_current_hour(serving_pool):
     usage, requests = _usage(), _requests()
 
     # Twenty minutes later, still in the same hour: nothing written, nothing changed.
-    assert seed_usage_demo(now=FIRST_SEED + timedelta(minutes=20)) == (0, 0)
+    assert _seed(serving_pool, FIRST_SEED + timedelta(minutes=20)) == (0, 0)
     assert _usage() == usage and _requests() == requests
 
     # A day and five minutes later: 24 more hours of each, the earlier ones untouched.
-    assert seed_usage_demo(now=FIRST_SEED + timedelta(days=1, minutes=5)) == (24, 24)
+    assert _seed(serving_pool, FIRST_SEED + timedelta(days=1, minutes=5)) == (24, 24)
     assert PoolHourlyUsage.objects.count() == 672 + 24
     assert WorkloadHourlyRequests.objects.count() == 672 + 24
     assert _usage()[:672] == usage and _requests()[:672] == requests
@@ -96,14 +103,14 @@ def test_seeding_again_extends_the_history_up_to_the_current_hour(serving_pool):
 
 @pytest.mark.django_db
 def test_an_hour_gets_the_same_figures_whichever_seed_writes_it(serving_pool):
-    seed_usage_demo(now=FIRST_SEED)
-    seed_usage_demo(now=FIRST_SEED + timedelta(days=1))
+    _seed(serving_pool, FIRST_SEED)
+    _seed(serving_pool, FIRST_SEED + timedelta(days=1))
     extended = {row[1]: row for row in _usage()}
     # Started afresh a day later, the history begins a day later; the hours both hold
     # are the same curve, figure for figure.
     PoolHourlyUsage.objects.all().delete()
     WorkloadHourlyRequests.objects.all().delete()
-    seed_usage_demo(now=FIRST_SEED + timedelta(days=1))
+    _seed(serving_pool, FIRST_SEED + timedelta(days=1))
     fresh = {row[1]: row for row in _usage()}
     assert len(fresh) == 672
     assert all(extended[hour] == row for hour, row in fresh.items())
@@ -115,7 +122,7 @@ def test_a_pool_gets_no_demo_usage_before_it_entered_service(serving_pool):
     serving_pool.save()
     # In service from 10:15 on the 19th: its 10:00 hour is partly in service, so the
     # 25 hours from 10:00 on the 19th to 10:00 on the 20th, the current hour included.
-    assert seed_usage_demo(now=FIRST_SEED) == (25, 25)
+    assert _seed(serving_pool, FIRST_SEED) == (25, 25)
 
 
 @pytest.mark.django_db

@@ -29,8 +29,12 @@ REPORTED_NAMES = {
     "NVIDIA H200": ["H200 SXM"],
     "NVIDIA A100 80GB PCIe": ["A100 PCIe 80GB"],
     "NVIDIA A100-SXM4-40GB": ["A100 SXM 40GB"],
-    # A vGPU profile of an A100: which A100 it runs on is not said.
-    "GRID A100-40C": ["A100 SXM 80GB", "A100 PCIe 80GB", "A100 SXM 40GB", "A100 PCIe 40GB"],
+    # vGPU profiles of an A100 (dcgm-exporter's scrape in tests/data): NVIDIA names the
+    # profiles of the 80 GB boards "A100D-…" (A100D-80C the whole board), those of the
+    # 40 GB boards "A100-…" (A100-40C the whole board); the form factor is not said.
+    "GRID A100-40C": ["A100 SXM 40GB", "A100 PCIe 40GB"],
+    "GRID A100D-40C": ["A100 SXM 80GB", "A100 PCIe 80GB"],
+    "GRID A100D-1-10C": ["A100 SXM 80GB", "A100 PCIe 80GB"],  # MIG-backed, 1 slice
     "NVIDIA L40S": ["L40S"],  # not the L4
     "NVIDIA L4": ["L4"],  # not the L40S
     "NVIDIA A10": ["A10"],  # not the A100
@@ -41,12 +45,19 @@ REPORTED_NAMES = {
 }
 
 
+def _catalog():
+    with CATALOG.open() as handle:
+        return [
+            (row["name"], row["memory_type"], row["memory_gb"]) for row in csv.DictReader(handle)
+        ]
+
+
 @pytest.mark.parametrize(("reported", "expected"), REPORTED_NAMES.items())
 def test_reported_names_match_their_catalog_models(reported, expected):
-    with CATALOG.open() as handle:
-        catalog = [(row["name"], row["memory_type"]) for row in csv.DictReader(handle)]
     matches = [
-        name for name, memory_type in catalog if gpu_model_matches(reported, name, memory_type)
+        name
+        for name, memory_type, memory_gb in _catalog()
+        if gpu_model_matches(reported, name, memory_type, catalog_memory_gb=memory_gb)
     ]
     assert matches == expected
 

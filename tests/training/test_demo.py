@@ -33,6 +33,7 @@ def test_the_demo_run_has_a_proven_checkpoint_goodput_and_seeding_again_adds_not
 
     pilots = PilotResult.objects.filter(workload__slug="chat-api-asia")
     assert sorted(pilots.values_list("gpu_model__slug", flat=True)) == ["h100-pcie", "l40s"]
-    assert seed_training_demo() == 0 and seed_pilots_demo() == 0
+    assert seed_training_demo(workload) == 0
+    assert seed_pilots_demo(Workload.objects.get(slug="chat-api-asia")) == 0
     assert events.count() == count
     assert pilots.count() == 2
