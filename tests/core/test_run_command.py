@@ -3,6 +3,8 @@ how to bring it over; the whole stack is walked by tests/journey."""
 
 import io
 
+import pytest
+
 from apps.core.management.commands.run import Command
 
 
@@ -27,3 +29,18 @@ def test_nothing_is_said_without_an_earlier_database_file(settings, tmp_path):
     command._say_where_earlier_data_is()
 
     assert command.stdout._out.getvalue() == ""
+
+
+@pytest.mark.django_db
+def test_the_banner_names_the_demo_users_as_they_are_named_here(make_user):
+    """A user of one's own named `admin` keeps the name; the demo's is named apart, and the
+    banner says the name to sign in with."""
+    from django.contrib.auth import get_user_model
+
+    from apps.demo.registry import DemoRegistry
+
+    make_user("lead")
+    demo_admin = get_user_model().objects.create_user("admin-demo")
+    DemoRegistry.load().mark(demo_admin, "admin")
+
+    assert Command()._demo_usernames() == {"admin": "admin-demo"}

@@ -126,6 +126,16 @@ class Command(BaseCommand):
             f"--schedule={schedule}",
         }
 
+    def _demo_usernames(self) -> dict[str, str]:
+        """The demo's users as they are named here: a user of one's own who holds a demo
+        username keeps it, and the demo's is named apart (apps/demo/registry.py)."""
+        from django.contrib.auth import get_user_model
+
+        from apps.demo.registry import DemoRegistry
+
+        users = DemoRegistry.load().all_of(get_user_model())
+        return {key: user.get_username() for key, user in users.items()}
+
     def _announce_when_ready(self, host: str, port: int, without_demo: bool) -> None:
         address = f"http://{host}:{port}/"
         deadline = time.monotonic() + READY_TIMEOUT_SECONDS
@@ -146,7 +156,8 @@ class Command(BaseCommand):
             lines.append("  Sign in with a superuser of yours (manage.py createsuperuser).")
         else:
             lines.append(f"  Demo sign-ins, all with the password {DEMO_PASSWORD}:")
-            lines += [f"    {user:<13} {role}" for user, role in DEMO_LOGINS]
+            usernames = self._demo_usernames()
+            lines += [f"    {usernames.get(key, key):<13} {role}" for key, role in DEMO_LOGINS]
         lines += ["", "  Ctrl-C stops gpufleet, its worker and beat.", ""]
         self.stdout.write("\n".join(lines))
         self.stdout.flush()
