@@ -2,8 +2,9 @@
 (embedded PostgreSQL and Redis, gunicorn, a Celery worker and beat, the demo), then driven
 in Chromium as each demo user, and stopped with Ctrl-C.
 
-- Every demo user signs in and opens every page of the navigation (read from the page, so
-  a new page is walked without an edit here) and every pool page, lazy panels loaded.
+- Every demo user signs in and opens every page of the navigation and of the user menu
+  (read from the page, so a new page is walked without an edit here) and every pool
+  page, lazy panels loaded.
 - The technical lead uploads a real dcgm-exporter scrape and a real nvidia-smi CSV into a
   pool, and a scrape without one; the worker imports them; the triage page assigns the
   waiting GPU to its suggested pool, whose hourly utilisation then shows that GPU's.
@@ -130,11 +131,15 @@ class Session:
         self.settle()
 
     def walk_every_page(self) -> None:
-        """Every page the navigation offers, and every pool the pool list links."""
+        """Every page the navigation and the user menu offer, and every pool the pool
+        list links."""
         navigation = self.page.eval_on_selector_all(
             "#main-nav a.nav-link", "links => links.map(a => a.href)"
         )
         assert len(navigation) >= 10, navigation
+        navigation += self.page.eval_on_selector_all(
+            "header .dropdown-menu a.dropdown-item[href]", "links => links.map(a => a.href)"
+        )
         pools = []
         for url in navigation:
             self.visit(url)
