@@ -108,6 +108,8 @@ class Stack:
                 self.ready_after_seconds = time.monotonic() - self.started_at
                 self.ready_log = text
                 self._servers = self._embedded_servers()
+                names = sorted({_name(process) for process in self._servers})
+                assert names == ["postgres", "redis-server"], names
                 return text
             if self.process.poll() is not None:
                 pytest.fail(
@@ -122,18 +124,19 @@ class Stack:
             time.sleep(0.25)
 
     def _embedded_servers(self) -> list[psutil.Process]:
-        """The embedded PostgreSQL (its postmaster, which pg_ctl started outside this
-        process tree, and its backends) and redis-server, found while they run."""
+        """The embedded PostgreSQL (its postmaster, which pg_ctl starts outside this
+        process tree, and its backends) and redis-server, as far as they run now."""
         servers = []
-        postmaster_pid = int(
-            (self.var_dir / "postgres" / "postmaster.pid").read_text().splitlines()[0]
-        )
-        postmaster = psutil.Process(postmaster_pid)
-        servers += [postmaster, *postmaster.children(recursive=True)]
-        descendants = psutil.Process(self.process.pid).children(recursive=True)
-        redis = [process for process in descendants if process.name() == "redis-server"]
-        assert len(redis) == 1, [process.cmdline() for process in descendants]
-        return servers + redis
+        try:
+            pid_line = (self.var_dir / "postgres" / "postmaster.pid").read_text().split("\n")[0]
+            postmaster = psutil.Process(int(pid_line))
+            servers += [postmaster, *postmaster.children(recursive=True)]
+        except (OSError, ValueError, psutil.Error):
+            pass
+        with contextlib.suppress(psutil.Error):
+            descendants = psutil.Process(self.process.pid).children(recursive=True)
+            servers += [process for process in descendants if _name(process) == "redis-server"]
+        return servers
 
     def get(self, path: str, timeout_seconds: float = 10) -> tuple[int, bytes]:
         try:
@@ -171,35 +174,44 @@ class Stack:
         """Ctrl-C, as a newcomer stops it: the command must exit within
         STOP_TIMEOUT_SECONDS and leave no process behind, embedded servers included.
         Whatever is left is killed before the test fails, so nothing outlives the test."""
-        if self.process.poll() is None:
-            tree = psutil.Process(self.process.pid).children(recursive=True)
-            watched = {process.pid: process for process in [*tree, *self._servers]}
+        running = self.process.poll() is None
+        tree = []
+        if running:
+            with contextlib.suppress(psutil.Error):
+                tree = psutil.Process(self.process.pid).children(recursive=True)
+        servers = self._servers or self._embedded_servers()
+        watched = list({process.pid: process for process in [*tree, *servers]}.values())
+        exited = True
+        if running:
             self.process.send_signal(signal.SIGINT)
             try:
                 self.process.wait(timeout=STOP_TIMEOUT_SECONDS)
-                exited = True
             except subprocess.TimeoutExpired:
                 exited = False
-            # The embedded servers stop as the command exits; give them the same time.
-            _gone, alive = psutil.wait_procs(list(watched.values()), timeout=5 if exited else 0)
-            left = [f"{process.pid} {_describe(process)}" for process in alive]
-            for process in alive:
-                _kill_quietly(process)
-            if not exited:
                 self.process.kill()
                 self.process.wait(timeout=10)
-            self._log.close()
-            assert exited, (
-                f"manage.py run did not exit within {STOP_TIMEOUT_SECONDS} s of Ctrl-C; the "
-                f"end of {self.log_path}:\n{self.log_tail()}"
-            )
-            # 130: a program stopped by Ctrl-C (128 + SIGINT), as honcho reports it.
-            assert self.process.returncode in (0, 130), (
-                f"manage.py run exited {self.process.returncode} after Ctrl-C:\n{self.log_tail()}"
-            )
-            assert not left, f"still running after manage.py run exited: {left}"
-        else:
-            self._log.close()
+        # The embedded servers stop once the command has exited: a few seconds more.
+        _gone, alive = psutil.wait_procs(watched, timeout=5 if exited else 0)
+        left = [f"{process.pid} {_describe(process)}" for process in alive]
+        for process in alive:
+            _kill_quietly(process)
+        self._log.close()
+        assert exited, (
+            f"manage.py run did not exit within {STOP_TIMEOUT_SECONDS} s of Ctrl-C; the end "
+            f"of {self.log_path}:\n{self.log_tail()}"
+        )
+        # 130: a program stopped by Ctrl-C (128 + SIGINT), as honcho reports it.
+        assert not running or self.process.returncode in (0, 130), (
+            f"manage.py run exited {self.process.returncode} after Ctrl-C:\n{self.log_tail()}"
+        )
+        assert not left, f"still running after manage.py run exited: {left}"
+
+
+def _name(process: psutil.Process) -> str:
+    try:
+        return process.name()
+    except psutil.Error:
+        return ""
 
 
 def _describe(process: psutil.Process) -> str:
