@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from apps.accounts.oidc import SignOutView
 from apps.alerts import views as alert_views
-from apps.core.views import healthz
+from apps.core.views import favicon, healthz
 
 urlpatterns = [
     path("", include("apps.dashboard.urls")),
@@ -27,6 +27,7 @@ urlpatterns = [
     # Signs out of the provider too after an SSO sign-in (apps/accounts/oidc.py).
     path("logout/", SignOutView.as_view(), name="logout"),
     path("healthz", login_not_required(healthz), name="healthz"),
+    path("favicon.ico", login_not_required(favicon), name="favicon"),
     # Prometheus text, for a scraper with the token or an allowed address (apps/alerts).
     path("metrics", alert_views.metrics, name="metrics"),
     # The sign-in page offers the language too, before anyone is signed in.

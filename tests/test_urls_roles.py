@@ -227,6 +227,7 @@ EXCLUDED = {
     "login": "the login page itself is public",
     "logout": "POST-only; covered by the browser test",
     "healthz": "public JSON probe for load balancers; covered by test_health",
+    "favicon": "a public redirect to the site's icon; covered by tests/core/test_favicon.py",
     "set_language": "public POST that sets the language cookie; covered by tests/core/test_i18n.py",
     "reports:recompute_create": "POST-only; covered by tests/reports/test_views.py",
     "telemetry:device_assign": "POST-only; covered by tests/telemetry/test_views.py",

@@ -95,8 +95,10 @@ class AlertRuleForm(
         }
         super().__init__(*args, user=user, **kwargs)
         scope = scope_of(user)
+        # The blank choice is no kind: it has no evaluator to lack.
         self.fields["kind"].choices = [
-            (value, _kind_label(value, label)) for value, label in self.fields["kind"].choices
+            (value, _kind_label(value, label) if value else label)
+            for value, label in self.fields["kind"].choices
         ]
         self.fields["channel"].queryset = AlertChannel.objects.in_scope(scope).order_by("name")
         self.fields["pool"].queryset = Pool.objects.active().in_scope(scope).order_by("name")

@@ -1,6 +1,7 @@
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
-from django.http import JsonResponse
+from django.http import HttpResponsePermanentRedirect, JsonResponse
+from django.templatetags.static import static
 from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
@@ -24,3 +25,10 @@ def user_list(request):
 def healthz(request):
     body, status = health_report()
     return JsonResponse(body, status=status)
+
+
+@require_GET
+def favicon(request):
+    """Browsers ask for /favicon.ico on pages that name no icon (Django's admin, the API's
+    documentation): they get the site's icon, not a 404 in their console."""
+    return HttpResponsePermanentRedirect(static("favicon.svg"))

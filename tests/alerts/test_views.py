@@ -202,6 +202,9 @@ def test_the_rule_form_asks_for_the_thresholds_of_its_kind(client):
     client.force_login(UserFactory(role="lead"))
     url = reverse("alerts:rule_create")
     page = client.get(url).content.decode()
+    # Only a kind without an evaluator says so, not the blank choice before the kinds.
+    assert '<option value="" selected>---------</option>' in page
+    assert "has no evaluator" not in page
     # The amount, shown for idle cost and dollars at risk only.
     assert 'data-show-values="idle_cost dollars_at_risk"' in page
     base = {"name": "Idle", "slug": "", "channel": channel.pk, "enabled": "on"}
