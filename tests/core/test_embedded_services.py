@@ -7,6 +7,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import psutil
@@ -40,9 +41,19 @@ def _processes_on(path: Path) -> list:
     ]
 
 
-def test_a_command_without_database_url_runs_on_the_embedded_postgresql(tmp_path):
+@pytest.fixture
+def var_dir():
+    """An empty VAR_DIR outside pytest's own temporary directory, which each new pytest
+    session makes private to root again, out of reach of the server's service user."""
+    directory = Path(tempfile.mkdtemp(prefix="gpufleet-embedded-"))
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_a_command_without_database_url_runs_on_the_embedded_postgresql(var_dir):
     """A manage.py command starts the server on VAR_DIR/postgres, reaches it through its
     Unix socket (no TCP port) and stops it when it exits."""
+    tmp_path = var_dir
     script = (
         "from django.db import connection\n"
         "from django.conf import settings\n"

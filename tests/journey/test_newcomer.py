@@ -11,6 +11,9 @@ in Chromium as each demo user, and stopped with Ctrl-C.
 - The administrator adds a webhook channel pointing at a local receiver and a rule the
   demo breaches; beat evaluates it and the worker posts Alertmanager's JSON, with no
   command typed.
+- A second stack without the demo, a superuser of one's own, and the empty Overview's
+  *Connect your fleet* pointed at a real Prometheus that scrapes real dcgm-exporter text:
+  the proposed pools are accepted and the Overview shows the fleet's utilisation.
 - Throughout: no answer of 500 or more, no console error, no request leaving the machine.
 """
 
@@ -26,8 +29,15 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.alerts.peers import start_http_receiver
-from tests.journey.stack import DEMO_PASSWORD, DEMO_USERS, newcomer_var_dir, start_stack
-from tests.telemetry.test_pull import expected_gpus
+from tests.journey.stack import (
+    DEMO_PASSWORD,
+    DEMO_USERS,
+    newcomer_var_dir,
+    serve_dcgm_scrapes,
+    start_prometheus_scraping,
+    start_stack,
+)
+from tests.telemetry.test_pull import SCRAPES, expected_gpus
 from tests.waiting import wait_until
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -321,3 +331,72 @@ def test_a_newcomer_runs_the_demo_signs_in_as_everyone_imports_and_is_alerted(
         f"\nnewcomer journey: ready after {stack.ready_after_seconds:.0f} s, then at "
         + ", ".join(f"{part} {seconds:.0f} s" for part, seconds in seconds_at.items())
     )
+
+
+# The recorded scrapes whose GPU model the catalog names unambiguously; the vGPU profile
+# asks a person to choose a board (walked in tests/browser/test_connect.py).
+OWN_FLEET_SCRAPES = [path for path in SCRAPES if "vGPU" not in path.name]
+OWN_ADMIN = ("owner", "owner@example.com", "an-own-fleet-password")
+
+
+@pytest.mark.browser
+@pytest.mark.worker
+@pytest.mark.stack
+@pytest.mark.prometheus
+def test_a_fleet_of_ones_own_connects_its_prometheus(browser, tmp_path, screenshot_dir):
+    """`make run DEMO=no`, a superuser made with createsuperuser, then the empty Overview's
+    *Connect your fleet*: a real Prometheus scraping real dcgm-exporter text on localhost is
+    tried, its proposed pools accepted, the worker pulls the last hour with nothing typed,
+    and the Overview shows the fleet's GPUs and utilisation."""
+    expected = {}
+    for path in OWN_FLEET_SCRAPES:
+        expected.update(expected_gpus(path))
+    # Every GPU is read at the same instants, so the fleet's busy ÷ measured GPU-hours is
+    # the mean of the GPUs' utilisations as the files state them.
+    expected_utilization_pct = sum(gpu["utilization_pct"] for gpu in expected.values()) / len(
+        expected
+    )
+    problems = Problems()
+    scrapes = serve_dcgm_scrapes()
+    prometheus = start_prometheus_scraping(scrapes, tmp_path, targets=OWN_FLEET_SCRAPES)
+    try:
+        with newcomer_var_dir("own-fleet") as var_dir:
+            stack = start_stack(var_dir, "own-fleet-stack.log", without_demo=True)
+            try:
+                assert "Demo sign-ins" not in stack.log_tail(200)
+                username, email, password = OWN_ADMIN
+                stack.create_superuser(username, password, email)
+                context = browser.new_context(locale="en-GB", timezone_id="UTC")
+                page = context.new_page()
+                problems.watch(page, username)
+                page.goto(f"{stack.url}/login/")
+                page.fill("#id_username", username)
+                page.fill("#id_password", password)
+                page.click("form button[type=submit]")
+                expect(page.locator("#current-user")).to_be_visible()
+
+                page.get_by_role("link", name="Connect your fleet").first.click()
+                expect(page).to_have_url(re.compile(r"/telemetry/connect/$"))
+                page.get_by_label("Prometheus or VictoriaMetrics URL").fill(prometheus.base_url)
+                page.get_by_role("button", name="Try it").click()
+                expect(page.locator("#connect-gpu-count")).to_have_text(
+                    str(len(expected)), timeout=30_000
+                )
+                page.get_by_role("button", name="Connect the fleet").click()
+                expect(page).to_have_url(re.compile(r"/telemetry/connect/\d+/$"), timeout=15_000)
+                expect(page.locator("#connect-pool-table")).to_be_visible(timeout=90_000)
+                page.screenshot(path=screenshot_dir / "own-fleet-connected.png", full_page=True)
+
+                page.goto(f"{stack.url}/")
+                expect(page.locator("#kpi-gpus .kpi-value")).to_contain_text(str(len(expected)))
+                shown = page.locator("#kpi-utilization .kpi-value").inner_text()
+                page.screenshot(path=screenshot_dir / "own-fleet-overview.png", full_page=True)
+                shown_pct = float(re.search(r"([\d.]+)\s*%", shown).group(1))
+                assert shown_pct == pytest.approx(expected_utilization_pct, abs=0.05)
+                context.close()
+            finally:
+                stack.stop()
+    finally:
+        prometheus.stop()
+        scrapes.stop()
+    problems.assert_none()
