@@ -34,6 +34,7 @@ import psutil
 import pytest
 
 from tests.conftest import ARTIFACTS_DIR, REPO_ROOT, XDIST_WORKER
+from tests.telemetry import tsdb_servers
 from tests.telemetry.test_pull import SCRAPES, ScrapeHandler, expected_gpus
 from tests.telemetry.tsdb_servers import free_port, http
 from tests.waiting import wait_until
@@ -299,39 +300,9 @@ def start_prometheus_scraping(
     """Debian's prometheus on a free 127.0.0.1 port, its configuration and data in
     ``directory``, scraping each of ``targets`` from ``scrapes`` once a second; returned
     once it holds DCGM_FI_DEV_GPU_UTIL of every GPU the targets report."""
-    binary = shutil.which(os.environ.get("PROMETHEUS", "prometheus"))
-    if binary is None:
-        pytest.fail("prometheus is not installed: run scripts/ensure_prometheus.sh")
-    server_address = scrapes.base_url.removeprefix("http://")
-    jobs = "".join(
-        f"""
-  - job_name: {path.stem}
-    honor_labels: true
-    metrics_path: /metrics/{path.stem}
-    static_configs:
-      - targets: ["{server_address}"]
-"""
-        for path in targets
+    process, base_url, log_path = tsdb_servers.start_scraping_prometheus(
+        scrapes.base_url, targets, directory
     )
-    config = directory / "prometheus.yml"
-    config.write_text(
-        f"global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:{jobs}"
-    )
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    log_path = directory / "prometheus.log"
-    with log_path.open("w") as log:
-        process = subprocess.Popen(
-            [
-                binary,
-                f"--config.file={config}",
-                f"--storage.tsdb.path={directory / 'data'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-                "--log.level=warn",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
     uuids = {uuid for path in targets for uuid in expected_gpus(path)}
     prometheus = ScrapingPrometheus(process, base_url, uuids, log_path)
 

@@ -7,8 +7,6 @@ regex of this module, not through the parsers."""
 import base64
 import json
 import re
-import shutil
-import subprocess
 import threading
 import time
 import urllib.parse
@@ -149,40 +147,9 @@ def api_get(base_url: str, query: str) -> dict:
 @pytest.fixture(scope="module")
 def scraping_prometheus(exporter, tmp_path_factory):
     """Debian's prometheus scraping every target once a second, as a fleet's does."""
-    binary = shutil.which("prometheus")
-    if binary is None:
-        pytest.fail("prometheus is not installed: run scripts/ensure_prometheus.sh")
-    directory = tmp_path_factory.mktemp("prometheus-connect")
-    address = exporter.removeprefix("http://")
-    jobs = "".join(
-        f"""
-  - job_name: {path.stem}
-    honor_labels: true
-    metrics_path: /metrics/{path.stem}
-    static_configs:
-      - targets: ["{address}"]
-"""
-        for path in TARGETS
+    process, base_url, _ = tsdb_servers.start_scraping_prometheus(
+        exporter, TARGETS, tmp_path_factory.mktemp("prometheus-connect")
     )
-    config = directory / "prometheus.yml"
-    config.write_text(
-        f"global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:{jobs}"
-    )
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    log_path = directory / "prometheus.log"
-    with log_path.open("w") as log:
-        process = subprocess.Popen(
-            [
-                binary,
-                f"--config.file={config}",
-                f"--storage.tsdb.path={directory / 'data'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-                "--log.level=warn",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
     expected = expected_findings(TARGETS)
 
     def every_device_seen():

@@ -6,9 +6,7 @@ answers here, independently of the parsers."""
 import copy
 import gzip
 import json
-import os
 import re
-import shutil
 import socket
 import subprocess
 import threading
@@ -41,6 +39,7 @@ from apps.telemetry.pull_tasks import (
 )
 from apps.telemetry.tasks import rollup_pending_task
 from tests.factories import PullSourceFactory
+from tests.telemetry import tsdb_servers
 from tests.waiting import wait_until
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -665,42 +664,9 @@ def api_get(base_url: str, path: str) -> dict:
 def prometheus_server(scrape_server, tmp_path_factory):
     """Debian's prometheus on a free 127.0.0.1 port, its own config and data directory,
     scraping every sample scrape once a second; stopped at the end of the module."""
-    binary = shutil.which(os.environ.get("PROMETHEUS", "prometheus"))
-    if binary is None:
-        pytest.fail(
-            "prometheus is not installed: run scripts/ensure_prometheus.sh (make test does)"
-        )
-    directory = tmp_path_factory.mktemp("prometheus")
-    server_address = scrape_server.removeprefix("http://")
-    jobs = "".join(
-        f"""
-  - job_name: {path.stem}
-    honor_labels: true
-    metrics_path: /metrics/{path.stem}
-    static_configs:
-      - targets: ["{server_address}"]
-"""
-        for path in SCRAPES
+    process, base_url, log_path = tsdb_servers.start_scraping_prometheus(
+        scrape_server, SCRAPES, tmp_path_factory.mktemp("prometheus")
     )
-    config = directory / "prometheus.yml"
-    config.write_text(
-        f"global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:{jobs}"
-    )
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    log_path = directory / "prometheus.log"
-    with log_path.open("w") as log:
-        process = subprocess.Popen(
-            [
-                binary,
-                f"--config.file={config}",
-                f"--storage.tsdb.path={directory / 'data'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-                "--log.level=warn",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
     try:
         deadline, last_error = time.monotonic() + PROMETHEUS_STARTUP_SECONDS, None
         while True:

@@ -78,6 +78,48 @@ def _binary(variable: str, default: str, script: str) -> str:
     return binary
 
 
+def start_scraping_prometheus(
+    scrape_base_url: str, targets, directory: Path
+) -> tuple[subprocess.Popen, str, Path]:
+    """(process, base URL, log) of Debian's prometheus on a free 127.0.0.1 port, its
+    configuration and data in ``directory``, scraping each of ``targets`` (scrape files
+    served at ``/metrics/<file stem>`` of ``scrape_base_url``) once a second, once it is
+    ready; the caller waits for the series it needs and stops it (``stop``)."""
+    binary = _binary("PROMETHEUS", "prometheus", "scripts/ensure_prometheus.sh")
+    server_address = scrape_base_url.removeprefix("http://")
+    jobs = "".join(
+        f"""
+  - job_name: {path.stem}
+    honor_labels: true
+    metrics_path: /metrics/{path.stem}
+    static_configs:
+      - targets: ["{server_address}"]
+"""
+        for path in targets
+    )
+    config = directory / "prometheus.yml"
+    config.write_text(
+        f"global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:{jobs}"
+    )
+    port = free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    log_path = directory / "prometheus.log"
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [
+                binary,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={directory / 'data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--log.level=warn",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    _wait_for(process, f"{base_url}/-/ready", log_path, "prometheus")
+    return process, base_url, log_path
+
+
 class VictoriaMetrics:
     """A running single-node VictoriaMetrics and what the tests do with it."""
 
