@@ -5,7 +5,7 @@ import io
 
 import pytest
 
-from apps.core.management.commands.run import Command
+from apps.demo.management.commands.run import Command
 
 
 def test_an_earlier_database_file_is_kept_and_the_way_over_is_said(settings, tmp_path):

@@ -5,7 +5,8 @@ worker and Celery beat run side by side under honcho, on the PostgreSQL of
 ``DATABASE_URL`` (the embedded one when it is unset: config/embedded.py) and the Redis of
 ``REDIS_URL`` (an embedded redis-server started here when it is unset). Before they start,
 the database is migrated, static files collected and the demo fleet refreshed. Ctrl-C
-(or SIGTERM) stops them all, then the servers this command started.
+(or SIGTERM) stops them all, then the servers this command started. It lives beside
+``seed_demo``, the top layer of the apps: it loads the demo and names its users.
 """
 
 import sys
