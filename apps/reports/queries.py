@@ -16,17 +16,20 @@ from zoneinfo import ZoneInfo
 from django.db.models import (
     Aggregate,
     Count,
+    DateTimeField,
+    DecimalField,
     Exists,
     F,
     FloatField,
     IntegerField,
     OuterRef,
     Q,
+    Subquery,
     Sum,
     Value,
 )
 from django.db.models.expressions import RawSQL
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Cast, Coalesce, ExtractHour, TruncDate
 from django.utils import timezone
 from django.utils.translation import gettext
 
@@ -36,6 +39,7 @@ from apps.pools.models import (
     TRAINING_KINDS,
     Interruption,
     Pool,
+    PoolPricePeriod,
     Purpose,
     Workload,
 )
@@ -111,14 +115,50 @@ class Span:
 # --- per-pool sums -------------------------------------------------------------------------
 
 
+def _price_in_force(field: str, moment, pool_id="pool_id"):
+    """The pool's ``field`` in the price period in force at ``moment`` (an hour column;
+    apps/pools/prices.py), as a correlated subquery on the (pool, start) index; the
+    pool's current price where no period covers the hour (a pool priced before periods
+    existed)."""
+    in_force = (
+        PoolPricePeriod.objects.filter(pool_id=OuterRef(pool_id), effective_from__lte=moment)
+        .order_by("-effective_from")
+        .values(field)[:1]
+    )
+    return Coalesce(Subquery(in_force), F(f"pool__{field}"), output_field=DecimalField())
+
+
+def _changes_mid_day(day) -> Exists:
+    """A price period of the row's pool starts inside the UTC day ``day`` but not at its
+    midnight: that day's cost is summed from its hourly rows, hour by hour."""
+    return Exists(
+        PoolPricePeriod.objects.annotate(
+            day_utc=TruncDate("effective_from", tzinfo=UTC),
+            hour_utc=ExtractHour("effective_from", tzinfo=UTC),
+        )
+        .filter(pool_id=OuterRef("pool_id"), day_utc=day)
+        .exclude(hour_utc=0)
+    )
+
+
+def _full_price(fixed, per_kwh, tdp_kw):
+    """USD per GPU-hour of an hour without telemetry: fixed + per kWh × TDP."""
+    return fixed + per_kwh * tdp_kw
+
+
 def _measured_cost_expression(prefix: str = "pool__"):
     """Σ cost of measured hours as a SQL expression over rows carrying the daily-usage
     column names: fixed price × capacity + price per kWh × (measured energy + TDP × busy
-    GPU-hours of the hours without it), the cost model's owned-pool formula."""
+    GPU-hours of the hours without it), the cost model's owned-pool formula, at the
+    prices in force on the row's day."""
     tdp_kw = F(f"{prefix}gpu_model__tdp_watts") / 1000.0
-    return F(f"{prefix}fixed_price_per_gpu_hour_usd") * F("measured_capacity_gpu_hours") + F(
-        f"{prefix}price_per_gpu_kwh_usd"
-    ) * (F("energy_kwh") + tdp_kw * F("busy_gpu_hours_without_energy"))
+    # A date cast to a timestamp is its UTC midnight: Django's connections run in UTC.
+    day = Cast(OuterRef("day"), DateTimeField())
+    fixed = _price_in_force("fixed_price_per_gpu_hour_usd", day)
+    per_kwh = _price_in_force("price_per_gpu_kwh_usd", day)
+    return fixed * F("measured_capacity_gpu_hours") + per_kwh * (
+        F("energy_kwh") + tdp_kw * F("busy_gpu_hours_without_energy")
+    )
 
 
 @dataclass
@@ -131,6 +171,9 @@ class UsageTotals:
     # The power terms of the measured cost, so an explanation can show them (explain.py).
     energy_kwh: float = 0.0
     busy_gpu_hours_without_energy: float = 0.0
+    # Σ over measured hours of the full price in force (USD per GPU): what those hours
+    # would cost unmeasured, subtracted from the paid hours' to price the unmeasured ones.
+    measured_hours_full_price_usd: float = 0.0
 
     def add(self, row: dict):
         self.measured_hours += row["measured_hours"] or 0
@@ -140,6 +183,7 @@ class UsageTotals:
         self.measured_cost_usd += float(row["cost"] or 0.0)
         self.energy_kwh += row["energy"] or 0.0
         self.busy_gpu_hours_without_energy += row["busy_without_energy"] or 0.0
+        self.measured_hours_full_price_usd += float(row["full_price"] or 0.0)
 
 
 def _days_and_edges(span: Span, daily_model, hourly_model, key: str, ids=None):
@@ -155,10 +199,39 @@ def _days_and_edges(span: Span, daily_model, hourly_model, key: str, ids=None):
 
 
 def pool_usage_totals(span: Span, pool_ids=None) -> dict[int, UsageTotals]:
-    """Per pool: sums over the span's measured hours. Two queries."""
+    """Per pool: sums over the span's measured hours, each at the prices in force in it.
+    Two queries.
+
+    A whole day is read from its daily row at the prices in force at its midnight,
+    unless a price period of its pool starts later that day: then from its hourly rows."""
     totals: dict[int, UsageTotals] = defaultdict(UsageTotals)
-    daily, hourly = _days_and_edges(span, PoolDailyUsage, PoolHourlyUsage, "pool_id", pool_ids)
+    first, last = span.whole_days()
+    daily = PoolDailyUsage.objects.filter(day__gte=first, day__lt=last).exclude(
+        _changes_mid_day(OuterRef("day"))
+    )
+    first_at = datetime.combine(first, time.min, tzinfo=UTC)
+    last_at = datetime.combine(last, time.min, tzinfo=UTC)
+    hourly = PoolHourlyUsage.objects.annotate(day_utc=TruncDate("hour", tzinfo=UTC)).filter(
+        span.edge_filter()
+        | Q(hour__gte=first_at, hour__lt=last_at) & Q(_changes_mid_day(OuterRef("day_utc")))
+    )
+    if pool_ids is not None:
+        daily = daily.filter(pool_id__in=pool_ids)
+        hourly = hourly.filter(pool_id__in=pool_ids)
+    tdp_kw = F("pool__gpu_model__tdp_watts") / 1000.0
+    # A date cast to a timestamp is its UTC midnight: Django's connections run in UTC.
+    day = Cast(OuterRef("day"), DateTimeField())
     daily_rows = daily.values("pool_id").annotate(
+        # Before the sums: "measured_hours" names the field here, the sum below.
+        full_price=Sum(
+            F("measured_hours")
+            * _full_price(
+                _price_in_force("fixed_price_per_gpu_hour_usd", day),
+                _price_in_force("price_per_gpu_kwh_usd", day),
+                tdp_kw,
+            ),
+            output_field=FloatField(),
+        ),
         measured_hours=Sum("measured_hours"),
         measured_capacity=Sum("measured_capacity_gpu_hours"),
         busy=Sum("busy_gpu_hours"),
@@ -168,7 +241,8 @@ def pool_usage_totals(span: Span, pool_ids=None) -> dict[int, UsageTotals]:
         busy_without_energy=Sum("busy_gpu_hours_without_energy"),
     )
     measured = Q(reporting_gpus__gt=0)
-    tdp_kw = F("pool__gpu_model__tdp_watts") / 1000.0
+    fixed = _price_in_force("fixed_price_per_gpu_hour_usd", OuterRef("hour"))
+    per_kwh = _price_in_force("price_per_gpu_kwh_usd", OuterRef("hour"))
     hourly_rows = (
         hourly.filter(in_service_q())
         .values("pool_id")
@@ -179,9 +253,8 @@ def pool_usage_totals(span: Span, pool_ids=None) -> dict[int, UsageTotals]:
             reporting=Coalesce(Sum(F("reporting_gpus") * 1.0), _ZERO),
             cost=Coalesce(
                 Sum(
-                    F("pool__fixed_price_per_gpu_hour_usd") * F("capacity_gpu_hours")
-                    + F("pool__price_per_gpu_kwh_usd")
-                    * Coalesce("energy_kwh", tdp_kw * F("busy_gpu_hours")),
+                    fixed * F("capacity_gpu_hours")
+                    + per_kwh * Coalesce("energy_kwh", tdp_kw * F("busy_gpu_hours")),
                     filter=measured,
                     output_field=FloatField(),
                 ),
@@ -191,6 +264,12 @@ def pool_usage_totals(span: Span, pool_ids=None) -> dict[int, UsageTotals]:
             busy_without_energy=Coalesce(
                 Sum("busy_gpu_hours", filter=measured & Q(energy_kwh__isnull=True)), _ZERO
             ),
+            full_price=Coalesce(
+                Sum(
+                    _full_price(fixed, per_kwh, tdp_kw), filter=measured, output_field=FloatField()
+                ),
+                _ZERO,
+            ),
         )
     )
     for row in [*daily_rows, *hourly_rows]:
@@ -198,11 +277,58 @@ def pool_usage_totals(span: Span, pool_ids=None) -> dict[int, UsageTotals]:
     return totals
 
 
-def pool_paid_hours(pool: Pool, span: Span) -> int:
-    """Hours of the span inside the pool's service period."""
+def _paid_range(pool: Pool, span: Span) -> tuple[datetime, datetime]:
     first, end = pool.service_hours()
     begin, finish = max(span.start, first), min(span.end, end) if end else span.end
-    return max(0, int((finish - begin) / ONE_HOUR))
+    return begin, max(begin, finish)
+
+
+def pool_paid_hours(pool: Pool, span: Span) -> int:
+    """Hours of the span inside the pool's service period."""
+    begin, finish = _paid_range(pool, span)
+    return int((finish - begin) / ONE_HOUR)
+
+
+def _pool_full_price(pool_or_period, tdp_watts: int) -> float:
+    return float(pool_or_period.fixed_price_per_gpu_hour_usd) + float(
+        pool_or_period.price_per_gpu_kwh_usd
+    ) * (tdp_watts / 1000)
+
+
+@dataclass(frozen=True)
+class PaidPrices:
+    """Σ over a pool's paid hours of the full price in force in each, USD per GPU, and
+    that price when one was in force throughout."""
+
+    total_usd: float
+    single_usd_per_gpu_hour: float | None
+
+
+def paid_hours_full_price_usd(span: Span, pools: list[Pool]) -> dict[int, PaidPrices]:
+    """Per pool: Σ over the span's paid hours of the full price per GPU-hour in force in
+    each (fixed + per kWh × TDP, what an hour without telemetry costs a GPU). One query.
+
+    Hours before a pool's first price period, or of a pool without any, are at its
+    current prices, as the SQL sums fall back to them."""
+    periods = defaultdict(list)
+    for period in PoolPricePeriod.objects.filter(pool__in=pools).order_by("effective_from"):
+        periods[period.pool_id].append(period)
+    sums = {}
+    for pool in pools:
+        begin, finish = _paid_range(pool, span)
+        tdp = pool.gpu_model.tdp_watts
+        # (start, price) steps: the current price until the first period, then each one's.
+        steps = [(begin, _pool_full_price(pool, tdp))]
+        steps += [(p.effective_from, _pool_full_price(p, tdp)) for p in periods[pool.id]]
+        total, prices = 0.0, set()
+        for index, (start, price) in enumerate(steps):
+            until = steps[index + 1][0] if index + 1 < len(steps) else finish
+            hours = (min(until, finish) - max(start, begin)) / ONE_HOUR
+            if hours > 0:
+                total += hours * price
+                prices.add(price)
+        sums[pool.id] = PaidPrices(total, prices.pop() if len(prices) == 1 else None)
+    return sums
 
 
 # --- requests and interruptions ----------------------------------------------------------
@@ -424,12 +550,23 @@ class PoolFigures:
     usage: UsageTotals
     requests: RequestTotals
     lost_gpu_hours: float
+    # The full prices in force over the paid hours (paid_hours_full_price_usd); None:
+    # the pool's current price throughout.
+    paid_prices: PaidPrices | None = None
 
     @property
     def unmeasured_usd_per_gpu_hour(self) -> float:
-        return float(self.pool.fixed_price_per_gpu_hour_usd) + float(
-            self.pool.price_per_gpu_kwh_usd
-        ) * (self.pool.gpu_model.tdp_watts / 1000)
+        """The full price per GPU-hour of the unmeasured hours: the one in force, or
+        their mean when the span crosses a price change."""
+        paid = self.paid_prices
+        if paid is None or not paid.total_usd:
+            return _pool_full_price(self.pool, self.pool.gpu_model.tdp_watts)
+        if paid.single_usd_per_gpu_hour is not None:
+            return paid.single_usd_per_gpu_hour
+        if not self.unmeasured_hours:
+            return paid.total_usd / self.paid_hours
+        unmeasured_usd = paid.total_usd - self.usage.measured_hours_full_price_usd
+        return max(0.0, unmeasured_usd) / self.unmeasured_hours
 
     @property
     def unmeasured_hours(self) -> int:
@@ -467,6 +604,7 @@ def pool_figures(
     queries, whatever the number of pools."""
     pool_ids = [pool.id for pool in pools]
     usage = pool_usage_totals(span, pool_ids)
+    paid_prices = paid_hours_full_price_usd(span, pools)
     workloads_by_pool = defaultdict(list)
     for workload in workloads:
         workloads_by_pool[workload.pool_id].append(workload.id)
@@ -482,6 +620,7 @@ def pool_figures(
                 usage=usage.get(pool.id, UsageTotals()),
                 requests=pool_requests,
                 lost_gpu_hours=sum(lost.get(w, 0.0) for w in workloads_by_pool[pool.id]),
+                paid_prices=paid_prices[pool.id],
             )
         )
     return figures

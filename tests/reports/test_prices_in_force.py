@@ -1,0 +1,164 @@
+"""The cost of an hour is the price in force in that hour (apps/pools/prices.py).
+
+Cloud pools only, whose cost is GPUs × hours × price (FORMULAS.md; apps/reports/
+costmodel.py: a cloud price includes power), so every figure is a product done by hand
+in the docstrings.
+"""
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from apps.pools.hours import floor_hour
+from apps.pools.models import Deployment, Pool, Purpose
+from apps.pools.prices import record_prices
+from apps.reports.queries import cost_report
+from apps.telemetry.days import rebuild_days
+from apps.telemetry.models import PoolHourlyUsage
+
+ONE_HOUR = timedelta(hours=1)
+GPUS = 4
+
+
+def _cloud_pool(gpu_model, price: str, in_service_from: datetime) -> Pool:
+    """A 4-GPU cloud on-demand pool priced from its service start, as the pool form
+    creates it."""
+    return record_prices(
+        Pool(
+            name="Priced",
+            slug="priced",
+            purpose=Purpose.INFERENCE,
+            deployment=Deployment.CLOUD_ON_DEMAND,
+            gpu_model=gpu_model,
+            gpu_count=GPUS,
+            gpus_per_node=4,
+            on_demand_price_per_gpu_hour_usd=Decimal(price),
+            in_service_from=in_service_from,
+        )
+    )
+
+
+def _change_price(pool: Pool, price: str, effective_from: datetime | None) -> Pool:
+    pool.on_demand_price_per_gpu_hour_usd = Decimal(price)
+    return record_prices(pool, effective_from)
+
+
+def _telemetry(pool: Pool, start: datetime, end: datetime):
+    """Every GPU reporting, half busy, every hour of [start, end); then the daily rows."""
+    hours = int((end - start) / ONE_HOUR)
+    PoolHourlyUsage.objects.bulk_create(
+        PoolHourlyUsage(
+            pool=pool,
+            hour=start + step * ONE_HOUR,
+            reporting_gpus=GPUS,
+            capacity_gpu_hours=GPUS,
+            busy_gpu_hours=GPUS / 2,
+            avg_utilization_pct=50,
+            max_utilization_pct=50,
+        )
+        for step in range(hours)
+    )
+    rebuild_days(start - timedelta(days=1), end + timedelta(days=1))
+
+
+def _pool_cost(start, end) -> float:
+    (row,) = cost_report(start, end, group_by="pool")
+    return row.cost_usd
+
+
+@pytest.mark.django_db
+def test_a_window_across_a_price_change_costs_each_hour_at_its_price(gpu_model):
+    """4 GPUs, 10 h at $2.00 then 10 h at $1.00: 4 × (10 × 2.00 + 10 × 1.00) = $120.00."""
+    change = datetime(2026, 3, 10, 12, tzinfo=UTC)
+    pool = _cloud_pool(gpu_model, "2.00", datetime(2026, 1, 1, tzinfo=UTC))
+    _change_price(pool, "1.00", change)
+    _telemetry(pool, change - 10 * ONE_HOUR, change + 10 * ONE_HOUR)
+
+    assert _pool_cost(change - 10 * ONE_HOUR, change + 10 * ONE_HOUR) == pytest.approx(120.00)
+
+
+@pytest.mark.django_db
+def test_whole_days_with_a_change_at_noon_are_costed_hour_by_hour(gpu_model):
+    """60 h from 9 March 18:00 to 12 March 06:00 (two whole days read from daily rows),
+    the price falling from $2.00 to $1.00 at noon on 10 March, no telemetry in the first
+    5 hours:
+
+    - before the change: 18 h (9 March 18:00 → 10 March 12:00) at $2.00, of them 5
+      unmeasured; after: 42 h at $1.00;
+    - cost = 4 × (18 × 2.00 + 42 × 1.00) = 4 × 78 = $312.00;
+    - unmeasured = 4 × 5 × 2.00 = $40.00, measured = 4 × (13 × 2.00 + 42 × 1.00) = $272.00;
+    - idle = measured × (1 − ½) = $136.00 (half the GPUs busy every hour).
+    """
+    start, end = datetime(2026, 3, 9, 18, tzinfo=UTC), datetime(2026, 3, 12, 6, tzinfo=UTC)
+    pool = _cloud_pool(gpu_model, "2.00", datetime(2026, 1, 1, tzinfo=UTC))
+    _change_price(pool, "1.00", datetime(2026, 3, 10, 12, tzinfo=UTC))
+    _telemetry(pool, start + 5 * ONE_HOUR, end)
+
+    (row,) = cost_report(start, end, group_by="pool")
+    assert row.cost_usd == pytest.approx(312.00)
+    assert row.unmeasured_cost_usd == pytest.approx(40.00)
+    assert row.measured_cost_usd == pytest.approx(272.00)
+    assert row.idle_cost_usd == pytest.approx(136.00)
+
+
+@pytest.mark.django_db
+def test_a_change_at_midnight_reads_the_daily_rows_at_each_days_price(gpu_model):
+    """Two whole days, $3.00 on 10 March and $1.50 from 11 March 00:00:
+    4 × 24 × 3.00 + 4 × 24 × 1.50 = 288 + 144 = $432.00."""
+    start, end = datetime(2026, 3, 10, tzinfo=UTC), datetime(2026, 3, 12, tzinfo=UTC)
+    pool = _cloud_pool(gpu_model, "3.00", datetime(2026, 1, 1, tzinfo=UTC))
+    _change_price(pool, "1.50", datetime(2026, 3, 11, tzinfo=UTC))
+    _telemetry(pool, start, end)
+
+    assert _pool_cost(start, end) == pytest.approx(432.00)
+
+
+@pytest.mark.django_db
+def test_a_scheduled_price_leaves_past_and_current_hours_alone(gpu_model):
+    """$2.00 now, $1.00 scheduled from tomorrow: the last 10 hours and the current one,
+    without telemetry, cost 4 × 11 × 2.00 = $88.00, and the pool's price is still $2.00."""
+    now_hour = floor_hour(timezone.now())
+    pool = _cloud_pool(gpu_model, "2.00", now_hour - timedelta(days=30))
+    _change_price(pool, "1.00", now_hour + timedelta(days=1))
+
+    pool.refresh_from_db()
+    assert pool.effective_price_per_gpu_hour_usd == Decimal("2.0000")
+    assert pool.on_demand_price_per_gpu_hour_usd == Decimal("2.0000")
+    assert _pool_cost(now_hour - 10 * ONE_HOUR, now_hour + ONE_HOUR) == pytest.approx(88.00)
+
+
+@pytest.mark.django_db
+def test_editing_a_price_today_leaves_last_months_report_as_signed(gpu_model, make_user):
+    """Last month, every hour measured at $2.00 on 4 GPUs: 4 × hours × 2.00, before and
+    after the API halves the price from the current hour."""
+    this_month = floor_hour(timezone.now()).replace(day=1, hour=0)
+    last_month = (this_month - timedelta(days=1)).replace(day=1)
+    hours = int((this_month - last_month) / ONE_HOUR)
+    pool = _cloud_pool(gpu_model, "2.00", last_month - timedelta(days=31))
+    _telemetry(pool, last_month, this_month)
+    signed = _pool_cost(last_month, this_month)
+    assert signed == pytest.approx(GPUS * hours * 2.00)
+
+    api = APIClient()
+    api.force_authenticate(make_user("lead"))
+    response = api.patch(
+        f"/api/v1/pools/{pool.slug}/",
+        {"on_demand_price_per_gpu_hour_usd": "1.00"},
+        format="json",
+    )
+    assert response.status_code == 200, response.content
+    assert response.json()["effective_price_per_gpu_hour_usd"] == "1.0000"
+
+    assert _pool_cost(last_month, this_month) == pytest.approx(signed)
+    # The report page reads the same figure through its cache, invalidated by the edit.
+    report = api.get(
+        reverse("api-report-cost"),
+        {"start": last_month.isoformat(), "end": this_month.isoformat()},
+    )
+    assert report.status_code == 200, report.content
+    (row,) = report.json()
+    assert row["cost_usd"] == pytest.approx(signed)
