@@ -1242,23 +1242,21 @@ def peak_split(
     ids = [found.id for found in pools]
     zone_of_pool = {found.id: found.timezone or "UTC" for found in pools}
     pool_of_workload = dict(Workload.objects.filter(pool_id__in=ids).values_list("id", "pool_id"))
-    pool_by_id = {found.id: found for found in pools}
-    # The sums the cost needs, without joining every row to its pool for the prices: the
-    # cost model's formula is applied to each group's sums below.
+    # The cost of measured hours as ``pool_usage_totals`` sums it, each hour at the prices
+    # in force in it.
+    tdp_kw = F("pool__gpu_model__tdp_watts") / 1000.0
     cost_sums = {
-        "capacity": Sum("capacity_gpu_hours"),
-        "energy": Coalesce(Sum("energy_kwh"), _ZERO),
-        "busy_without_energy": Coalesce(
-            Sum("busy_gpu_hours", filter=Q(energy_kwh__isnull=True)), _ZERO
-        ),
+        "cost": Coalesce(
+            Sum(
+                _price_in_force("fixed_price_per_gpu_hour_usd", OuterRef("hour"))
+                * F("capacity_gpu_hours")
+                + _price_in_force("price_per_gpu_kwh_usd", OuterRef("hour"))
+                * Coalesce("energy_kwh", tdp_kw * F("busy_gpu_hours")),
+                output_field=FloatField(),
+            ),
+            _ZERO,
+        )
     }
-
-    def group_cost(row) -> float:
-        """The cost of a group of measured hours, as ``_measured_cost_expression``."""
-        found = pool_by_id[row["pool_id"]]
-        return float(found.fixed_price_per_gpu_hour_usd) * (row["capacity"] or 0.0) + float(
-            found.price_per_gpu_kwh_usd
-        ) * (row["energy"] + found.gpu_model.tdp_watts / 1000 * row["busy_without_energy"])
 
     request_sums = {"total": Sum("requests"), "tokens": Sum(F("input_tokens") + F("output_tokens"))}
     usage = PoolHourlyUsage.objects.filter(
@@ -1276,7 +1274,7 @@ def peak_split(
     for pool_id, local_hour, row in _sums_by_local_hour(
         usage, "pool_id", zone_of_pool, span, cost_sums
     ):
-        cost_by_hour[pool_id][local_hour] += group_cost(row)
+        cost_by_hour[pool_id][local_hour] += row["cost"]
     zone_of_workload = {workload: zone_of_pool[pool] for workload, pool in pool_of_workload.items()}
     for workload_id, local_hour, row in _sums_by_local_hour(
         requests, "workload_id", zone_of_workload, span, request_sums

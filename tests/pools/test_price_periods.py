@@ -180,3 +180,28 @@ def test_a_pool_created_through_the_api_is_priced_from_its_service_start(lead_ap
     assert [(p["effective_from"], p["effective_price_per_gpu_hour_usd"]) for p in periods] == [
         ("2026-02-01T10:00:00Z", "3.1000")
     ]
+
+
+@pytest.mark.django_db
+def test_a_scheduled_price_becomes_current_when_its_hour_comes(lead_api, pool):
+    """Scheduled from the next hour, $1.00 is not the pool's price yet; once that hour
+    is past (the period moved back to stand for time passing), the beat task applies it."""
+    next_hour = floor_hour(timezone.now()) + ONE_HOUR
+    response = lead_api.patch(
+        f"/api/v1/pools/{pool.slug}/",
+        {"on_demand_price_per_gpu_hour_usd": "1.00", "price_effective_from": next_hour},
+        format="json",
+    )
+    assert response.status_code == 200, response.content
+    assert response.json()["effective_price_per_gpu_hour_usd"] == "2.9900"
+
+    from apps.pools.tasks import apply_due_prices_task
+
+    assert apply_due_prices_task() == 0
+    PoolPricePeriod.objects.filter(pool=pool, effective_from=next_hour).update(
+        effective_from=next_hour - 2 * ONE_HOUR
+    )
+    assert apply_due_prices_task() == 1
+    pool.refresh_from_db()
+    assert pool.effective_price_per_gpu_hour_usd == Decimal("1.0000")
+    assert pool.on_demand_price_per_gpu_hour_usd == Decimal("1.0000")

@@ -162,3 +162,35 @@ def test_editing_a_price_today_leaves_last_months_report_as_signed(gpu_model, ma
     assert report.status_code == 200, report.content
     (row,) = report.json()
     assert row["cost_usd"] == pytest.approx(signed)
+
+
+@pytest.mark.django_db
+def test_peak_and_offpeak_costs_follow_the_price_in_force(gpu_model):
+    """Peak hours 9–12 UTC. 10 March: $2.00 until 11:00, $1.00 from then on; telemetry
+    08:00–14:00 (6 hours, 4 GPUs each):
+    peak = 09:00, 10:00 at $2.00 + 11:00, 12:00 at $1.00 = 4 × (2 × 2 + 2 × 1) = $24.00;
+    off-peak = 08:00 at $2.00 + 13:00 at $1.00 = 4 × (2 + 1) = $12.00."""
+    from apps.pools.models import Workload, WorkloadKind
+    from apps.reports.queries import peak_split
+    from apps.telemetry.models import WorkloadHourlyRequests
+
+    day = datetime(2026, 3, 10, tzinfo=UTC)
+    pool = _cloud_pool(gpu_model, "2.00", datetime(2026, 1, 1, tzinfo=UTC))
+    _change_price(pool, "1.00", day + 11 * ONE_HOUR)
+    Pool.objects.filter(pk=pool.pk).update(peak_hours="9-12")
+    _telemetry(pool, day + 8 * ONE_HOUR, day + 14 * ONE_HOUR)
+    serving = Workload.objects.create(
+        name="Chat", slug="chat", kind=WorkloadKind.ONLINE_INFERENCE, pool=pool, gpu_count=4
+    )
+    WorkloadHourlyRequests.objects.create(
+        workload=serving,
+        hour=day + 9 * ONE_HOUR,
+        requests=10,
+        input_tokens=0,
+        output_tokens=0,
+        errors=0,
+    )
+
+    (row,) = peak_split(day, day + timedelta(days=1))
+    assert row.peak_cost_usd == pytest.approx(24.00)
+    assert row.offpeak_cost_usd == pytest.approx(12.00)
