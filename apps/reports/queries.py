@@ -1141,8 +1141,9 @@ def daily_split(
     start: datetime, end: datetime, *, pool: Pool | None = None, scope: Scope = EVERYTHING
 ) -> DailySplit:
     """Busy GPU-hours and the cost of measured hours per UTC day and pool purpose, of the
-    pools in ``scope``. One query over the daily rows (hours of partial days are left to
-    the report table)."""
+    pools in ``scope``, at the prices in force. Two queries: the daily rows, and the
+    hourly rows of the days a price changed after midnight (hours of partial days are
+    left to the report table)."""
     span = Span.of(start, end)
     first, last = span.start.date(), (span.end - ONE_HOUR).date()
     days = [first + timedelta(days=n) for n in range((last - first).days + 1)]
@@ -1151,15 +1152,41 @@ def daily_split(
     cost = {value: [0.0] * len(days) for value in Purpose.values}
     rows = PoolDailyUsage.objects.filter(
         scope.team_filter("pool__team"), day__gte=first, day__lte=last
+    ).exclude(_changes_mid_day(OuterRef("day")))
+    # A pool's day with a price change after midnight is summed from its hourly rows.
+    hourly = (
+        PoolHourlyUsage.objects.annotate(day_utc=TruncDate("hour", tzinfo=UTC))
+        .filter(
+            scope.team_filter("pool__team"),
+            _changes_mid_day(OuterRef("day_utc")),
+            in_service_q(),
+            hour__gte=datetime.combine(first, time.min, tzinfo=UTC),
+            hour__lt=datetime.combine(last + timedelta(days=1), time.min, tzinfo=UTC),
+            reporting_gpus__gt=0,
+        )
+        .values("pool__purpose", day=F("day_utc"))
     )
     if pool is not None:
         rows = rows.filter(pool=pool)
-    for row in rows.values("day", "pool__purpose").annotate(
-        busy=Sum("busy_gpu_hours"), cost=Sum(_measured_cost_expression(), output_field=FloatField())
-    ):
+        hourly = hourly.filter(pool=pool)
+    tdp_kw = F("pool__gpu_model__tdp_watts") / 1000.0
+    hourly_cost = _price_in_force("fixed_price_per_gpu_hour_usd", OuterRef("hour")) * F(
+        "capacity_gpu_hours"
+    ) + _price_in_force("price_per_gpu_kwh_usd", OuterRef("hour")) * Coalesce(
+        "energy_kwh", tdp_kw * F("busy_gpu_hours")
+    )
+    for row in [
+        *rows.values("day", "pool__purpose").annotate(
+            busy=Sum("busy_gpu_hours"),
+            cost=Sum(_measured_cost_expression(), output_field=FloatField()),
+        ),
+        *hourly.annotate(
+            busy=Sum("busy_gpu_hours"), cost=Sum(hourly_cost, output_field=FloatField())
+        ),
+    ]:
         position = index[row["day"]]
-        busy[row["pool__purpose"]][position] = row["busy"] or 0.0
-        cost[row["pool__purpose"]][position] = float(row["cost"] or 0.0)
+        busy[row["pool__purpose"]][position] += row["busy"] or 0.0
+        cost[row["pool__purpose"]][position] += float(row["cost"] or 0.0)
     return DailySplit(days, busy, cost)
 
 

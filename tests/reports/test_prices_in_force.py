@@ -194,3 +194,20 @@ def test_peak_and_offpeak_costs_follow_the_price_in_force(gpu_model):
     (row,) = peak_split(day, day + timedelta(days=1))
     assert row.peak_cost_usd == pytest.approx(24.00)
     assert row.offpeak_cost_usd == pytest.approx(12.00)
+
+
+@pytest.mark.django_db
+def test_the_daily_cost_chart_prices_a_day_with_a_change_hour_by_hour(gpu_model):
+    """10 March, $2.00 until noon and $1.00 after, every hour measured on 4 GPUs:
+    4 × (12 × 2.00 + 12 × 1.00) = $144.00; 11 March, all at $1.00: 4 × 24 × 1.00 = $96.00."""
+    from apps.reports.queries import daily_split
+
+    start, end = datetime(2026, 3, 10, tzinfo=UTC), datetime(2026, 3, 12, tzinfo=UTC)
+    pool = _cloud_pool(gpu_model, "2.00", datetime(2026, 1, 1, tzinfo=UTC))
+    _change_price(pool, "1.00", datetime(2026, 3, 10, 12, tzinfo=UTC))
+    _telemetry(pool, start, end)
+
+    split = daily_split(start, end)
+    assert split.days == [start.date(), (start + timedelta(days=1)).date()]
+    assert split.measured_cost_usd[Purpose.INFERENCE] == pytest.approx([144.00, 96.00])
+    assert split.busy_gpu_hours[Purpose.INFERENCE] == pytest.approx([48.0, 48.0])
