@@ -298,10 +298,24 @@ def _pool_full_price(pool_or_period, tdp_watts: int) -> float:
 @dataclass(frozen=True)
 class PaidPrices:
     """Σ over a pool's paid hours of the full price in force in each, USD per GPU, and
-    that price when one was in force throughout."""
+    the price split (fixed USD per GPU-hour, USD per GPU kWh) when one was in force
+    throughout (None: the prices changed in the span)."""
 
     total_usd: float
-    single_usd_per_gpu_hour: float | None
+    single_split: tuple[float, float] | None
+
+    def single_usd_per_gpu_hour(self, tdp_watts: int) -> float | None:
+        if self.single_split is None:
+            return None
+        fixed, per_kwh = self.single_split
+        return fixed + per_kwh * tdp_watts / 1000
+
+
+def _split(pool_or_period) -> tuple[float, float]:
+    return (
+        float(pool_or_period.fixed_price_per_gpu_hour_usd),
+        float(pool_or_period.price_per_gpu_kwh_usd),
+    )
 
 
 def paid_hours_full_price_usd(span: Span, pools: list[Pool]) -> dict[int, PaidPrices]:
@@ -317,17 +331,17 @@ def paid_hours_full_price_usd(span: Span, pools: list[Pool]) -> dict[int, PaidPr
     for pool in pools:
         begin, finish = _paid_range(pool, span)
         tdp = pool.gpu_model.tdp_watts
-        # (start, price) steps: the current price until the first period, then each one's.
-        steps = [(begin, _pool_full_price(pool, tdp))]
-        steps += [(p.effective_from, _pool_full_price(p, tdp)) for p in periods[pool.id]]
-        total, prices = 0.0, set()
-        for index, (start, price) in enumerate(steps):
+        # (start, split) steps: the current prices until the first period, then each one's.
+        steps = [(begin, _split(pool))]
+        steps += [(period.effective_from, _split(period)) for period in periods[pool.id]]
+        total, splits = 0.0, set()
+        for index, (start, (fixed, per_kwh)) in enumerate(steps):
             until = steps[index + 1][0] if index + 1 < len(steps) else finish
             hours = (min(until, finish) - max(start, begin)) / ONE_HOUR
             if hours > 0:
-                total += hours * price
-                prices.add(price)
-        sums[pool.id] = PaidPrices(total, prices.pop() if len(prices) == 1 else None)
+                total += hours * (fixed + per_kwh * tdp / 1000)
+                splits.add((fixed, per_kwh))
+        sums[pool.id] = PaidPrices(total, splits.pop() if len(splits) == 1 else None)
     return sums
 
 
@@ -555,14 +569,31 @@ class PoolFigures:
     paid_prices: PaidPrices | None = None
 
     @property
+    def prices_changed(self) -> bool:
+        """Whether the span's paid hours were at more than one price."""
+        paid = self.paid_prices
+        return paid is not None and paid.total_usd > 0 and paid.single_split is None
+
+    @property
+    def price_split(self) -> tuple[float, float]:
+        """(fixed USD per GPU-hour, USD per GPU kWh) in force over the span: the pool's
+        current ones when none other was (with ``prices_changed``: the current ones, which
+        an explanation does not multiply out)."""
+        paid = self.paid_prices
+        if paid is not None and paid.single_split is not None:
+            return paid.single_split
+        return _split(self.pool)
+
+    @property
     def unmeasured_usd_per_gpu_hour(self) -> float:
         """The full price per GPU-hour of the unmeasured hours: the one in force, or
         their mean when the span crosses a price change."""
         paid = self.paid_prices
         if paid is None or not paid.total_usd:
             return _pool_full_price(self.pool, self.pool.gpu_model.tdp_watts)
-        if paid.single_usd_per_gpu_hour is not None:
-            return paid.single_usd_per_gpu_hour
+        single = paid.single_usd_per_gpu_hour(self.pool.gpu_model.tdp_watts)
+        if single is not None:
+            return single
         if not self.unmeasured_hours:
             return paid.total_usd / self.paid_hours
         unmeasured_usd = paid.total_usd - self.usage.measured_hours_full_price_usd

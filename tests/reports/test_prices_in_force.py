@@ -211,3 +211,26 @@ def test_the_daily_cost_chart_prices_a_day_with_a_change_hour_by_hour(gpu_model)
     assert split.days == [start.date(), (start + timedelta(days=1)).date()]
     assert split.measured_cost_usd[Purpose.INFERENCE] == pytest.approx([144.00, 96.00])
     assert split.busy_gpu_hours[Purpose.INFERENCE] == pytest.approx([48.0, 48.0])
+
+
+@pytest.mark.django_db
+def test_the_explanation_shows_the_prices_in_force_in_the_range(gpu_model):
+    """After the price falls to $1.00 at noon on 10 March, 9 March (24 h at $2.00) reads
+    4 GPUs × 24 h × $2.00/GPU-h = $192.00, not today's price; the 20 hours across the
+    change say each hour is at its own price."""
+    from apps.reports import explain
+
+    pool = _cloud_pool(gpu_model, "2.00", datetime(2026, 1, 1, tzinfo=UTC))
+    _change_price(pool, "1.00", datetime(2026, 3, 10, 12, tzinfo=UTC))
+    _telemetry(pool, datetime(2026, 3, 9, tzinfo=UTC), datetime(2026, 3, 11, tzinfo=UTC))
+
+    (before,) = cost_report(datetime(2026, 3, 9, tzinfo=UTC), datetime(2026, 3, 10, tzinfo=UTC))
+    [cost] = explain.explain_figure(before, "cost_usd")
+    assert cost.expression == "4 GPUs × 24 h × $2.00/GPU-h"
+    assert cost.value == pytest.approx(192.00)
+
+    change = datetime(2026, 3, 10, 12, tzinfo=UTC)
+    (across,) = cost_report(change - 10 * ONE_HOUR, change + 10 * ONE_HOUR)
+    [cost] = explain.explain_figure(across, "cost_usd")
+    assert "prices in force" in cost.expression
+    assert cost.value == pytest.approx(120.00)
