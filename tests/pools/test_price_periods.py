@@ -205,3 +205,17 @@ def test_a_scheduled_price_becomes_current_when_its_hour_comes(lead_api, pool):
     pool.refresh_from_db()
     assert pool.effective_price_per_gpu_hour_usd == Decimal("1.0000")
     assert pool.on_demand_price_per_gpu_hour_usd == Decimal("1.0000")
+
+
+@pytest.mark.django_db
+def test_the_edit_page_asks_from_when_defaulting_to_the_current_hour(client, lead, pool):
+    client.force_login(lead)
+    page = client.get(reverse("pools:pool_edit", kwargs={"slug": pool.slug}))
+    form = page.context["form"]
+    assert form["price_effective_from"].initial == floor_hour(timezone.now())
+    body = page.content.decode()
+    assert 'name="price_effective_from"' in body
+    assert "Prices in force from" in body
+    # A new pool's prices run from its service start: the create page does not ask.
+    create = client.get(reverse("pools:pool_create")).content.decode()
+    assert 'name="price_effective_from"' not in create
