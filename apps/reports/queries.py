@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 
 from django.db.models import (
     Aggregate,
+    Case,
     Count,
     DateTimeField,
     DecimalField,
@@ -27,6 +28,7 @@ from django.db.models import (
     Subquery,
     Sum,
     Value,
+    When,
 )
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast, Coalesce, ExtractHour, TruncDate
@@ -55,6 +57,7 @@ from apps.training import goodput
 from apps.training import services as training_services
 
 ONE_HOUR = timedelta(hours=1)
+ONE_DAY = timedelta(days=1)
 EARLIEST = datetime(2020, 1, 1, tzinfo=UTC)
 GROUP_BY_CHOICES = ("pool", "purpose", "workload")
 UNATTRIBUTED = "unattributed"
@@ -198,82 +201,126 @@ def _days_and_edges(span: Span, daily_model, hourly_model, key: str, ids=None):
     return daily, hourly
 
 
-def pool_usage_totals(span: Span, pool_ids=None) -> dict[int, UsageTotals]:
-    """Per pool: sums over the span's measured hours, each at the prices in force in it.
-    Two queries.
+def price_periods_of(pool_ids=None) -> dict[int, list]:
+    """Each pool's price periods, oldest first (None: every pool's). One query."""
+    periods = defaultdict(list)
+    queryset = PoolPricePeriod.objects.order_by("effective_from")
+    if pool_ids is not None:
+        queryset = queryset.filter(pool_id__in=pool_ids)
+    for period in queryset:
+        periods[period.pool_id].append(period)
+    return periods
 
-    A whole day is read from its daily row at the prices in force at its midnight,
-    unless a price period of its pool starts later that day: then from its hourly rows."""
+
+def _in_force_at(periods: list, moment: datetime):
+    found = None
+    for period in periods:
+        if period.effective_from <= moment:
+            found = period
+    return found
+
+
+# The pool's current prices, for hours no price period covers, and its GPUs' TDP: read
+# with the sums (constant in each pool's group), not by another query.
+PRICE_COLUMNS = (
+    "pool__fixed_price_per_gpu_hour_usd",
+    "pool__price_per_gpu_kwh_usd",
+    "pool__gpu_model__tdp_watts",
+)
+
+
+def pool_usage_totals(span: Span, pool_ids=None, periods=None) -> dict[int, UsageTotals]:
+    """Per pool: sums over the span's measured hours, each at the prices in force in it.
+    Three queries (two given ``periods``, from ``price_periods_of``).
+
+    The rows are summed in SQL by pool and price segment (a CASE on the price changes
+    inside the span, no lookup per row), and each segment's sums are priced here. A whole
+    day is read from its daily row, unless a price period of its pool starts after its
+    midnight: then from its hourly rows."""
+    periods = price_periods_of(pool_ids) if periods is None else periods
     totals: dict[int, UsageTotals] = defaultdict(UsageTotals)
     first, last = span.whole_days()
-    daily = PoolDailyUsage.objects.filter(day__gte=first, day__lt=last).exclude(
-        _changes_mid_day(OuterRef("day"))
-    )
     first_at = datetime.combine(first, time.min, tzinfo=UTC)
     last_at = datetime.combine(last, time.min, tzinfo=UTC)
-    hourly = PoolHourlyUsage.objects.annotate(day_utc=TruncDate("hour", tzinfo=UTC)).filter(
-        span.edge_filter()
-        | Q(hour__gte=first_at, hour__lt=last_at) & Q(_changes_mid_day(OuterRef("day_utc")))
+    # The price changes inside the span, latest first: a CASE takes the first match.
+    changes = sorted(
+        (
+            (pool_id, period.effective_from.astimezone(UTC))
+            for pool_id, pool_periods in periods.items()
+            for period in pool_periods
+            if span.start < period.effective_from < span.end
+        ),
+        key=lambda change: change[1],
+        reverse=True,
     )
+    mid_day = Q(pk__in=[])
+    hours_of_mid_day = Q(pk__in=[])
+    for pool_id, start in changes:
+        if start.hour and first_at <= start < last_at:
+            midnight = start.replace(hour=0)
+            mid_day |= Q(pool_id=pool_id, day=midnight.date())
+            hours_of_mid_day |= Q(pool_id=pool_id, hour__gte=midnight, hour__lt=midnight + ONE_DAY)
+
+    def segment(condition):
+        """The start of the price change a row comes after (None: none in the span)."""
+        return Case(
+            *[When(condition(pool_id, start), then=Value(start)) for pool_id, start in changes],
+            default=Value(None),
+            output_field=DateTimeField(),
+        )
+
+    def day_on_or_after(pool_id, start):
+        # A change after midnight prices the days after its own (read hour by hour).
+        day = start.date() if not start.hour else start.date() + ONE_DAY
+        return Q(pool_id=pool_id, day__gte=day)
+
+    daily = PoolDailyUsage.objects.filter(day__gte=first, day__lt=last).exclude(mid_day)
+    hourly = PoolHourlyUsage.objects.filter(span.edge_filter() | hours_of_mid_day)
     if pool_ids is not None:
         daily = daily.filter(pool_id__in=pool_ids)
         hourly = hourly.filter(pool_id__in=pool_ids)
-    tdp_kw = F("pool__gpu_model__tdp_watts") / 1000.0
-    # A date cast to a timestamp is its UTC midnight: Django's connections run in UTC.
-    day = Cast(OuterRef("day"), DateTimeField())
-    daily_rows = daily.values("pool_id").annotate(
-        # Before the sums: "measured_hours" names the field here, the sum below.
-        full_price=Sum(
-            F("measured_hours")
-            * _full_price(
-                _price_in_force("fixed_price_per_gpu_hour_usd", day),
-                _price_in_force("price_per_gpu_kwh_usd", day),
-                tdp_kw,
-            ),
-            output_field=FloatField(),
-        ),
-        measured_hours=Sum("measured_hours"),
-        measured_capacity=Sum("measured_capacity_gpu_hours"),
-        busy=Sum("busy_gpu_hours"),
-        reporting=Sum("reporting_gpu_hours"),
-        cost=Sum(_measured_cost_expression(), output_field=FloatField()),
-        energy=Sum("energy_kwh"),
-        busy_without_energy=Sum("busy_gpu_hours_without_energy"),
+    daily_rows = (
+        daily.annotate(segment=segment(day_on_or_after))
+        .values("pool_id", "segment", *PRICE_COLUMNS)
+        .annotate(
+            measured_hours=Sum("measured_hours"),
+            measured_capacity=Sum("measured_capacity_gpu_hours"),
+            busy=Sum("busy_gpu_hours"),
+            reporting=Sum("reporting_gpu_hours"),
+            energy=Sum("energy_kwh"),
+            busy_without_energy=Sum("busy_gpu_hours_without_energy"),
+        )
     )
     measured = Q(reporting_gpus__gt=0)
-    fixed = _price_in_force("fixed_price_per_gpu_hour_usd", OuterRef("hour"))
-    per_kwh = _price_in_force("price_per_gpu_kwh_usd", OuterRef("hour"))
     hourly_rows = (
         hourly.filter(in_service_q())
-        .values("pool_id")
+        .annotate(segment=segment(lambda pool_id, start: Q(pool_id=pool_id, hour__gte=start)))
+        .values("pool_id", "segment", *PRICE_COLUMNS)
         .annotate(
             measured_hours=Count("id", filter=measured),
             measured_capacity=Coalesce(Sum("capacity_gpu_hours", filter=measured), _ZERO),
             busy=Coalesce(Sum("busy_gpu_hours"), _ZERO),
             reporting=Coalesce(Sum(F("reporting_gpus") * 1.0), _ZERO),
-            cost=Coalesce(
-                Sum(
-                    fixed * F("capacity_gpu_hours")
-                    + per_kwh * Coalesce("energy_kwh", tdp_kw * F("busy_gpu_hours")),
-                    filter=measured,
-                    output_field=FloatField(),
-                ),
-                _ZERO,
-            ),
             energy=Coalesce(Sum("energy_kwh", filter=measured), _ZERO),
             busy_without_energy=Coalesce(
                 Sum("busy_gpu_hours", filter=measured & Q(energy_kwh__isnull=True)), _ZERO
             ),
-            full_price=Coalesce(
-                Sum(
-                    _full_price(fixed, per_kwh, tdp_kw), filter=measured, output_field=FloatField()
-                ),
-                _ZERO,
-            ),
         )
     )
     for row in [*daily_rows, *hourly_rows]:
-        totals[row["pool_id"]].add(row)
+        pool_id = row["pool_id"]
+        period = _in_force_at(periods.get(pool_id, []), row["segment"] or span.start)
+        fixed, per_kwh = (
+            _split(period)
+            if period
+            else (float(row[PRICE_COLUMNS[0]]), float(row[PRICE_COLUMNS[1]]))
+        )
+        tdp_kw = row[PRICE_COLUMNS[2]] / 1000
+        # The cost model's formula (``_measured_cost_expression``), on the segment's sums.
+        energy = (row["energy"] or 0.0) + tdp_kw * (row["busy_without_energy"] or 0.0)
+        row["cost"] = fixed * (row["measured_capacity"] or 0.0) + per_kwh * energy
+        row["full_price"] = (row["measured_hours"] or 0) * (fixed + per_kwh * tdp_kw)
+        totals[pool_id].add(row)
     return totals
 
 
@@ -318,22 +365,21 @@ def _split(pool_or_period) -> tuple[float, float]:
     )
 
 
-def paid_hours_full_price_usd(span: Span, pools: list[Pool]) -> dict[int, PaidPrices]:
+def paid_hours_full_price_usd(
+    span: Span, pools: list[Pool], periods: dict[int, list]
+) -> dict[int, PaidPrices]:
     """Per pool: Σ over the span's paid hours of the full price per GPU-hour in force in
     each (fixed + per kWh × TDP, what an hour without telemetry costs a GPU). One query.
 
     Hours before a pool's first price period, or of a pool without any, are at its
-    current prices, as the SQL sums fall back to them."""
-    periods = defaultdict(list)
-    for period in PoolPricePeriod.objects.filter(pool__in=pools).order_by("effective_from"):
-        periods[period.pool_id].append(period)
+    current prices, as ``pool_usage_totals`` does. ``periods``: ``price_periods_of``."""
     sums = {}
     for pool in pools:
         begin, finish = _paid_range(pool, span)
         tdp = pool.gpu_model.tdp_watts
         # (start, split) steps: the current prices until the first period, then each one's.
         steps = [(begin, _split(pool))]
-        steps += [(period.effective_from, _split(period)) for period in periods[pool.id]]
+        steps += [(period.effective_from, _split(period)) for period in periods.get(pool.id, [])]
         total, splits = 0.0, set()
         for index, (start, (fixed, per_kwh)) in enumerate(steps):
             until = steps[index + 1][0] if index + 1 < len(steps) else finish
@@ -634,8 +680,9 @@ def pool_figures(
     """Every pool's figures from its workloads' request totals and lost GPU-hours: three
     queries, whatever the number of pools."""
     pool_ids = [pool.id for pool in pools]
-    usage = pool_usage_totals(span, pool_ids)
-    paid_prices = paid_hours_full_price_usd(span, pools)
+    periods = price_periods_of(pool_ids)
+    usage = pool_usage_totals(span, pool_ids, periods)
+    paid_prices = paid_hours_full_price_usd(span, pools, periods)
     workloads_by_pool = defaultdict(list)
     for workload in workloads:
         workloads_by_pool[workload.pool_id].append(workload.id)
