@@ -25,13 +25,12 @@ from django.db.models import (
     IntegerField,
     OuterRef,
     Q,
-    Subquery,
     Sum,
     Value,
     When,
 )
 from django.db.models.expressions import RawSQL
-from django.db.models.functions import Cast, Coalesce, ExtractHour, TruncDate
+from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 from django.utils.translation import gettext
 
@@ -118,52 +117,6 @@ class Span:
 # --- per-pool sums -------------------------------------------------------------------------
 
 
-def _price_in_force(field: str, moment, pool_id="pool_id"):
-    """The pool's ``field`` in the price period in force at ``moment`` (an hour column;
-    apps/pools/prices.py), as a correlated subquery on the (pool, start) index; the
-    pool's current price where no period covers the hour (a pool priced before periods
-    existed)."""
-    in_force = (
-        PoolPricePeriod.objects.filter(pool_id=OuterRef(pool_id), effective_from__lte=moment)
-        .order_by("-effective_from")
-        .values(field)[:1]
-    )
-    return Coalesce(Subquery(in_force), F(f"pool__{field}"), output_field=DecimalField())
-
-
-def _changes_mid_day(day) -> Exists:
-    """A price period of the row's pool starts inside the UTC day ``day`` but not at its
-    midnight: that day's cost is summed from its hourly rows, hour by hour."""
-    return Exists(
-        PoolPricePeriod.objects.annotate(
-            day_utc=TruncDate("effective_from", tzinfo=UTC),
-            hour_utc=ExtractHour("effective_from", tzinfo=UTC),
-        )
-        .filter(pool_id=OuterRef("pool_id"), day_utc=day)
-        .exclude(hour_utc=0)
-    )
-
-
-def _full_price(fixed, per_kwh, tdp_kw):
-    """USD per GPU-hour of an hour without telemetry: fixed + per kWh × TDP."""
-    return fixed + per_kwh * tdp_kw
-
-
-def _measured_cost_expression(prefix: str = "pool__"):
-    """Σ cost of measured hours as a SQL expression over rows carrying the daily-usage
-    column names: fixed price × capacity + price per kWh × (measured energy + TDP × busy
-    GPU-hours of the hours without it), the cost model's owned-pool formula, at the
-    prices in force on the row's day."""
-    tdp_kw = F(f"{prefix}gpu_model__tdp_watts") / 1000.0
-    # A date cast to a timestamp is its UTC midnight: Django's connections run in UTC.
-    day = Cast(OuterRef("day"), DateTimeField())
-    fixed = _price_in_force("fixed_price_per_gpu_hour_usd", day)
-    per_kwh = _price_in_force("price_per_gpu_kwh_usd", day)
-    return fixed * F("measured_capacity_gpu_hours") + per_kwh * (
-        F("energy_kwh") + tdp_kw * F("busy_gpu_hours_without_energy")
-    )
-
-
 @dataclass
 class UsageTotals:
     measured_hours: int = 0
@@ -218,6 +171,57 @@ def _in_force_at(periods: list, moment: datetime):
         if period.effective_from <= moment:
             found = period
     return found
+
+
+def _mid_day_changes(span: Span, periods: dict[int, list]) -> tuple[Q, Q]:
+    """(daily rows, hourly rows) of the pools' UTC days in the span on which a price
+    period starts after midnight: such a day is priced hour by hour."""
+    days, hours = Q(pk__in=[]), Q(pk__in=[])
+    for pool_id, pool_periods in periods.items():
+        for period in pool_periods:
+            start = period.effective_from.astimezone(UTC)
+            if start.hour and span.start <= start < span.end:
+                midnight = start.replace(hour=0)
+                days |= Q(pool_id=pool_id, day=midnight.date())
+                hours |= Q(pool_id=pool_id, hour__gte=midnight, hour__lt=midnight + ONE_DAY)
+    return days, hours
+
+
+def _price_case(field: str, span: Span, periods: dict[int, list], on_or_after):
+    """The pool's ``field`` in force for a row, as a CASE over the price periods that
+    differ from the pool's current prices in the span (none for a pool whose prices did
+    not change: the pool's own column). ``on_or_after(pool_id, start)``: the Q of the
+    rows from ``start`` on."""
+    whens = []
+    for pool_id, pool_periods in periods.items():
+        at_start = _in_force_at(pool_periods, span.start)
+        inside = [p for p in pool_periods if span.start < p.effective_from < span.end]
+        for period in reversed(inside):  # latest first: a CASE takes the first match
+            whens.append(
+                When(
+                    on_or_after(pool_id, period.effective_from), then=Value(getattr(period, field))
+                )
+            )
+        # The period in force now is the pool's own prices (apps/pools/prices.py).
+        now = _in_force_at(pool_periods, timezone.now())
+        if at_start is not None and (
+            inside or now is None or getattr(at_start, field) != getattr(now, field)
+        ):
+            whens.append(When(pool_id=pool_id, then=Value(getattr(at_start, field))))
+    # Hours no period covers, and pools with one price throughout: the current one.
+    return Case(*whens, default=F(f"pool__{field}"), output_field=DecimalField())
+
+
+def _day_on_or_after(pool_id, start):
+    """Daily rows of the days from ``start`` on (a change after midnight: from the next
+    day, its own being read hour by hour)."""
+    start = start.astimezone(UTC)
+    day = start.date() if not start.hour else start.date() + ONE_DAY
+    return Q(pool_id=pool_id, day__gte=day)
+
+
+def _hour_on_or_after(pool_id, start):
+    return Q(pool_id=pool_id, hour__gte=start)
 
 
 # The pool's current prices, for hours no price period covers, and its GPUs' TDP: read
@@ -316,7 +320,7 @@ def pool_usage_totals(span: Span, pool_ids=None, periods=None) -> dict[int, Usag
             else (float(row[PRICE_COLUMNS[0]]), float(row[PRICE_COLUMNS[1]]))
         )
         tdp_kw = row[PRICE_COLUMNS[2]] / 1000
-        # The cost model's formula (``_measured_cost_expression``), on the segment's sums.
+        # The cost model's formula (apps/reports/costmodel.py), on the segment's sums.
         energy = (row["energy"] or 0.0) + tdp_kw * (row["busy_without_energy"] or 0.0)
         row["cost"] = fixed * (row["measured_capacity"] or 0.0) + per_kwh * energy
         row["full_price"] = (row["measured_hours"] or 0) * (fixed + per_kwh * tdp_kw)
@@ -1219,44 +1223,45 @@ def daily_split(
     start: datetime, end: datetime, *, pool: Pool | None = None, scope: Scope = EVERYTHING
 ) -> DailySplit:
     """Busy GPU-hours and the cost of measured hours per UTC day and pool purpose, of the
-    pools in ``scope``, at the prices in force. Two queries: the daily rows, and the
-    hourly rows of the days a price changed after midnight (hours of partial days are
-    left to the report table)."""
+    pools in ``scope``, at the prices in force. Three queries: the price periods, the
+    daily rows, and the hourly rows of the days a price changed after midnight (hours of
+    partial days are left to the report table)."""
     span = Span.of(start, end)
     first, last = span.start.date(), (span.end - ONE_HOUR).date()
     days = [first + timedelta(days=n) for n in range((last - first).days + 1)]
     index = {day: position for position, day in enumerate(days)}
     busy = {value: [0.0] * len(days) for value in Purpose.values}
     cost = {value: [0.0] * len(days) for value in Purpose.values}
+    periods = price_periods_of()
+    mid_day_days, mid_day_hours = _mid_day_changes(span, periods)
     rows = PoolDailyUsage.objects.filter(
         scope.team_filter("pool__team"), day__gte=first, day__lte=last
-    ).exclude(_changes_mid_day(OuterRef("day")))
+    ).exclude(mid_day_days)
     # A pool's day with a price change after midnight is summed from its hourly rows.
     hourly = (
-        PoolHourlyUsage.objects.annotate(day_utc=TruncDate("hour", tzinfo=UTC))
-        .filter(
-            scope.team_filter("pool__team"),
-            _changes_mid_day(OuterRef("day_utc")),
-            in_service_q(),
-            hour__gte=datetime.combine(first, time.min, tzinfo=UTC),
-            hour__lt=datetime.combine(last + timedelta(days=1), time.min, tzinfo=UTC),
-            reporting_gpus__gt=0,
+        PoolHourlyUsage.objects.filter(
+            mid_day_hours, scope.team_filter("pool__team"), in_service_q(), reporting_gpus__gt=0
         )
+        .annotate(day_utc=TruncDate("hour", tzinfo=UTC))
         .values("pool__purpose", day=F("day_utc"))
     )
     if pool is not None:
         rows = rows.filter(pool=pool)
         hourly = hourly.filter(pool=pool)
     tdp_kw = F("pool__gpu_model__tdp_watts") / 1000.0
-    hourly_cost = _price_in_force("fixed_price_per_gpu_hour_usd", OuterRef("hour")) * F(
+    daily_cost = _price_case("fixed_price_per_gpu_hour_usd", span, periods, _day_on_or_after) * F(
+        "measured_capacity_gpu_hours"
+    ) + _price_case("price_per_gpu_kwh_usd", span, periods, _day_on_or_after) * (
+        F("energy_kwh") + tdp_kw * F("busy_gpu_hours_without_energy")
+    )
+    hourly_cost = _price_case("fixed_price_per_gpu_hour_usd", span, periods, _hour_on_or_after) * F(
         "capacity_gpu_hours"
-    ) + _price_in_force("price_per_gpu_kwh_usd", OuterRef("hour")) * Coalesce(
+    ) + _price_case("price_per_gpu_kwh_usd", span, periods, _hour_on_or_after) * Coalesce(
         "energy_kwh", tdp_kw * F("busy_gpu_hours")
     )
     for row in [
         *rows.values("day", "pool__purpose").annotate(
-            busy=Sum("busy_gpu_hours"),
-            cost=Sum(_measured_cost_expression(), output_field=FloatField()),
+            busy=Sum("busy_gpu_hours"), cost=Sum(daily_cost, output_field=FloatField())
         ),
         *hourly.annotate(
             busy=Sum("busy_gpu_hours"), cost=Sum(hourly_cost, output_field=FloatField())
@@ -1328,7 +1333,7 @@ def peak_split(
 ) -> list[PeakSplitRow]:
     """Cost of measured hours and requests in each pool's peak and off-peak local hours,
     for the pools in ``scope`` that serve requests. Peak hours are the pool's own, else
-    the hours whose mean requests are above the daily mean. Four queries."""
+    the hours whose mean requests are above the daily mean. Five queries."""
     span = Span.of(start, end)
     # Pools with a workload that logged requests in the span: an index probe per workload
     # on (workload, hour), not a join over every request-hour.
@@ -1349,13 +1354,14 @@ def peak_split(
     pool_of_workload = dict(Workload.objects.filter(pool_id__in=ids).values_list("id", "pool_id"))
     # The cost of measured hours as ``pool_usage_totals`` sums it, each hour at the prices
     # in force in it.
+    periods = price_periods_of(ids)
     tdp_kw = F("pool__gpu_model__tdp_watts") / 1000.0
     cost_sums = {
         "cost": Coalesce(
             Sum(
-                _price_in_force("fixed_price_per_gpu_hour_usd", OuterRef("hour"))
+                _price_case("fixed_price_per_gpu_hour_usd", span, periods, _hour_on_or_after)
                 * F("capacity_gpu_hours")
-                + _price_in_force("price_per_gpu_kwh_usd", OuterRef("hour"))
+                + _price_case("price_per_gpu_kwh_usd", span, periods, _hour_on_or_after)
                 * Coalesce("energy_kwh", tdp_kw * F("busy_gpu_hours")),
                 output_field=FloatField(),
             ),

@@ -154,6 +154,11 @@ def test_editing_a_price_today_leaves_last_months_report_as_signed(gpu_model, ma
     assert response.json()["effective_price_per_gpu_hour_usd"] == "1.0000"
 
     assert _pool_cost(last_month, this_month) == pytest.approx(signed)
+    # The daily chart too: each day of last month, 4 × 24 × 2.00 = $192.00.
+    from apps.reports.queries import daily_split
+
+    split = daily_split(last_month, this_month)
+    assert split.measured_cost_usd[Purpose.INFERENCE] == pytest.approx([192.00] * (hours // 24))
     # The report page reads the same figure through its cache, invalidated by the edit.
     report = api.get(
         reverse("api-report-cost"),
