@@ -442,6 +442,13 @@ CELERY_BEAT_SCHEDULE["create-sample-partitions"] = {
     "schedule": timedelta(hours=1),
     "options": {"expires": 50 * 60},
 }
+CELERY_BEAT_SCHEDULE["apply-due-prices"] = {
+    # A price change scheduled for an hour (apps/pools/prices.py) becomes the pool's
+    # current price, which lists and forecasts read, in the first minutes of that hour;
+    # reports read the periods and never wait for it.
+    "task": "pools.apply_due_prices",
+    "schedule": crontab(minute=1),
+}
 CELERY_BEAT_SCHEDULE["purge-kept-uploads"] = {
     # Uploads kept for a retry go once TELEMETRY_KEPT_UPLOAD_HOURS have passed, even when
     # no further upload arrives to sweep them.

@@ -1,6 +1,7 @@
 from django.contrib import admin
 
-from apps.pools.models import Pool, Workload
+from apps.pools.models import PRICE_INPUT_FIELDS, Pool, Workload
+from apps.pools.prices import record_prices
 
 
 @admin.register(Pool)
@@ -12,6 +13,10 @@ class PoolAdmin(admin.ModelAdmin):
     search_fields = ["name", "slug", "region"]
 
     def save_model(self, request, obj, form, change):
+        # A price edited here takes effect from the current hour, as on the pool page.
+        if not change or set(form.changed_data) & set(PRICE_INPUT_FIELDS):
+            record_prices(obj, user=request.user)
+            return
         obj.refresh_effective_price()
         super().save_model(request, obj, form, change)
 

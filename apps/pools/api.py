@@ -16,9 +16,10 @@ from apps.pools.estimate_serializers import (
 from apps.pools.estimates import EstimateError, run_memory_estimate
 from apps.pools.filters import PoolApiFilter, WorkloadApiFilter
 from apps.pools.models import Pool, Workload
+from apps.pools.prices import price_history
 from apps.pools.querysets import pool_scope_filter, workload_scope_filter
 from apps.pools.scoped import ScopedQuerysetMixin
-from apps.pools.serializers import PoolSerializer, WorkloadSerializer
+from apps.pools.serializers import PoolSerializer, PricePeriodSerializer, WorkloadSerializer
 from apps.pools.signals import service_period_changed
 
 ARCHIVED_PARAMETER = OpenApiParameter(
@@ -106,6 +107,19 @@ class PoolViewSet(ScopedQuerysetMixin, ArchivableViewSet):
         pool = serializer.save()
         if pool.service_period != service_period:
             service_period_changed.send(sender=Pool, pool=pool)
+
+    @extend_schema(responses={200: PricePeriodSerializer(many=True)})
+    @action(detail=True, methods=["get"], pagination_class=None, filterset_class=None)
+    def prices(self, request, slug=None):
+        """The pool's price periods, oldest first: each hour of a report is costed at the
+        period in force in it. ``PATCH`` the pool with ``price_effective_from`` to add one."""
+        rows = price_history(self.get_object())
+        periods = []
+        for row in rows:
+            period = row["period"]
+            period.effective_until = row["effective_until"]
+            periods.append(period)
+        return Response(PricePeriodSerializer(periods, many=True).data)
 
 
 @extend_schema_view(list=extend_schema(parameters=[ARCHIVED_PARAMETER]))

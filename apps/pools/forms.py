@@ -7,6 +7,7 @@ from django.utils.translation import gettext_lazy as _
 
 from apps.core.forms import SectionedFormMixin, SlugFromNameMixin, TablerFormMixin
 from apps.pools.models import (
+    PRICE_INPUT_FIELDS,
     TRAINING_KINDS,
     Deployment,
     InferencePrecision,
@@ -18,6 +19,13 @@ from apps.pools.models import (
     WorkloadKind,
     service_period_problem,
 )
+from apps.pools.prices import (
+    PriceStartError,
+    current_hour,
+    price_start_problem,
+    prices_changed,
+    record_prices,
+)
 from apps.pools.scoped import SHARED_ONLY, limit_team_field
 
 # Section titles, in the reader's language when the form is drawn.
@@ -27,6 +35,7 @@ SERVICE_PERIOD_SECTION = _("Service period")
 PINNED_SOFTWARE_SECTION = _("Pinned software")
 CLOUD_PRICE_SECTION = _("Cloud price")
 OWNED_HARDWARE_SECTION = _("Owned hardware")
+PRICES_IN_FORCE_SECTION = _("Prices in force")
 REPORTS_SECTION = _("Reports")
 WORKLOAD_SECTION = _("Workload")
 TRAINING_SECTION = _("Training")
@@ -99,6 +108,16 @@ REQUIRED_COST_FIELDS = {
 class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.ModelForm):
     sections = POOL_SECTIONS
 
+    price_effective_from = forms.DateTimeField(
+        label=_("Prices in force from"),
+        required=False,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+        help_text=_(
+            "The hour edited prices take effect from; the hours before keep their price. "
+            "Empty: the current hour; a future hour schedules the change."
+        ),
+    )
+
     # Matched on the untranslated titles (SectionedFormMixin), so they hold in any language.
     section_conditions = {
         "Cloud price": ("deployment", CLOUD_DEPLOYMENTS),
@@ -118,10 +137,26 @@ class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.Mod
             ),
         }
 
-    def __init__(self, *args, scope=SHARED_ONLY, **kwargs):
+    def __init__(self, *args, scope=SHARED_ONLY, user=None, **kwargs):
         """``scope``: the editing user's (apps/accounts/scope.py); the team choices are
-        its teams and none."""
+        its teams and none. ``user``: who a price change is recorded as made by."""
         super().__init__(*args, **kwargs)
+        self.user = user
+        if self.instance.pk:
+            # Read before the form copies the edited values onto the instance.
+            self.prices_before = Pool(
+                **{name: getattr(self.instance, name) for name in PRICE_INPUT_FIELDS}
+            )
+            self.fields["price_effective_from"].initial = current_hour()
+            position = [title for title, _names in POOL_SECTIONS].index(OWNED_HARDWARE_SECTION)
+            self.sections = (
+                *POOL_SECTIONS[: position + 1],
+                (PRICES_IN_FORCE_SECTION, ["price_effective_from"]),
+                *POOL_SECTIONS[position + 1 :],
+            )
+        else:
+            # A new pool's prices run from its service start.
+            del self.fields["price_effective_from"]
         limit_team_field(self.fields["team"], scope, empty_label=gettext("Shared (no team)"))
         self.fields["timezone"].required = False  # left empty: UTC, as the model defaults
         # Left empty: from now on, as a pool registered today starts being paid today.
@@ -165,6 +200,7 @@ class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.Mod
         )
         if service_problem:
             self.add_error("in_service_until", service_problem)
+        self._clean_price_start(cleaned)
         deployment = cleaned.get("deployment")
         for name in REQUIRED_COST_FIELDS.get(deployment, []):
             if cleaned.get(name) is None and name not in self.errors:
@@ -178,11 +214,32 @@ class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.Mod
                 )
         return cleaned
 
+    def _clean_price_start(self, cleaned):
+        if "price_effective_from" not in self.fields or "price_effective_from" in self.errors:
+            return
+        start = cleaned.get("price_effective_from") or current_hour()
+        cleaned["price_effective_from"] = start
+        problem = price_start_problem(
+            self.instance, start, cleaned.get("in_service_from") or self.instance.in_service_from
+        )
+        if problem:
+            self.add_error("price_effective_from", problem)
+
     def save(self, commit=True):
         pool = super().save(commit=False)
         pool.refresh_effective_price()
-        if commit:
-            pool.save()
+        if not commit:
+            return pool
+        if not hasattr(self, "prices_before"):
+            return record_prices(pool, user=self.user)
+        if prices_changed(self.prices_before, pool):
+            try:
+                return record_prices(
+                    pool, self.cleaned_data["price_effective_from"], user=self.user
+                )
+            except PriceStartError as error:  # checked in clean(); raced by another edit
+                raise ValidationError(str(error)) from error
+        pool.save()
         return pool
 
 

@@ -367,6 +367,83 @@ class Pool(models.Model):
         return self.effective_price_per_gpu_hour_usd * self.gpu_count
 
 
+# The cost inputs a price period records (the pool's deployment decides which count).
+PRICE_INPUT_FIELDS = (
+    "deployment",
+    "on_demand_price_per_gpu_hour_usd",
+    "reserved_price_per_gpu_hour_usd",
+    "reserved_term_months",
+    "purchase_price_per_gpu_usd",
+    "amortisation_months",
+    "power_price_per_kwh_usd",
+    "pue",
+    "operations_per_month_usd",
+    "colocation_per_month_usd",
+)
+# What refresh_effective_price() derives from them.
+DERIVED_PRICE_FIELDS = (
+    "effective_price_per_gpu_hour_usd",
+    "fixed_price_per_gpu_hour_usd",
+    "price_per_gpu_kwh_usd",
+)
+
+
+class PoolPricePeriod(models.Model):
+    """The pool's prices in force from ``effective_from`` (a whole UTC hour) until the
+    next period's start: an hour costs what was in force then, so a price edited today
+    leaves the cost of past hours as it was (apps/pools/prices.py writes them)."""
+
+    pool = models.ForeignKey(
+        Pool, on_delete=models.CASCADE, related_name="price_periods", verbose_name=_("pool")
+    )
+    effective_from = models.DateTimeField(_("Prices in force from"))
+    deployment = models.CharField(_("deployment"), max_length=20, choices=Deployment.choices)
+    on_demand_price_per_gpu_hour_usd = _money(_("On-demand price per GPU-hour (USD)"))
+    reserved_price_per_gpu_hour_usd = _money(_("Reserved price per GPU-hour (USD)"))
+    reserved_term_months = models.PositiveIntegerField(
+        _("Reservation term (months)"), null=True, blank=True
+    )
+    purchase_price_per_gpu_usd = _money(_("Purchase price per GPU (USD)"))
+    amortisation_months = models.PositiveIntegerField(
+        _("Amortisation (months)"), null=True, blank=True
+    )
+    power_price_per_kwh_usd = _money(_("Power price per kWh (USD)"))
+    pue = models.DecimalField("PUE", max_digits=4, decimal_places=2, null=True, blank=True)
+    operations_per_month_usd = _money(_("Operations per month (USD)"))
+    colocation_per_month_usd = _money(_("Colocation per month (USD)"))
+    effective_price_per_gpu_hour_usd = models.DecimalField(
+        _("Effective price per GPU-hour (USD)"), max_digits=12, decimal_places=4
+    )
+    fixed_price_per_gpu_hour_usd = models.DecimalField(
+        _("Fixed price per GPU-hour (USD)"), max_digits=12, decimal_places=6
+    )
+    price_per_gpu_kwh_usd = models.DecimalField(
+        _("Price per GPU kWh (USD)"), max_digits=12, decimal_places=6
+    )
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("changed by"),
+    )
+    changed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["pool", "effective_from"]
+        verbose_name = _("price period")
+        verbose_name_plural = _("price periods")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["pool", "effective_from"], name="one_price_period_per_pool_and_start"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.pool} from {self.effective_from:%Y-%m-%d %H:%M}"
+
+
 class WorkloadKind(models.TextChoices):
     PRE_TRAINING = "pre_training", _("Pre-training")
     FULL_FINE_TUNE = "full_fine_tune", _("Full fine-tune")

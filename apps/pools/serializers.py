@@ -9,12 +9,15 @@ from apps.pools.forms import (
     workload_consistency_errors,
 )
 from apps.pools.models import (
+    PRICE_INPUT_FIELDS,
     Deployment,
     Pool,
+    PoolPricePeriod,
     Workload,
     service_period_problem,
     workload_team_problem,
 )
+from apps.pools.prices import PriceStartError, price_start_problem, prices_changed, record_prices
 from apps.pools.scoped import ScopedReferencesMixin, TeamSlugField
 
 
@@ -22,14 +25,6 @@ class PriceLineSerializer(serializers.Serializer):
     label = serializers.CharField()
     usd_per_gpu_hour = serializers.FloatField()
     formula = serializers.CharField()
-
-
-# Stored prices derived from the cost inputs by Pool.refresh_effective_price().
-PRICE_FIELDS = [
-    "effective_price_per_gpu_hour_usd",
-    "fixed_price_per_gpu_hour_usd",
-    "price_per_gpu_kwh_usd",
-]
 
 
 class PoolSerializer(StrictModelSerializer):
@@ -43,6 +38,15 @@ class PoolSerializer(StrictModelSerializer):
     needs_icp_filing = serializers.BooleanField(read_only=True)
     archived = serializers.BooleanField(
         source="is_archived", read_only=True, help_text="Retired: POST …/restore/ to undo."
+    )
+    price_effective_from = serializers.DateTimeField(
+        write_only=True,
+        required=False,
+        help_text=(
+            "On an update: the whole UTC hour the edited prices take effect from (ISO "
+            "8601); default the current hour. The hours before keep their price; a future "
+            "hour schedules the change. GET …/prices/ lists the periods."
+        ),
     )
 
     class Meta:
@@ -79,6 +83,7 @@ class PoolSerializer(StrictModelSerializer):
             "peak_hours",
             "in_service_from",
             "in_service_until",
+            "price_effective_from",
             "effective_price_per_gpu_hour_usd",
             "price_per_hour_usd",
             "price_breakdown",
@@ -115,6 +120,11 @@ class PoolSerializer(StrictModelSerializer):
             team_problem = pool_team_problem(self.instance, attrs["team"])
             if team_problem:
                 errors["team"] = team_problem
+        start = attrs.get("price_effective_from")
+        if self.instance is not None and start is not None:
+            price_problem = price_start_problem(self.instance, start, current("in_service_from"))
+            if price_problem:
+                errors["price_effective_from"] = price_problem
         deployment = current("deployment")
         for name in REQUIRED_COST_FIELDS.get(deployment, []):
             if current(name) is None:
@@ -126,11 +136,51 @@ class PoolSerializer(StrictModelSerializer):
             raise serializers.ValidationError(errors)
         return attrs
 
-    def save(self, **kwargs):
-        pool = super().save(**kwargs)
-        pool.refresh_effective_price()
-        pool.save(update_fields=PRICE_FIELDS)
-        return pool
+    def create(self, validated_data):
+        validated_data.pop("price_effective_from", None)
+        return record_prices(Pool(**validated_data), user=self._user())
+
+    def update(self, instance, validated_data):
+        start = validated_data.pop("price_effective_from", None)
+        before = Pool(**{name: getattr(instance, name) for name in PRICE_INPUT_FIELDS})
+        for name, value in validated_data.items():
+            setattr(instance, name, value)
+        instance.refresh_effective_price()
+        if not prices_changed(before, instance):
+            instance.save()
+            return instance
+        try:
+            return record_prices(instance, start, user=self._user())
+        except PriceStartError as error:
+            raise serializers.ValidationError({"price_effective_from": [str(error)]}) from error
+
+    def _user(self):
+        request = self.context.get("request")
+        return request.user if request is not None else None
+
+
+class PricePeriodSerializer(serializers.ModelSerializer):
+    """One period of a pool's prices: in force from ``effective_from`` until
+    ``effective_until`` (null: the last, in force from then on)."""
+
+    effective_until = serializers.DateTimeField(allow_null=True, read_only=True)
+    effective_price_per_gpu_hour_usd = serializers.DecimalField(
+        max_digits=12, decimal_places=4, read_only=True, help_text="USD per GPU-hour."
+    )
+    changed_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
+
+    class Meta:
+        model = PoolPricePeriod
+        fields = [
+            "effective_from",
+            "effective_until",
+            *PRICE_INPUT_FIELDS,
+            "effective_price_per_gpu_hour_usd",
+            "changed_by",
+        ]
+        read_only_fields = fields
 
 
 class WorkloadSerializer(ScopedReferencesMixin, StrictModelSerializer):

@@ -22,6 +22,7 @@ from apps.pools.estimates import EstimateError, run_memory_estimate
 from apps.pools.filters import PoolFilter, WorkloadFilter
 from apps.pools.forms import CalculatorForm, PoolForm, WorkloadForm
 from apps.pools.models import Pool, Workload
+from apps.pools.prices import price_history
 from apps.pools.scoped import in_scope_or_404
 from apps.pools.signals import service_period_changed
 from apps.pools.tables import PoolTable, WorkloadTable, with_price_per_hour
@@ -91,6 +92,7 @@ def pool_detail(request, slug):
         "price_breakdown": pool.price_breakdown(),
         "findings_count": sum(len(assessment.findings) for _, assessment in rows),
         "history": history_rows(pool),
+        "price_periods": price_history(pool),
     }
     return render_page(request, "pools/pool_detail.html", context)
 
@@ -103,7 +105,7 @@ def pool_create(request):
     initial = {"team": next(iter(scope.team_ids))} if len(scope.team_ids) == 1 else None
     return form_page(
         request,
-        form_class=partial(PoolForm, scope=scope),
+        form_class=partial(PoolForm, scope=scope, user=request.user),
         noun=gettext("Pool"),
         template="pools/pool_form.html",
         initial=initial,
@@ -118,7 +120,7 @@ def pool_edit(request, slug):
     service_period = pool.service_period
     response = form_page(
         request,
-        form_class=partial(PoolForm, scope=scope_of(request.user)),
+        form_class=partial(PoolForm, scope=scope_of(request.user), user=request.user),
         noun=gettext("Pool"),
         template="pools/pool_form.html",
         instance=pool,

@@ -242,16 +242,24 @@ REPORTED = (
 
 
 def _pool_prices(figures) -> tuple[float, float, float]:
-    """(fixed USD per GPU-hour, USD per GPU kWh, TDP in kW) of the pool."""
-    pool = figures.pool
-    return (
-        float(pool.fixed_price_per_gpu_hour_usd),
-        float(pool.price_per_gpu_kwh_usd),
-        pool.gpu_model.tdp_watts / 1000,
+    """(fixed USD per GPU-hour, USD per GPU kWh, TDP in kW) in force over the range."""
+    fixed, per_kwh = figures.price_split
+    return fixed, per_kwh, figures.pool.gpu_model.tdp_watts / 1000
+
+
+def _prices_changed_text() -> str:
+    return _(
+        "each hour at the prices in force in it (they changed in the range: the pool's "
+        "price history lists them)"
     )
 
 
 def _unmeasured_price_text(figures) -> str:
+    if figures.prices_changed:
+        return _("%(price)s/GPU-h on average (%(why)s)") % {
+            "price": price(figures.unmeasured_usd_per_gpu_hour),
+            "why": _prices_changed_text(),
+        }
     fixed, per_kwh, tdp_kw = _pool_prices(figures)
     if not per_kwh:
         return f"{price(fixed)}/GPU-h"
@@ -266,6 +274,11 @@ def _unmeasured_price_text(figures) -> str:
 def _measured_cost_text(figures) -> str:
     fixed, per_kwh, tdp_kw = _pool_prices(figures)
     usage = figures.usage
+    if figures.prices_changed:
+        return _("%(gpu_hours)s measured GPU-h, %(why)s") % {
+            "gpu_hours": quantity(usage.measured_capacity_gpu_hours),
+            "why": _prices_changed_text(),
+        }
     text = _("%(price)s/GPU-h × %(gpu_hours)s measured GPU-h") % {
         "price": price(fixed),
         "gpu_hours": quantity(usage.measured_capacity_gpu_hours),
@@ -299,7 +312,11 @@ def _is_flat_rate(figures) -> bool:
     fixed, per_kwh, _tdp_kw = _pool_prices(figures)
     usage = figures.usage
     full = figures.pool.gpu_count * usage.measured_hours
-    return not per_kwh and abs(usage.measured_capacity_gpu_hours - full) < 1e-9
+    return (
+        not figures.prices_changed
+        and not per_kwh
+        and abs(usage.measured_capacity_gpu_hours - full) < 1e-9
+    )
 
 
 def _times_share(text: str, share: float) -> str:

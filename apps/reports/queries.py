@@ -15,7 +15,10 @@ from zoneinfo import ZoneInfo
 
 from django.db.models import (
     Aggregate,
+    Case,
     Count,
+    DateTimeField,
+    DecimalField,
     Exists,
     F,
     FloatField,
@@ -24,9 +27,10 @@ from django.db.models import (
     Q,
     Sum,
     Value,
+    When,
 )
 from django.db.models.expressions import RawSQL
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 from django.utils.translation import gettext
 
@@ -36,6 +40,7 @@ from apps.pools.models import (
     TRAINING_KINDS,
     Interruption,
     Pool,
+    PoolPricePeriod,
     Purpose,
     Workload,
 )
@@ -51,6 +56,7 @@ from apps.training import goodput
 from apps.training import services as training_services
 
 ONE_HOUR = timedelta(hours=1)
+ONE_DAY = timedelta(days=1)
 EARLIEST = datetime(2020, 1, 1, tzinfo=UTC)
 GROUP_BY_CHOICES = ("pool", "purpose", "workload")
 UNATTRIBUTED = "unattributed"
@@ -111,16 +117,6 @@ class Span:
 # --- per-pool sums -------------------------------------------------------------------------
 
 
-def _measured_cost_expression(prefix: str = "pool__"):
-    """Σ cost of measured hours as a SQL expression over rows carrying the daily-usage
-    column names: fixed price × capacity + price per kWh × (measured energy + TDP × busy
-    GPU-hours of the hours without it), the cost model's owned-pool formula."""
-    tdp_kw = F(f"{prefix}gpu_model__tdp_watts") / 1000.0
-    return F(f"{prefix}fixed_price_per_gpu_hour_usd") * F("measured_capacity_gpu_hours") + F(
-        f"{prefix}price_per_gpu_kwh_usd"
-    ) * (F("energy_kwh") + tdp_kw * F("busy_gpu_hours_without_energy"))
-
-
 @dataclass
 class UsageTotals:
     measured_hours: int = 0
@@ -131,6 +127,9 @@ class UsageTotals:
     # The power terms of the measured cost, so an explanation can show them (explain.py).
     energy_kwh: float = 0.0
     busy_gpu_hours_without_energy: float = 0.0
+    # Σ over measured hours of the full price in force (USD per GPU): what those hours
+    # would cost unmeasured, subtracted from the paid hours' to price the unmeasured ones.
+    measured_hours_full_price_usd: float = 0.0
 
     def add(self, row: dict):
         self.measured_hours += row["measured_hours"] or 0
@@ -140,6 +139,7 @@ class UsageTotals:
         self.measured_cost_usd += float(row["cost"] or 0.0)
         self.energy_kwh += row["energy"] or 0.0
         self.busy_gpu_hours_without_energy += row["busy_without_energy"] or 0.0
+        self.measured_hours_full_price_usd += float(row["full_price"] or 0.0)
 
 
 def _days_and_edges(span: Span, daily_model, hourly_model, key: str, ids=None):
@@ -154,39 +154,157 @@ def _days_and_edges(span: Span, daily_model, hourly_model, key: str, ids=None):
     return daily, hourly
 
 
-def pool_usage_totals(span: Span, pool_ids=None) -> dict[int, UsageTotals]:
-    """Per pool: sums over the span's measured hours. Two queries."""
+def price_periods_of(pool_ids=None) -> dict[int, list]:
+    """Each pool's price periods, oldest first (None: every pool's). One query."""
+    periods = defaultdict(list)
+    queryset = PoolPricePeriod.objects.order_by("effective_from")
+    if pool_ids is not None:
+        queryset = queryset.filter(pool_id__in=pool_ids)
+    for period in queryset:
+        periods[period.pool_id].append(period)
+    return periods
+
+
+def _in_force_at(periods: list, moment: datetime):
+    found = None
+    for period in periods:
+        if period.effective_from <= moment:
+            found = period
+    return found
+
+
+def _mid_day_changes(span: Span, periods: dict[int, list]) -> tuple[Q, Q]:
+    """(daily rows, hourly rows) of the pools' UTC days in the span on which a price
+    period starts after midnight: such a day is priced hour by hour."""
+    days, hours = Q(pk__in=[]), Q(pk__in=[])
+    for pool_id, pool_periods in periods.items():
+        for period in pool_periods:
+            start = period.effective_from.astimezone(UTC)
+            if start.hour and span.start <= start < span.end:
+                midnight = start.replace(hour=0)
+                days |= Q(pool_id=pool_id, day=midnight.date())
+                hours |= Q(pool_id=pool_id, hour__gte=midnight, hour__lt=midnight + ONE_DAY)
+    return days, hours
+
+
+def _price_case(field: str, span: Span, periods: dict[int, list], on_or_after):
+    """The pool's ``field`` in force for a row, as a CASE over the price periods that
+    differ from the pool's current prices in the span (none for a pool whose prices did
+    not change: the pool's own column). ``on_or_after(pool_id, start)``: the Q of the
+    rows from ``start`` on."""
+    whens = []
+    for pool_id, pool_periods in periods.items():
+        at_start = _in_force_at(pool_periods, span.start)
+        inside = [p for p in pool_periods if span.start < p.effective_from < span.end]
+        for period in reversed(inside):  # latest first: a CASE takes the first match
+            whens.append(
+                When(
+                    on_or_after(pool_id, period.effective_from), then=Value(getattr(period, field))
+                )
+            )
+        # The period in force now is the pool's own prices (apps/pools/prices.py).
+        now = _in_force_at(pool_periods, timezone.now())
+        if at_start is not None and (
+            inside or now is None or getattr(at_start, field) != getattr(now, field)
+        ):
+            whens.append(When(pool_id=pool_id, then=Value(getattr(at_start, field))))
+    # Hours no period covers, and pools with one price throughout: the current one.
+    return Case(*whens, default=F(f"pool__{field}"), output_field=DecimalField())
+
+
+def _day_on_or_after(pool_id, start):
+    """Daily rows of the days from ``start`` on (a change after midnight: from the next
+    day, its own being read hour by hour)."""
+    start = start.astimezone(UTC)
+    day = start.date() if not start.hour else start.date() + ONE_DAY
+    return Q(pool_id=pool_id, day__gte=day)
+
+
+def _hour_on_or_after(pool_id, start):
+    return Q(pool_id=pool_id, hour__gte=start)
+
+
+# The pool's current prices, for hours no price period covers, and its GPUs' TDP: read
+# with the sums (constant in each pool's group), not by another query.
+PRICE_COLUMNS = (
+    "pool__fixed_price_per_gpu_hour_usd",
+    "pool__price_per_gpu_kwh_usd",
+    "pool__gpu_model__tdp_watts",
+)
+
+
+def pool_usage_totals(span: Span, pool_ids=None, periods=None) -> dict[int, UsageTotals]:
+    """Per pool: sums over the span's measured hours, each at the prices in force in it.
+    Three queries (two given ``periods``, from ``price_periods_of``).
+
+    The rows are summed in SQL by pool and price segment (a CASE on the price changes
+    inside the span, no lookup per row), and each segment's sums are priced here. A whole
+    day is read from its daily row, unless a price period of its pool starts after its
+    midnight: then from its hourly rows."""
+    periods = price_periods_of(pool_ids) if periods is None else periods
     totals: dict[int, UsageTotals] = defaultdict(UsageTotals)
-    daily, hourly = _days_and_edges(span, PoolDailyUsage, PoolHourlyUsage, "pool_id", pool_ids)
-    daily_rows = daily.values("pool_id").annotate(
-        measured_hours=Sum("measured_hours"),
-        measured_capacity=Sum("measured_capacity_gpu_hours"),
-        busy=Sum("busy_gpu_hours"),
-        reporting=Sum("reporting_gpu_hours"),
-        cost=Sum(_measured_cost_expression(), output_field=FloatField()),
-        energy=Sum("energy_kwh"),
-        busy_without_energy=Sum("busy_gpu_hours_without_energy"),
+    first, last = span.whole_days()
+    first_at = datetime.combine(first, time.min, tzinfo=UTC)
+    last_at = datetime.combine(last, time.min, tzinfo=UTC)
+    # The price changes inside the span, latest first: a CASE takes the first match.
+    changes = sorted(
+        (
+            (pool_id, period.effective_from.astimezone(UTC))
+            for pool_id, pool_periods in periods.items()
+            for period in pool_periods
+            if span.start < period.effective_from < span.end
+        ),
+        key=lambda change: change[1],
+        reverse=True,
+    )
+    mid_day = Q(pk__in=[])
+    hours_of_mid_day = Q(pk__in=[])
+    for pool_id, start in changes:
+        if start.hour and first_at <= start < last_at:
+            midnight = start.replace(hour=0)
+            mid_day |= Q(pool_id=pool_id, day=midnight.date())
+            hours_of_mid_day |= Q(pool_id=pool_id, hour__gte=midnight, hour__lt=midnight + ONE_DAY)
+
+    def segment(condition):
+        """The start of the price change a row comes after (None: none in the span)."""
+        return Case(
+            *[When(condition(pool_id, start), then=Value(start)) for pool_id, start in changes],
+            default=Value(None),
+            output_field=DateTimeField(),
+        )
+
+    def day_on_or_after(pool_id, start):
+        # A change after midnight prices the days after its own (read hour by hour).
+        day = start.date() if not start.hour else start.date() + ONE_DAY
+        return Q(pool_id=pool_id, day__gte=day)
+
+    daily = PoolDailyUsage.objects.filter(day__gte=first, day__lt=last).exclude(mid_day)
+    hourly = PoolHourlyUsage.objects.filter(span.edge_filter() | hours_of_mid_day)
+    if pool_ids is not None:
+        daily = daily.filter(pool_id__in=pool_ids)
+        hourly = hourly.filter(pool_id__in=pool_ids)
+    daily_rows = (
+        daily.annotate(segment=segment(day_on_or_after))
+        .values("pool_id", "segment", *PRICE_COLUMNS)
+        .annotate(
+            measured_hours=Sum("measured_hours"),
+            measured_capacity=Sum("measured_capacity_gpu_hours"),
+            busy=Sum("busy_gpu_hours"),
+            reporting=Sum("reporting_gpu_hours"),
+            energy=Sum("energy_kwh"),
+            busy_without_energy=Sum("busy_gpu_hours_without_energy"),
+        )
     )
     measured = Q(reporting_gpus__gt=0)
-    tdp_kw = F("pool__gpu_model__tdp_watts") / 1000.0
     hourly_rows = (
         hourly.filter(in_service_q())
-        .values("pool_id")
+        .annotate(segment=segment(lambda pool_id, start: Q(pool_id=pool_id, hour__gte=start)))
+        .values("pool_id", "segment", *PRICE_COLUMNS)
         .annotate(
             measured_hours=Count("id", filter=measured),
             measured_capacity=Coalesce(Sum("capacity_gpu_hours", filter=measured), _ZERO),
             busy=Coalesce(Sum("busy_gpu_hours"), _ZERO),
             reporting=Coalesce(Sum(F("reporting_gpus") * 1.0), _ZERO),
-            cost=Coalesce(
-                Sum(
-                    F("pool__fixed_price_per_gpu_hour_usd") * F("capacity_gpu_hours")
-                    + F("pool__price_per_gpu_kwh_usd")
-                    * Coalesce("energy_kwh", tdp_kw * F("busy_gpu_hours")),
-                    filter=measured,
-                    output_field=FloatField(),
-                ),
-                _ZERO,
-            ),
             energy=Coalesce(Sum("energy_kwh", filter=measured), _ZERO),
             busy_without_energy=Coalesce(
                 Sum("busy_gpu_hours", filter=measured & Q(energy_kwh__isnull=True)), _ZERO
@@ -194,15 +312,87 @@ def pool_usage_totals(span: Span, pool_ids=None) -> dict[int, UsageTotals]:
         )
     )
     for row in [*daily_rows, *hourly_rows]:
-        totals[row["pool_id"]].add(row)
+        pool_id = row["pool_id"]
+        period = _in_force_at(periods.get(pool_id, []), row["segment"] or span.start)
+        fixed, per_kwh = (
+            _split(period)
+            if period
+            else (float(row[PRICE_COLUMNS[0]]), float(row[PRICE_COLUMNS[1]]))
+        )
+        tdp_kw = row[PRICE_COLUMNS[2]] / 1000
+        # The cost model's formula (apps/reports/costmodel.py), on the segment's sums.
+        energy = (row["energy"] or 0.0) + tdp_kw * (row["busy_without_energy"] or 0.0)
+        row["cost"] = fixed * (row["measured_capacity"] or 0.0) + per_kwh * energy
+        row["full_price"] = (row["measured_hours"] or 0) * (fixed + per_kwh * tdp_kw)
+        totals[pool_id].add(row)
     return totals
+
+
+def _paid_range(pool: Pool, span: Span) -> tuple[datetime, datetime]:
+    first, end = pool.service_hours()
+    begin, finish = max(span.start, first), min(span.end, end) if end else span.end
+    return begin, max(begin, finish)
 
 
 def pool_paid_hours(pool: Pool, span: Span) -> int:
     """Hours of the span inside the pool's service period."""
-    first, end = pool.service_hours()
-    begin, finish = max(span.start, first), min(span.end, end) if end else span.end
-    return max(0, int((finish - begin) / ONE_HOUR))
+    begin, finish = _paid_range(pool, span)
+    return int((finish - begin) / ONE_HOUR)
+
+
+def _pool_full_price(pool_or_period, tdp_watts: int) -> float:
+    return float(pool_or_period.fixed_price_per_gpu_hour_usd) + float(
+        pool_or_period.price_per_gpu_kwh_usd
+    ) * (tdp_watts / 1000)
+
+
+@dataclass(frozen=True)
+class PaidPrices:
+    """Σ over a pool's paid hours of the full price in force in each, USD per GPU, and
+    the price split (fixed USD per GPU-hour, USD per GPU kWh) when one was in force
+    throughout (None: the prices changed in the span)."""
+
+    total_usd: float
+    single_split: tuple[float, float] | None
+
+    def single_usd_per_gpu_hour(self, tdp_watts: int) -> float | None:
+        if self.single_split is None:
+            return None
+        fixed, per_kwh = self.single_split
+        return fixed + per_kwh * tdp_watts / 1000
+
+
+def _split(pool_or_period) -> tuple[float, float]:
+    return (
+        float(pool_or_period.fixed_price_per_gpu_hour_usd),
+        float(pool_or_period.price_per_gpu_kwh_usd),
+    )
+
+
+def paid_hours_full_price_usd(
+    span: Span, pools: list[Pool], periods: dict[int, list]
+) -> dict[int, PaidPrices]:
+    """Per pool: Σ over the span's paid hours of the full price per GPU-hour in force in
+    each (fixed + per kWh × TDP, what an hour without telemetry costs a GPU). One query.
+
+    Hours before a pool's first price period, or of a pool without any, are at its
+    current prices, as ``pool_usage_totals`` does. ``periods``: ``price_periods_of``."""
+    sums = {}
+    for pool in pools:
+        begin, finish = _paid_range(pool, span)
+        tdp = pool.gpu_model.tdp_watts
+        # (start, split) steps: the current prices until the first period, then each one's.
+        steps = [(begin, _split(pool))]
+        steps += [(period.effective_from, _split(period)) for period in periods.get(pool.id, [])]
+        total, splits = 0.0, set()
+        for index, (start, (fixed, per_kwh)) in enumerate(steps):
+            until = steps[index + 1][0] if index + 1 < len(steps) else finish
+            hours = (min(until, finish) - max(start, begin)) / ONE_HOUR
+            if hours > 0:
+                total += hours * (fixed + per_kwh * tdp / 1000)
+                splits.add((fixed, per_kwh))
+        sums[pool.id] = PaidPrices(total, splits.pop() if len(splits) == 1 else None)
+    return sums
 
 
 # --- requests and interruptions ----------------------------------------------------------
@@ -424,12 +614,40 @@ class PoolFigures:
     usage: UsageTotals
     requests: RequestTotals
     lost_gpu_hours: float
+    # The full prices in force over the paid hours (paid_hours_full_price_usd); None:
+    # the pool's current price throughout.
+    paid_prices: PaidPrices | None = None
+
+    @property
+    def prices_changed(self) -> bool:
+        """Whether the span's paid hours were at more than one price."""
+        paid = self.paid_prices
+        return paid is not None and paid.total_usd > 0 and paid.single_split is None
+
+    @property
+    def price_split(self) -> tuple[float, float]:
+        """(fixed USD per GPU-hour, USD per GPU kWh) in force over the span: the pool's
+        current ones when none other was (with ``prices_changed``: the current ones, which
+        an explanation does not multiply out)."""
+        paid = self.paid_prices
+        if paid is not None and paid.single_split is not None:
+            return paid.single_split
+        return _split(self.pool)
 
     @property
     def unmeasured_usd_per_gpu_hour(self) -> float:
-        return float(self.pool.fixed_price_per_gpu_hour_usd) + float(
-            self.pool.price_per_gpu_kwh_usd
-        ) * (self.pool.gpu_model.tdp_watts / 1000)
+        """The full price per GPU-hour of the unmeasured hours: the one in force, or
+        their mean when the span crosses a price change."""
+        paid = self.paid_prices
+        if paid is None or not paid.total_usd:
+            return _pool_full_price(self.pool, self.pool.gpu_model.tdp_watts)
+        single = paid.single_usd_per_gpu_hour(self.pool.gpu_model.tdp_watts)
+        if single is not None:
+            return single
+        if not self.unmeasured_hours:
+            return paid.total_usd / self.paid_hours
+        unmeasured_usd = paid.total_usd - self.usage.measured_hours_full_price_usd
+        return max(0.0, unmeasured_usd) / self.unmeasured_hours
 
     @property
     def unmeasured_hours(self) -> int:
@@ -466,7 +684,9 @@ def pool_figures(
     """Every pool's figures from its workloads' request totals and lost GPU-hours: three
     queries, whatever the number of pools."""
     pool_ids = [pool.id for pool in pools]
-    usage = pool_usage_totals(span, pool_ids)
+    periods = price_periods_of(pool_ids)
+    usage = pool_usage_totals(span, pool_ids, periods)
+    paid_prices = paid_hours_full_price_usd(span, pools, periods)
     workloads_by_pool = defaultdict(list)
     for workload in workloads:
         workloads_by_pool[workload.pool_id].append(workload.id)
@@ -482,6 +702,7 @@ def pool_figures(
                 usage=usage.get(pool.id, UsageTotals()),
                 requests=pool_requests,
                 lost_gpu_hours=sum(lost.get(w, 0.0) for w in workloads_by_pool[pool.id]),
+                paid_prices=paid_prices[pool.id],
             )
         )
     return figures
@@ -1002,25 +1223,53 @@ def daily_split(
     start: datetime, end: datetime, *, pool: Pool | None = None, scope: Scope = EVERYTHING
 ) -> DailySplit:
     """Busy GPU-hours and the cost of measured hours per UTC day and pool purpose, of the
-    pools in ``scope``. One query over the daily rows (hours of partial days are left to
-    the report table)."""
+    pools in ``scope``, at the prices in force. Three queries: the price periods, the
+    daily rows, and the hourly rows of the days a price changed after midnight (hours of
+    partial days are left to the report table)."""
     span = Span.of(start, end)
     first, last = span.start.date(), (span.end - ONE_HOUR).date()
     days = [first + timedelta(days=n) for n in range((last - first).days + 1)]
     index = {day: position for position, day in enumerate(days)}
     busy = {value: [0.0] * len(days) for value in Purpose.values}
     cost = {value: [0.0] * len(days) for value in Purpose.values}
+    periods = price_periods_of()
+    mid_day_days, mid_day_hours = _mid_day_changes(span, periods)
     rows = PoolDailyUsage.objects.filter(
         scope.team_filter("pool__team"), day__gte=first, day__lte=last
+    ).exclude(mid_day_days)
+    # A pool's day with a price change after midnight is summed from its hourly rows.
+    hourly = (
+        PoolHourlyUsage.objects.filter(
+            mid_day_hours, scope.team_filter("pool__team"), in_service_q(), reporting_gpus__gt=0
+        )
+        .annotate(day_utc=TruncDate("hour", tzinfo=UTC))
+        .values("pool__purpose", day=F("day_utc"))
     )
     if pool is not None:
         rows = rows.filter(pool=pool)
-    for row in rows.values("day", "pool__purpose").annotate(
-        busy=Sum("busy_gpu_hours"), cost=Sum(_measured_cost_expression(), output_field=FloatField())
-    ):
+        hourly = hourly.filter(pool=pool)
+    tdp_kw = F("pool__gpu_model__tdp_watts") / 1000.0
+    daily_cost = _price_case("fixed_price_per_gpu_hour_usd", span, periods, _day_on_or_after) * F(
+        "measured_capacity_gpu_hours"
+    ) + _price_case("price_per_gpu_kwh_usd", span, periods, _day_on_or_after) * (
+        F("energy_kwh") + tdp_kw * F("busy_gpu_hours_without_energy")
+    )
+    hourly_cost = _price_case("fixed_price_per_gpu_hour_usd", span, periods, _hour_on_or_after) * F(
+        "capacity_gpu_hours"
+    ) + _price_case("price_per_gpu_kwh_usd", span, periods, _hour_on_or_after) * Coalesce(
+        "energy_kwh", tdp_kw * F("busy_gpu_hours")
+    )
+    for row in [
+        *rows.values("day", "pool__purpose").annotate(
+            busy=Sum("busy_gpu_hours"), cost=Sum(daily_cost, output_field=FloatField())
+        ),
+        *hourly.annotate(
+            busy=Sum("busy_gpu_hours"), cost=Sum(hourly_cost, output_field=FloatField())
+        ),
+    ]:
         position = index[row["day"]]
-        busy[row["pool__purpose"]][position] = row["busy"] or 0.0
-        cost[row["pool__purpose"]][position] = float(row["cost"] or 0.0)
+        busy[row["pool__purpose"]][position] += row["busy"] or 0.0
+        cost[row["pool__purpose"]][position] += float(row["cost"] or 0.0)
     return DailySplit(days, busy, cost)
 
 
@@ -1084,7 +1333,7 @@ def peak_split(
 ) -> list[PeakSplitRow]:
     """Cost of measured hours and requests in each pool's peak and off-peak local hours,
     for the pools in ``scope`` that serve requests. Peak hours are the pool's own, else
-    the hours whose mean requests are above the daily mean. Four queries."""
+    the hours whose mean requests are above the daily mean. Five queries."""
     span = Span.of(start, end)
     # Pools with a workload that logged requests in the span: an index probe per workload
     # on (workload, hour), not a join over every request-hour.
@@ -1103,23 +1352,22 @@ def peak_split(
     ids = [found.id for found in pools]
     zone_of_pool = {found.id: found.timezone or "UTC" for found in pools}
     pool_of_workload = dict(Workload.objects.filter(pool_id__in=ids).values_list("id", "pool_id"))
-    pool_by_id = {found.id: found for found in pools}
-    # The sums the cost needs, without joining every row to its pool for the prices: the
-    # cost model's formula is applied to each group's sums below.
+    # The cost of measured hours as ``pool_usage_totals`` sums it, each hour at the prices
+    # in force in it.
+    periods = price_periods_of(ids)
+    tdp_kw = F("pool__gpu_model__tdp_watts") / 1000.0
     cost_sums = {
-        "capacity": Sum("capacity_gpu_hours"),
-        "energy": Coalesce(Sum("energy_kwh"), _ZERO),
-        "busy_without_energy": Coalesce(
-            Sum("busy_gpu_hours", filter=Q(energy_kwh__isnull=True)), _ZERO
-        ),
+        "cost": Coalesce(
+            Sum(
+                _price_case("fixed_price_per_gpu_hour_usd", span, periods, _hour_on_or_after)
+                * F("capacity_gpu_hours")
+                + _price_case("price_per_gpu_kwh_usd", span, periods, _hour_on_or_after)
+                * Coalesce("energy_kwh", tdp_kw * F("busy_gpu_hours")),
+                output_field=FloatField(),
+            ),
+            _ZERO,
+        )
     }
-
-    def group_cost(row) -> float:
-        """The cost of a group of measured hours, as ``_measured_cost_expression``."""
-        found = pool_by_id[row["pool_id"]]
-        return float(found.fixed_price_per_gpu_hour_usd) * (row["capacity"] or 0.0) + float(
-            found.price_per_gpu_kwh_usd
-        ) * (row["energy"] + found.gpu_model.tdp_watts / 1000 * row["busy_without_energy"])
 
     request_sums = {"total": Sum("requests"), "tokens": Sum(F("input_tokens") + F("output_tokens"))}
     usage = PoolHourlyUsage.objects.filter(
@@ -1137,7 +1385,7 @@ def peak_split(
     for pool_id, local_hour, row in _sums_by_local_hour(
         usage, "pool_id", zone_of_pool, span, cost_sums
     ):
-        cost_by_hour[pool_id][local_hour] += group_cost(row)
+        cost_by_hour[pool_id][local_hour] += row["cost"]
     zone_of_workload = {workload: zone_of_pool[pool] for workload, pool in pool_of_workload.items()}
     for workload_id, local_hour, row in _sums_by_local_hour(
         requests, "workload_id", zone_of_workload, span, request_sums

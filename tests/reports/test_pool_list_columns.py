@@ -340,8 +340,8 @@ def test_the_list_reads_every_pool_figure_in_a_fixed_number_of_queries(
     _make_pools(gpu_model, 3, hours=48)
     # The session, the user and their roles; their scope (a fleet-wide role? their
     # teams: apps/accounts/scope.py); the report's figures for every pool (pools,
-    # workloads, requests by day and by hour, interruptions, usage by day and by hour);
-    # the page's count, rows and totals; the filter's regions.
-    small = get_page(19)
+    # workloads, requests by day and by hour, interruptions, usage by day and by hour,
+    # price periods); the page's count, rows and totals; the filter's regions.
+    small = get_page(20)
     _make_pools(gpu_model, 12, first=3, hours=48)
     assert get_page(small) == small
