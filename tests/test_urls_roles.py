@@ -193,6 +193,7 @@ API_ROUTES = {
     "api-showback": None,
     "team-audit": "team",
     "pool-lendable": "pool",
+    "pool-prices": "pool",
     "lendable-list": None,
 }
 # REST endpoints for superusers only: anonymous → 401, the other roles → 403.
