@@ -20,17 +20,9 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from apps.demo.management.commands.seed_demo import DEMO_PASSWORD, DEMO_USERS
 from config.embedded import environment_for_children, start_redis, stop_redis
 
-DEMO_LOGINS = [
-    ("lead", "Technical lead: pools and workloads"),
-    ("ops", "Ops: backup policies, restore drills"),
-    ("procurement", "Procurement: comparison scenarios, exports"),
-    ("finance", "Finance: reads every team's costs, showback and budgets"),
-    ("lead-serving", "Technical lead of Serving: its and the shared pools"),
-    ("admin", "Superuser: everything, users, teams and budgets"),
-]
-DEMO_PASSWORD = "gpufleet-demo"  # noqa: S105 - the documented demo password
 READY_TIMEOUT_SECONDS = 120
 
 
@@ -158,7 +150,10 @@ class Command(BaseCommand):
         else:
             lines.append(f"  Demo sign-ins, all with the password {DEMO_PASSWORD}:")
             usernames = self._demo_usernames()
-            lines += [f"    {usernames.get(key, key):<13} {role}" for key, role in DEMO_LOGINS]
+            lines += [
+                f"    {usernames.get(key, key):<13} {full_name}, {role or 'superuser'}"
+                for key, full_name, role in DEMO_USERS
+            ]
         lines += ["", "  Ctrl-C stops gpufleet, its worker and beat.", ""]
         self.stdout.write("\n".join(lines))
         self.stdout.flush()
