@@ -78,6 +78,31 @@ def _binary(variable: str, default: str, script: str) -> str:
     return binary
 
 
+def _run_prometheus(
+    binary: str, config: Path, data: Path, *options: str
+) -> tuple[subprocess.Popen, str, Path]:
+    """(process, base URL, log) of prometheus on a free 127.0.0.1 port with ``config`` and
+    the data directory ``data``, once it answers /-/ready; its log beside its config."""
+    port = free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    log_path = config.parent / "prometheus.log"
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [
+                binary,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={data}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                *options,
+                "--log.level=warn",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    _wait_for(process, f"{base_url}/-/ready", log_path, "prometheus")
+    return process, base_url, log_path
+
+
 def start_scraping_prometheus(
     scrape_base_url: str, targets, directory: Path
 ) -> tuple[subprocess.Popen, str, Path]:
@@ -101,23 +126,7 @@ def start_scraping_prometheus(
     config.write_text(
         f"global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:{jobs}"
     )
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    log_path = directory / "prometheus.log"
-    with log_path.open("w") as log:
-        process = subprocess.Popen(
-            [
-                binary,
-                f"--config.file={config}",
-                f"--storage.tsdb.path={directory / 'data'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-                "--log.level=warn",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    _wait_for(process, f"{base_url}/-/ready", log_path, "prometheus")
-    return process, base_url, log_path
+    return _run_prometheus(binary, config, directory / "data")
 
 
 class VictoriaMetrics:
@@ -214,23 +223,9 @@ def start_prometheus_with(series: list[Series], directory: Path):
     )
     config = directory / "prometheus.yml"
     config.write_text("global:\n  scrape_interval: 1m\n")
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    log_path = directory / "prometheus.log"
-    with log_path.open("w") as log:
-        process = subprocess.Popen(
-            [
-                binary,
-                f"--config.file={config}",
-                f"--storage.tsdb.path={data}",
-                f"--web.listen-address=127.0.0.1:{port}",
-                "--storage.tsdb.retention.time=100y",
-                "--log.level=warn",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    _wait_for(process, f"{base_url}/-/ready", log_path, "prometheus")
+    process, base_url, _ = _run_prometheus(
+        binary, config, data, "--storage.tsdb.retention.time=100y"
+    )
     return process, base_url
 
 
