@@ -95,7 +95,7 @@ def _pool_subject(pool, summary: Sentence, description: Sentence, url: str = "")
 
 def window_usage(rule, now) -> list[tuple[Pool, UsageTotals]]:
     """Each pool of the rule with its sums over the rule's window (two queries)."""
-    span = Span.of(now - timedelta(hours=rule.window_hours), now)
+    span = Span.last_hours(now, rule.window_hours)
     pools = list(rule_pools(rule, now))
     totals = pool_usage_totals(span, [pool.pk for pool in pools])
     return [(pool, totals.get(pool.pk, UsageTotals())) for pool in pools]

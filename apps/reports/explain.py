@@ -300,7 +300,7 @@ def _measured_cost_text(figures) -> str:
 
 def _unmeasured_cost_text(figures) -> str:
     return _("%(hours)s unmeasured h × %(gpus)s GPUs × %(price)s") % {
-        "hours": figures.unmeasured_hours,
+        "hours": quantity(figures.unmeasured_hours),
         "gpus": figures.pool.gpu_count,
         "price": _unmeasured_price_text(figures),
     }
@@ -337,19 +337,19 @@ def _pool_line(part: PoolPart, figure: str):
     if figure == "capacity_gpu_hours":
         expression = _("%(gpus)s GPUs × %(hours)s h paid") % {
             "gpus": pool.gpu_count,
-            "hours": figures.paid_hours,
+            "hours": quantity(figures.paid_hours),
         }
         value = pool.gpu_count * figures.paid_hours * share
     elif figure == "measured_capacity_gpu_hours":
         expression = _("%(gpu_hours)s GPU-h reported in the %(hours)s h with telemetry") % {
             "gpu_hours": quantity(usage.measured_capacity_gpu_hours),
-            "hours": measured_hours,
+            "hours": quantity(measured_hours),
         }
         value = usage.measured_capacity_gpu_hours * share
     elif figure == "unmeasured_gpu_hours":
         expression = _("(%(paid)s h paid − %(measured)s h with telemetry) × %(gpus)s GPUs") % {
-            "paid": figures.paid_hours,
-            "measured": measured_hours,
+            "paid": quantity(figures.paid_hours),
+            "measured": quantity(measured_hours),
             "gpus": pool.gpu_count,
         }
         value = figures.unmeasured_hours * pool.gpu_count * share
@@ -357,7 +357,7 @@ def _pool_line(part: PoolPart, figure: str):
         if figure == "training_busy_gpu_hours" and not training:
             return None
         expression = _("Σ busy GPU-h reported in the %(hours)s h with telemetry") % {
-            "hours": measured_hours
+            "hours": quantity(measured_hours)
         }
         value = usage.busy_gpu_hours * share
     elif figure == "measured_cost_usd":
@@ -377,11 +377,13 @@ def _pool_line(part: PoolPart, figure: str):
             fixed, _per_kwh, _tdp_kw = _pool_prices(figures)
             expression = _("%(gpus)s GPUs × %(hours)s h × %(price)s/GPU-h") % {
                 "gpus": pool.gpu_count,
-                "hours": figures.paid_hours,
+                "hours": quantity(figures.paid_hours),
                 "price": price(fixed),
             }
             if figures.unmeasured_hours:
-                note = _("of which unmeasured %(hours)s h") % {"hours": figures.unmeasured_hours}
+                note = _("of which unmeasured %(hours)s h") % {
+                    "hours": quantity(figures.unmeasured_hours)
+                }
         elif not usage.measured_hours:
             expression = _unmeasured_cost_text(figures)
             note = _("no hour with telemetry")

@@ -16,7 +16,6 @@ from zoneinfo import ZoneInfo
 from django.db.models import (
     Aggregate,
     Case,
-    Count,
     DateTimeField,
     DecimalField,
     Exists,
@@ -94,6 +93,21 @@ class Span:
         start, end = floor_hour(start), min(ceil_hour(end), now_end)
         return cls(start, max(start, end))
 
+    @classmethod
+    def last_hours(cls, now: datetime, hours: int) -> "Span":
+        """The last ``hours`` h at ``now``: the ``hours`` whole UTC hour-slots ending
+        with the current one, [floor(now) − (hours − 1) h, floor(now) + 1 h).
+
+        Every trailing window (the Overview's last 24 h and 7 days, the alert rules'
+        windows, ``/metrics``) is this span, so it pays exactly ``hours`` hours of each
+        pool in service throughout (GPUs × price × ``hours``), and the current hour's
+        telemetry counts as soon as it is rolled up. Its capacity, cost and busy
+        GPU-hours are sums over these same slots; its utilisation divides the busy by
+        the measured capacity of the hours with telemetry among them."""
+        end = floor_hour(now) + ONE_HOUR
+        start = max(end - hours * ONE_HOUR, EARLIEST)
+        return cls(start, max(start, end))
+
     @property
     def hours(self) -> int:
         return int((self.end - self.start) / ONE_HOUR)
@@ -119,7 +133,9 @@ class Span:
 
 @dataclass
 class UsageTotals:
-    measured_hours: int = 0
+    # Hours with telemetry; an hour the pool's service period starts or ends in counts
+    # for the fraction of it in service (``service_edge_hours``).
+    measured_hours: float = 0.0
     measured_capacity_gpu_hours: float = 0.0
     busy_gpu_hours: float = 0.0
     reporting_gpu_hours: float = 0.0
@@ -224,6 +240,37 @@ def _hour_on_or_after(pool_id, start):
     return Q(pool_id=pool_id, hour__gte=start)
 
 
+def service_edge_hours(span: Span, service_periods: dict) -> dict[tuple[int, datetime], float]:
+    """(pool id, hour) → the fraction of that hour in the pool's service period, for the
+    hours of the span that the period starts or ends inside of (11:30 → the 11:00 hour,
+    0.5). Every other hour of the period is in service whole.
+
+    The hourly rollups count such an hour whole (``Pool.service_hours``); what the pool
+    pays for it, and the sums measured in it, are that fraction of the hour: the paid
+    hours (``pool_paid_hours``) and the measured ones (``pool_usage_totals``) then cover
+    the same time. ``service_periods``: pool id → (in service from, until or None)."""
+    fractions = {}
+    for pool_id, (since, until) in service_periods.items():
+        for moment in (since, until):
+            if moment is None:
+                continue
+            hour = floor_hour(moment)
+            if hour == moment or not span.start <= hour < span.end:
+                continue
+            inside_from = max(hour, since)
+            inside_until = min(hour + ONE_HOUR, until) if until else hour + ONE_HOUR
+            fractions[(pool_id, hour)] = max(0.0, (inside_until - inside_from) / ONE_HOUR)
+    return fractions
+
+
+def _service_periods_of(pool_ids) -> dict:
+    queryset = Pool.objects.all() if pool_ids is None else Pool.objects.filter(pk__in=pool_ids)
+    return {
+        row[0]: (row[1], row[2])
+        for row in queryset.values_list("pk", "in_service_from", "in_service_until")
+    }
+
+
 # The pool's current prices, for hours no price period covers, and its GPUs' TDP: read
 # with the sums (constant in each pool's group), not by another query.
 PRICE_COLUMNS = (
@@ -233,15 +280,24 @@ PRICE_COLUMNS = (
 )
 
 
-def pool_usage_totals(span: Span, pool_ids=None, periods=None) -> dict[int, UsageTotals]:
+def pool_usage_totals(
+    span: Span, pool_ids=None, periods=None, service_periods=None
+) -> dict[int, UsageTotals]:
     """Per pool: sums over the span's measured hours, each at the prices in force in it.
-    Three queries (two given ``periods``, from ``price_periods_of``).
+    Four queries (one fewer given ``periods``, from ``price_periods_of``, and one fewer
+    given ``service_periods``: pool id → (in service from, until)).
+
+    An hour the pool's service period starts or ends inside of counts for the fraction
+    of it in service (``service_edge_hours``), its day read hour by hour.
 
     The rows are summed in SQL by pool and price segment (a CASE on the price changes
     inside the span, no lookup per row), and each segment's sums are priced here. A whole
     day is read from its daily row, unless a price period of its pool starts after its
     midnight: then from its hourly rows."""
     periods = price_periods_of(pool_ids) if periods is None else periods
+    if service_periods is None:
+        service_periods = _service_periods_of(pool_ids)
+    edges = service_edge_hours(span, service_periods)
     totals: dict[int, UsageTotals] = defaultdict(UsageTotals)
     first, last = span.whole_days()
     first_at = datetime.combine(first, time.min, tzinfo=UTC)
@@ -264,6 +320,20 @@ def pool_usage_totals(span: Span, pool_ids=None, periods=None) -> dict[int, Usag
             midnight = start.replace(hour=0)
             mid_day |= Q(pool_id=pool_id, day=midnight.date())
             hours_of_mid_day |= Q(pool_id=pool_id, hour__gte=midnight, hour__lt=midnight + ONE_DAY)
+    for pool_id, hour in edges:
+        if first_at <= hour < last_at:
+            midnight = hour.replace(hour=0)
+            mid_day |= Q(pool_id=pool_id, day=midnight.date())
+            hours_of_mid_day |= Q(pool_id=pool_id, hour__gte=midnight, hour__lt=midnight + ONE_DAY)
+    # Each hourly row's share of its hour in service: 1 but at the service period's edges.
+    service_share = Case(
+        *[
+            When(pool_id=pool_id, hour=hour, then=Value(fraction))
+            for (pool_id, hour), fraction in edges.items()
+        ],
+        default=Value(1.0),
+        output_field=FloatField(),
+    )
 
     def segment(condition):
         """The start of the price change a row comes after (None: none in the span)."""
@@ -301,13 +371,19 @@ def pool_usage_totals(span: Span, pool_ids=None, periods=None) -> dict[int, Usag
         .annotate(segment=segment(lambda pool_id, start: Q(pool_id=pool_id, hour__gte=start)))
         .values("pool_id", "segment", *PRICE_COLUMNS)
         .annotate(
-            measured_hours=Count("id", filter=measured),
-            measured_capacity=Coalesce(Sum("capacity_gpu_hours", filter=measured), _ZERO),
-            busy=Coalesce(Sum("busy_gpu_hours"), _ZERO),
-            reporting=Coalesce(Sum(F("reporting_gpus") * 1.0), _ZERO),
-            energy=Coalesce(Sum("energy_kwh", filter=measured), _ZERO),
+            measured_hours=Coalesce(Sum(service_share, filter=measured), _ZERO),
+            measured_capacity=Coalesce(
+                Sum(F("capacity_gpu_hours") * service_share, filter=measured), _ZERO
+            ),
+            busy=Coalesce(Sum(F("busy_gpu_hours") * service_share), _ZERO),
+            reporting=Coalesce(Sum(F("reporting_gpus") * service_share), _ZERO),
+            energy=Coalesce(Sum(F("energy_kwh") * service_share, filter=measured), _ZERO),
             busy_without_energy=Coalesce(
-                Sum("busy_gpu_hours", filter=measured & Q(energy_kwh__isnull=True)), _ZERO
+                Sum(
+                    F("busy_gpu_hours") * service_share,
+                    filter=measured & Q(energy_kwh__isnull=True),
+                ),
+                _ZERO,
             ),
         )
     )
@@ -329,15 +405,18 @@ def pool_usage_totals(span: Span, pool_ids=None, periods=None) -> dict[int, Usag
 
 
 def _paid_range(pool: Pool, span: Span) -> tuple[datetime, datetime]:
-    first, end = pool.service_hours()
-    begin, finish = max(span.start, first), min(span.end, end) if end else span.end
+    """[begin, finish) of the span inside the pool's service period, to the second: a
+    pool in service from 11:30 pays from 11:30."""
+    since, until = pool.in_service_from, pool.in_service_until
+    begin, finish = max(span.start, since), min(span.end, until) if until else span.end
     return begin, max(begin, finish)
 
 
-def pool_paid_hours(pool: Pool, span: Span) -> int:
-    """Hours of the span inside the pool's service period."""
+def pool_paid_hours(pool: Pool, span: Span) -> float:
+    """Hours of the span inside the pool's service period, fractions of an hour
+    included (from 11:30 to 14:15: 2.75 h)."""
     begin, finish = _paid_range(pool, span)
-    return int((finish - begin) / ONE_HOUR)
+    return (finish - begin) / ONE_HOUR
 
 
 def _pool_full_price(pool_or_period, tdp_watts: int) -> float:
@@ -610,7 +689,7 @@ class PoolFigures:
     """One pool's figures over a span: the rows of every grouping are sums of these."""
 
     pool: Pool
-    paid_hours: int
+    paid_hours: float
     usage: UsageTotals
     requests: RequestTotals
     lost_gpu_hours: float
@@ -650,8 +729,9 @@ class PoolFigures:
         return max(0.0, unmeasured_usd) / self.unmeasured_hours
 
     @property
-    def unmeasured_hours(self) -> int:
-        return max(0, self.paid_hours - self.usage.measured_hours)
+    def unmeasured_hours(self) -> float:
+        # Rounded: fractions of an edge hour are summed in two ways (paid, measured).
+        return max(0.0, round(self.paid_hours - self.usage.measured_hours, 9))
 
     @property
     def unmeasured_cost_usd(self) -> float:
@@ -685,7 +765,8 @@ def pool_figures(
     queries, whatever the number of pools."""
     pool_ids = [pool.id for pool in pools]
     periods = price_periods_of(pool_ids)
-    usage = pool_usage_totals(span, pool_ids, periods)
+    service_periods = {pool.id: (pool.in_service_from, pool.in_service_until) for pool in pools}
+    usage = pool_usage_totals(span, pool_ids, periods, service_periods)
     paid_prices = paid_hours_full_price_usd(span, pools, periods)
     workloads_by_pool = defaultdict(list)
     for workload in workloads:
