@@ -100,7 +100,7 @@ class RequestsPart:
 class LostPart:
     """GPU-hours a workload of a shared pool lost to its recorded interruptions, at the
     pool's price of an hour without telemetry; ``sign`` −1 where they leave the pool's
-    unattributed rest (a training pool counts its workloads' lost hours there)."""
+    unattributed rest (the pool counts its workloads' lost hours there)."""
 
     label: str
     lost_gpu_hours: float
@@ -404,16 +404,12 @@ def _pool_line(part: PoolPart, figure: str):
             expression = _("no hour with telemetry: nothing measured can be idle")
         value = figures.idle_cost_usd * share
     elif figure == "lost_gpu_hours":
-        if not training:
-            return None
         expression = _(
             "Σ (minutes since the last checkpoint + restart) ÷ 60 × job GPUs over the "
             "interruptions recorded in the range"
         )
         value = figures.lost_gpu_hours * share
     elif figure == "interruption_cost_usd":
-        if not training:
-            return None
         expression = _("%(lost)s lost GPU-h × %(price)s") % {
             "lost": quantity(figures.lost_gpu_hours),
             "price": _unmeasured_price_text(figures),
@@ -585,7 +581,10 @@ def explain_figure(row, figure: str) -> list[Step]:
         return ratio(
             _sum_steps(row, "training_busy_gpu_hours") + _sum_steps(row, "lost_gpu_hours"),
             _("max(0, %(busy)s busy training GPU-h − %(lost)s lost GPU-h)")
-            % {"busy": quantity(row.training_busy_gpu_hours), "lost": quantity(row.lost_gpu_hours)},
+            % {
+                "busy": quantity(row.training_busy_gpu_hours),
+                "lost": quantity(row.training_lost_gpu_hours),
+            },
             _("no busy training GPU-hours"),
         )
     if figure == "cost_per_effective_training_gpu_hour_usd":

@@ -582,7 +582,12 @@ class CostRow:
     tokens: int = 0
     errors: int = 0
     training_busy_gpu_hours: float = 0.0
+    # Every interruption recorded on the row's pools or workloads: the same total in
+    # every grouping (by pool, purpose or workload).
     lost_gpu_hours: float = 0.0
+    # The part of them lost by the training the row's busy training GPU-hours count: what
+    # the estimate of effective training GPU-hours subtracts.
+    training_lost_gpu_hours: float = 0.0
     interruption_cost_usd: float = 0.0
     training_cost_usd: float = 0.0
     inference_cost_usd: float = 0.0
@@ -629,7 +634,7 @@ class CostRow:
         if not self.training_busy_gpu_hours:
             return None
         return costmodel.effective_training_gpu_hours(
-            self.training_busy_gpu_hours, self.lost_gpu_hours
+            self.training_busy_gpu_hours, self.training_lost_gpu_hours
         )
 
     @property
@@ -801,11 +806,14 @@ def _add_pool(row: CostRow, figures: PoolFigures, share: float = 1.0):
     row.measured_cost_usd += figures.usage.measured_cost_usd * share
     row.unmeasured_cost_usd += figures.unmeasured_cost_usd * share
     row.idle_cost_usd += figures.idle_cost_usd * share
+    # Every workload's interruptions count, whatever the pool's purpose, so the total is
+    # the one the workloads' rows add up to.
+    row.lost_gpu_hours += figures.lost_gpu_hours * share
+    row.interruption_cost_usd += figures.interruption_cost_usd * share
     if pool.purpose == Purpose.TRAINING:
         row.training_busy_gpu_hours += figures.usage.busy_gpu_hours * share
         row.training_cost_usd += figures.cost_usd * share
-        row.lost_gpu_hours += figures.lost_gpu_hours * share
-        row.interruption_cost_usd += figures.interruption_cost_usd * share
+        row.training_lost_gpu_hours += figures.lost_gpu_hours * share
     elif pool.purpose == Purpose.INFERENCE:
         row.inference_cost_usd += figures.cost_usd * share
     row.members.append(pool.slug)
@@ -923,7 +931,7 @@ def cost_report(
                 _add_pool(row, pool_figures_)
                 # Purpose follows the workload's kind here, not its pool's.
                 row.training_busy_gpu_hours = row.training_cost_usd = 0.0
-                row.inference_cost_usd = row.lost_gpu_hours = row.interruption_cost_usd = 0.0
+                row.inference_cost_usd = row.training_lost_gpu_hours = 0.0
                 counts_as = (
                     Purpose.TRAINING if workload.kind in TRAINING_KINDS else Purpose.INFERENCE
                 )
@@ -931,15 +939,13 @@ def cost_report(
                 if workload.kind in TRAINING_KINDS:
                     row.training_busy_gpu_hours = pool_figures_.usage.busy_gpu_hours
                     row.training_cost_usd = pool_figures_.cost_usd
-                    row.lost_gpu_hours = lost.get(workload.id, 0.0)
-                    row.interruption_cost_usd = (
-                        row.lost_gpu_hours * pool_figures_.unmeasured_usd_per_gpu_hour
-                    )
+                    row.training_lost_gpu_hours = lost.get(workload.id, 0.0)
                 else:
                     row.inference_cost_usd = pool_figures_.cost_usd
             else:
                 lost_gpu_hours = lost.get(workload.id, 0.0)
-                _move_lost(row, unattributed, pool_figures_, name, lost_gpu_hours)
+                training = workload.kind in TRAINING_KINDS
+                _move_lost(row, unattributed, pool_figures_, name, lost_gpu_hours, training)
             if workload.kind in TRAINING_KINDS:
                 row.count_effective_training(workload.id, measured)
             _add_requests(row, requests.get(workload.id, RequestTotals()), name)
@@ -1006,19 +1012,24 @@ def _move_attributed(row, unattributed, figures: PoolFigures, workload, attribut
         )
 
 
-def _move_lost(row, unattributed, figures: PoolFigures, name: str, lost_gpu_hours: float):
-    """A workload of a shared pool carries its own lost GPU-hours. A training pool's
-    figures count them in the unattributed rest too (_add_pool), so they leave it there:
-    the rows add up to the pool's lost hours once."""
+def _move_lost(
+    row, unattributed, figures: PoolFigures, name: str, lost_gpu_hours: float, training: bool
+):
+    """A workload of a shared pool carries its own lost GPU-hours (``training``: against
+    its busy training hours). The pool's figures count them in the unattributed rest too
+    (_add_pool), so they leave it there: the rows add up to the pool's lost hours once."""
     price = figures.unmeasured_usd_per_gpu_hour
     row.lost_gpu_hours += lost_gpu_hours
-    row.parts.append(explain.LostPart(name, lost_gpu_hours))
-    if figures.pool.purpose != Purpose.TRAINING or not lost_gpu_hours:
+    row.parts.append(explain.LostPart(name, lost_gpu_hours, price))
+    if training:
+        row.training_lost_gpu_hours += lost_gpu_hours
+    if not lost_gpu_hours:
         return
     row.interruption_cost_usd += lost_gpu_hours * price
-    row.parts[-1] = explain.LostPart(name, lost_gpu_hours, price)
     unattributed.lost_gpu_hours -= lost_gpu_hours
     unattributed.interruption_cost_usd -= lost_gpu_hours * price
+    if figures.pool.purpose == Purpose.TRAINING:
+        unattributed.training_lost_gpu_hours -= lost_gpu_hours
     unattributed.parts.append(explain.LostPart(name, lost_gpu_hours, price, sign=-1))
 
 
@@ -1043,6 +1054,7 @@ def total_row(rows: list[CostRow], *, key: str = "total", label: str | None = No
             "errors",
             "training_busy_gpu_hours",
             "lost_gpu_hours",
+            "training_lost_gpu_hours",
             "interruption_cost_usd",
             "training_cost_usd",
             "inference_cost_usd",
