@@ -108,6 +108,15 @@ class LostPart:
     sign: int = 1
 
 
+@dataclass(frozen=True)
+class EffectivePart:
+    """A training workload's effective GPU-hours (``queries.EffectiveHours``): measured
+    over the hours its event log covers, estimated over the rest of the range."""
+
+    label: str
+    effective: Any
+
+
 # --- words ------------------------------------------------------------------------------
 
 # Translated as the text is built, in the reader's language (apps/core/sentences.py).
@@ -474,6 +483,25 @@ def _line(part, figure: str):
         if figure == "requests":
             return _("requests logged in the range"), value, ""
         return _("input + output tokens logged in the range"), value, ""
+    if isinstance(part, EffectivePart) and figure == "effective_training_gpu_hours":
+        effective = part.effective
+        values = {
+            "measured": quantity(effective.measured_gpu_hours),
+            "covered": quantity(effective.covered_hours),
+            "estimated": quantity(effective.estimated_gpu_hours),
+            "other": quantity(effective.estimated_hours),
+        }
+        if not effective.estimated_hours:
+            expression = _(
+                "%(measured)s GPU-h measured by the event log over the %(covered)s h it covers"
+            )
+        else:
+            expression = _(
+                "%(measured)s GPU-h measured by the event log over the %(covered)s h it "
+                "covers + %(estimated)s GPU-h estimated (busy − lost GPU-h) over the other "
+                "%(other)s h"
+            )
+        return expression % values, effective.gpu_hours, ""
     if isinstance(part, LostPart) and figure == "lost_gpu_hours":
         return (
             _(
@@ -573,7 +601,8 @@ def explain_figure(row, figure: str) -> list[Step]:
                 "measured: check the workload's GPUs and reference step time"
             ) % {"expression": expression, "busy": quantity(row.training_busy_gpu_hours)}
         return ratio(
-            _sum_steps(row, "training_busy_gpu_hours"),
+            _sum_steps(row, "training_busy_gpu_hours")
+            + _sum_steps(row, "effective_training_gpu_hours"),
             expression,
             _("no job with a step loaded and a step saved"),
         )

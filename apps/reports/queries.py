@@ -532,18 +532,41 @@ def lost_gpu_hours_by_workload(span: Span, workload_ids=None) -> dict[int, float
     return lost
 
 
-def measured_effective_gpu_hours_by_workload(span: Span, workloads) -> dict[int, float]:
-    """Effective training GPU-hours measured from the event logs of the span (one query):
-    Σ over each job of its effective seconds (apps/training/goodput.py, after
-    goodput_measure) × the workload's GPUs ÷ 3600. Only the training workloads with a
-    reference step time and events stamped in the span are measured; the others keep
-    the interruption estimate."""
+@dataclass(frozen=True)
+class EffectiveHours:
+    """A training workload's effective GPU-hours over a span whose event log covers
+    ``covered_hours`` of its hours: measured there, estimated (busy − lost GPU-hours,
+    at least 0) over the other ``estimated_hours``, so the span's cost is divided by
+    effective hours of the same hours."""
+
+    measured_gpu_hours: float
+    covered_hours: int
+    estimated_gpu_hours: float = 0.0
+    estimated_hours: float = 0.0
+
+    @property
+    def gpu_hours(self) -> float:
+        return self.measured_gpu_hours + self.estimated_gpu_hours
+
+
+def measured_effective_gpu_hours_by_workload(span: Span, workloads) -> dict[int, EffectiveHours]:
+    """Effective training GPU-hours measured from the event logs of the span: Σ over
+    each job of its effective seconds (apps/training/goodput.py, after goodput_measure)
+    × the workload's GPUs ÷ 3600, over the hours the log covers (each job's, from the
+    hour of its first event in the span to the end of the hour of its last). The rest of
+    the workload's hours in the span are estimated: its busy GPU-hours there (its pool's
+    when it runs alone on it, else its labelled samples') − the GPU-hours its
+    interruptions there lost. Only the training workloads with a reference step time
+    and events stamped in the span are measured; the others keep the estimate. Four
+    queries at most (events; the busy hours; the attributed ones; interruptions)."""
+    all_workloads = list(workloads)
     measurable = {
         workload.pk: workload
-        for workload in workloads
+        for workload in all_workloads
         if workload.kind in TRAINING_KINDS and workload.reference_step_seconds is not None
     }
     measured: dict[int, float] = defaultdict(float)
+    covered: dict[int, set] = defaultdict(set)
     events = training_services.events_by_job(measurable, start=span.start, end=span.end)
     for workload_id, by_job in events.items():
         workload = measurable[workload_id]
@@ -552,7 +575,65 @@ def measured_effective_gpu_hours_by_workload(span: Span, workloads) -> dict[int,
                 job_events, reference_step_seconds=float(workload.reference_step_seconds)
             ).effective_seconds
             measured[workload_id] += seconds * workload.gpu_count / 3600
-    return dict(measured)
+            first = floor_hour(min(event.timestamp for event in job_events))
+            last = ceil_hour(max(event.timestamp for event in job_events))
+            hour = max(first, span.start)
+            while hour < min(max(last, first + ONE_HOUR), span.end):
+                covered[workload_id].add(hour)
+                hour += ONE_HOUR
+    if not measured:
+        return {}
+    busy = _busy_by_hour(span, [measurable[pk] for pk in measured], all_workloads)
+    lost: dict[int, float] = defaultdict(float)
+    for interruption in Interruption.objects.filter(
+        workload_id__in=list(measured), occurred_at__gte=span.start, occurred_at__lt=span.end
+    ):
+        if floor_hour(interruption.occurred_at) not in covered[interruption.workload_id]:
+            lost[interruption.workload_id] += interruption.lost_gpu_hours or 0.0
+    found = {}
+    for workload_id, gpu_hours in measured.items():
+        pool = measurable[workload_id].pool
+        edges = service_edge_hours(span, {pool.id: (pool.in_service_from, pool.in_service_until)})
+        hours = busy[workload_id]
+        uncovered = [hour for hour in hours if hour not in covered[workload_id]]
+        uncovered_busy = sum(hours[hour] * edges.get((pool.id, hour), 1.0) for hour in uncovered)
+        paid = pool_paid_hours(pool, span)
+        covered_paid = sum(edges.get((pool.id, hour), 1.0) for hour in covered[workload_id])
+        found[workload_id] = EffectiveHours(
+            measured_gpu_hours=gpu_hours,
+            covered_hours=len(covered[workload_id]),
+            estimated_gpu_hours=costmodel.effective_training_gpu_hours(
+                uncovered_busy, lost[workload_id]
+            )
+            if uncovered_busy
+            else 0.0,
+            estimated_hours=max(0.0, round(paid - covered_paid, 9)),
+        )
+    return found
+
+
+def _busy_by_hour(span: Span, measured_workloads, all_workloads) -> dict[int, dict]:
+    """Per workload: hour → its busy GPU-hours in the span, its pool's when it runs alone
+    on it, else its labelled samples'. Two queries."""
+    from apps.telemetry.models import WorkloadHourlyUsage
+
+    on_pool = defaultdict(int)
+    for workload in all_workloads:
+        on_pool[workload.pool_id] += 1
+    alone = {w.pool_id: w.pk for w in measured_workloads if on_pool[w.pool_id] == 1}
+    shared = [w.pk for w in measured_workloads if on_pool[w.pool_id] != 1]
+    busy: dict[int, dict] = defaultdict(dict)
+    if alone:
+        for pool_id, hour, busy_gpu_hours in PoolHourlyUsage.objects.filter(
+            in_service_q(), pool_id__in=list(alone), hour__gte=span.start, hour__lt=span.end
+        ).values_list("pool_id", "hour", "busy_gpu_hours"):
+            busy[alone[pool_id]][hour] = busy_gpu_hours
+    if shared:
+        for workload_id, hour, busy_gpu_hours in WorkloadHourlyUsage.objects.filter(
+            workload_id__in=shared, hour__gte=span.start, hour__lt=span.end
+        ).values_list("workload_id", "hour", "busy_gpu_hours"):
+            busy[workload_id][hour] = busy_gpu_hours
+    return busy
 
 
 # How a row's effective training GPU-hours are known.
@@ -648,12 +729,17 @@ class CostRow:
             and self.measured_effective_gpu_hours > self.training_busy_gpu_hours + 1e-9
         )
 
-    def count_effective_training(self, workload_id: int, measured: dict[int, float]) -> None:
-        """Count one training workload of the row as measured (its GPU-hours added) or
+    def count_effective_training(
+        self, workload_id: int, measured: dict[int, "EffectiveHours"], label: str = ""
+    ) -> None:
+        """Count one training workload of the row as measured (its GPU-hours added: those
+        its event log measures and the estimate of the hours it does not cover) or
         estimated."""
         if workload_id in measured:
+            effective = measured[workload_id]
             self.measured_parts += 1
-            self.measured_effective_gpu_hours += measured[workload_id]
+            self.measured_effective_gpu_hours += effective.gpu_hours
+            self.parts.append(explain.EffectivePart(label, effective))
         else:
             self.estimated_parts += 1
 
@@ -867,15 +953,17 @@ def cost_report(
     lost = lost_gpu_hours_by_workload(span, workload_ids)
     measured = measured_effective_gpu_hours_by_workload(span, workloads)
     figures = pool_figures(span, pools, workloads, requests, lost)
-    training_ids_by_pool = defaultdict(list)
+    training_by_pool = defaultdict(list)
     for workload in workloads:
         if workload.kind in TRAINING_KINDS:
-            training_ids_by_pool[workload.pool_id].append(workload.id)
+            training_by_pool[workload.pool_id].append(workload)
 
     def count_pool_training(row: CostRow, pool: Pool) -> None:
         if pool.purpose == Purpose.TRAINING:
-            for workload_id in training_ids_by_pool[pool.id]:
-                row.count_effective_training(workload_id, measured)
+            for workload in training_by_pool[pool.id]:
+                visible = scope.covers_team(workload.effective_team_id)
+                label = workload.name if visible else gettext("Other teams' workloads")
+                row.count_effective_training(workload.id, measured, label)
 
     if group_by == "pool":
         rows = []
@@ -947,7 +1035,7 @@ def cost_report(
                 training = workload.kind in TRAINING_KINDS
                 _move_lost(row, unattributed, pool_figures_, name, lost_gpu_hours, training)
             if workload.kind in TRAINING_KINDS:
-                row.count_effective_training(workload.id, measured)
+                row.count_effective_training(workload.id, measured, name)
             _add_requests(row, requests.get(workload.id, RequestTotals()), name)
             (rows if visible else others).append(row)
     if others:
