@@ -164,6 +164,14 @@ def kilowatts(value: float) -> str:
     return _trim(f"{value:,.3f}")
 
 
+def hours_text(value: float) -> str:
+    """Hours: whole numbers bare, else to the minute's precision (50.75, not 50.8)."""
+    if value is None:
+        return "—"
+    text = f"{float(value):,.2f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def usd(value: float) -> str:
     if value is None:
         return "—"
@@ -309,7 +317,7 @@ def _measured_cost_text(figures) -> str:
 
 def _unmeasured_cost_text(figures) -> str:
     return _("%(hours)s unmeasured h × %(gpus)s GPUs × %(price)s") % {
-        "hours": quantity(figures.unmeasured_hours),
+        "hours": hours_text(figures.unmeasured_hours),
         "gpus": figures.pool.gpu_count,
         "price": _unmeasured_price_text(figures),
     }
@@ -346,19 +354,19 @@ def _pool_line(part: PoolPart, figure: str):
     if figure == "capacity_gpu_hours":
         expression = _("%(gpus)s GPUs × %(hours)s h paid") % {
             "gpus": pool.gpu_count,
-            "hours": quantity(figures.paid_hours),
+            "hours": hours_text(figures.paid_hours),
         }
         value = pool.gpu_count * figures.paid_hours * share
     elif figure == "measured_capacity_gpu_hours":
         expression = _("%(gpu_hours)s GPU-h reported in the %(hours)s h with telemetry") % {
             "gpu_hours": quantity(usage.measured_capacity_gpu_hours),
-            "hours": quantity(measured_hours),
+            "hours": hours_text(measured_hours),
         }
         value = usage.measured_capacity_gpu_hours * share
     elif figure == "unmeasured_gpu_hours":
         expression = _("(%(paid)s h paid − %(measured)s h with telemetry) × %(gpus)s GPUs") % {
-            "paid": quantity(figures.paid_hours),
-            "measured": quantity(measured_hours),
+            "paid": hours_text(figures.paid_hours),
+            "measured": hours_text(measured_hours),
             "gpus": pool.gpu_count,
         }
         value = figures.unmeasured_hours * pool.gpu_count * share
@@ -366,7 +374,7 @@ def _pool_line(part: PoolPart, figure: str):
         if figure == "training_busy_gpu_hours" and not training:
             return None
         expression = _("Σ busy GPU-h reported in the %(hours)s h with telemetry") % {
-            "hours": quantity(measured_hours)
+            "hours": hours_text(measured_hours)
         }
         value = usage.busy_gpu_hours * share
     elif figure == "measured_cost_usd":
@@ -386,12 +394,12 @@ def _pool_line(part: PoolPart, figure: str):
             fixed, _per_kwh, _tdp_kw = _pool_prices(figures)
             expression = _("%(gpus)s GPUs × %(hours)s h × %(price)s/GPU-h") % {
                 "gpus": pool.gpu_count,
-                "hours": quantity(figures.paid_hours),
+                "hours": hours_text(figures.paid_hours),
                 "price": price(fixed),
             }
             if figures.unmeasured_hours:
                 note = _("of which unmeasured %(hours)s h") % {
-                    "hours": quantity(figures.unmeasured_hours)
+                    "hours": hours_text(figures.unmeasured_hours)
                 }
         elif not usage.measured_hours:
             expression = _unmeasured_cost_text(figures)
@@ -487,9 +495,9 @@ def _line(part, figure: str):
         effective = part.effective
         values = {
             "measured": quantity(effective.measured_gpu_hours),
-            "covered": quantity(effective.covered_hours),
+            "covered": hours_text(effective.covered_hours),
             "estimated": quantity(effective.estimated_gpu_hours),
-            "other": quantity(effective.estimated_hours),
+            "other": hours_text(effective.estimated_hours),
         }
         if not effective.estimated_hours:
             expression = _(
