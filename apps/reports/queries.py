@@ -1457,11 +1457,12 @@ def daily_split(
 def fleet_usage_sums(
     start: datetime, end: datetime, scope: Scope = EVERYTHING
 ) -> tuple[float, float]:
-    """(Σ busy, Σ capacity) GPU-hours of the hours with telemetry, every pool in
-    ``scope``. One query."""
+    """(Σ busy, Σ capacity) GPU-hours of the hours with telemetry inside their pool's
+    service period, every pool in ``scope``: the same hours for both. One query."""
     span = Span.of(start, end)
     sums = PoolHourlyUsage.objects.filter(
         scope.team_filter("pool__team"),
+        in_service_q(),
         hour__gte=span.start,
         hour__lt=span.end,
         reporting_gpus__gt=0,
