@@ -274,10 +274,11 @@ def telemetry_stale(rule, now) -> list[Subject]:
 
 @register(registry.FLAGGED_HOURS, thresholds=("window_hours",))
 def flagged_hours(rule, now) -> list[Subject]:
-    since = now - timedelta(hours=rule.window_hours)
+    window = Span.last_hours(now, rule.window_hours)
+    in_window = {"hour__gte": window.start, "hour__lt": window.end}
     pools = {pool.pk: pool for pool in rule_pools(rule, now)}
     rows = (
-        PoolHourFlag.objects.filter(hour__gte=since, pool_id__in=list(pools))
+        PoolHourFlag.objects.filter(pool_id__in=list(pools), **in_window)
         .values("pool_id", "kind")
         .annotate(hours=Count("hour"))
         .order_by("pool_id", "kind")
@@ -286,7 +287,7 @@ def flagged_hours(rule, now) -> list[Subject]:
     for row in rows:
         kinds_by_pool.setdefault(row["pool_id"], []).append((row["kind"], row["hours"]))
     hours_by_pool = dict(
-        PoolHourFlag.objects.filter(hour__gte=since, pool_id__in=list(kinds_by_pool))
+        PoolHourFlag.objects.filter(pool_id__in=list(kinds_by_pool), **in_window)
         .values("pool_id")
         .annotate(hours=Count("hour", distinct=True))
         .values_list("pool_id", "hours")
