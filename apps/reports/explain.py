@@ -603,6 +603,14 @@ def explain_figure(row, figure: str) -> list[Step]:
             "measured from the training event logs: Σ effective seconds × GPUs ÷ 3600 "
             "(goodput_measure)"
         )
+        if any(
+            isinstance(part, EffectivePart) and part.effective.estimated_hours for part in row.parts
+        ):
+            expression = _(
+                "measured from the training event logs over the hours they cover (Σ "
+                "effective seconds × GPUs ÷ 3600, goodput_measure), estimated as busy − lost "
+                "GPU-h over the rest of the range"
+            )
         if row.effective_training_above_busy:
             expression = _(
                 "%(expression)s — above the %(busy)s busy training GPU-h the telemetry "

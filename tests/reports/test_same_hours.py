@@ -303,3 +303,4 @@ def test_the_effective_hours_ratio_covers_the_span_when_the_log_covers_part(grou
     text = " ".join(step.expression for step in steps)
     assert "13.3 GPU-h measured by the event log over the 4 h it covers" in text
     assert "112 GPU-h estimated (busy − lost GPU-h) over the other 20 h" in text
+    assert "over the hours they cover" in steps[-1].expression
