@@ -1404,9 +1404,10 @@ def daily_split(
     start: datetime, end: datetime, *, pool: Pool | None = None, scope: Scope = EVERYTHING
 ) -> DailySplit:
     """Busy GPU-hours and the cost of measured hours per UTC day and pool purpose, of the
-    pools in ``scope``, at the prices in force. Three queries: the price periods, the
-    daily rows, and the hourly rows of the days a price changed after midnight (hours of
-    partial days are left to the report table)."""
+    pools in ``scope``, at the prices in force. Four queries: the price periods, the
+    service periods, the daily rows, and the hourly rows of the days a price changed, or
+    a service period started or ended, after midnight (an hour the service period starts
+    or ends inside of counts for its fraction in service, as the report counts it)."""
     span = Span.of(start, end)
     first, last = span.start.date(), (span.end - ONE_HOUR).date()
     days = [first + timedelta(days=n) for n in range((last - first).days + 1)]
@@ -1415,6 +1416,19 @@ def daily_split(
     cost = {value: [0.0] * len(days) for value in Purpose.values}
     periods = price_periods_of()
     mid_day_days, mid_day_hours = _mid_day_changes(span, periods)
+    edges = service_edge_hours(span, _service_periods_of(None if pool is None else [pool.pk]))
+    for pool_id, hour in edges:
+        midnight = hour.replace(hour=0)
+        mid_day_days |= Q(pool_id=pool_id, day=midnight.date())
+        mid_day_hours |= Q(pool_id=pool_id, hour__gte=midnight, hour__lt=midnight + ONE_DAY)
+    service_share = Case(
+        *[
+            When(pool_id=pool_id, hour=hour, then=Value(fraction))
+            for (pool_id, hour), fraction in edges.items()
+        ],
+        default=Value(1.0),
+        output_field=FloatField(),
+    )
     rows = PoolDailyUsage.objects.filter(
         scope.team_filter("pool__team"), day__gte=first, day__lte=last
     ).exclude(mid_day_days)
@@ -1445,7 +1459,8 @@ def daily_split(
             busy=Sum("busy_gpu_hours"), cost=Sum(daily_cost, output_field=FloatField())
         ),
         *hourly.annotate(
-            busy=Sum("busy_gpu_hours"), cost=Sum(hourly_cost, output_field=FloatField())
+            busy=Sum(F("busy_gpu_hours") * service_share),
+            cost=Sum(hourly_cost * service_share, output_field=FloatField()),
         ),
     ]:
         position = index[row["day"]]

@@ -27,7 +27,7 @@ from apps.alerts.models import AlertRule
 from apps.pools.hours import floor_hour
 from apps.pools.models import Interruption, InterruptionCause, Purpose, WorkloadKind
 from apps.reports import explain, selectors
-from apps.reports.queries import Span, cost_report, pool_usage_totals, total_row
+from apps.reports.queries import Span, cost_report, daily_split, pool_usage_totals, total_row
 from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyUsage
 from apps.training import services as training_services
@@ -179,6 +179,12 @@ def test_the_measured_edge_hours_count_for_their_fraction_too(mid_hour_pool, sta
     assert row.idle_cost_usd == pytest.approx(8 * PAID_HOURS * 2.00 / 2)
     steps = explain.explain_figure(row, "capacity_gpu_hours")
     assert "8 GPUs × 50.75 h paid" in steps[-1].expression
+    # The daily chart: the 10th 12.5 h, the 11th 24 h, the 12th 14.25 h, × 8 GPUs × $2.00.
+    split = daily_split(start, end, pool=mid_hour_pool)
+    by_day = dict(zip(split.days, split.measured_cost_usd["inference"], strict=True))
+    assert by_day[SERVICE_FROM.date()] == pytest.approx(12.5 * 16)
+    assert by_day[SERVICE_FROM.date() + timedelta(days=1)] == pytest.approx(24 * 16)
+    assert by_day[SERVICE_UNTIL.date()] == pytest.approx(14.25 * 16)
 
 
 # --- one total whatever the grouping -----------------------------------------------------
