@@ -540,7 +540,7 @@ class EffectiveHours:
     effective hours of the same hours."""
 
     measured_gpu_hours: float
-    covered_hours: int
+    covered_hours: float
     estimated_gpu_hours: float = 0.0
     estimated_hours: float = 0.0
 
@@ -587,7 +587,7 @@ def measured_effective_gpu_hours_by_workload(span: Span, workloads) -> dict[int,
     lost: dict[int, float] = defaultdict(float)
     for interruption in Interruption.objects.filter(
         workload_id__in=list(measured), occurred_at__gte=span.start, occurred_at__lt=span.end
-    ):
+    ).select_related("workload"):
         if floor_hour(interruption.occurred_at) not in covered[interruption.workload_id]:
             lost[interruption.workload_id] += interruption.lost_gpu_hours or 0.0
     found = {}
@@ -597,17 +597,21 @@ def measured_effective_gpu_hours_by_workload(span: Span, workloads) -> dict[int,
         hours = busy[workload_id]
         uncovered = [hour for hour in hours if hour not in covered[workload_id]]
         uncovered_busy = sum(hours[hour] * edges.get((pool.id, hour), 1.0) for hour in uncovered)
-        paid = pool_paid_hours(pool, span)
-        covered_paid = sum(edges.get((pool.id, hour), 1.0) for hour in covered[workload_id])
+        begin, finish = _paid_range(pool, span)
+        # The covered hours the pool paid for (an hour at its service's edge in part).
+        covered_paid = sum(
+            max(0.0, (min(hour + ONE_HOUR, finish) - max(hour, begin)) / ONE_HOUR)
+            for hour in covered[workload_id]
+        )
         found[workload_id] = EffectiveHours(
             measured_gpu_hours=gpu_hours,
-            covered_hours=len(covered[workload_id]),
+            covered_hours=covered_paid,
             estimated_gpu_hours=costmodel.effective_training_gpu_hours(
                 uncovered_busy, lost[workload_id]
             )
             if uncovered_busy
             else 0.0,
-            estimated_hours=max(0.0, round(paid - covered_paid, 9)),
+            estimated_hours=max(0.0, round((finish - begin) / ONE_HOUR - covered_paid, 9)),
         )
     return found
 
