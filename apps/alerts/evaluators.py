@@ -95,7 +95,7 @@ def _pool_subject(pool, summary: Sentence, description: Sentence, url: str = "")
 
 def window_usage(rule, now) -> list[tuple[Pool, UsageTotals]]:
     """Each pool of the rule with its sums over the rule's window (two queries)."""
-    span = Span.of(now - timedelta(hours=rule.window_hours), now)
+    span = Span.last_hours(now, rule.window_hours)
     pools = list(rule_pools(rule, now))
     totals = pool_usage_totals(span, [pool.pk for pool in pools])
     return [(pool, totals.get(pool.pk, UsageTotals())) for pool in pools]
@@ -274,10 +274,11 @@ def telemetry_stale(rule, now) -> list[Subject]:
 
 @register(registry.FLAGGED_HOURS, thresholds=("window_hours",))
 def flagged_hours(rule, now) -> list[Subject]:
-    since = now - timedelta(hours=rule.window_hours)
+    window = Span.last_hours(now, rule.window_hours)
+    in_window = {"hour__gte": window.start, "hour__lt": window.end}
     pools = {pool.pk: pool for pool in rule_pools(rule, now)}
     rows = (
-        PoolHourFlag.objects.filter(hour__gte=since, pool_id__in=list(pools))
+        PoolHourFlag.objects.filter(pool_id__in=list(pools), **in_window)
         .values("pool_id", "kind")
         .annotate(hours=Count("hour"))
         .order_by("pool_id", "kind")
@@ -286,7 +287,7 @@ def flagged_hours(rule, now) -> list[Subject]:
     for row in rows:
         kinds_by_pool.setdefault(row["pool_id"], []).append((row["kind"], row["hours"]))
     hours_by_pool = dict(
-        PoolHourFlag.objects.filter(hour__gte=since, pool_id__in=list(kinds_by_pool))
+        PoolHourFlag.objects.filter(pool_id__in=list(kinds_by_pool), **in_window)
         .values("pool_id")
         .annotate(hours=Count("hour", distinct=True))
         .values_list("pool_id", "hours")

@@ -33,7 +33,7 @@ import ipaddress
 import logging
 import os
 from collections.abc import Callable, Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import prometheus_client
 from django.conf import settings
@@ -58,12 +58,14 @@ from config.celery_app import app as celery_app
 
 logger = logging.getLogger(__name__)
 
+# Windows in hours: each is the span of that many hour-slots ending with the current
+# one (Span.last_hours).
 IDLE_COST_WINDOWS = (
-    ("24h", timedelta(hours=24)),
-    ("7d", timedelta(days=7)),
-    ("30d", timedelta(days=30)),
+    ("24h", 24),
+    ("7d", 7 * 24),
+    ("30d", 30 * 24),
 )
-UTILISATION_WINDOW = timedelta(hours=24)
+UTILISATION_WINDOW_HOURS = 24
 # What kombu's Redis transport appends to a queue's name for its priority lists.
 REDIS_PRIORITY_SEPARATOR = "\x06\x16"
 REDIS_PRIORITY_STEPS = (0, 3, 6, 9)
@@ -95,7 +97,7 @@ def pool_figures(now) -> Iterable[Metric]:
         "Busy ÷ measured GPU-hours of the pool over the last 24 h (hours with telemetry).",
         labels=["pool"],
     )
-    day = pool_usage_totals(Span.of(now - UTILISATION_WINDOW, now), ids)
+    day = pool_usage_totals(Span.last_hours(now, UTILISATION_WINDOW_HOURS), ids)
     for pool in pools:
         usage = day.get(pool.pk)
         if usage and usage.measured_capacity_gpu_hours > 0:
@@ -111,8 +113,8 @@ def pool_figures(now) -> Iterable[Metric]:
     for window, length in IDLE_COST_WINDOWS:
         totals = (
             day
-            if length == UTILISATION_WINDOW
-            else pool_usage_totals(Span.of(now - length, now), ids)
+            if length == UTILISATION_WINDOW_HOURS
+            else pool_usage_totals(Span.last_hours(now, length), ids)
         )
         for pool in pools:
             usage = totals.get(pool.pk, UsageTotals())

@@ -100,12 +100,21 @@ class RequestsPart:
 class LostPart:
     """GPU-hours a workload of a shared pool lost to its recorded interruptions, at the
     pool's price of an hour without telemetry; ``sign`` −1 where they leave the pool's
-    unattributed rest (a training pool counts its workloads' lost hours there)."""
+    unattributed rest (the pool counts its workloads' lost hours there)."""
 
     label: str
     lost_gpu_hours: float
     usd_per_gpu_hour: float = 0.0
     sign: int = 1
+
+
+@dataclass(frozen=True)
+class EffectivePart:
+    """A training workload's effective GPU-hours (``queries.EffectiveHours``): measured
+    over the hours its event log covers, estimated over the rest of the range."""
+
+    label: str
+    effective: Any
 
 
 # --- words ------------------------------------------------------------------------------
@@ -153,6 +162,14 @@ def quantity(value: float) -> str:
 def kilowatts(value: float) -> str:
     """A TDP in kW as the datasheet gives it in W: 700 W → "0.7"."""
     return _trim(f"{value:,.3f}")
+
+
+def hours_text(value: float) -> str:
+    """Hours: whole numbers bare, else to the minute's precision (50.75, not 50.8)."""
+    if value is None:
+        return "—"
+    text = f"{float(value):,.2f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def usd(value: float) -> str:
@@ -300,7 +317,7 @@ def _measured_cost_text(figures) -> str:
 
 def _unmeasured_cost_text(figures) -> str:
     return _("%(hours)s unmeasured h × %(gpus)s GPUs × %(price)s") % {
-        "hours": figures.unmeasured_hours,
+        "hours": hours_text(figures.unmeasured_hours),
         "gpus": figures.pool.gpu_count,
         "price": _unmeasured_price_text(figures),
     }
@@ -337,19 +354,19 @@ def _pool_line(part: PoolPart, figure: str):
     if figure == "capacity_gpu_hours":
         expression = _("%(gpus)s GPUs × %(hours)s h paid") % {
             "gpus": pool.gpu_count,
-            "hours": figures.paid_hours,
+            "hours": hours_text(figures.paid_hours),
         }
         value = pool.gpu_count * figures.paid_hours * share
     elif figure == "measured_capacity_gpu_hours":
         expression = _("%(gpu_hours)s GPU-h reported in the %(hours)s h with telemetry") % {
             "gpu_hours": quantity(usage.measured_capacity_gpu_hours),
-            "hours": measured_hours,
+            "hours": hours_text(measured_hours),
         }
         value = usage.measured_capacity_gpu_hours * share
     elif figure == "unmeasured_gpu_hours":
         expression = _("(%(paid)s h paid − %(measured)s h with telemetry) × %(gpus)s GPUs") % {
-            "paid": figures.paid_hours,
-            "measured": measured_hours,
+            "paid": hours_text(figures.paid_hours),
+            "measured": hours_text(measured_hours),
             "gpus": pool.gpu_count,
         }
         value = figures.unmeasured_hours * pool.gpu_count * share
@@ -357,7 +374,7 @@ def _pool_line(part: PoolPart, figure: str):
         if figure == "training_busy_gpu_hours" and not training:
             return None
         expression = _("Σ busy GPU-h reported in the %(hours)s h with telemetry") % {
-            "hours": measured_hours
+            "hours": hours_text(measured_hours)
         }
         value = usage.busy_gpu_hours * share
     elif figure == "measured_cost_usd":
@@ -377,11 +394,13 @@ def _pool_line(part: PoolPart, figure: str):
             fixed, _per_kwh, _tdp_kw = _pool_prices(figures)
             expression = _("%(gpus)s GPUs × %(hours)s h × %(price)s/GPU-h") % {
                 "gpus": pool.gpu_count,
-                "hours": figures.paid_hours,
+                "hours": hours_text(figures.paid_hours),
                 "price": price(fixed),
             }
             if figures.unmeasured_hours:
-                note = _("of which unmeasured %(hours)s h") % {"hours": figures.unmeasured_hours}
+                note = _("of which unmeasured %(hours)s h") % {
+                    "hours": hours_text(figures.unmeasured_hours)
+                }
         elif not usage.measured_hours:
             expression = _unmeasured_cost_text(figures)
             note = _("no hour with telemetry")
@@ -402,16 +421,12 @@ def _pool_line(part: PoolPart, figure: str):
             expression = _("no hour with telemetry: nothing measured can be idle")
         value = figures.idle_cost_usd * share
     elif figure == "lost_gpu_hours":
-        if not training:
-            return None
         expression = _(
             "Σ (minutes since the last checkpoint + restart) ÷ 60 × job GPUs over the "
             "interruptions recorded in the range"
         )
         value = figures.lost_gpu_hours * share
     elif figure == "interruption_cost_usd":
-        if not training:
-            return None
         expression = _("%(lost)s lost GPU-h × %(price)s") % {
             "lost": quantity(figures.lost_gpu_hours),
             "price": _unmeasured_price_text(figures),
@@ -476,6 +491,25 @@ def _line(part, figure: str):
         if figure == "requests":
             return _("requests logged in the range"), value, ""
         return _("input + output tokens logged in the range"), value, ""
+    if isinstance(part, EffectivePart) and figure == "effective_training_gpu_hours":
+        effective = part.effective
+        values = {
+            "measured": quantity(effective.measured_gpu_hours),
+            "covered": hours_text(effective.covered_hours),
+            "estimated": quantity(effective.estimated_gpu_hours),
+            "other": hours_text(effective.estimated_hours),
+        }
+        if not effective.estimated_hours:
+            expression = _(
+                "%(measured)s GPU-h measured by the event log over the %(covered)s h it covers"
+            )
+        else:
+            expression = _(
+                "%(measured)s GPU-h measured by the event log over the %(covered)s h it "
+                "covers + %(estimated)s GPU-h estimated (busy − lost GPU-h) over the other "
+                "%(other)s h"
+            )
+        return expression % values, effective.gpu_hours, ""
     if isinstance(part, LostPart) and figure == "lost_gpu_hours":
         return (
             _(
@@ -569,13 +603,22 @@ def explain_figure(row, figure: str) -> list[Step]:
             "measured from the training event logs: Σ effective seconds × GPUs ÷ 3600 "
             "(goodput_measure)"
         )
+        if any(
+            isinstance(part, EffectivePart) and part.effective.estimated_hours for part in row.parts
+        ):
+            expression = _(
+                "measured from the training event logs over the hours they cover (Σ "
+                "effective seconds × GPUs ÷ 3600, goodput_measure), estimated as busy − lost "
+                "GPU-h over the rest of the range"
+            )
         if row.effective_training_above_busy:
             expression = _(
                 "%(expression)s — above the %(busy)s busy training GPU-h the telemetry "
                 "measured: check the workload's GPUs and reference step time"
             ) % {"expression": expression, "busy": quantity(row.training_busy_gpu_hours)}
         return ratio(
-            _sum_steps(row, "training_busy_gpu_hours"),
+            _sum_steps(row, "training_busy_gpu_hours")
+            + _sum_steps(row, "effective_training_gpu_hours"),
             expression,
             _("no job with a step loaded and a step saved"),
         )
@@ -583,7 +626,10 @@ def explain_figure(row, figure: str) -> list[Step]:
         return ratio(
             _sum_steps(row, "training_busy_gpu_hours") + _sum_steps(row, "lost_gpu_hours"),
             _("max(0, %(busy)s busy training GPU-h − %(lost)s lost GPU-h)")
-            % {"busy": quantity(row.training_busy_gpu_hours), "lost": quantity(row.lost_gpu_hours)},
+            % {
+                "busy": quantity(row.training_busy_gpu_hours),
+                "lost": quantity(row.training_lost_gpu_hours),
+            },
             _("no busy training GPU-hours"),
         )
     if figure == "cost_per_effective_training_gpu_hour_usd":

@@ -16,7 +16,6 @@ from zoneinfo import ZoneInfo
 from django.db.models import (
     Aggregate,
     Case,
-    Count,
     DateTimeField,
     DecimalField,
     Exists,
@@ -94,6 +93,21 @@ class Span:
         start, end = floor_hour(start), min(ceil_hour(end), now_end)
         return cls(start, max(start, end))
 
+    @classmethod
+    def last_hours(cls, now: datetime, hours: int) -> "Span":
+        """The last ``hours`` h at ``now``: the ``hours`` whole UTC hour-slots ending
+        with the current one, [floor(now) − (hours − 1) h, floor(now) + 1 h).
+
+        Every trailing window (the Overview's last 24 h and 7 days, the alert rules'
+        windows, ``/metrics``) is this span, so it pays exactly ``hours`` hours of each
+        pool in service throughout (GPUs × price × ``hours``), and the current hour's
+        telemetry counts as soon as it is rolled up. Its capacity, cost and busy
+        GPU-hours are sums over these same slots; its utilisation divides the busy by
+        the measured capacity of the hours with telemetry among them."""
+        end = floor_hour(now) + ONE_HOUR
+        start = max(end - hours * ONE_HOUR, EARLIEST)
+        return cls(start, max(start, end))
+
     @property
     def hours(self) -> int:
         return int((self.end - self.start) / ONE_HOUR)
@@ -119,7 +133,9 @@ class Span:
 
 @dataclass
 class UsageTotals:
-    measured_hours: int = 0
+    # Hours with telemetry; an hour the pool's service period starts or ends in counts
+    # for the fraction of it in service (``service_edge_hours``).
+    measured_hours: float = 0.0
     measured_capacity_gpu_hours: float = 0.0
     busy_gpu_hours: float = 0.0
     reporting_gpu_hours: float = 0.0
@@ -224,6 +240,37 @@ def _hour_on_or_after(pool_id, start):
     return Q(pool_id=pool_id, hour__gte=start)
 
 
+def service_edge_hours(span: Span, service_periods: dict) -> dict[tuple[int, datetime], float]:
+    """(pool id, hour) → the fraction of that hour in the pool's service period, for the
+    hours of the span that the period starts or ends inside of (11:30 → the 11:00 hour,
+    0.5). Every other hour of the period is in service whole.
+
+    The hourly rollups count such an hour whole (``Pool.service_hours``); what the pool
+    pays for it, and the sums measured in it, are that fraction of the hour: the paid
+    hours (``pool_paid_hours``) and the measured ones (``pool_usage_totals``) then cover
+    the same time. ``service_periods``: pool id → (in service from, until or None)."""
+    fractions = {}
+    for pool_id, (since, until) in service_periods.items():
+        for moment in (since, until):
+            if moment is None:
+                continue
+            hour = floor_hour(moment)
+            if hour == moment or not span.start <= hour < span.end:
+                continue
+            inside_from = max(hour, since)
+            inside_until = min(hour + ONE_HOUR, until) if until else hour + ONE_HOUR
+            fractions[(pool_id, hour)] = max(0.0, (inside_until - inside_from) / ONE_HOUR)
+    return fractions
+
+
+def _service_periods_of(pool_ids) -> dict:
+    queryset = Pool.objects.all() if pool_ids is None else Pool.objects.filter(pk__in=pool_ids)
+    return {
+        row[0]: (row[1], row[2])
+        for row in queryset.values_list("pk", "in_service_from", "in_service_until")
+    }
+
+
 # The pool's current prices, for hours no price period covers, and its GPUs' TDP: read
 # with the sums (constant in each pool's group), not by another query.
 PRICE_COLUMNS = (
@@ -233,15 +280,24 @@ PRICE_COLUMNS = (
 )
 
 
-def pool_usage_totals(span: Span, pool_ids=None, periods=None) -> dict[int, UsageTotals]:
+def pool_usage_totals(
+    span: Span, pool_ids=None, periods=None, service_periods=None
+) -> dict[int, UsageTotals]:
     """Per pool: sums over the span's measured hours, each at the prices in force in it.
-    Three queries (two given ``periods``, from ``price_periods_of``).
+    Four queries (one fewer given ``periods``, from ``price_periods_of``, and one fewer
+    given ``service_periods``: pool id → (in service from, until)).
+
+    An hour the pool's service period starts or ends inside of counts for the fraction
+    of it in service (``service_edge_hours``), its day read hour by hour.
 
     The rows are summed in SQL by pool and price segment (a CASE on the price changes
     inside the span, no lookup per row), and each segment's sums are priced here. A whole
     day is read from its daily row, unless a price period of its pool starts after its
     midnight: then from its hourly rows."""
     periods = price_periods_of(pool_ids) if periods is None else periods
+    if service_periods is None:
+        service_periods = _service_periods_of(pool_ids)
+    edges = service_edge_hours(span, service_periods)
     totals: dict[int, UsageTotals] = defaultdict(UsageTotals)
     first, last = span.whole_days()
     first_at = datetime.combine(first, time.min, tzinfo=UTC)
@@ -264,6 +320,20 @@ def pool_usage_totals(span: Span, pool_ids=None, periods=None) -> dict[int, Usag
             midnight = start.replace(hour=0)
             mid_day |= Q(pool_id=pool_id, day=midnight.date())
             hours_of_mid_day |= Q(pool_id=pool_id, hour__gte=midnight, hour__lt=midnight + ONE_DAY)
+    for pool_id, hour in edges:
+        if first_at <= hour < last_at:
+            midnight = hour.replace(hour=0)
+            mid_day |= Q(pool_id=pool_id, day=midnight.date())
+            hours_of_mid_day |= Q(pool_id=pool_id, hour__gte=midnight, hour__lt=midnight + ONE_DAY)
+    # Each hourly row's share of its hour in service: 1 but at the service period's edges.
+    service_share = Case(
+        *[
+            When(pool_id=pool_id, hour=hour, then=Value(fraction))
+            for (pool_id, hour), fraction in edges.items()
+        ],
+        default=Value(1.0),
+        output_field=FloatField(),
+    )
 
     def segment(condition):
         """The start of the price change a row comes after (None: none in the span)."""
@@ -301,13 +371,19 @@ def pool_usage_totals(span: Span, pool_ids=None, periods=None) -> dict[int, Usag
         .annotate(segment=segment(lambda pool_id, start: Q(pool_id=pool_id, hour__gte=start)))
         .values("pool_id", "segment", *PRICE_COLUMNS)
         .annotate(
-            measured_hours=Count("id", filter=measured),
-            measured_capacity=Coalesce(Sum("capacity_gpu_hours", filter=measured), _ZERO),
-            busy=Coalesce(Sum("busy_gpu_hours"), _ZERO),
-            reporting=Coalesce(Sum(F("reporting_gpus") * 1.0), _ZERO),
-            energy=Coalesce(Sum("energy_kwh", filter=measured), _ZERO),
+            measured_hours=Coalesce(Sum(service_share, filter=measured), _ZERO),
+            measured_capacity=Coalesce(
+                Sum(F("capacity_gpu_hours") * service_share, filter=measured), _ZERO
+            ),
+            busy=Coalesce(Sum(F("busy_gpu_hours") * service_share), _ZERO),
+            reporting=Coalesce(Sum(F("reporting_gpus") * service_share), _ZERO),
+            energy=Coalesce(Sum(F("energy_kwh") * service_share, filter=measured), _ZERO),
             busy_without_energy=Coalesce(
-                Sum("busy_gpu_hours", filter=measured & Q(energy_kwh__isnull=True)), _ZERO
+                Sum(
+                    F("busy_gpu_hours") * service_share,
+                    filter=measured & Q(energy_kwh__isnull=True),
+                ),
+                _ZERO,
             ),
         )
     )
@@ -329,15 +405,18 @@ def pool_usage_totals(span: Span, pool_ids=None, periods=None) -> dict[int, Usag
 
 
 def _paid_range(pool: Pool, span: Span) -> tuple[datetime, datetime]:
-    first, end = pool.service_hours()
-    begin, finish = max(span.start, first), min(span.end, end) if end else span.end
+    """[begin, finish) of the span inside the pool's service period, to the second: a
+    pool in service from 11:30 pays from 11:30."""
+    since, until = pool.in_service_from, pool.in_service_until
+    begin, finish = max(span.start, since), min(span.end, until) if until else span.end
     return begin, max(begin, finish)
 
 
-def pool_paid_hours(pool: Pool, span: Span) -> int:
-    """Hours of the span inside the pool's service period."""
+def pool_paid_hours(pool: Pool, span: Span) -> float:
+    """Hours of the span inside the pool's service period, fractions of an hour
+    included (from 11:30 to 14:15: 2.75 h)."""
     begin, finish = _paid_range(pool, span)
-    return int((finish - begin) / ONE_HOUR)
+    return (finish - begin) / ONE_HOUR
 
 
 def _pool_full_price(pool_or_period, tdp_watts: int) -> float:
@@ -453,18 +532,41 @@ def lost_gpu_hours_by_workload(span: Span, workload_ids=None) -> dict[int, float
     return lost
 
 
-def measured_effective_gpu_hours_by_workload(span: Span, workloads) -> dict[int, float]:
-    """Effective training GPU-hours measured from the event logs of the span (one query):
-    Σ over each job of its effective seconds (apps/training/goodput.py, after
-    goodput_measure) × the workload's GPUs ÷ 3600. Only the training workloads with a
-    reference step time and events stamped in the span are measured; the others keep
-    the interruption estimate."""
+@dataclass(frozen=True)
+class EffectiveHours:
+    """A training workload's effective GPU-hours over a span whose event log covers
+    ``covered_hours`` of its hours: measured there, estimated (busy − lost GPU-hours,
+    at least 0) over the other ``estimated_hours``, so the span's cost is divided by
+    effective hours of the same hours."""
+
+    measured_gpu_hours: float
+    covered_hours: float
+    estimated_gpu_hours: float = 0.0
+    estimated_hours: float = 0.0
+
+    @property
+    def gpu_hours(self) -> float:
+        return self.measured_gpu_hours + self.estimated_gpu_hours
+
+
+def measured_effective_gpu_hours_by_workload(span: Span, workloads) -> dict[int, EffectiveHours]:
+    """Effective training GPU-hours measured from the event logs of the span: Σ over
+    each job of its effective seconds (apps/training/goodput.py, after goodput_measure)
+    × the workload's GPUs ÷ 3600, over the hours the log covers (each job's, from the
+    hour of its first event in the span to the end of the hour of its last). The rest of
+    the workload's hours in the span are estimated: its busy GPU-hours there (its pool's
+    when it runs alone on it, else its labelled samples') − the GPU-hours its
+    interruptions there lost. Only the training workloads with a reference step time
+    and events stamped in the span are measured; the others keep the estimate. Four
+    queries at most (events; the busy hours; the attributed ones; interruptions)."""
+    all_workloads = list(workloads)
     measurable = {
         workload.pk: workload
-        for workload in workloads
+        for workload in all_workloads
         if workload.kind in TRAINING_KINDS and workload.reference_step_seconds is not None
     }
     measured: dict[int, float] = defaultdict(float)
+    covered: dict[int, set] = defaultdict(set)
     events = training_services.events_by_job(measurable, start=span.start, end=span.end)
     for workload_id, by_job in events.items():
         workload = measurable[workload_id]
@@ -473,7 +575,69 @@ def measured_effective_gpu_hours_by_workload(span: Span, workloads) -> dict[int,
                 job_events, reference_step_seconds=float(workload.reference_step_seconds)
             ).effective_seconds
             measured[workload_id] += seconds * workload.gpu_count / 3600
-    return dict(measured)
+            first = floor_hour(min(event.timestamp for event in job_events))
+            last = ceil_hour(max(event.timestamp for event in job_events))
+            hour = max(first, span.start)
+            while hour < min(max(last, first + ONE_HOUR), span.end):
+                covered[workload_id].add(hour)
+                hour += ONE_HOUR
+    if not measured:
+        return {}
+    busy = _busy_by_hour(span, [measurable[pk] for pk in measured], all_workloads)
+    lost: dict[int, float] = defaultdict(float)
+    for interruption in Interruption.objects.filter(
+        workload_id__in=list(measured), occurred_at__gte=span.start, occurred_at__lt=span.end
+    ).select_related("workload"):
+        if floor_hour(interruption.occurred_at) not in covered[interruption.workload_id]:
+            lost[interruption.workload_id] += interruption.lost_gpu_hours or 0.0
+    found = {}
+    for workload_id, gpu_hours in measured.items():
+        pool = measurable[workload_id].pool
+        edges = service_edge_hours(span, {pool.id: (pool.in_service_from, pool.in_service_until)})
+        hours = busy[workload_id]
+        uncovered = [hour for hour in hours if hour not in covered[workload_id]]
+        uncovered_busy = sum(hours[hour] * edges.get((pool.id, hour), 1.0) for hour in uncovered)
+        begin, finish = _paid_range(pool, span)
+        # The covered hours the pool paid for (an hour at its service's edge in part).
+        covered_paid = sum(
+            max(0.0, (min(hour + ONE_HOUR, finish) - max(hour, begin)) / ONE_HOUR)
+            for hour in covered[workload_id]
+        )
+        found[workload_id] = EffectiveHours(
+            measured_gpu_hours=gpu_hours,
+            covered_hours=covered_paid,
+            estimated_gpu_hours=costmodel.effective_training_gpu_hours(
+                uncovered_busy, lost[workload_id]
+            )
+            if uncovered_busy
+            else 0.0,
+            estimated_hours=max(0.0, round((finish - begin) / ONE_HOUR - covered_paid, 9)),
+        )
+    return found
+
+
+def _busy_by_hour(span: Span, measured_workloads, all_workloads) -> dict[int, dict]:
+    """Per workload: hour → its busy GPU-hours in the span, its pool's when it runs alone
+    on it, else its labelled samples'. Two queries."""
+    from apps.telemetry.models import WorkloadHourlyUsage
+
+    on_pool = defaultdict(int)
+    for workload in all_workloads:
+        on_pool[workload.pool_id] += 1
+    alone = {w.pool_id: w.pk for w in measured_workloads if on_pool[w.pool_id] == 1}
+    shared = [w.pk for w in measured_workloads if on_pool[w.pool_id] != 1]
+    busy: dict[int, dict] = defaultdict(dict)
+    if alone:
+        for pool_id, hour, busy_gpu_hours in PoolHourlyUsage.objects.filter(
+            in_service_q(), pool_id__in=list(alone), hour__gte=span.start, hour__lt=span.end
+        ).values_list("pool_id", "hour", "busy_gpu_hours"):
+            busy[alone[pool_id]][hour] = busy_gpu_hours
+    if shared:
+        for workload_id, hour, busy_gpu_hours in WorkloadHourlyUsage.objects.filter(
+            workload_id__in=shared, hour__gte=span.start, hour__lt=span.end
+        ).values_list("workload_id", "hour", "busy_gpu_hours"):
+            busy[workload_id][hour] = busy_gpu_hours
+    return busy
 
 
 # How a row's effective training GPU-hours are known.
@@ -503,7 +667,12 @@ class CostRow:
     tokens: int = 0
     errors: int = 0
     training_busy_gpu_hours: float = 0.0
+    # Every interruption recorded on the row's pools or workloads: the same total in
+    # every grouping (by pool, purpose or workload).
     lost_gpu_hours: float = 0.0
+    # The part of them lost by the training the row's busy training GPU-hours count: what
+    # the estimate of effective training GPU-hours subtracts.
+    training_lost_gpu_hours: float = 0.0
     interruption_cost_usd: float = 0.0
     training_cost_usd: float = 0.0
     inference_cost_usd: float = 0.0
@@ -550,7 +719,7 @@ class CostRow:
         if not self.training_busy_gpu_hours:
             return None
         return costmodel.effective_training_gpu_hours(
-            self.training_busy_gpu_hours, self.lost_gpu_hours
+            self.training_busy_gpu_hours, self.training_lost_gpu_hours
         )
 
     @property
@@ -564,12 +733,17 @@ class CostRow:
             and self.measured_effective_gpu_hours > self.training_busy_gpu_hours + 1e-9
         )
 
-    def count_effective_training(self, workload_id: int, measured: dict[int, float]) -> None:
-        """Count one training workload of the row as measured (its GPU-hours added) or
+    def count_effective_training(
+        self, workload_id: int, measured: dict[int, "EffectiveHours"], label: str = ""
+    ) -> None:
+        """Count one training workload of the row as measured (its GPU-hours added: those
+        its event log measures and the estimate of the hours it does not cover) or
         estimated."""
         if workload_id in measured:
+            effective = measured[workload_id]
             self.measured_parts += 1
-            self.measured_effective_gpu_hours += measured[workload_id]
+            self.measured_effective_gpu_hours += effective.gpu_hours
+            self.parts.append(explain.EffectivePart(label, effective))
         else:
             self.estimated_parts += 1
 
@@ -610,7 +784,7 @@ class PoolFigures:
     """One pool's figures over a span: the rows of every grouping are sums of these."""
 
     pool: Pool
-    paid_hours: int
+    paid_hours: float
     usage: UsageTotals
     requests: RequestTotals
     lost_gpu_hours: float
@@ -650,8 +824,9 @@ class PoolFigures:
         return max(0.0, unmeasured_usd) / self.unmeasured_hours
 
     @property
-    def unmeasured_hours(self) -> int:
-        return max(0, self.paid_hours - self.usage.measured_hours)
+    def unmeasured_hours(self) -> float:
+        # Rounded: fractions of an edge hour are summed in two ways (paid, measured).
+        return max(0.0, round(self.paid_hours - self.usage.measured_hours, 9))
 
     @property
     def unmeasured_cost_usd(self) -> float:
@@ -685,7 +860,8 @@ def pool_figures(
     queries, whatever the number of pools."""
     pool_ids = [pool.id for pool in pools]
     periods = price_periods_of(pool_ids)
-    usage = pool_usage_totals(span, pool_ids, periods)
+    service_periods = {pool.id: (pool.in_service_from, pool.in_service_until) for pool in pools}
+    usage = pool_usage_totals(span, pool_ids, periods, service_periods)
     paid_prices = paid_hours_full_price_usd(span, pools, periods)
     workloads_by_pool = defaultdict(list)
     for workload in workloads:
@@ -720,11 +896,14 @@ def _add_pool(row: CostRow, figures: PoolFigures, share: float = 1.0):
     row.measured_cost_usd += figures.usage.measured_cost_usd * share
     row.unmeasured_cost_usd += figures.unmeasured_cost_usd * share
     row.idle_cost_usd += figures.idle_cost_usd * share
+    # Every workload's interruptions count, whatever the pool's purpose, so the total is
+    # the one the workloads' rows add up to.
+    row.lost_gpu_hours += figures.lost_gpu_hours * share
+    row.interruption_cost_usd += figures.interruption_cost_usd * share
     if pool.purpose == Purpose.TRAINING:
         row.training_busy_gpu_hours += figures.usage.busy_gpu_hours * share
         row.training_cost_usd += figures.cost_usd * share
-        row.lost_gpu_hours += figures.lost_gpu_hours * share
-        row.interruption_cost_usd += figures.interruption_cost_usd * share
+        row.training_lost_gpu_hours += figures.lost_gpu_hours * share
     elif pool.purpose == Purpose.INFERENCE:
         row.inference_cost_usd += figures.cost_usd * share
     row.members.append(pool.slug)
@@ -778,15 +957,17 @@ def cost_report(
     lost = lost_gpu_hours_by_workload(span, workload_ids)
     measured = measured_effective_gpu_hours_by_workload(span, workloads)
     figures = pool_figures(span, pools, workloads, requests, lost)
-    training_ids_by_pool = defaultdict(list)
+    training_by_pool = defaultdict(list)
     for workload in workloads:
         if workload.kind in TRAINING_KINDS:
-            training_ids_by_pool[workload.pool_id].append(workload.id)
+            training_by_pool[workload.pool_id].append(workload)
 
     def count_pool_training(row: CostRow, pool: Pool) -> None:
         if pool.purpose == Purpose.TRAINING:
-            for workload_id in training_ids_by_pool[pool.id]:
-                row.count_effective_training(workload_id, measured)
+            for workload in training_by_pool[pool.id]:
+                visible = scope.covers_team(workload.effective_team_id)
+                label = workload.name if visible else gettext("Other teams' workloads")
+                row.count_effective_training(workload.id, measured, label)
 
     if group_by == "pool":
         rows = []
@@ -842,7 +1023,7 @@ def cost_report(
                 _add_pool(row, pool_figures_)
                 # Purpose follows the workload's kind here, not its pool's.
                 row.training_busy_gpu_hours = row.training_cost_usd = 0.0
-                row.inference_cost_usd = row.lost_gpu_hours = row.interruption_cost_usd = 0.0
+                row.inference_cost_usd = row.training_lost_gpu_hours = 0.0
                 counts_as = (
                     Purpose.TRAINING if workload.kind in TRAINING_KINDS else Purpose.INFERENCE
                 )
@@ -850,17 +1031,15 @@ def cost_report(
                 if workload.kind in TRAINING_KINDS:
                     row.training_busy_gpu_hours = pool_figures_.usage.busy_gpu_hours
                     row.training_cost_usd = pool_figures_.cost_usd
-                    row.lost_gpu_hours = lost.get(workload.id, 0.0)
-                    row.interruption_cost_usd = (
-                        row.lost_gpu_hours * pool_figures_.unmeasured_usd_per_gpu_hour
-                    )
+                    row.training_lost_gpu_hours = lost.get(workload.id, 0.0)
                 else:
                     row.inference_cost_usd = pool_figures_.cost_usd
             else:
                 lost_gpu_hours = lost.get(workload.id, 0.0)
-                _move_lost(row, unattributed, pool_figures_, name, lost_gpu_hours)
+                training = workload.kind in TRAINING_KINDS
+                _move_lost(row, unattributed, pool_figures_, name, lost_gpu_hours, training)
             if workload.kind in TRAINING_KINDS:
-                row.count_effective_training(workload.id, measured)
+                row.count_effective_training(workload.id, measured, name)
             _add_requests(row, requests.get(workload.id, RequestTotals()), name)
             (rows if visible else others).append(row)
     if others:
@@ -925,19 +1104,24 @@ def _move_attributed(row, unattributed, figures: PoolFigures, workload, attribut
         )
 
 
-def _move_lost(row, unattributed, figures: PoolFigures, name: str, lost_gpu_hours: float):
-    """A workload of a shared pool carries its own lost GPU-hours. A training pool's
-    figures count them in the unattributed rest too (_add_pool), so they leave it there:
-    the rows add up to the pool's lost hours once."""
+def _move_lost(
+    row, unattributed, figures: PoolFigures, name: str, lost_gpu_hours: float, training: bool
+):
+    """A workload of a shared pool carries its own lost GPU-hours (``training``: against
+    its busy training hours). The pool's figures count them in the unattributed rest too
+    (_add_pool), so they leave it there: the rows add up to the pool's lost hours once."""
     price = figures.unmeasured_usd_per_gpu_hour
     row.lost_gpu_hours += lost_gpu_hours
-    row.parts.append(explain.LostPart(name, lost_gpu_hours))
-    if figures.pool.purpose != Purpose.TRAINING or not lost_gpu_hours:
+    row.parts.append(explain.LostPart(name, lost_gpu_hours, price))
+    if training:
+        row.training_lost_gpu_hours += lost_gpu_hours
+    if not lost_gpu_hours:
         return
     row.interruption_cost_usd += lost_gpu_hours * price
-    row.parts[-1] = explain.LostPart(name, lost_gpu_hours, price)
     unattributed.lost_gpu_hours -= lost_gpu_hours
     unattributed.interruption_cost_usd -= lost_gpu_hours * price
+    if figures.pool.purpose == Purpose.TRAINING:
+        unattributed.training_lost_gpu_hours -= lost_gpu_hours
     unattributed.parts.append(explain.LostPart(name, lost_gpu_hours, price, sign=-1))
 
 
@@ -962,6 +1146,7 @@ def total_row(rows: list[CostRow], *, key: str = "total", label: str | None = No
             "errors",
             "training_busy_gpu_hours",
             "lost_gpu_hours",
+            "training_lost_gpu_hours",
             "interruption_cost_usd",
             "training_cost_usd",
             "inference_cost_usd",
@@ -1223,9 +1408,10 @@ def daily_split(
     start: datetime, end: datetime, *, pool: Pool | None = None, scope: Scope = EVERYTHING
 ) -> DailySplit:
     """Busy GPU-hours and the cost of measured hours per UTC day and pool purpose, of the
-    pools in ``scope``, at the prices in force. Three queries: the price periods, the
-    daily rows, and the hourly rows of the days a price changed after midnight (hours of
-    partial days are left to the report table)."""
+    pools in ``scope``, at the prices in force. Four queries: the price periods, the
+    service periods, the daily rows, and the hourly rows of the days a price changed, or
+    a service period started or ended, after midnight (an hour the service period starts
+    or ends inside of counts for its fraction in service, as the report counts it)."""
     span = Span.of(start, end)
     first, last = span.start.date(), (span.end - ONE_HOUR).date()
     days = [first + timedelta(days=n) for n in range((last - first).days + 1)]
@@ -1234,6 +1420,19 @@ def daily_split(
     cost = {value: [0.0] * len(days) for value in Purpose.values}
     periods = price_periods_of()
     mid_day_days, mid_day_hours = _mid_day_changes(span, periods)
+    edges = service_edge_hours(span, _service_periods_of(None if pool is None else [pool.pk]))
+    for pool_id, hour in edges:
+        midnight = hour.replace(hour=0)
+        mid_day_days |= Q(pool_id=pool_id, day=midnight.date())
+        mid_day_hours |= Q(pool_id=pool_id, hour__gte=midnight, hour__lt=midnight + ONE_DAY)
+    service_share = Case(
+        *[
+            When(pool_id=pool_id, hour=hour, then=Value(fraction))
+            for (pool_id, hour), fraction in edges.items()
+        ],
+        default=Value(1.0),
+        output_field=FloatField(),
+    )
     rows = PoolDailyUsage.objects.filter(
         scope.team_filter("pool__team"), day__gte=first, day__lte=last
     ).exclude(mid_day_days)
@@ -1264,7 +1463,8 @@ def daily_split(
             busy=Sum("busy_gpu_hours"), cost=Sum(daily_cost, output_field=FloatField())
         ),
         *hourly.annotate(
-            busy=Sum("busy_gpu_hours"), cost=Sum(hourly_cost, output_field=FloatField())
+            busy=Sum(F("busy_gpu_hours") * service_share),
+            cost=Sum(hourly_cost * service_share, output_field=FloatField()),
         ),
     ]:
         position = index[row["day"]]
@@ -1276,11 +1476,12 @@ def daily_split(
 def fleet_usage_sums(
     start: datetime, end: datetime, scope: Scope = EVERYTHING
 ) -> tuple[float, float]:
-    """(Σ busy, Σ capacity) GPU-hours of the hours with telemetry, every pool in
-    ``scope``. One query."""
+    """(Σ busy, Σ capacity) GPU-hours of the hours with telemetry inside their pool's
+    service period, every pool in ``scope``: the same hours for both. One query."""
     span = Span.of(start, end)
     sums = PoolHourlyUsage.objects.filter(
         scope.team_filter("pool__team"),
+        in_service_q(),
         hour__gte=span.start,
         hour__lt=span.end,
         reporting_gpus__gt=0,

@@ -59,20 +59,20 @@ def _overview_context(now, scope: Scope):
     month_figures = overview_month(now, scope)
     month_rows = month_figures["rows"]
     month = _without_parts(month_figures["total"])
-    curve_start = now - timedelta(days=OVERVIEW_CURVE_DAYS)
+    curve = queries.Span.last_hours(now, OVERVIEW_CURVE_DAYS * 24)
     zone_name = "UTC"
     zone = ZoneInfo(zone_name)
-    split = queries.daily_split(curve_start, now, scope=scope)
-    profile = queries.usage_profile(curve_start, now, zone, scope=scope)
-    heatmap = queries.weekday_hour_heatmap(curve_start, now, zone, scope=scope)
+    split = queries.daily_split(curve.start, curve.end, scope=scope)
+    profile = queries.usage_profile(curve.start, curve.end, zone, scope=scope)
+    heatmap = queries.weekday_hour_heatmap(curve.start, curve.end, zone, scope=scope)
     gpus_by_purpose = {purpose.value: 0 for purpose in Purpose} | (
         Pool.objects.in_scope(scope).in_service(now).gpus_by_purpose()
     )
     # The sums under the utilisation KPIs, kept for their explanation: the last 24 (and
-    # 7 × 24) whole UTC hours, the current one included.
-    window_end = queries.ceil_hour(now)
-    usage_24h = queries.fleet_usage_sums(window_end - timedelta(hours=24), window_end, scope)
-    usage_7d = queries.fleet_usage_sums(window_end - timedelta(days=7), window_end, scope)
+    # 7 × 24) hour-slots, the current one included (queries.Span.last_hours).
+    day, week = queries.Span.last_hours(now, 24), queries.Span.last_hours(now, 7 * 24)
+    usage_24h = queries.fleet_usage_sums(day.start, day.end, scope)
+    usage_7d = queries.fleet_usage_sums(week.start, week.end, scope)
     context = {
         "now": now,
         "idle_ranking": idle,
@@ -117,10 +117,11 @@ def pool_figures(pool, now, scope: Scope = EVERYTHING) -> dict:
 
 
 def _pool_report_context(pool, now, scope: Scope):
-    start = now - timedelta(days=POOL_CURVE_DAYS)
+    curve = queries.Span.last_hours(now, POOL_CURVE_DAYS * 24)
+    start, end = curve.start, curve.end
     zone_name = pool.timezone or "UTC"
-    rows = queries.cost_report(start, now, "pool", pool_slug=pool.slug, scope=scope)
-    profile = queries.usage_profile(start, now, ZoneInfo(zone_name), pool=pool, scope=scope)
+    rows = queries.cost_report(start, end, "pool", pool_slug=pool.slug, scope=scope)
+    profile = queries.usage_profile(start, end, ZoneInfo(zone_name), pool=pool, scope=scope)
     return {
         "pool_report": rows[0] if rows else None,
         "pool_curve_days": POOL_CURVE_DAYS,
@@ -130,7 +131,7 @@ def _pool_report_context(pool, now, scope: Scope):
         ),
         "pool_split_figure": freeze_figure(
             charts.build_daily_split_figure(
-                queries.daily_split(start, now, pool=pool, scope=scope), metric="cost"
+                queries.daily_split(start, end, pool=pool, scope=scope), metric="cost"
             )
         ),
     }

@@ -165,8 +165,9 @@ def test_an_overdue_drill_and_an_idle_pool_notify_once_firing_and_once_resolved(
 
     idle = by_event[("firing", "idle-pools-webhook")]["alerts"][0]
     assert idle["labels"]["pool"] == "idle-h100" and idle["labels"]["kind"] == "idle_cost"
-    # 8 GPUs × 25 hours (the last 24 and the current one) × $3.00 × (1 − 0.1) = $540.00.
-    hand_idle_usd = 8 * 25 * 3.00 * (1 - 0.1)
+    # 8 GPUs × 24 hours (the last 24 hour-slots, the current one included) × $3.00
+    # × (1 − 0.1) = $518.40.
+    hand_idle_usd = 8 * 24 * 3.00 * (1 - 0.1)
     assert f"${hand_idle_usd:,.2f}" in idle["annotations"]["summary"]
     assert idle["annotations"]["url"] == "https://gpufleet.example.com/pools/idle-h100/"
     drill = by_event[("firing", "drill-overdue-webhook")]["alerts"][0]

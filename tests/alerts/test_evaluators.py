@@ -66,7 +66,9 @@ def hand_idle_cost_usd(name: str, window_hours: int) -> float:
     gpus, price, busy, _team = POOLS[name]
     if busy is None:
         return 0.0
-    hours = min(window_hours + 1, 48)
+    # The window is its last ``window_hours`` hour-slots, the current one included; the
+    # fleet has 48 hours of data.
+    hours = min(window_hours, 48)
     return sum(gpus * float(price) * (1 - busy) for _hour in range(hours))
 
 
@@ -109,7 +111,7 @@ def test_idle_cost_in_the_scope_of_a_team_a_pool_or_the_fleet(fleet):
     team_a, team_b = fleet["teams"]["a"], fleet["teams"]["b"]
     values = {"threshold_usd": Decimal("50"), "window_hours": 24}
     fleet_wide = pools_of(evaluate(rule("idle_cost", **values), fleet["now"]))
-    # Idle: 25 × 8 × 3 × 0.9 = 540; Team pool: 25 × 4 × 1 × 0.95 = 95; Busy: 40.
+    # Idle: 24 × 8 × 3 × 0.9 = 518.40; Team pool: 24 × 4 × 1 × 0.95 = 91.20; Busy: 38.40.
     assert fleet_wide == {"idle", "team-pool"}
     assert pools_of(evaluate(rule("idle_cost", team=team_a, **values), fleet["now"])) == {
         "idle",

@@ -134,8 +134,8 @@ def fleet(hour_end, settings):
 
 def hand_idle_usd(gpus, price, busy, hours_of_data, window_hours) -> float:
     """GPUs × price × (1 − busy) for each hour of the window that has data (the window's
-    hours and the current one)."""
-    return gpus * price * (1 - busy) * min(hours_of_data, window_hours + 1)
+    hour-slots, the current one included)."""
+    return gpus * price * (1 - busy) * min(hours_of_data, window_hours)
 
 
 @pytest.mark.django_db
@@ -339,11 +339,12 @@ def test_prometheus_scrapes_the_metrics_with_the_token_and_answers_a_query(prome
     except Exception:
         print(log_path.read_text())
         raise
-    # 8 GPUs × $3.00 × 50 % idle × 25 hours (the last 24 and the current one).
+    # 8 GPUs × $3.00 × 50 % idle × 24 hours (the last 24 hour-slots, the current one
+    # included).
     (idle,) = _prometheus_query(
         base_url, 'gpufleet_pool_idle_cost_usd{pool="scraped",window="24h"}'
     )
-    assert float(idle["value"][1]) == pytest.approx(8 * 3.0 * 0.5 * 25)
+    assert float(idle["value"][1]) == pytest.approx(8 * 3.0 * 0.5 * 24)
     (overdue,) = _prometheus_query(base_url, "gpufleet_drills_overdue")
     assert float(overdue["value"][1]) == 1
     # The scrapes themselves are requests django-prometheus counts.

@@ -139,7 +139,9 @@ def test_measured_above_what_the_telemetry_saw_busy_is_flagged(client, two_workl
     rows = {row.key: row for row in cost_report(START, END, "workload")}
     row = rows["measured-run"]
     assert row.training_busy_gpu_hours == pytest.approx(10.0)
-    assert row.effective_training_gpu_hours == pytest.approx(100 / 60 * 8)
+    # The event log covers 00:00–03:20, the hours 0–3: 13.333 measured there, and the
+    # other 6 busy hours estimated, 6 × 1 − 0 lost: 13.333 + 6.
+    assert row.effective_training_gpu_hours == pytest.approx(100 / 60 * 8 + 6)
     assert row.effective_training_above_busy
     assert not rows["estimated-run"].effective_training_above_busy
     last = explain_figure(row, "effective_training_gpu_hours")[-1]

@@ -55,12 +55,17 @@ def test_a_new_pool_is_not_charged_for_the_weeks_before_it_existed(new_pool):
     _import_the_old_sample(new_pool)
     now = timezone.now()
     [row] = cost_report(now - timedelta(days=28), now, pool_slug=new_pool.slug)
-    # By hand: in service from the hour it was created, which is the current hour, so the
-    # last 28 days pay 1 hour × 8 GPUs × $2.49 = $19.92, all of it unmeasured (not $10,768).
+    # By hand: in service from the moment it was created, in the current hour, so the
+    # last 28 days pay the rest of that hour, h = (end of the hour − creation) ÷ 1 h:
+    # h × 8 GPUs × $2.49, all of it unmeasured (not $10,768).
     assert floor_hour(new_pool.in_service_from) == floor_hour(now)
-    assert row.capacity_gpu_hours == 8
-    assert row.cost_usd == pytest.approx(8 * 1 * 2.49)
-    assert row.unmeasured_gpu_hours == 8
+    paid_hours = (floor_hour(now) + timedelta(hours=1) - new_pool.in_service_from) / timedelta(
+        hours=1
+    )
+    assert 0 < paid_hours <= 1
+    assert row.capacity_gpu_hours == pytest.approx(8 * paid_hours)
+    assert row.cost_usd == pytest.approx(8 * paid_hours * 2.49)
+    assert row.unmeasured_gpu_hours == pytest.approx(8 * paid_hours)
     # The July sample is kept, not counted, and its hour says why.
     assert not PoolHourlyUsage.objects.filter(pool=new_pool).exists()
     flag = PoolHourFlag.objects.get(pool=new_pool, hour=SAMPLE_HOUR)
@@ -125,8 +130,8 @@ def test_a_pool_out_of_service_pays_nothing_after_it(gpu_model, new_pool):
         in_service_from=start, in_service_until=start + timedelta(days=2, minutes=30)
     )
     [row] = cost_report(start, start + timedelta(days=7), pool_slug=new_pool.slug)
-    # 48 whole hours and the half hour begun on day 3, paid whole: 49 h × 8 GPUs.
-    assert row.capacity_gpu_hours == 49 * 8
+    # 48 whole hours and the half hour of day 3 it was in service: 48.5 h × 8 GPUs.
+    assert row.capacity_gpu_hours == 48.5 * 8
 
 
 @pytest.mark.django_db

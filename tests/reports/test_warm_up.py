@@ -156,6 +156,8 @@ def test_a_rollup_queues_a_warm_up_on_a_real_worker(
     assert "50.0 %" in client.get(url).content.decode()  # 4 of 8 GPU-hours every hour
 
     hour = timezone.now().replace(minute=0, second=0, microsecond=0) - timedelta(hours=30)
+    # An hour inside the pool's service period: the Overview sums no other.
+    Pool.objects.filter(pk=pool.pk).update(in_service_from=hour)
     PoolHourlyUsage.objects.create(
         pool=pool,
         hour=hour,

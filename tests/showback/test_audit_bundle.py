@@ -16,7 +16,9 @@ The fleet, for March 2026 (744 hours, every hour measured):
 - Pretrain's training event log is goodput_measure's primer worked example moved to
   10 March (tests/data/goodput-measure/): steps 25 → 75 at a 2-minute reference step
   = 100 effective minutes of 200 = 50 % goodput; on 2 GPUs, 100 ÷ 60 × 2 = 3.33
-  effective GPU-hours, measured;
+  effective GPU-hours, measured over the 4 hours the log covers (00:00–03:20); the
+  other 744 − 4 = 740 hours are estimated as busy − lost = 740 × 2 − 0 = 1,480, so
+  Pretrain's month has 3.33 + 1,480 = 1,483.33 effective GPU-hours;
 - Pretrain's backup policy holds an RTO of 60 minutes and an RPO of 120 minutes; one
   drill takes 35 minutes restoring a version 70 minutes old (passed), one takes
   95 minutes restoring a version 80 minutes old (failed on the RTO); one drill in April
@@ -197,7 +199,8 @@ def _hand_figures():
         "chat_usd": chat_usd,
         "chat_per_1k_requests_usd": chat_usd / requests * 1000,
         "chat_per_1m_tokens_usd": chat_usd / tokens * 1_000_000,
-        "pretrain_effective_gpu_hours": 100 / 60 * 2,
+        "pretrain_effective_gpu_hours": 100 / 60 * 2
+        + (MONTH_HOURS - 4) * TRAINING_GPU_HOURS_PER_HOUR,
         "pretrain_goodput_pct": 100 / 200 * 100,
     }
 
