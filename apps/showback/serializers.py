@@ -1,4 +1,5 @@
 from django.contrib.auth import get_user_model
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.accounts.models import Team
@@ -213,6 +214,7 @@ class AuditBundleSerializer(serializers.Serializer):
     drills = AuditDrillSerializer(many=True)
     totals = serializers.SerializerMethodField()
 
+    @extend_schema_field(AuditTotalsSerializer)
     def get_totals(self, bundle) -> dict:
         return AuditTotalsSerializer(
             {
