@@ -22,8 +22,8 @@ from apps.backups.serializers import (
     RestoreDrillSerializer,
     checksum_list_errors,
 )
-from apps.core.money import MoneyField, UnitPriceField
 from apps.core.schema import ErrorSerializer
+from apps.core.serializers import MoneyField, UnitPriceField
 from apps.pools.models import Workload
 from apps.pools.querysets import workload_scope_filter
 from apps.pools.scoped import ScopedQuerysetMixin

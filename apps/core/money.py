@@ -11,7 +11,11 @@ A float (a sum SQL or a ratio returns) is read through its shortest ``repr``:
 it, so no artefact of binary floating point reaches a page, an export or the API.
 
 A table whose rows are summed shows rows that add up to its total, or a rounding line
-(``rounding_difference``): the rounded total minus the sum of the rounded rows.
+(``rounding_line``): the rounded total minus the sum of the rounded rows.
+
+The API writes money through ``MoneyField`` and ``UnitPriceField`` (apps/core/
+serializers.py), the pages through the ``usd`` filter (apps/core/templatetags/units.py),
+both rounding here.
 """
 
 import math
@@ -19,7 +23,6 @@ from collections.abc import Iterable
 from decimal import ROUND_HALF_UP, Decimal
 
 from django.utils.translation import gettext_lazy as _
-from rest_framework import serializers
 
 MONEY_ROUNDING = ROUND_HALF_UP
 CENT = Decimal("0.01")
@@ -95,26 +98,3 @@ def rounding_line(row_amounts: Iterable, total, places: int = CENT_PLACES) -> De
     """The rounding line's amount, or None when the rows as shown add up to the total as
     shown (no line)."""
     return rounding_difference(row_amounts, total, places) or None
-
-
-class MoneyField(serializers.DecimalField):
-    """An amount of money in the API: a decimal string to the cent ("510.72"); the schema
-    says ``type: string, format: decimal``. Reads the same strings on input."""
-
-    places = CENT_PLACES
-
-    def __init__(self, **kwargs):
-        kwargs.setdefault("max_digits", None)
-        kwargs.setdefault("decimal_places", self.places)
-        kwargs.setdefault("coerce_to_string", True)
-        kwargs.setdefault("rounding", MONEY_ROUNDING)
-        super().__init__(**kwargs)
-
-    def to_representation(self, value):
-        return money_text(value, self.places)
-
-
-class UnitPriceField(MoneyField):
-    """A unit price in the API: a decimal string to 4 decimals ("2.3300")."""
-
-    places = UNIT_PRICE_PLACES

@@ -13,8 +13,8 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from apps.catalog.models import GpuModel
-from apps.core.money import UNIT_PRICE_PLACES, UnitPriceField, money_text
-from apps.core.serializers import SlugReferenceField, StrictCharField
+from apps.core.money import UNIT_PRICE_PLACES, money_text
+from apps.core.serializers import SlugReferenceField, StrictCharField, UnitPriceField
 from apps.core.texts import translated
 from apps.pilots import selectors, services
 from apps.pilots.models import PilotResult, SourceFormat

@@ -1,8 +1,7 @@
 from rest_framework import serializers
 
 from apps.catalog.models import GpuModel, ModelArchitecture
-from apps.core.money import UnitPriceField
-from apps.core.serializers import SlugReferenceField, StrictModelSerializer
+from apps.core.serializers import SlugReferenceField, StrictModelSerializer, UnitPriceField
 from apps.pools.forms import (
     REQUIRED_COST_FIELDS,
     archived_pool_error,

@@ -4,12 +4,13 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.core.bounds import BOUNDS
-from apps.core.money import MoneyField, UnitPriceField
 from apps.core.serializers import (
     BoundedSerializerMixin,
+    MoneyField,
     PlainFloatField,
     PlainIntegerField,
     StrictFloatField,
+    UnitPriceField,
 )
 from apps.procurement.models import OptionRegionRtt, Scenario, ScenarioOption, UserRegion
 

@@ -13,9 +13,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.scope import scope_of
-from apps.core.money import MoneyField, UnitPriceField
 from apps.core.schema import ErrorSerializer
-from apps.core.serializers import NoBlankQueryMixin, SlugReferenceField, StrictModelSerializer
+from apps.core.serializers import (
+    MoneyField,
+    NoBlankQueryMixin,
+    SlugReferenceField,
+    StrictModelSerializer,
+    UnitPriceField,
+)
 from apps.pools.models import Interruption, Pool, Purpose, Workload
 from apps.pools.querysets import workload_scope_filter
 from apps.pools.scoped import ScopedQuerysetMixin, ScopedReferencesMixin

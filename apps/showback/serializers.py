@@ -4,8 +4,14 @@ from rest_framework import serializers
 
 from apps.accounts.models import Team
 from apps.backups.models import DrillVerdict
-from apps.core.money import MoneyField, UnitPriceField, money_text
-from apps.core.serializers import NoBlankQueryMixin, SlugReferenceField, StrictModelSerializer
+from apps.core.money import money_text
+from apps.core.serializers import (
+    MoneyField,
+    NoBlankQueryMixin,
+    SlugReferenceField,
+    StrictModelSerializer,
+    UnitPriceField,
+)
 from apps.pools.models import Pool
 from apps.showback.models import Budget
 

@@ -9,10 +9,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.scope import scope_of
-from apps.core.money import MoneyField, UnitPriceField
 from apps.core.parsers import BoundedJSONParser
 from apps.core.schema import ErrorSerializer
-from apps.core.serializers import SlugReferenceField, StrictCharField
+from apps.core.serializers import MoneyField, SlugReferenceField, StrictCharField, UnitPriceField
 from apps.pools.models import Workload
 from apps.pools.scoped import ScopedReferencesMixin
 from apps.training import goodput, parsers, services

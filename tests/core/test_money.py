@@ -8,6 +8,7 @@ import pytest
 from django.template import Context, Template
 
 from apps.core import money
+from apps.core.serializers import MoneyField, UnitPriceField
 from apps.core.templatetags.units import usd
 
 
@@ -84,7 +85,7 @@ def test_the_rounding_tag_shows_the_line_only_when_the_rows_miss_the_total():
 def test_the_api_field_writes_a_decimal_string_and_the_schema_says_so():
     from drf_spectacular.openapi import AutoSchema
 
-    assert money.MoneyField().to_representation(510.72000000000014) == "510.72"
-    assert money.UnitPriceField().to_representation(Decimal("2.5")) == "2.5000"
-    schema = AutoSchema()._map_serializer_field(money.MoneyField(read_only=True), "response")
+    assert MoneyField().to_representation(510.72000000000014) == "510.72"
+    assert UnitPriceField().to_representation(Decimal("2.5")) == "2.5000"
+    schema = AutoSchema()._map_serializer_field(MoneyField(read_only=True), "response")
     assert schema["type"] == "string" and schema["format"] == "decimal"
