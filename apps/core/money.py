@@ -22,8 +22,6 @@ import math
 from collections.abc import Iterable
 from decimal import ROUND_HALF_UP, Decimal
 
-from django.utils.translation import gettext_lazy as _
-
 MONEY_ROUNDING = ROUND_HALF_UP
 CENT = Decimal("0.01")
 UNIT_PRICE_STEP = Decimal("0.0001")
@@ -87,11 +85,6 @@ def rounding_difference(row_amounts: Iterable, total, places: int = CENT_PLACES)
     )
     shown_total = rounded(total, places) or Decimal(0)
     return shown_total - shown_rows
-
-
-# The label of the line under a table whose rows, rounded, do not add up to its total.
-ROUNDING_LABEL = _("Rounding")
-ROUNDING_NOTE = _("Rounded total minus the sum of the rounded rows")
 
 
 def rounding_line(row_amounts: Iterable, total, places: int = CENT_PLACES) -> Decimal | None:

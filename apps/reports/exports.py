@@ -17,6 +17,7 @@ from openpyxl.utils import get_column_letter
 
 from apps.core import money
 from apps.core.exports import append_xlsx_row, csv_cell
+from apps.core.texts import rounding_label
 from apps.reports import explain
 from apps.reports.forms import GROUP_BY_NOUNS
 
@@ -99,7 +100,7 @@ def rounding_values(rows, total) -> dict | None:
     if not any(differences.values()):
         return None
     line = dict.fromkeys(key for _header, key, _format in COLUMNS)
-    line.update(key="", label=str(money.ROUNDING_LABEL))
+    line.update(key="", label=rounding_label())
     line.update({key: difference or money.to_cents(0) for key, difference in differences.items()})
     return line
 

@@ -24,6 +24,7 @@ from django.utils.translation import gettext
 from apps.backups.recovery_units import number_in, page_units, unit_symbol
 from apps.core import money
 from apps.core.exports import append_xlsx_row, pdf_landscape_document, pdf_paragraph
+from apps.core.texts import rounding_label
 from apps.showback.audit import AuditBundle
 
 FORMATS = ("xlsx", "pdf")
@@ -186,7 +187,7 @@ def rounding_row(columns: list[Column], cost_column: int, difference: Decimal) -
     """A table's rounding line: its label in the first column, the difference under the
     cost."""
     row = [None] * len(columns)
-    row[0] = str(money.ROUNDING_LABEL)
+    row[0] = rounding_label()
     row[cost_column] = difference
     return row
 
@@ -196,7 +197,7 @@ def summary_lines(bundle: AuditBundle) -> list[tuple[str, object, str | None]]:
     PDF's opening table."""
     summary_rounding = rounding_lines(bundle)["summary"]
     rounding = (
-        [(f"{money.ROUNDING_LABEL} (USD)", summary_rounding, USD_FORMAT)]
+        [(f"{rounding_label()} (USD)", summary_rounding, USD_FORMAT)]
         if summary_rounding is not None
         else []
     )

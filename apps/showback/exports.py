@@ -13,6 +13,7 @@ from openpyxl.styles import Font
 
 from apps.core import money
 from apps.core.exports import append_xlsx_row, csv_cell
+from apps.core.texts import rounding_label
 
 FORMATS = ("csv", "xlsx")
 
@@ -29,7 +30,7 @@ def _lines(rows, total_usd=None):
         return lines
     rounding = money.rounding_line((row["cost_usd"] for row in rows), total_usd)
     if rounding is not None:
-        lines.append((str(money.ROUNDING_LABEL), "", rounding))
+        lines.append((rounding_label(), "", rounding))
     lines.append((gettext("Fleet total"), "", money.to_cents(total_usd)))
     return lines
 
