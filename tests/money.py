@@ -12,3 +12,9 @@ def cents(amount) -> str:
 def unit_price(amount) -> str:
     """0.30170891 → "0.3017"."""
     return str(Decimal(str(amount)).quantize(Decimal("0.0001"), rounding=ROUND_HALF_UP))
+
+
+def within_a_cent(text: str, amount) -> bool:
+    """The API's "1234.57" is the hand computation to the cent, give or take the cent that
+    a price stored to 10⁻⁶ USD may move it."""
+    return abs(Decimal(text) - Decimal(str(amount))) <= Decimal("0.01")

@@ -89,3 +89,14 @@ def test_the_api_field_writes_a_decimal_string_and_the_schema_says_so():
     assert UnitPriceField().to_representation(Decimal("2.5")) == "2.5000"
     schema = AutoSchema()._map_serializer_field(MoneyField(read_only=True), "response")
     assert schema["type"] == "string" and schema["format"] == "decimal"
+
+
+def test_a_price_breakdown_rounds_to_four_decimals_with_its_own_line():
+    # Lines $0.33335, $0.33335 and $0.3333 are shown 0.3334 + 0.3334 + 0.3333 = 1.0001;
+    # their sum $1.0000 is shown 1.0000: rounding −$0.0001.
+    template = Template(
+        '{% load units %}{% rounding_usd rows "usd_per_gpu_hour" total 4 as rounding %}'
+        "{{ rounding|usd:4 }}"
+    )
+    rows = [{"usd_per_gpu_hour": Decimal(value)} for value in ("0.33335", "0.33335", "0.3333")]
+    assert template.render(Context({"rows": rows, "total": Decimal("1.0000")})) == "$-0.0001"
