@@ -144,6 +144,11 @@ class ShowbackSerializer(serializers.Serializer):
     total_usd = MoneyField(
         allow_null=True, help_text="The fleet's cost; null for a caller who sees only their teams."
     )
+    rounding_usd = MoneyField(
+        allow_null=True,
+        help_text="total_usd − the sum of the rows' cost_usd, each to the cent: what a "
+        "rounding line shows (0.00 when the rows add up); null without a total.",
+    )
 
 
 class AuditPoolSerializer(serializers.Serializer):

@@ -132,3 +132,14 @@ def test_the_cost_report_page_footer_has_the_rounding_line():
     # Cost, idle and unmeasured: $0.01, $0.01 and $0.00.
     assert rounding.count("$0.01") == 2 and rounding.count("$0.00") == 1
     assert "$1.00" in html.split('id="report-total"')[1]
+
+
+def test_the_showback_api_says_by_how_much_its_rows_miss_the_total(client, thirds):
+    client.force_login(UserFactory(role="finance"))
+    body = client.get(reverse("api-showback"), {"month": "2026-03"}).json()
+    # Rows "0.33" × 3 = 0.99; total "1.00": rounding "0.01".
+    assert [row["cost_usd"] for row in body["rows"]] == ["0.33", "0.33", "0.33"]
+    assert (body["total_usd"], body["rounding_usd"]) == ("1.00", "0.01")
+    client.force_login(UserFactory(teams=thirds[:1]))
+    body = client.get(reverse("api-showback"), {"month": "2026-03"}).json()
+    assert (body["total_usd"], body["rounding_usd"]) == (None, None)
