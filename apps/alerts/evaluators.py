@@ -32,6 +32,7 @@ from apps.alerts import registry
 from apps.alerts.registry import Subject, register
 from apps.backups.at_risk import at_risk_by_workload, watched_workloads
 from apps.backups.models import BackupPolicy
+from apps.core.money import to_cents
 from apps.core.sentences import Sentence, from_data, gettext_noop, sentence
 from apps.pools.models import Pool, Workload
 from apps.pools.querysets import workload_scope_filter
@@ -80,7 +81,8 @@ def rule_workloads(rule, prefix: str = ""):
 
 
 def money(usd: float) -> str:
-    return f"${usd:,.2f}"
+    """Dollars to the cent, rounded as the pages round them (apps/core/money.py)."""
+    return f"${to_cents(usd):,.2f}"
 
 
 def _pool_subject(pool, summary: Sentence, description: Sentence, url: str = "") -> Subject:

@@ -23,6 +23,7 @@ from apps.backups.serializers import (
     checksum_list_errors,
 )
 from apps.core.schema import ErrorSerializer
+from apps.core.serializers import MoneyField, UnitPriceField
 from apps.pools.models import Workload
 from apps.pools.querysets import workload_scope_filter
 from apps.pools.scoped import ScopedQuerysetMixin
@@ -147,12 +148,12 @@ class WorkloadAtRiskSerializer(serializers.Serializer):
         help_text="proven: from the checkpoint a passing drill proved; nothing_proven: from "
         "the first training event; no_events, not_training: no figure.",
     )
-    usd_at_risk = serializers.FloatField(
+    usd_at_risk = MoneyField(
         allow_null=True, help_text="GPUs × effective price per GPU-hour × hours at risk."
     )
     hours_at_risk = serializers.FloatField(allow_null=True, help_text="now − since, in hours.")
     gpu_count = serializers.IntegerField()
-    price_per_gpu_hour_usd = serializers.FloatField()
+    price_per_gpu_hour_usd = UnitPriceField()
     since = serializers.DateTimeField(allow_null=True)
     proven_step = serializers.IntegerField(allow_null=True)
     proven_at = serializers.DateTimeField(allow_null=True)

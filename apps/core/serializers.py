@@ -11,6 +11,7 @@ from django.db import models
 from django.utils.encoding import smart_str
 from rest_framework import serializers
 
+from apps.core import money
 from apps.core.bounds import (
     BOUNDS,
     GROUPING,
@@ -226,3 +227,26 @@ class StrictBooleanFormField(forms.NullBooleanField):
 
 class StrictBooleanFilter(django_filters.BooleanFilter):
     field_class = StrictBooleanFormField
+
+
+class MoneyField(serializers.DecimalField):
+    """An amount of money in the API: a decimal string to the cent ("510.72"); the schema
+    says ``type: string, format: decimal``. Reads the same strings on input."""
+
+    places = money.CENT_PLACES
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("max_digits", None)
+        kwargs.setdefault("decimal_places", self.places)
+        kwargs.setdefault("coerce_to_string", True)
+        kwargs.setdefault("rounding", money.MONEY_ROUNDING)
+        super().__init__(**kwargs)
+
+    def to_representation(self, value):
+        return money.money_text(value, self.places)
+
+
+class UnitPriceField(MoneyField):
+    """A unit price in the API: a decimal string to 4 decimals ("2.3300")."""
+
+    places = money.UNIT_PRICE_PLACES

@@ -21,3 +21,9 @@ def translated_data(data: list[dict] | None, fallback: str = "") -> str:
     if not data:
         return fallback
     return "".join(translated(part) for part in from_data(data))
+
+
+def rounding_label() -> str:
+    """The label of the line under a summed table whose rounded rows miss its rounded
+    total (apps/core/money.py ``rounding_line``), in the request's language."""
+    return gettext("Rounding")

@@ -2,13 +2,19 @@
 output tokens, and imported by POSTing a result file's text."""
 
 import django_filters
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_view,
+)
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from apps.catalog.models import GpuModel
-from apps.core.serializers import SlugReferenceField, StrictCharField
+from apps.core.money import UNIT_PRICE_PLACES, money_text
+from apps.core.serializers import SlugReferenceField, StrictCharField, UnitPriceField
 from apps.core.texts import translated
 from apps.pilots import selectors, services
 from apps.pilots.models import PilotResult, SourceFormat
@@ -133,14 +139,18 @@ class PilotResultSerializer(serializers.ModelSerializer):
             )
         return cache[result.pk]
 
-    def get_price_per_gpu_hour_usd(self, result) -> float | None:
-        return self._priced(result).price_per_gpu_hour_usd
+    @extend_schema_field(UnitPriceField(allow_null=True))
+    def get_price_per_gpu_hour_usd(self, result) -> str | None:
+        return money_text(self._priced(result).price_per_gpu_hour_usd, UNIT_PRICE_PLACES)
 
     def get_price_source(self, result) -> str:
         return self._priced(result).price_source
 
-    def get_cost_per_million_output_tokens_usd(self, result) -> float | None:
-        return self._priced(result).cost_per_million_output_tokens_usd
+    @extend_schema_field(UnitPriceField(allow_null=True))
+    def get_cost_per_million_output_tokens_usd(self, result) -> str | None:
+        return money_text(
+            self._priced(result).cost_per_million_output_tokens_usd, UNIT_PRICE_PLACES
+        )
 
     def get_decode_ceiling_tokens_per_second_per_gpu(self, result) -> float | None:
         return self._priced(result).decode_ceiling_tokens_per_second_per_gpu

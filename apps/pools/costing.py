@@ -10,10 +10,17 @@ on-premises) pay, per GPU-hour (FORMULAS.md, "Cost of owned GPUs per hour"):
 Power is taken at TDP here, an upper bound: the cost reports replace it with measured
 energy (dcgm ``DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION``) or TDP × utilisation when
 telemetry exists. 730 h is the mean month (8,760 h ÷ 12).
+
+Money in, money out: prices given as ``Decimal`` (a pool's stored prices) give
+``Decimal`` lines at full precision, the other inputs read exactly through their decimal
+text (apps/core/money.py); prices given as floats (a procurement scenario's, in its own
+currency) give floats. Rounding is left to where a price is stored or shown.
 """
 
 from dataclasses import dataclass
+from decimal import Decimal
 
+from apps.core.money import as_decimal
 from apps.core.sentences import gettext_noop, sentence
 
 HOURS_PER_MONTH = 730
@@ -22,7 +29,7 @@ HOURS_PER_MONTH = 730
 @dataclass(frozen=True)
 class PriceLine:
     label: str
-    usd_per_gpu_hour: float
+    usd_per_gpu_hour: float | Decimal
     formula: str  # the inputs, written out so a person can check the line by hand
 
 
@@ -31,11 +38,11 @@ class PriceBreakdown:
     lines: tuple[PriceLine, ...]
 
     @property
-    def usd_per_gpu_hour(self) -> float:
+    def usd_per_gpu_hour(self) -> float | Decimal:
         return sum(line.usd_per_gpu_hour for line in self.lines)
 
 
-def cloud_price_breakdown(*, price_per_gpu_hour_usd: float, label: str) -> PriceBreakdown:
+def cloud_price_breakdown(*, price_per_gpu_hour_usd: float | Decimal, label: str) -> PriceBreakdown:
     if price_per_gpu_hour_usd < 0:
         raise ValueError("price_per_gpu_hour_usd must not be negative")
     return PriceBreakdown(
@@ -79,9 +86,14 @@ def owned_price_breakdown(
         if value < 0:
             raise ValueError(f"{name} must not be negative")
     amortisation_hours = amortisation_months * HOURS_PER_MONTH
-    amortisation = purchase_price_per_gpu_usd / amortisation_hours
-    power = tdp_watts / 1000 * pue * power_price_per_kwh_usd
-    fixed_monthly = operations_per_month_usd + colocation_per_month_usd
+    if isinstance(purchase_price_per_gpu_usd, Decimal):
+        amortisation = purchase_price_per_gpu_usd / amortisation_hours
+        power = as_decimal(tdp_watts) / 1000 * as_decimal(pue) * as_decimal(power_price_per_kwh_usd)
+        fixed_monthly = as_decimal(operations_per_month_usd) + as_decimal(colocation_per_month_usd)
+    else:
+        amortisation = purchase_price_per_gpu_usd / amortisation_hours
+        power = tdp_watts / 1000 * pue * power_price_per_kwh_usd
+        fixed_monthly = operations_per_month_usd + colocation_per_month_usd
     operations = fixed_monthly / HOURS_PER_MONTH / gpu_count
     return PriceBreakdown(
         (

@@ -17,10 +17,14 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
+from apps.core import money
 from apps.pools import costing
 from apps.pools.hours import ceil_hour, floor_hour
 from apps.pools.querysets import PoolQuerySet, WorkloadQuerySet
 from apps.pools.validators import validate_hour_ranges, validate_timezone
+
+# Places of the stored fixed price per GPU-hour and price per GPU kWh (their fields').
+STORED_PRICE_PLACES = 6
 
 
 class Purpose(models.TextChoices):
@@ -314,7 +318,7 @@ class Pool(models.Model):
             if self.on_demand_price_per_gpu_hour_usd is None:
                 return None
             return costing.cloud_price_breakdown(
-                price_per_gpu_hour_usd=float(self.on_demand_price_per_gpu_hour_usd),
+                price_per_gpu_hour_usd=money.as_decimal(self.on_demand_price_per_gpu_hour_usd),
                 label=gettext("On-demand price"),
             )
         if self.deployment == Deployment.CLOUD_RESERVED:
@@ -327,7 +331,7 @@ class Pool(models.Model):
                 else gettext("Reserved price")
             )
             return costing.cloud_price_breakdown(
-                price_per_gpu_hour_usd=float(self.reserved_price_per_gpu_hour_usd),
+                price_per_gpu_hour_usd=money.as_decimal(self.reserved_price_per_gpu_hour_usd),
                 label=label,
             )
         required = (
@@ -339,27 +343,32 @@ class Pool(models.Model):
         if any(value is None for value in required):
             return None
         return costing.owned_price_breakdown(
-            purchase_price_per_gpu_usd=float(self.purchase_price_per_gpu_usd),
+            purchase_price_per_gpu_usd=money.as_decimal(self.purchase_price_per_gpu_usd),
             amortisation_months=self.amortisation_months,
             tdp_watts=self.gpu_model.tdp_watts,
-            pue=float(self.pue),
-            power_price_per_kwh_usd=float(self.power_price_per_kwh_usd),
-            operations_per_month_usd=float(self.operations_per_month_usd or 0),
-            colocation_per_month_usd=float(self.colocation_per_month_usd or 0),
+            pue=money.as_decimal(self.pue),
+            power_price_per_kwh_usd=money.as_decimal(self.power_price_per_kwh_usd),
+            operations_per_month_usd=money.as_decimal(self.operations_per_month_usd or 0),
+            colocation_per_month_usd=money.as_decimal(self.colocation_per_month_usd or 0),
             gpu_count=self.gpu_count,
         )
 
     def refresh_effective_price(self):
-        """Recompute the stored effective price from the cost inputs (call before save)."""
+        """Recompute the stored effective price from the cost inputs (call before save): in
+        Decimal from the stored prices, rounded half up once, to the stored places."""
         breakdown = self.price_breakdown()
-        usd = breakdown.usd_per_gpu_hour if breakdown else 0
-        self.effective_price_per_gpu_hour_usd = Decimal(str(round(usd, 4)))
-        power_usd_per_kwh = 0.0
+        usd = money.as_decimal(breakdown.usd_per_gpu_hour) if breakdown else Decimal(0)
+        self.effective_price_per_gpu_hour_usd = money.to_unit_price(usd)
+        power_usd_per_kwh = Decimal(0)
         if breakdown and self.is_owned:
-            power_usd_per_kwh = float(self.pue) * float(self.power_price_per_kwh_usd)
+            power_usd_per_kwh = money.as_decimal(self.pue) * money.as_decimal(
+                self.power_price_per_kwh_usd
+            )
         power_at_tdp_usd = power_usd_per_kwh * self.gpu_model.tdp_watts / 1000
-        self.price_per_gpu_kwh_usd = Decimal(str(round(power_usd_per_kwh, 6)))
-        self.fixed_price_per_gpu_hour_usd = Decimal(str(round(usd - power_at_tdp_usd, 6)))
+        self.price_per_gpu_kwh_usd = money.rounded(power_usd_per_kwh, STORED_PRICE_PLACES)
+        self.fixed_price_per_gpu_hour_usd = money.rounded(
+            usd - power_at_tdp_usd, STORED_PRICE_PLACES
+        )
 
     @property
     def price_per_hour_usd(self) -> Decimal:

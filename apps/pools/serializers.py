@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
 from apps.catalog.models import GpuModel, ModelArchitecture
-from apps.core.serializers import SlugReferenceField, StrictModelSerializer
+from apps.core.serializers import SlugReferenceField, StrictModelSerializer, UnitPriceField
 from apps.pools.forms import (
     REQUIRED_COST_FIELDS,
     archived_pool_error,
@@ -23,7 +23,7 @@ from apps.pools.scoped import ScopedReferencesMixin, TeamSlugField
 
 class PriceLineSerializer(serializers.Serializer):
     label = serializers.CharField()
-    usd_per_gpu_hour = serializers.FloatField()
+    usd_per_gpu_hour = UnitPriceField()
     formula = serializers.CharField()
 
 

@@ -6,9 +6,11 @@ from rest_framework import serializers
 from apps.core.bounds import BOUNDS
 from apps.core.serializers import (
     BoundedSerializerMixin,
+    MoneyField,
     PlainFloatField,
     PlainIntegerField,
     StrictFloatField,
+    UnitPriceField,
 )
 from apps.procurement.models import OptionRegionRtt, Scenario, ScenarioOption, UserRegion
 
@@ -45,9 +47,9 @@ class CapacityMixResponseSerializer(serializers.Serializer):
     optimal_reserved_gpus = serializers.IntegerField(
         help_text="R minimising Cost(R): the (1 − r/o) quantile of hourly demand."
     )
-    total_cost = serializers.FloatField(help_text="Cost at the optimum, R·r·H + o·Σ burst.")
+    total_cost = MoneyField(help_text="Cost at the optimum, R·r·H + o·Σ burst.")
     cost_by_reserved_gpus = serializers.ListField(
-        child=serializers.FloatField(),
+        child=MoneyField(),
         help_text="Cost(R) for R = 0, 1, … ⌈max demand⌉ (index = reserved GPUs).",
     )
     break_even_utilization = serializers.FloatField(help_text="r ÷ o.")
@@ -63,12 +65,12 @@ class OptionResultSerializer(serializers.Serializer):
     burst_gpu_hours = serializers.FloatField()
     cost = serializers.DictField(
         source="cost.as_dict",
-        child=serializers.FloatField(),
+        child=MoneyField(),
         help_text="compute, power, storage, network, operations and total, over the horizon.",
     )
-    cost_per_effective_gpu_hour = serializers.FloatField(allow_null=True)
-    cost_per_million_tokens = serializers.FloatField(allow_null=True)
-    cost_per_thousand_requests = serializers.FloatField(allow_null=True)
+    cost_per_effective_gpu_hour = UnitPriceField(allow_null=True)
+    cost_per_million_tokens = UnitPriceField(allow_null=True)
+    cost_per_thousand_requests = UnitPriceField(allow_null=True)
     paid_utilization = serializers.FloatField(allow_null=True)
     break_even_utilization = serializers.FloatField(allow_null=True)
     notes = serializers.ListField(child=serializers.CharField())

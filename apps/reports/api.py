@@ -14,7 +14,13 @@ from rest_framework.views import APIView
 
 from apps.accounts.scope import scope_of
 from apps.core.schema import ErrorSerializer
-from apps.core.serializers import NoBlankQueryMixin, SlugReferenceField, StrictModelSerializer
+from apps.core.serializers import (
+    MoneyField,
+    NoBlankQueryMixin,
+    SlugReferenceField,
+    StrictModelSerializer,
+    UnitPriceField,
+)
 from apps.pools.models import Interruption, Pool, Purpose, Workload
 from apps.pools.querysets import workload_scope_filter
 from apps.pools.scoped import ScopedQuerysetMixin, ScopedReferencesMixin
@@ -85,18 +91,16 @@ class CostRowSerializer(serializers.Serializer):
     utilization_pct = serializers.FloatField(
         allow_null=True, help_text="100 × busy ÷ measured capacity."
     )
-    cost_usd = serializers.FloatField(help_text="Every hour of the range, measured or not.")
-    unmeasured_cost_usd = serializers.FloatField(help_text="Part of cost_usd without telemetry.")
-    idle_cost_usd = serializers.FloatField(
-        help_text="Measured cost × (1 − busy ÷ measured capacity)."
-    )
-    cost_per_busy_gpu_hour_usd = serializers.FloatField(allow_null=True)
+    cost_usd = MoneyField(help_text="Every hour of the range, measured or not.")
+    unmeasured_cost_usd = MoneyField(help_text="Part of cost_usd without telemetry.")
+    idle_cost_usd = MoneyField(help_text="Measured cost × (1 − busy ÷ measured capacity).")
+    cost_per_busy_gpu_hour_usd = UnitPriceField(allow_null=True)
     requests = serializers.IntegerField()
-    cost_per_1k_requests_usd = serializers.FloatField(
+    cost_per_1k_requests_usd = UnitPriceField(
         allow_null=True, help_text="Inference cost ÷ requests × 1,000."
     )
     tokens = serializers.IntegerField(help_text="Input + output tokens.")
-    cost_per_1m_tokens_usd = serializers.FloatField(allow_null=True)
+    cost_per_1m_tokens_usd = UnitPriceField(allow_null=True)
     lost_gpu_hours = serializers.FloatField(help_text="Lost to recorded interruptions.")
     effective_training_gpu_hours = serializers.FloatField(
         allow_null=True,
@@ -112,8 +116,8 @@ class CostRowSerializer(serializers.Serializer):
         help_text="true: the measured effective GPU-hours exceed the busy training GPU-hours "
         "the telemetry measured; check the workload's GPUs and reference step time.",
     )
-    cost_per_effective_training_gpu_hour_usd = serializers.FloatField(allow_null=True)
-    interruption_cost_usd = serializers.FloatField(help_text="Lost GPU-hours × price.")
+    cost_per_effective_training_gpu_hour_usd = UnitPriceField(allow_null=True)
+    interruption_cost_usd = MoneyField(help_text="Lost GPU-hours × price.")
     explain = serializers.DictField(
         child=ExplainStepSerializer(many=True),
         required=False,
@@ -306,13 +310,13 @@ class LendableSerializer(serializers.Serializer):
     safety_margin_gpus = serializers.IntegerField(
         allow_null=True, help_text="⌈GPUs × safety_margin_pct ÷ 100⌉."
     )
-    price_per_gpu_hour_usd = serializers.FloatField(help_text="The pool's effective price.")
+    price_per_gpu_hour_usd = UnitPriceField(help_text="The pool's effective price.")
     lendable_gpu_hours_per_week = serializers.IntegerField(
         allow_null=True,
         help_text="Σ over the 168 weekday × hour slots of ⌊GPUs − p95 busy GPUs − margin⌋ "
         "(at least 0).",
     )
-    value_usd_per_week = serializers.FloatField(
+    value_usd_per_week = MoneyField(
         allow_null=True, help_text="lendable_gpu_hours_per_week × price_per_gpu_hour_usd."
     )
     slots_without_data = serializers.IntegerField(
@@ -359,7 +363,7 @@ def _not_inference_data(pool: Pool) -> dict:
         "is_inference_pool": False,
         "time_zone": pool.timezone or "UTC",
         "gpu_count": pool.gpu_count,
-        "price_per_gpu_hour_usd": float(pool.effective_price_per_gpu_hour_usd),
+        "price_per_gpu_hour_usd": pool.effective_price_per_gpu_hour_usd,
     }
 
 

@@ -23,31 +23,49 @@ Inference: cost per 1,000 requests and per 1 M tokens.
 The per-hour sums run in SQL (apps/reports/queries.py) over the pool's stored price split
 (``Pool.fixed_price_per_gpu_hour_usd``, ``Pool.price_per_gpu_kwh_usd``); this module holds
 the formulas applied to those sums.
+
+Money in, money out: an amount given as ``Decimal`` gives a ``Decimal`` at full precision,
+the hours it is divided or multiplied by read exactly through their decimal text
+(apps/core/money.py); an amount given as a float gives a float, for the float sums the
+report still carries. Rounding is left to where a figure is shown.
 """
 
 from collections.abc import Sequence
+from decimal import Decimal
+
+from apps.core.money import as_decimal
+
+Number = float | int | Decimal
 
 
-def idle_cost_usd(cost_usd: float, busy_gpu_hours: float, capacity_gpu_hours: float) -> float:
+def idle_cost_usd(cost_usd: Number, busy_gpu_hours: Number, capacity_gpu_hours: Number):
     """cost × (1 − busy ÷ capacity); 0 when there is no measured capacity."""
+    if isinstance(cost_usd, Decimal):
+        if capacity_gpu_hours <= 0:
+            return Decimal(0)
+        busy, capacity = as_decimal(busy_gpu_hours), as_decimal(capacity_gpu_hours)
+        return cost_usd * max(Decimal(0), 1 - busy / capacity)
     if capacity_gpu_hours <= 0:
         return 0.0
     idle_share = max(0.0, 1.0 - busy_gpu_hours / capacity_gpu_hours)
     return cost_usd * idle_share
 
 
-def ratio_or_none(numerator: float | None, denominator: float | None, scale: float = 1.0):
-    """numerator ÷ denominator × scale, or None where it is undefined (never an error)."""
+def ratio_or_none(numerator: Number | None, denominator: Number | None, scale: Number = 1.0):
+    """numerator ÷ denominator × scale, or None where it is undefined (never an error); a
+    Decimal numerator (money) gives a Decimal."""
     if numerator is None or not denominator:
         return None
+    if isinstance(numerator, Decimal):
+        return numerator / as_decimal(denominator) * as_decimal(scale)
     return numerator / denominator * scale
 
 
-def cost_per_thousand_requests_usd(cost_usd: float, requests: int) -> float | None:
+def cost_per_thousand_requests_usd(cost_usd: Number, requests: int):
     return ratio_or_none(cost_usd, requests, 1_000)
 
 
-def cost_per_million_tokens_usd(cost_usd: float, tokens: int) -> float | None:
+def cost_per_million_tokens_usd(cost_usd: Number, tokens: int):
     return ratio_or_none(cost_usd, tokens, 1_000_000)
 
 

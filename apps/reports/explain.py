@@ -24,6 +24,7 @@ which add up to it (tests/reports/test_explain.py checks both for every figure).
 from dataclasses import dataclass
 from typing import Any
 
+from apps.core import money
 from apps.core.sentences import gettext, gettext_noop
 
 TRAINING = "training"
@@ -173,15 +174,18 @@ def hours_text(value: float) -> str:
 
 
 def usd(value: float) -> str:
-    if value is None:
+    """An amount to the cent, rounded as every page rounds it (apps/core/money.py)."""
+    amount = money.to_cents(value)
+    if amount is None:
         return "—"
-    sign = "−" if value < 0 else ""
-    return f"{sign}${abs(value):,.2f}"
+    sign = "−" if amount < 0 else ""
+    return f"{sign}${abs(amount):,.2f}"
 
 
 def price(value: float) -> str:
-    """A price per unit: at least cents, up to four decimals ("$2.49", "$0.6849")."""
-    text = f"{value:,.4f}"
+    """A price per unit: at least cents, up to four decimals ("$2.49", "$0.6849"),
+    rounded as every page rounds it (apps/core/money.py)."""
+    text = f"{money.to_unit_price(value):,.4f}"
     whole, decimals = text.split(".")
     decimals = decimals.rstrip("0").ljust(2, "0")
     return f"${whole}.{decimals}"

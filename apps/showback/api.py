@@ -7,6 +7,7 @@ from rest_framework.views import APIView
 
 from apps.accounts.models import Team
 from apps.accounts.scope import scope_of
+from apps.core.money import rounding_difference
 from apps.core.schema import ErrorSerializer
 from apps.showback import audit, selectors
 from apps.showback.models import Budget
@@ -94,6 +95,11 @@ class ShowbackView(APIView):
             "end": end,
             "rows": rows,
             "total_usd": figures.total_usd if scope.everything else None,
+            "rounding_usd": (
+                rounding_difference((row["cost_usd"] for row in rows), figures.total_usd)
+                if scope.everything
+                else None
+            ),
         }
         return Response(ShowbackSerializer(data).data)
 

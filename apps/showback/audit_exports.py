@@ -5,18 +5,26 @@ unit) and the same figure in each. Names, slugs and notes are data: XLSX cells g
 ``append_xlsx_row`` (a string, never a formula), PDF cells through ``pdf_paragraph``
 (escaped, never markup; Chinese drawn with the vendored CJK fallback font,
 apps/core/exports.py).
+
+Money is written as shown (apps/core/money.py): amounts to the cent, unit prices to 4
+decimals. A table whose rounded rows do not add up to its total (the pools to the team
+total, the workloads to their sum, the summary's two parts to the team total) gets a
+rounding line saying by how much.
 """
 
 import io
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from decimal import Decimal
 
 from django.http import HttpResponse
 from django.utils.translation import gettext
 
 from apps.backups.recovery_units import number_in, page_units, unit_symbol
+from apps.core import money
 from apps.core.exports import append_xlsx_row, pdf_landscape_document, pdf_paragraph
+from apps.core.texts import rounding_label
 from apps.showback.audit import AuditBundle
 
 FORMATS = ("xlsx", "pdf")
@@ -77,7 +85,7 @@ def pool_columns() -> list[Column]:
         Column(gettext("Slug"), lambda pool: pool.slug or "", pdf_width_mm=60),
         Column(
             gettext("Cost (USD)"),
-            lambda pool: pool.cost_usd,
+            lambda pool: money.to_cents(pool.cost_usd),
             USD_FORMAT,
             _usd,
             pdf_width_mm=35,
@@ -90,19 +98,19 @@ def workload_columns() -> list[Column]:
         Column(gettext("Workload"), lambda w: w.name, pdf_width_mm=36),
         Column(gettext("Pool"), lambda w: w.pool_name, pdf_width_mm=28),
         Column(gettext("Kind"), lambda w: w.kind, pdf_width_mm=22),
-        Column(gettext("Cost (USD)"), lambda w: w.cost_usd, USD_FORMAT, _usd, 24),
+        Column(gettext("Cost (USD)"), lambda w: money.to_cents(w.cost_usd), USD_FORMAT, _usd, 24),
         Column(gettext("Requests (count)"), lambda w: w.requests, COUNT_FORMAT, _count, 24),
         Column(gettext("Tokens (count)"), lambda w: w.tokens, COUNT_FORMAT, _count, 28),
         Column(
             gettext("Cost per 1k requests (USD)"),
-            lambda w: w.cost_per_1k_requests_usd,
+            lambda w: money.to_unit_price(w.cost_per_1k_requests_usd),
             USD_PER_UNIT_FORMAT,
             _usd_per_unit,
             22,
         ),
         Column(
             gettext("Cost per 1M tokens (USD)"),
-            lambda w: w.cost_per_1m_tokens_usd,
+            lambda w: money.to_unit_price(w.cost_per_1m_tokens_usd),
             USD_PER_UNIT_FORMAT,
             _usd_per_unit,
             22,
@@ -157,22 +165,64 @@ def drill_columns(rto_unit=None, rpo_unit=None) -> list[Column]:
     ]
 
 
+# The column each table's rows are summed by: (pools, workloads).
+POOL_COST_COLUMN = 2
+WORKLOAD_COST_COLUMN = 3
+
+
+def rounding_lines(bundle: AuditBundle) -> dict[str, Decimal | None]:
+    """Each summed table's rounding line (None: its rows as shown add up)."""
+    return {
+        "pools": money.rounding_line((pool.cost_usd for pool in bundle.pools), bundle.total_usd),
+        "workloads": money.rounding_line(
+            (workload.cost_usd for workload in bundle.workloads), bundle.workloads_usd
+        ),
+        "summary": money.rounding_line(
+            (bundle.workloads_usd, bundle.not_in_a_workload_usd), bundle.total_usd
+        ),
+    }
+
+
+def rounding_row(columns: list[Column], cost_column: int, difference: Decimal) -> list:
+    """A table's rounding line: its label in the first column, the difference under the
+    cost."""
+    row = [None] * len(columns)
+    row[0] = rounding_label()
+    row[cost_column] = difference
+    return row
+
+
 def summary_lines(bundle: AuditBundle) -> list[tuple[str, object, str | None]]:
     """(label with unit, value, XLSX number format) of the bundle's first sheet and the
     PDF's opening table."""
+    summary_rounding = rounding_lines(bundle)["summary"]
+    rounding = (
+        [(f"{rounding_label()} (USD)", summary_rounding, USD_FORMAT)]
+        if summary_rounding is not None
+        else []
+    )
     return [
         (gettext("Team"), bundle.team.name, None),
         (gettext("Team slug"), bundle.team.slug, None),
         (gettext("Month (UTC)"), bundle.month, None),
         (gettext("From (UTC)"), _when(bundle.start), None),
         (gettext("Until (UTC, excluded)"), _when(bundle.end), None),
-        (gettext("Team total, as the showback (USD)"), bundle.total_usd, USD_FORMAT),
-        (gettext("Of which in the workloads below (USD)"), bundle.workloads_usd, USD_FORMAT),
         (
-            gettext("Of which no workload accounts for (USD)"),
-            bundle.not_in_a_workload_usd,
+            gettext("Team total, as the showback (USD)"),
+            money.to_cents(bundle.total_usd),
             USD_FORMAT,
         ),
+        (
+            gettext("Of which in the workloads below (USD)"),
+            money.to_cents(bundle.workloads_usd),
+            USD_FORMAT,
+        ),
+        (
+            gettext("Of which no workload accounts for (USD)"),
+            money.to_cents(bundle.not_in_a_workload_usd),
+            USD_FORMAT,
+        ),
+        *rounding,
         (gettext("Restore drills (count)"), len(bundle.drills), COUNT_FORMAT),
         (gettext("Restore drills passed (count)"), bundle.drills_passed, COUNT_FORMAT),
     ]
@@ -200,14 +250,18 @@ def build_xlsx(bundle: AuditBundle) -> bytes:
 
     workbook = Workbook()
 
-    def table_sheet(sheet, columns, items, empty_sentence):
+    def table_sheet(sheet, columns, items, empty_sentence, rounding=None):
+        """``rounding``: (cost column, difference) of the table's rounding line, if any."""
         for cell in append_xlsx_row(sheet, [column.header for column in columns]):
             cell.font = Font(bold=True)
             cell.alignment = Alignment(wrap_text=True, vertical="top")
-        for item in items:
-            cells = append_xlsx_row(sheet, [column.value(item) for column in columns])
+        values = [[column.value(item) for column in columns] for item in items]
+        if rounding is not None and rounding[1] is not None:
+            values.append(rounding_row(columns, *rounding))
+        for row in values:
+            cells = append_xlsx_row(sheet, row)
             for cell, column in zip(cells, columns, strict=True):
-                if column.xlsx_format and isinstance(cell.value, int | float):
+                if column.xlsx_format and isinstance(cell.value, int | float | Decimal):
                     cell.number_format = column.xlsx_format
         if not items:
             append_xlsx_row(sheet, [empty_sentence])
@@ -227,14 +281,20 @@ def build_xlsx(bundle: AuditBundle) -> bytes:
     has_cost = bool(bundle.pools or bundle.workloads)
     if not has_cost:
         append_xlsx_row(summary, [no_cost_sentence()])
+    roundings = rounding_lines(bundle)
     table_sheet(
-        workbook.create_sheet(gettext("Pools")), pool_columns(), bundle.pools, no_cost_sentence()
+        workbook.create_sheet(gettext("Pools")),
+        pool_columns(),
+        bundle.pools,
+        no_cost_sentence(),
+        (POOL_COST_COLUMN, roundings["pools"]),
     )
     table_sheet(
         workbook.create_sheet(gettext("Workloads")),
         workload_columns(),
         bundle.workloads,
         no_cost_sentence(),
+        (WORKLOAD_COST_COLUMN, roundings["workloads"]),
     )
     table_sheet(
         workbook.create_sheet(gettext("Restore drills")),
@@ -287,16 +347,22 @@ def build_pdf(bundle: AuditBundle) -> bytes:
         ]
     )
 
-    def table(columns: list[Column], items) -> Table:
+    def table(columns: list[Column], items, rounding=None) -> Table:
         """Each cell a Paragraph, so a long name wraps inside its column; figures (the
-        columns with a number format) read right-aligned."""
+        columns with a number format) read right-aligned. ``rounding``: (cost column,
+        difference) of the table's rounding line, if any."""
         header = [pdf_paragraph(column.header, header_cell) for column in columns]
+        texts = [_pdf_cells(columns, item) for item in items]
+        if rounding is not None and rounding[1] is not None:
+            line = rounding_row(columns, *rounding)
+            texts.append(["" if value is None else value for value in line])
+            texts[-1][rounding[0]] = _usd(rounding[1])
         rows = [
             [
                 pdf_paragraph(text, number_cell if column.pdf_text else text_cell)
-                for text, column in zip(_pdf_cells(columns, item), columns, strict=True)
+                for text, column in zip(cells, columns, strict=True)
             ]
-            for item in items
+            for cells in texts
         ]
         built = Table(
             [header, *rows],
@@ -307,6 +373,7 @@ def build_pdf(bundle: AuditBundle) -> bytes:
         built.setStyle(grid)
         return built
 
+    roundings = rounding_lines(bundle)
     summary = Table(
         [
             [
@@ -336,13 +403,13 @@ def build_pdf(bundle: AuditBundle) -> bytes:
         pdf_paragraph(gettext("Cost per pool"), styles["Heading2"]),
     ]
     story.append(
-        table(pool_columns(), bundle.pools)
+        table(pool_columns(), bundle.pools, (POOL_COST_COLUMN, roundings["pools"]))
         if bundle.pools
         else pdf_paragraph(no_cost_sentence(), body)
     )
     story += [Spacer(1, 4 * mm), pdf_paragraph(gettext("Workloads"), styles["Heading2"])]
     story.append(
-        table(workload_columns(), bundle.workloads)
+        table(workload_columns(), bundle.workloads, (WORKLOAD_COST_COLUMN, roundings["workloads"]))
         if bundle.workloads
         else pdf_paragraph(no_cost_sentence(), body)
     )

@@ -7,10 +7,17 @@ the mean is taken over the last 7 complete UTC days of the month, or over those 
 are when the month has fewer, and days left run from the end of the current hour to the
 month's end. Before the month's first complete day there is no rate to project: no
 forecast.
+
+Money in, money out: amounts given as ``Decimal`` give a ``Decimal`` spend and forecast,
+the days left read exactly through their decimal text (apps/core/money.py); floats give
+floats. Shares (%) are floats either way.
 """
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+
+from apps.core.money import as_decimal
 
 FORECAST_DAYS = 7
 # Used share (%) at or above which a budget enters each state, in rising order.
@@ -68,37 +75,41 @@ def days_left(now: datetime) -> float:
 
 @dataclass(frozen=True)
 class Burndown:
-    amount_usd: float
-    spent_usd: float
-    window_spent_usd: float  # spent over the forecast window's complete days
+    amount_usd: float | Decimal
+    spent_usd: float | Decimal
+    window_spent_usd: float | Decimal  # spent over the forecast window's complete days
     window_days: int
     days_left: float
 
     @property
     def used_pct(self) -> float:
-        return 100.0 * self.spent_usd / self.amount_usd
+        return float(100 * as_decimal(self.spent_usd) / as_decimal(self.amount_usd))
 
     @property
     def state(self) -> str:
         return state_of(self.used_pct)
 
     @property
-    def mean_daily_usd(self) -> float | None:
+    def mean_daily_usd(self) -> float | Decimal | None:
         if not self.window_days:
             return None
         return self.window_spent_usd / self.window_days
 
     @property
-    def forecast_usd(self) -> float | None:
+    def forecast_usd(self) -> float | Decimal | None:
         """spent so far + mean daily spend × days left (None before a complete day)."""
         if self.mean_daily_usd is None:
             return None
+        if isinstance(self.spent_usd, Decimal):
+            return self.spent_usd + as_decimal(self.mean_daily_usd) * as_decimal(self.days_left)
         return self.spent_usd + self.mean_daily_usd * self.days_left
 
     @property
     def forecast_pct(self) -> float | None:
         forecast = self.forecast_usd
-        return None if forecast is None else 100.0 * forecast / self.amount_usd
+        if forecast is None:
+            return None
+        return float(100 * as_decimal(forecast) / as_decimal(self.amount_usd))
 
     @property
     def short_window(self) -> bool:

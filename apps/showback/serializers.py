@@ -1,9 +1,17 @@
 from django.contrib.auth import get_user_model
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.accounts.models import Team
 from apps.backups.models import DrillVerdict
-from apps.core.serializers import NoBlankQueryMixin, SlugReferenceField, StrictModelSerializer
+from apps.core.money import money_text
+from apps.core.serializers import (
+    MoneyField,
+    NoBlankQueryMixin,
+    SlugReferenceField,
+    StrictModelSerializer,
+    UnitPriceField,
+)
 from apps.pools.models import Pool
 from apps.showback.models import Budget
 
@@ -44,11 +52,11 @@ class BudgetSerializer(StrictModelSerializer):
         allow_null=True,
         help_text="The pool's slug (its whole cost counts); null for a team's budget.",
     )
-    spent_usd = serializers.FloatField(read_only=True, help_text="Spent this month so far, USD.")
+    spent_usd = MoneyField(read_only=True, help_text="Spent this month so far, USD.")
     used_pct = serializers.FloatField(
         read_only=True, help_text="spent ÷ amount × 100; above 100 when over budget."
     )
-    forecast_usd = serializers.FloatField(
+    forecast_usd = MoneyField(
         read_only=True,
         allow_null=True,
         help_text="spent + mean daily spend of the last 7 complete days (fewer early in the "
@@ -96,9 +104,9 @@ class BudgetSerializer(StrictModelSerializer):
         figures = self.context.get("burndowns", {}).get(instance.pk)
         if figures is not None:
             data.update(
-                spent_usd=figures.spent_usd,
+                spent_usd=money_text(figures.spent_usd),
                 used_pct=figures.used_pct,
-                forecast_usd=figures.forecast_usd,
+                forecast_usd=money_text(figures.forecast_usd),
                 forecast_days=figures.window_days,
                 state=figures.state,
             )
@@ -125,7 +133,7 @@ class AuditQuerySerializer(ShowbackQuerySerializer):
 class ShowbackRowSerializer(serializers.Serializer):
     team = serializers.CharField(allow_null=True, help_text="The team's slug; null: unattributed.")
     name = serializers.CharField()
-    cost_usd = serializers.FloatField()
+    cost_usd = MoneyField()
 
 
 class ShowbackSerializer(serializers.Serializer):
@@ -133,8 +141,13 @@ class ShowbackSerializer(serializers.Serializer):
     start = serializers.DateTimeField()
     end = serializers.DateTimeField()
     rows = ShowbackRowSerializer(many=True)
-    total_usd = serializers.FloatField(
+    total_usd = MoneyField(
         allow_null=True, help_text="The fleet's cost; null for a caller who sees only their teams."
+    )
+    rounding_usd = MoneyField(
+        allow_null=True,
+        help_text="total_usd − the sum of the rows' cost_usd, each to the cent: what a "
+        "rounding line shows (0.00 when the rows add up); null without a total.",
     )
 
 
@@ -143,7 +156,7 @@ class AuditPoolSerializer(serializers.Serializer):
         allow_null=True, help_text="Null: another team's pool the team's workloads ran on."
     )
     name = serializers.CharField()
-    cost_usd = serializers.FloatField(help_text="The team's showback share of the pool, USD.")
+    cost_usd = MoneyField(help_text="The team's showback share of the pool, USD.")
 
 
 class AuditWorkloadSerializer(serializers.Serializer):
@@ -152,13 +165,13 @@ class AuditWorkloadSerializer(serializers.Serializer):
     pool_name = serializers.CharField()
     kind = serializers.CharField()
     is_training = serializers.BooleanField()
-    cost_usd = serializers.FloatField(help_text="The cost report's row for the workload, USD.")
+    cost_usd = MoneyField(help_text="The cost report's row for the workload, USD.")
     requests = serializers.IntegerField()
     tokens = serializers.IntegerField()
-    cost_per_1k_requests_usd = serializers.FloatField(
+    cost_per_1k_requests_usd = UnitPriceField(
         allow_null=True, help_text="Inference cost ÷ requests × 1000; null without requests."
     )
-    cost_per_1m_tokens_usd = serializers.FloatField(
+    cost_per_1m_tokens_usd = UnitPriceField(
         allow_null=True, help_text="Inference cost ÷ tokens × 10⁶; null without tokens."
     )
     effective_training_gpu_hours = serializers.FloatField(allow_null=True)
@@ -192,9 +205,9 @@ class AuditDrillSerializer(serializers.Serializer):
 
 
 class AuditTotalsSerializer(serializers.Serializer):
-    cost_usd = serializers.FloatField(help_text="The team's showback total for the month.")
-    workloads_usd = serializers.FloatField(help_text="Sum of the workloads' costs.")
-    not_in_a_workload_usd = serializers.FloatField(
+    cost_usd = MoneyField(help_text="The team's showback total for the month.")
+    workloads_usd = MoneyField(help_text="Sum of the workloads' costs.")
+    not_in_a_workload_usd = MoneyField(
         help_text="The team's share of its pools that no workload's usage accounts for."
     )
     drills = serializers.IntegerField()
@@ -212,6 +225,7 @@ class AuditBundleSerializer(serializers.Serializer):
     drills = AuditDrillSerializer(many=True)
     totals = serializers.SerializerMethodField()
 
+    @extend_schema_field(AuditTotalsSerializer)
     def get_totals(self, bundle) -> dict:
         return AuditTotalsSerializer(
             {

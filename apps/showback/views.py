@@ -258,8 +258,14 @@ def showback_export(request):
     if extension not in exports.FORMATS:
         raise Http404
     start, _error, figures = _month_figures(request)
-    rows = showback_rows(figures, scope_of(request.user))
-    return exports.showback_response(rows, month=f"{start:%Y-%m}", extension=extension)
+    scope = scope_of(request.user)
+    rows = showback_rows(figures, scope)
+    return exports.showback_response(
+        rows,
+        month=f"{start:%Y-%m}",
+        extension=extension,
+        total_usd=figures.total_usd if scope.everything else None,
+    )
 
 
 # --- Budgets ----------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 from apps.accounts.scope import scope_of
 from apps.core.parsers import BoundedJSONParser
 from apps.core.schema import ErrorSerializer
-from apps.core.serializers import SlugReferenceField, StrictCharField
+from apps.core.serializers import MoneyField, SlugReferenceField, StrictCharField, UnitPriceField
 from apps.pools.models import Workload
 from apps.pools.scoped import ScopedReferencesMixin
 from apps.training import goodput, parsers, services
@@ -152,7 +152,7 @@ class AmountsSerializer(serializers.Serializer):
     seconds = serializers.FloatField()
     hours = serializers.FloatField()
     gpu_hours = serializers.FloatField(help_text="Hours × the workload's GPUs.")
-    usd = serializers.FloatField(help_text="GPU-hours × the pool's effective price per GPU-hour.")
+    usd = MoneyField(help_text="GPU-hours × the pool's effective price per GPU-hour.")
 
 
 class BadputSecondsSerializer(serializers.Serializer):
@@ -185,7 +185,7 @@ class JobGoodputSerializer(serializers.Serializer):
     effective = AmountsSerializer()
     badput = BadputSerializer()
     gpu_hours = serializers.FloatField(help_text="Of the total time.")
-    usd = serializers.FloatField(help_text="Of the total time.")
+    usd = MoneyField(help_text="Of the total time.")
     min_loaded_step = serializers.IntegerField(allow_null=True)
     max_saved_step = serializers.IntegerField(allow_null=True)
     job_starts = serializers.IntegerField()
@@ -199,7 +199,7 @@ class WorkloadGoodputSerializer(JobGoodputSerializer):
     workload = serializers.CharField()
     reference_step_seconds = serializers.FloatField(allow_null=True)
     gpu_count = serializers.IntegerField()
-    price_per_gpu_hour_usd = serializers.FloatField()
+    price_per_gpu_hour_usd = UnitPriceField()
     event_count = serializers.IntegerField()
     jobs = JobGoodputSerializer(many=True)
 
@@ -233,7 +233,7 @@ class WorkloadGoodputView(APIView):
                 "workload": workload.slug,
                 "reference_step_seconds": None if reference is None else float(reference),
                 "gpu_count": workload.gpu_count,
-                "price_per_gpu_hour_usd": float(workload.pool.effective_price_per_gpu_hour_usd),
+                "price_per_gpu_hour_usd": workload.pool.effective_price_per_gpu_hour_usd,
                 "event_count": measured.event_count,
                 "jobs": [job.as_data() for job in measured.jobs],
             }

@@ -160,7 +160,9 @@ def test_the_api_gives_the_figure_and_what_it_rests_on(client, training, now):
     client.force_login(UserFactory(role="reader"))
     body = client.get(f"/api/v1/workloads/{training.slug}/at-risk/").json()
     assert body["basis"] == "proven" and body["proven_step"] == 1000
-    assert body["usd_at_risk"] == pytest.approx(120.0, abs=0.05)
+    # 8 GPUs × $2.50 × 6 h = $120.00, to the cent (plus the test's own seconds).
+    assert re.fullmatch(r"\d+\.\d\d", body["usd_at_risk"])
+    assert abs(Decimal(body["usd_at_risk"]) - Decimal("120.00")) <= Decimal("0.05")
     assert body["hours_at_risk"] == pytest.approx(6.0, abs=0.01)
     assert body["proven_at"].startswith(f"{now - timedelta(hours=6):%Y-%m-%dT%H:%M}")
     assert body["drill"]["id"] == drill.pk and body["drill"]["verdict"] == "passed"

@@ -113,11 +113,11 @@ def test_a_report_cell_and_an_overview_kpi_explain_themselves_without_reload(
     drawer = page.locator("#explain-drawer")
     expect(drawer).to_be_visible()
     expect(drawer.locator("#explanation-title")).to_contain_text("Cost")
-    # The drawer gives cents, the cell whole dollars: the drawer's figure rounds to the cell's.
+    # The drawer and the cell both give cents: the same amount.
     value = drawer.locator(".explain-result .explain-value")
     expect(value).to_contain_text("$")
     drawer_usd = float(value.inner_text().strip().lstrip("$").replace(",", ""))
-    assert f"${round(drawer_usd):,}" == shown_cost.strip()
+    assert f"${drawer_usd:,.2f}" == shown_cost.strip()
     assert page.evaluate("window.__noReload") is True, "the explanation reloaded the page"
     assert f"row={key}" in cost_cell.get_attribute("href")
     _wait_until_drawer_is_in(page)

@@ -45,9 +45,9 @@ def test_post_then_get_by_workload(client, workload, sample):
     assert result["output_tokens_per_second_per_gpu"] == pytest.approx(11011.349280220396 / 4)
     assert result["ttft_p99_ms"] == 1249.6421772296253
     assert result["price_source"] == "pool"
-    assert result["price_per_gpu_hour_usd"] == 2.99
-    # $2.99 × 4 ÷ (11011.349280220396 × 3600) × 10⁶
-    assert result["cost_per_million_output_tokens_usd"] == pytest.approx(0.30170891302030584)
+    assert result["price_per_gpu_hour_usd"] == "2.9900"
+    # $2.99 × 4 ÷ (11011.349280220396 × 3600) × 10⁶ = $0.301708…, to 4 decimals
+    assert result["cost_per_million_output_tokens_usd"] == "0.3017"
     assert client.get(URL, {"workload": "another"}).json()["results"] == []
 
 

@@ -3,6 +3,7 @@ size, computed here independently of comparison.py."""
 
 import math
 import random
+import re
 from datetime import timedelta
 
 import pytest
@@ -72,8 +73,13 @@ def test_matches_a_brute_force_minimum_over_every_baseline(post, seed):
     assert response.status_code == 200, response.content
     body = response.json()
     expected = brute_force(demand, reserved_price, on_demand_price)
-    assert body["cost_by_reserved_gpus"] == pytest.approx(expected, rel=1e-9)
-    assert body["total_cost"] == pytest.approx(min(expected), rel=1e-9)
+    # Money travels as decimal strings to the cent: each within half a cent of the sum.
+    assert all(re.fullmatch(r"\d+\.\d\d", cost) for cost in body["cost_by_reserved_gpus"])
+    assert [float(cost) for cost in body["cost_by_reserved_gpus"]] == pytest.approx(
+        expected, abs=0.005 + 1e-9
+    )
+    assert re.fullmatch(r"\d+\.\d\d", body["total_cost"])
+    assert float(body["total_cost"]) == pytest.approx(min(expected), abs=0.005 + 1e-9)
     best = body["optimal_reserved_gpus"]
     assert expected[best] == pytest.approx(min(expected), rel=1e-9)
     assert body["break_even_utilization"] == pytest.approx(reserved_price / on_demand_price)

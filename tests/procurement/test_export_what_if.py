@@ -159,7 +159,7 @@ def test_an_export_carries_the_what_if_inputs_on_screen_and_every_price_it_used(
     assert detail["what_if_applied"] == [{"name": "horizon_months", "value": 2, "saved": 1}]
     lines = {line["option"]["name"]: line for line in detail["comparison"]["options"]}
     assert {
-        name: round(line["result"]["cost"]["total"]) for name, line in lines.items()
+        name: round(Decimal(line["result"]["cost"]["total"])) for name, line in lines.items()
     } == EXPECTED_TOTALS
     (pool_line,) = [
         price

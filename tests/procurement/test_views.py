@@ -321,7 +321,7 @@ def test_read_api_has_the_comparison(client, make_user, scenario):
     assert [item["slug"] for item in listing["results"]] == ["test-scenario"]
     detail = client.get("/api/v1/scenarios/test-scenario/").json()
     totals = [line["result"]["cost"]["total"] for line in detail["comparison"]["options"]]
-    assert totals == pytest.approx([7300, 5840])
+    assert totals == ["7300.00", "5840.00"]  # money as decimal strings, to the cent
     assert detail["comparison"]["options"][1]["result"]["optimal_baseline_gpus"] == 2
 
 

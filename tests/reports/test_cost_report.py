@@ -25,6 +25,7 @@ from apps.pools.models import (
 )
 from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
+from tests.money import cents, unit_price, within_a_cent
 
 # A range of 2 whole UTC days plus 6 hours on each side, so the report reads daily rows
 # for the middle and hourly rows for the edges.
@@ -205,37 +206,39 @@ def test_cost_by_pool_matches_a_hand_computation(client, make_user, fleet):
 
     assert cloud["capacity_gpu_hours"] == 8 * HOURS
     assert cloud["unmeasured_gpu_hours"] == 8 * 5
-    assert cloud["cost_usd"] == pytest.approx(hand["cloud"]["cost"], rel=1e-9)
-    assert cloud["unmeasured_cost_usd"] == pytest.approx(hand["cloud"]["unmeasured_cost"])
+    assert cloud["cost_usd"] == cents(hand["cloud"]["cost"])
+    assert cloud["unmeasured_cost_usd"] == cents(hand["cloud"]["unmeasured_cost"])
     assert cloud["busy_gpu_hours"] == pytest.approx(hand["cloud"]["busy"])
     assert cloud["utilization_pct"] == pytest.approx(
         100 * hand["cloud"]["busy"] / hand["cloud"]["measured_capacity"]
     )
     # Unmeasured hours are never idle: idle comes from the measured cost alone.
-    assert cloud["idle_cost_usd"] == pytest.approx(hand["cloud"]["idle"])
+    assert cloud["idle_cost_usd"] == cents(hand["cloud"]["idle"])
     assert cloud["requests"] == hand["cloud"]["requests"]
-    assert cloud["cost_per_1k_requests_usd"] == pytest.approx(
+    assert cloud["cost_per_1k_requests_usd"] == unit_price(
         hand["cloud"]["cost"] / hand["cloud"]["requests"] * 1000
     )
-    assert cloud["cost_per_1m_tokens_usd"] == pytest.approx(
+    assert cloud["cost_per_1m_tokens_usd"] == unit_price(
         hand["cloud"]["cost"] / hand["cloud"]["tokens"] * 1e6
     )
-    assert cloud["cost_per_busy_gpu_hour_usd"] == pytest.approx(
+    assert cloud["cost_per_busy_gpu_hour_usd"] == unit_price(
         hand["cloud"]["measured_cost"] / hand["cloud"]["busy"]
     )
     assert cloud["effective_training_gpu_hours"] is None
 
-    assert owned["cost_usd"] == pytest.approx(hand["owned"]["cost"], rel=1e-6)
-    assert owned["unmeasured_cost_usd"] == 0
-    assert owned["idle_cost_usd"] == pytest.approx(hand["owned"]["idle"], rel=1e-6)
+    # The owned pool's stored price split is rounded to 10⁻⁶ USD: within a cent.
+    assert within_a_cent(owned["cost_usd"], hand["owned"]["cost"])
+    assert owned["unmeasured_cost_usd"] == "0.00"
+    assert within_a_cent(owned["idle_cost_usd"], hand["owned"]["idle"])
     assert owned["lost_gpu_hours"] == pytest.approx(hand["owned"]["lost"])
     effective = hand["owned"]["busy"] - hand["owned"]["lost"]
     assert owned["effective_training_gpu_hours"] == pytest.approx(effective)
-    assert owned["cost_per_effective_training_gpu_hour_usd"] == pytest.approx(
-        hand["owned"]["cost"] / effective, rel=1e-6
+    assert float(owned["cost_per_effective_training_gpu_hour_usd"]) == pytest.approx(
+        hand["owned"]["cost"] / effective, rel=1e-6, abs=0.00005
     )
-    assert owned["interruption_cost_usd"] == pytest.approx(
-        hand["owned"]["lost"] * hand["owned"]["unmeasured_usd_per_gpu_hour"], rel=1e-5
+    assert within_a_cent(
+        owned["interruption_cost_usd"],
+        hand["owned"]["lost"] * hand["owned"]["unmeasured_usd_per_gpu_hour"],
     )
     # No requests: the unit costs are null, never a division error.
     assert owned["requests"] == 0
@@ -271,13 +274,11 @@ def test_cost_by_purpose_and_workload_add_up(client, make_user, fleet):
     by_purpose = _get(client, **params, group_by="purpose")
     by_workload = _get(client, **params, group_by="workload")
     assert set(by_purpose) == {"training", "inference", "mixed"}
-    assert by_purpose["mixed"]["cost_usd"] == 0
+    assert by_purpose["mixed"]["cost_usd"] == "0.00"
     assert by_purpose["mixed"]["utilization_pct"] is None
-    assert by_purpose["inference"]["cost_usd"] == pytest.approx(
-        by_pool["cloud-inference"]["cost_usd"]
-    )
+    assert by_purpose["inference"]["cost_usd"] == by_pool["cloud-inference"]["cost_usd"]
     # Each pool runs one workload, so the workloads carry their pools' figures.
-    assert by_workload["chat"]["cost_usd"] == pytest.approx(by_pool["cloud-inference"]["cost_usd"])
+    assert by_workload["chat"]["cost_usd"] == by_pool["cloud-inference"]["cost_usd"]
     assert by_workload["pretrain"]["lost_gpu_hours"] == pytest.approx(
         by_pool["owned-training"]["lost_gpu_hours"]
     )
@@ -295,9 +296,9 @@ def test_a_pool_shared_by_workloads_is_unattributed(client, make_user, fleet):
     )
     client.force_login(make_user("reader"))
     rows = _get(client, start=START.isoformat(), end=END.isoformat(), group_by="workload")
-    assert rows["chat"]["cost_usd"] == 0
+    assert rows["chat"]["cost_usd"] == "0.00"
     assert rows["chat"]["requests"] > 0  # requests stay the workload's own
-    assert rows["unattributed"]["cost_usd"] == pytest.approx(_hand_figures()["cloud"]["cost"])
+    assert rows["unattributed"]["cost_usd"] == cents(_hand_figures()["cloud"]["cost"])
 
 
 @pytest.mark.django_db
@@ -321,7 +322,7 @@ def test_bad_report_queries_name_the_parameter(client, make_user, params, field)
 def test_an_empty_range_selects_nothing(client, make_user, fleet):
     client.force_login(make_user("reader"))
     rows = _get(client, start=END.isoformat(), end=START.isoformat())
-    assert rows["cloud-inference"]["cost_usd"] == 0
+    assert rows["cloud-inference"]["cost_usd"] == "0.00"
     assert rows["cloud-inference"]["utilization_pct"] is None
 
 
@@ -560,12 +561,12 @@ def test_shared_pool_is_split_by_kubernetes_labels(client, make_user, gpu_model)
     )
     assert rows["chat"]["capacity_gpu_hours"] == pytest.approx(0.5)
     assert rows["chat"]["busy_gpu_hours"] == pytest.approx(0.4)
-    assert rows["chat"]["cost_usd"] == pytest.approx(1.0)
-    assert rows["chat"]["idle_cost_usd"] == pytest.approx(1.0 * (1 - 0.4 / 0.5))
+    assert rows["chat"]["cost_usd"] == "1.00"
+    assert rows["chat"]["idle_cost_usd"] == cents(1.0 * (1 - 0.4 / 0.5))  # $0.20
     assert rows["serve-rest"]["busy_gpu_hours"] == pytest.approx(0.2)
-    assert rows["serve-rest"]["cost_usd"] == pytest.approx(1.0)
-    assert rows["unlabelled"]["cost_usd"] == 0
-    assert rows["unattributed"]["cost_usd"] == pytest.approx(14.0)
+    assert rows["serve-rest"]["cost_usd"] == "1.00"
+    assert rows["unlabelled"]["cost_usd"] == "0.00"
+    assert rows["unattributed"]["cost_usd"] == "14.00"
     assert rows["unattributed"]["busy_gpu_hours"] == pytest.approx(1.1 - 0.6)
 
 
@@ -639,7 +640,8 @@ def test_lost_hours_of_a_shared_training_pool_are_counted_once(client, make_user
     assert by_pool["shared-training"]["lost_gpu_hours"] == pytest.approx(11.0)
     assert by_workload["job-a"]["lost_gpu_hours"] == pytest.approx(3.0)
     assert by_workload["job-b"]["lost_gpu_hours"] == pytest.approx(8.0)
-    assert by_workload["job-a"]["interruption_cost_usd"] == pytest.approx(6.0)
+    assert by_workload["job-a"]["interruption_cost_usd"] == "6.00"
     assert by_workload["unattributed"]["lost_gpu_hours"] == pytest.approx(0.0)
     assert sum(row["lost_gpu_hours"] for row in by_workload.values()) == pytest.approx(11.0)
-    assert sum(row["interruption_cost_usd"] for row in by_workload.values()) == pytest.approx(22.0)
+    interruption_usd = sum(Decimal(row["interruption_cost_usd"]) for row in by_workload.values())
+    assert interruption_usd == Decimal("22.00")

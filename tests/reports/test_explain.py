@@ -15,6 +15,7 @@ from django.urls import reverse
 from apps.pools.models import Pool, Workload, WorkloadKind
 from apps.reports import explain, queries
 from apps.telemetry.models import WorkloadHourlyUsage
+from tests.money import cents, unit_price
 from tests.reports.test_cost_report import (  # noqa: F401 (fleet is a fixture)
     CLOUD_PRICE,
     END,
@@ -275,7 +276,13 @@ def test_the_api_explains_each_figure_on_request(client, make_user, fleet):  # n
     for row in explained:
         assert set(row["explain"]) == set(explain.REPORTED)
         for figure, steps in row["explain"].items():
-            assert steps[-1]["value"] == row[figure], (row["key"], figure)
+            shown = row[figure]
+            if isinstance(shown, str):
+                # Money: the step at full precision, the figure rounded as shown.
+                rounding = cents if len(shown.split(".")[1]) == 2 else unit_price
+                assert rounding(steps[-1]["value"]) == shown, (row["key"], figure)
+            else:
+                assert steps[-1]["value"] == shown, (row["key"], figure)
             assert set(steps[-1]) == {"label", "expression", "value", "unit", "note", "kind"}
     cloud = next(row for row in explained if row["key"] == "cloud-inference")
     assert cloud["explain"]["cost_usd"][0]["expression"] == f"8 GPUs × {HOURS} h × $2.50/GPU-h"

@@ -5,6 +5,7 @@ fleet)."""
 import csv
 import io
 import re
+from decimal import Decimal
 from html import unescape
 
 import pytest
@@ -20,22 +21,29 @@ PAGE_FILTERS = {"start": "2026-03-09", "end": "2026-03-12"}
 # The same range as the API takes it: four whole UTC days.
 API_RANGE = {"start": "2026-03-09T00:00:00Z", "end": "2026-03-13T00:00:00Z"}
 UNIT = re.compile(r"\((GPU-hours|%|USD|count)\)$")
-# The page's cells, in column order, written out as the page formats them.
+# The page's cells, in column order, written out as the page formats them; money comes
+# from the API as decimal strings, amounts to the cent and unit prices to 4 decimals.
 PAGE_CELLS = (
     ("capacity_gpu_hours", lambda v: f"{v:,.0f}"),
     ("busy_gpu_hours", lambda v: f"{v:,.0f}"),
     ("utilization_pct", lambda v: f"{v:,.1f} %"),
-    ("cost_usd", lambda v: f"${v:,.0f}"),
-    ("idle_cost_usd", lambda v: f"${v:,.0f}"),
-    ("unmeasured_cost_usd", lambda v: f"${v:,.0f}"),
-    ("cost_per_busy_gpu_hour_usd", lambda v: f"${v:,.2f}"),
+    ("cost_usd", lambda v: f"${Decimal(v):,.2f}"),
+    ("idle_cost_usd", lambda v: f"${Decimal(v):,.2f}"),
+    ("unmeasured_cost_usd", lambda v: f"${Decimal(v):,.2f}"),
+    ("cost_per_busy_gpu_hour_usd", lambda v: f"${Decimal(v):,.4f}"),
     ("requests", lambda v: f"{v:,}"),
-    ("cost_per_1k_requests_usd", lambda v: f"${v:,.3f}"),
-    ("cost_per_1m_tokens_usd", lambda v: f"${v:,.3f}"),
+    ("cost_per_1k_requests_usd", lambda v: f"${Decimal(v):,.4f}"),
+    ("cost_per_1m_tokens_usd", lambda v: f"${Decimal(v):,.4f}"),
     ("lost_gpu_hours", lambda v: f"{v:,.1f}"),
-    ("cost_per_effective_training_gpu_hour_usd", lambda v: f"${v:,.2f}"),
+    ("cost_per_effective_training_gpu_hour_usd", lambda v: f"${Decimal(v):,.4f}"),
 )
 ADDITIVE = SUMS  # the figures a total adds up
+MONEY = {"cost_usd", "unmeasured_cost_usd", "idle_cost_usd", "interruption_cost_usd"}
+
+
+def _number(value):
+    """An API figure as a number: money (a decimal string) as a Decimal."""
+    return Decimal(value) if isinstance(value, str) else value
 
 
 def _page_cells(html: str) -> dict[str, list[str]]:
@@ -56,6 +64,8 @@ def _page_cells(html: str) -> dict[str, list[str]]:
 def _close(left, right):
     if right is None:
         return left in (None, "")
+    if isinstance(right, str | Decimal):  # money: the same decimal, to the cent
+        return Decimal(str(left)) == Decimal(right)
     return float(left) == pytest.approx(right, rel=1e-9, abs=1e-6)
 
 
@@ -67,7 +77,9 @@ def test_page_csv_xlsx_and_api_carry_the_same_numbers(client, make_user, fleet, 
         reverse("api-report-cost"), {**API_RANGE, "group_by": group_by, "explain": "1"}
     ).json()
     api = {row["key"]: row for row in api_rows}
-    total = {name: sum(row[name] for row in api_rows) for name in ADDITIVE}
+    # Money sums the rows as shown: the fleet's amounts are whole cents, so the rows add up
+    # to the total with no rounding line (apps/core/money.py; tests/core/test_money.py).
+    total = {name: sum(_number(row[name]) for row in api_rows) for name in ADDITIVE}
     filters = {**PAGE_FILTERS, "group_by": group_by}
     url = reverse("reports:report")
 
@@ -93,6 +105,7 @@ def test_page_csv_xlsx_and_api_carry_the_same_numbers(client, make_user, fleet, 
     ), headers
     *lines, csv_total = lines
     assert csv_total[:2] == ["", "Total"]
+    assert all(line[1] != "Rounding" for line in lines)
     for line in lines:
         row = api[line[0]]
         for (_, name, number_format), text in zip(COLUMNS[2:], line[2:], strict=True):
@@ -134,6 +147,9 @@ def test_page_csv_xlsx_and_api_carry_the_same_numbers(client, make_user, fleet, 
                 continue
             assert isinstance(cell.value, int | float), (key, name, cell.value)
             assert cell.number_format == number_format
+            if isinstance(expected, str | Decimal):
+                assert Decimal(str(cell.value)) == Decimal(expected), (key, name)
+                continue
             assert cell.value == pytest.approx(expected, rel=1e-12, abs=1e-9), (key, name)
 
     # The explanation sheet: every figure of every row, its last step the figure itself.
@@ -149,8 +165,16 @@ def test_page_csv_xlsx_and_api_carry_the_same_numbers(client, make_user, fleet, 
     for key, row in api.items():
         for figure in explain.REPORTED:
             label = explain.FIGURES[figure][0]
-            assert last_value[(key, label)] == pytest.approx(row[figure]), (key, figure)
-            assert row["explain"][figure][-1]["value"] == pytest.approx(row[figure])
+            shown = row[figure]
+            if isinstance(shown, str):  # money: the steps at full precision, within rounding
+                places = len(shown.split(".")[1])
+                tolerance = Decimal(5).scaleb(-places - 1)
+                assert abs(Decimal(str(last_value[(key, label)])) - Decimal(shown)) <= tolerance
+                continue
+            assert last_value[(key, label)] == pytest.approx(shown), (key, figure)
+            assert row["explain"][figure][-1]["value"] == pytest.approx(shown)
     for figure in ADDITIVE & set(explain.REPORTED):
         label = explain.FIGURES[figure][0]
-        assert last_value[(None, label)] == pytest.approx(total[figure], abs=1e-6), figure
+        assert float(last_value[(None, label)]) == pytest.approx(float(total[figure]), abs=0.005), (
+            figure
+        )

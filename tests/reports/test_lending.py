@@ -338,7 +338,8 @@ def test_api_fields_carry_units(client, frozen_now, two_teams):
     data = client.get(reverse("pool-lendable", kwargs={"slug": pool.slug})).json()
     assert data["is_inference_pool"] is True
     assert data["lendable_gpu_hours_per_week"] == 1176
-    assert data["value_usd_per_week"] == pytest.approx(2940.0)
+    # 1176 GPU-hours × $2.50 = $2,940.00
+    assert data["value_usd_per_week"] == "2940.00"
     assert data["slots_without_data"] == 0
     assert data["safety_margin_gpus"] == 2
     assert data["windows"][0] == {

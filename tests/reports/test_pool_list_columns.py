@@ -28,6 +28,7 @@ from apps.pools.models import Deployment, Pool, Purpose
 from apps.reports.cache import bump_reports_version
 from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage
+from tests.money import cents
 from tests.reports.test_views import _make_pools
 from tests.waiting import wait_until
 
@@ -242,9 +243,10 @@ def test_figures_match_a_hand_computation_and_the_report_over_the_same_window(re
     for slug, figures in shown.items():
         if figures["utilization_pct"] is not None:
             assert figures["utilization_pct"] == by_pool[slug]["utilization_pct"]
-            assert figures["idle_cost_usd"] == by_pool[slug]["idle_cost_usd"]
+            # The API writes money to the cent.
+            assert cents(figures["idle_cost_usd"]) == by_pool[slug]["idle_cost_usd"]
         if figures["cost_usd"] is not None:
-            assert figures["cost_usd"] == by_pool[slug]["cost_usd"]
+            assert cents(figures["cost_usd"]) == by_pool[slug]["cost_usd"]
 
 
 @pytest.mark.django_db

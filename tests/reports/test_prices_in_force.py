@@ -166,7 +166,8 @@ def test_editing_a_price_today_leaves_last_months_report_as_signed(gpu_model, ma
     )
     assert report.status_code == 200, report.content
     (row,) = report.json()
-    assert row["cost_usd"] == pytest.approx(signed)
+    # 4 GPUs × hours × $2.00, to the cent, as a decimal string.
+    assert row["cost_usd"] == f"{GPUS * hours * 2}.00"
 
 
 @pytest.mark.django_db

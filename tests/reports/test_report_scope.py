@@ -24,6 +24,7 @@ from apps.reports.forms import report_filter_form
 from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyUsage
 from tests.factories import TeamFactory, UserFactory
+from tests.money import cents
 
 START = datetime(2026, 3, 10, tzinfo=UTC)
 HOURS = 48
@@ -157,15 +158,15 @@ def test_a_team_members_total_is_the_cost_of_the_pools_in_scope(client, fleet, t
     member = UserFactory(teams=[teams["a"]])
     client.force_login(member)
     rows = _api_rows(client, group_by).json()
-    total_usd = sum(row["cost_usd"] for row in rows)
+    total_usd = sum(Decimal(row["cost_usd"]) for row in rows)
     expected_usd = _hand_cost_usd("vision-pool", "shared-pool")  # 384 + 960
     assert expected_usd == pytest.approx(1344.0)
-    assert total_usd == pytest.approx(expected_usd)
-    assert total_usd == pytest.approx(_sql_cost_usd([teams["a"].pk]))
+    assert total_usd == Decimal(cents(expected_usd))
+    assert total_usd == Decimal(cents(_sql_cost_usd([teams["a"].pk])))
     client.force_login(UserFactory(role="finance"))
     fleet_rows = _api_rows(client, group_by).json()
-    assert sum(row["cost_usd"] for row in fleet_rows) == pytest.approx(
-        _hand_cost_usd("vision-pool", "speech-pool", "shared-pool")
+    assert sum(Decimal(row["cost_usd"]) for row in fleet_rows) == Decimal(
+        cents(_hand_cost_usd("vision-pool", "speech-pool", "shared-pool"))
     )
 
 
@@ -178,15 +179,16 @@ def test_other_teams_workloads_on_a_shared_pool_are_one_unnamed_row(client, flee
     shared_usd_per_gpu_hour = 2.50
     other = rows[queries.OTHER_TEAMS]
     assert other["label"] == "Other teams' workloads"
-    assert other["cost_usd"] == pytest.approx(SPEECH_SHARED_GPUS * HOURS * shared_usd_per_gpu_hour)
-    assert rows["vision-finetune"]["cost_usd"] == pytest.approx(
+    assert other["cost_usd"] == cents(SPEECH_SHARED_GPUS * HOURS * shared_usd_per_gpu_hour)
+    assert rows["vision-finetune"]["cost_usd"] == cents(
         VISION_SHARED_GPUS * HOURS * shared_usd_per_gpu_hour
     )
     # The shared pool's rest, and its whole: 8 GPUs × 48 h × $2.50.
     shared_rows_usd = sum(
-        rows[key]["cost_usd"] for key in ("vision-finetune", queries.OTHER_TEAMS, "unattributed")
+        Decimal(rows[key]["cost_usd"])
+        for key in ("vision-finetune", queries.OTHER_TEAMS, "unattributed")
     )
-    assert shared_rows_usd == pytest.approx(8 * HOURS * shared_usd_per_gpu_hour)
+    assert shared_rows_usd == Decimal(cents(8 * HOURS * shared_usd_per_gpu_hour))
     for name in TEAM_B_NAMES:
         assert name not in response.content.decode()
 
@@ -285,7 +287,9 @@ def test_the_cache_keeps_each_scopes_figures_apart(client, fleet, teams):
     ):
         client.force_login(user)
         rows = _api_rows(client, "pool").json()
-        assert sum(row["cost_usd"] for row in rows) == pytest.approx(_hand_cost_usd(*slugs))
+        assert sum(Decimal(row["cost_usd"]) for row in rows) == Decimal(
+            cents(_hand_cost_usd(*slugs))
+        )
         content = client.get(url, {**FILTERS, "group_by": "pool"}).content.decode()
         assert "Shared pool" in content
         hidden = "Vision pool" if user == team_b else "Speech pool"

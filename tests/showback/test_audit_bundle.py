@@ -54,6 +54,7 @@ from tests.factories import (
     UserFactory,
     WorkloadFactory,
 )
+from tests.money import cents, unit_price
 
 PRIMER = Path(__file__).parents[1] / "data" / "goodput-measure" / "primer_worked_example.jsonl"
 MONTH = "2026-03"
@@ -223,6 +224,11 @@ def _sheet_rows(workbook, title) -> list[dict]:
     return [dict(zip(rows[0], values, strict=True)) for values in rows[1:]]
 
 
+def _decimal(cell_value) -> Decimal | None:
+    """An XLSX number cell as the decimal it was written as (openpyxl reads a float)."""
+    return None if cell_value is None else Decimal(str(cell_value))
+
+
 def _pdf_text(content: bytes) -> str:
     return "\n".join(page.extract_text() for page in PdfReader(io.BytesIO(content)).pages)
 
@@ -241,19 +247,19 @@ def test_the_api_matches_a_hand_computation_and_the_showback(client, fleet, memb
     hand = _hand_figures()
     assert body["team"] == "research" and body["name"] == TEAM_NAME and body["month"] == MONTH
     assert [pool["slug"] for pool in body["pools"]] == ["research-a100s"]
-    assert body["pools"][0]["cost_usd"] == pytest.approx(hand["pool_usd"])
-    assert body["totals"]["cost_usd"] == pytest.approx(hand["pool_usd"])
+    assert body["pools"][0]["cost_usd"] == cents(hand["pool_usd"])
+    assert body["totals"]["cost_usd"] == cents(hand["pool_usd"])
     # The showback's team total, read independently of the bundle.
     team_spend = showback(MONTH_START, MONTH_END).teams[fleet["research"].pk]
-    assert body["totals"]["cost_usd"] == pytest.approx(team_spend.cost_usd)
+    assert body["totals"]["cost_usd"] == cents(team_spend.cost_usd)
     workloads = {workload["slug"]: workload for workload in body["workloads"]}
     assert set(workloads) == {"pretrain", "chat"}
     chat, pretrain = workloads["chat"], workloads["pretrain"]
-    assert chat["cost_usd"] == pytest.approx(hand["chat_usd"])
-    assert chat["cost_per_1k_requests_usd"] == pytest.approx(hand["chat_per_1k_requests_usd"])
-    assert chat["cost_per_1m_tokens_usd"] == pytest.approx(hand["chat_per_1m_tokens_usd"])
+    assert chat["cost_usd"] == cents(hand["chat_usd"])
+    assert chat["cost_per_1k_requests_usd"] == unit_price(hand["chat_per_1k_requests_usd"])
+    assert chat["cost_per_1m_tokens_usd"] == unit_price(hand["chat_per_1m_tokens_usd"])
     assert chat["goodput_pct"] is None and chat["effective_training_gpu_hours"] is None
-    assert pretrain["cost_usd"] == pytest.approx(hand["pretrain_usd"])
+    assert pretrain["cost_usd"] == cents(hand["pretrain_usd"])
     assert pretrain["cost_per_1k_requests_usd"] is None
     assert pretrain["cost_per_1m_tokens_usd"] is None
     assert pretrain["effective_training_source"] == "measured"
@@ -261,8 +267,8 @@ def test_the_api_matches_a_hand_computation_and_the_showback(client, fleet, memb
         hand["pretrain_effective_gpu_hours"]
     )
     assert pretrain["goodput_pct"] == pytest.approx(hand["pretrain_goodput_pct"])
-    assert body["totals"]["workloads_usd"] == pytest.approx(hand["chat_usd"] + hand["pretrain_usd"])
-    assert body["totals"]["not_in_a_workload_usd"] == pytest.approx(
+    assert body["totals"]["workloads_usd"] == cents(hand["chat_usd"] + hand["pretrain_usd"])
+    assert body["totals"]["not_in_a_workload_usd"] == cents(
         hand["pool_usd"] - hand["chat_usd"] - hand["pretrain_usd"]
     )
     drills = body["drills"]
@@ -303,17 +309,22 @@ def test_the_xlsx_holds_the_apis_figures_and_names_as_text(client, fleet, member
     assert response["Content-Disposition"].endswith('gpufleet-audit-research-2026-03.xlsx"')
     workbook = load_workbook(io.BytesIO(response.content))
     pools = _sheet_rows(workbook, "Pools")
-    assert [(row["Pool"], row["Cost (USD)"]) for row in pools] == [
-        (pool["name"], pytest.approx(pool["cost_usd"])) for pool in body["pools"]
+    # The cells hold the API's amounts to the cent.
+    assert [(row["Pool"], _decimal(row["Cost (USD)"])) for row in pools] == [
+        (pool["name"], Decimal(pool["cost_usd"])) for pool in body["pools"]
     ]
-    assert sum(row["Cost (USD)"] for row in pools) == pytest.approx(body["totals"]["cost_usd"])
+    assert sum(_decimal(row["Cost (USD)"]) for row in pools) == Decimal(body["totals"]["cost_usd"])
     workloads = {row["Workload"]: row for row in _sheet_rows(workbook, "Workloads")}
     for workload in body["workloads"]:
         row = workloads[workload["name"]]
-        assert row["Cost (USD)"] == pytest.approx(workload["cost_usd"])
+        assert _decimal(row["Cost (USD)"]) == Decimal(workload["cost_usd"])
         for header, key in (
             ("Cost per 1k requests (USD)", "cost_per_1k_requests_usd"),
             ("Cost per 1M tokens (USD)", "cost_per_1m_tokens_usd"),
+        ):
+            expected = workload[key]
+            assert _decimal(row[header]) == (None if expected is None else Decimal(expected))
+        for header, key in (
             ("Effective training (GPU-hours)", "effective_training_gpu_hours"),
             ("Goodput (%)", "goodput_pct"),
         ):
@@ -344,7 +355,9 @@ def test_the_xlsx_holds_the_apis_figures_and_names_as_text(client, fleet, member
     assert drills[0]["Notes"] == MARKUP_NOTE
     summary = {row[0]: row[1] for row in workbook["Summary"].iter_rows(values_only=True)}
     assert summary["Team"] == TEAM_NAME
-    assert summary["Team total, as the showback (USD)"] == pytest.approx(body["totals"]["cost_usd"])
+    assert _decimal(summary["Team total, as the showback (USD)"]) == Decimal(
+        body["totals"]["cost_usd"]
+    )
     # The formula-like name is a string cell, not a formula.
     cell = next(
         row[0]
@@ -363,12 +376,12 @@ def test_the_pdf_shows_the_apis_figures_and_markup_literally(client, fleet, memb
     text = _pdf_text(response.content)
     assert TEAM_NAME in text
     for pool in body["pools"]:
-        assert pool["name"] in text and f"{pool['cost_usd']:,.2f}" in text
+        assert pool["name"] in text and f"{Decimal(pool['cost_usd']):,.2f}" in text
     for workload in body["workloads"]:
         assert workload["name"] in text
-        assert f"{workload['cost_usd']:,.2f}" in text
+        assert f"{Decimal(workload['cost_usd']):,.2f}" in text
         if workload["cost_per_1m_tokens_usd"] is not None:
-            assert f"{workload['cost_per_1m_tokens_usd']:,.4f}" in text
+            assert f"{Decimal(workload['cost_per_1m_tokens_usd']):,.4f}" in text
         if workload["effective_training_gpu_hours"] is not None:
             assert f"{workload['effective_training_gpu_hours']:,.2f}" in text
         if workload["goodput_pct"] is not None:
@@ -387,7 +400,7 @@ def test_the_pdf_shows_the_apis_figures_and_markup_literally(client, fleet, memb
         ):
             assert f"{drill[key]:g}" in cells
     assert MARKUP_NOTE in text
-    assert f"{body['totals']['cost_usd']:,.2f}" in text
+    assert f"{Decimal(body['totals']['cost_usd']):,.2f}" in text
 
 
 @pytest.mark.django_db

@@ -4,6 +4,8 @@ from django import template
 from django.contrib.humanize.templatetags.humanize import intword
 from django.utils.translation import get_language, gettext
 
+from apps.core import money
+
 register = template.Library()
 
 
@@ -39,9 +41,12 @@ def duration(seconds):
 
 @register.filter
 def usd(value, places=2):
-    if value is None or value == "":
+    """Dollars rounded half up to ``places`` decimals (apps/core/money.py): 0.125 → "$0.13",
+    510.72000000000014 → "$510.72"; "—" for no value."""
+    amount = money.rounded(value, int(places))
+    if amount is None:
         return "—"
-    return f"${float(value):,.{int(places)}f}"
+    return f"${amount:,.{int(places)}f}"
 
 
 @register.filter
@@ -86,3 +91,17 @@ def large_count(value):
                 return f"{scaled:,.{places}f} {unit}"
         return f"{value:,.0f}"
     return intword(int(value)) if abs(value) >= 1e6 else f"{value:,.0f}"
+
+
+def _figure_of(row, name):
+    return row.get(name) if isinstance(row, dict) else getattr(row, name, None)
+
+
+@register.simple_tag
+def rounding_usd(rows, figure, total, places=2):
+    """The rounding line of a table whose ``figure`` column is summed into ``total``
+    (apps/core/money.py): the total as shown minus the sum of the rows as shown, or None
+    when they add up. ``{% rounding_usd rows "cost_usd" total_usd as rounding %}``."""
+    if total is None or total == "":
+        return None
+    return money.rounding_line((_figure_of(row, figure) for row in rows), total, int(places))
