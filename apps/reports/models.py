@@ -123,6 +123,9 @@ class FrozenCostRow(models.Model):
         ordering = ["pk"]
         indexes = [models.Index(fields=["closed_month", "group_by"])]
 
+    def __str__(self):
+        return f"{self.closed_month} {self.group_by} {self.key}"
+
 
 class MonthReopening(models.Model):
     """A closed month reopened: by a superuser, with a reason (also an AuditEvent)."""
@@ -144,3 +147,6 @@ class MonthReopening(models.Model):
 
     class Meta:
         ordering = ["-reopened_at"]
+
+    def __str__(self):
+        return f"{self.closed_month} reopened by {self.reopened_by_username}"

@@ -11,7 +11,7 @@ change.
 """
 
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from django.db import transaction
@@ -180,39 +180,40 @@ class Period:
         return self.state == CLOSED
 
 
+def _period(start: datetime, record, now: datetime) -> Period:
+    from apps.showback.selectors import cached_showback
+
+    closed = record is not None and record.is_closed
+    if closed:
+        cost = record.cost_usd
+    else:
+        end = min(periods.next_month_start(start), now)
+        cost = Decimal(str(round(cached_showback(start, end).total_usd, 6))) if end > start else 0
+    return Period(
+        month=start.date(),
+        state=CLOSED if closed else OPEN,
+        cost_usd=Decimal(cost),
+        closed_at=record.closed_at if closed else None,
+        closed_by=record.closed_by_username if closed else "",
+        reopenings=list(record.reopenings.all()) if record else [],
+        has_ended=periods.next_month_start(start) <= now,
+    )
+
+
+def period_of(month: date, now: datetime) -> Period:
+    record = ClosedMonth.objects.prefetch_related("reopenings").filter(month=month).first()
+    return _period(periods.month_start(month), record, now)
+
+
 def period_list(now: datetime, months: int = 12) -> list[Period]:
     """The last ``months`` months, the current one first: closed ones with their frozen
     cost, open ones with their cost computed (the current one to date)."""
-    from apps.showback.selectors import cached_showback
-
     records = {
         record.month: record for record in ClosedMonth.objects.prefetch_related("reopenings")
     }
     result = []
     start = periods.month_start(now.date())
     for _index in range(months):
-        end = min(periods.next_month_start(start), now)
-        record = records.get(start.date())
-        if record is not None and record.is_closed:
-            cost = record.cost_usd
-        else:
-            cost = Decimal(str(round(cached_showback(start, end).total_usd, 6)))
-        result.append(
-            Period(
-                month=start.date(),
-                state=CLOSED if record is not None and record.is_closed else OPEN,
-                cost_usd=cost,
-                closed_at=record.closed_at if record and record.is_closed else None,
-                closed_by=record.closed_by_username if record and record.is_closed else "",
-                reopenings=list(record.reopenings.all()) if record else [],
-                has_ended=periods.next_month_start(start) <= now,
-            )
-        )
-        start = periods.month_start((start.replace(day=1) - _one_day()).date())
+        result.append(_period(start, records.get(start.date()), now))
+        start = periods.month_start((start - timedelta(days=1)).date())
     return result
-
-
-def _one_day():
-    from datetime import timedelta
-
-    return timedelta(days=1)
