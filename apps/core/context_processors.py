@@ -13,18 +13,23 @@ NAVIGATION = (
     (_("Backups"), "backups:policy_list", ("backups:",)),
     (_("Reports"), "reports:report", ("reports:",)),
     (_("Procurement"), "procurement:scenario_list", ("procurement:",)),
-    (_("Teams"), "showback:team_list", ("showback:",)),
+    (_("Teams"), "showback:team_list", ("showback:team", "showback:showback", "showback:budget")),
     (_("Alerts"), "alerts:alert_list", ("alerts:",)),
 )
+# Shown to those who close months (Finance, superusers).
+CLOSED_MONTHS = (_("Closed months"), "showback:period_list", ("showback:period_",))
 
 
 def navigation(request):
     user = getattr(request, "user", None)
     current = getattr(request.resolver_match, "view_name", "") or ""
+    sections = NAVIGATION
+    if user is not None and user.is_authenticated and user.has_perm("reports.close_month"):
+        sections = (*NAVIGATION, CLOSED_MONTHS)
     return {
         "navigation": [
             (label, url_name, current.startswith(prefixes))
-            for label, url_name, prefixes in NAVIGATION
+            for label, url_name, prefixes in sections
         ],
         # Role names are group names, kept in English in the database; shown translated.
         "user_roles": (

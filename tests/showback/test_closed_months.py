@@ -159,8 +159,7 @@ def test_reopening_needs_a_superuser_and_a_reason_and_is_audited(pool):
     _backdate_half_price(pool)
     assert _cost(report_periods.cost_report(OCTOBER, NOVEMBER)) == pytest.approx(4320.00)
     assert not any(
-        report_periods.is_adjustment(row)
-        for row in report_periods.cost_report(NOVEMBER, DECEMBER)
+        report_periods.is_adjustment(row) for row in report_periods.cost_report(NOVEMBER, DECEMBER)
     )
 
 
