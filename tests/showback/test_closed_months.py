@@ -17,6 +17,7 @@ from apps.accounts.models import AuditEvent
 from apps.pools.models import Deployment, Pool, Purpose
 from apps.pools.prices import record_prices
 from apps.reports import periods as report_periods
+from apps.reports.queries import cost_report as live_cost_report
 from apps.reports.models import ClosedMonth, MonthReopening
 from apps.showback import periods
 from apps.showback.models import Budget
@@ -92,9 +93,7 @@ def test_a_closed_month_does_not_move_and_the_next_month_carries_the_adjustment(
     _backdate_half_price(pool)
 
     # Live, October now costs 4 × (336 h × 2.00 + 408 h × 1.00) = $4,320.00 …
-    from apps.reports.queries import cost_report as live_report
-
-    assert _cost(live_report(OCTOBER, NOVEMBER)) == pytest.approx(4320.00)
+    assert _cost(live_cost_report(OCTOBER, NOVEMBER)) == pytest.approx(4320.00)
     # … but the closed month is served as it was: report by pool, purpose and workload,
     for group_by in ("pool", "purpose", "workload"):
         rows = report_periods.cost_report(OCTOBER, NOVEMBER, group_by)
@@ -220,3 +219,49 @@ def test_showback_and_cost_report_apis_show_the_adjustment(pool, team):
     assert sum(row["cost_usd"] for row in report) == pytest.approx(
         NOVEMBER_LIVE_USD + OCTOBER_ADJUSTMENT_USD
     )
+
+
+@pytest.mark.django_db
+def test_the_demo_closes_its_previous_full_month_once(client, role_groups):
+    from django.core.management import call_command
+
+    now = datetime(2026, 12, 6, 15, tzinfo=UTC)
+    call_command("seed_demo", verbosity=0, now=now)
+    call_command("seed_demo", verbosity=0, now=now)
+    (closed,) = ClosedMonth.objects.all()
+    assert closed.is_closed
+    assert f"{closed.month:%Y-%m}" == "2026-11"
+    assert closed.closed_by.username == "finance"
+    # The frozen month equals the month as computed live (nothing changed since).
+    live = sum(row.cost_usd for row in live_cost_report(NOVEMBER, DECEMBER, "pool"))
+    assert float(closed.cost_usd) == pytest.approx(live)
+
+    client.force_login(closed.closed_by)
+    page = client.get("/periods/")
+    assert page.status_code == 200
+    assert 'data-month="2026-11"' in page.content.decode()
+    overview = client.get("/").content.decode()
+    assert 'id="closed-months"' in overview and "2026-11" in overview
+
+
+@pytest.mark.django_db
+def test_the_page_closes_with_confirmation_and_reopens_with_a_reason(client, pool):
+    finance = UserFactory(role="finance")
+    client.force_login(finance)
+    confirm = client.get("/periods/2026-10/close/")
+    assert confirm.status_code == 200
+    assert 'id="confirm-close"' in confirm.content.decode()
+    assert client.post("/periods/2026-10/close/").status_code == 302
+    assert ClosedMonth.objects.get().is_closed
+    again = client.post("/periods/2026-10/close/")
+    assert again.status_code == 400
+    assert "closed already" in again.content.decode()
+    assert client.get("/periods/2026-10/reopen/").status_code == 403
+
+    client.force_login(UserFactory(role="admin"))
+    refused = client.post("/periods/2026-10/reopen/", {"reason": ""})
+    assert refused.status_code == 400
+    assert client.post("/periods/2026-10/reopen/", {"reason": "late telemetry"}).status_code == 302
+    assert not ClosedMonth.objects.get().is_closed
+    client.force_login(UserFactory(role="lead"))
+    assert client.get("/periods/").status_code == 403
