@@ -1,3 +1,4 @@
+from django.utils.functional import SimpleLazyObject
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
@@ -23,14 +24,19 @@ CLOSED_MONTHS = (_("Closed months"), "showback:period_list", ("showback:period_"
 def navigation(request):
     user = getattr(request, "user", None)
     current = getattr(request.resolver_match, "view_name", "") or ""
-    sections = NAVIGATION
-    if user is not None and user.is_authenticated and user.has_perm("reports.close_month"):
-        sections = (*NAVIGATION, CLOSED_MONTHS)
+
+    def sections():
+        # Read when the page's navigation renders, not for every fragment: asking for the
+        # permission reads the user's groups.
+        shown = NAVIGATION
+        if user is not None and user.is_authenticated and user.has_perm("reports.close_month"):
+            shown = (*NAVIGATION, CLOSED_MONTHS)
+        return [
+            (label, url_name, current.startswith(prefixes)) for label, url_name, prefixes in shown
+        ]
+
     return {
-        "navigation": [
-            (label, url_name, current.startswith(prefixes))
-            for label, url_name, prefixes in sections
-        ],
+        "navigation": SimpleLazyObject(sections),
         # Role names are group names, kept in English in the database; shown translated.
         "user_roles": (
             [gettext(name) for name in role_names_of(user)]

@@ -234,11 +234,14 @@ def frozen_cost_report(
     )
     if pool_slug:
         stored = stored.filter(pool_slug=pool_slug)
-    stored = [
-        row
-        for row in stored
-        if scope.covers_team(row.pool_team_id) and (not purpose or row.purpose == purpose)
-    ]
+    if purpose:
+        # By the pool's purpose, as the live report filters its pools: a workload row's
+        # purpose is its pool's, the unattributed rest has none of its own.
+        pool_ids = FrozenCostRow.objects.filter(
+            closed_month=month, group_by="pool", purpose=purpose
+        ).values_list("pool_id", flat=True)
+        stored = stored.filter(pool_id__in=list(pool_ids))
+    stored = [row for row in stored if scope.covers_team(row.pool_team_id)]
     if group_by == "pool":
         return [_rebuilt(row, month) for row in stored]
     if group_by == "purpose":

@@ -17,8 +17,8 @@ from apps.accounts.models import AuditEvent
 from apps.pools.models import Deployment, Pool, Purpose
 from apps.pools.prices import record_prices
 from apps.reports import periods as report_periods
-from apps.reports.queries import cost_report as live_cost_report
 from apps.reports.models import ClosedMonth, MonthReopening
+from apps.reports.queries import cost_report as live_cost_report
 from apps.showback import periods
 from apps.showback.models import Budget
 from apps.showback.selectors import _spent, showback
@@ -265,3 +265,40 @@ def test_the_page_closes_with_confirmation_and_reopens_with_a_reason(client, poo
     assert not ClosedMonth.objects.get().is_closed
     client.force_login(UserFactory(role="lead"))
     assert client.get("/periods/").status_code == 403
+
+
+@pytest.mark.django_db
+def test_exports_carry_the_adjustment_line(client, pool):
+    import csv
+    import io
+
+    from openpyxl import load_workbook
+
+    periods.close_month(OCTOBER.date(), UserFactory(role="finance"))
+    _backdate_half_price(pool)
+    client.force_login(UserFactory(role="finance"))
+    # The report page's range is whole UTC days, its end day included.
+    filters = {"start": "2026-11-01", "end": "2026-11-30", "group_by": "pool"}
+    lines = list(
+        csv.reader(
+            io.StringIO(client.get("/reports/", {**filters, "export": "csv"}).content.decode())
+        )
+    )
+    by_label = {line[1]: line for line in lines[1:]}
+    adjustment = by_label["Adjustment to 2026-10 · Priced"]
+    cost_column = lines[0].index("Cost (USD)")
+    assert float(adjustment[cost_column]) == pytest.approx(OCTOBER_ADJUSTMENT_USD)
+    assert float(by_label["Total"][cost_column]) == pytest.approx(
+        NOVEMBER_LIVE_USD + OCTOBER_ADJUSTMENT_USD
+    )
+    workbook = load_workbook(
+        io.BytesIO(client.get("/reports/", {**filters, "export": "xlsx"}).content)
+    )
+    labels = [row[1] for row in workbook.worksheets[0].iter_rows(values_only=True)]
+    assert "Adjustment to 2026-10 · Priced" in labels
+
+    showback_csv = client.get("/showback/export/", {"month": "2026-11", "format": "csv"})
+    rows = list(csv.reader(io.StringIO(showback_csv.content.decode())))
+    (line,) = [row for row in rows if row[0].startswith("Adjustment to 2026-10")]
+    assert line[1] == "search"
+    assert float(line[2]) == pytest.approx(OCTOBER_ADJUSTMENT_USD)

@@ -589,8 +589,15 @@ class Command(BaseCommand):
         user closed or reopened since is left as it is."""
         month = last_complete_month(now).date()
         earlier = registry.get(ClosedMonth, DEMO_CLOSED_MONTH)
-        if earlier is not None or ClosedMonth.objects.filter(month=month).exists():
+        if earlier is not None:
             return earlier
+        existing = ClosedMonth.objects.filter(month=month).first()
+        if existing is not None:
+            # Closed by the demo's Finance user: an earlier seed's, which marked nothing.
+            if existing.closed_by_id == finance.pk:
+                registry.mark(existing, DEMO_CLOSED_MONTH)
+                return existing
+            return None
         demo_pools = list(registry.ids.get(Pool, {}).values())
         if Pool.objects.exclude(pk__in=demo_pools).exists():
             return None
