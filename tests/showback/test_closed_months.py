@@ -302,3 +302,31 @@ def test_exports_carry_the_adjustment_line(client, pool):
     (line,) = [row for row in rows if row[0].startswith("Adjustment to 2026-10")]
     assert line[1] == "search"
     assert float(line[2]) == pytest.approx(OCTOBER_ADJUSTMENT_USD)
+
+
+@pytest.mark.django_db
+def test_the_report_page_shows_and_explains_frozen_and_adjustment_rows(client, pool):
+    periods.close_month(
+        OCTOBER.date(),
+        UserFactory(role="finance", username="fiona"),
+        now=datetime(2026, 11, 2, 9, tzinfo=UTC),
+    )
+    _backdate_half_price(pool)
+    client.force_login(UserFactory(role="finance"))
+    november = {"start": "2026-11-01", "end": "2026-11-30", "group_by": "pool"}
+    page = client.get("/reports/", november)
+    assert page.status_code == 200
+    # The table may load as a background fragment; the explanation reads the same rows.
+    explained = client.get(
+        "/reports/explain/",
+        {**november, "row": "adjustment-2026-10-priced", "figure": "cost_usd"},
+    )
+    assert explained.status_code == 200, explained.content[:300]
+    text = explained.content.decode()
+    # 4 GPUs × 408 h × (1.00 − 2.00)
+    assert "computed today" in text and "−$1,632.00" in text
+
+    october = {"start": "2026-10-01", "end": "2026-10-31", "group_by": "pool"}
+    frozen = client.get("/reports/explain/", {**october, "row": "priced", "figure": "cost_usd"})
+    assert frozen.status_code == 200
+    assert "closed on 2026-11-02 09:00 UTC by fiona" in frozen.content.decode()
