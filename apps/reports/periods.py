@@ -354,3 +354,42 @@ def cost_report(
     for month in adjusted_months(start, end, closed):
         rows.extend(adjustment_rows(month, group_by, **filters))
     return rows
+
+
+def range_notes(start: datetime, end: datetime) -> list[str]:
+    """Sentences on how a range's figures read its closed months: served as frozen, cut
+    partway (computed live), or corrected by an adjustment booked in the range."""
+    closed = closed_months()
+    notes = []
+    for month in closed:
+        month_begin, month_end = month_bounds(month.month)
+        values = {
+            "month": month_label(month),
+            "at": f"{month.closed_at:%Y-%m-%d %H:%M}",
+            "user": month.closed_by_username,
+        }
+        if start <= month_begin and month_end <= end:
+            notes.append(
+                gettext(
+                    "%(month)s is closed: its figures are as they were frozen on %(at)s UTC "
+                    "by %(user)s."
+                )
+                % values
+            )
+        elif month_begin < end and start < month_end:
+            notes.append(
+                gettext(
+                    "This range covers part of %(month)s, which is closed: that part is "
+                    "computed from the data as it is today. Choose the whole month to read "
+                    "it as it was frozen."
+                )
+                % values
+            )
+    for month in adjusted_months(start, end, closed):
+        notes.append(
+            gettext(
+                "Includes the adjustments to %(month)s: what its figures moved by since it closed."
+            )
+            % {"month": month_label(month)}
+        )
+    return notes

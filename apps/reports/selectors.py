@@ -242,6 +242,7 @@ def _report_figures(data: dict, progress, scope: Scope) -> dict:
     return {
         "rows": rows,
         "total": queries.total_row(rows),
+        "period_notes": periods.range_notes(start, end),
         "group_by": data["group_by"],
         "start_day": data["start"],
         "end_day": data["end"],

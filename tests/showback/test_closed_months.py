@@ -316,6 +316,10 @@ def test_the_report_page_shows_and_explains_frozen_and_adjustment_rows(client, p
     november = {"start": "2026-11-01", "end": "2026-11-30", "group_by": "pool"}
     page = client.get("/reports/", november)
     assert page.status_code == 200
+    notes = " ".join(report_periods.range_notes(NOVEMBER, DECEMBER))
+    assert "Includes the adjustments to 2026-10" in notes
+    partial = " ".join(report_periods.range_notes(datetime(2026, 10, 20, tzinfo=UTC), DECEMBER))
+    assert "covers part of 2026-10" in partial
     # The table may load as a background fragment; the explanation reads the same rows.
     explained = client.get(
         "/reports/explain/",
