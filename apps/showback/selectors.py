@@ -70,10 +70,15 @@ class Showback:
         )
 
     def spend_of(self, team_id: int | None) -> TeamSpend:
+        """The team's spend; a team deleted since a month froze it (it owned nothing
+        left, or it could not have been deleted) counts as unattributed."""
         if team_id is None:
             return self.unattributed
         if team_id not in self.teams:
-            self.teams[team_id] = TeamSpend(Team.objects.filter(pk=team_id).first())
+            team = Team.objects.filter(pk=team_id).first()
+            if team is None:
+                return self.unattributed
+            self.teams[team_id] = TeamSpend(team)
         return self.teams[team_id]
 
     def add(self, other: "Showback") -> None:
@@ -137,9 +142,13 @@ def frozen_showback(month, pools: dict) -> Showback:
         return spent
 
     teams = Team.objects.in_bulk([int(team_id) for team_id in stored.get("teams", {})])
-    for team_id, data in stored.get("teams", {}).items():
-        result.teams[int(team_id)] = spend(data, teams.get(int(team_id)))
     result.unattributed = spend(stored.get("unattributed", {}), None)
+    for team_id, data in stored.get("teams", {}).items():
+        team = teams.get(int(team_id))
+        if team is None:
+            result.unattributed.add_spend(spend(data, None))
+        else:
+            result.teams[team.id] = spend(data, team)
     result.pool_cost_usd = {
         int(pool_id): float(usd) for pool_id, usd in stored.get("pool_cost_usd", {}).items()
     }

@@ -14,12 +14,14 @@ import pytest
 from rest_framework.test import APIClient
 
 from apps.accounts.models import AuditEvent
+from apps.accounts.scope import EVERYTHING
 from apps.pools.models import Deployment, Pool, Purpose
 from apps.pools.prices import record_prices
 from apps.reports import periods as report_periods
 from apps.reports.models import ClosedMonth, MonthReopening
 from apps.reports.queries import cost_report as live_cost_report
 from apps.showback import periods
+from apps.showback.audit import audit_bundle
 from apps.showback.models import Budget
 from apps.showback.selectors import _spent, showback
 from tests.factories import TeamFactory, UserFactory
@@ -104,6 +106,12 @@ def test_a_closed_month_does_not_move_and_the_next_month_carries_the_adjustment(
     assert october.total_usd == pytest.approx(OCTOBER_AS_CLOSED_USD)
     budget = Budget.objects.get()
     assert _spent(october, budget) == pytest.approx(OCTOBER_AS_CLOSED_USD)
+    # and the team's audit bundle of the month.
+    bundle = audit_bundle(team, OCTOBER, NOVEMBER, scope=EVERYTHING)
+    assert bundle.total_usd == pytest.approx(OCTOBER_AS_CLOSED_USD)
+    assert [pool_cost.cost_usd for pool_cost in bundle.pools] == [
+        pytest.approx(OCTOBER_AS_CLOSED_USD)
+    ]
     (frozen_budget,) = ClosedMonth.objects.get().showback["budgets"]
     assert Decimal(frozen_budget["spent_usd"]) == pytest.approx(Decimal("5952"))
 
@@ -200,6 +208,9 @@ def test_api_periods(pool):
     assert done.status_code == 200, done.content
     assert done.json()["state"] == "open"
     assert _api(admin).post(reopen, {"reason": "again"}, format="json").status_code == 409
+    # Reopened, it closes again, frozen anew.
+    assert _api(finance).post("/api/v1/periods/2026-10/close/").status_code == 200
+    assert ClosedMonth.objects.get().is_closed
 
 
 @pytest.mark.django_db
