@@ -345,3 +345,58 @@ def test_the_report_page_shows_and_explains_frozen_and_adjustment_rows(client, p
     frozen = client.get("/reports/explain/", {**october, "row": "priced", "figure": "cost_usd"})
     assert frozen.status_code == 200
     assert "closed on 2026-11-02 09:00 UTC by fiona" in frozen.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_team_reads_its_share_of_a_closed_month_as_frozen(pool, team, gpu_model):
+    """Team Search's pool (4 GPUs at $2.00) and team Other's pool (2 GPUs at $3.00), each
+    with one workload. October for Search: 4 × 744 × 2.00 = $5,952.00; for Other:
+    2 × 744 × 3.00 = $4,464.00."""
+    from apps.accounts.scope import Scope
+    from apps.pools.models import Workload, WorkloadKind
+
+    other_team = TeamFactory(name="Other", slug="other")
+    other_pool = record_prices(
+        Pool(
+            name="Theirs",
+            slug="theirs",
+            purpose=Purpose.INFERENCE,
+            deployment=Deployment.CLOUD_ON_DEMAND,
+            gpu_model=gpu_model,
+            gpu_count=2,
+            gpus_per_node=2,
+            on_demand_price_per_gpu_hour_usd=Decimal("3.00"),
+            in_service_from=datetime(2026, 9, 1, tzinfo=UTC),
+            team=other_team,
+        )
+    )
+    for name, on in (("Ours", pool), ("Their chat", other_pool)):
+        Workload.objects.create(
+            name=name,
+            slug=name.lower().replace(" ", "-"),
+            kind=WorkloadKind.ONLINE_INFERENCE,
+            pool=on,
+            gpu_count=on.gpu_count,
+        )
+    periods.close_month(OCTOBER.date(), UserFactory(role="finance"))
+    _backdate_half_price(pool)
+
+    search_only = Scope(everything=False, team_ids=frozenset({team.pk}))
+    by_pool = report_periods.cost_report(OCTOBER, NOVEMBER, "pool", scope=search_only)
+    assert [(row.key, row.cost_usd) for row in by_pool] == [("priced", pytest.approx(5952.00))]
+    by_workload = report_periods.cost_report(OCTOBER, NOVEMBER, "workload", scope=search_only)
+    assert [(row.key, row.cost_usd) for row in by_workload] == [("ours", pytest.approx(5952.00))]
+    everything = report_periods.cost_report(OCTOBER, NOVEMBER, "workload")
+    assert {row.key: row.cost_usd for row in everything} == {
+        "ours": pytest.approx(5952.00),
+        "their-chat": pytest.approx(4464.00),
+    }
+    # Only Search's pool moved: its adjustment, and no line for Other's.
+    adjustments = [
+        row
+        for row in report_periods.cost_report(NOVEMBER, DECEMBER, "workload")
+        if report_periods.is_adjustment(row)
+    ]
+    assert [(row.key, row.cost_usd) for row in adjustments] == [
+        ("adjustment-2026-10-ours", pytest.approx(OCTOBER_ADJUSTMENT_USD))
+    ]
