@@ -169,7 +169,11 @@ def measure(repeat):
     from apps.reports.views import report
     from apps.reports.warming import warm_view
 
-    user, _ = get_user_model().objects.get_or_create(username="bench-reader")
+    # A superuser reads the whole fleet, the scope the warm-ups compute ("all"): a reader
+    # of no team would see only shared pools, under another cache key than the warm-up's.
+    user, _ = get_user_model().objects.update_or_create(
+        username="bench-reader", defaults={"is_superuser": True, "is_staff": True}
+    )
     factory = RequestFactory()
 
     def bare():

@@ -35,16 +35,19 @@ from apps.demo.training import DEMO_WORKLOAD as TRAINING_DEMO_WORKLOAD
 from apps.demo.training import seed_training_demo
 from apps.pilots.demo import DEMO_WORKLOAD as PILOT_DEMO_WORKLOAD
 from apps.pilots.demo import seed_pilots_demo
+from apps.pools.hours import floor_hour
 from apps.pools.models import (
     ComplianceZone,
     Deployment,
     Interconnect,
     Pool,
+    PoolPricePeriod,
     Purpose,
     Workload,
     WorkloadKind,
     WorkloadStatus,
 )
+from apps.pools.prices import PERIOD_FIELDS, ensure_first_period
 from apps.procurement.demo import SCENARIO_NAME, SCENARIO_SLUG, seed_procurement_demo
 from apps.procurement.models import Scenario
 from apps.reports.demo import demo_history_start, seed_usage_demo
@@ -78,6 +81,11 @@ PINNED_SERVING = {
     "cuda_version": "12.4",
     "framework_versions": "vLLM 0.6.3, torch 2.4.0",
 }
+# The demo's price cut: the on-demand burst pool's price before and after (USD per
+# GPU-hour), illustrative of the cuts cloud providers make (AWS cut P5 on-demand prices by
+# 44 % from 1 June 2025); the price after is the list price above.
+PRICE_CUT_POOL = "train-burst-h100-us"
+PRICE_CUT_USD = (Decimal("3.29"), Decimal("2.99"))
 OWNED_DEFAULTS = {"amortisation_months": 48, "pue": Decimal("1.30")}
 
 # Pools of every purpose and deployment. Cloud prices: Lambda's list prices in SkyPilot's
@@ -484,7 +492,7 @@ class Command(BaseCommand):
             users = self.seed_users(registry)
             history_start = demo_history_start(registry.all_of(Pool).values(), now)
             pools, workloads = self.seed_fleet(
-                registry, owner=users["lead"], in_service_from=history_start
+                registry, owner=users["lead"], in_service_from=history_start, now=now
             )
             pool_hours, workload_hours = seed_usage_demo(pools=pools, workloads=workloads, now=now)
             seed_backups_demo(workloads=workloads, ops=users["ops"], now=now)
@@ -556,7 +564,7 @@ class Command(BaseCommand):
             users[username] = user
         return users
 
-    def seed_fleet(self, registry, *, owner, in_service_from):
+    def seed_fleet(self, registry, *, owner, in_service_from, now):
         """The demo's pools and workloads, made or refreshed; (key → pool, key → workload)."""
         # The catalog arrives with its data migration; restore rows missing since (e.g.
         # deleted by hand, or flushed by a test) without touching edited ones.
@@ -576,6 +584,8 @@ class Command(BaseCommand):
             pools[spec["slug"]] = _save_demo_object(
                 registry, Pool, values, Pool.refresh_effective_price
             )
+        if (pool := pools.get(PRICE_CUT_POOL)) is not None:
+            seed_price_cut(pool, in_service_from, now)
         workloads = {}
         for spec in DEMO_WORKLOADS:
             values = {**spec, "pool": pools[spec["pool"]], "owner": owner}
@@ -630,6 +640,33 @@ class Command(BaseCommand):
         for key, budget in made.items():
             registry.mark(budget, key)
         return earlier | made
+
+
+def seed_price_cut(pool: Pool, history_start: datetime, now: datetime) -> None:
+    """Give the on-demand burst pool the price cut of ``PRICE_CUT_USD`` halfway through
+    its history, so reports that span it price each hour at the price in force then.
+
+    Only on a pool without price periods: a period once recorded, by this or by a user,
+    is history and stays as it is."""
+    if pool.price_periods.exists():
+        return
+    current_usd = pool.on_demand_price_per_gpu_hour_usd
+    before_usd, after_usd = PRICE_CUT_USD
+    if current_usd != after_usd:
+        return  # someone priced the demo pool otherwise: no cut of theirs to invent
+    pool.on_demand_price_per_gpu_hour_usd = before_usd
+    pool.refresh_effective_price()
+    ensure_first_period(pool)
+    # Back to the stored prices, unsaved: the pool's own row and its history are those
+    # of a pool that has paid the list price since the cut.
+    pool.on_demand_price_per_gpu_hour_usd = current_usd
+    pool.refresh_effective_price()
+    cut_at = floor_hour(history_start + (floor_hour(now) - history_start) / 2)
+    PoolPricePeriod.objects.create(
+        pool=pool,
+        effective_from=max(cut_at, floor_hour(history_start)),
+        **{name: getattr(pool, name) for name in PERIOD_FIELDS},
+    )
 
 
 def _instant(text: str) -> datetime:
