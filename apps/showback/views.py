@@ -98,7 +98,7 @@ def team_list(request):
     figures = selectors.showback(start, end)
     teams = list(selectors.team_list_rows(scope))
     for team in teams:
-        team.month_cost_usd = figures.teams[team.pk].cost_usd
+        team.month_cost_usd = figures.teams[team.pk].charged_usd
     return render_page(
         request,
         "showback/team_list.html",
