@@ -23,7 +23,15 @@ from apps.reports.api import (
     PoolLendableView,
     UsageProfileView,
 )
-from apps.showback.api import BudgetViewSet, ShowbackView, TeamAuditView, TeamViewSet
+from apps.showback.api import (
+    BudgetViewSet,
+    PeriodCloseView,
+    PeriodListView,
+    PeriodReopenView,
+    ShowbackView,
+    TeamAuditView,
+    TeamViewSet,
+)
 from apps.telemetry.api import (
     GpuIngestView,
     PoolHourlyUsageView,
@@ -76,6 +84,9 @@ urlpatterns = [
     path("usage/profile/", UsageProfileView.as_view(), name="api-usage-profile"),
     path("reports/cost/", CostReportView.as_view(), name="api-report-cost"),
     path("showback/", ShowbackView.as_view(), name="api-showback"),
+    path("periods/", PeriodListView.as_view(), name="api-periods"),
+    path("periods/<str:month>/close/", PeriodCloseView.as_view(), name="api-period-close"),
+    path("periods/<str:month>/reopen/", PeriodReopenView.as_view(), name="api-period-reopen"),
     path("teams/<str:slug>/audit/", TeamAuditView.as_view(), name="team-audit"),
     path("lendable/", LendableListView.as_view(), name="lendable-list"),
     path("pools/<str:slug>/lendable/", PoolLendableView.as_view(), name="pool-lendable"),

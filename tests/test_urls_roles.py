@@ -141,6 +141,9 @@ ROUTES = {
     "showback:team_delete": ("team", SUPERUSER),
     "showback:showback": (None, EVERYONE),
     "showback:budget_list": (None, EVERYONE),
+    "showback:period_list": (None, "reports.close_month"),
+    "showback:period_close": ("month", "reports.close_month"),
+    "showback:period_reopen": ("month", SUPERUSER),
     "showback:budget_create": (None, SUPERUSER),
     "showback:budget_edit": ("budget", SUPERUSER),
     "showback:budget_delete": ("budget", SUPERUSER),
@@ -239,6 +242,10 @@ EXCLUDED = {
     "procurement:export_download": "a streamed file; every role's download and the 404 "
     "without a file are covered by tests/procurement/test_exports.py",
     "backups:version_mark_stable": "POST-only; covered by tests/backups/test_views.py",
+    "api-periods": "Finance and superusers only (others 403); every status covered by "
+    "tests/showback/test_closed_months.py",
+    "api-period-close": "POST-only; covered by tests/showback/test_closed_months.py",
+    "api-period-reopen": "POST-only; covered by tests/showback/test_closed_months.py",
     "backups:drill_evidence": "a download, not a page; covered by tests/backups/test_views.py",
     "accounts:oidc_sign_in": "a redirect to the OIDC provider (404 while SSO is off, as in "
     "this walk); covered by tests/accounts/test_sso.py",
@@ -361,6 +368,8 @@ def _url(name, kind, *, pool, workload, user):
         return reverse(name, kwargs={"slug": workload.slug, "pk": result.pk})
     if kind == "team":
         return reverse(name, kwargs={"slug": _walk_team(pool, user).slug})
+    if kind == "month":
+        return reverse(name, kwargs={"month": "2026-01"})
     if kind == "budget":
         from apps.showback.models import Budget
 

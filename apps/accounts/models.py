@@ -237,6 +237,8 @@ class AuditEvent(models.Model):
         TEAM_JOINED = "team_joined", _("Joined a team")
         TEAM_LEFT = "team_left", _("Left a team")
         MAPPING_CHANGED = "mapping_changed", _("Group mapping changed")
+        MONTH_CLOSED = "month_closed", _("Month closed")
+        MONTH_REOPENED = "month_reopened", _("Month reopened")
 
     class Method(models.TextChoices):
         LOCAL = "local", _("Password or page")

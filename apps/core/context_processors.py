@@ -1,3 +1,4 @@
+from django.utils.functional import SimpleLazyObject
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
@@ -13,19 +14,29 @@ NAVIGATION = (
     (_("Backups"), "backups:policy_list", ("backups:",)),
     (_("Reports"), "reports:report", ("reports:",)),
     (_("Procurement"), "procurement:scenario_list", ("procurement:",)),
-    (_("Teams"), "showback:team_list", ("showback:",)),
+    (_("Teams"), "showback:team_list", ("showback:team", "showback:showback", "showback:budget")),
     (_("Alerts"), "alerts:alert_list", ("alerts:",)),
 )
+# Shown to those who close months (Finance, superusers).
+CLOSED_MONTHS = (_("Closed months"), "showback:period_list", ("showback:period_",))
 
 
 def navigation(request):
     user = getattr(request, "user", None)
     current = getattr(request.resolver_match, "view_name", "") or ""
+
+    def sections():
+        # Read when the page's navigation renders, not for every fragment: asking for the
+        # permission reads the user's groups.
+        shown = NAVIGATION
+        if user is not None and user.is_authenticated and user.has_perm("reports.close_month"):
+            shown = (*NAVIGATION, CLOSED_MONTHS)
+        return [
+            (label, url_name, current.startswith(prefixes)) for label, url_name, prefixes in shown
+        ]
+
     return {
-        "navigation": [
-            (label, url_name, current.startswith(prefixes))
-            for label, url_name, prefixes in NAVIGATION
-        ],
+        "navigation": SimpleLazyObject(sections),
         # Role names are group names, kept in English in the database; shown translated.
         "user_roles": (
             [gettext(name) for name in role_names_of(user)]

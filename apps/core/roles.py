@@ -2,7 +2,7 @@
 
 Everyone who can log in reads what their scope holds (their teams' objects and the shared
 ones; apps/accounts/scope.py); a role adds the right to change one part of the fleet
-within that scope. Finance changes nothing and sees every team. Only superusers
+within that scope. Finance closes months and sees every team. Only superusers
 administer users. Each app's data migration calls ``grant_role_permissions`` for the
 permissions it introduces, so groups always hold exactly what this table says once
 migrations have run.
@@ -116,9 +116,9 @@ PROCUREMENT = Role(
 FINANCE = Role(
     name=gettext_noop("Finance"),
     description=gettext_noop(
-        "Reads the costs, budgets and showback of every team; changes nothing."
+        "Reads the costs, budgets and showback of every team and closes months."
     ),
-    permissions=(),
+    permissions=("reports.close_month",),
 )
 ROLES = (TECHNICAL_LEAD, OPS, PROCUREMENT, FINANCE)
 # Roles whose holders see every team's objects (superusers do too); the others see their

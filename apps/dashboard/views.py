@@ -17,7 +17,10 @@ from apps.dashboard.attention import attention_items
 from apps.pools.models import Pool
 from apps.reports import explain, selectors
 from apps.reports.cache import cached, remember_view
+from apps.reports.models import ClosedMonth
 from apps.reports.views import explain_page
+
+CLOSED_MONTHS_SHOWN = 6
 
 # Where the live "Needs a person" list goes in the cached figures.
 ATTENTION_PLACEHOLDER = mark_safe("<!-- gpufleet:attention -->")  # noqa: S308 - a constant
@@ -39,6 +42,10 @@ def _live_context(now, scope: Scope) -> dict:
     the pool count and, with pools, the drills and what needs a person."""
     context = {"pool_count": Pool.objects.in_scope(scope).count()}
     if context["pool_count"]:
+        # The months finance has closed, the latest first: served as they were frozen.
+        context["closed_months"] = list(
+            ClosedMonth.objects.filter(is_closed=True).order_by("-month")[:CLOSED_MONTHS_SHOWN]
+        )
         context["drills"] = overdue_and_failing_summary(now, scope=scope)
         context["attention"] = attention_items(now, context["drills"], scope=scope)
     return context

@@ -24,7 +24,7 @@ from apps.core.serializers import (
 from apps.pools.models import Interruption, Pool, Purpose, Workload
 from apps.pools.querysets import workload_scope_filter
 from apps.pools.scoped import ScopedQuerysetMixin, ScopedReferencesMixin
-from apps.reports import explain, lending, queries, selectors
+from apps.reports import explain, lending, periods, queries, selectors
 
 DEFAULT_RANGE = timedelta(days=30)
 # Listed in the schema, so a client (and schemathesis) knows which names are valid.
@@ -149,7 +149,7 @@ class CostReportView(APIView):
         if params.get("pool"):
             # Not an empty report that reads as "cost nothing".
             _pool_or_404(params["pool"], scope)
-        rows = queries.cost_report(
+        rows = periods.cost_report(
             params["start"],
             params["end"],
             params["group_by"],

@@ -118,6 +118,17 @@ class EffectivePart:
     effective: Any
 
 
+@dataclass(frozen=True)
+class StoredPart:
+    """Figures read back rather than computed: a closed month's row as it was frozen, or
+    an adjustment (live − frozen). ``expression`` says where they come from; ``values``
+    maps a figure's name to its value."""
+
+    label: str
+    expression: str
+    values: Any
+
+
 # --- words ------------------------------------------------------------------------------
 
 # Translated as the text is built, in the reader's language (apps/core/sentences.py).
@@ -495,6 +506,8 @@ def _line(part, figure: str):
         if figure == "requests":
             return _("requests logged in the range"), value, ""
         return _("input + output tokens logged in the range"), value, ""
+    if isinstance(part, StoredPart) and figure in part.values:
+        return part.expression, part.values[figure], ""
     if isinstance(part, EffectivePart) and figure == "effective_training_gpu_hours":
         effective = part.effective
         values = {

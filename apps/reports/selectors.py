@@ -19,7 +19,7 @@ from apps.core.charts import freeze_figure
 from apps.pools.charts import build_gpus_by_purpose_figure
 from apps.pools.hours import floor_hour
 from apps.pools.models import Pool, Purpose
-from apps.reports import charts, costmodel, lending, queries
+from apps.reports import charts, costmodel, lending, periods, queries
 from apps.reports.cache import cached
 from apps.reports.forms import report_span
 
@@ -41,7 +41,7 @@ def overview_month(now, scope: Scope = EVERYTHING) -> dict:
 
 
 def _overview_month(now, scope: Scope) -> dict:
-    rows = queries.cost_report(overview_month_start(now), now, "purpose", scope=scope)
+    rows = periods.cost_report(overview_month_start(now), now, "purpose", scope=scope)
     return {"rows": rows, "total": queries.total_row(rows)}
 
 
@@ -215,7 +215,8 @@ def _report_figures(data: dict, progress, scope: Scope) -> dict:
     pool = data.get("pool")
     zone_name = data["tz"]
     zone = ZoneInfo(zone_name)
-    rows = queries.cost_report(
+    # Closed months as they were frozen, with the adjustments booked in the range.
+    rows = periods.cost_report(
         start,
         end,
         data["group_by"],
@@ -242,6 +243,7 @@ def _report_figures(data: dict, progress, scope: Scope) -> dict:
     return {
         "rows": rows,
         "total": queries.total_row(rows),
+        "period_notes": periods.range_notes(start, end),
         "group_by": data["group_by"],
         "start_day": data["start"],
         "end_day": data["end"],

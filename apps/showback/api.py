@@ -1,7 +1,7 @@
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -9,13 +9,15 @@ from apps.accounts.models import Team
 from apps.accounts.scope import scope_of
 from apps.core.money import rounding_difference
 from apps.core.schema import ErrorSerializer
-from apps.showback import audit, selectors
+from apps.showback import audit, periods, selectors
 from apps.showback.models import Budget
 from apps.showback.months import month_span, parse_month
 from apps.showback.serializers import (
     AuditBundleSerializer,
     AuditQuerySerializer,
     BudgetSerializer,
+    PeriodSerializer,
+    ReopenSerializer,
     ShowbackQuerySerializer,
     ShowbackSerializer,
     TeamSerializer,
@@ -80,15 +82,18 @@ class ShowbackView(APIView):
         begin, end = month_span(start, now)
         figures = selectors.showback(begin, end)
         scope = scope_of(request.user)
-        rows = [
-            {"team": spend.team.slug, "name": spend.team.name, "cost_usd": spend.cost_usd}
-            for team_id, spend in figures.teams.items()
-            if scope.everything or team_id in scope.team_ids
-        ]
+        rows = []
+        for team_id, spend in figures.teams.items():
+            if scope.everything or team_id in scope.team_ids:
+                rows.append(
+                    {"team": spend.team.slug, "name": spend.team.name, "cost_usd": spend.cost_usd}
+                )
+                rows.extend(_adjustment_rows(spend, spend.team.slug, spend.team.name))
         if scope.everything:
             rows.append(
                 {"team": None, "name": "Unattributed", "cost_usd": figures.unattributed.cost_usd}
             )
+            rows.extend(_adjustment_rows(figures.unattributed, None, "Unattributed"))
         data = {
             "month": f"{start:%Y-%m}",
             "start": begin,
@@ -102,6 +107,18 @@ class ShowbackView(APIView):
             ),
         }
         return Response(ShowbackSerializer(data).data)
+
+
+def _adjustment_rows(spend, slug, name) -> list[dict]:
+    return [
+        {
+            "team": slug,
+            "name": f"Adjustment to {month} · {name}",
+            "cost_usd": usd,
+            "adjusts_month": month,
+        }
+        for month, usd in sorted(spend.adjustments_usd.items())
+    ]
 
 
 class TeamAuditView(APIView):
@@ -128,3 +145,96 @@ class TeamAuditView(APIView):
         begin, end = month_span(start, now)
         bundle = audit.audit_bundle(team, begin, end, scope=scope_of(request.user))
         return Response(AuditBundleSerializer(bundle).data)
+
+
+# --- closed months ----------------------------------------------------------------------
+
+
+def _period_data(period) -> dict:
+    return {
+        "month": period.label,
+        "state": period.state,
+        "closed_at": period.closed_at,
+        "closed_by": period.closed_by or None,
+        "cost_usd": period.cost_usd,
+    }
+
+
+def _month_or_404(month: str):
+    day = periods.parse_period(month)
+    if day is None:
+        raise NotFound(f"“{month}” is not a month: write it as 2026-10.")
+    return day
+
+
+class PeriodListView(APIView):
+    """The last twelve months, this one first: ``state`` open or closed, who closed a
+    closed one and when, and its cost (as frozen when closed). Read by the fleet-wide
+    (Finance, superusers); others get 403."""
+
+    @extend_schema(responses={200: PeriodSerializer(many=True), 403: ErrorSerializer})
+    def get(self, request):
+        if not scope_of(request.user).everything:
+            raise PermissionDenied("Only Finance and administrators read the closed months.")
+        data = [_period_data(period) for period in periods.period_list(timezone.now())]
+        return Response(PeriodSerializer(data, many=True).data)
+
+
+class PeriodCloseView(APIView):
+    """Close a month that has ended (Finance or a superuser): its cost report, showback,
+    budgets and audit bundle are frozen and served as they were. 409 when it is closed
+    already, 400 when it has not ended."""
+
+    @extend_schema(
+        request=None,
+        responses={
+            200: PeriodSerializer,
+            400: ErrorSerializer,
+            403: ErrorSerializer,
+            404: ErrorSerializer,
+            409: ErrorSerializer,
+        },
+    )
+    def post(self, request, month):
+        day = _month_or_404(month)
+        if not periods.can_close(request.user):
+            raise PermissionDenied("Only Finance and administrators close a month.")
+        try:
+            periods.close_month(day, request.user)
+        except periods.PeriodError as error:
+            status = 409 if error.conflict else 400
+            return Response({"detail": str(error)}, status=status)
+        return Response(PeriodSerializer(_period_data(_period_of(day))).data)
+
+
+class PeriodReopenView(APIView):
+    """Reopen a closed month (superusers only, with a ``reason``): it is computed live
+    again, and the reopening is kept with the reason in the audit log. 409 when the
+    month is not closed."""
+
+    @extend_schema(
+        request=ReopenSerializer,
+        responses={
+            200: PeriodSerializer,
+            400: ErrorSerializer,
+            403: ErrorSerializer,
+            404: ErrorSerializer,
+            409: ErrorSerializer,
+        },
+    )
+    def post(self, request, month):
+        day = _month_or_404(month)
+        if not periods.can_reopen(request.user):
+            raise PermissionDenied("Only an administrator reopens a closed month.")
+        body = ReopenSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            periods.reopen_month(day, request.user, body.validated_data["reason"])
+        except periods.PeriodError as error:
+            status = 409 if error.conflict else 400
+            return Response({"detail": str(error)}, status=status)
+        return Response(PeriodSerializer(_period_data(_period_of(day))).data)
+
+
+def _period_of(day):
+    return periods.period_of(day, timezone.now())

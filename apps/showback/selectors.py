@@ -21,6 +21,7 @@ from django.db.models import Count
 from apps.accounts.models import Team
 from apps.pools.hours import floor_hour
 from apps.pools.models import Pool, Workload
+from apps.reports import periods
 from apps.reports.cache import cached
 from apps.reports.queries import CostRow, cost_report
 from apps.showback import burndown
@@ -34,9 +35,21 @@ class TeamSpend:
     # pool id → USD the team's share of that pool came to
     by_pool_usd: dict[int, float] = field(default_factory=dict)
 
+    # closed month ("2026-10") → what its figures moved by since it closed, booked here
+    adjustments_usd: dict[str, float] = field(default_factory=dict)
+
     def add(self, pool_id: int, usd: float):
         self.cost_usd += usd
         self.by_pool_usd[pool_id] = self.by_pool_usd.get(pool_id, 0.0) + usd
+
+    def add_spend(self, other: "TeamSpend"):
+        for pool_id, usd in other.by_pool_usd.items():
+            self.add(pool_id, usd)
+
+    @property
+    def charged_usd(self):
+        """The spend with the adjustments booked in the span: what the span charges."""
+        return self.cost_usd + sum(self.adjustments_usd.values())
 
 
 @dataclass
@@ -52,11 +65,116 @@ class Showback:
 
     @property
     def total_usd(self) -> float:
-        return sum(spend.cost_usd for spend in self.teams.values()) + self.unattributed.cost_usd
+        return sum(spend.charged_usd for spend in self.teams.values()) + (
+            self.unattributed.charged_usd
+        )
+
+    def spend_of(self, team_id: int | None) -> TeamSpend:
+        """The team's spend; a team deleted since a month froze it (it owned nothing
+        left, or it could not have been deleted) counts as unattributed."""
+        if team_id is None:
+            return self.unattributed
+        if team_id not in self.teams:
+            team = Team.objects.filter(pk=team_id).first()
+            if team is None:
+                return self.unattributed
+            self.teams[team_id] = TeamSpend(team)
+        return self.teams[team_id]
+
+    def add(self, other: "Showback") -> None:
+        """Add ``other``'s spend (another span's) to this one's."""
+        for team_id, spend in other.teams.items():
+            self.spend_of(team_id).add_spend(spend)
+        self.unattributed.add_spend(other.unattributed)
+        for pool_id, usd in other.pool_cost_usd.items():
+            self.pool_cost_usd[pool_id] = self.pool_cost_usd.get(pool_id, 0.0) + usd
+        for key, row in other.workload_rows.items():
+            if key in self.workload_rows:
+                periods.add_figures(self.workload_rows[key], row, over_time=True)
+            else:
+                self.workload_rows[key] = row
 
 
 def showback(start: datetime, end: datetime) -> Showback:
-    """Every team's spend over [start, end), and the unattributed rest (two cost reports)."""
+    """Every team's spend over [start, end), and the unattributed rest: the closed months
+    the span covers whole as they were frozen, the rest live, and the adjustments booked
+    in the span (apps/reports/periods.py)."""
+    closed = periods.closed_months()
+    pieces = periods.split_span(start, end, closed)
+    if len(pieces) == 1 and pieces[0][2] is None and not closed:
+        return live_showback(start, end)
+    result = Showback(
+        start,
+        end,
+        {team.id: TeamSpend(team) for team in Team.objects.order_by("name")},
+        TeamSpend(None),
+        {pool.id: pool for pool in Pool.objects.select_related("team")},
+        {},
+    )
+    for piece_start, piece_end, month in pieces:
+        if month is None:
+            result.add(live_showback(piece_start, piece_end))
+        else:
+            result.add(frozen_showback(month, result.pools))
+    for month in periods.adjusted_months(start, end, closed):
+        month_begin, month_end = periods.month_bounds(month.month)
+        now = live_showback(month_begin, month_end)
+        then = frozen_showback(month, result.pools)
+        label = periods.month_label(month)
+        for team_id in set(now.teams) | set(then.teams) | {None}:
+            now_usd = now.spend_of(team_id).cost_usd
+            then_usd = then.spend_of(team_id).cost_usd
+            if abs(now_usd - then_usd) >= periods.NOISE:
+                result.spend_of(team_id).adjustments_usd[label] = now_usd - then_usd
+    return result
+
+
+def frozen_showback(month, pools: dict) -> Showback:
+    """``month``'s showback as it was frozen when it closed (apps/showback/periods.py)."""
+    start, end = periods.month_bounds(month.month)
+    stored = month.showback or {}
+    result = Showback(start, end, {}, TeamSpend(None), pools, {})
+
+    def spend(data, team):
+        spent = TeamSpend(team)
+        for pool_id, usd in data.get("by_pool_usd", {}).items():
+            spent.add(int(pool_id), float(usd))
+        return spent
+
+    teams = Team.objects.in_bulk([int(team_id) for team_id in stored.get("teams", {})])
+    result.unattributed = spend(stored.get("unattributed", {}), None)
+    for team_id, data in stored.get("teams", {}).items():
+        team = teams.get(int(team_id))
+        if team is None:
+            result.unattributed.add_spend(spend(data, None))
+        else:
+            result.teams[team.id] = spend(data, team)
+    result.pool_cost_usd = {
+        int(pool_id): float(usd) for pool_id, usd in stored.get("pool_cost_usd", {}).items()
+    }
+    result.workload_rows = {row.key: row for row in periods.frozen_cost_report(month, "workload")}
+    return result
+
+
+def showback_as_data(figures: Showback) -> dict:
+    """What a closed month stores of its showback: decimal strings."""
+
+    def spend(spent: TeamSpend) -> dict:
+        return {
+            "cost_usd": str(spent.cost_usd),
+            "by_pool_usd": {str(pool_id): str(usd) for pool_id, usd in spent.by_pool_usd.items()},
+        }
+
+    return {
+        "teams": {str(team_id): spend(spent) for team_id, spent in figures.teams.items()},
+        "unattributed": spend(figures.unattributed),
+        "pool_cost_usd": {str(pool_id): str(usd) for pool_id, usd in figures.pool_cost_usd.items()},
+    }
+
+
+def live_showback(start: datetime, end: datetime) -> Showback:
+    """Every team's spend over [start, end) as the data says today, and the unattributed
+    rest (two cost reports)."""
     pool_rows = {row.key: row for row in cost_report(start, end, "pool")}
     workload_rows = {row.key: row for row in cost_report(start, end, "workload")}
     pools = {pool.id: pool for pool in Pool.objects.select_related("team")}
@@ -146,7 +264,7 @@ def budget_burndowns(budgets, now: datetime, *, figures=showback) -> list[Budget
 
 def _spent(figures: Showback, budget: Budget) -> float:
     if budget.team_id:
-        return figures.teams[budget.team_id].cost_usd if budget.team_id in figures.teams else 0.0
+        return figures.teams[budget.team_id].charged_usd if budget.team_id in figures.teams else 0.0
     return figures.pool_cost_usd.get(budget.pool_id, 0.0)
 
 

@@ -134,6 +134,12 @@ class ShowbackRowSerializer(serializers.Serializer):
     team = serializers.CharField(allow_null=True, help_text="The team's slug; null: unattributed.")
     name = serializers.CharField()
     cost_usd = MoneyField()
+    adjusts_month = serializers.CharField(
+        allow_null=True,
+        default=None,
+        help_text="An adjustment line: the closed month (YYYY-MM) whose figures moved "
+        "since it closed, by cost_usd; null for the team's own spend.",
+    )
 
 
 class ShowbackSerializer(serializers.Serializer):
@@ -236,3 +242,22 @@ class AuditBundleSerializer(serializers.Serializer):
                 "drills_passed": bundle.drills_passed,
             }
         ).data
+
+
+class PeriodSerializer(serializers.Serializer):
+    month = serializers.CharField(help_text="YYYY-MM.")
+    state = serializers.ChoiceField(choices=["open", "closed"])
+    closed_at = serializers.DateTimeField(allow_null=True)
+    closed_by = serializers.CharField(
+        allow_null=True, help_text="The username of who closed it; null for an open month."
+    )
+    cost_usd = serializers.DecimalField(
+        max_digits=18,
+        decimal_places=2,
+        help_text="The fleet's cost of the month: as frozen for a closed month, computed "
+        "for an open one (the current one to date, with the adjustments booked in it).",
+    )
+
+
+class ReopenSerializer(serializers.Serializer):
+    reason = serializers.CharField(help_text="Why the month reopens; kept with it.")

@@ -4,10 +4,11 @@ page answers 404). Teams and budgets are changed by superusers only."""
 
 from functools import wraps
 
+from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.http import Http404
-from django.shortcuts import get_object_or_404
+from django.shortcuts import get_object_or_404, redirect
 from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
@@ -19,7 +20,8 @@ from apps.core.crud import delete_page, form_page
 from apps.core.history import history_rows
 from apps.core.htmx import render_page
 from apps.pools.models import Pool
-from apps.showback import audit, audit_exports, exports, selectors
+from apps.reports.models import ClosedMonth
+from apps.showback import audit, audit_exports, exports, periods, selectors
 from apps.showback.charts import build_burndown_figure
 from apps.showback.forms import BudgetForm, TeamForm
 from apps.showback.models import Budget
@@ -57,21 +59,32 @@ def _budget_or_404(request, pk) -> Budget:
 
 def showback_rows(figures: selectors.Showback, scope) -> list[dict]:
     """Rows of the page and the exports: the scope's teams and, for the fleet-wide,
-    the unattributed rest."""
-    rows = [
-        {"name": spend.team.name, "slug": spend.team.slug, "cost_usd": spend.cost_usd}
-        for team_id, spend in figures.teams.items()
-        if scope.everything or team_id in scope.team_ids
-    ]
+    the unattributed rest; each followed by its adjustments to closed months (their
+    figures moved since they closed), which the total includes."""
+    rows = []
+    for team_id, spend in figures.teams.items():
+        if scope.everything or team_id in scope.team_ids:
+            rows.append(
+                {"name": spend.team.name, "slug": spend.team.slug, "cost_usd": spend.cost_usd}
+            )
+            rows.extend(_adjustment_rows(spend, spend.team.name, spend.team.slug))
     if scope.everything:
-        rows.append(
-            {
-                "name": gettext("Unattributed (shared pools' rest)"),
-                "slug": None,
-                "cost_usd": figures.unattributed.cost_usd,
-            }
-        )
+        name = gettext("Unattributed (shared pools' rest)")
+        rows.append({"name": name, "slug": None, "cost_usd": figures.unattributed.cost_usd})
+        rows.extend(_adjustment_rows(figures.unattributed, name, None))
     return rows
+
+
+def _adjustment_rows(spend, name: str, slug) -> list[dict]:
+    return [
+        {
+            "name": gettext("Adjustment to %(month)s · %(row)s") % {"month": month, "row": name},
+            "slug": slug,
+            "cost_usd": usd,
+            "adjusts_month": month,
+        }
+        for month, usd in sorted(spend.adjustments_usd.items())
+    ]
 
 
 # --- Teams ------------------------------------------------------------------------------
@@ -85,7 +98,7 @@ def team_list(request):
     figures = selectors.showback(start, end)
     teams = list(selectors.team_list_rows(scope))
     for team in teams:
-        team.month_cost_usd = figures.teams[team.pk].cost_usd
+        team.month_cost_usd = figures.teams[team.pk].charged_usd
     return render_page(
         request,
         "showback/team_list.html",
@@ -247,6 +260,7 @@ def showback_page(request):
             "month": f"{start:%Y-%m}",
             "error": error,
             "total_usd": figures.total_usd if scope.everything else None,
+            "closed_month": ClosedMonth.objects.filter(month=start.date(), is_closed=True).first(),
         },
         fragments={"showback": "showback"},
     )
@@ -325,4 +339,82 @@ def budget_delete(request, pk):
         list_url="showback:budget_list",
         cancel_url=budget.get_absolute_url(),
         pretitle=_("Budgets"),
+    )
+
+
+# --- Closed months ----------------------------------------------------------------------
+
+
+def _check_can_close(request):
+    if not periods.can_close(request.user):
+        raise PermissionDenied(_("Only Finance and administrators close months."))
+
+
+def _period_or_404(month: str):
+    day = periods.parse_period(month)
+    if day is None:
+        raise Http404(not_a_month_sentence(month))
+    return day
+
+
+@require_GET
+def period_list(request):
+    """The last twelve months: open or closed, who closed one and when, their cost."""
+    _check_can_close(request)
+    return render_page(
+        request,
+        "showback/period_list.html",
+        {
+            "periods": periods.period_list(timezone.now()),
+            "can_reopen": periods.can_reopen(request.user),
+        },
+        fragments={"periods": "periods"},
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def period_close(request, month):
+    """Close a month, once confirmed (GET asks, POST closes)."""
+    day = _period_or_404(month)
+    _check_can_close(request)
+    period = periods.period_of(day, timezone.now())
+    error = ""
+    if request.method == "POST":
+        try:
+            periods.close_month(day, request.user)
+        except periods.PeriodError as refusal:
+            error = str(refusal)
+        else:
+            messages.success(request, gettext("%(month)s is closed.") % {"month": month})
+            return redirect("showback:period_list")
+    return render_page(
+        request,
+        "showback/period_close.html",
+        {"period": period, "error": error},
+        status=400 if error else 200,
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def period_reopen(request, month):
+    """Reopen a closed month: superusers only, with a reason."""
+    day = _period_or_404(month)
+    if not periods.can_reopen(request.user):
+        raise PermissionDenied(_("Only an administrator reopens a closed month."))
+    period = periods.period_of(day, timezone.now())
+    error = ""
+    reason = request.POST.get("reason", "")
+    if request.method == "POST":
+        try:
+            periods.reopen_month(day, request.user, reason)
+        except periods.PeriodError as refusal:
+            error = str(refusal)
+        else:
+            messages.success(request, gettext("%(month)s is open again.") % {"month": month})
+            return redirect("showback:period_list")
+    return render_page(
+        request,
+        "showback/period_reopen.html",
+        {"period": period, "error": error, "reason": reason},
+        status=400 if error else 200,
     )

@@ -51,10 +51,16 @@ from apps.pools.prices import PERIOD_FIELDS, ensure_first_period
 from apps.procurement.demo import SCENARIO_NAME, SCENARIO_SLUG, seed_procurement_demo
 from apps.procurement.models import Scenario
 from apps.reports.demo import demo_history_start, seed_usage_demo
+from apps.reports.models import ClosedMonth
 from apps.showback.demo import BUDGET_NOTE, TEAMS, seed_showback_demo, size_budgets
 from apps.showback.models import Budget
+from apps.showback.months import last_complete_month
+from apps.showback.periods import close_month
 
 DEMO_PASSWORD = "gpufleet-demo"  # noqa: S105 - printed for the demo on purpose
+# The demo's closed month's key in its registry.
+DEMO_CLOSED_MONTH = "closed-month"
+
 DEMO_USERS = (
     # username, full name, role (None = superuser)
     ("lead", "Lena Lead", TECHNICAL_LEAD.name),
@@ -505,11 +511,13 @@ class Command(BaseCommand):
             budgets = {}
             if not options.get("without_teams"):
                 budgets = self.seed_teams(registry, users, pools, workloads, now)
+            closed = self.seed_closed_month(registry, users["finance"], now)
         untouched = _user_objects(registry)
         self.stdout.write(
             f"Demo {'loaded' if fresh else 'refreshed'}: {len(pools)} pools, "
             f"{len(workloads)} workloads, {len(users)} users"
             + (f", {len(budgets)} budgets" if budgets else "")
+            + (f", {closed.month:%Y-%m} closed" if closed else "")
             + f"; {pool_hours:,} pool-hours and {workload_hours:,} workload-hours of usage "
             f"added (from {history_start:%Y-%m-%d %H:%M} UTC up to this hour). "
             + (
@@ -584,6 +592,28 @@ class Command(BaseCommand):
             values["model_architecture"] = architectures[values.pop("model")]
             workloads[spec["slug"]] = _save_demo_object(registry, Workload, values)
         return pools, workloads
+
+    def seed_closed_month(self, registry, finance, now):
+        """The previous full month, closed by the demo's Finance user: once, and only over
+        a fleet of the demo's own (closing freezes every pool's figures). A month the
+        user closed or reopened since is left as it is."""
+        month = last_complete_month(now).date()
+        earlier = registry.get(ClosedMonth, DEMO_CLOSED_MONTH)
+        if earlier is not None:
+            return earlier
+        existing = ClosedMonth.objects.filter(month=month).first()
+        if existing is not None:
+            # Closed by the demo's Finance user: an earlier seed's, which marked nothing.
+            if existing.closed_by_id == finance.pk:
+                registry.mark(existing, DEMO_CLOSED_MONTH)
+                return existing
+            return None
+        demo_pools = list(registry.ids.get(Pool, {}).values())
+        if Pool.objects.exclude(pk__in=demo_pools).exists():
+            return None
+        closed = close_month(month, finance, now=now)
+        registry.mark(closed, DEMO_CLOSED_MONTH)
+        return closed
 
     def seed_teams(self, registry, users, pools, workloads, now):
         teams = {}

@@ -1,0 +1,395 @@
+"""Closed months: the cost report of a month finance has closed, served as it was.
+
+Closing a month (apps/showback/periods.py) stores its cost report rows
+(``FrozenCostRow``): one row per pool, and each pool's rows grouped by workload, with the
+pool's and the workload's team so that any scope's report composes from them (the rows
+grouped by purpose are the pools' rows summed). ``cost_report`` below answers like
+``queries.cost_report`` and:
+
+- serves every closed month that the range covers whole from its frozen rows, and
+  computes the open rest live (one live report per open stretch);
+- a range that cuts a closed month partway is computed live over that part: the frozen
+  figures are whole months', and a part of a month has no frozen figures to read (the
+  periods page and the API close and serve whole months);
+- adds the **adjustments**: what the live figures of a closed month now say less what it
+  froze (late telemetry, a back-dated price, a pool restored, a new attribution), one row
+  per row that moved, booked at the first instant of the first open month after it. A
+  range that holds that instant shows them (labelled "Adjustment to 2026-10"), and its
+  total includes them.
+"""
+
+import dataclasses
+from datetime import UTC, date, datetime
+from decimal import Decimal
+
+from django.utils.translation import gettext
+
+from apps.accounts.scope import EVERYTHING, Scope
+from apps.pools.models import Pool, Purpose, Workload
+from apps.reports import explain, queries
+from apps.reports.models import ClosedMonth, FrozenCostRow
+
+# Differences smaller than this are the float sums' own noise, not an adjustment.
+NOISE = 1e-6
+ADJUSTMENT_PREFIX = "adjustment-"
+
+
+# --- months -----------------------------------------------------------------------------
+
+
+def month_start(day: date) -> datetime:
+    return datetime(day.year, day.month, 1, tzinfo=UTC)
+
+
+def next_month_start(start: datetime) -> datetime:
+    if start.month == 12:
+        return datetime(start.year + 1, 1, 1, tzinfo=UTC)
+    return datetime(start.year, start.month + 1, 1, tzinfo=UTC)
+
+
+def month_bounds(month: date) -> tuple[datetime, datetime]:
+    start = month_start(month)
+    return start, next_month_start(start)
+
+
+def closed_months() -> list[ClosedMonth]:
+    return list(ClosedMonth.objects.filter(is_closed=True).order_by("month"))
+
+
+def split_span(start: datetime, end: datetime, closed=None):
+    """[(start, end, ClosedMonth or None)]: the closed months [start, end) covers whole,
+    and the open stretches between them, in order."""
+    closed = closed_months() if closed is None else closed
+    pieces = []
+    cursor = start
+    for month in closed:
+        month_begin, month_end = month_bounds(month.month)
+        if month_begin < start or month_end > end:
+            continue
+        if cursor < month_begin:
+            pieces.append((cursor, month_begin, None))
+        pieces.append((month_begin, month_end, month))
+        cursor = month_end
+    if cursor < end:
+        pieces.append((cursor, end, None))
+    return pieces
+
+
+def first_open_month_after(month: ClosedMonth, closed) -> datetime:
+    closed_starts = {month_start(other.month) for other in closed}
+    cursor = next_month_start(month_start(month.month))
+    while cursor in closed_starts:
+        cursor = next_month_start(cursor)
+    return cursor
+
+
+def adjusted_months(start: datetime, end: datetime, closed=None) -> list[ClosedMonth]:
+    """The closed months whose adjustments a range shows: those whose first open month
+    begins inside [start, end)."""
+    closed = closed_months() if closed is None else closed
+    return [month for month in closed if start <= first_open_month_after(month, closed) < end]
+
+
+def month_label(month: ClosedMonth) -> str:
+    return f"{month.month:%Y-%m}"
+
+
+# --- figures as text and back -------------------------------------------------------------
+
+
+def additive_fields() -> list[str]:
+    """The CostRow fields that add up across rows (numbers, not key, label or parts)."""
+    return [
+        item.name
+        for item in dataclasses.fields(queries.CostRow)
+        if item.name not in ("members", "parts")
+        and isinstance(item.default, int | float | Decimal)
+        and not isinstance(item.default, bool)
+    ]
+
+
+def _stored(value):
+    # Money and hours as decimal strings (no float artefacts), counts as integers.
+    return value if isinstance(value, int) else str(value)
+
+
+def _read(text, like):
+    if isinstance(like, int):
+        return int(text)
+    if isinstance(like, Decimal):
+        return Decimal(text)
+    return float(text)
+
+
+def figures_of(row: queries.CostRow) -> dict:
+    return {name: _stored(getattr(row, name)) for name in additive_fields()}
+
+
+# Of the same rows over successive spans, these are the rows' sizes, not sums.
+SIZES = ("pool_count", "gpus")
+
+
+def add_figures(target: queries.CostRow, row: queries.CostRow, *, over_time=False) -> None:
+    """Add ``row``'s figures to ``target``: another row's, or (``over_time``) the same
+    row's over another span, whose pools and GPUs are the same ones."""
+    for name in additive_fields():
+        if over_time and name in SIZES:
+            setattr(target, name, max(getattr(target, name), getattr(row, name)))
+        else:
+            setattr(target, name, getattr(target, name) + getattr(row, name))
+    target.parts.extend(row.parts)
+
+
+def _frozen_sentence(month: ClosedMonth) -> str:
+    return gettext("frozen when %(month)s was closed on %(at)s by %(user)s") % {
+        "month": month_label(month),
+        "at": f"{month.closed_at:%Y-%m-%d %H:%M} UTC",
+        "user": month.closed_by_username,
+    }
+
+
+def _rebuilt(stored: FrozenCostRow, month: ClosedMonth) -> queries.CostRow:
+    row = queries.CostRow(key=stored.key, label=stored.label, purpose=stored.purpose)
+    for name, text in stored.figures.items():
+        if hasattr(row, name):
+            setattr(row, name, _read(text, getattr(row, name)))
+    values = {name: getattr(row, name) for name in additive_fields()}
+    row.parts.append(
+        explain.StoredPart(
+            gettext("%(row)s in %(month)s") % {"row": stored.label, "month": month_label(month)},
+            _frozen_sentence(month),
+            values,
+        )
+    )
+    return row
+
+
+# --- freezing ---------------------------------------------------------------------------
+
+
+def freeze_cost_rows(month: ClosedMonth) -> Decimal:
+    """Store ``month``'s cost report rows as they are; the fleet's cost of the month."""
+    start, end = month_bounds(month.month)
+    month.frozen_rows.all().delete()
+    pools = {pool.slug: pool for pool in Pool.objects.all()}
+    teams_of_workloads = {
+        workload.slug: workload.effective_team_id
+        for workload in Workload.objects.select_related("pool")
+    }
+    stored = []
+    total = Decimal(0)
+    for row in queries.cost_report(start, end, "pool"):
+        pool = pools[row.key]
+        total += Decimal(str(row.cost_usd))
+        stored.append(
+            FrozenCostRow(
+                closed_month=month,
+                group_by="pool",
+                pool_id=pool.id,
+                pool_slug=pool.slug,
+                pool_team_id=pool.team_id,
+                key=row.key,
+                label=row.label,
+                purpose=row.purpose,
+                figures=figures_of(row),
+            )
+        )
+    for pool in pools.values():
+        for row in queries.cost_report(start, end, "workload", pool_slug=pool.slug):
+            is_workload = row.key in teams_of_workloads
+            stored.append(
+                FrozenCostRow(
+                    closed_month=month,
+                    group_by="workload",
+                    pool_id=pool.id,
+                    pool_slug=pool.slug,
+                    pool_team_id=pool.team_id,
+                    workload_team_id=teams_of_workloads.get(row.key),
+                    is_workload=is_workload,
+                    key=row.key,
+                    label=row.label,
+                    purpose=row.purpose,
+                    figures=figures_of(row),
+                )
+            )
+    FrozenCostRow.objects.bulk_create(stored)
+    return total
+
+
+# --- serving ----------------------------------------------------------------------------
+
+
+def frozen_cost_report(
+    month: ClosedMonth,
+    group_by: str = "pool",
+    *,
+    purpose: str | None = None,
+    pool_slug: str | None = None,
+    scope: Scope = EVERYTHING,
+) -> list[queries.CostRow]:
+    """``month``'s rows as they were frozen, for the scope and filters a live report
+    takes (``queries.cost_report``'s)."""
+    stored = FrozenCostRow.objects.filter(
+        closed_month=month, group_by="pool" if group_by == "purpose" else group_by
+    )
+    if pool_slug:
+        stored = stored.filter(pool_slug=pool_slug)
+    if purpose:
+        # By the pool's purpose, as the live report filters its pools: a workload row's
+        # purpose is its pool's, the unattributed rest has none of its own.
+        pool_ids = FrozenCostRow.objects.filter(
+            closed_month=month, group_by="pool", purpose=purpose
+        ).values_list("pool_id", flat=True)
+        stored = stored.filter(pool_id__in=list(pool_ids))
+    stored = [row for row in stored if scope.covers_team(row.pool_team_id)]
+    if group_by == "pool":
+        return [_rebuilt(row, month) for row in stored]
+    if group_by == "purpose":
+        rows = {
+            value: queries.CostRow(key=value, label=str(label), purpose=value)
+            for value, label in Purpose.choices
+            if not purpose or value == purpose
+        }
+        for row in stored:
+            if row.purpose in rows:
+                add_figures(rows[row.purpose], _rebuilt(row, month))
+        return list(rows.values())
+    # By workload: the visible workloads' rows, the others' summed into one row that names
+    # none of them, and the rows that are no workload's (the unattributed rest) merged.
+    rows = {}
+    rest = {}
+    others = []
+    for row in stored:
+        rebuilt = _rebuilt(row, month)
+        if row.is_workload and not scope.covers_team(row.workload_team_id):
+            rebuilt.parts = []
+            others.append(rebuilt)
+            continue
+        target = rows if row.is_workload else rest
+        if row.key in target:
+            add_figures(target[row.key], rebuilt)
+        else:
+            target[row.key] = rebuilt
+    result = list(rows.values())
+    if others:
+        other_label = gettext("Other teams' workloads")
+        result.append(queries.total_row(others, key=queries.OTHER_TEAMS, label=other_label))
+    return result + list(rest.values())
+
+
+def _merged(pieces: list[list[queries.CostRow]]) -> list[queries.CostRow]:
+    rows = {}
+    for piece in pieces:
+        for row in piece:
+            if row.key in rows:
+                add_figures(rows[row.key], row, over_time=True)
+            else:
+                rows[row.key] = row
+    return list(rows.values())
+
+
+def adjustment_rows(month: ClosedMonth, group_by: str, **filters) -> list[queries.CostRow]:
+    """What ``month``'s figures now say less what it froze, one row per row that moved,
+    labelled "Adjustment to 2026-10 · <row>"."""
+    start, end = month_bounds(month.month)
+    live = {row.key: row for row in queries.cost_report(start, end, group_by, **filters)}
+    frozen = {row.key: row for row in frozen_cost_report(month, group_by, **filters)}
+    names = additive_fields()
+    rows = []
+    for key in list(live) + [key for key in frozen if key not in live]:
+        now_row, then_row = live.get(key), frozen.get(key)
+        base = now_row or then_row
+        label = gettext("Adjustment to %(month)s · %(row)s") % {
+            "month": month_label(month),
+            "row": base.label,
+        }
+        row = queries.CostRow(
+            key=f"{ADJUSTMENT_PREFIX}{month_label(month)}-{key}", label=label, purpose=base.purpose
+        )
+        for name in names:
+            value = (getattr(now_row, name) if now_row else 0) - (
+                getattr(then_row, name) if then_row else 0
+            )
+            setattr(row, name, value)
+        if all(abs(getattr(row, name)) < NOISE for name in names):
+            continue
+        row.parts.append(
+            explain.StoredPart(
+                label,
+                gettext("%(month)s's figure computed today − its figure frozen on %(at)s")
+                % {"month": month_label(month), "at": f"{month.closed_at:%Y-%m-%d}"},
+                {name: getattr(row, name) for name in names},
+            )
+        )
+        rows.append(row)
+    return rows
+
+
+def is_adjustment(row) -> bool:
+    return row.key.startswith(ADJUSTMENT_PREFIX)
+
+
+def cost_report(
+    start: datetime,
+    end: datetime,
+    group_by: str = "pool",
+    *,
+    purpose: str | None = None,
+    pool_slug: str | None = None,
+    scope: Scope = EVERYTHING,
+) -> list[queries.CostRow]:
+    """``queries.cost_report``'s rows, with the closed months the range covers whole as
+    they were frozen and the adjustments booked in the range (module docstring)."""
+    filters = {"purpose": purpose, "pool_slug": pool_slug, "scope": scope}
+    closed = closed_months()
+    if not closed:
+        return queries.cost_report(start, end, group_by, **filters)
+    pieces = [
+        frozen_cost_report(month, group_by, **filters)
+        if month is not None
+        else queries.cost_report(piece_start, piece_end, group_by, **filters)
+        for piece_start, piece_end, month in split_span(start, end, closed)
+    ]
+    rows = _merged(pieces)
+    for month in adjusted_months(start, end, closed):
+        rows.extend(adjustment_rows(month, group_by, **filters))
+    return rows
+
+
+def range_notes(start: datetime, end: datetime) -> list[str]:
+    """Sentences on how a range's figures read its closed months: served as frozen, cut
+    partway (computed live), or corrected by an adjustment booked in the range."""
+    closed = closed_months()
+    notes = []
+    for month in closed:
+        month_begin, month_end = month_bounds(month.month)
+        values = {
+            "month": month_label(month),
+            "at": f"{month.closed_at:%Y-%m-%d %H:%M}",
+            "user": month.closed_by_username,
+        }
+        if start <= month_begin and month_end <= end:
+            notes.append(
+                gettext(
+                    "%(month)s is closed: its figures are as they were frozen on %(at)s UTC "
+                    "by %(user)s."
+                )
+                % values
+            )
+        elif month_begin < end and start < month_end:
+            notes.append(
+                gettext(
+                    "This range covers part of %(month)s, which is closed: that part is "
+                    "computed from the data as it is today. Choose the whole month to read "
+                    "it as it was frozen."
+                )
+                % values
+            )
+    for month in adjusted_months(start, end, closed):
+        notes.append(
+            gettext(
+                "Includes the adjustments to %(month)s: what its figures moved by since it closed."
+            )
+            % {"month": month_label(month)}
+        )
+    return notes
