@@ -222,14 +222,15 @@ def test_showback_and_cost_report_apis_show_the_adjustment(pool, team):
     (adjustment,) = [row for row in rows if row["adjusts_month"]]
     assert adjustment["adjusts_month"] == "2026-10"
     assert adjustment["team"] == "search"
-    assert adjustment["cost_usd"] == pytest.approx(OCTOBER_ADJUSTMENT_USD)
+    # The API's money is a decimal string to the cent: 4 GPUs × 408 h × ($1.00 − $2.00).
+    assert adjustment["cost_usd"] == "-1632.00"
     report = finance.get(
         "/api/v1/reports/cost/",
         {"start": NOVEMBER.isoformat(), "end": DECEMBER.isoformat(), "group_by": "pool"},
     ).json()
-    assert sum(row["cost_usd"] for row in report) == pytest.approx(
-        NOVEMBER_LIVE_USD + OCTOBER_ADJUSTMENT_USD
-    )
+    assert sum(Decimal(row["cost_usd"]) for row in report) == Decimal(
+        str(NOVEMBER_LIVE_USD + OCTOBER_ADJUSTMENT_USD)
+    ).quantize(Decimal("0.01"))
 
 
 @pytest.mark.django_db
