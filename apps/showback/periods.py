@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
@@ -104,7 +104,16 @@ def close_month(month: date, user, *, now: datetime | None = None) -> ClosedMont
     closed.closed_by = user
     closed.closed_by_username = user.get_username()
     closed.cost_usd = Decimal(0)
-    closed.save()
+    try:
+        # A second first close of the month waits on the first's row, then finds it.
+        with transaction.atomic():
+            closed.save()
+    except IntegrityError:
+        raise PeriodError(
+            gettext("%(month)s was closed by someone else a moment ago: reload the page.")
+            % {"month": label},
+            conflict=True,
+        ) from None
     closed.cost_usd = periods.freeze_cost_rows(closed)
     figures = live_showback(start, end)
     closed.showback = {

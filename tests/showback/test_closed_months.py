@@ -401,3 +401,34 @@ def test_a_team_reads_its_share_of_a_closed_month_as_frozen(pool, team, gpu_mode
     assert [(row.key, row.cost_usd) for row in adjustments] == [
         ("adjustment-2026-10-ours", pytest.approx(OCTOBER_ADJUSTMENT_USD))
     ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_first_closes_at_once_close_the_month_once(pool):
+    """Two people close October at the same moment: one closes it, the other is told it
+    was closed a moment ago (a conflict, never a server error)."""
+    import threading
+
+    from django.db import connection
+
+    users = [UserFactory(role="finance"), UserFactory(role="finance")]
+    outcomes = []
+    start = threading.Barrier(2)
+
+    def close(user):
+        start.wait()
+        try:
+            periods.close_month(OCTOBER.date(), user)
+            outcomes.append("closed")
+        except periods.PeriodError as error:
+            outcomes.append("conflict" if error.conflict else str(error))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=close, args=(user,)) for user in users]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["closed", "conflict"]
+    assert ClosedMonth.objects.get().cost_usd == Decimal("5952.00")
