@@ -173,12 +173,15 @@ def _segment_figures(span: q.Span, figures_of_pool: dict, segments_of_pool: dict
     periods = q.price_periods_of(list(cut_pools))
     cuts = {pool_id: [begin for begin, _ in segs[1:]] for pool_id, segs in cut_pools.items()}
     usage = q.pool_usage_totals(span, list(cut_pools), periods, cuts=cuts, by_segment=True)
+    usage_of_pool = defaultdict(list)
+    for (usage_pool, start), totals in usage.items():
+        usage_of_pool[usage_pool].append((start, totals))
     for pool_id, segments in cut_pools.items():
         pool = figures_of_pool[pool_id].pool
         for begin, finish in segments:
             segment_usage = q.UsageTotals()
-            for (usage_pool, start), totals in usage.items():
-                if usage_pool == pool_id and begin <= start < finish:
+            for start, totals in usage_of_pool[pool_id]:
+                if begin <= start < finish:
                     _merge_usage(segment_usage, totals)
             segment_span = q.Span(begin, finish)
             result[(pool_id, begin)] = q.PoolFigures(

@@ -80,13 +80,23 @@ class ShowbackView(APIView):
         figures = selectors.showback(begin, end)
         scope = scope_of(request.user)
         rows = [
-            {"team": spend.team.slug, "name": spend.team.name, "cost_usd": spend.cost_usd}
+            {
+                "team": spend.team.slug,
+                "name": spend.team.name,
+                "cost_usd": spend.cost_usd,
+                "unallocated_usd": spend.unallocated_usd,
+            }
             for team_id, spend in figures.teams.items()
             if scope.everything or team_id in scope.team_ids
         ]
         if scope.everything:
             rows.append(
-                {"team": None, "name": "Unattributed", "cost_usd": figures.unattributed.cost_usd}
+                {
+                    "team": None,
+                    "name": "Unattributed",
+                    "cost_usd": figures.unattributed.cost_usd,
+                    "unallocated_usd": figures.unattributed.unallocated_usd,
+                }
             )
         data = {
             "month": f"{start:%Y-%m}",

@@ -126,6 +126,10 @@ class ShowbackRowSerializer(serializers.Serializer):
     team = serializers.CharField(allow_null=True, help_text="The team's slug; null: unattributed.")
     name = serializers.CharField()
     cost_usd = serializers.FloatField()
+    unallocated_usd = serializers.FloatField(
+        help_text="Of cost_usd, what no running workload holds: the unallocated capacity of "
+        "the team's own pools (unattributed row: of shared pools, and pools without workloads)."
+    )
 
 
 class ShowbackSerializer(serializers.Serializer):
