@@ -91,6 +91,19 @@ def shared():
         for step in range(5, HOURS)
     ]
     WorkloadHourlyRequests.objects.bulk_create(requests)
+    # Every hour reports its 8 GPUs, 4 busy: measured cost 8 × $2 = $16, as unmeasured.
+    PoolHourlyUsage.objects.bulk_create(
+        PoolHourlyUsage(
+            pool=pool,
+            hour=START + timedelta(hours=step),
+            reporting_gpus=8,
+            capacity_gpu_hours=8,
+            busy_gpu_hours=4,
+            avg_utilization_pct=50,
+            max_utilization_pct=50,
+        )
+        for step in range(HOURS)
+    )
     return {"pool": pool, "chat": chat, "search": search, "rerank": rerank}
 
 
@@ -132,6 +145,10 @@ def test_a_shared_inference_pool_splits_by_declared_gpus_while_running(shared):
     assert rows["chat"].capacity_gpu_hours == pytest.approx(20.0)
     assert rows["search"].capacity_gpu_hours == pytest.approx(22.0)
     assert rows["unallocated"].capacity_gpu_hours == pytest.approx(80.0 - 20.0 - 22.0)
+    # Busy GPU-hours too: 4 an hour; chat 10 h × 2/8 × 4 = 10, search 5.5 h × 4/8 × 4 = 11.
+    assert rows["chat"].busy_gpu_hours == pytest.approx(10.0)
+    assert rows["search"].busy_gpu_hours == pytest.approx(11.0)
+    assert rows["unallocated"].busy_gpu_hours == pytest.approx(40.0 - 10.0 - 11.0)
     # Unit costs: chat $40 ÷ 10,000 requests × 1,000 = $4.00, ÷ 2,000,000 tokens × 1 M
     # = $20.00; search $44 ÷ 5,000 × 1,000 = $8.80, ÷ 4,000,000 × 1 M = $11.00.
     assert rows["chat"].cost_per_1k_requests_usd == pytest.approx(4.00)
