@@ -277,3 +277,28 @@ def test_showback_follows_the_split():
     assert figures.teams[ops.id].unallocated_usd == pytest.approx(40.0)
     assert figures.unattributed.cost_usd == pytest.approx(120.0)
     assert figures.total_usd == pytest.approx(320.0)
+
+
+@pytest.mark.django_db
+def test_every_running_demo_workload_has_a_cost(demo):
+    """The demo's 28 days: every running workload carries its declared share; the planned
+    and the paused ones cost nothing and say why; the rows add up to the pools'."""
+    from django.utils import timezone
+
+    from apps.pools.models import Workload
+
+    end = timezone.now()
+    start = end - timedelta(days=28)
+    rows = _rows(start, end)
+    for workload in Workload.objects.all():
+        row = rows[workload.slug]
+        if workload.status == WorkloadStatus.RUNNING:
+            assert row.cost_usd > 0, workload.slug
+            assert row.split_rule == "declared", workload.slug
+        else:
+            assert row.cost_usd == 0, workload.slug
+            assert row.split_rule == "not_running", workload.slug
+    asia = rows["chat-api-asia"]
+    assert asia.cost_per_1k_requests_usd and asia.cost_per_1m_tokens_usd
+    pools_usd = sum(row.cost_usd for row in cost_report(start, end, "pool"))
+    assert sum(row.cost_usd for row in rows.values()) == pytest.approx(pools_usd)
