@@ -184,6 +184,19 @@ class WorkloadFactory(factory.django.DjangoModelFactory):
     zero_stage = 3
 
 
+def status_history(workload: Workload, *steps) -> Workload:
+    """Give ``workload`` the status history ``steps``: (moment, status) pairs, oldest
+    first, each in force until the next (apps/pools/running.py reads them). Its current
+    status is the last one."""
+    Workload.history.model.objects.filter(id=workload.id).delete()
+    for moment, status in steps:
+        workload.status = status
+        workload.save()
+        newest = Workload.history.model.objects.filter(id=workload.id).latest("history_id")
+        Workload.history.model.objects.filter(pk=newest.pk).update(history_date=moment)
+    return workload
+
+
 # --- Telemetry --------------------------------------------------------------------------
 
 

@@ -80,7 +80,8 @@ class ExplainStepSerializer(serializers.Serializer):
 
 class CostRowSerializer(serializers.Serializer):
     key = serializers.CharField(
-        help_text="Pool or workload slug, purpose, “unattributed”, or “other-teams”: the "
+        help_text="Pool or workload slug, purpose, “unallocated” (the pools' GPUs no running "
+        "workload holds), “unattributed” (pools without any workload), or “other-teams”: the "
         "workloads of teams outside the caller's scope on a shared pool, unnamed."
     )
     label = serializers.CharField()
@@ -118,6 +119,22 @@ class CostRowSerializer(serializers.Serializer):
     )
     cost_per_effective_training_gpu_hour_usd = UnitPriceField(allow_null=True)
     interruption_cost_usd = MoneyField(help_text="Lost GPU-hours × price.")
+    split_rule = serializers.ChoiceField(
+        choices=["", "measured", "declared", "scaled_down", "not_running", "unallocated"]
+        + ["unattributed"],
+        help_text="Grouped by workload: the rule that gave the row its share of its pool "
+        "(measured: pod labels only; declared: declared GPUs ÷ pool GPUs while running, "
+        "after the labelled GPU-hours; scaled_down: declared, scaled down because the "
+        "running workloads declared more GPUs than the pool has; not_running: no running "
+        "hour, no cost). Empty when grouped by pool or purpose.",
+    )
+    split_rule_text = serializers.CharField(
+        help_text="The rule in words, e.g. “declared: 2 of 8 GPUs while running (96 h)”."
+    )
+    split_scaled_down = serializers.BooleanField(
+        help_text="true: the running workloads declared more GPUs than the pool has, and "
+        "the row's share was scaled down."
+    )
     explain = serializers.DictField(
         child=ExplainStepSerializer(many=True),
         required=False,

@@ -89,6 +89,32 @@ class AttributedPart:
 
 
 @dataclass(frozen=True)
+class DeclaredPart:
+    """A running workload's declared share of its pool, less the labelled GPU-hours
+    (apps/reports/split.py): ``values`` = GPUs ÷ pool GPUs × ``weighted_rest``, the
+    pool's figures over the hours it ran (each hour × the fraction of it the workload ran
+    × the scale-down, if any). ``rule`` is the sentence that names the rule."""
+
+    pool_name: str
+    workload_label: str
+    rule: str
+    gpus: int
+    pool_gpus: int
+    weighted_rest: dict
+    values: dict
+    counts_as: str
+
+
+@dataclass(frozen=True)
+class UnallocatedPart:
+    """A pool's figures that no running workload holds (apps/reports/split.py)."""
+
+    pool_name: str
+    values: dict
+    counts_as: str
+
+
+@dataclass(frozen=True)
 class RequestsPart:
     """Requests and tokens a pool's workloads, or one workload, logged in the range."""
 
@@ -469,6 +495,7 @@ def _attributed_line(part: AttributedPart, figure: str):
         "allocated": quantity(part.allocated_gpu_hours),
         "capacity": quantity(usage.measured_capacity_gpu_hours),
     }
+    cost_text = _("measured: pod labels: %(cost)s") % {"cost": cost_text}
     if figure in ("cost_usd", "measured_cost_usd"):
         return cost_text, sign * part.cost_usd, ""
     if figure == "training_cost_usd" and part.counts_as == TRAINING:
@@ -485,7 +512,51 @@ def _attributed_line(part: AttributedPart, figure: str):
     return None
 
 
+def _shared_figure(part, figure: str) -> str | None:
+    """The figure of a share's ``values`` that adds to ``figure``, or None."""
+    if figure in ("training_busy_gpu_hours", "training_cost_usd"):
+        if part.counts_as != TRAINING:
+            return None
+        return "busy_gpu_hours" if figure == "training_busy_gpu_hours" else "cost_usd"
+    if figure == "inference_cost_usd":
+        return "cost_usd" if part.counts_as == INFERENCE else None
+    return figure if figure in part.values else None
+
+
+def _declared_line(part: DeclaredPart, figure: str):
+    name = _shared_figure(part, figure)
+    if name is None:
+        return None
+    unit = FIGURES[figure][1]
+    expression = _(
+        "%(rule)s: %(gpus)s ÷ %(pool_gpus)s × %(rest)s of the pool in those hours, "
+        "less labelled GPU-h"
+    ) % {
+        "rule": part.rule,
+        "gpus": part.gpus,
+        "pool_gpus": part.pool_gpus,
+        "rest": format_value(part.weighted_rest.get(name, 0.0), unit),
+    }
+    return expression, part.values.get(name, 0.0), ""
+
+
+def _unallocated_line(part: UnallocatedPart, figure: str):
+    name = _shared_figure(part, figure)
+    if name is None:
+        return None
+    expression = _(
+        "unallocated: Σ hour by hour (1 − running workloads' declared GPUs ÷ pool GPUs) × "
+        "the hour's figure less labelled GPU-h"
+    )
+    return expression, part.values.get(name, 0.0), ""
+
+
 def _part_label(part) -> str:
+    if isinstance(part, DeclaredPart):
+        values = {"workload": part.workload_label, "pool": part.pool_name}
+        return _("%(workload)s's share of %(pool)s") % values
+    if isinstance(part, UnallocatedPart):
+        return _("unallocated capacity of %(pool)s") % {"pool": part.pool_name}
     if isinstance(part, PoolPart):
         return part.figures.pool.name
     if isinstance(part, AttributedPart):
@@ -497,6 +568,10 @@ def _part_label(part) -> str:
 
 
 def _line(part, figure: str):
+    if isinstance(part, DeclaredPart):
+        return _declared_line(part, figure)
+    if isinstance(part, UnallocatedPart):
+        return _unallocated_line(part, figure)
     if isinstance(part, PoolPart):
         return _pool_line(part, figure)
     if isinstance(part, AttributedPart):

@@ -281,14 +281,23 @@ PRICE_COLUMNS = (
 
 
 def pool_usage_totals(
-    span: Span, pool_ids=None, periods=None, service_periods=None
-) -> dict[int, UsageTotals]:
+    span: Span,
+    pool_ids=None,
+    periods=None,
+    service_periods=None,
+    *,
+    cuts=None,
+    by_segment=False,
+) -> dict:
     """Per pool: sums over the span's measured hours, each at the prices in force in it.
     Four queries (one fewer given ``periods``, from ``price_periods_of``, and one fewer
     given ``service_periods``: pool id → (in service from, until)).
 
     An hour the pool's service period starts or ends inside of counts for the fraction
     of it in service (``service_edge_hours``), its day read hour by hour.
+
+    ``cuts`` (pool id → whole hours) cut the pools' sums further; ``by_segment`` keys the
+    sums by (pool id, start of the segment: a cut, a price change or the span's start).
 
     The rows are summed in SQL by pool and price segment (a CASE on the price changes
     inside the span, no lookup per row), and each segment's sums are priced here. A whole
@@ -304,12 +313,20 @@ def pool_usage_totals(
     last_at = datetime.combine(last, time.min, tzinfo=UTC)
     # The price changes inside the span, latest first: a CASE takes the first match.
     changes = sorted(
-        (
-            (pool_id, period.effective_from.astimezone(UTC))
-            for pool_id, pool_periods in periods.items()
-            for period in pool_periods
-            if span.start < period.effective_from < span.end
-        ),
+        {
+            *(
+                (pool_id, period.effective_from.astimezone(UTC))
+                for pool_id, pool_periods in periods.items()
+                for period in pool_periods
+                if span.start < period.effective_from < span.end
+            ),
+            *(
+                (pool_id, cut.astimezone(UTC))
+                for pool_id, pool_cuts in (cuts or {}).items()
+                for cut in pool_cuts
+                if span.start < cut < span.end
+            ),
+        },
         key=lambda change: change[1],
         reverse=True,
     )
@@ -400,7 +417,7 @@ def pool_usage_totals(
         energy = (row["energy"] or 0.0) + tdp_kw * (row["busy_without_energy"] or 0.0)
         row["cost"] = fixed * (row["measured_capacity"] or 0.0) + per_kwh * energy
         row["full_price"] = (row["measured_hours"] or 0) * (fixed + per_kwh * tdp_kw)
-        totals[pool_id].add(row)
+        totals[(pool_id, row["segment"] or span.start) if by_segment else pool_id].add(row)
     return totals
 
 
@@ -683,6 +700,12 @@ class CostRow:
     measured_parts: int = 0
     estimated_parts: int = 0
     members: list = field(default_factory=list, repr=False)
+    # Grouped by workload, the rule that gave the row its share of its pool
+    # (apps/reports/split.py), the sentence that names it, and whether the running
+    # workloads declared more GPUs than the pool has.
+    split_rule: str = ""
+    split_rule_text: str = ""
+    split_scaled_down: bool = False
     # What the row adds up, in order, for its explanations (apps/reports/explain.py).
     parts: list = field(default_factory=list, repr=False)
 
@@ -776,6 +799,9 @@ class CostRow:
                 self.cost_per_effective_training_gpu_hour_usd
             ),
             "interruption_cost_usd": self.interruption_cost_usd,
+            "split_rule": self.split_rule,
+            "split_rule_text": self.split_rule_text,
+            "split_scaled_down": self.split_scaled_down,
         }
 
 
@@ -928,11 +954,10 @@ def cost_report(
 ) -> list[CostRow]:
     """Rows of the cost report, one per pool, purpose or workload.
 
-    Grouped by workload, a pool that runs exactly one workload gives it all its hours and
-    cost. In a pool shared by several workloads, a workload gets the GPU-hours its
-    samples' Kubernetes labels attribute to it (``WorkloadHourlyUsage``) at the pool's
-    measured cost per GPU-hour; the rest of shared pools, and pools with no workload, are
-    summed into one "unattributed" row (requests are always the workload's own).
+    Grouped by workload, each pool's hours are split by the rule of apps/reports/split.py:
+    pod labels first, then each running workload's declared GPUs ÷ the pool's GPUs; what
+    no workload holds is one "unallocated" row, pools without any workload one
+    "unattributed" row (requests are always the workload's own).
 
     Only the pools in ``scope`` count, every workload on them included, so a pool's
     figures are whole. Grouped by workload, the workloads outside ``scope`` (other teams'
@@ -996,133 +1021,10 @@ def cost_report(
             _add_requests(row, pool_figures_.requests, pool_figures_.pool.name)
         return list(rows.values())
 
-    # group_by == "workload"
-    workloads_by_pool = defaultdict(list)
-    for workload in workloads:
-        workloads_by_pool[workload.pool_id].append(workload)
-    attributed = attributed_usage(span, workload_ids)
-    rows = []
-    others = []
-    other_label = gettext("Other teams' workloads")
-    unattributed = CostRow(key=UNATTRIBUTED, label=gettext("Unattributed (shared or unused pools)"))
-    for pool_figures_ in figures:
-        pool_workloads = workloads_by_pool[pool_figures_.pool.id]
-        if len(pool_workloads) != 1:
-            _add_pool(unattributed, pool_figures_)
-        for workload in pool_workloads:
-            visible = scope.covers_team(workload.effective_team_id)
-            name = workload.name if visible else other_label
-            row = CostRow(
-                key=workload.slug if visible else OTHER_TEAMS,
-                label=name,
-                purpose=workload.pool.purpose,
-            )
-            if len(pool_workloads) != 1 and workload.id in attributed:
-                _move_attributed(row, unattributed, pool_figures_, workload, attributed, name)
-            if len(pool_workloads) == 1:
-                _add_pool(row, pool_figures_)
-                # Purpose follows the workload's kind here, not its pool's.
-                row.training_busy_gpu_hours = row.training_cost_usd = 0.0
-                row.inference_cost_usd = row.training_lost_gpu_hours = 0.0
-                counts_as = (
-                    Purpose.TRAINING if workload.kind in TRAINING_KINDS else Purpose.INFERENCE
-                )
-                row.parts[-1] = explain.PoolPart(pool_figures_, counts_as=counts_as)
-                if workload.kind in TRAINING_KINDS:
-                    row.training_busy_gpu_hours = pool_figures_.usage.busy_gpu_hours
-                    row.training_cost_usd = pool_figures_.cost_usd
-                    row.training_lost_gpu_hours = lost.get(workload.id, 0.0)
-                else:
-                    row.inference_cost_usd = pool_figures_.cost_usd
-            else:
-                lost_gpu_hours = lost.get(workload.id, 0.0)
-                training = workload.kind in TRAINING_KINDS
-                _move_lost(row, unattributed, pool_figures_, name, lost_gpu_hours, training)
-            if workload.kind in TRAINING_KINDS:
-                row.count_effective_training(workload.id, measured, name)
-            _add_requests(row, requests.get(workload.id, RequestTotals()), name)
-            (rows if visible else others).append(row)
-    if others:
-        rows.append(total_row(others, key=OTHER_TEAMS, label=other_label))
-    if unattributed.training_busy_gpu_hours > 1e-9:
-        # Busy training hours that no workload's events account for.
-        unattributed.estimated_parts += 1
-    if unattributed.pool_count:
-        rows.append(unattributed)
-    return rows
+    # group_by == "workload": the split by rule (apps/reports/split.py).
+    from apps.reports import split
 
-
-def attributed_usage(span: Span, workload_ids) -> dict[int, tuple[float, float]]:
-    """Per workload: (allocated, busy) GPU-hours its labelled samples account for in
-    shared pools (apps/reports/models.py, WorkloadHourlyUsage). One query."""
-    from apps.telemetry.models import WorkloadHourlyUsage
-
-    rows = (
-        WorkloadHourlyUsage.objects.filter(
-            workload_id__in=workload_ids, hour__gte=span.start, hour__lt=span.end
-        )
-        .values("workload_id")
-        .annotate(allocated=Sum("allocated_gpu_hours"), busy=Sum("busy_gpu_hours"))
-    )
-    return {row["workload_id"]: (row["allocated"], row["busy"]) for row in rows}
-
-
-def _move_attributed(row, unattributed, figures: PoolFigures, workload, attributed, name: str):
-    """Give a workload of a shared pool the GPU-hours its samples carry, at the pool's
-    measured cost per GPU-hour, and take them out of the pool's unattributed rest. The
-    explanations call it ``name`` (its own, or the other teams' row's)."""
-    allocated, busy = attributed[workload.id]
-    capacity = figures.usage.measured_capacity_gpu_hours
-    share = allocated / capacity if capacity else 0.0
-    cost = figures.usage.measured_cost_usd * share
-    idle = costmodel.idle_cost_usd(cost, busy, allocated)
-    for target, sign in ((row, 1), (unattributed, -1)):
-        target.capacity_gpu_hours += sign * allocated
-        target.measured_capacity_gpu_hours += sign * allocated
-        target.busy_gpu_hours += sign * busy
-        target.cost_usd += sign * cost
-        target.measured_cost_usd += sign * cost
-        target.idle_cost_usd += sign * idle
-    # Training and inference parts follow the workload's kind for its own row and the
-    # pool's purpose for the rest, as _add_pool counted them.
-    if workload.kind in TRAINING_KINDS:
-        row.training_busy_gpu_hours += busy
-        row.training_cost_usd += cost
-    else:
-        row.inference_cost_usd += cost
-    if figures.pool.purpose == Purpose.TRAINING:
-        unattributed.training_busy_gpu_hours -= busy
-        unattributed.training_cost_usd -= cost
-    elif figures.pool.purpose == Purpose.INFERENCE:
-        unattributed.inference_cost_usd -= cost
-    row.pool_count = 1
-    row.gpus = workload.gpu_count
-    kind = Purpose.TRAINING if workload.kind in TRAINING_KINDS else Purpose.INFERENCE
-    for target, sign, counts_as in ((row, 1, kind), (unattributed, -1, figures.pool.purpose)):
-        target.parts.append(
-            explain.AttributedPart(figures, name, allocated, busy, cost, idle, counts_as, sign)
-        )
-
-
-def _move_lost(
-    row, unattributed, figures: PoolFigures, name: str, lost_gpu_hours: float, training: bool
-):
-    """A workload of a shared pool carries its own lost GPU-hours (``training``: against
-    its busy training hours). The pool's figures count them in the unattributed rest too
-    (_add_pool), so they leave it there: the rows add up to the pool's lost hours once."""
-    price = figures.unmeasured_usd_per_gpu_hour
-    row.lost_gpu_hours += lost_gpu_hours
-    row.parts.append(explain.LostPart(name, lost_gpu_hours, price))
-    if training:
-        row.training_lost_gpu_hours += lost_gpu_hours
-    if not lost_gpu_hours:
-        return
-    row.interruption_cost_usd += lost_gpu_hours * price
-    unattributed.lost_gpu_hours -= lost_gpu_hours
-    unattributed.interruption_cost_usd -= lost_gpu_hours * price
-    if figures.pool.purpose == Purpose.TRAINING:
-        unattributed.training_lost_gpu_hours -= lost_gpu_hours
-    unattributed.parts.append(explain.LostPart(name, lost_gpu_hours, price, sign=-1))
+    return split.workload_rows(span, figures, workloads, requests, lost, measured, scope)
 
 
 def total_row(rows: list[CostRow], *, key: str = "total", label: str | None = None) -> CostRow:

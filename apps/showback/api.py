@@ -86,12 +86,22 @@ class ShowbackView(APIView):
         for team_id, spend in figures.teams.items():
             if scope.everything or team_id in scope.team_ids:
                 rows.append(
-                    {"team": spend.team.slug, "name": spend.team.name, "cost_usd": spend.cost_usd}
+                    {
+                        "team": spend.team.slug,
+                        "name": spend.team.name,
+                        "cost_usd": spend.cost_usd,
+                        "unallocated_usd": spend.unallocated_usd,
+                    }
                 )
                 rows.extend(_adjustment_rows(spend, spend.team.slug, spend.team.name))
         if scope.everything:
             rows.append(
-                {"team": None, "name": "Unattributed", "cost_usd": figures.unattributed.cost_usd}
+                {
+                    "team": None,
+                    "name": "Unattributed",
+                    "cost_usd": figures.unattributed.cost_usd,
+                    "unallocated_usd": figures.unattributed.unallocated_usd,
+                }
             )
             rows.extend(_adjustment_rows(figures.unattributed, None, "Unattributed"))
         data = {

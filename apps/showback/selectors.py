@@ -1,16 +1,17 @@
 """Showback: each team's spend over a span, read from the cost report so the figures
 equal the Reports page's.
 
-The split, pool by pool (``cost_report`` grouped by pool gives each pool's cost, grouped
-by workload what it attributes to each workload):
+The split follows the cost report grouped by workload (apps/reports/split.py: pod labels
+first, then each running workload's declared GPUs ÷ the pool's GPUs, hour by hour):
 
-- a workload's cost goes to its team, or else its pool's team (none: unattributed);
-- a pool's cost less what went to its workloads goes to the pool's team, or, for a
-  shared pool, stays unattributed.
+- a workload's share goes to its team, or else its pool's team (none: unattributed);
+- a pool's cost less its workloads' shares (its unallocated capacity, and the whole of a
+  pool without workloads) goes to the pool's team, counted apart as that team's
+  ``unallocated_usd``; a shared pool's (no team) stays unattributed.
 
-So a team's own pools count in full minus the cost attributed to other teams'
-workloads, a shared pool is split by workload attribution, and the teams plus the
-unattributed rest add up to the fleet's cost.
+So the teams plus the unattributed rest add up to the fleet's cost, and each team's
+spend is its workloads' shares plus the unallocated capacity of its own pools.
+Budgets and the audit bundle read these figures.
 """
 
 from dataclasses import dataclass, field
@@ -32,6 +33,9 @@ from apps.showback.models import Budget
 class TeamSpend:
     team: Team | None  # None: unattributed
     cost_usd: float = 0.0
+    # Of cost_usd, the unallocated capacity of the team's own pools (what none of their
+    # running workloads holds).
+    unallocated_usd: float = 0.0
     # pool id → USD the team's share of that pool came to
     by_pool_usd: dict[int, float] = field(default_factory=dict)
 
@@ -199,7 +203,9 @@ def live_showback(start: datetime, end: datetime) -> Showback:
         rest_usd[workload.pool_id] -= row.cost_usd
     for pool_id, usd in rest_usd.items():
         if usd:
-            spend_of(pools[pool_id].team_id).add(pool_id, usd)
+            spend = spend_of(pools[pool_id].team_id)
+            spend.add(pool_id, usd)
+            spend.unallocated_usd += usd
     return Showback(start, end, teams, unattributed, pools, pool_cost_usd, workload_rows)
 
 

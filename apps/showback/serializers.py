@@ -140,6 +140,12 @@ class ShowbackRowSerializer(serializers.Serializer):
         help_text="An adjustment line: the closed month (YYYY-MM) whose figures moved "
         "since it closed, by cost_usd; null for the team's own spend.",
     )
+    unallocated_usd = MoneyField(
+        default=0,
+        help_text="Of cost_usd, what no running workload holds: the unallocated capacity of "
+        "the team's own pools (unattributed row: of shared pools, and pools without "
+        "workloads); 0 on an adjustment line.",
+    )
 
 
 class ShowbackSerializer(serializers.Serializer):

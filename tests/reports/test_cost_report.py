@@ -22,9 +22,11 @@ from apps.pools.models import (
     Purpose,
     Workload,
     WorkloadKind,
+    WorkloadStatus,
 )
 from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
+from tests.factories import status_history
 from tests.money import cents, unit_price, within_a_cent
 
 # A range of 2 whole UTC days plus 6 hours on each side, so the report reads daily rows
@@ -91,6 +93,9 @@ def fleet(gpu_model, django_user_model):
         gpu_count=16,
         checkpoint_interval_minutes=60,
     )
+    # Both run throughout the range: a workload is charged only for its running hours.
+    for workload in (serving, training):
+        status_history(workload, (START - timedelta(days=30), WorkloadStatus.RUNNING))
     usage = []
     for step in range(HOURS):
         hour = START + timedelta(hours=step)
@@ -286,7 +291,10 @@ def test_cost_by_purpose_and_workload_add_up(client, make_user, fleet):
 
 
 @pytest.mark.django_db
-def test_a_pool_shared_by_workloads_is_unattributed(client, make_user, fleet):
+def test_a_planned_workload_on_a_shared_pool_costs_nothing(client, make_user, fleet):
+    """Chat runs on 8 of the cloud pool's 8 GPUs throughout: 8 ÷ 8 of every hour's cost
+    is the whole pool's; Rerank is planned, its 2 GPUs cost nothing and nothing is left
+    unallocated."""
     Workload.objects.create(
         name="Rerank",
         slug="rerank",
@@ -296,9 +304,11 @@ def test_a_pool_shared_by_workloads_is_unattributed(client, make_user, fleet):
     )
     client.force_login(make_user("reader"))
     rows = _get(client, start=START.isoformat(), end=END.isoformat(), group_by="workload")
-    assert rows["chat"]["cost_usd"] == "0.00"
-    assert rows["chat"]["requests"] > 0  # requests stay the workload's own
-    assert rows["unattributed"]["cost_usd"] == cents(_hand_figures()["cloud"]["cost"])
+    assert rows["chat"]["cost_usd"] == cents(_hand_figures()["cloud"]["cost"])
+    assert rows["chat"]["split_rule"] == "declared"
+    assert rows["rerank"]["cost_usd"] == "0.00"
+    assert rows["rerank"]["split_rule"] == "not_running"
+    assert "unallocated" not in rows and "unattributed" not in rows
 
 
 @pytest.mark.django_db
@@ -483,8 +493,8 @@ def test_shared_pool_is_split_by_kubernetes_labels(client, make_user, gpu_model)
     pod at 50 %. By hand: the chat workload (prefix "chat-", the longest match) gets
     allocated 2/4 = 0.5 GPU-h and busy (80 + 80)/100/4 = 0.4; the catch-all "serve"
     workload 0.5 and 0.2; the pool's hour is 8 GPUs × $2.00 = $16.00, so each gets
-    $16 × 0.5/8 = $1.00 and the rest ($14.00, busy 0.6 + 0.5 − 0.6 = 0.5) is
-    unattributed."""
+    $16 × 0.5/8 = $1.00 and the rest ($14.00, busy 0.6 + 0.5 − 0.6 = 0.5) is the pool's
+    unallocated capacity: none of the three workloads is running (they are planned)."""
     from apps.telemetry.models import GpuDevice, GpuSample
     from apps.telemetry.rollups import rollup_pool_hours
 
@@ -566,8 +576,9 @@ def test_shared_pool_is_split_by_kubernetes_labels(client, make_user, gpu_model)
     assert rows["serve-rest"]["busy_gpu_hours"] == pytest.approx(0.2)
     assert rows["serve-rest"]["cost_usd"] == "1.00"
     assert rows["unlabelled"]["cost_usd"] == "0.00"
-    assert rows["unattributed"]["cost_usd"] == "14.00"
-    assert rows["unattributed"]["busy_gpu_hours"] == pytest.approx(1.1 - 0.6)
+    assert rows["unallocated"]["cost_usd"] == "14.00"
+    assert rows["unallocated"]["busy_gpu_hours"] == pytest.approx(1.1 - 0.6)
+    assert "unattributed" not in rows
 
 
 @pytest.mark.django_db
@@ -641,7 +652,8 @@ def test_lost_hours_of_a_shared_training_pool_are_counted_once(client, make_user
     assert by_workload["job-a"]["lost_gpu_hours"] == pytest.approx(3.0)
     assert by_workload["job-b"]["lost_gpu_hours"] == pytest.approx(8.0)
     assert by_workload["job-a"]["interruption_cost_usd"] == "6.00"
-    assert by_workload["unattributed"]["lost_gpu_hours"] == pytest.approx(0.0)
+    # The planned jobs hold no share: the pool's cost is unallocated, its lost hours none.
+    assert by_workload["unallocated"]["lost_gpu_hours"] == pytest.approx(0.0)
     assert sum(row["lost_gpu_hours"] for row in by_workload.values()) == pytest.approx(11.0)
     interruption_usd = sum(Decimal(row["interruption_cost_usd"]) for row in by_workload.values())
     assert interruption_usd == Decimal("22.00")

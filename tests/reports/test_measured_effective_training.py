@@ -17,13 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from apps.pools.models import WorkloadStatus
 from apps.reports.exports import cost_report_csv
 from apps.reports.queries import cost_report
 from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage
 from apps.training import services
 from apps.training.models import TrainingImportRun
-from tests.factories import PoolFactory, UserFactory, WorkloadFactory
+from tests.factories import PoolFactory, UserFactory, WorkloadFactory, status_history
 
 PRIMER = Path(__file__).parents[1] / "data" / "goodput-measure" / "primer_worked_example.jsonl"
 START = datetime(2025, 1, 1, tzinfo=UTC)
@@ -32,7 +33,10 @@ END = datetime(2025, 1, 2, tzinfo=UTC)
 
 @pytest.fixture
 def two_workloads(gpu_model):
-    measured_pool = PoolFactory(name="Measured pool", slug="measured-pool", gpu_model=gpu_model)
+    # 8 GPUs, all the measured run's: the pool's hours are the run's whole.
+    measured_pool = PoolFactory(
+        name="Measured pool", slug="measured-pool", gpu_model=gpu_model, gpu_count=8
+    )
     measured = WorkloadFactory(
         name="Measured run",
         slug="measured-run",
@@ -60,6 +64,9 @@ def two_workloads(gpu_model):
         )
         for hour in range(10)
     )
+    # Both run throughout: the report charges a workload its running hours only.
+    for workload in (measured, estimated):
+        status_history(workload, (START - timedelta(days=1), WorkloadStatus.RUNNING))
     rebuild_days(START - timedelta(days=1), END + timedelta(days=1))
     return measured, estimated
 

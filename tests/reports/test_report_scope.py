@@ -3,8 +3,10 @@
 Three on-demand pools, every hour of two UTC days measured: team A's (4 GPUs at
 $2.00/GPU-h), team B's (4 GPUs at $3.00/GPU-h) and a shared one (8 GPUs at $2.50/GPU-h)
 running a workload of each team, whose labelled samples give team A's 3 GPUs and team
-B's 4 GPUs every hour. A member of team A sees team A's pool and the shared one; the
-shared pool's cost stays whole, team B's share of it is one unnamed row.
+B's 4 GPUs every hour. The single pools' workloads run throughout on all their GPUs; the
+shared pool's two are planned, so only their labels give them cost and its last GPU is
+unallocated. A member of team A sees team A's pool and the shared one; the shared pool's
+cost stays whole, team B's share of it is one unnamed row.
 """
 
 import io
@@ -18,12 +20,12 @@ from django.utils import timezone
 from openpyxl import load_workbook
 
 from apps.accounts.scope import EVERYTHING, scope_of
-from apps.pools.models import Deployment, Pool, Purpose, Workload, WorkloadKind
+from apps.pools.models import Deployment, Pool, Purpose, Workload, WorkloadKind, WorkloadStatus
 from apps.reports import queries, selectors
 from apps.reports.forms import report_filter_form
 from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyUsage
-from tests.factories import TeamFactory, UserFactory
+from tests.factories import TeamFactory, UserFactory, status_history
 from tests.money import cents
 
 START = datetime(2026, 3, 10, tzinfo=UTC)
@@ -67,20 +69,14 @@ def fleet(gpu_model, teams):
         pools[slug] = pool
     Pool.objects.update(in_service_from=START - timedelta(days=30))
     shared = pools["shared-pool"]
-    Workload.objects.create(
-        name="Vision serve",
-        slug="vision-serve",
-        kind=WorkloadKind.ONLINE_INFERENCE,
-        pool=pools["vision-pool"],
-        gpu_count=4,
-    )
-    Workload.objects.create(
-        name="Speech serve",
-        slug="speech-serve",
-        kind=WorkloadKind.ONLINE_INFERENCE,
-        pool=pools["speech-pool"],
-        gpu_count=4,
-    )
+    for name, slug, pool in (
+        ("Vision serve", "vision-serve", "vision-pool"),
+        ("Speech serve", "speech-serve", "speech-pool"),
+    ):
+        serving = Workload.objects.create(
+            name=name, slug=slug, kind=WorkloadKind.ONLINE_INFERENCE, pool=pools[pool], gpu_count=4
+        )
+        status_history(serving, (START - timedelta(days=30), WorkloadStatus.RUNNING))
     vision_finetune = Workload.objects.create(
         name="Vision finetune",
         slug="vision-finetune",
@@ -175,7 +171,7 @@ def test_other_teams_workloads_on_a_shared_pool_are_one_unnamed_row(client, flee
     client.force_login(UserFactory(teams=[teams["a"]]))
     response = _api_rows(client, "workload")
     rows = {row["key"]: row for row in response.json()}
-    assert set(rows) == {"vision-serve", "vision-finetune", queries.OTHER_TEAMS, "unattributed"}
+    assert set(rows) == {"vision-serve", "vision-finetune", queries.OTHER_TEAMS, "unallocated"}
     shared_usd_per_gpu_hour = 2.50
     other = rows[queries.OTHER_TEAMS]
     assert other["label"] == "Other teams' workloads"
@@ -183,10 +179,12 @@ def test_other_teams_workloads_on_a_shared_pool_are_one_unnamed_row(client, flee
     assert rows["vision-finetune"]["cost_usd"] == cents(
         VISION_SHARED_GPUS * HOURS * shared_usd_per_gpu_hour
     )
-    # The shared pool's rest, and its whole: 8 GPUs × 48 h × $2.50.
+    # The shared pool's rest (unallocated: 8 − 3 − 4 = 1 GPU), and its whole:
+    # 8 GPUs × 48 h × $2.50.
+    assert rows["unallocated"]["cost_usd"] == cents(1 * HOURS * shared_usd_per_gpu_hour)
     shared_rows_usd = sum(
         Decimal(rows[key]["cost_usd"])
-        for key in ("vision-finetune", queries.OTHER_TEAMS, "unattributed")
+        for key in ("vision-finetune", queries.OTHER_TEAMS, "unallocated")
     )
     assert shared_rows_usd == Decimal(cents(8 * HOURS * shared_usd_per_gpu_hour))
     for name in TEAM_B_NAMES:
@@ -218,7 +216,7 @@ def test_the_report_page_and_its_explanations_do_not_name_other_teams(client, fl
     for name in TEAM_B_NAMES:
         assert name not in content
     explain_url = reverse("reports:report_explain")
-    for row in (queries.OTHER_TEAMS, "unattributed", ""):
+    for row in (queries.OTHER_TEAMS, "unallocated", ""):
         explanation = client.get(
             explain_url, {**FILTERS, "group_by": "workload", "row": row, "figure": "cost_usd"}
         )

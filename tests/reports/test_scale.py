@@ -12,7 +12,14 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from apps.pools.models import Deployment, Pool, Purpose, Workload, WorkloadKind
+from apps.pools.models import (
+    Deployment,
+    Pool,
+    Purpose,
+    Workload,
+    WorkloadKind,
+    WorkloadStatus,
+)
 from apps.reports.cache import bump_reports_version
 from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
@@ -59,9 +66,17 @@ def _grow_fleet(gpu_model, upto: int) -> None:
                     kind=WorkloadKind.ONLINE_INFERENCE if index % 2 else WorkloadKind.PRE_TRAINING,
                     pool=pool,
                     gpu_count=4,
+                    status=WorkloadStatus.RUNNING,
                 )
             )
     workloads = Workload.objects.bulk_create(workloads)
+    # The second workload of a shared pool started running mid-range, at half past an
+    # hour: the split cuts those pools' hours there (the others, without any status
+    # record, hold their current status throughout).
+    Workload.history.bulk_history_create(
+        [workload for workload in workloads if workload.slug.endswith("-1")],
+        default_date=now - timedelta(hours=HOURS // 2, minutes=30),
+    )
     PoolHourlyUsage.objects.bulk_create(
         PoolHourlyUsage(
             pool=pool,

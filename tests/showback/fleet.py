@@ -7,15 +7,19 @@ includes power), so a pool costs GPUs × price × 744 over the month. On 10 Marc
 - A (Research, 4 GPUs × $2): a1 (no team: Research) 2 GPU/h, a2 (Serving) 1 GPU/h;
 - B (shared, 8 GPUs × $3): b1 (Research) 2/h, b2 (Serving) 3/h, b3 (no team) 1/h;
 - C (Serving, 2 GPUs × $1): no workload;
-- D (shared, 1 GPU × $5): one workload, d1 (Research), which carries the whole pool.
+- D (shared, 1 GPU × $5): one workload, d1 (Research), running throughout on its pool's
+  only GPU: 1 ÷ 1 of every hour, the whole pool.
+
+The labelled workloads are planned: only their labels give them cost (apps/reports/split.py).
 """
 
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+from apps.pools.models import WorkloadStatus
 from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyUsage
-from tests.factories import PoolFactory, TeamFactory, WorkloadFactory
+from tests.factories import PoolFactory, TeamFactory, WorkloadFactory, status_history
 
 MONTH_START = datetime(2026, 3, 1, tzinfo=UTC)
 MONTH_END = datetime(2026, 4, 1, tzinfo=UTC)
@@ -61,6 +65,7 @@ def make_fleet():
     workloads["d1"] = WorkloadFactory(
         name="d1", slug="d1", pool=pools["pool-d"], team=teams["research"], gpu_count=1
     )
+    status_history(workloads["d1"], (MONTH_START - timedelta(days=60), WorkloadStatus.RUNNING))
     hours = [USAGE_START + timedelta(hours=step) for step in range(USAGE_HOURS)]
     PoolHourlyUsage.objects.bulk_create(
         PoolHourlyUsage(

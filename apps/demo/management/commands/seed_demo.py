@@ -591,6 +591,7 @@ class Command(BaseCommand):
             values = {**spec, "pool": pools[spec["pool"]], "owner": owner}
             values["model_architecture"] = architectures[values.pop("model")]
             workloads[spec["slug"]] = _save_demo_object(registry, Workload, values)
+        _date_back_first_records(workloads.values(), in_service_from)
         return pools, workloads
 
     def seed_closed_month(self, registry, finance, now):
@@ -667,6 +668,18 @@ def seed_price_cut(pool: Pool, history_start: datetime, now: datetime) -> None:
         effective_from=max(cut_at, floor_hour(history_start)),
         **{name: getattr(pool, name) for name in PERIOD_FIELDS},
     )
+
+
+def _date_back_first_records(workloads, since: datetime) -> None:
+    """The demo's workloads are as first seeded since its history starts: the cost report
+    charges a workload for the hours its status history shows it running
+    (apps/pools/running.py), so a running one carries its share of every demo hour and a
+    planned or paused one none. A first record already at or before ``since`` stays."""
+    history = Workload.history.model
+    for workload in workloads:
+        first = history.objects.filter(id=workload.id).order_by("history_date").first()
+        if first is not None and first.history_date > since:
+            history.objects.filter(pk=first.pk).update(history_date=since)
 
 
 def _instant(text: str) -> datetime:

@@ -1,0 +1,398 @@
+"""The cost report grouped by workload: each pool's cost split among its workloads by a
+stated rule, hour by hour.
+
+For each pool-hour:
+
+1. **measured: pod labels.** The GPU-hours a workload's labelled samples hold
+   (``WorkloadHourlyUsage``) go to it at the pool's measured cost per GPU-hour.
+2. **declared.** Of the rest, each workload *running* in the hour (the fraction of the
+   hour it ran, ``apps.pools.running``) gets its declared ``gpu_count`` ÷ the pool's GPUs.
+   When the running workloads declare more GPUs than the pool has, every share is scaled
+   down by pool GPUs ÷ declared GPUs, and the rows say so (**scaled down**).
+3. **unallocated.** What no running workload holds is the pool's unallocated capacity:
+   one row of its own (``UNALLOCATED``), per pool in its explanation.
+4. **unattributed.** The hours of a pool that has no workload at all: no rule can give
+   them to anyone (``queries.UNATTRIBUTED``).
+
+Planned, paused, finished and archived hours cost a workload nothing. Capacity, busy and
+idle figures and the training/inference parts follow the same shares, so workloads +
+unallocated + unattributed = the pool's figures, hour by hour and over any span. A
+workload's lost GPU-hours are its own interruptions' (as a pool's are its workloads').
+
+The rule is linear in the hour's cost, so it is applied per *segment*: the pool's hours
+between two whole hours at which some workload's running state changes (an hour in which
+one changes is a segment of its own, shared by the fraction of it each workload ran).
+The pools' sums per segment come from one query set (``pool_usage_totals`` with cuts),
+the labelled GPU-hours per segment from one query: the number of queries does not grow
+with the number of pools or workloads.
+"""
+
+from collections import defaultdict
+from dataclasses import dataclass, field, fields
+
+from django.db.models import Case, DateTimeField, Q, Sum, Value, When
+from django.utils.translation import gettext
+
+from apps.pools.hours import ceil_hour, floor_hour
+from apps.pools.models import TRAINING_KINDS, Purpose
+from apps.pools.running import running_intervals, running_seconds
+from apps.reports import costmodel, explain
+from apps.reports import queries as q
+
+UNALLOCATED = "unallocated"
+
+# The rule that produced a row's figures (CostRow.split_rule).
+MEASURED = "measured"
+DECLARED = "declared"
+SCALED_DOWN = "scaled_down"
+NOT_RUNNING = "not_running"
+
+# The figures a share of a pool carries; the training and inference parts follow
+# ``cost_usd`` and ``busy_gpu_hours`` by what the row counts as.
+SHARED_FIGURES = (
+    "capacity_gpu_hours",
+    "measured_capacity_gpu_hours",
+    "unmeasured_gpu_hours",
+    "busy_gpu_hours",
+    "cost_usd",
+    "measured_cost_usd",
+    "unmeasured_cost_usd",
+    "idle_cost_usd",
+)
+
+
+def _pool_vector(figures: q.PoolFigures) -> dict[str, float]:
+    gpus = figures.pool.gpu_count
+    return {
+        "capacity_gpu_hours": gpus * figures.paid_hours,
+        "measured_capacity_gpu_hours": figures.usage.measured_capacity_gpu_hours,
+        "unmeasured_gpu_hours": figures.unmeasured_hours * gpus,
+        "busy_gpu_hours": figures.usage.busy_gpu_hours,
+        "cost_usd": figures.cost_usd,
+        "measured_cost_usd": figures.usage.measured_cost_usd,
+        "unmeasured_cost_usd": figures.unmeasured_cost_usd,
+        "idle_cost_usd": figures.idle_cost_usd,
+    }
+
+
+def _add_vector(target: dict, vector: dict, scale: float = 1.0):
+    for name in SHARED_FIGURES:
+        target[name] = target.get(name, 0.0) + scale * vector.get(name, 0.0)
+
+
+def _merge_usage(target: q.UsageTotals, other: q.UsageTotals):
+    for item in fields(q.UsageTotals):
+        setattr(target, item.name, getattr(target, item.name) + getattr(other, item.name))
+
+
+def _add_to_row(row: q.CostRow, vector: dict, counts_as: str):
+    """Add a share's figures to ``row``, its training or inference part by ``counts_as``."""
+    for name in SHARED_FIGURES:
+        setattr(row, name, getattr(row, name) + vector.get(name, 0.0))
+    if counts_as == Purpose.TRAINING:
+        row.training_busy_gpu_hours += vector.get("busy_gpu_hours", 0.0)
+        row.training_cost_usd += vector.get("cost_usd", 0.0)
+    elif counts_as == Purpose.INFERENCE:
+        row.inference_cost_usd += vector.get("cost_usd", 0.0)
+
+
+@dataclass
+class _WorkloadShare:
+    """What one workload collects from its pool over the span."""
+
+    labelled_allocated_gpu_hours: float = 0.0
+    labelled_busy_gpu_hours: float = 0.0
+    labelled_cost_usd: float = 0.0
+    labelled_idle_cost_usd: float = 0.0
+    # Σ over the segments of fraction of the segment running × scale × the segment's
+    # figures less the labelled ones: the declared share is GPUs ÷ pool GPUs of it.
+    weighted_rest: dict = field(default_factory=dict)
+    running_hours: float = 0.0
+    scaled_down: bool = False
+    declared_gpus_at_most: float = 0.0  # the most GPUs the running workloads declared
+
+
+def _segments(span: q.Span, intervals_of_pool) -> list:
+    """[start, end) pieces of the span cut at the whole hours around every change of a
+    workload's running state."""
+    cuts = set()
+    for intervals in intervals_of_pool:
+        for begin, finish in intervals:
+            for moment in (begin, finish):
+                if span.start < moment < span.end:
+                    cuts.add(floor_hour(moment))
+                    cuts.add(ceil_hour(moment))
+    edges = sorted({span.start, span.end, *(cut for cut in cuts if span.start < cut < span.end)})
+    return list(zip(edges, edges[1:], strict=False))
+
+
+def _labelled_by_segment(span: q.Span, workloads_by_pool, segments_of_pool) -> dict:
+    """(workload id, segment start) → (allocated, busy) GPU-hours of its labelled samples.
+    One query."""
+    from apps.telemetry.models import WorkloadHourlyUsage
+
+    ids = [
+        workload.id for pool_workloads in workloads_by_pool.values() for workload in pool_workloads
+    ]
+    whens = []
+    for pool_id, segments in segments_of_pool.items():
+        pool_ids = [workload.id for workload in workloads_by_pool[pool_id]]
+        for begin, _finish in reversed(segments[1:]):
+            whens.append(When(Q(workload_id__in=pool_ids, hour__gte=begin), then=Value(begin)))
+    rows = (
+        WorkloadHourlyUsage.objects.filter(
+            workload_id__in=ids, hour__gte=span.start, hour__lt=span.end
+        )
+        .annotate(
+            segment=Case(*whens, default=Value(None), output_field=DateTimeField())
+            if whens
+            else Value(None, output_field=DateTimeField())
+        )
+        .values("workload_id", "segment")
+        .annotate(allocated=Sum("allocated_gpu_hours"), busy=Sum("busy_gpu_hours"))
+    )
+    return {
+        (row["workload_id"], row["segment"] or span.start): (
+            row["allocated"] or 0.0,
+            row["busy"] or 0.0,
+        )
+        for row in rows
+    }
+
+
+def _segment_figures(span: q.Span, figures_of_pool: dict, segments_of_pool: dict) -> dict:
+    """(pool id, segment start) → the pool's figures over the segment. Pools of a single
+    segment keep their span's figures; the others' sums come from one query set."""
+    result = {}
+    cut_pools = {pool_id: segs for pool_id, segs in segments_of_pool.items() if len(segs) > 1}
+    for pool_id in segments_of_pool:
+        if pool_id not in cut_pools:
+            result[(pool_id, span.start)] = figures_of_pool[pool_id]
+    if not cut_pools:
+        return result
+    periods = q.price_periods_of(list(cut_pools))
+    cuts = {pool_id: [begin for begin, _ in segs[1:]] for pool_id, segs in cut_pools.items()}
+    usage = q.pool_usage_totals(span, list(cut_pools), periods, cuts=cuts, by_segment=True)
+    usage_of_pool = defaultdict(list)
+    for (usage_pool, start), totals in usage.items():
+        usage_of_pool[usage_pool].append((start, totals))
+    for pool_id, segments in cut_pools.items():
+        pool = figures_of_pool[pool_id].pool
+        for begin, finish in segments:
+            segment_usage = q.UsageTotals()
+            for start, totals in usage_of_pool[pool_id]:
+                if begin <= start < finish:
+                    _merge_usage(segment_usage, totals)
+            segment_span = q.Span(begin, finish)
+            result[(pool_id, begin)] = q.PoolFigures(
+                pool=pool,
+                paid_hours=q.pool_paid_hours(pool, segment_span),
+                usage=segment_usage,
+                requests=q.RequestTotals(),
+                lost_gpu_hours=0.0,
+                paid_prices=q.paid_hours_full_price_usd(segment_span, [pool], periods)[pool_id],
+            )
+    return result
+
+
+def _counts_as(workload) -> str:
+    return Purpose.TRAINING if workload.kind in TRAINING_KINDS else Purpose.INFERENCE
+
+
+def workload_rows(span, figures, workloads, requests, lost, measured, scope) -> list:
+    """The rows of the cost report grouped by workload (``queries.cost_report``)."""
+    figures_of_pool = {pool_figures.pool.id: pool_figures for pool_figures in figures}
+    workloads_by_pool = defaultdict(list)
+    for workload in workloads:
+        workloads_by_pool[workload.pool_id].append(workload)
+    intervals = running_intervals(workloads, span.start, span.end)
+    segments_of_pool = {
+        pool_id: _segments(
+            span, [intervals[workload.id] for workload in workloads_by_pool[pool_id]]
+        )
+        for pool_id in figures_of_pool
+    }
+    segment_figures = _segment_figures(span, figures_of_pool, segments_of_pool)
+    labelled = _labelled_by_segment(span, workloads_by_pool, segments_of_pool)
+
+    shares = {workload.id: _WorkloadShare() for workload in workloads}
+    unallocated_of_pool = {}
+    for pool_id, segments in segments_of_pool.items():
+        pool_workloads = workloads_by_pool[pool_id]
+        if not pool_workloads:
+            continue
+        unallocated = {}
+        for begin, finish in segments:
+            seg = segment_figures[(pool_id, begin)]
+            rest = _pool_vector(seg)
+            capacity = seg.usage.measured_capacity_gpu_hours
+            for workload in pool_workloads:
+                allocated, busy = labelled.get((workload.id, begin), (0.0, 0.0))
+                if not allocated and not busy:
+                    continue
+                cost = seg.usage.measured_cost_usd * allocated / capacity if capacity else 0.0
+                idle = costmodel.idle_cost_usd(cost, busy, allocated)
+                share = shares[workload.id]
+                share.labelled_allocated_gpu_hours += allocated
+                share.labelled_busy_gpu_hours += busy
+                share.labelled_cost_usd += cost
+                share.labelled_idle_cost_usd += idle
+                labelled_vector = {
+                    "capacity_gpu_hours": allocated,
+                    "measured_capacity_gpu_hours": allocated,
+                    "busy_gpu_hours": busy,
+                    "cost_usd": cost,
+                    "measured_cost_usd": cost,
+                    "idle_cost_usd": idle,
+                }
+                _add_vector(rest, labelled_vector, -1.0)
+            length = (finish - begin).total_seconds()
+            fractions = {
+                workload.id: running_seconds(intervals[workload.id], begin, finish) / length
+                for workload in pool_workloads
+            }
+            declared = sum(w.gpu_count * fractions[w.id] for w in pool_workloads)
+            gpus = seg.pool.gpu_count
+            scale = gpus / declared if declared > gpus else 1.0
+            held = 0.0
+            for workload in pool_workloads:
+                fraction = fractions[workload.id]
+                if not fraction:
+                    continue
+                share = shares[workload.id]
+                _add_vector(share.weighted_rest, rest, fraction * scale)
+                share.running_hours += fraction * length / 3600
+                if scale < 1.0:
+                    share.scaled_down = True
+                    share.declared_gpus_at_most = max(share.declared_gpus_at_most, declared)
+                held += workload.gpu_count * fraction * scale / gpus if gpus else 0.0
+            _add_vector(unallocated, rest, max(0.0, 1.0 - held))
+        unallocated_of_pool[pool_id] = unallocated
+
+    rows, others = [], []
+    other_label = gettext("Other teams' workloads")
+    unattributed = q.CostRow(
+        key=q.UNATTRIBUTED, label=gettext("Unattributed (pools without workloads)")
+    )
+    unattributed.split_rule = q.UNATTRIBUTED
+    unattributed.split_rule_text = gettext(
+        "unattributed: hours of pools with no workload, which no rule gives to anyone"
+    )
+    unallocated_row = q.CostRow(key=UNALLOCATED, label=gettext("Unallocated capacity"))
+    unallocated_row.split_rule = UNALLOCATED
+    unallocated_row.split_rule_text = gettext(
+        "unallocated: the pools' GPUs no running workload declares or labels hold"
+    )
+    for pool_figures in figures:
+        pool = pool_figures.pool
+        pool_workloads = workloads_by_pool[pool.id]
+        if not pool_workloads:
+            q._add_pool(unattributed, pool_figures)
+            continue
+        vector = unallocated_of_pool[pool.id]
+        if any(abs(vector.get(name, 0.0)) > 1e-12 for name in SHARED_FIGURES):
+            _add_to_row(unallocated_row, vector, pool.purpose)
+            unallocated_row.pool_count += 1
+            unallocated_row.members.append(pool.slug)
+            unallocated_row.parts.append(explain.UnallocatedPart(pool.name, vector, pool.purpose))
+        for workload in pool_workloads:
+            visible = scope.covers_team(workload.effective_team_id)
+            name = workload.name if visible else other_label
+            row = q.CostRow(
+                key=workload.slug if visible else q.OTHER_TEAMS, label=name, purpose=pool.purpose
+            )
+            _fill_workload_row(row, workload, pool_figures, shares[workload.id], name)
+            # Every workload's interruptions are its own, whatever it runs: the rows add
+            # up to the pool's lost GPU-hours in every grouping. Only a training
+            # workload's count against its effective training GPU-hours.
+            lost_gpu_hours = lost.get(workload.id, 0.0)
+            price = pool_figures.unmeasured_usd_per_gpu_hour
+            row.lost_gpu_hours += lost_gpu_hours
+            row.interruption_cost_usd += lost_gpu_hours * price
+            row.parts.append(explain.LostPart(name, lost_gpu_hours, price))
+            if workload.kind in TRAINING_KINDS:
+                row.training_lost_gpu_hours += lost_gpu_hours
+                row.count_effective_training(workload.id, measured, name)
+            q._add_requests(row, requests.get(workload.id, q.RequestTotals()), name)
+            (rows if visible else others).append(row)
+    if others:
+        rows.append(q.total_row(others, key=q.OTHER_TEAMS, label=other_label))
+    for rest_row in (unallocated_row, unattributed):
+        if rest_row.training_busy_gpu_hours > 1e-9:
+            # Busy training hours that no workload's events account for.
+            rest_row.estimated_parts += 1
+        if rest_row.pool_count:
+            rows.append(rest_row)
+    return rows
+
+
+def _fill_workload_row(row, workload, pool_figures, share: _WorkloadShare, name: str):
+    pool = pool_figures.pool
+    counts_as = _counts_as(workload)
+    row.pool_count = 1
+    row.gpus = workload.gpu_count
+    rules = []
+    if share.labelled_allocated_gpu_hours or share.labelled_busy_gpu_hours:
+        labelled = {
+            "capacity_gpu_hours": share.labelled_allocated_gpu_hours,
+            "measured_capacity_gpu_hours": share.labelled_allocated_gpu_hours,
+            "busy_gpu_hours": share.labelled_busy_gpu_hours,
+            "cost_usd": share.labelled_cost_usd,
+            "measured_cost_usd": share.labelled_cost_usd,
+            "idle_cost_usd": share.labelled_idle_cost_usd,
+        }
+        _add_to_row(row, labelled, counts_as)
+        row.parts.append(
+            explain.AttributedPart(
+                pool_figures,
+                name,
+                share.labelled_allocated_gpu_hours,
+                share.labelled_busy_gpu_hours,
+                share.labelled_cost_usd,
+                share.labelled_idle_cost_usd,
+                counts_as,
+            )
+        )
+        rules.append((MEASURED, gettext("measured: pod labels")))
+    values = {}
+    if share.running_hours:
+        ratio = workload.gpu_count / pool.gpu_count if pool.gpu_count else 0.0
+        values = {name_: ratio * value for name_, value in share.weighted_rest.items()}
+        _add_to_row(row, values, counts_as)
+        words = {
+            "gpus": workload.gpu_count,
+            "pool_gpus": pool.gpu_count,
+            "hours": explain.quantity(share.running_hours),
+        }
+        if share.scaled_down:
+            text = gettext(
+                "scaled down: running workloads declared %(declared)s GPUs on a pool of "
+                "%(pool_gpus)s, %(gpus)s of them this one, while running %(hours)s h"
+            ) % {**words, "declared": explain.quantity(share.declared_gpus_at_most)}
+            rules.append((SCALED_DOWN, text))
+        else:
+            text = gettext("declared: %(gpus)s of %(pool_gpus)s GPUs while running (%(hours)s h)")
+            rules.append((DECLARED, text % words))
+        row.split_scaled_down = share.scaled_down
+        row.parts.append(
+            explain.DeclaredPart(
+                pool.name,
+                name,
+                rules[-1][1],
+                workload.gpu_count,
+                pool.gpu_count,
+                share.weighted_rest,
+                values,
+                counts_as,
+            )
+        )
+    if not rules:
+        rules.append(
+            (
+                NOT_RUNNING,
+                gettext("not running in the range (%(status)s): no cost")
+                % {"status": workload.get_status_display()},
+            )
+        )
+    row.split_rule = rules[-1][0]
+    row.split_rule_text = "; ".join(text for _rule, text in rules)
