@@ -25,14 +25,20 @@ from apps.alerts import metrics
 from apps.alerts.evaluators import idle_cost
 from apps.alerts.models import AlertRule
 from apps.pools.hours import floor_hour
-from apps.pools.models import Interruption, InterruptionCause, Purpose, WorkloadKind
+from apps.pools.models import (
+    Interruption,
+    InterruptionCause,
+    Purpose,
+    WorkloadKind,
+    WorkloadStatus,
+)
 from apps.reports import explain, selectors
 from apps.reports.queries import Span, cost_report, daily_split, pool_usage_totals, total_row
 from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyUsage
 from apps.training import services as training_services
 from apps.training.models import TrainingImportRun
-from tests.factories import PoolFactory, WorkloadFactory
+from tests.factories import PoolFactory, WorkloadFactory, status_history
 
 ONE_HOUR = timedelta(hours=1)
 PRIMER = Path(__file__).parents[1] / "data" / "goodput-measure" / "primer_worked_example.jsonl"
@@ -274,6 +280,8 @@ def test_the_effective_hours_ratio_covers_the_span_when_the_log_covers_part(grou
     workload = WorkloadFactory(
         name="Primer run", pool=pool, gpu_count=8, reference_step_seconds=Decimal("120")
     )
+    # Running since the day before: it holds all 8 GPUs of every hour of the day.
+    status_history(workload, (START - timedelta(days=1), WorkloadStatus.RUNNING))
     run = training_services.import_events(
         workload=workload, text=PRIMER.read_text(), format="jsonl", source="command"
     )

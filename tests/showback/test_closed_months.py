@@ -24,7 +24,7 @@ from apps.showback import periods
 from apps.showback.audit import audit_bundle
 from apps.showback.models import Budget
 from apps.showback.selectors import _spent, showback
-from tests.factories import TeamFactory, UserFactory
+from tests.factories import TeamFactory, UserFactory, status_history
 
 GPUS = 4
 OCTOBER = datetime(2026, 10, 1, tzinfo=UTC)
@@ -354,7 +354,7 @@ def test_a_team_reads_its_share_of_a_closed_month_as_frozen(pool, team, gpu_mode
     with one workload. October for Search: 4 × 744 × 2.00 = $5,952.00; for Other:
     2 × 744 × 3.00 = $4,464.00."""
     from apps.accounts.scope import Scope
-    from apps.pools.models import Workload, WorkloadKind
+    from apps.pools.models import Workload, WorkloadKind, WorkloadStatus
 
     other_team = TeamFactory(name="Other", slug="other")
     other_pool = record_prices(
@@ -372,13 +372,15 @@ def test_a_team_reads_its_share_of_a_closed_month_as_frozen(pool, team, gpu_mode
         )
     )
     for name, on in (("Ours", pool), ("Their chat", other_pool)):
-        Workload.objects.create(
+        workload = Workload.objects.create(
             name=name,
             slug=name.lower().replace(" ", "-"),
             kind=WorkloadKind.ONLINE_INFERENCE,
             pool=on,
             gpu_count=on.gpu_count,
         )
+        # Running on all its pool's GPUs since the pools' service start: the whole cost.
+        status_history(workload, (datetime(2026, 9, 1, tzinfo=UTC), WorkloadStatus.RUNNING))
     periods.close_month(OCTOBER.date(), UserFactory(role="finance"))
     _backdate_half_price(pool)
 
