@@ -168,52 +168,94 @@ def _rebuilt(stored: FrozenCostRow, month: ClosedMonth) -> queries.CostRow:
 
 
 def freeze_cost_rows(month: ClosedMonth) -> Decimal:
-    """Store ``month``'s cost report rows as they are; the fleet's cost of the month."""
+    """Store ``month``'s cost report rows as they are; the fleet's cost of the month.
+
+    Two reports, whatever the number of pools: by pool, and by workload. A workload
+    belongs to one pool, so each pool's rows by workload are its workloads' rows and the
+    rest of the pool (its row less theirs: the unallocated capacity, or the whole of a
+    pool without workloads), which the split makes add up to the pool's figures."""
+    from apps.reports.split import UNALLOCATED
+
     start, end = month_bounds(month.month)
     month.frozen_rows.all().delete()
     pools = {pool.slug: pool for pool in Pool.objects.all()}
-    teams_of_workloads = {
-        workload.slug: workload.effective_team_id
-        for workload in Workload.objects.select_related("pool")
-    }
+    workloads = {workload.slug: workload for workload in Workload.objects.select_related("pool")}
+    workload_rows = {row.key: row for row in queries.cost_report(start, end, "workload")}
+    rows_of_pool: dict[int, list] = {}
+    for slug, row in workload_rows.items():
+        if slug in workloads:
+            rows_of_pool.setdefault(workloads[slug].pool_id, []).append((workloads[slug], row))
     stored = []
     total = Decimal(0)
-    for row in queries.cost_report(start, end, "pool"):
-        pool = pools[row.key]
-        total += Decimal(str(row.cost_usd))
+    for pool_row in queries.cost_report(start, end, "pool"):
+        pool = pools[pool_row.key]
+        total += Decimal(str(pool_row.cost_usd))
+        frozen = {"closed_month": month, "pool_id": pool.id, "pool_slug": pool.slug}
+        frozen["pool_team_id"] = pool.team_id
         stored.append(
             FrozenCostRow(
-                closed_month=month,
+                **frozen,
                 group_by="pool",
-                pool_id=pool.id,
-                pool_slug=pool.slug,
-                pool_team_id=pool.team_id,
-                key=row.key,
-                label=row.label,
-                purpose=row.purpose,
-                figures=figures_of(row),
+                key=pool_row.key,
+                label=pool_row.label,
+                purpose=pool_row.purpose,
+                figures=figures_of(pool_row),
             )
         )
-    for pool in pools.values():
-        for row in queries.cost_report(start, end, "workload", pool_slug=pool.slug):
-            is_workload = row.key in teams_of_workloads
+        own = rows_of_pool.get(pool.id, [])
+        for workload, row in own:
             stored.append(
                 FrozenCostRow(
-                    closed_month=month,
+                    **frozen,
                     group_by="workload",
-                    pool_id=pool.id,
-                    pool_slug=pool.slug,
-                    pool_team_id=pool.team_id,
-                    workload_team_id=teams_of_workloads.get(row.key),
-                    is_workload=is_workload,
+                    workload_team_id=workload.effective_team_id,
+                    is_workload=True,
                     key=row.key,
                     label=row.label,
                     purpose=row.purpose,
                     figures=figures_of(row),
                 )
             )
+        rest = _rest_of_pool(pool_row, [row for _workload, row in own])
+        if rest is not None:
+            key = UNALLOCATED if own else queries.UNATTRIBUTED
+            label = (
+                workload_rows[key].label
+                if key in workload_rows
+                else gettext("Unallocated capacity")
+                if own
+                else gettext("Unattributed (pools without workloads)")
+            )
+            stored.append(
+                FrozenCostRow(
+                    **frozen,
+                    group_by="workload",
+                    is_workload=False,
+                    key=key,
+                    label=label,
+                    purpose=pool_row.purpose,
+                    figures=figures_of(rest),
+                )
+            )
     FrozenCostRow.objects.bulk_create(stored)
     return total
+
+
+def _rest_of_pool(pool_row: queries.CostRow, rows: list) -> queries.CostRow | None:
+    """The pool's row less its workloads' rows (None: nothing left but the sums' noise)."""
+    rest = queries.CostRow(key="", label="", purpose=pool_row.purpose)
+    for name in additive_fields():
+        setattr(rest, name, getattr(pool_row, name) - sum(getattr(row, name) for row in rows))
+    rest.pool_count, rest.gpus = 1, 0 if rows else pool_row.gpus
+    # Busy training hours that no workload's events account for are estimated.
+    rest.measured_parts = 0
+    rest.estimated_parts = int(rest.training_busy_gpu_hours > NOISE)
+    counts = (*SIZES, "measured_parts", "estimated_parts")
+    if rows and all(
+        abs(getattr(rest, name)) <= NOISE for name in additive_fields() if name not in counts
+    ):
+        return None
+    return rest
 
 
 # --- serving ----------------------------------------------------------------------------

@@ -434,3 +434,56 @@ def test_two_first_closes_at_once_close_the_month_once(pool):
         thread.join()
     assert sorted(outcomes) == ["closed", "conflict"]
     assert ClosedMonth.objects.get().cost_usd == Decimal("5952.00")
+
+
+@pytest.mark.django_db
+def test_frozen_rows_by_workload_are_each_pools_own_report(pool, gpu_model):
+    """Closing reads two reports for the whole fleet; each pool's frozen rows by workload
+    equal that pool's own report by workload (a second computation, one report per
+    pool): its running workloads' shares and the unallocated rest, or the whole pool as
+    unattributed when it runs none."""
+    from apps.pools.models import Workload, WorkloadKind, WorkloadStatus
+
+    bare = record_prices(
+        Pool(
+            name="Bare",
+            slug="bare",
+            purpose=Purpose.INFERENCE,
+            deployment=Deployment.CLOUD_ON_DEMAND,
+            gpu_model=gpu_model,
+            gpu_count=2,
+            gpus_per_node=2,
+            on_demand_price_per_gpu_hour_usd=Decimal("3.00"),
+            in_service_from=datetime(2026, 9, 1, tzinfo=UTC),
+        )
+    )
+    chat = Workload.objects.create(
+        name="Chat", slug="chat", kind=WorkloadKind.ONLINE_INFERENCE, pool=pool, gpu_count=1
+    )
+    # Running from 11 October: 1 of the pool's 4 GPUs for 21 days of October.
+    status_history(
+        chat,
+        (datetime(2026, 9, 1, tzinfo=UTC), WorkloadStatus.PLANNED),
+        (datetime(2026, 10, 11, tzinfo=UTC), WorkloadStatus.RUNNING),
+    )
+    closed = periods.close_month(OCTOBER.date(), UserFactory(role="finance"))
+
+    frozen = {
+        (row.pool_slug, row.key): Decimal(row.figures["cost_usd"])
+        for row in closed.frozen_rows.filter(group_by="workload")
+    }
+    expected = {
+        (slug, row.key): Decimal(str(row.cost_usd))
+        for slug in ("priced", "bare")
+        for row in live_cost_report(OCTOBER, NOVEMBER, "workload", pool_slug=slug)
+    }
+    assert frozen.keys() == expected.keys()
+    for key, usd in expected.items():
+        assert abs(frozen[key] - usd) < Decimal("0.000001"), key
+    # By hand: Chat holds 1 GPU × 21 days × 24 h × $2.00 = $1,008.00; the priced pool's
+    # rest, 4 × 744 × $2.00 − $1,008.00 = $4,944.00, is unallocated; the bare pool,
+    # 2 × 744 × $3.00 = $4,464.00, unattributed.
+    assert round(frozen[("priced", "chat")], 2) == Decimal("1008.00")
+    assert round(frozen[("priced", "unallocated")], 2) == Decimal("4944.00")
+    assert round(frozen[("bare", "unattributed")], 2) == Decimal("4464.00")
+    assert bare.pk
