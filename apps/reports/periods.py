@@ -127,6 +127,10 @@ def figures_of(row: queries.CostRow) -> dict:
 
 # Of the same rows over successive spans, these are the rows' sizes, not sums.
 SIZES = ("pool_count", "gpus")
+# What a row is made of (its pools and GPUs, how many of its parts are measured or
+# estimated): a frozen row and the live one may be assembled from different pieces, so
+# only the figures are compared.
+COUNTS = (*SIZES, "measured_parts", "estimated_parts")
 
 
 def add_figures(target: queries.CostRow, row: queries.CostRow, *, over_time=False) -> None:
@@ -247,12 +251,21 @@ def _rest_of_pool(pool_row: queries.CostRow, rows: list) -> queries.CostRow | No
     for name in additive_fields():
         setattr(rest, name, getattr(pool_row, name) - sum(getattr(row, name) for row in rows))
     rest.pool_count, rest.gpus = 1, 0 if rows else pool_row.gpus
+    # The workloads' rows count their training and inference parts by their kind, the
+    # rest of a pool counts by the pool's purpose (as the split's rest row does).
+    training = pool_row.purpose == Purpose.TRAINING
+    rest.training_busy_gpu_hours = rest.busy_gpu_hours if training else 0.0
+    rest.training_cost_usd = rest.cost_usd if training else 0 * rest.cost_usd
+    rest.inference_cost_usd = (
+        rest.cost_usd if pool_row.purpose == Purpose.INFERENCE else 0 * rest.cost_usd
+    )
+    rest.training_lost_gpu_hours = rest.lost_gpu_hours if training else 0.0
+    rest.measured_effective_gpu_hours = 0.0
     # Busy training hours that no workload's events account for are estimated.
     rest.measured_parts = 0
     rest.estimated_parts = int(rest.training_busy_gpu_hours > NOISE)
-    counts = (*SIZES, "measured_parts", "estimated_parts")
     if rows and all(
-        abs(getattr(rest, name)) <= NOISE for name in additive_fields() if name not in counts
+        abs(getattr(rest, name)) <= NOISE for name in additive_fields() if name not in COUNTS
     ):
         return None
     return rest
@@ -349,6 +362,8 @@ def adjustment_rows(month: ClosedMonth, group_by: str, **filters) -> list[querie
             key=f"{ADJUSTMENT_PREFIX}{month_label(month)}-{key}", label=label, purpose=base.purpose
         )
         for name in names:
+            if name in COUNTS:
+                continue  # what a row is made of, not a figure that moves: stays 0
             value = (getattr(now_row, name) if now_row else 0) - (
                 getattr(then_row, name) if then_row else 0
             )
