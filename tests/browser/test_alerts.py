@@ -82,7 +82,8 @@ def test_ops_set_up_a_channel_and_a_rule_and_read_the_alert(
 
     services.evaluate_and_deliver()
     page.goto(f"{live_server.url}/alerts/")
-    alert_link = page.get_by_role("link", name="Idle H100: idle cost $540.00 over the last 24 h")
+    # 8 GPUs × $3.00 × (1 − 0.1 busy) × 24 h = $518.40.
+    alert_link = page.get_by_role("link", name="Idle H100: idle cost $518.40 over the last 24 h")
     expect(alert_link).to_be_visible()
     alert_link.click()
     expect(page.locator("#alert-deliveries")).to_contain_text("Pager bridge")
