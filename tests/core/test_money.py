@@ -99,4 +99,4 @@ def test_a_price_breakdown_rounds_to_four_decimals_with_its_own_line():
         "{{ rounding|usd:4 }}"
     )
     rows = [{"usd_per_gpu_hour": Decimal(value)} for value in ("0.33335", "0.33335", "0.3333")]
-    assert template.render(Context({"rows": rows, "total": Decimal("1.0000")})) == "$-0.0001"
+    assert template.render(Context({"rows": rows, "total": Decimal("1.0000")})) == "−$0.0001"

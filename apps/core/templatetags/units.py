@@ -42,10 +42,13 @@ def duration(seconds):
 @register.filter
 def usd(value, places=2):
     """Dollars rounded half up to ``places`` decimals (apps/core/money.py): 0.125 → "$0.13",
-    510.72000000000014 → "$510.72"; "—" for no value."""
+    510.72000000000014 → "$510.72", −0.01 → "−$0.01"; "—" for no value."""
     amount = money.rounded(value, int(places))
     if amount is None:
         return "—"
+    if amount < 0:
+        # The sign before the currency, as the explanations write it: −$0.01.
+        return f"−${-amount:,.{int(places)}f}"
     return f"${amount:,.{int(places)}f}"
 
 
