@@ -148,7 +148,7 @@ def test_a_cloud_pool_reads_gpus_hours_and_price(fleet):  # noqa: F811
         f"${hand['cloud_measured_cost']:,.2f} measured cost × (1 − "
         f"{_one(hand['cloud_busy'])} busy ÷ 440 measured GPU-h)"
     )
-    assert idle.value == pytest.approx(hand["cloud_measured_cost"] * (1 - hand["cloud_busy"] / 440))
+    assert float(idle.value) == pytest.approx(hand["cloud_measured_cost"] * (1 - hand["cloud_busy"] / 440))
 
     busy, capacity, utilization = explain.explain_figure(cloud, "utilization_pct")
     assert busy.value == pytest.approx(hand["cloud_busy"])
@@ -176,7 +176,7 @@ def test_an_owned_pool_shows_its_fixed_and_power_terms(fleet):  # noqa: F811
         f"({_one(hand['energy'])} kWh measured + 0.7 kW TDP × {_one(hand['odd_busy'])} busy "
         "GPU-h without energy)"
     )
-    assert cost.value == pytest.approx(hand["owned_cost"], rel=1e-9)
+    assert float(cost.value) == pytest.approx(hand["owned_cost"], rel=1e-9)
     assert cost.note == ""  # every hour measured
 
     *_, per_effective = explain.explain_figure(owned, "cost_per_effective_training_gpu_hour_usd")
@@ -204,7 +204,7 @@ def test_a_group_of_pools_shows_each_pools_line_then_the_sum(fleet):  # noqa: F8
     owned_line, cloud_line, summed = explain.explain_figure(total, "cost_usd")
     assert (owned_line.label, cloud_line.label) == ("Owned training", "Cloud inference")
     assert cloud_line.value == pytest.approx(hand["cloud_cost"])
-    assert owned_line.value == pytest.approx(hand["owned_cost"], rel=1e-9)
+    assert float(owned_line.value) == pytest.approx(hand["owned_cost"], rel=1e-9)
     assert summed.expression == (
         f"Σ of the 2 lines above: ${hand['owned_cost']:,.2f} + ${hand['cloud_cost']:,.2f}"
     )
