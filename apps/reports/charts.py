@@ -40,7 +40,7 @@ def build_daily_split_figure(split, *, metric: str) -> go.Figure | None:
             go.Scatter(
                 name=str(purpose.label),
                 x=[day.isoformat() for day in split.days],
-                y=values,
+                y=[float(value) for value in values],  # Plotly draws floats
                 stackgroup="purpose",
                 mode="lines",
                 line={"color": PURPOSE_COLOURS[purpose.value], "width": 1},

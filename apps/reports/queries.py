@@ -1307,7 +1307,7 @@ def weekday_hour_heatmap(
 class DailySplit:
     days: list[date]
     busy_gpu_hours: dict[str, list[float]]  # purpose → per day
-    measured_cost_usd: dict[str, list[float]]
+    measured_cost_usd: dict[str, list[Decimal]]
 
 
 def daily_split(
@@ -1323,7 +1323,7 @@ def daily_split(
     days = [first + timedelta(days=n) for n in range((last - first).days + 1)]
     index = {day: position for position, day in enumerate(days)}
     busy = {value: [0.0] * len(days) for value in Purpose.values}
-    cost = {value: [0.0] * len(days) for value in Purpose.values}
+    cost = {value: [Decimal(0)] * len(days) for value in Purpose.values}
     periods = price_periods_of()
     mid_day_days, mid_day_hours = _mid_day_changes(span, periods)
     edges = service_edge_hours(span, _service_periods_of(None if pool is None else [pool.pk]))
@@ -1375,7 +1375,8 @@ def daily_split(
     ]:
         position = index[row["day"]]
         busy[row["pool__purpose"]][position] += row["busy"] or 0.0
-        cost[row["pool__purpose"]][position] += float(row["cost"] or 0.0)
+        # A sum per purpose and day, read as the Decimal of its shortest repr.
+        cost[row["pool__purpose"]][position] += as_decimal(row["cost"] or 0.0)
     return DailySplit(days, busy, cost)
 
 
@@ -1409,8 +1410,8 @@ class PeakSplitRow:
     pool: Pool
     peak_hours: frozenset
     peak_hours_configured: bool
-    peak_cost_usd: float = 0.0
-    offpeak_cost_usd: float = 0.0
+    peak_cost_usd: Decimal = Decimal(0)
+    offpeak_cost_usd: Decimal = Decimal(0)
     peak_requests: int = 0
     offpeak_requests: int = 0
     peak_tokens: int = 0
@@ -1454,7 +1455,7 @@ def peak_split(
     if purpose:
         pools = pools.filter(purpose=purpose)
     pools = list(pools.order_by("name"))
-    cost_by_hour: dict[int, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    cost_by_hour: dict[int, dict[int, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
     requests_by_hour: dict[int, dict[int, list[int]]] = defaultdict(dict)
     ids = [found.id for found in pools]
     zone_of_pool = {found.id: found.timezone or "UTC" for found in pools}
@@ -1492,7 +1493,8 @@ def peak_split(
     for pool_id, local_hour, row in _sums_by_local_hour(
         usage, "pool_id", zone_of_pool, span, cost_sums
     ):
-        cost_by_hour[pool_id][local_hour] += row["cost"]
+        # A sum per pool and local hour, read as the Decimal of its shortest repr.
+        cost_by_hour[pool_id][local_hour] += as_decimal(row["cost"])
     zone_of_workload = {workload: zone_of_pool[pool] for workload, pool in pool_of_workload.items()}
     for workload_id, local_hour, row in _sums_by_local_hour(
         requests, "workload_id", zone_of_workload, span, request_sums
@@ -1513,7 +1515,7 @@ def peak_split(
             peak, configured = costmodel.peak_hours_above_mean(mean), False
         row = PeakSplitRow(pool=found, peak_hours=peak, peak_hours_configured=configured)
         for hour in range(24):
-            cost = cost_by_hour[found.id].get(hour, 0.0)
+            cost = cost_by_hour[found.id].get(hour, Decimal(0))
             requests_, tokens = per_hour.get(hour, [0, 0])
             if hour in peak:
                 row.peak_cost_usd += cost
