@@ -80,7 +80,7 @@ def rule_workloads(rule, prefix: str = ""):
     return condition
 
 
-def money(usd: float) -> str:
+def money(usd) -> str:
     """Dollars to the cent, rounded as the pages round them (apps/core/money.py)."""
     return f"${to_cents(usd):,.2f}"
 
@@ -105,7 +105,7 @@ def window_usage(rule, now) -> list[tuple[Pool, UsageTotals]]:
 
 @register(registry.IDLE_COST, thresholds=("threshold_usd", "window_hours"))
 def idle_cost(rule, now) -> list[Subject]:
-    threshold = float(rule.threshold_usd)
+    threshold = rule.threshold_usd
     subjects = []
     for pool, usage in window_usage(rule, now):
         idle = costmodel.idle_cost_usd(

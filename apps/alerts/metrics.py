@@ -120,8 +120,13 @@ def pool_figures(now) -> Iterable[Metric]:
             usage = totals.get(pool.pk, UsageTotals())
             idle.add_metric(
                 [pool.slug, window],
-                costmodel.idle_cost_usd(
-                    usage.measured_cost_usd, usage.busy_gpu_hours, usage.measured_capacity_gpu_hours
+                # The exposition format's samples are floats.
+                float(
+                    costmodel.idle_cost_usd(
+                        usage.measured_cost_usd,
+                        usage.busy_gpu_hours,
+                        usage.measured_capacity_gpu_hours,
+                    )
                 ),
             )
     yield idle

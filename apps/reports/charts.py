@@ -8,6 +8,7 @@ from django.utils.translation import gettext_lazy
 
 from apps.core.charts import BASE_LAYOUT, category_axis, day_axis, hover_name
 from apps.core.colours import PURPOSE_COLOURS
+from apps.core.money import as_decimal
 from apps.pools.models import Purpose
 
 WEEKDAYS = (
@@ -39,7 +40,7 @@ def build_daily_split_figure(split, *, metric: str) -> go.Figure | None:
             go.Scatter(
                 name=str(purpose.label),
                 x=[day.isoformat() for day in split.days],
-                y=values,
+                y=[float(value) for value in values],  # Plotly draws floats
                 stackgroup="purpose",
                 mode="lines",
                 line={"color": PURPOSE_COLOURS[purpose.value], "width": 1},
@@ -246,13 +247,21 @@ def build_cost_breakdown_figure(rows) -> go.Figure | None:
             "Cost by group, the %(shown)d costliest of %(count)d: busy, idle and unmeasured"
         ) % {"shown": COST_CHART_ROWS, "count": count}
     labels = [str(row.label) for row in rows]
-    busy = [row.cost_usd - row.idle_cost_usd - row.unmeasured_cost_usd for row in rows]
+    # Plotly draws floats; the money is subtracted as Decimal first.
+    busy = [
+        float(
+            as_decimal(row.cost_usd)
+            - as_decimal(row.idle_cost_usd)
+            - as_decimal(row.unmeasured_cost_usd)
+        )
+        for row in rows
+    ]
     figure = go.Figure()
     colours = [PURPOSE_COLOURS.get(row.purpose, PURPOSE_COLOURS["mixed"]) for row in rows]
     for name, values, colour in (
         (_("Busy"), busy, colours),
-        (_("Idle"), [row.idle_cost_usd for row in rows], IDLE_COLOUR),
-        (_("Unmeasured"), [row.unmeasured_cost_usd for row in rows], UNMEASURED_COLOUR),
+        (_("Idle"), [float(row.idle_cost_usd) for row in rows], IDLE_COLOUR),
+        (_("Unmeasured"), [float(row.unmeasured_cost_usd) for row in rows], UNMEASURED_COLOUR),
     ):
         figure.add_trace(
             go.Bar(

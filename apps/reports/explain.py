@@ -22,6 +22,7 @@ which add up to it (tests/reports/test_explain.py checks both for every figure).
 """
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from apps.core import money
@@ -82,8 +83,8 @@ class AttributedPart:
     workload_label: str
     allocated_gpu_hours: float
     busy_gpu_hours: float
-    cost_usd: float
-    idle_cost_usd: float
+    cost_usd: Decimal
+    idle_cost_usd: Decimal
     counts_as: str
     sign: int = 1
 
@@ -131,7 +132,7 @@ class LostPart:
 
     label: str
     lost_gpu_hours: float
-    usd_per_gpu_hour: float = 0.0
+    usd_per_gpu_hour: Decimal = Decimal(0)
     sign: int = 1
 
 
@@ -388,6 +389,7 @@ def _times_share(text: str, share: float) -> str:
 def _pool_line(part: PoolPart, figure: str):
     """(expression, value, note) of what ``part`` adds to ``figure``, or None."""
     figures, share = part.figures, part.share
+    money_share = money.as_decimal(share)
     pool, usage = figures.pool, figures.usage
     measured_hours = usage.measured_hours
     training = part.counts_as == TRAINING
@@ -422,10 +424,10 @@ def _pool_line(part: PoolPart, figure: str):
         expression = _measured_cost_text(figures)
         if not usage.measured_hours:
             expression = _("no hour with telemetry")
-        value = usage.measured_cost_usd * share
+        value = usage.measured_cost_usd * money_share
     elif figure == "unmeasured_cost_usd":
         expression = _unmeasured_cost_text(figures)
-        value = figures.unmeasured_cost_usd * share
+        value = figures.unmeasured_cost_usd * money_share
     elif figure in ("cost_usd", "training_cost_usd", "inference_cost_usd"):
         if figure == "training_cost_usd" and not training:
             return None
@@ -449,7 +451,7 @@ def _pool_line(part: PoolPart, figure: str):
             expression = _measured_cost_text(figures)
             if figures.unmeasured_hours:
                 expression += f" + {_unmeasured_cost_text(figures)}"
-        value = figures.cost_usd * share
+        value = figures.cost_usd * money_share
     elif figure == "idle_cost_usd":
         expression = _(
             "%(cost)s measured cost × (1 − %(busy)s busy ÷ %(capacity)s measured GPU-h)"
@@ -460,7 +462,7 @@ def _pool_line(part: PoolPart, figure: str):
         }
         if not usage.measured_capacity_gpu_hours:
             expression = _("no hour with telemetry: nothing measured can be idle")
-        value = figures.idle_cost_usd * share
+        value = figures.idle_cost_usd * money_share
     elif figure == "lost_gpu_hours":
         expression = _(
             "Σ (minutes since the last checkpoint + restart) ÷ 60 × job GPUs over the "
@@ -472,7 +474,7 @@ def _pool_line(part: PoolPart, figure: str):
             "lost": quantity(figures.lost_gpu_hours),
             "price": _unmeasured_price_text(figures),
         }
-        value = figures.interruption_cost_usd * share
+        value = figures.interruption_cost_usd * money_share
     else:
         return None
     return _times_share(expression, share), value, note
@@ -615,7 +617,7 @@ def _line(part, figure: str):
         return (
             _("%(lost)s lost GPU-h × %(price)s/GPU-h")
             % {"lost": quantity(part.lost_gpu_hours), "price": usd(part.usd_per_gpu_hour)},
-            part.sign * part.lost_gpu_hours * part.usd_per_gpu_hour,
+            part.sign * money.times(part.lost_gpu_hours, part.usd_per_gpu_hour),
             "",
         )
     return None

@@ -34,6 +34,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
@@ -41,6 +42,7 @@ from django.db.models import Count, ExpressionWrapper, F, FloatField, Value
 from django.db.models.functions import Cast, Greatest
 
 from apps.accounts.scope import EVERYTHING, Scope
+from apps.core.money import as_decimal
 from apps.pools.hours import floor_hour
 from apps.pools.models import Pool, Purpose
 from apps.reports.charts import WEEKDAYS
@@ -158,8 +160,8 @@ class Lendable:
         return self.pool.timezone or "UTC"
 
     @property
-    def price_per_gpu_hour_usd(self) -> float:
-        return float(self.pool.effective_price_per_gpu_hour_usd)
+    def price_per_gpu_hour_usd(self) -> Decimal:
+        return as_decimal(self.pool.effective_price_per_gpu_hour_usd)
 
     @property
     def slots_without_data(self) -> int:
@@ -174,7 +176,7 @@ class Lendable:
         return sum(free or 0 for row in self.free_gpus for free in row)
 
     @property
-    def value_usd_per_week(self) -> float:
+    def value_usd_per_week(self) -> Decimal:
         return self.lendable_gpu_hours_per_week * self.price_per_gpu_hour_usd
 
     @property
@@ -311,8 +313,8 @@ class FleetLendable:
         return sum(row.lendable_gpu_hours_per_week for row in self.rows)
 
     @property
-    def value_usd_per_week(self) -> float:
-        return sum(row.value_usd_per_week for row in self.rows)
+    def value_usd_per_week(self) -> Decimal:
+        return sum((row.value_usd_per_week for row in self.rows), Decimal(0))
 
     @property
     def gpu_count(self) -> int:

@@ -10,6 +10,7 @@ sums apply its formulas with the pool's stored price split (``fixed_price_per_gp
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
@@ -34,6 +35,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from apps.accounts.scope import EVERYTHING, Scope
+from apps.core.money import as_decimal, times
 from apps.pools.hours import ceil_hour, floor_hour, parse_hour_ranges
 from apps.pools.models import (
     TRAINING_KINDS,
@@ -139,23 +141,23 @@ class UsageTotals:
     measured_capacity_gpu_hours: float = 0.0
     busy_gpu_hours: float = 0.0
     reporting_gpu_hours: float = 0.0
-    measured_cost_usd: float = 0.0
+    measured_cost_usd: Decimal = Decimal(0)
     # The power terms of the measured cost, so an explanation can show them (explain.py).
     energy_kwh: float = 0.0
     busy_gpu_hours_without_energy: float = 0.0
     # Σ over measured hours of the full price in force (USD per GPU): what those hours
     # would cost unmeasured, subtracted from the paid hours' to price the unmeasured ones.
-    measured_hours_full_price_usd: float = 0.0
+    measured_hours_full_price_usd: Decimal = Decimal(0)
 
     def add(self, row: dict):
         self.measured_hours += row["measured_hours"] or 0
         self.measured_capacity_gpu_hours += row["measured_capacity"] or 0.0
         self.busy_gpu_hours += row["busy"] or 0.0
         self.reporting_gpu_hours += row["reporting"] or 0.0
-        self.measured_cost_usd += float(row["cost"] or 0.0)
+        self.measured_cost_usd += row["cost"]
         self.energy_kwh += row["energy"] or 0.0
         self.busy_gpu_hours_without_energy += row["busy_without_energy"] or 0.0
-        self.measured_hours_full_price_usd += float(row["full_price"] or 0.0)
+        self.measured_hours_full_price_usd += row["full_price"]
 
 
 def _days_and_edges(span: Span, daily_model, hourly_model, key: str, ids=None):
@@ -408,15 +410,16 @@ def pool_usage_totals(
         pool_id = row["pool_id"]
         period = _in_force_at(periods.get(pool_id, []), row["segment"] or span.start)
         fixed, per_kwh = (
-            _split(period)
-            if period
-            else (float(row[PRICE_COLUMNS[0]]), float(row[PRICE_COLUMNS[1]]))
+            _split(period) if period else (row[PRICE_COLUMNS[0]], row[PRICE_COLUMNS[1]])
         )
-        tdp_kw = row[PRICE_COLUMNS[2]] / 1000
-        # The cost model's formula (apps/reports/costmodel.py), on the segment's sums.
-        energy = (row["energy"] or 0.0) + tdp_kw * (row["busy_without_energy"] or 0.0)
-        row["cost"] = fixed * (row["measured_capacity"] or 0.0) + per_kwh * energy
-        row["full_price"] = (row["measured_hours"] or 0) * (fixed + per_kwh * tdp_kw)
+        tdp_kw = Decimal(row[PRICE_COLUMNS[2]]) / 1000
+        # The cost model's formula (apps/reports/costmodel.py), on the segment's sums: the
+        # hours are floats, the prices Decimal; each product is taken exactly.
+        energy_kwh = as_decimal(row["energy"] or 0.0) + tdp_kw * as_decimal(
+            row["busy_without_energy"] or 0.0
+        )
+        row["cost"] = times(row["measured_capacity"] or 0.0, fixed) + per_kwh * energy_kwh
+        row["full_price"] = times(row["measured_hours"] or 0, fixed + per_kwh * tdp_kw)
         totals[(pool_id, row["segment"] or span.start) if by_segment else pool_id].add(row)
     return totals
 
@@ -436,10 +439,9 @@ def pool_paid_hours(pool: Pool, span: Span) -> float:
     return (finish - begin) / ONE_HOUR
 
 
-def _pool_full_price(pool_or_period, tdp_watts: int) -> float:
-    return float(pool_or_period.fixed_price_per_gpu_hour_usd) + float(
-        pool_or_period.price_per_gpu_kwh_usd
-    ) * (tdp_watts / 1000)
+def _pool_full_price(pool_or_period, tdp_watts: int) -> Decimal:
+    fixed, per_kwh = _split(pool_or_period)
+    return fixed + per_kwh * Decimal(tdp_watts) / 1000
 
 
 @dataclass(frozen=True)
@@ -448,20 +450,21 @@ class PaidPrices:
     the price split (fixed USD per GPU-hour, USD per GPU kWh) when one was in force
     throughout (None: the prices changed in the span)."""
 
-    total_usd: float
-    single_split: tuple[float, float] | None
+    total_usd: Decimal
+    single_split: tuple[Decimal, Decimal] | None
 
-    def single_usd_per_gpu_hour(self, tdp_watts: int) -> float | None:
+    def single_usd_per_gpu_hour(self, tdp_watts: int) -> Decimal | None:
         if self.single_split is None:
             return None
         fixed, per_kwh = self.single_split
-        return fixed + per_kwh * tdp_watts / 1000
+        return fixed + per_kwh * Decimal(tdp_watts) / 1000
 
 
-def _split(pool_or_period) -> tuple[float, float]:
+def _split(pool_or_period) -> tuple[Decimal, Decimal]:
+    """(fixed USD per GPU-hour, USD per GPU kWh), as stored (Decimal)."""
     return (
-        float(pool_or_period.fixed_price_per_gpu_hour_usd),
-        float(pool_or_period.price_per_gpu_kwh_usd),
+        as_decimal(pool_or_period.fixed_price_per_gpu_hour_usd),
+        as_decimal(pool_or_period.price_per_gpu_kwh_usd),
     )
 
 
@@ -480,12 +483,12 @@ def paid_hours_full_price_usd(
         # (start, split) steps: the current prices until the first period, then each one's.
         steps = [(begin, _split(pool))]
         steps += [(period.effective_from, _split(period)) for period in periods.get(pool.id, [])]
-        total, splits = 0.0, set()
+        total, splits = Decimal(0), set()
         for index, (start, (fixed, per_kwh)) in enumerate(steps):
             until = steps[index + 1][0] if index + 1 < len(steps) else finish
             hours = (min(until, finish) - max(start, begin)) / ONE_HOUR
             if hours > 0:
-                total += hours * (fixed + per_kwh * tdp / 1000)
+                total += times(hours, fixed + per_kwh * Decimal(tdp) / 1000)
                 splits.add((fixed, per_kwh))
         sums[pool.id] = PaidPrices(total, splits.pop() if len(splits) == 1 else None)
     return sums
@@ -676,10 +679,10 @@ class CostRow:
     measured_capacity_gpu_hours: float = 0.0
     unmeasured_gpu_hours: float = 0.0
     busy_gpu_hours: float = 0.0
-    cost_usd: float = 0.0
-    measured_cost_usd: float = 0.0
-    unmeasured_cost_usd: float = 0.0
-    idle_cost_usd: float = 0.0
+    cost_usd: Decimal = Decimal(0)
+    measured_cost_usd: Decimal = Decimal(0)
+    unmeasured_cost_usd: Decimal = Decimal(0)
+    idle_cost_usd: Decimal = Decimal(0)
     requests: int = 0
     tokens: int = 0
     errors: int = 0
@@ -690,9 +693,9 @@ class CostRow:
     # The part of them lost by the training the row's busy training GPU-hours count: what
     # the estimate of effective training GPU-hours subtracts.
     training_lost_gpu_hours: float = 0.0
-    interruption_cost_usd: float = 0.0
-    training_cost_usd: float = 0.0
-    inference_cost_usd: float = 0.0
+    interruption_cost_usd: Decimal = Decimal(0)
+    training_cost_usd: Decimal = Decimal(0)
+    inference_cost_usd: Decimal = Decimal(0)
     # The row's training workloads (and unattributed rest) whose effective GPU-hours the
     # event logs measure, and those estimated from the interruptions: the row is
     # measured only when nothing in it is estimated.
@@ -714,16 +717,16 @@ class CostRow:
         return costmodel.ratio_or_none(self.busy_gpu_hours, self.measured_capacity_gpu_hours, 100)
 
     @property
-    def cost_per_busy_gpu_hour_usd(self) -> float | None:
+    def cost_per_busy_gpu_hour_usd(self) -> Decimal | None:
         return costmodel.ratio_or_none(self.measured_cost_usd, self.busy_gpu_hours)
 
     @property
-    def cost_per_1k_requests_usd(self) -> float | None:
+    def cost_per_1k_requests_usd(self) -> Decimal | None:
         cost = self.inference_cost_usd if self.requests else None
         return costmodel.cost_per_thousand_requests_usd(cost, self.requests) if cost else None
 
     @property
-    def cost_per_1m_tokens_usd(self) -> float | None:
+    def cost_per_1m_tokens_usd(self) -> Decimal | None:
         cost = self.inference_cost_usd if self.tokens else None
         return costmodel.cost_per_million_tokens_usd(cost, self.tokens) if cost else None
 
@@ -771,7 +774,7 @@ class CostRow:
             self.estimated_parts += 1
 
     @property
-    def cost_per_effective_training_gpu_hour_usd(self) -> float | None:
+    def cost_per_effective_training_gpu_hour_usd(self) -> Decimal | None:
         return costmodel.ratio_or_none(self.training_cost_usd, self.effective_training_gpu_hours)
 
     def as_dict(self) -> dict:
@@ -825,7 +828,7 @@ class PoolFigures:
         return paid is not None and paid.total_usd > 0 and paid.single_split is None
 
     @property
-    def price_split(self) -> tuple[float, float]:
+    def price_split(self) -> tuple[Decimal, Decimal]:
         """(fixed USD per GPU-hour, USD per GPU kWh) in force over the span: the pool's
         current ones when none other was (with ``prices_changed``: the current ones, which
         an explanation does not multiply out)."""
@@ -835,7 +838,7 @@ class PoolFigures:
         return _split(self.pool)
 
     @property
-    def unmeasured_usd_per_gpu_hour(self) -> float:
+    def unmeasured_usd_per_gpu_hour(self) -> Decimal:
         """The full price per GPU-hour of the unmeasured hours: the one in force, or
         their mean when the span crosses a price change."""
         paid = self.paid_prices
@@ -845,9 +848,9 @@ class PoolFigures:
         if single is not None:
             return single
         if not self.unmeasured_hours:
-            return paid.total_usd / self.paid_hours
+            return paid.total_usd / as_decimal(self.paid_hours)
         unmeasured_usd = paid.total_usd - self.usage.measured_hours_full_price_usd
-        return max(0.0, unmeasured_usd) / self.unmeasured_hours
+        return max(Decimal(0), unmeasured_usd) / as_decimal(self.unmeasured_hours)
 
     @property
     def unmeasured_hours(self) -> float:
@@ -855,15 +858,15 @@ class PoolFigures:
         return max(0.0, round(self.paid_hours - self.usage.measured_hours, 9))
 
     @property
-    def unmeasured_cost_usd(self) -> float:
-        return self.unmeasured_hours * self.pool.gpu_count * self.unmeasured_usd_per_gpu_hour
+    def unmeasured_cost_usd(self) -> Decimal:
+        return times(self.unmeasured_hours, self.unmeasured_usd_per_gpu_hour) * self.pool.gpu_count
 
     @property
-    def cost_usd(self) -> float:
+    def cost_usd(self) -> Decimal:
         return self.usage.measured_cost_usd + self.unmeasured_cost_usd
 
     @property
-    def idle_cost_usd(self) -> float:
+    def idle_cost_usd(self) -> Decimal:
         return costmodel.idle_cost_usd(
             self.usage.measured_cost_usd,
             self.usage.busy_gpu_hours,
@@ -871,8 +874,8 @@ class PoolFigures:
         )
 
     @property
-    def interruption_cost_usd(self) -> float:
-        return self.lost_gpu_hours * self.unmeasured_usd_per_gpu_hour
+    def interruption_cost_usd(self) -> Decimal:
+        return times(self.lost_gpu_hours, self.unmeasured_usd_per_gpu_hour)
 
 
 def pool_figures(
@@ -912,26 +915,27 @@ def pool_figures(
 
 def _add_pool(row: CostRow, figures: PoolFigures, share: float = 1.0):
     pool = figures.pool
+    money_share = as_decimal(share)
     row.pool_count += 1
     row.gpus += pool.gpu_count
     row.capacity_gpu_hours += pool.gpu_count * figures.paid_hours * share
     row.measured_capacity_gpu_hours += figures.usage.measured_capacity_gpu_hours * share
     row.unmeasured_gpu_hours += figures.unmeasured_hours * pool.gpu_count * share
     row.busy_gpu_hours += figures.usage.busy_gpu_hours * share
-    row.cost_usd += figures.cost_usd * share
-    row.measured_cost_usd += figures.usage.measured_cost_usd * share
-    row.unmeasured_cost_usd += figures.unmeasured_cost_usd * share
-    row.idle_cost_usd += figures.idle_cost_usd * share
+    row.cost_usd += figures.cost_usd * money_share
+    row.measured_cost_usd += figures.usage.measured_cost_usd * money_share
+    row.unmeasured_cost_usd += figures.unmeasured_cost_usd * money_share
+    row.idle_cost_usd += figures.idle_cost_usd * money_share
     # Every workload's interruptions count, whatever the pool's purpose, so the total is
     # the one the workloads' rows add up to.
     row.lost_gpu_hours += figures.lost_gpu_hours * share
-    row.interruption_cost_usd += figures.interruption_cost_usd * share
+    row.interruption_cost_usd += figures.interruption_cost_usd * money_share
     if pool.purpose == Purpose.TRAINING:
         row.training_busy_gpu_hours += figures.usage.busy_gpu_hours * share
-        row.training_cost_usd += figures.cost_usd * share
+        row.training_cost_usd += figures.cost_usd * money_share
         row.training_lost_gpu_hours += figures.lost_gpu_hours * share
     elif pool.purpose == Purpose.INFERENCE:
-        row.inference_cost_usd += figures.cost_usd * share
+        row.inference_cost_usd += figures.cost_usd * money_share
     row.members.append(pool.slug)
     row.parts.append(explain.PoolPart(figures, counts_as=pool.purpose, share=share))
 
@@ -1303,7 +1307,7 @@ def weekday_hour_heatmap(
 class DailySplit:
     days: list[date]
     busy_gpu_hours: dict[str, list[float]]  # purpose → per day
-    measured_cost_usd: dict[str, list[float]]
+    measured_cost_usd: dict[str, list[Decimal]]
 
 
 def daily_split(
@@ -1319,7 +1323,7 @@ def daily_split(
     days = [first + timedelta(days=n) for n in range((last - first).days + 1)]
     index = {day: position for position, day in enumerate(days)}
     busy = {value: [0.0] * len(days) for value in Purpose.values}
-    cost = {value: [0.0] * len(days) for value in Purpose.values}
+    cost = {value: [Decimal(0)] * len(days) for value in Purpose.values}
     periods = price_periods_of()
     mid_day_days, mid_day_hours = _mid_day_changes(span, periods)
     edges = service_edge_hours(span, _service_periods_of(None if pool is None else [pool.pk]))
@@ -1371,7 +1375,8 @@ def daily_split(
     ]:
         position = index[row["day"]]
         busy[row["pool__purpose"]][position] += row["busy"] or 0.0
-        cost[row["pool__purpose"]][position] += float(row["cost"] or 0.0)
+        # A sum per purpose and day, read as the Decimal of its shortest repr.
+        cost[row["pool__purpose"]][position] += as_decimal(row["cost"] or 0.0)
     return DailySplit(days, busy, cost)
 
 
@@ -1405,8 +1410,8 @@ class PeakSplitRow:
     pool: Pool
     peak_hours: frozenset
     peak_hours_configured: bool
-    peak_cost_usd: float = 0.0
-    offpeak_cost_usd: float = 0.0
+    peak_cost_usd: Decimal = Decimal(0)
+    offpeak_cost_usd: Decimal = Decimal(0)
     peak_requests: int = 0
     offpeak_requests: int = 0
     peak_tokens: int = 0
@@ -1450,7 +1455,7 @@ def peak_split(
     if purpose:
         pools = pools.filter(purpose=purpose)
     pools = list(pools.order_by("name"))
-    cost_by_hour: dict[int, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    cost_by_hour: dict[int, dict[int, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
     requests_by_hour: dict[int, dict[int, list[int]]] = defaultdict(dict)
     ids = [found.id for found in pools]
     zone_of_pool = {found.id: found.timezone or "UTC" for found in pools}
@@ -1488,7 +1493,8 @@ def peak_split(
     for pool_id, local_hour, row in _sums_by_local_hour(
         usage, "pool_id", zone_of_pool, span, cost_sums
     ):
-        cost_by_hour[pool_id][local_hour] += row["cost"]
+        # A sum per pool and local hour, read as the Decimal of its shortest repr.
+        cost_by_hour[pool_id][local_hour] += as_decimal(row["cost"])
     zone_of_workload = {workload: zone_of_pool[pool] for workload, pool in pool_of_workload.items()}
     for workload_id, local_hour, row in _sums_by_local_hour(
         requests, "workload_id", zone_of_workload, span, request_sums
@@ -1509,7 +1515,7 @@ def peak_split(
             peak, configured = costmodel.peak_hours_above_mean(mean), False
         row = PeakSplitRow(pool=found, peak_hours=peak, peak_hours_configured=configured)
         for hour in range(24):
-            cost = cost_by_hour[found.id].get(hour, 0.0)
+            cost = cost_by_hour[found.id].get(hour, Decimal(0))
             requests_, tokens = per_hour.get(hour, [0, 0])
             if hour in peak:
                 row.peak_cost_usd += cost

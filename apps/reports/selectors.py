@@ -9,6 +9,7 @@ scope reads another's."""
 
 import dataclasses
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
@@ -304,8 +305,8 @@ def idle_ranking(now, scope: Scope = EVERYTHING) -> dict:
         "start_30d": end - timedelta(days=30),
         "end": end,
         "fleet_30d": {
-            "cost_usd": sum(row.cost_usd for row in month.values()),
-            "idle_cost_usd": sum(row.idle_cost_usd for row in month.values()),
+            "cost_usd": sum((row.cost_usd for row in month.values()), Decimal(0)),
+            "idle_cost_usd": sum((row.idle_cost_usd for row in month.values()), Decimal(0)),
             "utilization_pct": 100 * busy / measured if measured else None,
         },
     }

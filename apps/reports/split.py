@@ -29,10 +29,12 @@ with the number of pools or workloads.
 
 from collections import defaultdict
 from dataclasses import dataclass, field, fields
+from decimal import Decimal
 
 from django.db.models import Case, DateTimeField, Q, Sum, Value, When
 from django.utils.translation import gettext
 
+from apps.core.money import as_decimal, times
 from apps.pools.hours import ceil_hour, floor_hour
 from apps.pools.models import TRAINING_KINDS, Purpose
 from apps.pools.running import running_intervals, running_seconds
@@ -59,9 +61,16 @@ SHARED_FIGURES = (
     "unmeasured_cost_usd",
     "idle_cost_usd",
 )
+# The figures of SHARED_FIGURES in USD: Decimal, scaled by Decimal shares, so the shares
+# of a pool that are ratios of whole GPUs (2 of 8) add up to its cost exactly.
+MONEY_FIGURES = frozenset(name for name in SHARED_FIGURES if name.endswith("_usd"))
 
 
-def _pool_vector(figures: q.PoolFigures) -> dict[str, float]:
+def _zero(name: str):
+    return Decimal(0) if name in MONEY_FIGURES else 0.0
+
+
+def _pool_vector(figures: q.PoolFigures) -> dict:
     gpus = figures.pool.gpu_count
     return {
         "capacity_gpu_hours": gpus * figures.paid_hours,
@@ -75,9 +84,16 @@ def _pool_vector(figures: q.PoolFigures) -> dict[str, float]:
     }
 
 
-def _add_vector(target: dict, vector: dict, scale: float = 1.0):
+def _add_vector(target: dict, vector: dict, scale: float | Decimal = 1):
+    """target += scale × vector: the hours in floats, the money in Decimal (``scale``
+    given as a Decimal keeps an exact ratio exact)."""
+    money_scale = as_decimal(scale)
+    hours_scale = float(scale)
     for name in SHARED_FIGURES:
-        target[name] = target.get(name, 0.0) + scale * vector.get(name, 0.0)
+        if name in MONEY_FIGURES:
+            target[name] = target.get(name, Decimal(0)) + money_scale * vector.get(name, Decimal(0))
+        else:
+            target[name] = target.get(name, 0.0) + hours_scale * vector.get(name, 0.0)
 
 
 def _merge_usage(target: q.UsageTotals, other: q.UsageTotals):
@@ -88,12 +104,12 @@ def _merge_usage(target: q.UsageTotals, other: q.UsageTotals):
 def _add_to_row(row: q.CostRow, vector: dict, counts_as: str):
     """Add a share's figures to ``row``, its training or inference part by ``counts_as``."""
     for name in SHARED_FIGURES:
-        setattr(row, name, getattr(row, name) + vector.get(name, 0.0))
+        setattr(row, name, getattr(row, name) + vector.get(name, _zero(name)))
     if counts_as == Purpose.TRAINING:
         row.training_busy_gpu_hours += vector.get("busy_gpu_hours", 0.0)
-        row.training_cost_usd += vector.get("cost_usd", 0.0)
+        row.training_cost_usd += vector.get("cost_usd", Decimal(0))
     elif counts_as == Purpose.INFERENCE:
-        row.inference_cost_usd += vector.get("cost_usd", 0.0)
+        row.inference_cost_usd += vector.get("cost_usd", Decimal(0))
 
 
 @dataclass
@@ -102,8 +118,8 @@ class _WorkloadShare:
 
     labelled_allocated_gpu_hours: float = 0.0
     labelled_busy_gpu_hours: float = 0.0
-    labelled_cost_usd: float = 0.0
-    labelled_idle_cost_usd: float = 0.0
+    labelled_cost_usd: Decimal = Decimal(0)
+    labelled_idle_cost_usd: Decimal = Decimal(0)
     # Σ over the segments of fraction of the segment running × scale × the segment's
     # figures less the labelled ones: the declared share is GPUs ÷ pool GPUs of it.
     weighted_rest: dict = field(default_factory=dict)
@@ -230,7 +246,11 @@ def workload_rows(span, figures, workloads, requests, lost, measured, scope) -> 
                 allocated, busy = labelled.get((workload.id, begin), (0.0, 0.0))
                 if not allocated and not busy:
                     continue
-                cost = seg.usage.measured_cost_usd * allocated / capacity if capacity else 0.0
+                cost = (
+                    times(allocated, seg.usage.measured_cost_usd) / as_decimal(capacity)
+                    if capacity
+                    else Decimal(0)
+                )
                 idle = costmodel.idle_cost_usd(cost, busy, allocated)
                 share = shares[workload.id]
                 share.labelled_allocated_gpu_hours += allocated
@@ -245,28 +265,31 @@ def workload_rows(span, figures, workloads, requests, lost, measured, scope) -> 
                     "measured_cost_usd": cost,
                     "idle_cost_usd": idle,
                 }
-                _add_vector(rest, labelled_vector, -1.0)
-            length = (finish - begin).total_seconds()
+                _add_vector(rest, labelled_vector, -1)
+            # Decimal ratios: a workload running the whole segment has the fraction 1 and
+            # shares of whole GPUs stay exact (2 of 8 = 0.25).
+            length = as_decimal((finish - begin).total_seconds())
             fractions = {
-                workload.id: running_seconds(intervals[workload.id], begin, finish) / length
+                workload.id: as_decimal(running_seconds(intervals[workload.id], begin, finish))
+                / length
                 for workload in pool_workloads
             }
-            declared = sum(w.gpu_count * fractions[w.id] for w in pool_workloads)
+            declared = sum((w.gpu_count * fractions[w.id] for w in pool_workloads), Decimal(0))
             gpus = seg.pool.gpu_count
-            scale = gpus / declared if declared > gpus else 1.0
-            held = 0.0
+            scale = gpus / declared if declared > gpus else Decimal(1)
+            held = Decimal(0)
             for workload in pool_workloads:
                 fraction = fractions[workload.id]
                 if not fraction:
                     continue
                 share = shares[workload.id]
                 _add_vector(share.weighted_rest, rest, fraction * scale)
-                share.running_hours += fraction * length / 3600
-                if scale < 1.0:
+                share.running_hours += float(fraction * length / 3600)
+                if scale < 1:
                     share.scaled_down = True
-                    share.declared_gpus_at_most = max(share.declared_gpus_at_most, declared)
-                held += workload.gpu_count * fraction * scale / gpus if gpus else 0.0
-            _add_vector(unallocated, rest, max(0.0, 1.0 - held))
+                    share.declared_gpus_at_most = max(share.declared_gpus_at_most, float(declared))
+                held += workload.gpu_count * fraction * scale / gpus if gpus else Decimal(0)
+            _add_vector(unallocated, rest, max(Decimal(0), 1 - held))
         unallocated_of_pool[pool_id] = unallocated
 
     rows, others = [], []
@@ -290,7 +313,7 @@ def workload_rows(span, figures, workloads, requests, lost, measured, scope) -> 
             q._add_pool(unattributed, pool_figures)
             continue
         vector = unallocated_of_pool[pool.id]
-        if any(abs(vector.get(name, 0.0)) > 1e-12 for name in SHARED_FIGURES):
+        if any(abs(vector.get(name, 0)) > 1e-12 for name in SHARED_FIGURES):
             _add_to_row(unallocated_row, vector, pool.purpose)
             unallocated_row.pool_count += 1
             unallocated_row.members.append(pool.slug)
@@ -308,7 +331,7 @@ def workload_rows(span, figures, workloads, requests, lost, measured, scope) -> 
             lost_gpu_hours = lost.get(workload.id, 0.0)
             price = pool_figures.unmeasured_usd_per_gpu_hour
             row.lost_gpu_hours += lost_gpu_hours
-            row.interruption_cost_usd += lost_gpu_hours * price
+            row.interruption_cost_usd += times(lost_gpu_hours, price)
             row.parts.append(explain.LostPart(name, lost_gpu_hours, price))
             if workload.kind in TRAINING_KINDS:
                 row.training_lost_gpu_hours += lost_gpu_hours
@@ -356,8 +379,11 @@ def _fill_workload_row(row, workload, pool_figures, share: _WorkloadShare, name:
         rules.append((MEASURED, gettext("measured: pod labels")))
     values = {}
     if share.running_hours:
-        ratio = workload.gpu_count / pool.gpu_count if pool.gpu_count else 0.0
-        values = {name_: ratio * value for name_, value in share.weighted_rest.items()}
+        ratio = Decimal(workload.gpu_count) / pool.gpu_count if pool.gpu_count else Decimal(0)
+        values = {
+            name_: ratio * value if name_ in MONEY_FIGURES else float(ratio) * value
+            for name_, value in share.weighted_rest.items()
+        }
         _add_to_row(row, values, counts_as)
         words = {
             "gpus": workload.gpu_count,

@@ -15,6 +15,7 @@ Every figure is read from the module that owns it, never recomputed here:
 
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 
 from django.db.models import Q
 from django.utils.translation import gettext
@@ -34,7 +35,7 @@ SECONDS_PER_MINUTE = 60
 class PoolCost:
     slug: str | None  # None: another team's pool, whose name the reader may not see
     name: str
-    cost_usd: float
+    cost_usd: Decimal
 
 
 @dataclass
@@ -44,10 +45,10 @@ class WorkloadFigures:
     pool_name: str
     kind: str
     is_training: bool
-    cost_usd: float
+    cost_usd: Decimal
     requests: int
     tokens: int
-    cost_per_1k_requests_usd: float | None
+    cost_per_1k_requests_usd: Decimal | None
     cost_per_1m_tokens_usd: float | None
     effective_training_gpu_hours: float | None
     # "measured" (training event logs), "estimate" (busy − lost GPU-hours) or None
@@ -99,14 +100,14 @@ class AuditBundle:
     pools: list[PoolCost]
     workloads: list[WorkloadFigures]
     drills: list[DrillFigures]
-    total_usd: float  # the team's showback total for the month
+    total_usd: Decimal  # the team's showback total for the month
 
     @property
-    def workloads_usd(self) -> float:
-        return sum(workload.cost_usd for workload in self.workloads)
+    def workloads_usd(self) -> Decimal:
+        return sum((workload.cost_usd for workload in self.workloads), Decimal(0))
 
     @property
-    def not_in_a_workload_usd(self) -> float:
+    def not_in_a_workload_usd(self) -> Decimal:
         """The team's share of its pools that no workload's usage accounts for."""
         return self.total_usd - self.workloads_usd
 

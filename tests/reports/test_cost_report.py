@@ -605,8 +605,10 @@ def test_peak_and_offpeak_unit_costs_in_the_pools_time_zone(fleet):
     assert row.peak_cost_usd == pytest.approx(peak_cost)
     assert row.offpeak_cost_usd == pytest.approx(offpeak_cost)
     assert row.peak_requests == peak_requests
-    assert row.peak_cost_per_1k_requests_usd == pytest.approx(peak_cost / peak_requests * 1000)
-    assert row.offpeak_cost_per_1k_requests_usd == pytest.approx(
+    assert float(row.peak_cost_per_1k_requests_usd) == pytest.approx(
+        peak_cost / peak_requests * 1000
+    )
+    assert float(row.offpeak_cost_per_1k_requests_usd) == pytest.approx(
         offpeak_cost / offpeak_requests * 1000
     )
 

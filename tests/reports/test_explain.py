@@ -148,7 +148,9 @@ def test_a_cloud_pool_reads_gpus_hours_and_price(fleet):  # noqa: F811
         f"${hand['cloud_measured_cost']:,.2f} measured cost × (1 − "
         f"{_one(hand['cloud_busy'])} busy ÷ 440 measured GPU-h)"
     )
-    assert idle.value == pytest.approx(hand["cloud_measured_cost"] * (1 - hand["cloud_busy"] / 440))
+    assert float(idle.value) == pytest.approx(
+        hand["cloud_measured_cost"] * (1 - hand["cloud_busy"] / 440)
+    )
 
     busy, capacity, utilization = explain.explain_figure(cloud, "utilization_pct")
     assert busy.value == pytest.approx(hand["cloud_busy"])
@@ -161,7 +163,7 @@ def test_a_cloud_pool_reads_gpus_hours_and_price(fleet):  # noqa: F811
     assert per_1k.expression == (
         f"${hand['cloud_cost']:,.2f} inference cost ÷ {requests:,} requests × 1,000"
     )
-    assert per_1k.value == pytest.approx(hand["cloud_cost"] / requests * 1000)
+    assert float(per_1k.value) == pytest.approx(hand["cloud_cost"] / requests * 1000)
 
 
 @pytest.mark.django_db
@@ -176,7 +178,7 @@ def test_an_owned_pool_shows_its_fixed_and_power_terms(fleet):  # noqa: F811
         f"({_one(hand['energy'])} kWh measured + 0.7 kW TDP × {_one(hand['odd_busy'])} busy "
         "GPU-h without energy)"
     )
-    assert cost.value == pytest.approx(hand["owned_cost"], rel=1e-9)
+    assert float(cost.value) == pytest.approx(hand["owned_cost"], rel=1e-9)
     assert cost.note == ""  # every hour measured
 
     *_, per_effective = explain.explain_figure(owned, "cost_per_effective_training_gpu_hour_usd")
@@ -185,7 +187,7 @@ def test_an_owned_pool_shows_its_fixed_and_power_terms(fleet):  # noqa: F811
     assert per_effective.expression == (
         f"${hand['owned_cost']:,.2f} training cost ÷ {_one(effective)} effective training GPU-h"
     )
-    assert per_effective.value == pytest.approx(hand["owned_cost"] / effective, rel=1e-9)
+    assert float(per_effective.value) == pytest.approx(hand["owned_cost"] / effective, rel=1e-9)
 
     [interruption] = explain.explain_figure(owned, "interruption_cost_usd")
     unmeasured_price = hand["fixed_stored"] + hand["per_kwh"] * OWNED["tdp_kw"]
@@ -193,7 +195,7 @@ def test_an_owned_pool_shows_its_fixed_and_power_terms(fleet):  # noqa: F811
         f"{lost:,.0f} lost GPU-h × ${unmeasured_price:.4f}/GPU-h (fixed {fixed_text} + "
         "$0.125/kWh × 0.7 kW TDP)"
     )
-    assert interruption.value == pytest.approx(lost * unmeasured_price, rel=1e-6)
+    assert float(interruption.value) == pytest.approx(lost * unmeasured_price, rel=1e-6)
 
 
 @pytest.mark.django_db
@@ -204,11 +206,11 @@ def test_a_group_of_pools_shows_each_pools_line_then_the_sum(fleet):  # noqa: F8
     owned_line, cloud_line, summed = explain.explain_figure(total, "cost_usd")
     assert (owned_line.label, cloud_line.label) == ("Owned training", "Cloud inference")
     assert cloud_line.value == pytest.approx(hand["cloud_cost"])
-    assert owned_line.value == pytest.approx(hand["owned_cost"], rel=1e-9)
+    assert float(owned_line.value) == pytest.approx(hand["owned_cost"], rel=1e-9)
     assert summed.expression == (
         f"Σ of the 2 lines above: ${hand['owned_cost']:,.2f} + ${hand['cloud_cost']:,.2f}"
     )
-    assert summed.value == pytest.approx(hand["cloud_cost"] + hand["owned_cost"], rel=1e-9)
+    assert float(summed.value) == pytest.approx(hand["cloud_cost"] + hand["owned_cost"], rel=1e-9)
 
 
 @pytest.mark.django_db

@@ -310,7 +310,7 @@ def test_the_effective_hours_ratio_covers_the_span_when_the_log_covers_part(grou
     assert row.cost_usd == pytest.approx(384.0)
     assert row.effective_training_source == "measured"
     assert row.effective_training_gpu_hours == pytest.approx(measured + estimated)
-    assert row.cost_per_effective_training_gpu_hour_usd == pytest.approx(
+    assert float(row.cost_per_effective_training_gpu_hour_usd) == pytest.approx(
         384.0 / (measured + estimated)
     )
     steps = explain.explain_figure(row, "effective_training_gpu_hours")

@@ -64,7 +64,7 @@ def test_a_new_pool_is_not_charged_for_the_weeks_before_it_existed(new_pool):
     )
     assert 0 < paid_hours <= 1
     assert row.capacity_gpu_hours == pytest.approx(8 * paid_hours)
-    assert row.cost_usd == pytest.approx(8 * paid_hours * 2.49)
+    assert float(row.cost_usd) == pytest.approx(8 * paid_hours * 2.49)
     assert row.unmeasured_gpu_hours == pytest.approx(8 * paid_hours)
     # The July sample is kept, not counted, and its hour says why.
     assert not PoolHourlyUsage.objects.filter(pool=new_pool).exists()
@@ -101,7 +101,7 @@ def test_a_backdated_service_period_counts_the_kept_samples(
     assert row.capacity_gpu_hours == 24 * 8
     assert row.measured_capacity_gpu_hours == 8
     assert row.unmeasured_gpu_hours == 23 * 8
-    assert row.cost_usd == pytest.approx(24 * 8 * 2.49)
+    assert row.cost_usd == Decimal("478.08")  # 24 × 8 × $2.49
 
 
 @pytest.mark.django_db

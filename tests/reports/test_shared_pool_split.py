@@ -153,7 +153,7 @@ def test_a_shared_inference_pool_splits_by_declared_gpus_while_running(shared):
     # = $20.00; search $44 ÷ 5,000 × 1,000 = $8.80, ÷ 4,000,000 × 1 M = $11.00.
     assert rows["chat"].cost_per_1k_requests_usd == pytest.approx(4.00)
     assert rows["chat"].cost_per_1m_tokens_usd == pytest.approx(20.00)
-    assert rows["search"].cost_per_1k_requests_usd == pytest.approx(8.80)
+    assert float(rows["search"].cost_per_1k_requests_usd) == pytest.approx(8.80)
     assert rows["search"].cost_per_1m_tokens_usd == pytest.approx(11.00)
     assert rows["chat"].split_rule == "declared"
     assert rows["chat"].split_rule_text == "declared: 2 of 8 GPUs while running (10 h)"
@@ -208,8 +208,8 @@ def test_declared_gpus_above_the_pools_are_scaled_down_and_flagged():
     _workload("big", pool, 8, (LONG_AGO, WorkloadStatus.RUNNING))
     _workload("small", pool, 4, (LONG_AGO, WorkloadStatus.RUNNING))
     rows = _rows()
-    assert rows["big"].cost_usd == pytest.approx(160 * 2 / 3)
-    assert rows["small"].cost_usd == pytest.approx(160 / 3)
+    assert float(rows["big"].cost_usd) == pytest.approx(160 * 2 / 3)
+    assert float(rows["small"].cost_usd) == pytest.approx(160 / 3)
     assert "unallocated" not in rows
     for key in ("big", "small"):
         assert rows[key].split_scaled_down is True

@@ -34,7 +34,7 @@ def test_a_team_budget_burns_down_with_the_teams_showback(fleet):
     window = 2 * WINDOW_HOURS + 20 + 90
     assert item.figures.spent_usd == pytest.approx(spent)
     assert item.figures.used_pct == pytest.approx(spent / 10)
-    assert item.figures.forecast_usd == pytest.approx(spent + window / 7 * DAYS_LEFT)
+    assert float(item.figures.forecast_usd) == pytest.approx(spent + window / 7 * DAYS_LEFT)
     assert item.figures.state == "75"
 
 
