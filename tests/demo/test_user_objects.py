@@ -128,12 +128,27 @@ def _user_fleet(start):
 
 
 def _cost_rows(start, end, group_by, keys):
+    """The user's rows of the cost report, every figure to a millionth: PostgreSQL sums
+    the float GPU-hours in whatever order its plan reads the rows, and the demo's rows
+    beside them (and the statistics autovacuum gathers on them) may change the plan, so
+    the last bits of a float sum are not the user's data."""
     return [
-        {field.name: getattr(row, field.name) for field in fields(row) if field.name != "members"}
-        | {"parts": repr(row.parts)}
+        {
+            field.name: _to_a_millionth(getattr(row, field.name))
+            for field in fields(row)
+            if field.name not in ("members", "parts")
+        }
         for row in cost_report(start, end, group_by)
         if row.key in keys
     ]
+
+
+def _to_a_millionth(value):
+    if isinstance(value, float):
+        return round(value, 6)
+    if isinstance(value, Decimal):
+        return value.quantize(Decimal("0.000001"))
+    return value
 
 
 def _rows(fleet, start, end):
