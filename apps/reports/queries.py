@@ -191,6 +191,29 @@ def _in_force_at(periods: list, moment: datetime):
     return found
 
 
+def _day_read_hour_by_hour(pool_id, moment: datetime) -> tuple[Q, Q]:
+    """(the pool's daily row of the UTC day of ``moment``, its hourly rows): a day a
+    price change or a service edge falls inside of is summed from its hours."""
+    midnight = floor_hour(moment).replace(hour=0)
+    return (
+        Q(pool_id=pool_id, day=midnight.date()),
+        Q(pool_id=pool_id, hour__gte=midnight, hour__lt=midnight + ONE_DAY),
+    )
+
+
+def _service_share(edges: dict) -> Case:
+    """Each hourly row's share of its hour in service: 1, but at the service period's
+    edges (``service_edge_hours``) the fraction of the hour in service."""
+    return Case(
+        *[
+            When(pool_id=pool_id, hour=hour, then=Value(fraction))
+            for (pool_id, hour), fraction in edges.items()
+        ],
+        default=Value(1.0),
+        output_field=FloatField(),
+    )
+
+
 def _mid_day_changes(span: Span, periods: dict[int, list]) -> tuple[Q, Q]:
     """(daily rows, hourly rows) of the pools' UTC days in the span on which a price
     period starts after midnight: such a day is priced hour by hour."""
@@ -199,9 +222,9 @@ def _mid_day_changes(span: Span, periods: dict[int, list]) -> tuple[Q, Q]:
         for period in pool_periods:
             start = period.effective_from.astimezone(UTC)
             if start.hour and span.start <= start < span.end:
-                midnight = start.replace(hour=0)
-                days |= Q(pool_id=pool_id, day=midnight.date())
-                hours |= Q(pool_id=pool_id, hour__gte=midnight, hour__lt=midnight + ONE_DAY)
+                day, day_hours = _day_read_hour_by_hour(pool_id, start)
+                days |= day
+                hours |= day_hours
     return days, hours
 
 
@@ -334,25 +357,12 @@ def pool_usage_totals(
     )
     mid_day = Q(pk__in=[])
     hours_of_mid_day = Q(pk__in=[])
-    for pool_id, start in changes:
-        if start.hour and first_at <= start < last_at:
-            midnight = start.replace(hour=0)
-            mid_day |= Q(pool_id=pool_id, day=midnight.date())
-            hours_of_mid_day |= Q(pool_id=pool_id, hour__gte=midnight, hour__lt=midnight + ONE_DAY)
-    for pool_id, hour in edges:
-        if first_at <= hour < last_at:
-            midnight = hour.replace(hour=0)
-            mid_day |= Q(pool_id=pool_id, day=midnight.date())
-            hours_of_mid_day |= Q(pool_id=pool_id, hour__gte=midnight, hour__lt=midnight + ONE_DAY)
-    # Each hourly row's share of its hour in service: 1 but at the service period's edges.
-    service_share = Case(
-        *[
-            When(pool_id=pool_id, hour=hour, then=Value(fraction))
-            for (pool_id, hour), fraction in edges.items()
-        ],
-        default=Value(1.0),
-        output_field=FloatField(),
-    )
+    for pool_id, moment in [*((pool, start) for pool, start in changes if start.hour), *edges]:
+        if first_at <= moment < last_at:
+            day, hours = _day_read_hour_by_hour(pool_id, moment)
+            mid_day |= day
+            hours_of_mid_day |= hours
+    service_share = _service_share(edges)
 
     def segment(condition):
         """The start of the price change a row comes after (None: none in the span)."""
@@ -1328,17 +1338,10 @@ def daily_split(
     mid_day_days, mid_day_hours = _mid_day_changes(span, periods)
     edges = service_edge_hours(span, _service_periods_of(None if pool is None else [pool.pk]))
     for pool_id, hour in edges:
-        midnight = hour.replace(hour=0)
-        mid_day_days |= Q(pool_id=pool_id, day=midnight.date())
-        mid_day_hours |= Q(pool_id=pool_id, hour__gte=midnight, hour__lt=midnight + ONE_DAY)
-    service_share = Case(
-        *[
-            When(pool_id=pool_id, hour=hour, then=Value(fraction))
-            for (pool_id, hour), fraction in edges.items()
-        ],
-        default=Value(1.0),
-        output_field=FloatField(),
-    )
+        day, hours = _day_read_hour_by_hour(pool_id, hour)
+        mid_day_days |= day
+        mid_day_hours |= hours
+    service_share = _service_share(edges)
     rows = PoolDailyUsage.objects.filter(
         scope.team_filter("pool__team"), day__gte=first, day__lte=last
     ).exclude(mid_day_days)
