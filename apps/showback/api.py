@@ -190,6 +190,11 @@ class PeriodListView(APIView):
         return Response(PeriodSerializer(data, many=True).data)
 
 
+def _refused(error) -> Response:
+    """A close or reopen refused: 409 when the month's state refuses it, else 400."""
+    return Response({"detail": str(error)}, status=409 if error.conflict else 400)
+
+
 class PeriodCloseView(APIView):
     """Close a month that has ended (Finance or a superuser): its cost report, showback,
     budgets and audit bundle are frozen and served as they were. 409 when it is closed
@@ -212,8 +217,7 @@ class PeriodCloseView(APIView):
         try:
             periods.close_month(day, request.user)
         except periods.PeriodError as error:
-            status = 409 if error.conflict else 400
-            return Response({"detail": str(error)}, status=status)
+            return _refused(error)
         return Response(PeriodSerializer(_period_data(_period_of(day))).data)
 
 
@@ -241,8 +245,7 @@ class PeriodReopenView(APIView):
         try:
             periods.reopen_month(day, request.user, body.validated_data["reason"])
         except periods.PeriodError as error:
-            status = 409 if error.conflict else 400
-            return Response({"detail": str(error)}, status=status)
+            return _refused(error)
         return Response(PeriodSerializer(_period_data(_period_of(day))).data)
 
 
