@@ -15,12 +15,14 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from django.db import IntegrityError, transaction
+from django.db.models import Min
 from django.utils import timezone
 from django.utils.translation import gettext
 
 from apps.accounts import audit
 from apps.accounts.models import AuditEvent
 from apps.core.sentences import gettext_noop, sentence
+from apps.pools.models import Pool
 from apps.reports import periods
 from apps.reports.cache import data_changed
 from apps.reports.models import ClosedMonth, MonthReopening
@@ -216,13 +218,20 @@ def period_of(month: date, now: datetime) -> Period:
 
 def period_list(now: datetime, months: int = 12) -> list[Period]:
     """The last ``months`` months, the current one first: closed ones with their frozen
-    cost, open ones with their cost computed (the current one to date)."""
+    cost, open ones with their cost computed (the current one to date). Months before
+    the first pool's service start, which have nothing to close, are left out (closed
+    ones stay listed)."""
     records = {
         record.month: record for record in ClosedMonth.objects.prefetch_related("reopenings")
     }
+    first_service = Pool.objects.aggregate(first=Min("in_service_from"))["first"]
+    first_month = periods.month_start(first_service.date()) if first_service else None
     result = []
     start = periods.month_start(now.date())
     for _index in range(months):
-        result.append(_period(start, records.get(start.date()), now))
+        record = records.get(start.date())
+        if result and record is None and (first_month is None or start < first_month):
+            break
+        result.append(_period(start, record, now))
         start = periods.month_start((start - timedelta(days=1)).date())
     return result

@@ -487,3 +487,16 @@ def test_frozen_rows_by_workload_are_each_pools_own_report(pool, gpu_model):
     assert round(frozen[("priced", "unallocated")], 2) == Decimal("4944.00")
     assert round(frozen[("bare", "unattributed")], 2) == Decimal("4464.00")
     assert bare.pk
+
+
+@pytest.mark.django_db
+def test_the_periods_list_starts_at_the_fleets_first_month_of_service(pool):
+    """The pool is in service from 1 September 2026: on 6 December the list holds the
+    four months from then, not twelve, of which eight would have nothing to close."""
+    listed = periods.period_list(datetime(2026, 12, 6, 12, tzinfo=UTC))
+    assert [f"{period.month:%Y-%m}" for period in listed] == [
+        "2026-12",
+        "2026-11",
+        "2026-10",
+        "2026-09",
+    ]
