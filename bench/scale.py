@@ -3,7 +3,7 @@
 one after the other so that no two compete for the machine's cores.
 
 Each section is a bench of its own, which measures its baseline in the same run and prints
-its table and ratios (bench/README.md has the figures and how to read them):
+its table and ratios (docs/development/benchmarks.md has the figures and how to read them):
 
 - ``tsdb``: 100,000 GPU series × 3 h in a real VictoriaMetrics; pulling and rolling up one
   hour against the TSDB answering the same queries (bench/scale_tsdb.py);

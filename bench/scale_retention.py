@@ -23,7 +23,7 @@ Then:
 Each measurement starts after a CHECKPOINT. Last, migration 0017 converts a plain table
 holding one day of ``--migration-gpus`` GPUs (default 1,000: 5.76 M rows), for its rate.
 
-Usage (from the repository root; figures in bench/README.md):
+Usage (from the repository root; figures in docs/development/benchmarks.md):
 
     .venv/bin/python bench/scale_retention.py              # 57.6 M rows, ~30 min, ~20 GB
     .venv/bin/python bench/scale_retention.py --gpus 500   # 2.9 M rows, a quick run
