@@ -6,8 +6,7 @@ four threads each. A request spends a good part of its time waiting on PostgreSQ
 Redis, when its process's core (the GIL) can serve another thread; the spare process
 keeps the cores busy while one is held by a page computed in the request (an uncached
 report: seconds). On 2 cores that is 3 × 4 = 12 requests in flight, and 12 database
-connections kept open (``CONN_MAX_AGE``); bench/scale_web.py measures it against the
-former 2 sync workers (bench/README.md, "the web at scale").
+connections kept open (``CONN_MAX_AGE``); bench/scale_web.py measures the throughput.
 
 ``WEB_WORKERS`` and ``WEB_THREADS`` override the counts; ``GUNICORN_CMD_ARGS`` any other
 option.

@@ -7,8 +7,8 @@ refuses a server newer than itself, and pg_restore 17 and later begin every rest
 ``SET transaction_timeout``, a setting that servers before 17 reject. A backup is written
 under a ``.partial`` name and renamed when complete, so a file named
 ``gpufleet-<UTC time>.dump`` is always a whole one. MEDIA_ROOT (drill evidence,
-procurement exports) is not in the database: back it up beside it (README, "Backups of
-gpufleet itself").
+procurement exports) is not in the database: back it up beside it
+(docs/operations/backups.md).
 """
 
 import os

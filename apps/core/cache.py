@@ -87,9 +87,9 @@ def _outage_for(location: str) -> _Outage:
 
 class _SharedClients(RedisCacheClient):
     """Django's Redis client maker, keeping one ``redis.Redis`` per connection pool rather
-    than making one per call: a page makes five to ten cache calls, and making the client
-    was more than half of each call's CPU (bench/README.md, "the web at scale"). A
-    ``redis.Redis`` takes a connection from its pool per command, so threads may share it."""
+    than making one per call: a page makes five to ten cache calls, and making a client
+    costs more CPU than the call it serves. A ``redis.Redis`` takes a connection from its
+    pool per command, so threads may share it."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -83,8 +83,8 @@ def category_axis(names, **axis) -> dict:
 
 class FrozenFigure:
     """A figure already serialised to JSON, for caches: unpickling a ``go.Figure``
-    validates every property again (~50 ms a figure, measured by bench/dashboard.py's
-    profile), while a string costs nothing. ``{% plotly_chart %}`` takes either."""
+    validates every property again, while a string is read as it is. ``{% plotly_chart %}``
+    takes either."""
 
     __slots__ = ("json",)
 
