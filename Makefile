@@ -1,7 +1,8 @@
 # gpufleet — two commands do everything:
 #   make run    install, migrate, load demo data, serve http://127.0.0.1:8000 with its
 #               worker and beat, on an embedded PostgreSQL and Redis unless configured
-#   make test   install, check services, lint, migrations check, collectstatic, pytest
+#   make test   install, check services, lint, migrations check, collectstatic, the docs
+#               site (mkdocs build --strict), pytest
 # on PostgreSQL + Redis (defaults below; override TEST_DATABASE_URL / TEST_REDIS_URL).
 
 SHELL := /bin/bash
@@ -67,6 +68,8 @@ test: $(INSTALLED)
 	$(BIN)/lint-imports
 	$(TEST_ENV) $(BIN)/python manage.py makemigrations --check --dry-run
 	$(TEST_ENV) $(BIN)/python manage.py collectstatic --noinput --verbosity 0
+	@# The docs site (docs/, mkdocs.yml): a broken link or a page left out of the nav fails.
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir var/docs-site
 	@# The embedded servers ensure_services.sh started, if any, stop with the suite.
 	$(TEST_ENV) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS); \
 		status=$$?; $(BIN)/python scripts/embedded_test_services.py stop; exit $$status
@@ -88,4 +91,4 @@ format: $(INSTALLED)
 	$(BIN)/ruff format .
 
 clean:
-	rm -rf $(VENV) var/staticfiles test-artifacts .pytest_cache .ruff_cache
+	rm -rf $(VENV) var/staticfiles var/docs-site test-artifacts .pytest_cache .ruff_cache

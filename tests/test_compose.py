@@ -389,7 +389,7 @@ def gunicorn_settings(command: list[str], monkeypatch, **environment) -> dict:
 @pytest.mark.parametrize("cores", [1, 2, 8])
 def test_web_runs_threaded_workers_counted_from_the_cores(services, monkeypatch, cores):
     """gthread, one worker more than the cores the container may use, 4 threads each
-    (bench/README.md, "the web at scale": 3 × 4 on 2 cores against the former 2 sync)."""
+    (docs/operations/sizing.md, "Web": 3 × 4 on 2 cores)."""
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(cores)), raising=False)
     settings = gunicorn_settings(argv(services["web"]["command"]), monkeypatch)
     assert settings == {"worker_class": "gthread", "workers": cores + 1, "threads": 4}

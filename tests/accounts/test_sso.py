@@ -3,7 +3,7 @@ localhost), driven over HTTP: the sign-in link, the provider's form, gpufleet's 
 Nothing of the protocol is mocked: gpufleet discovers the provider, exchanges the code
 with PKCE, checks the ID token's signature from the provider's JWKS and reads userinfo.
 
-The group mapping is the README's example, gpu-admins=admin;ml-vision=lead:vision;
+The group mapping is the example of docs/configuration.md, gpu-admins=admin;ml-vision=lead:vision;
 finance=finance: alice is in ml-vision, bob in finance, carol in gpu-admins and dave in a
 group nothing maps."""
 

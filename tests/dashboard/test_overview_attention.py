@@ -2,7 +2,7 @@
 ranked by idle dollars over the last 7 and 30 days with their utilisation and cost, the
 fleet's 30-day figures, and what needs a person, each with a link.
 
-Hand computation (README "Reports", FORMULAS.md: a paid hour costs GPUs × price; idle
+Hand computation (docs/user-guide/reports.md, FORMULAS.md: a paid hour costs GPUs × price; idle
 cost = measured cost × (1 − busy ÷ measured GPU-hours) over the hours with telemetry):
 - Busy: 8 GPUs at 2.00 USD/GPU-h, in service for 60 days; telemetry on each of the last 48
   hours at 6 busy GPUs (75 %). 30 days: cost 720 h × 8 × 2 = 11,520 USD; idle 48 × 16 ×

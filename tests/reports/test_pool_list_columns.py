@@ -6,7 +6,7 @@ a cloud pool whose first day has no telemetry, an owned pool with measured energ
 hours only, a cloud pool in service from day 10 with telemetry every third hour, a cloud
 pool in service with no telemetry at all, and one retired before the window. The
 expected figures are summed hour by hour from the rows the test writes, with the
-definitions of README "Reports" and FORMULAS.md "Cost of owned GPUs per hour":
+definitions of docs/user-guide/reports.md and FORMULAS.md "Cost of owned GPUs per hour":
 
 - a paid hour (inside the service period) costs GPUs × price per GPU-hour; an owned
   pool's GPU-hour is amortisation + operations ÷ 730 per GPU + power × PUE × price per

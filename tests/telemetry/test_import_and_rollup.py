@@ -443,7 +443,7 @@ def _other_pool(pool):
 
 @pytest.mark.django_db
 def test_the_sample_table_is_keyed_by_device_and_timestamp():
-    """bench/README.md, finding 2: the primary key is the uniqueness rule, with no
+    """docs/development/benchmarks.md, finding 2: the primary key is the uniqueness rule, with no
     surrogate id, no second unique index and no index on device_id alone."""
     from django.db import connection
 
