@@ -228,7 +228,7 @@ class Scenario(models.Model):
 
     @property
     def horizon_hours(self) -> int:
-        from apps.procurement.comparison import HOURS_PER_MONTH
+        from apps.procurement.comparison.maths import HOURS_PER_MONTH
 
         return self.horizon_months * HOURS_PER_MONTH
 

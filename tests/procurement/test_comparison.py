@@ -2,8 +2,8 @@
 
 import pytest
 
-from apps.procurement import comparison
-from apps.procurement.comparison import Demand, OptionSpec
+from apps.procurement.comparison import maths as comparison
+from apps.procurement.comparison.maths import Demand, OptionSpec
 
 
 def test_capacity_mix_on_a_small_curve_worked_by_hand():

@@ -14,7 +14,7 @@ from django.utils import translation
 
 from apps.catalog.models import GpuModel
 from apps.core.texts import translated
-from apps.procurement.skypilot import PriceCatalogError, parse_price_catalog
+from apps.procurement.comparison.skypilot import PriceCatalogError, parse_price_catalog
 
 SKYPILOT_CSV = (
     Path(__file__).resolve().parents[1]
