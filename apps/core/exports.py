@@ -225,6 +225,13 @@ class Column:
     xlsx_format: str | None = None
     pdf_text: Callable[[object], str] | None = None
     pdf_width_mm: float | None = None
+    # The figure's name where rows are dicts (``keyed``).
+    key: str = ""
+
+    @classmethod
+    def keyed(cls, header, key: str, type=CellType.TEXT, places=None, **options) -> "Column":
+        """A column of rows that are dicts: its value is ``row[key]``."""
+        return cls(header, lambda row: row[key], type, places, key=key, **options)
 
     @property
     def is_text(self) -> bool:
@@ -377,6 +384,8 @@ XLSX_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml
 def _formats(column: Column, value) -> bool:
     if isinstance(value, bool):
         return False
+    if isinstance(value, str):
+        return column.is_text  # a text column's own format ("@": text) holds for its text
     if column.type in _DATE_FORMATS:
         return isinstance(value, date)
     return isinstance(value, int | float | Decimal)
@@ -450,18 +459,19 @@ def pdf_table(
     table_style,
     empty: str = "",
     widths=None,
+    header: bool = True,
     **table_options,
 ):
     """A reportlab Table of the columns: every cell a Paragraph of escaped text (a name
     wraps in its column, may be in any script, and is never markup); text cells in
     ``text_style``, figures in ``number_style``. ``widths``: points per column, else each
-    column's ``pdf_width_mm``."""
+    column's ``pdf_width_mm``; ``header=False`` for a table of labels and values."""
     from reportlab.lib.units import mm
     from reportlab.platypus import Table
 
     if widths is None and all(column.pdf_width_mm for column in columns):
         widths = [column.pdf_width_mm * mm for column in columns]
-    data = [[pdf_paragraph(header, header_style) for header in headers(columns)]]
+    data = [[pdf_paragraph(text, header_style) for text in headers(columns)]] if header else []
     for row_values in rows:
         data.append(
             [
@@ -472,6 +482,6 @@ def pdf_table(
                 for column, value in zip(columns, row_values, strict=True)
             ]
         )
-    table = Table(data, colWidths=widths, repeatRows=1, **table_options)
+    table = Table(data, colWidths=widths, repeatRows=1 if header else 0, **table_options)
     table.setStyle(table_style)
     return table
