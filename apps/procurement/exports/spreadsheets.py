@@ -89,7 +89,7 @@ def _table(sheet, specs, rows, row=1) -> int:
     """A table with the blue header; the panes freeze below the header, right of the first
     column. Returns the last row written."""
     last = xlsx_table(sheet, specs, rows, row=row, **_header_style())
-    sheet.freeze_panes = sheet.cell(row=row + 1, column=2)
+    sheet.freeze_panes = f"B{row + 1}"
     return last
 
 
