@@ -1,5 +1,5 @@
 """Procurement scenarios: a demand, the options that could serve it, and the exports of
-their comparison. The maths lives in comparison.py; services.py joins the two."""
+their comparison. The maths lives in comparison/maths.py; comparison/services.py joins the two."""
 
 from decimal import Decimal
 

@@ -64,7 +64,7 @@ def test_the_scenario_pages_are_in_chinese(procurement_client, scenario):
         "导出 CSV",
     ):
         assert label in text, label
-    # The recommendation and its reasons (comparison.py) are written in Chinese too.
+    # The recommendation and its reasons (comparison/maths.py) are written in Chinese too.
     assert "个月内的成本为" in text and "个 GPU 作为基线" in text
     data = (scenario.name, "Rent H100", "Hybrid H100", scenario.demand_pool.name)
     for name in data:

@@ -1,5 +1,6 @@
-"""Reads a scenario's demand from telemetry, turns its option lines into priced specs and
-runs maths.py on them; imports SkyPilot prices; writes exports."""
+"""The comparison the scenario page, the API and the exports show: the demand
+(demand.py), each option priced (options.py) and checked against the stated requirements
+(regions.py), run through maths.py; and the writes of a scenario's regions and RTTs."""
 
 import dataclasses
 from dataclasses import dataclass, field
