@@ -256,7 +256,7 @@ class Column:
     def text(self, value, *, empty: str = "") -> str:
         """The value as the page shows it: grouped thousands, the column's decimals, a
         ratio as a percentage; ``empty`` for None."""
-        if value is None or value == "":
+        if value is None or (value == "" and not self.is_text):
             return empty
         if self.pdf_text is not None:
             return self.pdf_text(value)
