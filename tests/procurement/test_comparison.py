@@ -1,4 +1,5 @@
-"""apps/procurement/comparison/maths.py by hand: every expected number is worked out in the test's comments."""
+"""apps/procurement/comparison/maths.py by hand: every expected number is worked out in the
+test's comments."""
 
 import pytest
 

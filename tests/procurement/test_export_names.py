@@ -12,8 +12,9 @@ import pytest
 from openpyxl import load_workbook
 from pypdf import PdfReader
 
+from apps.core.exports import headers
 from apps.procurement.comparison.services import build_comparison
-from apps.procurement.exports.content import PRICE_HEADERS
+from apps.procurement.exports.content import price_columns
 from apps.procurement.exports.pdf import build_pdf
 from apps.procurement.exports.spreadsheets import build_csv, build_xlsx
 from tests.conftest import ARTIFACTS_DIR
@@ -79,7 +80,7 @@ def test_csv_writes_formula_names_as_quoted_text(
     inputs = {row[0]: row[1] for row in rows if len(row) == 2}
     assert inputs["Scenario"] == SCENARIO_NAME
     assert inputs["Pool measured"] == "'" + POOL_NAME
-    assert "'" + FORMULA in [row[0] for row in rows[rows.index(list(PRICE_HEADERS)) :]]
+    assert "'" + FORMULA in [row[0] for row in rows[rows.index(headers(price_columns("USD"))) :]]
     for row in rows:
         for cell in row:
             # Only a number may start like a formula (a negative one): text never does.

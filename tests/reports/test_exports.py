@@ -100,9 +100,9 @@ def test_page_csv_xlsx_and_api_carry_the_same_numbers(client, make_user, fleet, 
     headers, *lines = reader
     assert headers == [str(column.header) for column in COLUMNS]
     # Numbers carry their unit; the one word column says how a figure is known.
-    assert all(
-        UNIT.search(str(column.header)) for column in COLUMNS[2:] if not column.is_text
-    ), headers
+    assert all(UNIT.search(str(column.header)) for column in COLUMNS[2:] if not column.is_text), (
+        headers
+    )
     *lines, csv_total = lines
     assert csv_total[:2] == ["", "Total"]
     assert all(line[1] != "Rounding" for line in lines)

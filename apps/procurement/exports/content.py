@@ -124,22 +124,10 @@ def columns(currency: str) -> list[Column]:
     ]
 
 
-def shown(column: Column, value) -> str:
-    """A value as the page shows it (its ``number`` and ``percent`` filters): "—" for a
-    missing figure, a blank for a missing text."""
-    return column.text(value, empty="" if column.is_text else "—")
-
-
-def comparison_table(result, *, formatted: bool):
-    """(headers, one list of values per option): raw, or as the page shows them."""
+def comparison_table(result):
+    """(headers, one list of raw values per option)."""
     specs = columns(result.scenario.currency)
-    rows = rows_of(specs, result.rows)
-    if formatted:
-        rows = [
-            [shown(column, value) for column, value in zip(specs, values, strict=True)]
-            for values in rows
-        ]
-    return headers(specs), rows
+    return headers(specs), rows_of(specs, result.rows)
 
 
 def input_rows(result) -> list[tuple[str, object, int | None]]:
@@ -303,15 +291,6 @@ def price_columns(currency: str, *, value_header_unit: bool = False) -> list[Col
         Column(_("Unit"), lambda price: price[3]),
         Column(_("Source"), lambda price: price[4]),
     ]
-
-
-PRICE_HEADERS = (
-    gettext_lazy("Option"),
-    gettext_lazy("Price used"),
-    gettext_lazy("Value"),
-    gettext_lazy("Unit"),
-    gettext_lazy("Source"),
-)
 
 
 def price_rows(result) -> list[list]:

@@ -44,7 +44,7 @@ def csv_number(value):
 
 def build_csv(result) -> bytes:
     file = CsvFile(numbers=csv_number)
-    _headers, rows = comparison_table(result, formatted=False)
+    _headers, rows = comparison_table(result)
     # A CSV has no number format: its percentages are the ratios they are stored as.
     specs = [
         dataclasses.replace(column, header=str(column.header).replace("(%)", _("(ratio)")))
@@ -107,7 +107,7 @@ def comparison_sheet(sheet, result) -> None:
 
     sheet.title = _("Comparison")
     specs = columns(result.scenario.currency)
-    _headers, rows = comparison_table(result, formatted=False)
+    _headers, rows = comparison_table(result)
     _table(sheet, specs, rows)
     count = len(specs)
     _widths(sheet, {1: 34, **{column: 16 for column in range(2, count)}, count: 60})
