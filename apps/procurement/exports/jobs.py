@@ -20,13 +20,12 @@ WRITERS = {
 }
 
 
-def run_export(export_id: int, *, language: str | None = None, writers=None) -> str:
-    """Compute the comparison and write the file with ``writers[export.format]``
-    (``WRITERS`` unless a caller hands in others); progress is kept on the export for the
-    page's progress bar. A failure is recorded on the export, then re-raised. An export
-    finished, running elsewhere or out of attempts is left alone (apps/core/runs.py). The
-    file is written in ``language``, or the export's own (the language of the page that
-    asked for it)."""
+def run_export(export_id: int, *, language: str | None = None) -> str:
+    """Compute the comparison and write the file with ``WRITERS[export.format]``; progress
+    is kept on the export for the page's progress bar. A failure is recorded on the export,
+    then re-raised. An export finished, running elsewhere or out of attempts is left alone
+    (apps/core/runs.py). The file is written in ``language``, or the export's own (the
+    language of the page that asked for it)."""
 
     claimed = runs.claim(
         ComparisonExport,
@@ -42,7 +41,7 @@ def run_export(export_id: int, *, language: str | None = None, writers=None) -> 
         export.scenario = scenario_queryset().get(pk=export.scenario_id)
         result = build_comparison_what_if(export.scenario, export.what_if)
         export.advance(40)
-        content = (writers or WRITERS)[export.format](result)
+        content = WRITERS[export.format](result)
         export.advance(80)
         export.file.save(export.filename, ContentFile(content), save=False)
         # Written in the export's language, which its page is read in.
