@@ -510,7 +510,7 @@ RUN_MAX_ATTEMPTS = env.int("RUN_MAX_ATTEMPTS", default=3)
 STALLED_RUN_REAPERS = [
     "apps.telemetry.services.reap_stalled_imports",
     "apps.reports.recompute.reap_stalled_recomputes",
-    "apps.procurement.services.reap_stalled_exports",
+    "apps.procurement.exports.jobs.reap_stalled_exports",
     "apps.telemetry.retention.reap_stalled_purges",
 ]
 # Recompute the report pages people viewed lately right after the data under them changes

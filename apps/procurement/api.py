@@ -5,7 +5,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.scope import scope_of
-from apps.procurement import comparison
+from apps.procurement.comparison import maths
+from apps.procurement.comparison.services import scenario_queryset
+from apps.procurement.comparison.what_if import apply_what_if
 from apps.procurement.models import Scenario
 from apps.procurement.serializers import (
     CapacityMixRequestSerializer,
@@ -14,7 +16,6 @@ from apps.procurement.serializers import (
     ScenarioSerializer,
     WhatIfQuerySerializer,
 )
-from apps.procurement.services import apply_what_if, scenario_queryset
 
 
 class ScenarioViewSet(viewsets.ReadOnlyModelViewSet):
@@ -72,7 +73,7 @@ class CapacityMixEstimateView(APIView):
         request_serializer = CapacityMixRequestSerializer(data=request.data)
         request_serializer.is_valid(raise_exception=True)
         data = request_serializer.validated_data
-        mix = comparison.capacity_mix(
+        mix = maths.capacity_mix(
             data["hourly_demand_gpus"],
             data["reserved_price_per_gpu_hour"],
             data["on_demand_price_per_gpu_hour"],

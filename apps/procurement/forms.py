@@ -12,6 +12,11 @@ from apps.core.forms import SectionedFormMixin, SlugFromNameMixin, TablerFormMix
 from apps.core.texts import translated
 from apps.pools.models import Pool, Workload
 from apps.pools.scoped import SHARED_ONLY, limit_team_field
+from apps.procurement.comparison.options import MONEY_FIELDS, pool_value
+from apps.procurement.comparison.regions import RttParseError, parse_rtt_ms
+from apps.procurement.comparison.services import save_option_rtts, save_user_regions
+from apps.procurement.comparison.skypilot import PriceCatalogError, parse_price_catalog
+from apps.procurement.comparison.what_if import apply_what_if
 from apps.procurement.models import (
     ComparisonExport,
     DemandSource,
@@ -21,15 +26,6 @@ from apps.procurement.models import (
     ScenarioOption,
     ThroughputBasis,
 )
-from apps.procurement.regions import RttParseError, parse_rtt_ms
-from apps.procurement.services import (
-    MONEY_FIELDS,
-    apply_what_if,
-    pool_value,
-    save_option_rtts,
-    save_user_regions,
-)
-from apps.procurement.skypilot import PriceCatalogError, parse_price_catalog
 
 TRAINING_JOB_SECTION = _("Training job")
 SCENARIO_SECTIONS = (

@@ -1,5 +1,5 @@
 """Procurement scenarios: a demand, the options that could serve it, and the exports of
-their comparison. The maths lives in comparison.py; services.py joins the two."""
+their comparison. The maths lives in comparison/maths.py; comparison/services.py joins the two."""
 
 from decimal import Decimal
 
@@ -228,7 +228,7 @@ class Scenario(models.Model):
 
     @property
     def horizon_hours(self) -> int:
-        from apps.procurement.comparison import HOURS_PER_MONTH
+        from apps.procurement.comparison.maths import HOURS_PER_MONTH
 
         return self.horizon_months * HOURS_PER_MONTH
 

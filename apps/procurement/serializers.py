@@ -315,7 +315,7 @@ class ScenarioDetailSerializer(ScenarioSerializer):
 
     @extend_schema_field(WhatIfAppliedSerializer(many=True))
     def get_what_if_applied(self, scenario):
-        from apps.procurement.services import json_value
+        from apps.procurement.comparison.what_if import json_value
 
         saved = getattr(scenario, "what_if_saved", {})
         return WhatIfAppliedSerializer(
@@ -332,7 +332,8 @@ class ScenarioDetailSerializer(ScenarioSerializer):
 
     @extend_schema_field(ComparisonSerializer)
     def get_comparison(self, scenario):
-        from apps.procurement.services import build_comparison, prices_used
+        from apps.procurement.comparison.options import prices_used
+        from apps.procurement.comparison.services import build_comparison
 
         result = build_comparison(scenario)
         demand, info = result.demand, result.info

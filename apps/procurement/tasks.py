@@ -15,7 +15,6 @@ def generate_export_task(export_id: int, language: str | None = None) -> str:
     """Write one export's file, in ``language`` (the page's that asked for it; default:
     the one kept on the export, as a retry queues it). Idempotent: a re-run recomputes and
     replaces the file."""
-    from apps.procurement.exports import WRITERS
-    from apps.procurement.services import run_export
+    from apps.procurement.exports.jobs import run_export
 
-    return run_export(export_id, writers=WRITERS, language=language)
+    return run_export(export_id, language=language)

@@ -21,6 +21,13 @@ from apps.core.outbox import enqueue, mark_waiting
 from apps.core.tables import configure_table
 from apps.pools.scoped import in_scope_or_404
 from apps.procurement import charts
+from apps.procurement.comparison.price_import import import_prices
+from apps.procurement.comparison.services import (
+    build_comparison,
+    scenario_history,
+    scenario_queryset,
+)
+from apps.procurement.comparison.what_if import what_if_json
 from apps.procurement.forms import (
     ExportForm,
     OptionForm,
@@ -29,13 +36,6 @@ from apps.procurement.forms import (
     WhatIfForm,
 )
 from apps.procurement.models import ComparisonExport, OptionKind, Scenario, ScenarioOption
-from apps.procurement.services import (
-    build_comparison,
-    import_prices,
-    scenario_history,
-    scenario_queryset,
-    what_if_json,
-)
 from apps.procurement.tables import ScenarioTable
 from apps.procurement.tasks import generate_export_task
 

@@ -1,60 +1,83 @@
 """The cost report as CSV or XLSX, units in every header, with the page's total row;
-the XLSX also says how each figure is computed (apps/reports/explain.py).
+the XLSX also says how each figure is computed (apps/reports/explain.py). The lendable
+off-peak capacity as CSV. Both are written by apps/core/exports.py from the columns here.
 
 Money is written as the page shows it (apps/core/money.py): amounts to the cent, unit
 prices to 4 decimals, so the rows of a file add up to its total; where the rounded rows
 do not, a rounding line above the total says by how much."""
 
-import csv
-import io
-
 from django.http import HttpResponse
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
-from openpyxl import Workbook
-from openpyxl.styles import Font
-from openpyxl.utils import get_column_letter
 
 from apps.core import money
-from apps.core.exports import append_xlsx_row, csv_cell
+from apps.core.exports import (
+    XLSX_CONTENT_TYPE,
+    CellType,
+    Column,
+    CsvFile,
+    csv_table,
+    headers,
+    register,
+    xlsx_bytes,
+    xlsx_header,
+    xlsx_row,
+)
 from apps.core.texts import rounding_label
 from apps.reports import explain
 from apps.reports.forms import GROUP_BY_NOUNS
 
 FORMATS = ("csv", "xlsx")
-# Hours and percentages in the CSV carry six decimals: far below a GPU-second, and free
-# of the binary noise of a sum (1199.9999999999998).
-CSV_DECIMALS = 6
 CENTS_FORMAT = "#,##0.00"
 UNIT_PRICE_FORMAT = "#,##0.0000"
 
-# (header with its unit, CostRow.as_dict() key, XLSX number format); the headers are in
-# the language of the request that asks for the file.
+
+def _text(header, key):
+    return Column.keyed(header, key, xlsx_format="@")
+
+
+def _hours(header, key):
+    return Column.keyed(header, key, CellType.DECIMAL, 1)
+
+
+def _amount(header, key):
+    return Column.keyed(header, key, CellType.MONEY, 2)
+
+
+def _unit_price(header, key):
+    return Column.keyed(header, key, CellType.MONEY, 4)
+
+
+def _count(header, key):
+    return Column.keyed(header, key, CellType.INTEGER)
+
+
+# The cost report's columns (rows are CostRow.as_dict()); the headers are in the language
+# of the request that asks for the file.
 COLUMNS = (
-    (_("Key"), "key", "@"),
-    (pgettext_lazy("a report row", "Name"), "label", "@"),
-    (_("Capacity (GPU-hours)"), "capacity_gpu_hours", "#,##0.0"),
-    (_("Measured capacity (GPU-hours)"), "measured_capacity_gpu_hours", "#,##0.0"),
-    (_("Unmeasured (GPU-hours)"), "unmeasured_gpu_hours", "#,##0.0"),
-    (_("Busy (GPU-hours)"), "busy_gpu_hours", "#,##0.0"),
-    (_("Utilisation (%)"), "utilization_pct", "0.0"),
-    (_("Cost (USD)"), "cost_usd", CENTS_FORMAT),
-    (_("Unmeasured cost (USD)"), "unmeasured_cost_usd", CENTS_FORMAT),
-    (_("Idle cost (USD)"), "idle_cost_usd", CENTS_FORMAT),
-    (_("Cost per busy GPU-hour (USD)"), "cost_per_busy_gpu_hour_usd", UNIT_PRICE_FORMAT),
-    (_("Requests (count)"), "requests", "#,##0"),
-    (_("Cost per 1k requests (USD)"), "cost_per_1k_requests_usd", UNIT_PRICE_FORMAT),
-    (_("Tokens (count)"), "tokens", "#,##0"),
-    (_("Cost per 1M tokens (USD)"), "cost_per_1m_tokens_usd", UNIT_PRICE_FORMAT),
-    (_("Lost to interruptions (GPU-hours)"), "lost_gpu_hours", "#,##0.0"),
-    (_("Effective training (GPU-hours)"), "effective_training_gpu_hours", "#,##0.0"),
-    (_("Effective training from"), "effective_training_source", "@"),
-    (
-        _("Cost per effective training GPU-hour (USD)"),
-        "cost_per_effective_training_gpu_hour_usd",
-        UNIT_PRICE_FORMAT,
+    _text(_("Key"), "key"),
+    _text(pgettext_lazy("a report row", "Name"), "label"),
+    _hours(_("Capacity (GPU-hours)"), "capacity_gpu_hours"),
+    _hours(_("Measured capacity (GPU-hours)"), "measured_capacity_gpu_hours"),
+    _hours(_("Unmeasured (GPU-hours)"), "unmeasured_gpu_hours"),
+    _hours(_("Busy (GPU-hours)"), "busy_gpu_hours"),
+    # Already a percentage (0–100), not a ratio.
+    Column.keyed(_("Utilisation (%)"), "utilization_pct", CellType.DECIMAL, 1, xlsx_format="0.0"),
+    _amount(_("Cost (USD)"), "cost_usd"),
+    _amount(_("Unmeasured cost (USD)"), "unmeasured_cost_usd"),
+    _amount(_("Idle cost (USD)"), "idle_cost_usd"),
+    _unit_price(_("Cost per busy GPU-hour (USD)"), "cost_per_busy_gpu_hour_usd"),
+    _count(_("Requests (count)"), "requests"),
+    _unit_price(_("Cost per 1k requests (USD)"), "cost_per_1k_requests_usd"),
+    _count(_("Tokens (count)"), "tokens"),
+    _unit_price(_("Cost per 1M tokens (USD)"), "cost_per_1m_tokens_usd"),
+    _hours(_("Lost to interruptions (GPU-hours)"), "lost_gpu_hours"),
+    _hours(_("Effective training (GPU-hours)"), "effective_training_gpu_hours"),
+    _text(_("Effective training from"), "effective_training_source"),
+    _unit_price(
+        _("Cost per effective training GPU-hour (USD)"), "cost_per_effective_training_gpu_hour_usd"
     ),
-    (_("Interruption cost (USD)"), "interruption_cost_usd", CENTS_FORMAT),
+    _amount(_("Interruption cost (USD)"), "interruption_cost_usd"),
 )
 
 
@@ -65,7 +88,7 @@ def _filename(filters, extension):
     )
 
 
-SUMMED_KEYS = tuple(key for _header, key, number_format in COLUMNS if number_format == CENTS_FORMAT)
+SUMMED_KEYS = tuple(column.key for column in COLUMNS if column.number_format() == CENTS_FORMAT)
 
 
 def _with_total(rows, total):
@@ -78,11 +101,11 @@ def _shown(values: dict) -> dict:
     """A row's figures as the page shows them: amounts to the cent, unit prices to 4
     decimals (Decimal); the rest as computed."""
     shown = dict(values)
-    for _header, key, number_format in COLUMNS:
-        if number_format == CENTS_FORMAT:
-            shown[key] = money.to_cents(values[key])
-        elif number_format == UNIT_PRICE_FORMAT:
-            shown[key] = money.to_unit_price(values[key])
+    for column in COLUMNS:
+        if column.number_format() == CENTS_FORMAT:
+            shown[column.key] = money.to_cents(values[column.key])
+        elif column.number_format() == UNIT_PRICE_FORMAT:
+            shown[column.key] = money.to_unit_price(values[column.key])
     return shown
 
 
@@ -99,7 +122,7 @@ def rounding_values(rows, total) -> dict | None:
     }
     if not any(differences.values()):
         return None
-    line = dict.fromkeys(key for _header, key, _format in COLUMNS)
+    line = dict.fromkeys(column.key for column in COLUMNS)
     line.update(key="", label=rounding_label())
     line.update({key: difference or money.to_cents(0) for key, difference in differences.items()})
     return line
@@ -117,36 +140,11 @@ def _lines(rows, total) -> list[tuple[object, dict]]:
     return lines
 
 
-def _csv_value(value):
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return round(value, CSV_DECIMALS)
-    return csv_cell(value)
-
-
 def cost_report_csv(rows, total=None) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow([str(header) for header, _key, _format in COLUMNS])
-    for _row, values in _lines(rows, total):
-        writer.writerow([_csv_value(values[key]) for _header, key, _format in COLUMNS])
-    return buffer.getvalue()
-
-
-# The explanation sheet: (header, XLSX number format).
-EXPLAIN_COLUMNS = (
-    (_("Key"), "@"),
-    (pgettext_lazy("a report row", "Name"), "@"),
-    (_("Figure"), "@"),
-    (_("Step"), "0"),
-    (_("Label"), "@"),
-    (_("Computed as"), "@"),
-    (_("Value"), None),
-    (_("Unit"), "@"),
-    (_("Note"), "@"),
-)
-_EXPLAIN_NUMBER_FORMATS = {"USD": "#,##0.00", "%": "0.00", "requests": "#,##0", "tokens": "#,##0"}
+    return csv_table(
+        COLUMNS,
+        [[column.value(values) for column in COLUMNS] for _row, values in _lines(rows, total)],
+    )
 
 
 def _explain_number_format(unit: str) -> str:
@@ -155,45 +153,74 @@ def _explain_number_format(unit: str) -> str:
     return "#,##0.0000" if unit.startswith("USD/") else "#,##0.00"
 
 
+_EXPLAIN_NUMBER_FORMATS = {"USD": "#,##0.00", "%": "0.00", "requests": "#,##0", "tokens": "#,##0"}
+
+
+def explain_columns(unit: str = "") -> list[Column]:
+    """The explanation sheet's columns (rows are explain steps as dicts); a step's value is
+    written in the number format of its unit."""
+    return [
+        _text(_("Key"), "key"),
+        _text(pgettext_lazy("a report row", "Name"), "label"),
+        _text(_("Figure"), "figure"),
+        Column.keyed(_("Step"), "step", CellType.INTEGER, xlsx_format="0"),
+        _text(_("Label"), "step_label"),
+        _text(_("Computed as"), "expression"),
+        Column.keyed(
+            _("Value"), "value", CellType.DECIMAL, xlsx_format=_explain_number_format(unit)
+        ),
+        _text(_("Unit"), "unit"),
+        _text(_("Note"), "note"),
+    ]
+
+
 def _explain_sheet(workbook, rows, total):
     """Every figure of every row, step by step: the numbers as numbers, the last step of
     each figure the figure itself."""
+    from openpyxl.styles import Font
+    from openpyxl.utils import get_column_letter
+
     sheet = workbook.create_sheet(gettext("How each figure is computed"))
-    append_xlsx_row(sheet, [str(header) for header, _format in EXPLAIN_COLUMNS])
-    for cell in sheet[1]:
-        cell.font = Font(bold=True)
+    xlsx_header(sheet, headers(explain_columns()), font=Font(bold=True))
     for row in _with_total(rows, total):
         key = "" if row is total else row.key
         for figure, steps in explain.explain_row(row).items():
             label = gettext(explain.FIGURES[figure][0])
             for number, step in enumerate(steps, start=1):
-                append_xlsx_row(
-                    sheet,
-                    [key, row.label, label, number, step.label, step.expression]
-                    + [step.value, step.unit, step.note],
-                )
-                value_cell = sheet.cell(row=sheet.max_row, column=7)
-                value_cell.number_format = _explain_number_format(step.unit)
+                specs = explain_columns(step.unit)
+                line = {
+                    "key": key,
+                    "label": row.label,
+                    "figure": label,
+                    "step": number,
+                    "step_label": step.label,
+                    "expression": step.expression,
+                    "value": step.value,
+                    "unit": step.unit,
+                    "note": step.note,
+                }
+                cells = xlsx_row(sheet, specs, [column.value(line) for column in specs])
                 if number == len(steps):
-                    value_cell.font = Font(bold=True)
+                    cells[6].font = Font(bold=True)
     # The "Computed as" and "Label" columns are wide; the others hold short values.
     widths = {5: 36, 6: 90}
-    for index, (_header, number_format) in enumerate(EXPLAIN_COLUMNS, start=1):
-        letter = get_column_letter(index)
-        sheet.column_dimensions[letter].width = widths.get(index, 16)
-        if number_format:
-            for cell in sheet[letter][1:]:
-                cell.number_format = number_format
+    for index in range(1, len(explain_columns()) + 1):
+        sheet.column_dimensions[get_column_letter(index)].width = widths.get(index, 16)
     sheet.freeze_panes = "A2"
 
 
 def cost_report_xlsx(rows, filters, total=None) -> bytes:
+    from openpyxl import Workbook
+    from openpyxl.styles import Font
+    from openpyxl.utils import get_column_letter
+
     workbook = Workbook()
     sheet = workbook.active
     sheet.title = gettext("Cost report")
     title = gettext("gpufleet cost report by %(group)s, UTC days %(start)s to %(end)s (included)")
-    append_xlsx_row(
+    xlsx_row(
         sheet,
+        None,
         [
             title
             % {
@@ -204,24 +231,18 @@ def cost_report_xlsx(rows, filters, total=None) -> bytes:
         ],
     )
     sheet["A1"].font = Font(bold=True, size=12)
-    append_xlsx_row(sheet, [str(header) for header, _key, _format in COLUMNS])
-    for cell in sheet[2]:
-        cell.font = Font(bold=True)
+    xlsx_header(sheet, headers(COLUMNS), font=Font(bold=True))
     for row, values in _lines(rows, total):
-        append_xlsx_row(sheet, [values[key] for _header, key, _format in COLUMNS])
+        cells = xlsx_row(sheet, COLUMNS, [column.value(values) for column in COLUMNS])
         if row is total:
-            for cell in sheet[sheet.max_row]:
+            for cell in cells:
                 cell.font = Font(bold=True)
-    for index, (header, _key, number_format) in enumerate(COLUMNS, start=1):
+    for index, column in enumerate(COLUMNS, start=1):
         letter = get_column_letter(index)
-        sheet.column_dimensions[letter].width = max(12, min(40, len(str(header)) + 2))
-        for cell in sheet[letter][2:]:
-            cell.number_format = number_format
+        sheet.column_dimensions[letter].width = max(12, min(40, len(str(column.header)) + 2))
     sheet.freeze_panes = "C3"
     _explain_sheet(workbook, rows, total)
-    buffer = io.BytesIO()
-    workbook.save(buffer)
-    return buffer.getvalue()
+    return xlsx_bytes(workbook)
 
 
 def cost_report_response(rows, filters, export_format: str, total=None) -> HttpResponse:
@@ -232,7 +253,92 @@ def cost_report_response(rows, filters, export_format: str, total=None) -> HttpR
     else:
         response = HttpResponse(
             cost_report_xlsx(rows, filters, total),
-            content_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+            content_type=XLSX_CONTENT_TYPE,
         )
     response["Content-Disposition"] = f'attachment; filename="{_filename(filters, export_format)}"'
     return response
+
+
+# --- the lendable off-peak capacity -------------------------------------------------------
+
+
+def lendable_columns() -> list[Column]:
+    """The lendable list's columns (rows are apps/reports/lending.py's ``Lendable``);
+    dollars and prices to six decimals, as the page's sums are."""
+
+    def largest(getter):
+        return lambda row: getter(row.largest_window) if row.largest_window else ""
+
+    return [
+        Column(_("Pool"), lambda row: row.pool.name),
+        Column(_("Time zone"), lambda row: row.zone_name),
+        Column(_("GPUs"), lambda row: row.pool.gpu_count, CellType.INTEGER),
+        Column(_("Safety margin (GPUs)"), lambda row: row.margin_gpus, CellType.INTEGER),
+        Column(
+            _("Price per GPU-hour (USD)"),
+            lambda row: round(row.price_per_gpu_hour_usd, 6),
+            CellType.MONEY,
+            6,
+        ),
+        Column(
+            _("Lendable (GPU-hours per week)"),
+            lambda row: row.lendable_gpu_hours_per_week,
+            CellType.INTEGER,
+        ),
+        Column(
+            _("Value (USD per week)"),
+            lambda row: round(row.value_usd_per_week, 6),
+            CellType.MONEY,
+            6,
+        ),
+        Column(_("Largest window (local)"), largest(lambda window: window.label)),
+        Column(_("Largest window (GPUs)"), largest(lambda window: window.gpus), CellType.INTEGER),
+        Column(
+            _("Largest window (GPU-hours)"),
+            largest(lambda window: window.gpu_hours),
+            CellType.INTEGER,
+        ),
+        Column(
+            _("Hours with too little data (of 168)"),
+            lambda row: row.slots_without_data,
+            CellType.INTEGER,
+        ),
+    ]
+
+
+def lendable_csv(fleet) -> str:
+    """One line per inference pool, then the fleet's total."""
+    specs = lendable_columns()
+    file = CsvFile()
+    file.table(specs, [[column.value(row) for column in specs] for row in fleet.rows])
+    total = dict.fromkeys(range(len(specs)), "")
+    total.update(
+        {
+            0: gettext("Total"),
+            2: fleet.gpu_count,
+            5: fleet.lendable_gpu_hours_per_week,
+            6: round(fleet.value_usd_per_week, 6),
+        }
+    )
+    file.row(total.values())
+    return file.text()
+
+
+def lendable_response(fleet) -> HttpResponse:
+    response = HttpResponse(lendable_csv(fleet), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="gpufleet-lendable.csv"'
+    return response
+
+
+register(
+    "reports.cost",
+    formats=FORMATS,
+    tables=lambda: {"cost report": COLUMNS, "how each figure is computed": explain_columns()},
+    module=__name__,
+)
+register(
+    "reports.lendable",
+    formats=("csv",),
+    tables=lambda: {"lendable": lendable_columns()},
+    module=__name__,
+)

@@ -2,7 +2,6 @@
 progress), a pool's report panel, and the interruptions of training jobs. The figures come
 from apps/reports/selectors.py; these views only read and render them."""
 
-import csv
 import logging
 from datetime import UTC, datetime
 from functools import partial
@@ -24,7 +23,6 @@ from django_htmx.http import retarget
 
 from apps.accounts.scope import scope_of
 from apps.core.crud import delete_page, form_page
-from apps.core.exports import csv_cell
 from apps.core.history import history_rows
 from apps.core.htmx import fragment_for, render_page
 from apps.core.outbox import enqueue, mark_waiting
@@ -467,67 +465,13 @@ def pool_lending_panel(request, slug):
     return render_page(request, "layouts/pool_panel.html", context, partial="panel")
 
 
-def _lendable_csv(fleet) -> HttpResponse:
-    response = HttpResponse(content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = 'attachment; filename="gpufleet-lendable.csv"'
-    writer = csv.writer(response)
-    writer.writerow(
-        [
-            _("Pool"),
-            _("Time zone"),
-            _("GPUs"),
-            _("Safety margin (GPUs)"),
-            _("Price per GPU-hour (USD)"),
-            _("Lendable (GPU-hours per week)"),
-            _("Value (USD per week)"),
-            _("Largest window (local)"),
-            _("Largest window (GPUs)"),
-            _("Largest window (GPU-hours)"),
-            _("Hours with too little data (of 168)"),
-        ]
-    )
-    for row in fleet.rows:
-        largest = row.largest_window
-        writer.writerow(
-            [
-                csv_cell(row.pool.name),
-                row.zone_name,
-                row.pool.gpu_count,
-                row.margin_gpus,
-                round(row.price_per_gpu_hour_usd, 6),
-                row.lendable_gpu_hours_per_week,
-                round(row.value_usd_per_week, 6),
-                largest.label if largest else "",
-                largest.gpus if largest else "",
-                largest.gpu_hours if largest else "",
-                row.slots_without_data,
-            ]
-        )
-    writer.writerow(
-        [
-            _("Total"),
-            "",
-            fleet.gpu_count,
-            "",
-            "",
-            fleet.lendable_gpu_hours_per_week,
-            round(fleet.value_usd_per_week, 6),
-            "",
-            "",
-            "",
-            "",
-        ]
-    )
-    return response
-
-
 @require_GET
 def lendable_list(request):
     """Every inference pool in the viewer's scope with its lendable off-peak capacity,
     sortable (``?sort=value``, ``-value``), as CSV with ``?export=csv``."""
     fleet = selectors.lendable_figures(timezone.now(), scope_of(request.user))
     if request.GET.get("export") == "csv":
-        return _lendable_csv(fleet)
+        return exports.lendable_response(fleet)
     table = LendableTable(fleet.rows)
     configure_table(request, table, per_page=None)
     context = {

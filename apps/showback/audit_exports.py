@@ -1,10 +1,10 @@
 """The audit bundle as XLSX (openpyxl) and PDF (reportlab), from one ``AuditBundle``.
 
-One column spec per table drives both files, so a column has the same header (with its
-unit) and the same figure in each. Names, slugs and notes are data: XLSX cells go through
-``append_xlsx_row`` (a string, never a formula), PDF cells through ``pdf_paragraph``
-(escaped, never markup; Chinese drawn with the vendored CJK fallback font,
-apps/core/exports.py).
+One column spec per table (apps/core/exports.py's ``Column``) drives both files, so a
+column has the same header (with its unit) and the same figure in each. Names, slugs and
+notes are data: the core writers keep an XLSX cell a string, never a formula, and a PDF
+cell escaped text, never markup (Chinese drawn with the vendored CJK fallback font). The
+PDF is built section by section.
 
 Money is written as shown (apps/core/money.py): amounts to the cent, unit prices to 4
 decimals. A table whose rounded rows do not add up to its total (the pools to the team
@@ -13,7 +13,6 @@ rounding line saying by how much.
 """
 
 import io
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -21,50 +20,27 @@ from decimal import Decimal
 from django.http import HttpResponse
 from django.utils.translation import gettext
 
-from apps.backups.recovery_units import number_in, page_units, unit_symbol
+from apps.backups.recovery_units import HOURS, MINUTES, number_in, page_units, unit_symbol
 from apps.core import money
-from apps.core.exports import append_xlsx_row, pdf_landscape_document, pdf_paragraph
+from apps.core.exports import (
+    XLSX_CONTENT_TYPE,
+    CellType,
+    Column,
+    pdf_landscape_document,
+    pdf_paragraph,
+    pdf_table,
+    register,
+    rows_of,
+    xlsx_bytes,
+    xlsx_row,
+    xlsx_table,
+)
 from apps.core.texts import rounding_label
 from apps.showback.audit import AuditBundle
 
 FORMATS = ("xlsx", "pdf")
-XLSX_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 USD_FORMAT = "#,##0.00"
-USD_PER_UNIT_FORMAT = "#,##0.0000"
-HOURS_FORMAT = "#,##0.00"
-PCT_FORMAT = "0.0"
 COUNT_FORMAT = "#,##0"
-MINUTES_FORMAT = "#,##0.0"
-
-
-@dataclass(frozen=True)
-class Column:
-    header: str
-    value: Callable  # row → number, text or None (blank)
-    xlsx_format: str | None = None
-    # value → the PDF's text; None: the value as text
-    pdf_text: Callable | None = None
-    pdf_width_mm: float = 20
-
-
-def _usd(value) -> str:
-    return "" if value is None else f"{value:,.2f}"
-
-
-def _usd_per_unit(value) -> str:
-    return "" if value is None else f"{value:,.4f}"
-
-
-def _hours(value) -> str:
-    return "" if value is None else f"{value:,.2f}"
-
-
-def _pct(value) -> str:
-    return "" if value is None else f"{value:,.1f}"
-
-
-def _count(value) -> str:
-    return f"{value:,}"
 
 
 def _when(value: datetime) -> str:
@@ -86,8 +62,8 @@ def pool_columns() -> list[Column]:
         Column(
             gettext("Cost (USD)"),
             lambda pool: money.to_cents(pool.cost_usd),
-            USD_FORMAT,
-            _usd,
+            CellType.MONEY,
+            2,
             pdf_width_mm=35,
         ),
     ]
@@ -98,36 +74,52 @@ def workload_columns() -> list[Column]:
         Column(gettext("Workload"), lambda w: w.name, pdf_width_mm=36),
         Column(gettext("Pool"), lambda w: w.pool_name, pdf_width_mm=28),
         Column(gettext("Kind"), lambda w: w.kind, pdf_width_mm=22),
-        Column(gettext("Cost (USD)"), lambda w: money.to_cents(w.cost_usd), USD_FORMAT, _usd, 24),
-        Column(gettext("Requests (count)"), lambda w: w.requests, COUNT_FORMAT, _count, 24),
-        Column(gettext("Tokens (count)"), lambda w: w.tokens, COUNT_FORMAT, _count, 28),
+        Column(
+            gettext("Cost (USD)"),
+            lambda w: money.to_cents(w.cost_usd),
+            CellType.MONEY,
+            2,
+            pdf_width_mm=24,
+        ),
+        Column(
+            gettext("Requests (count)"), lambda w: w.requests, CellType.INTEGER, pdf_width_mm=24
+        ),
+        Column(gettext("Tokens (count)"), lambda w: w.tokens, CellType.INTEGER, pdf_width_mm=28),
         Column(
             gettext("Cost per 1k requests (USD)"),
             lambda w: money.to_unit_price(w.cost_per_1k_requests_usd),
-            USD_PER_UNIT_FORMAT,
-            _usd_per_unit,
-            22,
+            CellType.MONEY,
+            4,
+            pdf_width_mm=22,
         ),
         Column(
             gettext("Cost per 1M tokens (USD)"),
             lambda w: money.to_unit_price(w.cost_per_1m_tokens_usd),
-            USD_PER_UNIT_FORMAT,
-            _usd_per_unit,
-            22,
+            CellType.MONEY,
+            4,
+            pdf_width_mm=22,
         ),
         Column(
             gettext("Effective training (GPU-hours)"),
             lambda w: w.effective_training_gpu_hours,
-            HOURS_FORMAT,
-            _hours,
-            24,
+            CellType.DECIMAL,
+            2,
+            pdf_width_mm=24,
         ),
         Column(
             gettext("Effective training from"),
             lambda w: _source_label(w.effective_training_source),
             pdf_width_mm=20,
         ),
-        Column(gettext("Goodput (%)"), lambda w: w.goodput_pct, PCT_FORMAT, _pct, 18),
+        # Already a percentage (0–100), not a ratio.
+        Column(
+            gettext("Goodput (%)"),
+            lambda w: w.goodput_pct,
+            CellType.DECIMAL,
+            1,
+            xlsx_format="0.0",
+            pdf_width_mm=18,
+        ),
     ]
 
 
@@ -141,11 +133,13 @@ def drill_columns(rto_unit=None, rpo_unit=None) -> list[Column]:
             return Column(
                 f"{header} ({gettext('minutes')})",
                 lambda d: seconds_of(d) / 60,
-                MINUTES_FORMAT,
+                CellType.DECIMAL,
+                1,
             )
         return Column(
             f"{header} ({unit_symbol(unit)})",
             seconds_of,
+            CellType.DECIMAL,
             pdf_text=lambda seconds: number_in(seconds, unit),
             pdf_width_mm=20,
         )
@@ -243,6 +237,31 @@ def _filename(bundle: AuditBundle, extension: str) -> str:
 # --- XLSX -------------------------------------------------------------------------------
 
 
+def _table_rows(columns, items, rounding=None) -> list[list]:
+    """The items' values and, with ``rounding`` ((cost column, difference)), the table's
+    rounding line."""
+    rows = rows_of(columns, items)
+    if rounding is not None and rounding[1] is not None:
+        rows.append(rounding_row(columns, *rounding))
+    return rows
+
+
+def _summary_columns(number_format: str | None) -> list[Column]:
+    """A summary line: its label, and its value as money, a count or a text."""
+    value_type = {USD_FORMAT: CellType.MONEY, COUNT_FORMAT: CellType.INTEGER}.get(
+        number_format, CellType.TEXT
+    )
+    return [
+        Column(gettext("Label"), lambda line: line[0]),
+        Column(
+            gettext("Value"),
+            lambda line: line[1],
+            value_type,
+            2 if value_type == CellType.MONEY else None,
+        ),
+    ]
+
+
 def build_xlsx(bundle: AuditBundle) -> bytes:
     from openpyxl import Workbook
     from openpyxl.styles import Alignment, Font
@@ -252,19 +271,15 @@ def build_xlsx(bundle: AuditBundle) -> bytes:
 
     def table_sheet(sheet, columns, items, empty_sentence, rounding=None):
         """``rounding``: (cost column, difference) of the table's rounding line, if any."""
-        for cell in append_xlsx_row(sheet, [column.header for column in columns]):
-            cell.font = Font(bold=True)
-            cell.alignment = Alignment(wrap_text=True, vertical="top")
-        values = [[column.value(item) for column in columns] for item in items]
-        if rounding is not None and rounding[1] is not None:
-            values.append(rounding_row(columns, *rounding))
-        for row in values:
-            cells = append_xlsx_row(sheet, row)
-            for cell, column in zip(cells, columns, strict=True):
-                if column.xlsx_format and isinstance(cell.value, int | float | Decimal):
-                    cell.number_format = column.xlsx_format
+        xlsx_table(
+            sheet,
+            columns,
+            _table_rows(columns, items, rounding),
+            font=Font(bold=True),
+            alignment=Alignment(wrap_text=True, vertical="top"),
+        )
         if not items:
-            append_xlsx_row(sheet, [empty_sentence])
+            xlsx_row(sheet, None, [empty_sentence])
         for index in range(1, len(columns) + 1):
             sheet.column_dimensions[get_column_letter(index)].width = 18
         sheet.freeze_panes = "A2"
@@ -272,15 +287,13 @@ def build_xlsx(bundle: AuditBundle) -> bytes:
     summary = workbook.active
     summary.title = gettext("Summary")
     for label, value, number_format in summary_lines(bundle):
-        cells = append_xlsx_row(summary, [label, value])
+        cells = xlsx_row(summary, _summary_columns(number_format), [label, value])
         cells[0].font = Font(bold=True)
-        if number_format:
-            cells[1].number_format = number_format
     summary.column_dimensions["A"].width = 42
     summary.column_dimensions["B"].width = 30
     has_cost = bool(bundle.pools or bundle.workloads)
     if not has_cost:
-        append_xlsx_row(summary, [no_cost_sentence()])
+        xlsx_row(summary, None, [no_cost_sentence()])
     roundings = rounding_lines(bundle)
     table_sheet(
         workbook.create_sheet(gettext("Pools")),
@@ -302,92 +315,102 @@ def build_xlsx(bundle: AuditBundle) -> bytes:
         bundle.drills,
         no_drills_sentence(),
     )
-    buffer = io.BytesIO()
-    workbook.save(buffer)
-    return buffer.getvalue()
+    return xlsx_bytes(workbook)
 
 
 # --- PDF --------------------------------------------------------------------------------
 
 
-def _pdf_cells(columns: list[Column], item) -> list[str]:
-    cells = []
-    for column in columns:
-        value = column.value(item)
-        if column.pdf_text is not None and value is not None:
-            cells.append(column.pdf_text(value))
-        else:
-            cells.append("" if value is None else str(value))
-    return cells
+@dataclass
+class PdfStyles:
+    """The document's paragraph styles and the grid every table shares."""
+
+    title: object
+    heading: object
+    body: object
+    text_cell: object
+    number_cell: object
+    header_cell: object
+    grid: object
+
+    @classmethod
+    def build(cls) -> "PdfStyles":
+        from reportlab.lib import colors
+        from reportlab.lib.enums import TA_RIGHT
+        from reportlab.lib.styles import getSampleStyleSheet
+        from reportlab.platypus import TableStyle
+
+        sheet = getSampleStyleSheet()
+        body = sheet["BodyText"].clone("audit_body", fontSize=9, leading=12)
+        text_cell = body.clone("audit_text_cell", fontSize=7, leading=9)
+        return cls(
+            title=sheet["Title"],
+            heading=sheet["Heading2"],
+            body=body,
+            text_cell=text_cell,
+            number_cell=text_cell.clone("audit_number_cell", alignment=TA_RIGHT),
+            header_cell=text_cell.clone("audit_header_cell", textColor=colors.white),
+            grid=TableStyle(
+                [
+                    ("BACKGROUND", (0, 0), (-1, 0), colors.HexColor("#206BC4")),
+                    ("GRID", (0, 0), (-1, -1), 0.25, colors.grey),
+                    ("VALIGN", (0, 0), (-1, -1), "TOP"),
+                ]
+            ),
+        )
+
+    def table(self, columns: list[Column], rows):
+        """Each cell a Paragraph, so a long name wraps inside its column; figures read
+        right-aligned."""
+        return pdf_table(
+            columns,
+            rows,
+            header_style=self.header_cell,
+            text_style=self.text_cell,
+            number_style=self.number_cell,
+            table_style=self.grid,
+            hAlign="LEFT",
+        )
 
 
-def build_pdf(bundle: AuditBundle) -> bytes:
-    from reportlab.lib import colors
-    from reportlab.lib.enums import TA_RIGHT
-    from reportlab.lib.styles import getSampleStyleSheet
+def _spacer(height_mm):
     from reportlab.lib.units import mm
-    from reportlab.platypus import Spacer, Table, TableStyle
+    from reportlab.platypus import Spacer
 
-    styles = getSampleStyleSheet()
-    body = styles["BodyText"].clone("audit_body", fontSize=9, leading=12)
-    text_cell = body.clone("audit_text_cell", fontSize=7, leading=9)
-    number_cell = text_cell.clone("audit_number_cell", alignment=TA_RIGHT)
-    header_cell = text_cell.clone("audit_header_cell", textColor=colors.white)
-    title = gettext("Audit bundle: %(team)s, %(month)s") % {
+    return Spacer(1, height_mm * mm)
+
+
+def _title(bundle: AuditBundle) -> str:
+    return gettext("Audit bundle: %(team)s, %(month)s") % {
         "team": bundle.team.name,
         "month": bundle.month,
     }
-    buffer = io.BytesIO()
-    document = pdf_landscape_document(buffer, title=title)
-    grid = TableStyle(
-        [
-            ("BACKGROUND", (0, 0), (-1, 0), colors.HexColor("#206BC4")),
-            ("GRID", (0, 0), (-1, -1), 0.25, colors.grey),
-            ("VALIGN", (0, 0), (-1, -1), "TOP"),
-        ]
-    )
 
-    def table(columns: list[Column], items, rounding=None) -> Table:
-        """Each cell a Paragraph, so a long name wraps inside its column; figures (the
-        columns with a number format) read right-aligned. ``rounding``: (cost column,
-        difference) of the table's rounding line, if any."""
-        header = [pdf_paragraph(column.header, header_cell) for column in columns]
-        texts = [_pdf_cells(columns, item) for item in items]
-        if rounding is not None and rounding[1] is not None:
-            line = rounding_row(columns, *rounding)
-            texts.append(["" if value is None else value for value in line])
-            texts[-1][rounding[0]] = _usd(rounding[1])
-        rows = [
-            [
-                pdf_paragraph(text, number_cell if column.pdf_text else text_cell)
-                for text, column in zip(cells, columns, strict=True)
-            ]
-            for cells in texts
-        ]
-        built = Table(
-            [header, *rows],
-            colWidths=[column.pdf_width_mm * mm for column in columns],
-            repeatRows=1,
-            hAlign="LEFT",
-        )
-        built.setStyle(grid)
-        return built
 
-    roundings = rounding_lines(bundle)
-    summary = Table(
+def summary_section(bundle: AuditBundle, styles: PdfStyles) -> list:
+    """The title, what the figures are, and the summary's labels and values."""
+    from reportlab.lib import colors
+    from reportlab.lib.units import mm
+    from reportlab.platypus import TableStyle
+
+    lines = summary_lines(bundle)
+    summary = pdf_table(
+        # Each line its own type; every value reads left, beside its label.
+        _summary_columns(None),
         [
-            [
-                pdf_paragraph(label, text_cell),
-                pdf_paragraph(_usd(value) if number_format == USD_FORMAT else value, text_cell),
-            ]
-            for label, value, number_format in summary_lines(bundle)
+            [label, _summary_columns(number_format)[1].text(value)]
+            for label, value, number_format in lines
         ],
-        colWidths=[75 * mm, 70 * mm],
+        header_style=styles.text_cell,
+        text_style=styles.text_cell,
+        number_style=styles.text_cell,
+        table_style=TableStyle([("GRID", (0, 0), (-1, -1), 0.25, colors.grey)]),
+        widths=[75 * mm, 70 * mm],
+        header=False,
         hAlign="LEFT",
     )
-    summary.setStyle(TableStyle([("GRID", (0, 0), (-1, -1), 0.25, colors.grey)]))
-    story = [
-        pdf_paragraph(title, styles["Title"]),
+    return [
+        pdf_paragraph(_title(bundle), styles.title),
         pdf_paragraph(
             gettext(
                 "Costs are the showback's and the cost report's for the month; goodput is "
@@ -395,42 +418,63 @@ def build_pdf(bundle: AuditBundle) -> bytes:
                 "it was recorded against. Generated %(when)s UTC by gpufleet."
             )
             % {"when": f"{datetime.now(UTC):%Y-%m-%d %H:%M}"},
-            body,
+            styles.body,
         ),
-        Spacer(1, 3 * mm),
+        _spacer(3),
         summary,
-        Spacer(1, 4 * mm),
-        pdf_paragraph(gettext("Cost per pool"), styles["Heading2"]),
+        _spacer(4),
     ]
-    story.append(
-        table(pool_columns(), bundle.pools, (POOL_COST_COLUMN, roundings["pools"]))
+
+
+def pools_section(bundle: AuditBundle, styles: PdfStyles) -> list:
+    rounding = (POOL_COST_COLUMN, rounding_lines(bundle)["pools"])
+    return [
+        pdf_paragraph(gettext("Cost per pool"), styles.heading),
+        styles.table(pool_columns(), _table_rows(pool_columns(), bundle.pools, rounding))
         if bundle.pools
-        else pdf_paragraph(no_cost_sentence(), body)
-    )
-    story += [Spacer(1, 4 * mm), pdf_paragraph(gettext("Workloads"), styles["Heading2"])]
-    story.append(
-        table(workload_columns(), bundle.workloads, (WORKLOAD_COST_COLUMN, roundings["workloads"]))
+        else pdf_paragraph(no_cost_sentence(), styles.body),
+    ]
+
+
+def workloads_section(bundle: AuditBundle, styles: PdfStyles) -> list:
+    rounding = (WORKLOAD_COST_COLUMN, rounding_lines(bundle)["workloads"])
+    columns = workload_columns()
+    return [
+        _spacer(4),
+        pdf_paragraph(gettext("Workloads"), styles.heading),
+        styles.table(columns, _table_rows(columns, bundle.workloads, rounding))
         if bundle.workloads
-        else pdf_paragraph(no_cost_sentence(), body)
-    )
-    story += [
+        else pdf_paragraph(no_cost_sentence(), styles.body),
         pdf_paragraph(
             gettext(
                 "Effective training GPU-hours are measured from the event logs where they "
                 "exist, else estimated as busy minus lost GPU-hours; cost per 1k requests "
                 "and per 1M tokens is blank for a workload without requests."
             ),
-            text_cell,
+            styles.text_cell,
         ),
-        Spacer(1, 4 * mm),
-        pdf_paragraph(gettext("Restore drills"), styles["Heading2"]),
     ]
-    if bundle.drills:
-        units = page_units(drills=bundle.drills)
-        story.append(table(drill_columns(units["rto_unit"], units["rpo_unit"]), bundle.drills))
-    else:
-        story.append(pdf_paragraph(no_drills_sentence(), body))
-    document.build(story)
+
+
+def drills_section(bundle: AuditBundle, styles: PdfStyles) -> list:
+    """Each drill's durations in one unit for RTO and one for RPO, as the backups pages
+    choose them."""
+    story = [_spacer(4), pdf_paragraph(gettext("Restore drills"), styles.heading)]
+    if not bundle.drills:
+        return [*story, pdf_paragraph(no_drills_sentence(), styles.body)]
+    units = page_units(drills=bundle.drills)
+    columns = drill_columns(units["rto_unit"], units["rpo_unit"])
+    return [*story, styles.table(columns, rows_of(columns, bundle.drills))]
+
+
+PDF_SECTIONS = (summary_section, pools_section, workloads_section, drills_section)
+
+
+def build_pdf(bundle: AuditBundle) -> bytes:
+    buffer = io.BytesIO()
+    document = pdf_landscape_document(buffer, title=_title(bundle))
+    styles = PdfStyles.build()
+    document.build([flowable for section in PDF_SECTIONS for flowable in section(bundle, styles)])
     return buffer.getvalue()
 
 
@@ -441,3 +485,16 @@ def audit_response(bundle: AuditBundle, extension: str) -> HttpResponse:
         response = HttpResponse(build_pdf(bundle), content_type="application/pdf")
     response["Content-Disposition"] = f'attachment; filename="{_filename(bundle, extension)}"'
     return response
+
+
+register(
+    "showback.audit_bundle",
+    formats=FORMATS,
+    tables=lambda: {
+        "pools": pool_columns(),
+        "workloads": workload_columns(),
+        "restore drills": drill_columns(),
+        "restore drills (PDF)": drill_columns(HOURS, MINUTES),
+    },
+    module=__name__,
+)

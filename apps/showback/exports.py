@@ -1,25 +1,33 @@
-"""The showback as CSV or XLSX: a team's name is data, never a formula
-(apps/core/exports.py). Costs are written to the cent; the fleet-wide file ends with the
-fleet total and, when the rounded rows do not add up to it, a rounding line
+"""The showback as CSV or XLSX, written by apps/core/exports.py: a team's name is data,
+never a formula. Costs are written to the cent; the fleet-wide file ends with the fleet
+total and, when the rounded rows do not add up to it, a rounding line
 (apps/core/money.py)."""
-
-import csv
-import io
 
 from django.http import HttpResponse
 from django.utils.translation import gettext
-from openpyxl import Workbook
-from openpyxl.styles import Font
 
 from apps.core import money
-from apps.core.exports import append_xlsx_row, csv_cell
+from apps.core.exports import (
+    XLSX_CONTENT_TYPE,
+    CellType,
+    Column,
+    csv_table,
+    register,
+    xlsx_bytes,
+    xlsx_table,
+)
 from apps.core.texts import rounding_label
 
 FORMATS = ("csv", "xlsx")
 
 
-def _header():
-    return [gettext("Team"), gettext("Slug"), gettext("Cost (USD)")]
+def columns() -> list[Column]:
+    """(name, slug, USD) per line."""
+    return [
+        Column(gettext("Team"), lambda line: line[0]),
+        Column(gettext("Slug"), lambda line: line[1]),
+        Column(gettext("Cost (USD)"), lambda line: line[2], CellType.MONEY, 2),
+    ]
 
 
 def _lines(rows, total_usd=None):
@@ -35,29 +43,38 @@ def _lines(rows, total_usd=None):
     return lines
 
 
+def showback_csv(rows, total_usd=None) -> str:
+    specs = columns()
+    return csv_table(specs, [[c.value(line) for c in specs] for line in _lines(rows, total_usd)])
+
+
+def showback_xlsx(rows, total_usd=None) -> bytes:
+    from openpyxl import Workbook
+    from openpyxl.styles import Font
+
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.title = gettext("Showback")
+    specs = columns()
+    xlsx_table(
+        sheet,
+        specs,
+        [[c.value(line) for c in specs] for line in _lines(rows, total_usd)],
+        font=Font(bold=True),
+    )
+    return xlsx_bytes(workbook)
+
+
 def showback_response(rows, *, month: str, extension: str, total_usd=None) -> HttpResponse:
     filename = f"gpufleet-showback-{month}.{extension}"
     if extension == "csv":
-        buffer = io.StringIO()
-        writer = csv.writer(buffer)
-        writer.writerow(_header())
-        for line in _lines(rows, total_usd):
-            writer.writerow([csv_cell(value) for value in line])
-        response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
-    else:
-        workbook = Workbook()
-        sheet = workbook.active
-        sheet.title = gettext("Showback")
-        for cell in append_xlsx_row(sheet, _header()):
-            cell.font = Font(bold=True)
-        for line in _lines(rows, total_usd):
-            cells = append_xlsx_row(sheet, line)
-            cells[2].number_format = "#,##0.00"
-        buffer = io.BytesIO()
-        workbook.save(buffer)
         response = HttpResponse(
-            buffer.getvalue(),
-            content_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+            showback_csv(rows, total_usd), content_type="text/csv; charset=utf-8"
         )
+    else:
+        response = HttpResponse(showback_xlsx(rows, total_usd), content_type=XLSX_CONTENT_TYPE)
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
+
+
+register("showback", formats=FORMATS, tables=lambda: {"showback": columns()}, module=__name__)

@@ -81,3 +81,48 @@ def test_pdf_runs_name_a_font_for_what_helvetica_lacks():
         ("⌉", "DejaVuSans"),
     ]
     assert pdf_markup("a < 训") == 'a &lt; <font name="DroidSansFallback">训</font>'
+
+
+# --- the column spec and its writers ------------------------------------------------------
+
+
+def test_a_column_type_gives_its_xlsx_format_and_its_text():
+    from apps.core.exports import CellType, Column
+
+    money = Column("Cost (USD)", lambda row: row, CellType.MONEY)
+    unit_price = Column("Price (USD/GPU-h)", lambda row: row, CellType.MONEY, 4)
+    count = Column("Requests (count)", lambda row: row, CellType.INTEGER)
+    share = Column("Paid utilization (%)", lambda row: row, CellType.PERCENT)
+    name = Column("Pool", lambda row: row)
+    assert money.number_format() == "#,##0.00" and money.text(Decimal("1234.5")) == "1,234.50"
+    assert unit_price.number_format() == "#,##0.0000"
+    assert count.number_format() == "#,##0" and count.text(12000) == "12,000"
+    assert share.number_format() == "0%" and share.text(0.42) == "42 %"
+    assert name.number_format() is None and name.text("=1") == "=1"
+    assert money.text(None, empty="—") == "—" and name.text("", empty="—") == ""
+
+
+def test_the_csv_writer_neutralises_text_and_keeps_numbers_numbers():
+    from apps.core.exports import CellType, Column, csv_table
+
+    columns = [
+        Column("Pool", lambda row: row[0]),
+        Column("Cost (USD)", lambda row: row[1], CellType.MONEY),
+    ]
+    text = csv_table(columns, [["=1+1", -5], ["-2", 1199.9999999999998], [None, Decimal("-0.10")]])
+    assert text.splitlines() == ["Pool,Cost (USD)", "'=1+1,-5", "'-2,1200.0", ",-0.10"]
+
+
+def test_the_xlsx_writer_formats_numbers_and_keeps_text_a_string():
+    from apps.core.exports import CellType, Column, xlsx_table
+
+    columns = [
+        Column("Pool", lambda row: row[0]),
+        Column("Cost (USD)", lambda row: row[1], CellType.MONEY),
+    ]
+    workbook = Workbook()
+    xlsx_table(workbook.active, columns, [["@cmd", Decimal("-2.50")]])
+    sheet = _reopened(workbook)
+    assert [cell.value for cell in sheet[1]] == ["Pool", "Cost (USD)"]
+    assert sheet["A2"].value == "@cmd" and sheet["A2"].data_type == "s" and sheet["A2"].quotePrefix
+    assert sheet["B2"].value == -2.5 and sheet["B2"].number_format == "#,##0.00"

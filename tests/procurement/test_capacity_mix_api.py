@@ -1,5 +1,5 @@
 """POST /api/v1/estimates/capacity-mix/ against a brute-force minimum over every baseline
-size, computed here independently of comparison.py."""
+size, computed here independently of comparison/maths.py."""
 
 import math
 import random

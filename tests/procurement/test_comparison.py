@@ -1,9 +1,10 @@
-"""comparison.py by hand: every expected number is worked out in the test's comments."""
+"""apps/procurement/comparison/maths.py by hand: every expected number is worked out in the
+test's comments."""
 
 import pytest
 
-from apps.procurement import comparison
-from apps.procurement.comparison import Demand, OptionSpec
+from apps.procurement.comparison import maths as comparison
+from apps.procurement.comparison.maths import Demand, OptionSpec
 
 
 def test_capacity_mix_on_a_small_curve_worked_by_hand():

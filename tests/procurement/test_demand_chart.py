@@ -4,7 +4,7 @@ so no label sits on the demand curve."""
 import pytest
 
 from apps.procurement import charts
-from apps.procurement.services import build_comparison
+from apps.procurement.comparison.services import build_comparison
 
 
 @pytest.mark.django_db

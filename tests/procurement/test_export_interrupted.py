@@ -10,7 +10,7 @@ from django.utils import timezone
 from apps.core.runs import reap_stalled_runs
 from apps.procurement.models import ComparisonExport
 
-REAPER = "apps.procurement.services.reap_stalled_exports"
+REAPER = "apps.procurement.exports.jobs.reap_stalled_exports"
 
 
 @pytest.fixture(autouse=True)

@@ -12,8 +12,11 @@ import pytest
 from openpyxl import load_workbook
 from pypdf import PdfReader
 
-from apps.procurement import exports
-from apps.procurement.services import build_comparison
+from apps.core.exports import headers
+from apps.procurement.comparison.services import build_comparison
+from apps.procurement.exports.content import price_columns
+from apps.procurement.exports.pdf import build_pdf
+from apps.procurement.exports.spreadsheets import build_csv, build_xlsx
 from tests.conftest import ARTIFACTS_DIR
 from tests.procurement.test_exports import _export
 
@@ -77,7 +80,7 @@ def test_csv_writes_formula_names_as_quoted_text(
     inputs = {row[0]: row[1] for row in rows if len(row) == 2}
     assert inputs["Scenario"] == SCENARIO_NAME
     assert inputs["Pool measured"] == "'" + POOL_NAME
-    assert "'" + FORMULA in [row[0] for row in rows[rows.index(list(exports.PRICE_HEADERS)) :]]
+    assert "'" + FORMULA in [row[0] for row in rows[rows.index(headers(price_columns("USD"))) :]]
     for row in rows:
         for cell in row:
             # Only a number may start like a formula (a negative one): text never does.
@@ -154,14 +157,14 @@ def test_every_format_takes_names_longer_than_a_page_column(hostile_scenario, no
     hostile_scenario.name = hostile_scenario.name[:300]
     result = build_comparison(hostile_scenario)
 
-    rows = list(csv.reader(io.StringIO(exports.build_csv(result).decode("utf-8-sig"))))
+    rows = list(csv.reader(io.StringIO(build_csv(result).decode("utf-8-sig"))))
     assert rows[1][0] == "'" + LONG_OPTION
     assert {row[0]: row[1] for row in rows if len(row) == 2}["Scenario"] == hostile_scenario.name
 
-    sheet = load_workbook(io.BytesIO(exports.build_xlsx(result)))["Comparison"]
+    sheet = load_workbook(io.BytesIO(build_xlsx(result)))["Comparison"]
     assert sheet["A2"].value == LONG_OPTION and sheet["A2"].data_type == "s"
 
-    content = exports.build_pdf(result)
+    content = build_pdf(result)
     text = _pdf_text(content)
     assert "A 300-character name " + MARKUP in text
     assert "训练集群北京" in text

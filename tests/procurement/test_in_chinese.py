@@ -11,9 +11,8 @@ from django.urls import reverse
 from django.utils import translation
 from openpyxl import load_workbook
 
-from apps.procurement.exports import WRITERS
+from apps.procurement.exports.jobs import run_export
 from apps.procurement.models import ComparisonExport
-from apps.procurement.services import run_export
 
 CHINESE = {"Accept-Language": "zh-CN,zh;q=0.9"}
 
@@ -65,7 +64,7 @@ def test_the_scenario_pages_are_in_chinese(procurement_client, scenario):
         "导出 CSV",
     ):
         assert label in text, label
-    # The recommendation and its reasons (comparison.py) are written in Chinese too.
+    # The recommendation and its reasons (comparison/maths.py) are written in Chinese too.
     assert "个月内的成本为" in text and "个 GPU 作为基线" in text
     data = (scenario.name, "Rent H100", "Hybrid H100", scenario.demand_pool.name)
     for name in data:
@@ -157,7 +156,7 @@ def test_an_export_is_written_in_the_language_it_was_asked_in(
     assert export.language == "zh-hans"
     # What the worker runs, with no request and no active language: the export says which.
     with translation.override("en"):
-        assert run_export(export.pk, writers=WRITERS) == "succeeded"
+        assert run_export(export.pk) == "succeeded"
     export.refresh_from_db()
     rows = list(csv.reader(io.StringIO(export.file.read().decode("utf-8-sig"))))
     assert rows[0][:3] == ["选项", "类型", "GPU 型号"]
@@ -174,7 +173,7 @@ def test_xlsx_and_pdf_exports_in_chinese(scenario, media_root):
         export = ComparisonExport.objects.create(
             scenario=scenario, format=export_format, language="zh-hans"
         )
-        assert run_export(export.pk, writers=WRITERS) == "succeeded"
+        assert run_export(export.pk) == "succeeded"
     workbook = load_workbook(ComparisonExport.objects.get(format="xlsx").file.path)
     assert workbook.sheetnames == ["比较", "输入与假设", "采用的价格", "需求曲线"]
     assert workbook["比较"]["A1"].value == "选项"

@@ -14,9 +14,11 @@ from openpyxl import load_workbook
 from pypdf import PdfReader
 
 from apps.pilots.models import PilotResult
-from apps.procurement import exports
+from apps.procurement.comparison.demand import build_demand
+from apps.procurement.comparison.services import build_comparison
+from apps.procurement.exports.pdf import build_pdf
+from apps.procurement.exports.spreadsheets import build_csv, build_xlsx
 from apps.procurement.models import Scenario, ScenarioOption
-from apps.procurement.services import build_comparison, build_demand
 from apps.telemetry.models import WorkloadHourlyRequests
 from tests.factories import (
     PilotResultFactory,
@@ -180,7 +182,7 @@ def test_the_page_and_the_api_say_measured_or_estimate(client, make_user, pilote
 def test_every_export_states_how_each_ratio_was_found(piloted_scenario):
     comparison = build_comparison(piloted_scenario)
     explanations = {row.option.name: row.throughput.explanation for row in comparison.rows}
-    table = list(csv.reader(io.StringIO(exports.build_csv(comparison).decode("utf-8-sig"))))
+    table = list(csv.reader(io.StringIO(build_csv(comparison).decode("utf-8-sig"))))
     header = next(row for row in table if "Throughput measured or estimated" in row)
     column = header.index("Throughput measured or estimated")
     start = table.index(header) + 1
@@ -188,14 +190,14 @@ def test_every_export_states_how_each_ratio_was_found(piloted_scenario):
     assert by_option["Rent L40S"] == explanations["Rent L40S"]
     assert by_option["Rent A100"] == explanations["Rent A100"]
 
-    sheet = load_workbook(io.BytesIO(exports.build_xlsx(comparison)))["Comparison"]
+    sheet = load_workbook(io.BytesIO(build_xlsx(comparison)))["Comparison"]
     headers = [cell.value for cell in sheet[1]]
     column = headers.index("Throughput measured or estimated") + 1
     cells = {sheet.cell(row, 1).value: sheet.cell(row, column).value for row in (2, 3)}
     assert cells == explanations
 
     text = " ".join(
-        page.extract_text() for page in PdfReader(io.BytesIO(exports.build_pdf(comparison))).pages
+        page.extract_text() for page in PdfReader(io.BytesIO(build_pdf(comparison))).pages
     )
     flat = " ".join(text.split())
     assert "Throughput measured or estimated" in flat

@@ -13,9 +13,7 @@ from django.urls import reverse
 from openpyxl import load_workbook
 from pypdf import PdfReader
 
-from apps.procurement.forms import OptionForm, ScenarioForm
-from apps.procurement.models import ComparisonExport, OptionRegionRtt, Scenario, UserRegion
-from apps.procurement.regions import (
+from apps.procurement.comparison.regions import (
     RegionCriteria,
     Requirements,
     RttParseError,
@@ -24,7 +22,9 @@ from apps.procurement.regions import (
     parse_ping_avg_rtt_ms,
     parse_rtt_ms,
 )
-from apps.procurement.services import build_comparison
+from apps.procurement.comparison.services import build_comparison
+from apps.procurement.forms import OptionForm, ScenarioForm
+from apps.procurement.models import ComparisonExport, OptionRegionRtt, Scenario, UserRegion
 from tests.factories import ScenarioFactory, TeamFactory, UserFactory
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "network-rtt"

@@ -1,5 +1,5 @@
 """The SkyPilot price import says why it refused a file, which lines it could not read and
-why a catalog row priced no GPU in the reader's language (apps/procurement/skypilot.py
+why a catalog row priced no GPU in the reader's language (apps/procurement/comparison/skypilot.py
 writes them as Sentences); in English, exactly as before. The catalog is SkyPilot's real
 Lambda file (tests/data/gpu-specs/), with one unreadable line added here."""
 
@@ -14,7 +14,7 @@ from django.utils import translation
 
 from apps.catalog.models import GpuModel
 from apps.core.texts import translated
-from apps.procurement.skypilot import PriceCatalogError, parse_price_catalog
+from apps.procurement.comparison.skypilot import PriceCatalogError, parse_price_catalog
 
 SKYPILOT_CSV = (
     Path(__file__).resolve().parents[1]

@@ -9,8 +9,8 @@ from django.urls import reverse
 
 from apps.catalog.models import GpuModel
 from apps.pools.models import Pool, Workload
+from apps.procurement.comparison.services import build_comparison, scenario_queryset
 from apps.procurement.models import Scenario, ScenarioOption
-from apps.procurement.services import build_comparison, scenario_queryset
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SKYPILOT_CSV = DATA / "gpu-specs" / "skypilot_catalog_v7_lambda_vms.csv"

@@ -11,7 +11,7 @@ from django.utils.translation import gettext as _
 
 from apps.core.charts import BASE_LAYOUT, display_width, hover_name, short_label
 from apps.procurement import charts as procurement_charts
-from apps.procurement.comparison import Demand, OptionSpec, cost_option
+from apps.procurement.comparison.maths import Demand, OptionSpec, cost_option
 from apps.reports import charts as report_charts
 from apps.reports.queries import CostRow, DailySplit, HourOfDay
 from apps.telemetry.charts import build_pool_utilization_figure

@@ -98,24 +98,25 @@ def test_page_csv_xlsx_and_api_carry_the_same_numbers(client, make_user, fleet, 
     response = client.get(url, {**filters, "export": "csv"})
     reader = list(csv.reader(io.StringIO(response.content.decode())))
     headers, *lines = reader
-    assert headers == [header for header, _, _ in COLUMNS]
+    assert headers == [str(column.header) for column in COLUMNS]
     # Numbers carry their unit; the one word column says how a figure is known.
-    assert all(
-        UNIT.search(str(header)) for header, _, number_format in COLUMNS[2:] if number_format != "@"
-    ), headers
+    assert all(UNIT.search(str(column.header)) for column in COLUMNS[2:] if not column.is_text), (
+        headers
+    )
     *lines, csv_total = lines
     assert csv_total[:2] == ["", "Total"]
     assert all(line[1] != "Rounding" for line in lines)
     for line in lines:
         row = api[line[0]]
-        for (_, name, number_format), text in zip(COLUMNS[2:], line[2:], strict=True):
-            if number_format == "@":
+        for column, text in zip(COLUMNS[2:], line[2:], strict=True):
+            name = column.key
+            if column.is_text:
                 assert text == (row[name] or ""), (line[0], name, text)
                 continue
             assert _close(text, row[name]), (line[0], name, text)
-    for (_, name, _), text in zip(COLUMNS[2:], csv_total[2:], strict=True):
-        if name in ADDITIVE:
-            assert _close(text, total[name]), name
+    for column, text in zip(COLUMNS[2:], csv_total[2:], strict=True):
+        if column.key in ADDITIVE:
+            assert _close(text, total[column.key]), column.key
     # Percentages are percentages: 100 × busy ÷ measured capacity, not a fraction.
     for line in lines:
         row = api[line[0]]
@@ -135,14 +136,15 @@ def test_page_csv_xlsx_and_api_carry_the_same_numbers(client, make_user, fleet, 
     for cells_ in xlsx_rows:
         key = cells_[0].value
         values = api[key] if key else total
-        for (_, name, number_format), cell in zip(COLUMNS[2:], cells_[2:], strict=True):
+        for column, cell in zip(COLUMNS[2:], cells_[2:], strict=True):
+            name, number_format = column.key, column.number_format()
             if key is None and name not in ADDITIVE:
                 continue
             expected = values[name]
             if expected is None:
                 assert cell.value is None, (key, name)
                 continue
-            if number_format == "@":
+            if column.is_text:
                 assert cell.value == expected, (key, name)
                 continue
             assert isinstance(cell.value, int | float), (key, name, cell.value)
