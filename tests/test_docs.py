@@ -48,3 +48,20 @@ def test_readme_is_one_screen_of_links_that_resolve():
     assert "docs/img/overview.png" in local
     broken = [target for target in local if not (ROOT / target).exists()]
     assert not broken, f"README links to missing files: {broken}"
+
+
+# `apps/pools/memory.py`, `apps/catalog/data/`, `tests/factories.py`, `bench/dashboard.py`:
+# a path in backticks that names a file or folder of the repository.
+CITED_PATH = re.compile(r"`((?:apps|config|tests|bench|scripts|deploy)/[\w./-]*\w/?)`")
+
+
+def test_code_paths_the_docs_cite_exist():
+    """Modules move; a page that sends a reader to a file that is gone misleads them."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    missing = sorted(
+        f"{page.relative_to(ROOT)}: {path}"
+        for page in pages
+        for path in set(CITED_PATH.findall(page.read_text()))
+        if not (ROOT / path.split("::")[0]).exists()
+    )
+    assert not missing, "the docs cite paths that do not exist:\n" + "\n".join(missing)
