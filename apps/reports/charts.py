@@ -205,7 +205,7 @@ def build_heatmap_figure(grid, *, zone_name: str) -> go.Figure | None:
 
 def build_free_gpus_figure(free_grid, *, zone_name: str) -> go.Figure | None:
     """Free GPUs (lendable, after the safety margin) by weekday × local hour; slots
-    without enough data are left blank (apps/reports/lending.py)."""
+    without enough data are left blank (apps/reports/lending/capacity.py)."""
     if not any(value is not None for row in free_grid for value in row):
         return None
     figure = go.Figure(

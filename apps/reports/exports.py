@@ -1,5 +1,5 @@
 """The cost report as CSV or XLSX, units in every header, with the page's total row;
-the XLSX also says how each figure is computed (apps/reports/explain.py).
+the XLSX also says how each figure is computed (apps/reports/cost/explain.py).
 
 Money is written as the page shows it (apps/core/money.py): amounts to the cent, unit
 prices to 4 decimals, so the rows of a file add up to its total; where the rounded rows
@@ -18,7 +18,7 @@ from openpyxl.utils import get_column_letter
 from apps.core import money
 from apps.core.exports import append_xlsx_row, csv_cell
 from apps.core.texts import rounding_label
-from apps.reports import explain
+from apps.reports.cost import explain
 from apps.reports.forms import GROUP_BY_NOUNS
 
 FORMATS = ("csv", "xlsx")

@@ -12,7 +12,7 @@ For each pool-hour:
 3. **unallocated.** What no running workload holds is the pool's unallocated capacity:
    one row of its own (``UNALLOCATED``), per pool in its explanation.
 4. **unattributed.** The hours of a pool that has no workload at all: no rule can give
-   them to anyone (``queries.UNATTRIBUTED``).
+   them to anyone (``rows.UNATTRIBUTED``).
 
 Planned, paused, finished and archived hours cost a workload nothing. Capacity, busy and
 idle figures and the training/inference parts follow the same shares, so workloads +
@@ -38,8 +38,21 @@ from apps.core.money import as_decimal, times
 from apps.pools.hours import ceil_hour, floor_hour
 from apps.pools.models import TRAINING_KINDS, Purpose
 from apps.pools.running import running_intervals, running_seconds
-from apps.reports import costmodel, explain
-from apps.reports import queries as q
+from apps.reports.cost import costmodel, explain
+from apps.reports.cost.pool_usage import UsageTotals, pool_usage_totals
+from apps.reports.cost.prices import paid_hours_full_price_usd, price_periods_of
+from apps.reports.cost.rows import (
+    OTHER_TEAMS,
+    UNATTRIBUTED,
+    CostRow,
+    PoolFigures,
+    add_pool,
+    add_requests,
+    total_row,
+)
+from apps.reports.cost.service import pool_paid_hours
+from apps.reports.cost.workloads import RequestTotals
+from apps.reports.span import Span
 
 UNALLOCATED = "unallocated"
 
@@ -70,7 +83,7 @@ def _zero(name: str):
     return Decimal(0) if name in MONEY_FIGURES else 0.0
 
 
-def _pool_vector(figures: q.PoolFigures) -> dict:
+def _pool_vector(figures: PoolFigures) -> dict:
     gpus = figures.pool.gpu_count
     return {
         "capacity_gpu_hours": gpus * figures.paid_hours,
@@ -96,12 +109,12 @@ def _add_vector(target: dict, vector: dict, scale: float | Decimal = 1):
             target[name] = target.get(name, 0.0) + hours_scale * vector.get(name, 0.0)
 
 
-def _merge_usage(target: q.UsageTotals, other: q.UsageTotals):
-    for item in fields(q.UsageTotals):
+def _merge_usage(target: UsageTotals, other: UsageTotals):
+    for item in fields(UsageTotals):
         setattr(target, item.name, getattr(target, item.name) + getattr(other, item.name))
 
 
-def _add_to_row(row: q.CostRow, vector: dict, counts_as: str):
+def _add_to_row(row: CostRow, vector: dict, counts_as: str):
     """Add a share's figures to ``row``, its training or inference part by ``counts_as``."""
     for name in SHARED_FIGURES:
         setattr(row, name, getattr(row, name) + vector.get(name, _zero(name)))
@@ -128,7 +141,7 @@ class _WorkloadShare:
     declared_gpus_at_most: float = 0.0  # the most GPUs the running workloads declared
 
 
-def _segments(span: q.Span, intervals_of_pool) -> list:
+def _segments(span: Span, intervals_of_pool) -> list:
     """[start, end) pieces of the span cut at the whole hours around every change of a
     workload's running state."""
     cuts = set()
@@ -142,7 +155,7 @@ def _segments(span: q.Span, intervals_of_pool) -> list:
     return list(zip(edges, edges[1:], strict=False))
 
 
-def _labelled_by_segment(span: q.Span, workloads_by_pool, segments_of_pool) -> dict:
+def _labelled_by_segment(span: Span, workloads_by_pool, segments_of_pool) -> dict:
     """(workload id, segment start) → (allocated, busy) GPU-hours of its labelled samples.
     One query."""
     from apps.telemetry.models import WorkloadHourlyUsage
@@ -176,7 +189,7 @@ def _labelled_by_segment(span: q.Span, workloads_by_pool, segments_of_pool) -> d
     }
 
 
-def _segment_figures(span: q.Span, figures_of_pool: dict, segments_of_pool: dict) -> dict:
+def _segment_figures(span: Span, figures_of_pool: dict, segments_of_pool: dict) -> dict:
     """(pool id, segment start) → the pool's figures over the segment. Pools of a single
     segment keep their span's figures; the others' sums come from one query set."""
     result = {}
@@ -186,27 +199,27 @@ def _segment_figures(span: q.Span, figures_of_pool: dict, segments_of_pool: dict
             result[(pool_id, span.start)] = figures_of_pool[pool_id]
     if not cut_pools:
         return result
-    periods = q.price_periods_of(list(cut_pools))
+    periods = price_periods_of(list(cut_pools))
     cuts = {pool_id: [begin for begin, _ in segs[1:]] for pool_id, segs in cut_pools.items()}
-    usage = q.pool_usage_totals(span, list(cut_pools), periods, cuts=cuts, by_segment=True)
+    usage = pool_usage_totals(span, list(cut_pools), periods, cuts=cuts, by_segment=True)
     usage_of_pool = defaultdict(list)
     for (usage_pool, start), totals in usage.items():
         usage_of_pool[usage_pool].append((start, totals))
     for pool_id, segments in cut_pools.items():
         pool = figures_of_pool[pool_id].pool
         for begin, finish in segments:
-            segment_usage = q.UsageTotals()
+            segment_usage = UsageTotals()
             for start, totals in usage_of_pool[pool_id]:
                 if begin <= start < finish:
                     _merge_usage(segment_usage, totals)
-            segment_span = q.Span(begin, finish)
-            result[(pool_id, begin)] = q.PoolFigures(
+            segment_span = Span(begin, finish)
+            result[(pool_id, begin)] = PoolFigures(
                 pool=pool,
-                paid_hours=q.pool_paid_hours(pool, segment_span),
+                paid_hours=pool_paid_hours(pool, segment_span),
                 usage=segment_usage,
-                requests=q.RequestTotals(),
+                requests=RequestTotals(),
                 lost_gpu_hours=0.0,
-                paid_prices=q.paid_hours_full_price_usd(segment_span, [pool], periods)[pool_id],
+                paid_prices=paid_hours_full_price_usd(segment_span, [pool], periods)[pool_id],
             )
     return result
 
@@ -216,7 +229,7 @@ def _counts_as(workload) -> str:
 
 
 def workload_rows(span, figures, workloads, requests, lost, measured, scope) -> list:
-    """The rows of the cost report grouped by workload (``queries.cost_report``)."""
+    """The rows of the cost report grouped by workload (``report.cost_report``)."""
     figures_of_pool = {pool_figures.pool.id: pool_figures for pool_figures in figures}
     workloads_by_pool = defaultdict(list)
     for workload in workloads:
@@ -294,14 +307,14 @@ def workload_rows(span, figures, workloads, requests, lost, measured, scope) -> 
 
     rows, others = [], []
     other_label = gettext("Other teams' workloads")
-    unattributed = q.CostRow(
-        key=q.UNATTRIBUTED, label=gettext("Unattributed (pools without workloads)")
+    unattributed = CostRow(
+        key=UNATTRIBUTED, label=gettext("Unattributed (pools without workloads)")
     )
-    unattributed.split_rule = q.UNATTRIBUTED
+    unattributed.split_rule = UNATTRIBUTED
     unattributed.split_rule_text = gettext(
         "unattributed: hours of pools with no workload, which no rule gives to anyone"
     )
-    unallocated_row = q.CostRow(key=UNALLOCATED, label=gettext("Unallocated capacity"))
+    unallocated_row = CostRow(key=UNALLOCATED, label=gettext("Unallocated capacity"))
     unallocated_row.split_rule = UNALLOCATED
     unallocated_row.split_rule_text = gettext(
         "unallocated: the pools' GPUs no running workload declares or labels hold"
@@ -310,7 +323,7 @@ def workload_rows(span, figures, workloads, requests, lost, measured, scope) -> 
         pool = pool_figures.pool
         pool_workloads = workloads_by_pool[pool.id]
         if not pool_workloads:
-            q._add_pool(unattributed, pool_figures)
+            add_pool(unattributed, pool_figures)
             continue
         vector = unallocated_of_pool[pool.id]
         if any(abs(vector.get(name, 0)) > 1e-12 for name in SHARED_FIGURES):
@@ -321,8 +334,8 @@ def workload_rows(span, figures, workloads, requests, lost, measured, scope) -> 
         for workload in pool_workloads:
             visible = scope.covers_team(workload.effective_team_id)
             name = workload.name if visible else other_label
-            row = q.CostRow(
-                key=workload.slug if visible else q.OTHER_TEAMS, label=name, purpose=pool.purpose
+            row = CostRow(
+                key=workload.slug if visible else OTHER_TEAMS, label=name, purpose=pool.purpose
             )
             _fill_workload_row(row, workload, pool_figures, shares[workload.id], name)
             # Every workload's interruptions are its own, whatever it runs: the rows add
@@ -336,10 +349,10 @@ def workload_rows(span, figures, workloads, requests, lost, measured, scope) -> 
             if workload.kind in TRAINING_KINDS:
                 row.training_lost_gpu_hours += lost_gpu_hours
                 row.count_effective_training(workload.id, measured, name)
-            q._add_requests(row, requests.get(workload.id, q.RequestTotals()), name)
+            add_requests(row, requests.get(workload.id, RequestTotals()), name)
             (rows if visible else others).append(row)
     if others:
-        rows.append(q.total_row(others, key=q.OTHER_TEAMS, label=other_label))
+        rows.append(total_row(others, key=OTHER_TEAMS, label=other_label))
     for rest_row in (unallocated_row, unattributed):
         if rest_row.training_busy_gpu_hours > 1e-9:
             # Busy training hours that no workload's events account for.
