@@ -33,7 +33,7 @@ def cost_report(
 ) -> list[CostRow]:
     """Rows of the cost report, one per pool, purpose or workload.
 
-    Grouped by workload, each pool's hours are split by the rule of apps/reports/split.py:
+    Grouped by workload, each pool's hours are split by the rule of apps/reports/cost/split.py:
     pod labels first, then each running workload's declared GPUs ÷ the pool's GPUs; what
     no workload holds is one "unallocated" row, pools without any workload one
     "unattributed" row (requests are always the workload's own).
@@ -61,44 +61,48 @@ def cost_report(
     lost = lost_gpu_hours_by_workload(span, workload_ids)
     measured = measured_effective_gpu_hours_by_workload(span, workloads)
     figures = pool_figures(span, pools, workloads, requests, lost)
-    training_by_pool = defaultdict(list)
-    for workload in workloads:
-        if workload.kind in TRAINING_KINDS:
-            training_by_pool[workload.pool_id].append(workload)
-
-    def count_pool_training(row: CostRow, pool: Pool) -> None:
-        if pool.purpose == Purpose.TRAINING:
-            for workload in training_by_pool[pool.id]:
-                visible = scope.covers_team(workload.effective_team_id)
-                label = workload.name if visible else gettext("Other teams' workloads")
-                row.count_effective_training(workload.id, measured, label)
-
+    if group_by == "workload":
+        # The split by rule (apps/reports/cost/split.py).
+        return split.workload_rows(span, figures, workloads, requests, lost, measured, scope)
+    training = _PoolTraining(workloads, measured, scope)
     if group_by == "pool":
         rows = []
-        for pool_figures_ in figures:
-            row = CostRow(
-                key=pool_figures_.pool.slug,
-                label=pool_figures_.pool.name,
-                purpose=pool_figures_.pool.purpose,
-            )
-            add_pool(row, pool_figures_)
-            count_pool_training(row, pool_figures_.pool)
-            add_requests(row, pool_figures_.requests, pool_figures_.pool.name)
+        for found in figures:
+            row = CostRow(key=found.pool.slug, label=found.pool.name, purpose=found.pool.purpose)
+            _add_pool_figures(row, found, training)
             rows.append(row)
         return rows
+    by_purpose = {
+        value: CostRow(key=value, label=str(label), purpose=value)
+        for value, label in Purpose.choices
+        if not purpose or value == purpose
+    }
+    for found in figures:
+        _add_pool_figures(by_purpose[found.pool.purpose], found, training)
+    return list(by_purpose.values())
 
-    if group_by == "purpose":
-        rows = {
-            value: CostRow(key=value, label=str(label), purpose=value)
-            for value, label in Purpose.choices
-            if not purpose or value == purpose
-        }
-        for pool_figures_ in figures:
-            row = rows[pool_figures_.pool.purpose]
-            add_pool(row, pool_figures_)
-            count_pool_training(row, pool_figures_.pool)
-            add_requests(row, pool_figures_.requests, pool_figures_.pool.name)
-        return list(rows.values())
 
-    # group_by == "workload": the split by rule (apps/reports/cost/split.py).
-    return split.workload_rows(span, figures, workloads, requests, lost, measured, scope)
+def _add_pool_figures(row: CostRow, figures, training: "_PoolTraining") -> None:
+    """Add one pool's figures, its training workloads and its requests to ``row``."""
+    add_pool(row, figures)
+    training.count(row, figures.pool)
+    add_requests(row, figures.requests, figures.pool.name)
+
+
+class _PoolTraining:
+    """Counts a training pool's training workloads in a row, each measured by its event
+    log or estimated; the workloads outside ``scope`` are named as other teams'."""
+
+    def __init__(self, workloads: list[Workload], measured: dict, scope: Scope):
+        self.measured, self.scope = measured, scope
+        self.by_pool = defaultdict(list)
+        for workload in workloads:
+            if workload.kind in TRAINING_KINDS:
+                self.by_pool[workload.pool_id].append(workload)
+
+    def count(self, row: CostRow, pool: Pool) -> None:
+        if pool.purpose == Purpose.TRAINING:
+            for workload in self.by_pool[pool.id]:
+                visible = self.scope.covers_team(workload.effective_team_id)
+                label = workload.name if visible else gettext("Other teams' workloads")
+                row.count_effective_training(workload.id, self.measured, label)

@@ -234,103 +234,17 @@ def workload_rows(span, figures, workloads, requests, lost, measured, scope) -> 
     workloads_by_pool = defaultdict(list)
     for workload in workloads:
         workloads_by_pool[workload.pool_id].append(workload)
-    intervals = running_intervals(workloads, span.start, span.end)
-    segments_of_pool = {
-        pool_id: _segments(
-            span, [intervals[workload.id] for workload in workloads_by_pool[pool_id]]
-        )
-        for pool_id in figures_of_pool
-    }
-    segment_figures = _segment_figures(span, figures_of_pool, segments_of_pool)
-    labelled = _labelled_by_segment(span, workloads_by_pool, segments_of_pool)
-
-    shares = {workload.id: _WorkloadShare() for workload in workloads}
-    unallocated_of_pool = {}
-    for pool_id, segments in segments_of_pool.items():
-        pool_workloads = workloads_by_pool[pool_id]
-        if not pool_workloads:
-            continue
-        unallocated = {}
-        for begin, finish in segments:
-            seg = segment_figures[(pool_id, begin)]
-            rest = _pool_vector(seg)
-            capacity = seg.usage.measured_capacity_gpu_hours
-            for workload in pool_workloads:
-                allocated, busy = labelled.get((workload.id, begin), (0.0, 0.0))
-                if not allocated and not busy:
-                    continue
-                cost = (
-                    times(allocated, seg.usage.measured_cost_usd) / as_decimal(capacity)
-                    if capacity
-                    else Decimal(0)
-                )
-                idle = costmodel.idle_cost_usd(cost, busy, allocated)
-                share = shares[workload.id]
-                share.labelled_allocated_gpu_hours += allocated
-                share.labelled_busy_gpu_hours += busy
-                share.labelled_cost_usd += cost
-                share.labelled_idle_cost_usd += idle
-                labelled_vector = {
-                    "capacity_gpu_hours": allocated,
-                    "measured_capacity_gpu_hours": allocated,
-                    "busy_gpu_hours": busy,
-                    "cost_usd": cost,
-                    "measured_cost_usd": cost,
-                    "idle_cost_usd": idle,
-                }
-                _add_vector(rest, labelled_vector, -1)
-            # Decimal ratios: a workload running the whole segment has the fraction 1 and
-            # shares of whole GPUs stay exact (2 of 8 = 0.25).
-            length = as_decimal((finish - begin).total_seconds())
-            fractions = {
-                workload.id: as_decimal(running_seconds(intervals[workload.id], begin, finish))
-                / length
-                for workload in pool_workloads
-            }
-            declared = sum((w.gpu_count * fractions[w.id] for w in pool_workloads), Decimal(0))
-            gpus = seg.pool.gpu_count
-            scale = gpus / declared if declared > gpus else Decimal(1)
-            held = Decimal(0)
-            for workload in pool_workloads:
-                fraction = fractions[workload.id]
-                if not fraction:
-                    continue
-                share = shares[workload.id]
-                _add_vector(share.weighted_rest, rest, fraction * scale)
-                share.running_hours += float(fraction * length / 3600)
-                if scale < 1:
-                    share.scaled_down = True
-                    share.declared_gpus_at_most = max(share.declared_gpus_at_most, float(declared))
-                held += workload.gpu_count * fraction * scale / gpus if gpus else Decimal(0)
-            _add_vector(unallocated, rest, max(Decimal(0), 1 - held))
-        unallocated_of_pool[pool_id] = unallocated
-
+    shares, unallocated_of_pool = _share_pools(span, figures_of_pool, workloads_by_pool, workloads)
     rows, others = [], []
     other_label = gettext("Other teams' workloads")
-    unattributed = CostRow(
-        key=UNATTRIBUTED, label=gettext("Unattributed (pools without workloads)")
-    )
-    unattributed.split_rule = UNATTRIBUTED
-    unattributed.split_rule_text = gettext(
-        "unattributed: hours of pools with no workload, which no rule gives to anyone"
-    )
-    unallocated_row = CostRow(key=UNALLOCATED, label=gettext("Unallocated capacity"))
-    unallocated_row.split_rule = UNALLOCATED
-    unallocated_row.split_rule_text = gettext(
-        "unallocated: the pools' GPUs no running workload declares or labels hold"
-    )
+    unattributed, unallocated_row = _unattributed_row(), _unallocated_row()
     for pool_figures in figures:
         pool = pool_figures.pool
         pool_workloads = workloads_by_pool[pool.id]
         if not pool_workloads:
             add_pool(unattributed, pool_figures)
             continue
-        vector = unallocated_of_pool[pool.id]
-        if any(abs(vector.get(name, 0)) > 1e-12 for name in SHARED_FIGURES):
-            _add_to_row(unallocated_row, vector, pool.purpose)
-            unallocated_row.pool_count += 1
-            unallocated_row.members.append(pool.slug)
-            unallocated_row.parts.append(explain.UnallocatedPart(pool.name, vector, pool.purpose))
+        _add_unallocated(unallocated_row, pool, unallocated_of_pool[pool.id])
         for workload in pool_workloads:
             visible = scope.covers_team(workload.effective_team_id)
             name = workload.name if visible else other_label
@@ -338,18 +252,7 @@ def workload_rows(span, figures, workloads, requests, lost, measured, scope) -> 
                 key=workload.slug if visible else OTHER_TEAMS, label=name, purpose=pool.purpose
             )
             _fill_workload_row(row, workload, pool_figures, shares[workload.id], name)
-            # Every workload's interruptions are its own, whatever it runs: the rows add
-            # up to the pool's lost GPU-hours in every grouping. Only a training
-            # workload's count against its effective training GPU-hours.
-            lost_gpu_hours = lost.get(workload.id, 0.0)
-            price = pool_figures.unmeasured_usd_per_gpu_hour
-            row.lost_gpu_hours += lost_gpu_hours
-            row.interruption_cost_usd += times(lost_gpu_hours, price)
-            row.parts.append(explain.LostPart(name, lost_gpu_hours, price))
-            if workload.kind in TRAINING_KINDS:
-                row.training_lost_gpu_hours += lost_gpu_hours
-                row.count_effective_training(workload.id, measured, name)
-            add_requests(row, requests.get(workload.id, RequestTotals()), name)
+            _add_own_figures(row, workload, pool_figures, name, lost, measured, requests)
             (rows if visible else others).append(row)
     if others:
         rows.append(total_row(others, key=OTHER_TEAMS, label=other_label))
@@ -360,6 +263,144 @@ def workload_rows(span, figures, workloads, requests, lost, measured, scope) -> 
         if rest_row.pool_count:
             rows.append(rest_row)
     return rows
+
+
+def _share_pools(span, figures_of_pool, workloads_by_pool, workloads) -> tuple[dict, dict]:
+    """(workload id → its ``_WorkloadShare``, pool id → its unallocated figures): each
+    pool with workloads shared segment by segment, by labels first, then by the
+    declared GPUs of the workloads running."""
+    intervals = running_intervals(workloads, span.start, span.end)
+    segments_of_pool = {
+        pool_id: _segments(
+            span, [intervals[workload.id] for workload in workloads_by_pool[pool_id]]
+        )
+        for pool_id in figures_of_pool
+    }
+    segment_figures = _segment_figures(span, figures_of_pool, segments_of_pool)
+    labelled = _labelled_by_segment(span, workloads_by_pool, segments_of_pool)
+    shares = {workload.id: _WorkloadShare() for workload in workloads}
+    unallocated_of_pool = {}
+    for pool_id, segments in segments_of_pool.items():
+        pool_workloads = workloads_by_pool[pool_id]
+        if not pool_workloads:
+            continue
+        unallocated = {}
+        for begin, finish in segments:
+            seg = segment_figures[(pool_id, begin)]
+            rest = _share_labelled(seg, pool_workloads, labelled, begin, shares)
+            held = _share_declared(seg, pool_workloads, intervals, (begin, finish), rest, shares)
+            _add_vector(unallocated, rest, max(Decimal(0), 1 - held))
+        unallocated_of_pool[pool_id] = unallocated
+    return shares, unallocated_of_pool
+
+
+def _share_labelled(seg, pool_workloads, labelled, begin, shares) -> dict:
+    """Rule 1: each workload's labelled GPU-hours in the segment, at the pool's measured
+    cost per GPU-hour, into its share. Returns the segment's figures less theirs."""
+    rest = _pool_vector(seg)
+    capacity = seg.usage.measured_capacity_gpu_hours
+    for workload in pool_workloads:
+        allocated, busy = labelled.get((workload.id, begin), (0.0, 0.0))
+        if not allocated and not busy:
+            continue
+        cost = (
+            times(allocated, seg.usage.measured_cost_usd) / as_decimal(capacity)
+            if capacity
+            else Decimal(0)
+        )
+        idle = costmodel.idle_cost_usd(cost, busy, allocated)
+        share = shares[workload.id]
+        share.labelled_allocated_gpu_hours += allocated
+        share.labelled_busy_gpu_hours += busy
+        share.labelled_cost_usd += cost
+        share.labelled_idle_cost_usd += idle
+        labelled_vector = {
+            "capacity_gpu_hours": allocated,
+            "measured_capacity_gpu_hours": allocated,
+            "busy_gpu_hours": busy,
+            "cost_usd": cost,
+            "measured_cost_usd": cost,
+            "idle_cost_usd": idle,
+        }
+        _add_vector(rest, labelled_vector, -1)
+    return rest
+
+
+def _share_declared(seg, pool_workloads, intervals, bounds, rest, shares) -> Decimal:
+    """Rule 2: the segment's ``rest`` to each running workload by its declared GPUs ×
+    the fraction of the segment it ran, scaled down when they declare more GPUs than
+    the pool has. Returns the fraction of the pool's GPUs they hold."""
+    begin, finish = bounds
+    # Decimal ratios: a workload running the whole segment has the fraction 1 and
+    # shares of whole GPUs stay exact (2 of 8 = 0.25).
+    length = as_decimal((finish - begin).total_seconds())
+    fractions = {
+        workload.id: as_decimal(running_seconds(intervals[workload.id], begin, finish)) / length
+        for workload in pool_workloads
+    }
+    declared = sum((w.gpu_count * fractions[w.id] for w in pool_workloads), Decimal(0))
+    gpus = seg.pool.gpu_count
+    scale = gpus / declared if declared > gpus else Decimal(1)
+    held = Decimal(0)
+    for workload in pool_workloads:
+        fraction = fractions[workload.id]
+        if not fraction:
+            continue
+        share = shares[workload.id]
+        _add_vector(share.weighted_rest, rest, fraction * scale)
+        share.running_hours += float(fraction * length / 3600)
+        if scale < 1:
+            share.scaled_down = True
+            share.declared_gpus_at_most = max(share.declared_gpus_at_most, float(declared))
+        held += workload.gpu_count * fraction * scale / gpus if gpus else Decimal(0)
+    return held
+
+
+def _unattributed_row() -> CostRow:
+    """Rule 4's row: the pools without any workload."""
+    row = CostRow(key=UNATTRIBUTED, label=gettext("Unattributed (pools without workloads)"))
+    row.split_rule = UNATTRIBUTED
+    row.split_rule_text = gettext(
+        "unattributed: hours of pools with no workload, which no rule gives to anyone"
+    )
+    return row
+
+
+def _unallocated_row() -> CostRow:
+    """Rule 3's row: what no running workload holds, every pool's."""
+    row = CostRow(key=UNALLOCATED, label=gettext("Unallocated capacity"))
+    row.split_rule = UNALLOCATED
+    row.split_rule_text = gettext(
+        "unallocated: the pools' GPUs no running workload declares or labels hold"
+    )
+    return row
+
+
+def _add_unallocated(row: CostRow, pool, vector: dict) -> None:
+    """Add a pool's unallocated figures to the unallocated row, unless they are nothing
+    but the sums' noise."""
+    if any(abs(vector.get(name, 0)) > 1e-12 for name in SHARED_FIGURES):
+        _add_to_row(row, vector, pool.purpose)
+        row.pool_count += 1
+        row.members.append(pool.slug)
+        row.parts.append(explain.UnallocatedPart(pool.name, vector, pool.purpose))
+
+
+def _add_own_figures(row, workload, pool_figures, name, lost, measured, requests) -> None:
+    """What is a workload's own whatever its share: its interruptions, its effective
+    training GPU-hours and its requests."""
+    # Every workload's interruptions are its own, whatever it runs: the rows add up to the
+    # pool's lost GPU-hours in every grouping. Only a training workload's count against
+    # its effective training GPU-hours.
+    lost_gpu_hours = lost.get(workload.id, 0.0)
+    price = pool_figures.unmeasured_usd_per_gpu_hour
+    row.lost_gpu_hours += lost_gpu_hours
+    row.interruption_cost_usd += times(lost_gpu_hours, price)
+    row.parts.append(explain.LostPart(name, lost_gpu_hours, price))
+    if workload.kind in TRAINING_KINDS:
+        row.training_lost_gpu_hours += lost_gpu_hours
+        row.count_effective_training(workload.id, measured, name)
+    add_requests(row, requests.get(workload.id, RequestTotals()), name)
 
 
 def _fill_workload_row(row, workload, pool_figures, share: _WorkloadShare, name: str):

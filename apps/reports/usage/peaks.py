@@ -61,8 +61,22 @@ def peak_split(
     for the pools in ``scope`` that serve requests. Peak hours are the pool's own, else
     the hours whose mean requests are above the daily mean. Five queries."""
     span = Span.of(start, end)
-    # Pools with a workload that logged requests in the span: an index probe per workload
-    # on (workload, hour), not a join over every request-hour.
+    pools = _serving_pools(span, scope, pool=pool, purpose=purpose)
+    ids = [found.id for found in pools]
+    zone_of_pool = {found.id: found.timezone or "UTC" for found in pools}
+    pool_of_workload = dict(Workload.objects.filter(pool_id__in=ids).values_list("id", "pool_id"))
+    cost_by_hour = _cost_by_local_hour(span, ids, zone_of_pool)
+    requests_by_hour = _requests_by_local_hour(span, pool_of_workload, zone_of_pool)
+    return [
+        _peak_split_row(found, span, cost_by_hour[found.id], requests_by_hour[found.id])
+        for found in pools
+    ]
+
+
+def _serving_pools(span: Span, scope: Scope, *, pool, purpose) -> list[Pool]:
+    """The pools in ``scope`` with a workload that logged requests in the span, by name:
+    an index probe per workload on (workload, hour), not a join over every
+    request-hour."""
     served = WorkloadHourlyRequests.objects.filter(
         workload=OuterRef("pk"), hour__gte=span.start, hour__lt=span.end
     )
@@ -72,14 +86,12 @@ def peak_split(
         pools = pools.filter(pk=pool.pk)
     if purpose:
         pools = pools.filter(purpose=purpose)
-    pools = list(pools.order_by("name"))
-    cost_by_hour: dict[int, dict[int, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
-    requests_by_hour: dict[int, dict[int, list[int]]] = defaultdict(dict)
-    ids = [found.id for found in pools]
-    zone_of_pool = {found.id: found.timezone or "UTC" for found in pools}
-    pool_of_workload = dict(Workload.objects.filter(pool_id__in=ids).values_list("id", "pool_id"))
-    # The cost of measured hours as ``pool_usage_totals`` sums it, each hour at the prices
-    # in force in it.
+    return list(pools.order_by("name"))
+
+
+def _cost_by_local_hour(span: Span, ids: list, zone_of_pool: dict) -> dict[int, dict]:
+    """Per pool: local hour → the cost of its measured hours as ``pool_usage_totals``
+    sums it, each hour at the prices in force in it. Two queries."""
     periods = price_periods_of(ids)
     tdp_kw = F("pool__gpu_model__tdp_watts") / 1000.0
     cost_sums = {
@@ -94,57 +106,62 @@ def peak_split(
             _ZERO,
         )
     }
-
-    request_sums = {"total": Sum("requests"), "tokens": Sum(F("input_tokens") + F("output_tokens"))}
     usage = PoolHourlyUsage.objects.filter(
         pool_id__in=ids, hour__gte=span.start, hour__lt=span.end, reporting_gpus__gt=0
     )
-    requests = WorkloadHourlyRequests.objects.filter(
-        workload_id__in=list(pool_of_workload), hour__gte=span.start, hour__lt=span.end
-    )
-
-    def add_requests(pool_id, local_hour, row):
-        totals = requests_by_hour[pool_id].setdefault(local_hour, [0, 0])
-        totals[0] += row["total"] or 0
-        totals[1] += row["tokens"] or 0
-
+    cost_by_hour: dict[int, dict[int, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
     for pool_id, local_hour, row in sums_by_local_hour(
         usage, "pool_id", zone_of_pool, span, cost_sums
     ):
         # A sum per pool and local hour, read as the Decimal of its shortest repr.
         cost_by_hour[pool_id][local_hour] += as_decimal(row["cost"])
+    return cost_by_hour
+
+
+def _requests_by_local_hour(
+    span: Span, pool_of_workload: dict, zone_of_pool: dict
+) -> dict[int, dict[int, list[int]]]:
+    """Per pool: local hour → [requests, tokens] its workloads logged. One query."""
+    request_sums = {"total": Sum("requests"), "tokens": Sum(F("input_tokens") + F("output_tokens"))}
+    requests = WorkloadHourlyRequests.objects.filter(
+        workload_id__in=list(pool_of_workload), hour__gte=span.start, hour__lt=span.end
+    )
     zone_of_workload = {workload: zone_of_pool[pool] for workload, pool in pool_of_workload.items()}
+    requests_by_hour: dict[int, dict[int, list[int]]] = defaultdict(dict)
     for workload_id, local_hour, row in sums_by_local_hour(
         requests, "workload_id", zone_of_workload, span, request_sums
     ):
-        add_requests(pool_of_workload[workload_id], local_hour, row)
-    rows = []
-    for found in pools:
-        zone = ZoneInfo(found.timezone or "UTC")
-        occurrences = local_hour_counts(span, zone)
-        per_hour = requests_by_hour[found.id]
-        if found.peak_hours:
-            peak, configured = parse_hour_ranges(found.peak_hours), True
+        totals = requests_by_hour[pool_of_workload[workload_id]].setdefault(local_hour, [0, 0])
+        totals[0] += row["total"] or 0
+        totals[1] += row["tokens"] or 0
+    return requests_by_hour
+
+
+def _peak_split_row(pool: Pool, span: Span, cost_by_hour: dict, per_hour: dict) -> PeakSplitRow:
+    """The pool's row: its peak hours (its own, else those whose mean requests are above
+    the daily mean) and each local hour's cost, requests and tokens on its side."""
+    if pool.peak_hours:
+        peak, configured = parse_hour_ranges(pool.peak_hours), True
+    else:
+        occurrences = local_hour_counts(span, ZoneInfo(pool.timezone or "UTC"))
+        mean = [
+            (per_hour.get(hour, [0, 0])[0] / occurrences[hour]) if occurrences[hour] else None
+            for hour in range(24)
+        ]
+        peak, configured = costmodel.peak_hours_above_mean(mean), False
+    row = PeakSplitRow(pool=pool, peak_hours=peak, peak_hours_configured=configured)
+    for hour in range(24):
+        cost = cost_by_hour.get(hour, Decimal(0))
+        requests, tokens = per_hour.get(hour, [0, 0])
+        if hour in peak:
+            row.peak_cost_usd += cost
+            row.peak_requests += requests
+            row.peak_tokens += tokens
         else:
-            mean = [
-                (per_hour.get(hour, [0, 0])[0] / occurrences[hour]) if occurrences[hour] else None
-                for hour in range(24)
-            ]
-            peak, configured = costmodel.peak_hours_above_mean(mean), False
-        row = PeakSplitRow(pool=found, peak_hours=peak, peak_hours_configured=configured)
-        for hour in range(24):
-            cost = cost_by_hour[found.id].get(hour, Decimal(0))
-            requests_, tokens = per_hour.get(hour, [0, 0])
-            if hour in peak:
-                row.peak_cost_usd += cost
-                row.peak_requests += requests_
-                row.peak_tokens += tokens
-            else:
-                row.offpeak_cost_usd += cost
-                row.offpeak_requests += requests_
-                row.offpeak_tokens += tokens
-        rows.append(row)
-    return rows
+            row.offpeak_cost_usd += cost
+            row.offpeak_requests += requests
+            row.offpeak_tokens += tokens
+    return row
 
 
 def describe_hours(hours) -> str:
