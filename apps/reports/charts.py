@@ -131,31 +131,7 @@ def build_hour_of_day_figure(profile, *, zone_name: str) -> go.Figure | None:
             )
         )
     peak_hours = [row.hour_of_day for row in profile if row.is_peak]
-    # One rectangle per run of peak hours, given to the layout at once: plotly's
-    # add_vrect() re-validates every shape already there on each call.
-    bands = []
-    for hour in peak_hours:
-        if bands and bands[-1][1] == hour - 0.5:
-            bands[-1][1] = hour + 0.5
-        else:
-            bands.append([hour - 0.5, hour + 0.5])
-    figure.update_layout(
-        shapes=[
-            {
-                "type": "rect",
-                "xref": "x",
-                "yref": "paper",
-                "x0": x0,
-                "x1": x1,
-                "y0": 0,
-                "y1": 1,
-                "fillcolor": PEAK_BAND_COLOUR,
-                "line": {"width": 0},
-                "layer": "below",
-            }
-            for x0, x1 in bands
-        ]
-    )
+    figure.update_layout(shapes=_peak_bands(peak_hours))
     figure.update_layout(
         title=_("Hour of day (%(zone)s); shaded: peak hours (%(hours)s h)")
         % {"zone": zone_name, "hours": len(peak_hours)},
@@ -176,6 +152,32 @@ def build_hour_of_day_figure(profile, *, zone_name: str) -> go.Figure | None:
         **BASE_LAYOUT,
     )
     return figure
+
+
+def _peak_bands(peak_hours: list[int]) -> list[dict]:
+    """One shaded rectangle per run of peak hours, given to the layout at once: plotly's
+    add_vrect() re-validates every shape already there on each call."""
+    bands = []
+    for hour in peak_hours:
+        if bands and bands[-1][1] == hour - 0.5:
+            bands[-1][1] = hour + 0.5
+        else:
+            bands.append([hour - 0.5, hour + 0.5])
+    return [
+        {
+            "type": "rect",
+            "xref": "x",
+            "yref": "paper",
+            "x0": x0,
+            "x1": x1,
+            "y0": 0,
+            "y1": 1,
+            "fillcolor": PEAK_BAND_COLOUR,
+            "line": {"width": 0},
+            "layer": "below",
+        }
+        for x0, x1 in bands
+    ]
 
 
 def build_heatmap_figure(grid, *, zone_name: str) -> go.Figure | None:

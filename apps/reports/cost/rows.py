@@ -71,12 +71,12 @@ class CostRow:
     estimated_parts: int = 0
     members: list = field(default_factory=list, repr=False)
     # Grouped by workload, the rule that gave the row its share of its pool
-    # (apps/reports/split.py), the sentence that names it, and whether the running
+    # (apps/reports/cost/split.py), the sentence that names it, and whether the running
     # workloads declared more GPUs than the pool has.
     split_rule: str = ""
     split_rule_text: str = ""
     split_scaled_down: bool = False
-    # What the row adds up, in order, for its explanations (apps/reports/explain.py).
+    # What the row adds up, in order, for its explanations (apps/reports/cost/explain.py).
     parts: list = field(default_factory=list, repr=False)
 
     @property
