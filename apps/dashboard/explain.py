@@ -2,7 +2,8 @@
 cards, as steps (``Step``) like the cost report's (apps/reports/cost/explain.py)."""
 
 from apps.core.sentences import gettext as _
-from apps.reports.cost.explain import Step, count, quantity
+from apps.reports.cost.explain import Step
+from apps.reports.cost.formatting import count, quantity
 
 
 def explain_utilization(busy_gpu_hours, capacity_gpu_hours, result, *, period: str) -> list[Step]:

@@ -39,6 +39,7 @@ from apps.pools.hours import ceil_hour, floor_hour
 from apps.pools.models import TRAINING_KINDS, Purpose
 from apps.pools.running import running_intervals, running_seconds
 from apps.reports.cost import costmodel, explain
+from apps.reports.cost.formatting import quantity
 from apps.reports.cost.pool_usage import UsageTotals, pool_usage_totals
 from apps.reports.cost.prices import paid_hours_full_price_usd, price_periods_of
 from apps.reports.cost.rows import (
@@ -442,13 +443,13 @@ def _fill_workload_row(row, workload, pool_figures, share: _WorkloadShare, name:
         words = {
             "gpus": workload.gpu_count,
             "pool_gpus": pool.gpu_count,
-            "hours": explain.quantity(share.running_hours),
+            "hours": quantity(share.running_hours),
         }
         if share.scaled_down:
             text = gettext(
                 "scaled down: running workloads declared %(declared)s GPUs on a pool of "
                 "%(pool_gpus)s, %(gpus)s of them this one, while running %(hours)s h"
-            ) % {**words, "declared": explain.quantity(share.declared_gpus_at_most)}
+            ) % {**words, "declared": quantity(share.declared_gpus_at_most)}
             rules.append((SCALED_DOWN, text))
         else:
             text = gettext("declared: %(gpus)s of %(pool_gpus)s GPUs while running (%(hours)s h)")
