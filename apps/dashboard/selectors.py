@@ -118,11 +118,12 @@ IDLE_RANKING_WINDOWS_DAYS = (7, 30)
 
 def idle_ranking(now, scope: Scope = EVERYTHING) -> dict:
     """The Overview's "where do the GPU dollars go" table: per pool, idle cost over the
-    last 7 and 30 days (the pool list's rolling window, ``pool_list_window``, of 7 or 30
-    days), with its 30-day utilisation and cost, most idle dollars first; and the fleet's
-    30-day totals beside the month-to-date cards. Same figures as the report by pool over
-    each window (``report.cost_report``). Part of ``overview_figures``, so it is cached and
-    warmed with the rest of the Overview."""
+    last 7 and 30 days (the pool list's rolling window,
+    ``apps.reports.selectors.pool_list_window``, of 7 or 30 days), with its 30-day
+    utilisation and cost, most idle dollars first; and the fleet's 30-day totals beside
+    the month-to-date cards. Same figures as the report by pool over each window
+    (``report.cost_report``). Part of ``overview_figures``, so it is cached and warmed
+    with the rest of the Overview."""
     end = floor_hour(now) + timedelta(hours=1)
     by_window = {
         days: {
