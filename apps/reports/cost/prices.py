@@ -32,6 +32,8 @@ def price_periods_of(pool_ids=None) -> dict[int, list]:
 
 
 def in_force_at(periods: list, moment: datetime):
+    """The period of ``periods`` (oldest first) in force at ``moment``; None before the
+    first."""
     found = None
     for period in periods:
         if period.effective_from <= moment:

@@ -61,6 +61,8 @@ def service_edge_hours(span: Span, service_periods: dict) -> dict[tuple[int, dat
 
 
 def service_periods_of(pool_ids) -> dict:
+    """Pool id → (in service from, until or None), of ``pool_ids`` (None: every pool's).
+    One query."""
     queryset = Pool.objects.all() if pool_ids is None else Pool.objects.filter(pk__in=pool_ids)
     return {
         row[0]: (row[1], row[2])
