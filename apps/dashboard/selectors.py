@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 
 from apps.accounts.scope import EVERYTHING, Scope
 from apps.core.charts import freeze_figure
+from apps.dashboard import charts as overview_charts
 from apps.pools.charts import build_gpus_by_purpose_figure
 from apps.pools.hours import floor_hour
 from apps.pools.models import Pool, Purpose
@@ -98,11 +99,13 @@ def _overview_context(now, scope: Scope):
         ),
         "busy_split_figure": freeze_figure(charts.build_daily_split_figure(split, metric="busy")),
         "cost_split_figure": freeze_figure(charts.build_daily_split_figure(split, metric="cost")),
-        "cost_share_figure": freeze_figure(charts.build_share_donut(month_rows)),
+        "cost_share_figure": freeze_figure(overview_charts.build_share_donut(month_rows)),
         "hour_of_day_figure": freeze_figure(
             charts.build_hour_of_day_figure(profile, zone_name=zone_name)
         ),
-        "heatmap_figure": freeze_figure(charts.build_heatmap_figure(heatmap, zone_name=zone_name)),
+        "heatmap_figure": freeze_figure(
+            overview_charts.build_heatmap_figure(heatmap, zone_name=zone_name)
+        ),
     }
     return context
 

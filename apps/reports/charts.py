@@ -1,6 +1,7 @@
-"""Figures for the Overview, the reports and the pool page. Pure builders: figures from
-the query results, ``None`` when there is nothing to draw (the template then shows its
-empty state). Training, inference and mixed keep apps/core/colours.py's colours."""
+"""Figures for the reports, the pool page and the Overview's curves (the Overview's own
+are apps/dashboard/charts.py). Pure builders: figures from the query results, ``None``
+when there is nothing to draw (the template then shows its empty state). Training,
+inference and mixed keep apps/core/colours.py's colours."""
 
 import plotly.graph_objects as go
 from django.utils.translation import gettext as _
@@ -63,28 +64,6 @@ def build_daily_split_figure(split, *, metric: str) -> go.Figure | None:
         hovermode="x unified",
         **BASE_LAYOUT,
     )
-    return figure
-
-
-def build_share_donut(rows, *, metric: str = "cost_usd") -> go.Figure | None:
-    """Donut of cost (USD) or busy GPU-hours by purpose, from cost-report rows."""
-    rows = [row for row in rows if getattr(row, metric) > 0]
-    if not rows:
-        return None
-    unit_format = "$%{value:,.0f}" if metric == "cost_usd" else "%{value:,.0f} GPU-h"
-    figure = go.Figure(
-        go.Pie(
-            labels=[row.label for row in rows],
-            values=[getattr(row, metric) for row in rows],
-            marker={"colors": [PURPOSE_COLOURS.get(row.key, IDLE_COLOUR) for row in rows]},
-            hole=0.55,
-            sort=False,
-            hovertemplate=f"%{{label}}: {unit_format} (%{{percent}})<extra></extra>",
-            textinfo="label+percent",
-        )
-    )
-    title = _("Cost share by purpose") if metric == "cost_usd" else _("GPU-hour share by purpose")
-    figure.update_layout(title=title, showlegend=True, **BASE_LAYOUT)
     return figure
 
 
@@ -178,31 +157,6 @@ def _peak_bands(peak_hours: list[int]) -> list[dict]:
         }
         for x0, x1 in bands
     ]
-
-
-def build_heatmap_figure(grid, *, zone_name: str) -> go.Figure | None:
-    """Mean utilisation (%) by weekday × local hour."""
-    if not any(value is not None for row in grid for value in row):
-        return None
-    figure = go.Figure(
-        go.Heatmap(
-            z=grid,
-            x=list(range(24)),
-            y=[str(day) for day in WEEKDAYS],
-            colorscale="Blues",
-            zmin=0,
-            zmax=100,
-            colorbar={"title": "%"},
-            hovertemplate="%{y} %{x}:00: %{z:.1f} %<extra></extra>",
-        )
-    )
-    figure.update_layout(
-        title=_("Utilisation by weekday and hour (%(zone)s)") % {"zone": zone_name},
-        xaxis={"title": _("Hour of day (%(zone)s)") % {"zone": zone_name}, "dtick": 2},
-        yaxis={"autorange": "reversed", "title": _("Weekday")},
-        **BASE_LAYOUT,
-    )
-    return figure
 
 
 def build_free_gpus_figure(free_grid, *, zone_name: str) -> go.Figure | None:
