@@ -2,7 +2,7 @@
 
 Fills a database of its own with pools and 28 days of hourly rollups (the dashboard
 benchmark's fill: a third of the pools serve inference), then times
-``apps.reports.lending.fleet_lendable`` — the 95th percentile of busy GPUs per pool ×
+``apps.reports.lending.capacity.fleet_lendable`` — the 95th percentile of busy GPUs per pool ×
 weekday × local hour, in SQL — against a baseline measured alternately in the same run:
 one plain ``GROUP BY pool`` sum over the very rows the percentile reads. It also counts
 the queries at the whole fleet and at a tenth of it: they must not grow with the pools.
@@ -25,7 +25,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 sys.path.insert(0, str(REPO_ROOT / "bench"))
 
-DAYS = 28  # apps/reports/lending.py WINDOW_DAYS
+DAYS = 28  # apps/reports/lending/capacity.py WINDOW_DAYS
 AIM_RATIO = 10.0
 
 
@@ -53,7 +53,7 @@ def main():
     from django.utils import timezone
 
     from apps.pools.models import Pool, Purpose
-    from apps.reports import lending
+    from apps.reports.lending import capacity as lending
     from apps.telemetry.models import PoolDailyUsage, PoolHourlyUsage
 
     # The lending window ends at the current hour: a fill from an earlier hour would

@@ -516,7 +516,7 @@ STALLED_RUN_REAPERS = [
 # Recompute the report pages people viewed lately right after the data under them changes
 # (apps/reports/cache.py); off, the first visitor after a change computes them.
 REPORTS_WARM_UP = env.bool("REPORTS_WARM_UP", default=True)
-# Lendable off-peak capacity of inference pools (apps/reports/lending.py): the GPUs kept
+# Lendable off-peak capacity of inference pools (apps/reports/lending/capacity.py): the GPUs kept
 # back above the measured 95th percentile, as a share of the pool's GPUs rounded up.
 LENDING_SAFETY_MARGIN_PCT = env.int("LENDING_SAFETY_MARGIN_PCT", default=10)
 # Raw GPU samples are kept this long; hourly rollups forever.

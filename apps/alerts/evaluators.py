@@ -1,9 +1,9 @@
 """The built-in rule kinds: what breaches each, from the figures the pages already show.
 
 - idle cost and utilisation: the report's own sums over the rule's window
-  (``reports.queries.pool_usage_totals``: daily rows for whole days, hourly rows at the
-  edges, aggregated in SQL) and ``reports.costmodel``'s formulas, so an alert quotes the
-  figure the Reports page and the pool list show for the same hours;
+  (``reports.cost.pool_usage.pool_usage_totals``: daily rows for whole days, hourly rows
+  at the edges, aggregated in SQL) and ``reports.cost.costmodel``'s formulas, so an alert
+  quotes the figure the Reports page and the pool list show for the same hours;
 - restore drills overdue or failed: the policies' stored schedule, as the Overview's
   "needs a person" list counts them (``drill_due_at`` before now, ``last_drill_passed``
   false);
@@ -37,9 +37,10 @@ from apps.core.sentences import Sentence, from_data, gettext_noop, sentence
 from apps.pools.models import Pool, Workload
 from apps.pools.querysets import workload_scope_filter
 from apps.procurement.models import ComparisonExport
-from apps.reports import costmodel
+from apps.reports.cost import costmodel
+from apps.reports.cost.pool_usage import UsageTotals, pool_usage_totals
 from apps.reports.models import RecomputeJob
-from apps.reports.queries import Span, UsageTotals, pool_usage_totals
+from apps.reports.span import Span
 from apps.telemetry.models import ImportRun, PoolHourFlag
 
 PULLED_SOURCES = (

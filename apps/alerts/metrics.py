@@ -50,8 +50,9 @@ from apps.alerts.models import Alert
 from apps.backups.services import overdue_and_failing_summary
 from apps.core.models import OutboxTask
 from apps.pools.models import Pool
-from apps.reports import costmodel
-from apps.reports.queries import Span, UsageTotals, pool_usage_totals
+from apps.reports.cost import costmodel
+from apps.reports.cost.pool_usage import UsageTotals, pool_usage_totals
+from apps.reports.span import Span
 from apps.showback.selectors import budget_burndowns, budgets_in_scope
 from apps.telemetry.models import PullSource
 from config.celery_app import app as celery_app

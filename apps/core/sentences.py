@@ -12,7 +12,7 @@ is said again in each reader's language.
 returns it unchanged. ``gettext`` translates at once, for text built while a page is
 drawn (an explanation, a recommendation): the identity here, Django's once the core app
 is ready (apps/core/apps.py). This module imports nothing from Django: the
-framework-free modules (apps/pools/memory.py, costing.py, apps/reports/explain.py, …)
+framework-free modules (apps/pools/memory.py, costing.py, apps/reports/cost/explain.py, …)
 build their text with it.
 """
 

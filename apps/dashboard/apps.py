@@ -8,8 +8,11 @@ class DashboardConfig(AppConfig):
     verbose_name = _("Overview")
 
     def ready(self):
+        from apps.dashboard.selectors import overview_figures
         from apps.dashboard.views import warm_overview_html
         from apps.reports.warming import register_page_warmer
 
-        # A warm-up renders the Overview's figures too, so the next visit reads one string.
+        # A warm-up computes the Overview's figures, which its explanations read, then
+        # renders them, so the next visit reads one string.
+        register_page_warmer("overview", overview_figures)
         register_page_warmer("overview", warm_overview_html)

@@ -13,10 +13,12 @@ from django.views.decorators.http import require_GET
 from apps.accounts.scope import EVERYTHING, Scope, scope_of
 from apps.backups.services import overdue_and_failing_summary
 from apps.core.htmx import render_page
+from apps.dashboard import explain as overview_explanations
+from apps.dashboard import selectors
 from apps.dashboard.attention import attention_items
 from apps.pools.models import Pool
-from apps.reports import explain, selectors
 from apps.reports.cache import cached, remember_view
+from apps.reports.cost import explain
 from apps.reports.models import ClosedMonth
 from apps.reports.views import explain_page
 
@@ -61,7 +63,7 @@ def warm_overview_html(now, scope: Scope = EVERYTHING) -> None:
 
 def overview_html(now, live: dict, scope: Scope = EVERYTHING) -> str:
     """The Overview's figures, rendered, cached with them: a visit then reads one string
-    back, not the figures (bench/README.md, "the web at scale"). What the view reads at
+    back, not the figures, whose unpickling grows with the fleet. What the view reads at
     each visit and the figures show (the pool count, the drills) is part of the cache key,
     so a drill recorded shows at once. The "Needs a person" list is rendered at each visit
     into its place in the cached string: its sentences carry amounts that grow by the
@@ -132,7 +134,7 @@ def overview_explain(request):
         sections = [
             (
                 gettext("Utilisation, %(period)s") % {"period": label},
-                explain.explain_utilization(
+                overview_explanations.explain_utilization(
                     *figures[f"usage_{key}"], figures[f"utilization_{key}_pct"], period=label
                 ),
             )
@@ -141,14 +143,19 @@ def overview_explain(request):
     elif kpi == "gpus":
         title, period = gettext("GPUs"), gettext("Every pool in service now")
         by_purpose = [(label, gpus) for label, _, gpus in figures["gpus_by_purpose"]]
-        sections = [(gettext("GPUs"), explain.explain_gpu_total(by_purpose, figures["gpu_total"]))]
+        sections = [
+            (
+                gettext("GPUs"),
+                overview_explanations.explain_gpu_total(by_purpose, figures["gpu_total"]),
+            )
+        ]
     else:
         title = gettext("Restore drills overdue")
         period = gettext("Backup policies at %(moment)s UTC") % {
             "moment": dateformat.format(now, gettext("j M Y H:i"))
         }
         drills = overdue_and_failing_summary(now, scope=scope)
-        sections = [(gettext("Drills"), explain.explain_drills(drills))]
+        sections = [(gettext("Drills"), overview_explanations.explain_drills(drills))]
     context = {
         "title": title,
         "period": period,

@@ -206,7 +206,7 @@ class Pool(models.Model):
         editable=False,
         default=Decimal("0"),
     )
-    # The same price split for the cost reports (apps/reports/costmodel.py): what every
+    # The same price split for the cost reports (apps/reports/cost/costmodel.py): what every
     # GPU-hour pays whatever the load, and what each kWh of GPU energy pays at the facility.
     fixed_price_per_gpu_hour_usd = models.DecimalField(
         _("Fixed price per GPU-hour (USD)"),

@@ -24,7 +24,11 @@ from apps.core.serializers import (
 from apps.pools.models import Interruption, Pool, Purpose, Workload
 from apps.pools.querysets import workload_scope_filter
 from apps.pools.scoped import ScopedQuerysetMixin, ScopedReferencesMixin
-from apps.reports import explain, lending, periods, queries, selectors
+from apps.reports.cost import explain, periods
+from apps.reports.cost.report import GROUP_BY_CHOICES
+from apps.reports.lending import capacity as lending
+from apps.reports.lending import selectors as lending_selectors
+from apps.reports.usage.curves import usage_profile
 
 DEFAULT_RANGE = timedelta(days=30)
 # Listed in the schema, so a client (and schemathesis) knows which names are valid.
@@ -52,7 +56,7 @@ class ReportRangeSerializer(NoBlankQueryMixin, serializers.Serializer):
 
 
 class CostQuerySerializer(ReportRangeSerializer):
-    group_by = serializers.ChoiceField(choices=queries.GROUP_BY_CHOICES, default="pool")
+    group_by = serializers.ChoiceField(choices=GROUP_BY_CHOICES, default="pool")
     purpose = serializers.ChoiceField(choices=Purpose.choices, required=False)
     pool = serializers.SlugField(required=False, help_text="Only this pool.")
     explain = serializers.BooleanField(
@@ -152,7 +156,7 @@ def _pool_or_404(slug: str, scope) -> Pool:
 
 class CostReportView(APIView):
     """Cost, idle cost and unit costs over a range, grouped by pool, purpose or workload
-    (definitions in apps/reports/costmodel.py). Undefined ratios are null."""
+    (definitions in apps/reports/cost/costmodel.py). Undefined ratios are null."""
 
     @extend_schema(
         parameters=[CostQuerySerializer],
@@ -222,7 +226,7 @@ class UsageProfileView(APIView):
         scope = scope_of(request.user)
         pool = _pool_or_404(params["pool"], scope) if params.get("pool") else None
         zone: ZoneInfo = params["tz"]
-        rows = queries.usage_profile(
+        rows = usage_profile(
             params["start"],
             params["end"],
             zone,
@@ -386,7 +390,7 @@ def _not_inference_data(pool: Pool) -> dict:
 
 class PoolLendableView(APIView):
     """A pool's lendable off-peak capacity over the last 28 days (definition in
-    apps/reports/lending.py)."""
+    apps/reports/lending/capacity.py)."""
 
     @extend_schema(responses={200: LendableSerializer, 404: NOT_FOUND})
     def get(self, request, slug):
@@ -394,7 +398,7 @@ class PoolLendableView(APIView):
         pool = _pool_or_404(slug, scope)
         if pool.purpose != Purpose.INFERENCE:
             return Response(LendableSerializer(_not_inference_data(pool)).data)
-        result = selectors.pool_lendable_figures(pool, timezone.now(), scope)
+        result = lending_selectors.pool_lendable_figures(pool, timezone.now(), scope)
         return Response(LendableSerializer(_lendable_data(result)).data)
 
 
@@ -404,7 +408,7 @@ class LendableListView(APIView):
 
     @extend_schema(responses={200: LendableSerializer(many=True)})
     def get(self, request):
-        fleet = selectors.lendable_figures(timezone.now(), scope_of(request.user))
+        fleet = lending_selectors.lendable_figures(timezone.now(), scope_of(request.user))
         return Response(
             LendableSerializer([_lendable_data(row) for row in fleet.rows], many=True).data
         )

@@ -1,6 +1,7 @@
-"""Figures for the Overview, the reports and the pool page. Pure builders: figures from
-the query results, ``None`` when there is nothing to draw (the template then shows its
-empty state). Training, inference and mixed keep apps/core/colours.py's colours."""
+"""Figures for the reports, the pool page and the Overview's curves (the Overview's own
+are apps/dashboard/charts.py). Pure builders: figures from the query results, ``None``
+when there is nothing to draw (the template then shows its empty state). Training,
+inference and mixed keep apps/core/colours.py's colours."""
 
 import plotly.graph_objects as go
 from django.utils.translation import gettext as _
@@ -66,28 +67,6 @@ def build_daily_split_figure(split, *, metric: str) -> go.Figure | None:
     return figure
 
 
-def build_share_donut(rows, *, metric: str = "cost_usd") -> go.Figure | None:
-    """Donut of cost (USD) or busy GPU-hours by purpose, from cost-report rows."""
-    rows = [row for row in rows if getattr(row, metric) > 0]
-    if not rows:
-        return None
-    unit_format = "$%{value:,.0f}" if metric == "cost_usd" else "%{value:,.0f} GPU-h"
-    figure = go.Figure(
-        go.Pie(
-            labels=[row.label for row in rows],
-            values=[getattr(row, metric) for row in rows],
-            marker={"colors": [PURPOSE_COLOURS.get(row.key, IDLE_COLOUR) for row in rows]},
-            hole=0.55,
-            sort=False,
-            hovertemplate=f"%{{label}}: {unit_format} (%{{percent}})<extra></extra>",
-            textinfo="label+percent",
-        )
-    )
-    title = _("Cost share by purpose") if metric == "cost_usd" else _("GPU-hour share by purpose")
-    figure.update_layout(title=title, showlegend=True, **BASE_LAYOUT)
-    return figure
-
-
 def build_hour_of_day_figure(profile, *, zone_name: str) -> go.Figure | None:
     """Utilisation (%) and requests per hour by local hour of the day; peak hours shaded."""
     if not any(row.avg_utilization_pct is not None for row in profile) and not any(
@@ -131,31 +110,7 @@ def build_hour_of_day_figure(profile, *, zone_name: str) -> go.Figure | None:
             )
         )
     peak_hours = [row.hour_of_day for row in profile if row.is_peak]
-    # One rectangle per run of peak hours, given to the layout at once: plotly's
-    # add_vrect() re-validates every shape on each call (1.1 s for 23 bands, measured).
-    bands = []
-    for hour in peak_hours:
-        if bands and bands[-1][1] == hour - 0.5:
-            bands[-1][1] = hour + 0.5
-        else:
-            bands.append([hour - 0.5, hour + 0.5])
-    figure.update_layout(
-        shapes=[
-            {
-                "type": "rect",
-                "xref": "x",
-                "yref": "paper",
-                "x0": x0,
-                "x1": x1,
-                "y0": 0,
-                "y1": 1,
-                "fillcolor": PEAK_BAND_COLOUR,
-                "line": {"width": 0},
-                "layer": "below",
-            }
-            for x0, x1 in bands
-        ]
-    )
+    figure.update_layout(shapes=_peak_bands(peak_hours))
     figure.update_layout(
         title=_("Hour of day (%(zone)s); shaded: peak hours (%(hours)s h)")
         % {"zone": zone_name, "hours": len(peak_hours)},
@@ -178,34 +133,35 @@ def build_hour_of_day_figure(profile, *, zone_name: str) -> go.Figure | None:
     return figure
 
 
-def build_heatmap_figure(grid, *, zone_name: str) -> go.Figure | None:
-    """Mean utilisation (%) by weekday × local hour."""
-    if not any(value is not None for row in grid for value in row):
-        return None
-    figure = go.Figure(
-        go.Heatmap(
-            z=grid,
-            x=list(range(24)),
-            y=[str(day) for day in WEEKDAYS],
-            colorscale="Blues",
-            zmin=0,
-            zmax=100,
-            colorbar={"title": "%"},
-            hovertemplate="%{y} %{x}:00: %{z:.1f} %<extra></extra>",
-        )
-    )
-    figure.update_layout(
-        title=_("Utilisation by weekday and hour (%(zone)s)") % {"zone": zone_name},
-        xaxis={"title": _("Hour of day (%(zone)s)") % {"zone": zone_name}, "dtick": 2},
-        yaxis={"autorange": "reversed", "title": _("Weekday")},
-        **BASE_LAYOUT,
-    )
-    return figure
+def _peak_bands(peak_hours: list[int]) -> list[dict]:
+    """One shaded rectangle per run of peak hours, given to the layout at once: plotly's
+    add_vrect() re-validates every shape already there on each call."""
+    bands = []
+    for hour in peak_hours:
+        if bands and bands[-1][1] == hour - 0.5:
+            bands[-1][1] = hour + 0.5
+        else:
+            bands.append([hour - 0.5, hour + 0.5])
+    return [
+        {
+            "type": "rect",
+            "xref": "x",
+            "yref": "paper",
+            "x0": x0,
+            "x1": x1,
+            "y0": 0,
+            "y1": 1,
+            "fillcolor": PEAK_BAND_COLOUR,
+            "line": {"width": 0},
+            "layer": "below",
+        }
+        for x0, x1 in bands
+    ]
 
 
 def build_free_gpus_figure(free_grid, *, zone_name: str) -> go.Figure | None:
     """Free GPUs (lendable, after the safety margin) by weekday × local hour; slots
-    without enough data are left blank (apps/reports/lending.py)."""
+    without enough data are left blank (apps/reports/lending/capacity.py)."""
     if not any(value is not None for row in free_grid for value in row):
         return None
     figure = go.Figure(

@@ -1,5 +1,5 @@
 """The cost report as CSV or XLSX, units in every header, with the page's total row;
-the XLSX also says how each figure is computed (apps/reports/explain.py). The lendable
+the XLSX also says how each figure is computed (apps/reports/cost/explain.py). The lendable
 off-peak capacity as CSV. Both are written by apps/core/exports.py from the columns here.
 
 Money is written as the page shows it (apps/core/money.py): amounts to the cent, unit
@@ -24,7 +24,7 @@ from apps.core.exports import (
     xlsx_row,
 )
 from apps.core.texts import rounding_label
-from apps.reports import explain
+from apps.reports.cost import explain
 from apps.reports.forms import GROUP_BY_NOUNS
 
 FORMATS = ("csv", "xlsx")
@@ -263,7 +263,7 @@ def cost_report_response(rows, filters, export_format: str, total=None) -> HttpR
 
 
 def lendable_columns() -> list[Column]:
-    """The lendable list's columns (rows are apps/reports/lending.py's ``Lendable``);
+    """The lendable list's columns (rows are apps/reports/lending/capacity.py's ``Lendable``);
     dollars and prices to six decimals, as the page's sums are."""
 
     def largest(getter):

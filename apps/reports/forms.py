@@ -8,7 +8,7 @@ from apps.accounts.scope import EVERYTHING, Scope
 from apps.core.forms import TablerFormMixin
 from apps.pools.hours import zone_or_error
 from apps.pools.models import TRAINING_KINDS, Interruption, Pool, Purpose, Workload
-from apps.reports.queries import GROUP_BY_CHOICES
+from apps.reports.cost.report import GROUP_BY_CHOICES
 
 DEFAULT_REPORT_DAYS = 30
 MAX_REPORT_DAYS = 3 * 366

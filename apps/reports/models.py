@@ -67,7 +67,7 @@ class ClosedMonth(models.Model):
     """A month finance has closed: its figures are stored as they were when it closed
     (``FrozenCostRow``, and ``showback`` for the teams' split and budgets), and what
     changes them afterwards shows as an adjustment in the first open month
-    (apps/reports/periods.py). A reopened month keeps its row with ``is_closed`` false and
+    (apps/reports/cost/periods.py). A reopened month keeps its row with ``is_closed`` false and
     its reopenings (``MonthReopening``); closing it again freezes it anew."""
 
     month = models.DateField(_("month"), unique=True, help_text=_("Its first day."))

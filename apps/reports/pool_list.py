@@ -3,7 +3,7 @@ them, added to apps/pools' list through its registry (``apps.pools.list_columns`
 reports app registers them in ``ReportsConfig.ready()``).
 
 The figures are the report's own: ``selectors.pool_list_figures`` runs the cost report by
-pool over the window (``queries.cost_report``: its sums aggregated in SQL, a fixed handful
+pool over the window (``report.cost_report``: its sums aggregated in SQL, a fixed handful
 of queries whatever the fleet's size, then ``costmodel``'s formulas), cached until the
 data changes. They reach the list's SQL as one ``CASE`` per column keyed by the pool's
 slug, so the list's single query filters, sorts (pools without a figure last, both ways)

@@ -20,9 +20,9 @@ def results_cache_parameters(data: dict, query: str, scope: Scope = EVERYTHING) 
 
 
 # Rows of the report's table a page shows, as every list's: a large fleet's rows go on
-# pages (each row is ~5 KB of figures linking to their explanations, and what a page
-# weighs is most of what a cached report costs to serve, bench/README.md); a sort orders
-# every row, the total row is the whole report's, the exports hold every row.
+# pages (each row carries its figures' links to their explanations, and what a page
+# weighs is most of what a cached report costs to serve); a sort orders every row, the
+# total row is the whole report's, the exports hold every row.
 TABLE_PAGE_ROWS = PAGE_SIZE
 
 
@@ -81,8 +81,8 @@ def report_results(form, query: str, progress=None) -> tuple[dict, str]:
 
 def filter_fields_html(form, query_string: str) -> str:
     """The filter fields, rendered; cached for valid filters, because Django renders each
-    of the pool list's options through a template (a 100-pool fleet: ~20 ms a page,
-    bench/dashboard.py) and the list changes only with a pool, which bumps the version."""
+    of the pool list's options through a template, a cost that grows with the fleet, and
+    the list changes only with a pool, which bumps the version."""
 
     def render():
         return render_to_string("reports/report.html#filter_fields", {"form": form})

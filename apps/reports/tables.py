@@ -1,7 +1,7 @@
-"""The cost report's table: one row per pool, purpose or workload (``queries.CostRow``),
+"""The cost report's table: one row per pool, purpose or workload (``cost.rows.CostRow``),
 each figure a link to how it is computed, the total row below.
 
-The rows are computed in Python from SQL sums (apps/reports/queries.py) and cached with
+The rows are computed in Python from SQL sums (apps/reports/cost/) and cached with
 the page, so the table sorts them in Python (``RowsData``: rows without a figure last
 either way). The page and its cached partial are rendered without a request (a worker
 warms them), so the sort links carry the report's own query (``ListTable.query``): a sort

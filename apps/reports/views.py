@@ -32,7 +32,7 @@ from apps.core.texts import translated
 from apps.pools.models import Interruption, Pool, Purpose
 from apps.pools.querysets import workload_scope_filter
 from apps.pools.scoped import in_scope_or_404
-from apps.reports import charts, explain, exports, lending, rendering, selectors
+from apps.reports import charts, exports, rendering, selectors
 from apps.reports.cache import (
     background_attempts,
     background_job_stalled,
@@ -46,6 +46,7 @@ from apps.reports.cache import (
     start_background_job,
     workers_run_warm_ups,
 )
+from apps.reports.cost import explain
 from apps.reports.forms import (
     GROUP_BY_NOUNS,
     SYNC_RECOMPUTE_DAYS,
@@ -53,6 +54,8 @@ from apps.reports.forms import (
     ReportFilterForm,
     report_filter_form,
 )
+from apps.reports.lending import capacity as lending
+from apps.reports.lending import selectors as lending_selectors
 from apps.reports.models import RecomputeJob
 from apps.reports.tables import LendableTable, ReportTable
 from apps.reports.tasks import compute_report_task, recompute_days_task
@@ -249,7 +252,7 @@ def pool_panel(request, slug):
     return render_page(request, "layouts/pool_panel.html", context, partial="panel")
 
 
-# --- how a figure was computed (apps/reports/explain.py) ---------------------------------
+# --- how a figure was computed (apps/reports/cost/explain.py) ----------------------------
 
 
 def explain_page(request, context, status=200):
@@ -431,7 +434,7 @@ def interruption_delete(request, pk):
     )
 
 
-# --- lendable off-peak capacity (apps/reports/lending.py) ----------------------------------
+# --- lendable off-peak capacity (apps/reports/lending/) ------------------------------------
 
 
 def _lending_context(result) -> dict:
@@ -460,7 +463,7 @@ def pool_lending_panel(request, slug):
     }
     if context["is_inference"]:
         context.update(
-            _lending_context(selectors.pool_lendable_figures(pool, timezone.now(), scope))
+            _lending_context(lending_selectors.pool_lendable_figures(pool, timezone.now(), scope))
         )
     return render_page(request, "layouts/pool_panel.html", context, partial="panel")
 
@@ -469,7 +472,7 @@ def pool_lending_panel(request, slug):
 def lendable_list(request):
     """Every inference pool in the viewer's scope with its lendable off-peak capacity,
     sortable (``?sort=value``, ``-value``), as CSV with ``?export=csv``."""
-    fleet = selectors.lendable_figures(timezone.now(), scope_of(request.user))
+    fleet = lending_selectors.lendable_figures(timezone.now(), scope_of(request.user))
     if request.GET.get("export") == "csv":
         return exports.lendable_response(fleet)
     table = LendableTable(fleet.rows)

@@ -22,9 +22,10 @@ from apps.reports.cache import (
 )
 from apps.reports.forms import report_filter_form
 
-# What a page of an app above reports renders from these figures and caches, warmed
-# after them: (kind of page) → callables taking ``now`` (the Overview's rendered figures,
-# apps/dashboard/apps.py). Reports cannot import those apps; they register here.
+# What a page of an app above reports computes and caches from these figures, warmed
+# with them: (kind of page) → callables taking ``now`` and the scope, in order (the
+# Overview's figures and their rendering, apps/dashboard/apps.py). Reports cannot import
+# those apps; they register here.
 PAGE_WARMERS: dict[str, list] = {}
 
 
@@ -39,7 +40,6 @@ def warm_view(kind: str, argument: str = "", scope_key: str = "all") -> bool:
     now = timezone.now()
     scope = Scope.from_cache_key(scope_key)
     if kind == "overview":
-        selectors.overview_figures(now, scope)
         for warm in PAGE_WARMERS.get(kind, ()):
             warm(now, scope)
         return True

@@ -1,5 +1,5 @@
-"""Closing and reopening months (finance signs a month off; apps/reports/periods.py serves
-it as it was).
+"""Closing and reopening months (finance signs a month off;
+apps/reports/cost/periods.py serves it as it was).
 
 Closing freezes the month's cost report rows, each team's showback, the unattributed rest
 and the pools' costs, and the budgets' figures of the month (the audit bundle reads the
@@ -23,8 +23,8 @@ from apps.accounts import audit
 from apps.accounts.models import AuditEvent
 from apps.core.sentences import gettext_noop, sentence
 from apps.pools.models import Pool
-from apps.reports import periods
 from apps.reports.cache import data_changed
+from apps.reports.cost import periods
 from apps.reports.models import ClosedMonth, MonthReopening
 from apps.showback.models import Budget
 from apps.showback.months import MONTH

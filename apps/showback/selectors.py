@@ -1,7 +1,7 @@
 """Showback: each team's spend over a span, read from the cost report so the figures
 equal the Reports page's.
 
-The split follows the cost report grouped by workload (apps/reports/split.py: pod labels
+The split follows the cost report grouped by workload (apps/reports/cost/split.py: pod labels
 first, then each running workload's declared GPUs ÷ the pool's GPUs, hour by hour):
 
 - a workload's share goes to its team, or else its pool's team (none: unattributed);
@@ -24,9 +24,10 @@ from apps.accounts.models import Team
 from apps.core.money import as_decimal
 from apps.pools.hours import floor_hour
 from apps.pools.models import Pool, Workload
-from apps.reports import periods
 from apps.reports.cache import cached
-from apps.reports.queries import CostRow, cost_report
+from apps.reports.cost import periods
+from apps.reports.cost.report import cost_report
+from apps.reports.cost.rows import CostRow
 from apps.showback import burndown
 from apps.showback.models import Budget
 
@@ -104,7 +105,7 @@ class Showback:
 def showback(start: datetime, end: datetime) -> Showback:
     """Every team's spend over [start, end), and the unattributed rest: the closed months
     the span covers whole as they were frozen, the rest live, and the adjustments booked
-    in the span (apps/reports/periods.py)."""
+    in the span (apps/reports/cost/periods.py)."""
     closed = periods.closed_months()
     pieces = periods.split_span(start, end, closed)
     if len(pieces) == 1 and pieces[0][2] is None and not closed:

@@ -626,7 +626,7 @@ def rollups_pending(run: ImportRun) -> bool:
 def first_hours(run: ImportRun) -> list[PoolFirstHours]:
     """Per pool the run created: its hourly rollups from the first hour pulled on, summed
     in SQL. Idle cost = Σ over the hours of price × capacity × (1 − busy ÷ capacity), the
-    reports' formula (apps/reports/costmodel.py, ``idle_cost_usd``) for a cloud pool,
+    reports' formula (apps/reports/cost/costmodel.py, ``idle_cost_usd``) for a cloud pool,
     whose hour costs its GPUs × its price whatever they do."""
     since = datetime.fromisoformat(run.task_arguments["since"])
     pools = {

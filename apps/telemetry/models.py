@@ -350,7 +350,7 @@ class PoolHourlyUsage(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["pool", "hour"], name="pool_hourly_usage_unique")
         ]
-        # Reports read a range of hours across every pool (apps/reports/queries.py).
+        # Reports read a range of hours across every pool (apps/reports/cost/pool_usage.py).
         indexes = [models.Index(fields=["hour"], name="pool_hourly_usage_hour")]
         # By the key column, not "pool": Django resolves "pool" through Pool's own
         # ordering, a join with pools_pool that stays in every GROUP BY over these rows

@@ -42,7 +42,7 @@ from apps.backups.self_backup import (
 )
 from apps.backups.services import record_drill, save_policy, save_version
 from apps.pools.models import Workload, WorkloadKind
-from apps.reports.queries import cost_report
+from apps.reports.cost.report import cost_report
 from apps.telemetry.models import PoolHourlyUsage
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -54,7 +54,7 @@ COST_REPORT_SCRIPT = f"""
 import json
 from dataclasses import asdict
 from datetime import datetime
-from apps.reports.queries import cost_report
+from apps.reports.cost.report import cost_report
 rows = cost_report(datetime.fromisoformat({START.isoformat()!r}),
                    datetime.fromisoformat({END.isoformat()!r}))
 print(json.dumps([{{k: v for k, v in asdict(r).items() if k not in ("members", "parts")}}

@@ -90,7 +90,7 @@ def test_no_export_writes_rows_or_cells_by_hand():
 
 def _cost_report(name):
     from apps.reports import exports
-    from apps.reports.queries import CostRow
+    from apps.reports.cost.rows import CostRow
 
     rows = [CostRow(key="k", label=name)]
     filters = {"group_by": "pool", "start": "2026-03-09", "end": "2026-03-12"}
@@ -100,7 +100,7 @@ def _cost_report(name):
 def _lendable(name):
     from apps.pools.models import Pool
     from apps.reports import exports
-    from apps.reports.lending import FleetLendable, Lendable
+    from apps.reports.lending.capacity import FleetLendable, Lendable
 
     pool = Pool(name=name, gpu_count=8, effective_price_per_gpu_hour_usd=Decimal("2.5"))
     now = datetime(2026, 3, 9, tzinfo=UTC)

@@ -14,8 +14,8 @@ from django.urls import reverse
 from openpyxl import load_workbook
 
 from apps.core.money import to_cents
+from apps.reports.cost.rows import CostRow, total_row
 from apps.reports.exports import cost_report_csv, cost_report_xlsx
-from apps.reports.queries import CostRow, total_row
 from apps.showback import selectors as showback_selectors
 from apps.showback.selectors import Showback, TeamSpend
 from tests.factories import TeamFactory, UserFactory

@@ -21,6 +21,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from apps.dashboard import selectors as overview_selectors
 from apps.pools.hours import floor_hour
 from apps.pools.models import Purpose
 from apps.reports import selectors
@@ -72,7 +73,7 @@ def fleet(gpu_model):
 
 @pytest.mark.django_db
 def test_pools_are_ranked_by_idle_dollars_with_hand_computed_figures(fleet):
-    ranking = selectors.idle_ranking(timezone.now())
+    ranking = overview_selectors.idle_ranking(timezone.now())
     rows = {row["slug"]: row for row in ranking["rows"]}
     assert [row["slug"] for row in ranking["rows"]] == ["idle", "busy", "silent"]
     assert rows["busy"]["cost_30d_usd"] == pytest.approx(11_520)
@@ -95,7 +96,7 @@ def test_the_ranking_agrees_with_the_pool_list(fleet):
     """The same 30-day window and maths as the pool list's columns."""
     now = timezone.now()
     listed = selectors.pool_list_figures(now)
-    for row in selectors.idle_ranking(now)["rows"]:
+    for row in overview_selectors.idle_ranking(now)["rows"]:
         assert row["idle_30d_usd"] == listed[row["slug"]]["idle_cost_usd"]
         assert row["cost_30d_usd"] == pytest.approx(listed[row["slug"]]["cost_usd"])
 

@@ -6,7 +6,7 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from apps.reports import periods
+from apps.reports.cost import periods
 from apps.reports.models import ClosedMonth
 from apps.showback.months import last_complete_month
 from apps.showback.periods import close_month

@@ -12,7 +12,7 @@ from django.utils import timezone
 from apps.demo.management.commands.seed_demo import PRICE_CUT_POOL, PRICE_CUT_USD
 from apps.pools.hours import floor_hour
 from apps.pools.models import Pool
-from apps.reports.queries import cost_report
+from apps.reports.cost.report import cost_report
 
 
 @pytest.mark.django_db

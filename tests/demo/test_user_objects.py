@@ -18,7 +18,7 @@ from apps.demo.models import DemoObject
 from apps.demo.registry import DemoRegistry
 from apps.pools.hours import floor_hour
 from apps.pools.models import Interruption, Pool, Purpose, Workload, WorkloadKind
-from apps.reports.queries import cost_report
+from apps.reports.cost.report import cost_report
 from apps.showback.models import Budget
 from apps.telemetry.models import (
     GpuDevice,

@@ -10,7 +10,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from apps.pools.models import Interruption, Pool, Workload, WorkloadKind
-from apps.reports.queries import cost_report
+from apps.reports.cost.report import cost_report
 from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import (
     HostnameRule,

@@ -18,7 +18,7 @@ import redis
 from django.conf import settings as django_settings
 from django.urls import reverse
 
-from apps.reports import queries
+from apps.reports import selectors
 from apps.reports.cache import (
     background_attempts,
     background_last_heard,
@@ -93,7 +93,7 @@ def _worker_stopped(query, minutes_ago=10):
 def test_the_worker_beats_while_a_long_step_runs(long_report, settings, monkeypatch):
     settings.RUN_HEARTBEAT_SECONDS = 0.1
     heard_during_the_step = []
-    daily_split = queries.daily_split
+    daily_split = selectors.daily_split
 
     def slow_daily_split(*args, **kwargs):
         before = background_last_heard("report", _job(long_report))
@@ -101,7 +101,7 @@ def test_the_worker_beats_while_a_long_step_runs(long_report, settings, monkeypa
         heard_during_the_step.append((before, background_last_heard("report", _job(long_report))))
         return daily_split(*args, **kwargs)
 
-    monkeypatch.setattr(queries, "daily_split", slow_daily_split)
+    monkeypatch.setattr(selectors, "daily_split", slow_daily_split)
     started = time.time()
     assert (
         compute_report_in_background(long_report, None, READER_SCOPE_KEY) is True

@@ -13,7 +13,9 @@ from apps.core.charts import BASE_LAYOUT, display_width, hover_name, short_label
 from apps.procurement import charts as procurement_charts
 from apps.procurement.comparison.maths import Demand, OptionSpec, cost_option
 from apps.reports import charts as report_charts
-from apps.reports.queries import CostRow, DailySplit, HourOfDay
+from apps.reports.cost.daily import DailySplit
+from apps.reports.cost.rows import CostRow
+from apps.reports.usage.curves import HourOfDay
 from apps.telemetry.charts import build_pool_utilization_figure
 
 LONG_ENGLISH = "Reserved H100 SXM 80GB in Frankfurt, three-year term, paid monthly upfront " * 2

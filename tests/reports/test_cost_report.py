@@ -585,7 +585,7 @@ def test_shared_pool_is_split_by_kubernetes_labels(client, make_user, gpu_model)
 def test_peak_and_offpeak_unit_costs_in_the_pools_time_zone(fleet):
     """The cloud pool's peak hours are 9–12 in Shanghai (UTC+8, no DST): UTC hours 1–4.
     Its measured hours cost 8 × $2.50 each; requests are 1000 + 10 × step."""
-    from apps.reports.queries import peak_split
+    from apps.reports.usage.peaks import peak_split
 
     Pool.objects.filter(pk=fleet["cloud"].pk).update(peak_hours="9-12")
     (row,) = peak_split(START, END)

@@ -1,4 +1,4 @@
-"""Hour-of-day curves across daylight-saving changes (apps/reports/queries.py reads a row's
+"""Hour-of-day curves across daylight-saving changes (apps/reports/usage/clock.py reads a row's
 local hour by offset arithmetic per period, not ``AT TIME ZONE`` per row).
 
 Expected values come from Python's zoneinfo applied hour by hour (``astimezone``), the
@@ -15,13 +15,10 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from apps.pools.models import Deployment, Pool, Purpose, Workload, WorkloadKind
-from apps.reports.queries import (
-    Span,
-    offset_periods,
-    peak_split,
-    usage_profile,
-    weekday_hour_heatmap,
-)
+from apps.reports.span import Span
+from apps.reports.usage.clock import offset_periods
+from apps.reports.usage.curves import usage_profile, weekday_hour_heatmap
+from apps.reports.usage.peaks import peak_split
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
 from tests.factories import SERVICE_START
 
@@ -174,7 +171,7 @@ def test_local_hour_counts_match_an_hour_by_hour_walk(zone_name):
     """Lord Howe shifts by 30 minutes for daylight saving: its local hours move by half."""
     import random
 
-    from apps.reports.queries import _local_hour_counts
+    from apps.reports.usage.clock import local_hour_counts
 
     zone = ZoneInfo(zone_name)
     generator = random.Random(20261129)
@@ -186,4 +183,4 @@ def test_local_hour_counts_match_an_hour_by_hour_walk(zone_name):
         while moment < span.end:
             expected[moment.astimezone(zone).hour] += 1
             moment += timedelta(hours=1)
-        assert _local_hour_counts(span, zone) == expected, span
+        assert local_hour_counts(span, zone) == expected, span

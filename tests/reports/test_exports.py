@@ -12,7 +12,7 @@ import pytest
 from django.urls import reverse
 from openpyxl import load_workbook
 
-from apps.reports import explain
+from apps.reports.cost import explain
 from apps.reports.exports import COLUMNS
 from tests.reports.test_cost_report import fleet  # noqa: F401 (a fixture)
 from tests.reports.test_explain import SUMS

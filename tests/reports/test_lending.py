@@ -1,4 +1,4 @@
-"""Lendable off-peak capacity (apps/reports/lending.py) against numbers worked out by
+"""Lendable off-peak capacity (apps/reports/lending/capacity.py) against numbers worked out by
 hand, a percentile computed in Python over the same rows, and a query written with
 PostgreSQL's own ``AT TIME ZONE``; its margin, too-little-data flag, windows, team scope
 and CSV export."""
@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.pools.models import Purpose
-from apps.reports import lending
+from apps.reports.lending import capacity as lending
 from apps.telemetry.models import PoolHourlyUsage
 from tests.factories import PoolFactory, TeamFactory, UserFactory
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from apps.pools.models import WorkloadStatus
+from apps.reports.cost.report import cost_report
 from apps.reports.exports import cost_report_csv
-from apps.reports.queries import cost_report
 from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage
 from apps.training import services
@@ -125,7 +125,7 @@ def test_the_page_labels_each_row(client, two_workloads):
 
 @pytest.mark.django_db
 def test_measured_above_what_the_telemetry_saw_busy_is_flagged(client, two_workloads):
-    from apps.reports.explain import explain_figure
+    from apps.reports.cost.explain import explain_figure
 
     measured, _estimated = two_workloads
     # The measured pool's telemetry: 1 busy GPU-hour an hour for 10 hours = 10 busy

@@ -1,5 +1,5 @@
 """The cost formulas keep money exact: a Decimal amount in gives a Decimal out, computed
-at full precision (apps/reports/costmodel.py, apps/pools/costing.py, apps/showback/
+at full precision (apps/reports/cost/costmodel.py, apps/pools/costing.py, apps/showback/
 burndown.py); a float in still gives a float for the callers that sum floats. Every
 expected figure is worked out by hand in the comments."""
 
@@ -8,7 +8,7 @@ from decimal import Decimal
 from apps.catalog.models import GpuModel
 from apps.core import money
 from apps.pools.models import Deployment, Pool
-from apps.reports import costmodel
+from apps.reports.cost import costmodel
 from apps.showback.burndown import Burndown
 
 

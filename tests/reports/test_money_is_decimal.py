@@ -11,7 +11,8 @@ from decimal import Decimal
 import pytest
 
 from apps.pools.models import Purpose, WorkloadKind, WorkloadStatus
-from apps.reports.queries import GROUP_BY_CHOICES, cost_report, total_row
+from apps.reports.cost.report import GROUP_BY_CHOICES, cost_report
+from apps.reports.cost.rows import total_row
 from apps.showback.selectors import showback
 from apps.telemetry.models import PoolHourlyUsage
 from tests.factories import PoolFactory, TeamFactory, WorkloadFactory, status_history

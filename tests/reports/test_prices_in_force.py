@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 from apps.pools.hours import floor_hour
 from apps.pools.models import Deployment, Pool, Purpose
 from apps.pools.prices import record_prices
-from apps.reports.queries import cost_report
+from apps.reports.cost.report import cost_report
 from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage
 
@@ -155,7 +155,7 @@ def test_editing_a_price_today_leaves_last_months_report_as_signed(gpu_model, ma
 
     assert _pool_cost(last_month, this_month) == pytest.approx(signed)
     # The daily chart too: each day of last month, 4 × 24 × 2.00 = $192.00.
-    from apps.reports.queries import daily_split
+    from apps.reports.cost.daily import daily_split
 
     split = daily_split(last_month, this_month)
     assert split.measured_cost_usd[Purpose.INFERENCE] == pytest.approx([192.00] * (hours // 24))
@@ -177,7 +177,7 @@ def test_peak_and_offpeak_costs_follow_the_price_in_force(gpu_model):
     peak = 09:00, 10:00 at $2.00 + 11:00, 12:00 at $1.00 = 4 × (2 × 2 + 2 × 1) = $24.00;
     off-peak = 08:00 at $2.00 + 13:00 at $1.00 = 4 × (2 + 1) = $12.00."""
     from apps.pools.models import Workload, WorkloadKind
-    from apps.reports.queries import peak_split
+    from apps.reports.usage.peaks import peak_split
     from apps.telemetry.models import WorkloadHourlyRequests
 
     day = datetime(2026, 3, 10, tzinfo=UTC)
@@ -206,7 +206,7 @@ def test_peak_and_offpeak_costs_follow_the_price_in_force(gpu_model):
 def test_the_daily_cost_chart_prices_a_day_with_a_change_hour_by_hour(gpu_model):
     """10 March, $2.00 until noon and $1.00 after, every hour measured on 4 GPUs:
     4 × (12 × 2.00 + 12 × 1.00) = $144.00; 11 March, all at $1.00: 4 × 24 × 1.00 = $96.00."""
-    from apps.reports.queries import daily_split
+    from apps.reports.cost.daily import daily_split
 
     start, end = datetime(2026, 3, 10, tzinfo=UTC), datetime(2026, 3, 12, tzinfo=UTC)
     pool = _cloud_pool(gpu_model, "2.00", datetime(2026, 1, 1, tzinfo=UTC))
@@ -224,7 +224,7 @@ def test_the_explanation_shows_the_prices_in_force_in_the_range(gpu_model):
     """After the price falls to $1.00 at noon on 10 March, 9 March (24 h at $2.00) reads
     4 GPUs × 24 h × $2.00/GPU-h = $192.00, not today's price; the 20 hours across the
     change say each hour is at its own price."""
-    from apps.reports import explain
+    from apps.reports.cost import explain
 
     pool = _cloud_pool(gpu_model, "2.00", datetime(2026, 1, 1, tzinfo=UTC))
     _change_price(pool, "1.00", datetime(2026, 3, 10, 12, tzinfo=UTC))

@@ -20,8 +20,10 @@ from django.utils import timezone
 from openpyxl import load_workbook
 
 from apps.accounts.scope import EVERYTHING, scope_of
+from apps.dashboard import selectors as overview_selectors
 from apps.pools.models import Deployment, Pool, Purpose, Workload, WorkloadKind, WorkloadStatus
-from apps.reports import queries, selectors
+from apps.reports import selectors
+from apps.reports.cost.rows import OTHER_TEAMS
 from apps.reports.forms import report_filter_form
 from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyUsage
@@ -171,9 +173,9 @@ def test_other_teams_workloads_on_a_shared_pool_are_one_unnamed_row(client, flee
     client.force_login(UserFactory(teams=[teams["a"]]))
     response = _api_rows(client, "workload")
     rows = {row["key"]: row for row in response.json()}
-    assert set(rows) == {"vision-serve", "vision-finetune", queries.OTHER_TEAMS, "unallocated"}
+    assert set(rows) == {"vision-serve", "vision-finetune", OTHER_TEAMS, "unallocated"}
     shared_usd_per_gpu_hour = 2.50
-    other = rows[queries.OTHER_TEAMS]
+    other = rows[OTHER_TEAMS]
     assert other["label"] == "Other teams' workloads"
     assert other["cost_usd"] == cents(SPEECH_SHARED_GPUS * HOURS * shared_usd_per_gpu_hour)
     assert rows["vision-finetune"]["cost_usd"] == cents(
@@ -183,8 +185,7 @@ def test_other_teams_workloads_on_a_shared_pool_are_one_unnamed_row(client, flee
     # 8 GPUs × 48 h × $2.50.
     assert rows["unallocated"]["cost_usd"] == cents(1 * HOURS * shared_usd_per_gpu_hour)
     shared_rows_usd = sum(
-        Decimal(rows[key]["cost_usd"])
-        for key in ("vision-finetune", queries.OTHER_TEAMS, "unallocated")
+        Decimal(rows[key]["cost_usd"]) for key in ("vision-finetune", OTHER_TEAMS, "unallocated")
     )
     assert shared_rows_usd == Decimal(cents(8 * HOURS * shared_usd_per_gpu_hour))
     for name in TEAM_B_NAMES:
@@ -202,7 +203,7 @@ def test_other_teams_workloads_on_a_shared_pool_are_one_unnamed_row(client, flee
     client.force_login(UserFactory(role="finance"))
     fleet_rows = {row["key"] for row in _api_rows(client, "workload").json()}
     assert "speech-secret" in fleet_rows
-    assert queries.OTHER_TEAMS not in fleet_rows
+    assert OTHER_TEAMS not in fleet_rows
 
 
 @pytest.mark.django_db
@@ -216,7 +217,7 @@ def test_the_report_page_and_its_explanations_do_not_name_other_teams(client, fl
     for name in TEAM_B_NAMES:
         assert name not in content
     explain_url = reverse("reports:report_explain")
-    for row in (queries.OTHER_TEAMS, "unallocated", ""):
+    for row in (OTHER_TEAMS, "unallocated", ""):
         explanation = client.get(
             explain_url, {**FILTERS, "group_by": "workload", "row": row, "figure": "cost_usd"}
         )
@@ -298,8 +299,8 @@ def test_the_cache_keeps_each_scopes_figures_apart(client, fleet, teams):
 def test_the_overview_counts_the_scopes_gpus_and_cost(client, fleet, teams):
     now = timezone.now()
     team_a = UserFactory(teams=[teams["a"]])
-    everything = selectors.overview_figures(now, EVERYTHING)
-    scoped = selectors.overview_figures(now, scope_of(team_a))
+    everything = overview_selectors.overview_figures(now, EVERYTHING)
+    scoped = overview_selectors.overview_figures(now, scope_of(team_a))
     assert everything["gpu_total"] == 4 + 4 + 8
     assert scoped["gpu_total"] == 4 + 8
     slugs = {row["slug"] for row in scoped["idle_ranking"]["rows"]}

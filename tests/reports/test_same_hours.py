@@ -24,6 +24,7 @@ from django.utils import timezone
 from apps.alerts import metrics
 from apps.alerts.evaluators import idle_cost
 from apps.alerts.models import AlertRule
+from apps.dashboard import selectors as overview_selectors
 from apps.pools.hours import floor_hour
 from apps.pools.models import (
     Interruption,
@@ -32,8 +33,12 @@ from apps.pools.models import (
     WorkloadKind,
     WorkloadStatus,
 )
-from apps.reports import explain, selectors
-from apps.reports.queries import Span, cost_report, daily_split, pool_usage_totals, total_row
+from apps.reports.cost import explain
+from apps.reports.cost.daily import daily_split
+from apps.reports.cost.pool_usage import pool_usage_totals
+from apps.reports.cost.report import cost_report
+from apps.reports.cost.rows import total_row
+from apps.reports.span import Span
 from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyUsage
 from apps.training import services as training_services
@@ -120,7 +125,7 @@ def test_the_last_24_hours_are_24_hours_everywhere():
     assert gauges[("gpufleet_pool_utilisation_ratio", (("pool", newcomer.slug),))] == 1.0
 
     # The Overview's 24-hour utilisation: (48 + 4) busy ÷ (192 + 4) measured GPU-h.
-    context = selectors._overview_context(now, selectors.EVERYTHING)
+    context = overview_selectors._overview_context(now, overview_selectors.EVERYTHING)
     assert context["usage_24h"] == pytest.approx((48 + 4, 192 + 4))
     assert context["utilization_24h_pct"] == pytest.approx(100 * 52 / 196)
 

@@ -11,8 +11,9 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
+from apps.pools.hours import floor_hour
 from apps.pools.models import Deployment, Pool, Purpose
-from apps.reports.queries import cost_report, floor_hour
+from apps.reports.cost.report import cost_report
 from apps.telemetry import rollups
 from apps.telemetry.models import PoolHourFlag, PoolHourlyUsage
 

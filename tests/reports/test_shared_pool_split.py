@@ -13,8 +13,8 @@ import pytest
 
 from apps.pools.models import Purpose, WorkloadKind, WorkloadStatus
 from apps.pools.running import running_intervals
-from apps.reports import explain
-from apps.reports.queries import cost_report
+from apps.reports.cost import explain
+from apps.reports.cost.report import cost_report
 from apps.showback.selectors import showback
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests, WorkloadHourlyUsage
 from tests.factories import PoolFactory, TeamFactory, WorkloadFactory, status_history

@@ -216,8 +216,8 @@ def test_a_long_range_is_computed_by_a_worker_while_the_page_shows_progress(
 def test_a_failed_background_report_stops_polling_and_says_why(
     client, make_user, gpu_model, settings, monkeypatch
 ):
-    from apps.reports import queries
     from apps.reports.cache import report_job, start_background_job
+    from apps.reports.cost import report
     from apps.reports.warming import compute_report_in_background
 
     settings.REPORTS_WARM_UP = True
@@ -231,7 +231,7 @@ def test_a_failed_background_report_stops_polling_and_says_why(
     def out_of_disk(*args, **kwargs):
         raise OSError("No space left on device")
 
-    monkeypatch.setattr(queries, "cost_report", out_of_disk)
+    monkeypatch.setattr(report, "cost_report", out_of_disk)
     with pytest.raises(OSError):
         compute_report_in_background(query, None, "t")  # what the worker runs
     client.force_login(make_user("reader"))

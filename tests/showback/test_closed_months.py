@@ -1,4 +1,4 @@
-"""Closed months (apps/showback/periods.py, apps/reports/periods.py): a closed month's
+"""Closed months (apps/showback/periods.py, apps/reports/cost/periods.py): a closed month's
 cost report, showback and budgets do not move when a price is back-dated into it, and
 the difference shows as an adjustment in the first open month.
 
@@ -17,9 +17,9 @@ from apps.accounts.models import AuditEvent
 from apps.accounts.scope import EVERYTHING
 from apps.pools.models import Deployment, Pool, Purpose
 from apps.pools.prices import record_prices
-from apps.reports import periods as report_periods
+from apps.reports.cost import periods as report_periods
+from apps.reports.cost.report import cost_report as live_cost_report
 from apps.reports.models import ClosedMonth, MonthReopening
-from apps.reports.queries import cost_report as live_cost_report
 from apps.showback import periods
 from apps.showback.audit import audit_bundle
 from apps.showback.models import Budget
@@ -138,7 +138,7 @@ def test_a_closed_month_does_not_move_and_the_next_month_carries_the_adjustment(
 
 @pytest.mark.django_db
 def test_the_frozen_row_says_when_and_by_whom(pool):
-    from apps.reports.explain import explain_figure
+    from apps.reports.cost.explain import explain_figure
 
     finance = UserFactory(role="finance", username="fiona")
     periods.close_month(OCTOBER.date(), finance, now=datetime(2026, 11, 2, 9, tzinfo=UTC))

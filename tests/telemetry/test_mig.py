@@ -18,7 +18,7 @@ from django.urls import reverse
 
 from apps.catalog.models import GpuModel
 from apps.pools.models import Deployment, Pool, Purpose, Workload, WorkloadKind
-from apps.reports.queries import cost_report
+from apps.reports.cost.report import cost_report
 from apps.telemetry import rollups
 from apps.telemetry.mig import compute_slices_of_profile
 from apps.telemetry.models import GpuDevice, PoolHourFlag, PoolHourlyUsage, WorkloadHourlyUsage

@@ -5,7 +5,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext
 
-from apps.reports.queries import describe_hours
+from apps.reports.usage.peaks import describe_hours
 
 register = template.Library()
 

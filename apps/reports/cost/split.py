@@ -12,7 +12,7 @@ For each pool-hour:
 3. **unallocated.** What no running workload holds is the pool's unallocated capacity:
    one row of its own (``UNALLOCATED``), per pool in its explanation.
 4. **unattributed.** The hours of a pool that has no workload at all: no rule can give
-   them to anyone (``queries.UNATTRIBUTED``).
+   them to anyone (``rows.UNATTRIBUTED``).
 
 Planned, paused, finished and archived hours cost a workload nothing. Capacity, busy and
 idle figures and the training/inference parts follow the same shares, so workloads +
@@ -38,8 +38,22 @@ from apps.core.money import as_decimal, times
 from apps.pools.hours import ceil_hour, floor_hour
 from apps.pools.models import TRAINING_KINDS, Purpose
 from apps.pools.running import running_intervals, running_seconds
-from apps.reports import costmodel, explain
-from apps.reports import queries as q
+from apps.reports.cost import costmodel, explain
+from apps.reports.cost.formatting import quantity
+from apps.reports.cost.pool_usage import UsageTotals, pool_usage_totals
+from apps.reports.cost.prices import paid_hours_full_price_usd, price_periods_of
+from apps.reports.cost.rows import (
+    OTHER_TEAMS,
+    UNATTRIBUTED,
+    CostRow,
+    PoolFigures,
+    add_pool,
+    add_requests,
+    total_row,
+)
+from apps.reports.cost.service import pool_paid_hours
+from apps.reports.cost.workloads import RequestTotals
+from apps.reports.span import Span
 
 UNALLOCATED = "unallocated"
 
@@ -70,7 +84,7 @@ def _zero(name: str):
     return Decimal(0) if name in MONEY_FIGURES else 0.0
 
 
-def _pool_vector(figures: q.PoolFigures) -> dict:
+def _pool_vector(figures: PoolFigures) -> dict:
     gpus = figures.pool.gpu_count
     return {
         "capacity_gpu_hours": gpus * figures.paid_hours,
@@ -96,12 +110,12 @@ def _add_vector(target: dict, vector: dict, scale: float | Decimal = 1):
             target[name] = target.get(name, 0.0) + hours_scale * vector.get(name, 0.0)
 
 
-def _merge_usage(target: q.UsageTotals, other: q.UsageTotals):
-    for item in fields(q.UsageTotals):
+def _merge_usage(target: UsageTotals, other: UsageTotals):
+    for item in fields(UsageTotals):
         setattr(target, item.name, getattr(target, item.name) + getattr(other, item.name))
 
 
-def _add_to_row(row: q.CostRow, vector: dict, counts_as: str):
+def _add_to_row(row: CostRow, vector: dict, counts_as: str):
     """Add a share's figures to ``row``, its training or inference part by ``counts_as``."""
     for name in SHARED_FIGURES:
         setattr(row, name, getattr(row, name) + vector.get(name, _zero(name)))
@@ -128,7 +142,7 @@ class _WorkloadShare:
     declared_gpus_at_most: float = 0.0  # the most GPUs the running workloads declared
 
 
-def _segments(span: q.Span, intervals_of_pool) -> list:
+def _segments(span: Span, intervals_of_pool) -> list:
     """[start, end) pieces of the span cut at the whole hours around every change of a
     workload's running state."""
     cuts = set()
@@ -142,7 +156,7 @@ def _segments(span: q.Span, intervals_of_pool) -> list:
     return list(zip(edges, edges[1:], strict=False))
 
 
-def _labelled_by_segment(span: q.Span, workloads_by_pool, segments_of_pool) -> dict:
+def _labelled_by_segment(span: Span, workloads_by_pool, segments_of_pool) -> dict:
     """(workload id, segment start) → (allocated, busy) GPU-hours of its labelled samples.
     One query."""
     from apps.telemetry.models import WorkloadHourlyUsage
@@ -176,7 +190,7 @@ def _labelled_by_segment(span: q.Span, workloads_by_pool, segments_of_pool) -> d
     }
 
 
-def _segment_figures(span: q.Span, figures_of_pool: dict, segments_of_pool: dict) -> dict:
+def _segment_figures(span: Span, figures_of_pool: dict, segments_of_pool: dict) -> dict:
     """(pool id, segment start) → the pool's figures over the segment. Pools of a single
     segment keep their span's figures; the others' sums come from one query set."""
     result = {}
@@ -186,27 +200,27 @@ def _segment_figures(span: q.Span, figures_of_pool: dict, segments_of_pool: dict
             result[(pool_id, span.start)] = figures_of_pool[pool_id]
     if not cut_pools:
         return result
-    periods = q.price_periods_of(list(cut_pools))
+    periods = price_periods_of(list(cut_pools))
     cuts = {pool_id: [begin for begin, _ in segs[1:]] for pool_id, segs in cut_pools.items()}
-    usage = q.pool_usage_totals(span, list(cut_pools), periods, cuts=cuts, by_segment=True)
+    usage = pool_usage_totals(span, list(cut_pools), periods, cuts=cuts, by_segment=True)
     usage_of_pool = defaultdict(list)
     for (usage_pool, start), totals in usage.items():
         usage_of_pool[usage_pool].append((start, totals))
     for pool_id, segments in cut_pools.items():
         pool = figures_of_pool[pool_id].pool
         for begin, finish in segments:
-            segment_usage = q.UsageTotals()
+            segment_usage = UsageTotals()
             for start, totals in usage_of_pool[pool_id]:
                 if begin <= start < finish:
                     _merge_usage(segment_usage, totals)
-            segment_span = q.Span(begin, finish)
-            result[(pool_id, begin)] = q.PoolFigures(
+            segment_span = Span(begin, finish)
+            result[(pool_id, begin)] = PoolFigures(
                 pool=pool,
-                paid_hours=q.pool_paid_hours(pool, segment_span),
+                paid_hours=pool_paid_hours(pool, segment_span),
                 usage=segment_usage,
-                requests=q.RequestTotals(),
+                requests=RequestTotals(),
                 lost_gpu_hours=0.0,
-                paid_prices=q.paid_hours_full_price_usd(segment_span, [pool], periods)[pool_id],
+                paid_prices=paid_hours_full_price_usd(segment_span, [pool], periods)[pool_id],
             )
     return result
 
@@ -216,11 +230,46 @@ def _counts_as(workload) -> str:
 
 
 def workload_rows(span, figures, workloads, requests, lost, measured, scope) -> list:
-    """The rows of the cost report grouped by workload (``queries.cost_report``)."""
+    """The rows of the cost report grouped by workload (``report.cost_report``)."""
     figures_of_pool = {pool_figures.pool.id: pool_figures for pool_figures in figures}
     workloads_by_pool = defaultdict(list)
     for workload in workloads:
         workloads_by_pool[workload.pool_id].append(workload)
+    shares, unallocated_of_pool = _share_pools(span, figures_of_pool, workloads_by_pool, workloads)
+    rows, others = [], []
+    other_label = gettext("Other teams' workloads")
+    unattributed, unallocated_row = _unattributed_row(), _unallocated_row()
+    for pool_figures in figures:
+        pool = pool_figures.pool
+        pool_workloads = workloads_by_pool[pool.id]
+        if not pool_workloads:
+            add_pool(unattributed, pool_figures)
+            continue
+        _add_unallocated(unallocated_row, pool, unallocated_of_pool[pool.id])
+        for workload in pool_workloads:
+            visible = scope.covers_team(workload.effective_team_id)
+            name = workload.name if visible else other_label
+            row = CostRow(
+                key=workload.slug if visible else OTHER_TEAMS, label=name, purpose=pool.purpose
+            )
+            _fill_workload_row(row, workload, pool_figures, shares[workload.id], name)
+            _add_own_figures(row, workload, pool_figures, name, lost, measured, requests)
+            (rows if visible else others).append(row)
+    if others:
+        rows.append(total_row(others, key=OTHER_TEAMS, label=other_label))
+    for rest_row in (unallocated_row, unattributed):
+        if rest_row.training_busy_gpu_hours > 1e-9:
+            # Busy training hours that no workload's events account for.
+            rest_row.estimated_parts += 1
+        if rest_row.pool_count:
+            rows.append(rest_row)
+    return rows
+
+
+def _share_pools(span, figures_of_pool, workloads_by_pool, workloads) -> tuple[dict, dict]:
+    """(workload id → its ``_WorkloadShare``, pool id → its unallocated figures): each
+    pool with workloads shared segment by segment, by labels first, then by the
+    declared GPUs of the workloads running."""
     intervals = running_intervals(workloads, span.start, span.end)
     segments_of_pool = {
         pool_id: _segments(
@@ -230,7 +279,6 @@ def workload_rows(span, figures, workloads, requests, lost, measured, scope) -> 
     }
     segment_figures = _segment_figures(span, figures_of_pool, segments_of_pool)
     labelled = _labelled_by_segment(span, workloads_by_pool, segments_of_pool)
-
     shares = {workload.id: _WorkloadShare() for workload in workloads}
     unallocated_of_pool = {}
     for pool_id, segments in segments_of_pool.items():
@@ -240,113 +288,120 @@ def workload_rows(span, figures, workloads, requests, lost, measured, scope) -> 
         unallocated = {}
         for begin, finish in segments:
             seg = segment_figures[(pool_id, begin)]
-            rest = _pool_vector(seg)
-            capacity = seg.usage.measured_capacity_gpu_hours
-            for workload in pool_workloads:
-                allocated, busy = labelled.get((workload.id, begin), (0.0, 0.0))
-                if not allocated and not busy:
-                    continue
-                cost = (
-                    times(allocated, seg.usage.measured_cost_usd) / as_decimal(capacity)
-                    if capacity
-                    else Decimal(0)
-                )
-                idle = costmodel.idle_cost_usd(cost, busy, allocated)
-                share = shares[workload.id]
-                share.labelled_allocated_gpu_hours += allocated
-                share.labelled_busy_gpu_hours += busy
-                share.labelled_cost_usd += cost
-                share.labelled_idle_cost_usd += idle
-                labelled_vector = {
-                    "capacity_gpu_hours": allocated,
-                    "measured_capacity_gpu_hours": allocated,
-                    "busy_gpu_hours": busy,
-                    "cost_usd": cost,
-                    "measured_cost_usd": cost,
-                    "idle_cost_usd": idle,
-                }
-                _add_vector(rest, labelled_vector, -1)
-            # Decimal ratios: a workload running the whole segment has the fraction 1 and
-            # shares of whole GPUs stay exact (2 of 8 = 0.25).
-            length = as_decimal((finish - begin).total_seconds())
-            fractions = {
-                workload.id: as_decimal(running_seconds(intervals[workload.id], begin, finish))
-                / length
-                for workload in pool_workloads
-            }
-            declared = sum((w.gpu_count * fractions[w.id] for w in pool_workloads), Decimal(0))
-            gpus = seg.pool.gpu_count
-            scale = gpus / declared if declared > gpus else Decimal(1)
-            held = Decimal(0)
-            for workload in pool_workloads:
-                fraction = fractions[workload.id]
-                if not fraction:
-                    continue
-                share = shares[workload.id]
-                _add_vector(share.weighted_rest, rest, fraction * scale)
-                share.running_hours += float(fraction * length / 3600)
-                if scale < 1:
-                    share.scaled_down = True
-                    share.declared_gpus_at_most = max(share.declared_gpus_at_most, float(declared))
-                held += workload.gpu_count * fraction * scale / gpus if gpus else Decimal(0)
+            rest = _share_labelled(seg, pool_workloads, labelled, begin, shares)
+            held = _share_declared(seg, pool_workloads, intervals, (begin, finish), rest, shares)
             _add_vector(unallocated, rest, max(Decimal(0), 1 - held))
         unallocated_of_pool[pool_id] = unallocated
+    return shares, unallocated_of_pool
 
-    rows, others = [], []
-    other_label = gettext("Other teams' workloads")
-    unattributed = q.CostRow(
-        key=q.UNATTRIBUTED, label=gettext("Unattributed (pools without workloads)")
-    )
-    unattributed.split_rule = q.UNATTRIBUTED
-    unattributed.split_rule_text = gettext(
+
+def _share_labelled(seg, pool_workloads, labelled, begin, shares) -> dict:
+    """Rule 1: each workload's labelled GPU-hours in the segment, at the pool's measured
+    cost per GPU-hour, into its share. Returns the segment's figures less theirs."""
+    rest = _pool_vector(seg)
+    capacity = seg.usage.measured_capacity_gpu_hours
+    for workload in pool_workloads:
+        allocated, busy = labelled.get((workload.id, begin), (0.0, 0.0))
+        if not allocated and not busy:
+            continue
+        cost = (
+            times(allocated, seg.usage.measured_cost_usd) / as_decimal(capacity)
+            if capacity
+            else Decimal(0)
+        )
+        idle = costmodel.idle_cost_usd(cost, busy, allocated)
+        share = shares[workload.id]
+        share.labelled_allocated_gpu_hours += allocated
+        share.labelled_busy_gpu_hours += busy
+        share.labelled_cost_usd += cost
+        share.labelled_idle_cost_usd += idle
+        labelled_vector = {
+            "capacity_gpu_hours": allocated,
+            "measured_capacity_gpu_hours": allocated,
+            "busy_gpu_hours": busy,
+            "cost_usd": cost,
+            "measured_cost_usd": cost,
+            "idle_cost_usd": idle,
+        }
+        _add_vector(rest, labelled_vector, -1)
+    return rest
+
+
+def _share_declared(seg, pool_workloads, intervals, bounds, rest, shares) -> Decimal:
+    """Rule 2: the segment's ``rest`` to each running workload by its declared GPUs ×
+    the fraction of the segment it ran, scaled down when they declare more GPUs than
+    the pool has. Returns the fraction of the pool's GPUs they hold."""
+    begin, finish = bounds
+    # Decimal ratios: a workload running the whole segment has the fraction 1 and
+    # shares of whole GPUs stay exact (2 of 8 = 0.25).
+    length = as_decimal((finish - begin).total_seconds())
+    fractions = {
+        workload.id: as_decimal(running_seconds(intervals[workload.id], begin, finish)) / length
+        for workload in pool_workloads
+    }
+    declared = sum((w.gpu_count * fractions[w.id] for w in pool_workloads), Decimal(0))
+    gpus = seg.pool.gpu_count
+    scale = gpus / declared if declared > gpus else Decimal(1)
+    held = Decimal(0)
+    for workload in pool_workloads:
+        fraction = fractions[workload.id]
+        if not fraction:
+            continue
+        share = shares[workload.id]
+        _add_vector(share.weighted_rest, rest, fraction * scale)
+        share.running_hours += float(fraction * length / 3600)
+        if scale < 1:
+            share.scaled_down = True
+            share.declared_gpus_at_most = max(share.declared_gpus_at_most, float(declared))
+        held += workload.gpu_count * fraction * scale / gpus if gpus else Decimal(0)
+    return held
+
+
+def _unattributed_row() -> CostRow:
+    """Rule 4's row: the pools without any workload."""
+    row = CostRow(key=UNATTRIBUTED, label=gettext("Unattributed (pools without workloads)"))
+    row.split_rule = UNATTRIBUTED
+    row.split_rule_text = gettext(
         "unattributed: hours of pools with no workload, which no rule gives to anyone"
     )
-    unallocated_row = q.CostRow(key=UNALLOCATED, label=gettext("Unallocated capacity"))
-    unallocated_row.split_rule = UNALLOCATED
-    unallocated_row.split_rule_text = gettext(
+    return row
+
+
+def _unallocated_row() -> CostRow:
+    """Rule 3's row: what no running workload holds, every pool's."""
+    row = CostRow(key=UNALLOCATED, label=gettext("Unallocated capacity"))
+    row.split_rule = UNALLOCATED
+    row.split_rule_text = gettext(
         "unallocated: the pools' GPUs no running workload declares or labels hold"
     )
-    for pool_figures in figures:
-        pool = pool_figures.pool
-        pool_workloads = workloads_by_pool[pool.id]
-        if not pool_workloads:
-            q._add_pool(unattributed, pool_figures)
-            continue
-        vector = unallocated_of_pool[pool.id]
-        if any(abs(vector.get(name, 0)) > 1e-12 for name in SHARED_FIGURES):
-            _add_to_row(unallocated_row, vector, pool.purpose)
-            unallocated_row.pool_count += 1
-            unallocated_row.members.append(pool.slug)
-            unallocated_row.parts.append(explain.UnallocatedPart(pool.name, vector, pool.purpose))
-        for workload in pool_workloads:
-            visible = scope.covers_team(workload.effective_team_id)
-            name = workload.name if visible else other_label
-            row = q.CostRow(
-                key=workload.slug if visible else q.OTHER_TEAMS, label=name, purpose=pool.purpose
-            )
-            _fill_workload_row(row, workload, pool_figures, shares[workload.id], name)
-            # Every workload's interruptions are its own, whatever it runs: the rows add
-            # up to the pool's lost GPU-hours in every grouping. Only a training
-            # workload's count against its effective training GPU-hours.
-            lost_gpu_hours = lost.get(workload.id, 0.0)
-            price = pool_figures.unmeasured_usd_per_gpu_hour
-            row.lost_gpu_hours += lost_gpu_hours
-            row.interruption_cost_usd += times(lost_gpu_hours, price)
-            row.parts.append(explain.LostPart(name, lost_gpu_hours, price))
-            if workload.kind in TRAINING_KINDS:
-                row.training_lost_gpu_hours += lost_gpu_hours
-                row.count_effective_training(workload.id, measured, name)
-            q._add_requests(row, requests.get(workload.id, q.RequestTotals()), name)
-            (rows if visible else others).append(row)
-    if others:
-        rows.append(q.total_row(others, key=q.OTHER_TEAMS, label=other_label))
-    for rest_row in (unallocated_row, unattributed):
-        if rest_row.training_busy_gpu_hours > 1e-9:
-            # Busy training hours that no workload's events account for.
-            rest_row.estimated_parts += 1
-        if rest_row.pool_count:
-            rows.append(rest_row)
-    return rows
+    return row
+
+
+def _add_unallocated(row: CostRow, pool, vector: dict) -> None:
+    """Add a pool's unallocated figures to the unallocated row, unless they are nothing
+    but the sums' noise."""
+    if any(abs(vector.get(name, 0)) > 1e-12 for name in SHARED_FIGURES):
+        _add_to_row(row, vector, pool.purpose)
+        row.pool_count += 1
+        row.members.append(pool.slug)
+        row.parts.append(explain.UnallocatedPart(pool.name, vector, pool.purpose))
+
+
+def _add_own_figures(row, workload, pool_figures, name, lost, measured, requests) -> None:
+    """What is a workload's own whatever its share: its interruptions, its effective
+    training GPU-hours and its requests."""
+    # Every workload's interruptions are its own, whatever it runs: the rows add up to the
+    # pool's lost GPU-hours in every grouping. Only a training workload's count against
+    # its effective training GPU-hours.
+    lost_gpu_hours = lost.get(workload.id, 0.0)
+    price = pool_figures.unmeasured_usd_per_gpu_hour
+    row.lost_gpu_hours += lost_gpu_hours
+    row.interruption_cost_usd += times(lost_gpu_hours, price)
+    row.parts.append(explain.LostPart(name, lost_gpu_hours, price))
+    if workload.kind in TRAINING_KINDS:
+        row.training_lost_gpu_hours += lost_gpu_hours
+        row.count_effective_training(workload.id, measured, name)
+    add_requests(row, requests.get(workload.id, RequestTotals()), name)
 
 
 def _fill_workload_row(row, workload, pool_figures, share: _WorkloadShare, name: str):
@@ -388,13 +443,13 @@ def _fill_workload_row(row, workload, pool_figures, share: _WorkloadShare, name:
         words = {
             "gpus": workload.gpu_count,
             "pool_gpus": pool.gpu_count,
-            "hours": explain.quantity(share.running_hours),
+            "hours": quantity(share.running_hours),
         }
         if share.scaled_down:
             text = gettext(
                 "scaled down: running workloads declared %(declared)s GPUs on a pool of "
                 "%(pool_gpus)s, %(gpus)s of them this one, while running %(hours)s h"
-            ) % {**words, "declared": explain.quantity(share.declared_gpus_at_most)}
+            ) % {**words, "declared": quantity(share.declared_gpus_at_most)}
             rules.append((SCALED_DOWN, text))
         else:
             text = gettext("declared: %(gpus)s of %(pool_gpus)s GPUs while running (%(hours)s h)")

@@ -20,7 +20,7 @@ Training: effective GPU-hours = busy GPU-hours − GPU-hours lost to interruptio
 since the last checkpoint plus the restart, Young 1974; see ``Interruption.lost_minutes``).
 Inference: cost per 1,000 requests and per 1 M tokens.
 
-The per-hour sums run in SQL (apps/reports/queries.py) over the pool's stored price split
+The per-hour sums run in SQL (apps/reports/cost/pool_usage.py) over the pool's stored price split
 (``Pool.fixed_price_per_gpu_hour_usd``, ``Pool.price_per_gpu_kwh_usd``); this module holds
 the formulas applied to those sums.
 

@@ -1,7 +1,7 @@
 """How each figure of the cost report was computed, with its actual numbers
 (framework-free).
 
-A report row (``queries.CostRow``) is a sum of *parts*: the pools it holds, the share of a
+A report row (``rows.CostRow``) is a sum of *parts*: the pools it holds, the share of a
 shared pool a workload's labelled samples carry, and the requests and interruptions of
 its workloads. The row records its parts as it adds them up (``CostRow.parts``); this
 module turns them back into steps a reader can check with a calculator:
@@ -9,7 +9,7 @@ module turns them back into steps a reader can check with a calculator:
     cost = 8 GPUs × 672 h × $2.49/GPU-h = $13,386.24; of which unmeasured 672 h
     idle = $1,100.00 measured cost × (1 − 212.8 busy ÷ 440 measured GPU-h) = $568.00
 
-The formulas are the cost model's (apps/reports/costmodel.py, FORMULAS.md "Cost of owned
+The formulas are the cost model's (apps/reports/cost/costmodel.py, FORMULAS.md "Cost of owned
 GPUs per hour"): a pool's measured cost is fixed price × measured capacity + price per
 kWh × (measured energy + TDP × busy GPU-hours of the hours without it); its unmeasured
 cost is unmeasured hours × GPUs × (fixed price + price per kWh × TDP); idle = measured
@@ -27,6 +27,16 @@ from typing import Any
 
 from apps.core import money
 from apps.core.sentences import gettext, gettext_noop
+from apps.reports.cost.formatting import (
+    count,
+    format_value,
+    hours_text,
+    kilowatts,
+    price,
+    quantity,
+    unit_word,
+    usd,
+)
 
 TRAINING = "training"
 INFERENCE = "inference"
@@ -65,7 +75,7 @@ class Step:
 
 @dataclass(frozen=True)
 class PoolPart:
-    """All of one pool's figures (``queries.PoolFigures``) in a row. ``counts_as`` is the
+    """All of one pool's figures (``rows.PoolFigures``) in a row. ``counts_as`` is the
     purpose whose unit costs count the pool: its own, or its only workload's kind."""
 
     figures: Any
@@ -92,7 +102,7 @@ class AttributedPart:
 @dataclass(frozen=True)
 class DeclaredPart:
     """A running workload's declared share of its pool, less the labelled GPU-hours
-    (apps/reports/split.py): ``values`` = GPUs ÷ pool GPUs × ``weighted_rest``, the
+    (apps/reports/cost/split.py): ``values`` = GPUs ÷ pool GPUs × ``weighted_rest``, the
     pool's figures over the hours it ran (each hour × the fraction of it the workload ran
     × the scale-down, if any). ``rule`` is the sentence that names the rule."""
 
@@ -108,7 +118,7 @@ class DeclaredPart:
 
 @dataclass(frozen=True)
 class UnallocatedPart:
-    """A pool's figures that no running workload holds (apps/reports/split.py)."""
+    """A pool's figures that no running workload holds (apps/reports/cost/split.py)."""
 
     pool_name: str
     values: dict
@@ -138,7 +148,7 @@ class LostPart:
 
 @dataclass(frozen=True)
 class EffectivePart:
-    """A training workload's effective GPU-hours (``queries.EffectiveHours``): measured
+    """A training workload's effective GPU-hours (``workloads.EffectiveHours``): measured
     over the hours its event log covers, estimated over the rest of the range."""
 
     label: str
@@ -156,96 +166,8 @@ class StoredPart:
     values: Any
 
 
-# --- words ------------------------------------------------------------------------------
-
 # Translated as the text is built, in the reader's language (apps/core/sentences.py).
 _ = gettext
-
-
-# The units that read as words, translated where a value is written with them.
-UNIT_WORDS = {
-    "requests": gettext_noop("requests"),
-    "tokens": gettext_noop("tokens"),
-    "GPUs": gettext_noop("GPUs"),
-    "policies": gettext_noop("policies"),
-}
-
-
-# What a price is per, after "USD/": the ones that read as words.
-PER_WORDS = {
-    "1k requests": gettext_noop("1k requests"),
-    "1M tokens": gettext_noop("1M tokens"),
-}
-
-
-def unit_word(unit: str) -> str:
-    return _(UNIT_WORDS[unit]) if unit in UNIT_WORDS else unit
-
-
-# --- formatting --------------------------------------------------------------------------
-
-
-def _trim(text: str) -> str:
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def quantity(value: float) -> str:
-    """GPU-hours, hours, kWh: whole numbers bare, else one or two decimals."""
-    if value is None:
-        return "—"
-    if float(value).is_integer():
-        return f"{value:,.0f}"
-    return f"{value:,.1f}" if abs(value) >= 10 else f"{value:,.2f}"
-
-
-def kilowatts(value: float) -> str:
-    """A TDP in kW as the datasheet gives it in W: 700 W → "0.7"."""
-    return _trim(f"{value:,.3f}")
-
-
-def hours_text(value: float) -> str:
-    """Hours: whole numbers bare, else to the minute's precision (50.75, not 50.8)."""
-    if value is None:
-        return "—"
-    text = f"{float(value):,.2f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def usd(value: float) -> str:
-    """An amount to the cent, rounded as every page rounds it (apps/core/money.py)."""
-    amount = money.to_cents(value)
-    if amount is None:
-        return "—"
-    sign = "−" if amount < 0 else ""
-    return f"{sign}${abs(amount):,.2f}"
-
-
-def price(value: float) -> str:
-    """A price per unit: at least cents, up to four decimals ("$2.49", "$0.6849"),
-    rounded as every page rounds it (apps/core/money.py)."""
-    text = f"{money.to_unit_price(value):,.4f}"
-    whole, decimals = text.split(".")
-    decimals = decimals.rstrip("0").ljust(2, "0")
-    return f"${whole}.{decimals}"
-
-
-def count(value: int) -> str:
-    return f"{value:,}"
-
-
-def format_value(value, unit: str) -> str:
-    if value is None:
-        return _("undefined")
-    if unit == "USD":
-        return usd(value)
-    if unit.startswith("USD/"):
-        per = unit[4:]
-        return f"{price(value)}/{_(PER_WORDS[per]) if per in PER_WORDS else per}"
-    if unit == "%":
-        return f"{value:,.2f} %"
-    if unit in UNIT_WORDS:
-        return f"{count(value)} {unit_word(unit)}"
-    return f"{quantity(value)} {unit}"
 
 
 # --- what a part adds to a figure --------------------------------------------------------
@@ -389,70 +311,71 @@ def _times_share(text: str, share: float) -> str:
 def _pool_line(part: PoolPart, figure: str):
     """(expression, value, note) of what ``part`` adds to ``figure``, or None."""
     figures, share = part.figures, part.share
-    money_share = money.as_decimal(share)
+    if figure in ("training_busy_gpu_hours", "training_cost_usd") and part.counts_as != TRAINING:
+        return None
+    if figure == "inference_cost_usd" and part.counts_as != INFERENCE:
+        return None
+    found = _pool_hours_line(figures, figure)
+    if found is not None:
+        expression, gpu_hours = found
+        return _times_share(expression, share), gpu_hours * share, ""
+    found = _pool_money_line(figures, figure)
+    if found is not None:
+        expression, amount_usd, note = found
+        return _times_share(expression, share), amount_usd * money.as_decimal(share), note
+    return None
+
+
+def _pool_hours_line(figures, figure: str):
+    """(expression, GPU-hours) of a whole pool's hour figure, or None."""
     pool, usage = figures.pool, figures.usage
-    measured_hours = usage.measured_hours
-    training = part.counts_as == TRAINING
-    note = ""
     if figure == "capacity_gpu_hours":
         expression = _("%(gpus)s GPUs × %(hours)s h paid") % {
             "gpus": pool.gpu_count,
             "hours": hours_text(figures.paid_hours),
         }
-        value = pool.gpu_count * figures.paid_hours * share
-    elif figure == "measured_capacity_gpu_hours":
+        return expression, pool.gpu_count * figures.paid_hours
+    if figure == "measured_capacity_gpu_hours":
         expression = _("%(gpu_hours)s GPU-h reported in the %(hours)s h with telemetry") % {
             "gpu_hours": quantity(usage.measured_capacity_gpu_hours),
-            "hours": hours_text(measured_hours),
+            "hours": hours_text(usage.measured_hours),
         }
-        value = usage.measured_capacity_gpu_hours * share
-    elif figure == "unmeasured_gpu_hours":
+        return expression, usage.measured_capacity_gpu_hours
+    if figure == "unmeasured_gpu_hours":
         expression = _("(%(paid)s h paid − %(measured)s h with telemetry) × %(gpus)s GPUs") % {
             "paid": hours_text(figures.paid_hours),
-            "measured": hours_text(measured_hours),
+            "measured": hours_text(usage.measured_hours),
             "gpus": pool.gpu_count,
         }
-        value = figures.unmeasured_hours * pool.gpu_count * share
-    elif figure in ("busy_gpu_hours", "training_busy_gpu_hours"):
-        if figure == "training_busy_gpu_hours" and not training:
-            return None
+        return expression, figures.unmeasured_hours * pool.gpu_count
+    if figure in ("busy_gpu_hours", "training_busy_gpu_hours"):
         expression = _("Σ busy GPU-h reported in the %(hours)s h with telemetry") % {
-            "hours": hours_text(measured_hours)
+            "hours": hours_text(usage.measured_hours)
         }
-        value = usage.busy_gpu_hours * share
-    elif figure == "measured_cost_usd":
-        expression = _measured_cost_text(figures)
-        if not usage.measured_hours:
-            expression = _("no hour with telemetry")
-        value = usage.measured_cost_usd * money_share
-    elif figure == "unmeasured_cost_usd":
-        expression = _unmeasured_cost_text(figures)
-        value = figures.unmeasured_cost_usd * money_share
-    elif figure in ("cost_usd", "training_cost_usd", "inference_cost_usd"):
-        if figure == "training_cost_usd" and not training:
-            return None
-        if figure == "inference_cost_usd" and part.counts_as != INFERENCE:
-            return None
-        if _is_flat_rate(figures):
-            fixed, _per_kwh, _tdp_kw = _pool_prices(figures)
-            expression = _("%(gpus)s GPUs × %(hours)s h × %(price)s/GPU-h") % {
-                "gpus": pool.gpu_count,
-                "hours": hours_text(figures.paid_hours),
-                "price": price(fixed),
-            }
-            if figures.unmeasured_hours:
-                note = _("of which unmeasured %(hours)s h") % {
-                    "hours": hours_text(figures.unmeasured_hours)
-                }
-        elif not usage.measured_hours:
-            expression = _unmeasured_cost_text(figures)
-            note = _("no hour with telemetry")
-        else:
-            expression = _measured_cost_text(figures)
-            if figures.unmeasured_hours:
-                expression += f" + {_unmeasured_cost_text(figures)}"
-        value = figures.cost_usd * money_share
-    elif figure == "idle_cost_usd":
+        return expression, usage.busy_gpu_hours
+    if figure == "lost_gpu_hours":
+        expression = _(
+            "Σ (minutes since the last checkpoint + restart) ÷ 60 × job GPUs over the "
+            "interruptions recorded in the range"
+        )
+        return expression, figures.lost_gpu_hours
+    return None
+
+
+def _pool_money_line(figures, figure: str):
+    """(expression, USD, note) of a whole pool's money figure, or None."""
+    usage = figures.usage
+    if figure == "measured_cost_usd":
+        expression = (
+            _measured_cost_text(figures) if usage.measured_hours else _("no hour with telemetry")
+        )
+        return expression, usage.measured_cost_usd, ""
+    if figure == "unmeasured_cost_usd":
+        return _unmeasured_cost_text(figures), figures.unmeasured_cost_usd, ""
+    if figure in ("cost_usd", "training_cost_usd", "inference_cost_usd"):
+        expression, note = _pool_cost_text(figures)
+        return expression, figures.cost_usd, note
+    if figure == "idle_cost_usd":
         expression = _(
             "%(cost)s measured cost × (1 − %(busy)s busy ÷ %(capacity)s measured GPU-h)"
         ) % {
@@ -462,22 +385,38 @@ def _pool_line(part: PoolPart, figure: str):
         }
         if not usage.measured_capacity_gpu_hours:
             expression = _("no hour with telemetry: nothing measured can be idle")
-        value = figures.idle_cost_usd * money_share
-    elif figure == "lost_gpu_hours":
-        expression = _(
-            "Σ (minutes since the last checkpoint + restart) ÷ 60 × job GPUs over the "
-            "interruptions recorded in the range"
-        )
-        value = figures.lost_gpu_hours * share
-    elif figure == "interruption_cost_usd":
+        return expression, figures.idle_cost_usd, ""
+    if figure == "interruption_cost_usd":
         expression = _("%(lost)s lost GPU-h × %(price)s") % {
             "lost": quantity(figures.lost_gpu_hours),
             "price": _unmeasured_price_text(figures),
         }
-        value = figures.interruption_cost_usd * money_share
-    else:
-        return None
-    return _times_share(expression, share), value, note
+        return expression, figures.interruption_cost_usd, ""
+    return None
+
+
+def _pool_cost_text(figures) -> tuple[str, str]:
+    """(expression, note) of a pool's cost: GPUs × hours × price at a flat rate, else its
+    measured and unmeasured terms."""
+    if _is_flat_rate(figures):
+        fixed, _per_kwh, _tdp_kw = _pool_prices(figures)
+        expression = _("%(gpus)s GPUs × %(hours)s h × %(price)s/GPU-h") % {
+            "gpus": figures.pool.gpu_count,
+            "hours": hours_text(figures.paid_hours),
+            "price": price(fixed),
+        }
+        note = ""
+        if figures.unmeasured_hours:
+            note = _("of which unmeasured %(hours)s h") % {
+                "hours": hours_text(figures.unmeasured_hours)
+            }
+        return expression, note
+    if not figures.usage.measured_hours:
+        return _unmeasured_cost_text(figures), _("no hour with telemetry")
+    expression = _measured_cost_text(figures)
+    if figures.unmeasured_hours:
+        expression += f" + {_unmeasured_cost_text(figures)}"
+    return expression, ""
 
 
 def _attributed_line(part: AttributedPart, figure: str):
@@ -650,153 +589,120 @@ def explain_figure(row, figure: str) -> list[Step]:
     """The steps that compute ``getattr(row, figure)``; the last one carries it."""
     if figure not in FIGURES:
         raise KeyError(figure)
-    label, unit = FIGURES[figure]
-    label = _(label)
-    result = getattr(row, figure)
-
-    def ratio(steps: list[Step], expression: str, undefined: str) -> list[Step]:
-        if result is None:
-            expression = _("undefined: %(why)s") % {"why": undefined}
-        last = Step(label, expression, result, unit)
-        return [*steps, last]
-
-    if figure == "utilization_pct":
-        return ratio(
-            _sum_steps(row, "busy_gpu_hours") + _sum_steps(row, "measured_capacity_gpu_hours"),
-            _("100 × %(busy)s busy ÷ %(capacity)s measured GPU-h")
-            % {
-                "busy": quantity(row.busy_gpu_hours),
-                "capacity": quantity(row.measured_capacity_gpu_hours),
-            },
-            _("no hour with telemetry"),
-        )
-    if figure == "cost_per_busy_gpu_hour_usd":
-        return ratio(
-            _sum_steps(row, "measured_cost_usd") + _sum_steps(row, "busy_gpu_hours"),
-            _("%(cost)s measured cost ÷ %(busy)s busy GPU-h")
-            % {"cost": usd(row.measured_cost_usd), "busy": quantity(row.busy_gpu_hours)},
-            _("no busy GPU-hours"),
-        )
-    if figure in ("cost_per_1k_requests_usd", "cost_per_1m_tokens_usd"):
-        per, scale = ("requests", 1_000) if "requests" in figure else ("tokens", 1_000_000)
-        return ratio(
-            _sum_steps(row, "inference_cost_usd") + _sum_steps(row, per),
-            _("%(cost)s inference cost ÷ %(count)s %(per)s × %(scale)s")
-            % {
-                "cost": usd(row.inference_cost_usd),
-                "count": count(getattr(row, per)),
-                "per": unit_word(per),
-                "scale": f"{scale:,}",
-            },
-            (_("no requests") if per == "requests" else _("no tokens"))
-            if not getattr(row, per)
-            else _("no inference cost"),
-        )
-    if figure == "effective_training_gpu_hours" and row.effective_training_source == "measured":
-        expression = _(
-            "measured from the training event logs: Σ effective seconds × GPUs ÷ 3600 "
-            "(goodput_measure)"
-        )
-        if any(
-            isinstance(part, EffectivePart) and part.effective.estimated_hours for part in row.parts
-        ):
-            expression = _(
-                "measured from the training event logs over the hours they cover (Σ "
-                "effective seconds × GPUs ÷ 3600, goodput_measure), estimated as busy − lost "
-                "GPU-h over the rest of the range"
-            )
-        if row.effective_training_above_busy:
-            expression = _(
-                "%(expression)s — above the %(busy)s busy training GPU-h the telemetry "
-                "measured: check the workload's GPUs and reference step time"
-            ) % {"expression": expression, "busy": quantity(row.training_busy_gpu_hours)}
-        return ratio(
-            _sum_steps(row, "training_busy_gpu_hours")
-            + _sum_steps(row, "effective_training_gpu_hours"),
-            expression,
-            _("no job with a step loaded and a step saved"),
-        )
+    ratio = _RATIOS.get(figure)
     if figure == "effective_training_gpu_hours":
-        return ratio(
-            _sum_steps(row, "training_busy_gpu_hours") + _sum_steps(row, "lost_gpu_hours"),
-            _("max(0, %(busy)s busy training GPU-h − %(lost)s lost GPU-h)")
-            % {
-                "busy": quantity(row.training_busy_gpu_hours),
-                "lost": quantity(row.training_lost_gpu_hours),
-            },
-            _("no busy training GPU-hours"),
+        ratio = (
+            _measured_effective_ratio
+            if row.effective_training_source == "measured"
+            else _estimated_effective_ratio
         )
-    if figure == "cost_per_effective_training_gpu_hour_usd":
-        effective = row.effective_training_gpu_hours
-        return ratio(
-            _sum_steps(row, "training_cost_usd")
-            + explain_figure(row, "effective_training_gpu_hours"),
-            _("%(cost)s training cost ÷ %(effective)s effective training GPU-h")
-            % {"cost": usd(row.training_cost_usd), "effective": quantity(effective)},
-            _("no effective training GPU-hours") if not effective else _("no training cost"),
+    if ratio is None:
+        return _sum_steps(row, figure)
+    steps, expression, undefined = ratio(row, figure)
+    label, unit = FIGURES[figure]
+    result = getattr(row, figure)
+    if result is None:
+        expression = _("undefined: %(why)s") % {"why": undefined}
+    return [*steps, Step(_(label), expression, result, unit)]
+
+
+# A ratio figure's steps: (the sums it divides, its expression, why it may be undefined).
+
+
+def _utilization_ratio(row, figure: str):
+    return (
+        _sum_steps(row, "busy_gpu_hours") + _sum_steps(row, "measured_capacity_gpu_hours"),
+        _("100 × %(busy)s busy ÷ %(capacity)s measured GPU-h")
+        % {
+            "busy": quantity(row.busy_gpu_hours),
+            "capacity": quantity(row.measured_capacity_gpu_hours),
+        },
+        _("no hour with telemetry"),
+    )
+
+
+def _per_busy_gpu_hour_ratio(row, figure: str):
+    return (
+        _sum_steps(row, "measured_cost_usd") + _sum_steps(row, "busy_gpu_hours"),
+        _("%(cost)s measured cost ÷ %(busy)s busy GPU-h")
+        % {"cost": usd(row.measured_cost_usd), "busy": quantity(row.busy_gpu_hours)},
+        _("no busy GPU-hours"),
+    )
+
+
+def _per_request_ratio(row, figure: str):
+    per, scale = ("requests", 1_000) if "requests" in figure else ("tokens", 1_000_000)
+    return (
+        _sum_steps(row, "inference_cost_usd") + _sum_steps(row, per),
+        _("%(cost)s inference cost ÷ %(count)s %(per)s × %(scale)s")
+        % {
+            "cost": usd(row.inference_cost_usd),
+            "count": count(getattr(row, per)),
+            "per": unit_word(per),
+            "scale": f"{scale:,}",
+        },
+        (_("no requests") if per == "requests" else _("no tokens"))
+        if not getattr(row, per)
+        else _("no inference cost"),
+    )
+
+
+def _measured_effective_ratio(row, figure: str):
+    expression = _(
+        "measured from the training event logs: Σ effective seconds × GPUs ÷ 3600 (goodput_measure)"
+    )
+    if any(
+        isinstance(part, EffectivePart) and part.effective.estimated_hours for part in row.parts
+    ):
+        expression = _(
+            "measured from the training event logs over the hours they cover (Σ "
+            "effective seconds × GPUs ÷ 3600, goodput_measure), estimated as busy − lost "
+            "GPU-h over the rest of the range"
         )
-    return _sum_steps(row, figure)
+    if row.effective_training_above_busy:
+        expression = _(
+            "%(expression)s — above the %(busy)s busy training GPU-h the telemetry "
+            "measured: check the workload's GPUs and reference step time"
+        ) % {"expression": expression, "busy": quantity(row.training_busy_gpu_hours)}
+    return (
+        _sum_steps(row, "training_busy_gpu_hours")
+        + _sum_steps(row, "effective_training_gpu_hours"),
+        expression,
+        _("no job with a step loaded and a step saved"),
+    )
+
+
+def _estimated_effective_ratio(row, figure: str):
+    return (
+        _sum_steps(row, "training_busy_gpu_hours") + _sum_steps(row, "lost_gpu_hours"),
+        _("max(0, %(busy)s busy training GPU-h − %(lost)s lost GPU-h)")
+        % {
+            "busy": quantity(row.training_busy_gpu_hours),
+            "lost": quantity(row.training_lost_gpu_hours),
+        },
+        _("no busy training GPU-hours"),
+    )
+
+
+def _per_effective_training_ratio(row, figure: str):
+    effective = row.effective_training_gpu_hours
+    return (
+        _sum_steps(row, "training_cost_usd") + explain_figure(row, "effective_training_gpu_hours"),
+        _("%(cost)s training cost ÷ %(effective)s effective training GPU-h")
+        % {"cost": usd(row.training_cost_usd), "effective": quantity(effective)},
+        _("no effective training GPU-hours") if not effective else _("no training cost"),
+    )
+
+
+_RATIOS = {
+    "utilization_pct": _utilization_ratio,
+    "cost_per_busy_gpu_hour_usd": _per_busy_gpu_hour_ratio,
+    "cost_per_1k_requests_usd": _per_request_ratio,
+    "cost_per_1m_tokens_usd": _per_request_ratio,
+    "cost_per_effective_training_gpu_hour_usd": _per_effective_training_ratio,
+}
 
 
 def explain_row(row, figures=REPORTED) -> dict[str, list[Step]]:
     """Every reported figure of ``row`` → its steps."""
     return {figure: explain_figure(row, figure) for figure in figures}
-
-
-# --- the Overview's fleet figures --------------------------------------------------------
-
-
-def explain_utilization(busy_gpu_hours, capacity_gpu_hours, result, *, period: str) -> list[Step]:
-    """``queries.fleet_utilization_pct``: 100 × Σ busy ÷ Σ capacity of the pool-hours
-    with telemetry, every pool."""
-    steps = [
-        Step(
-            _("Busy, %(period)s") % {"period": period},
-            _("Σ busy GPU-h of every pool-hour with telemetry"),
-            busy_gpu_hours,
-            "GPU-h",
-        ),
-        Step(
-            _("Measured capacity, %(period)s") % {"period": period},
-            _("Σ GPU-h of every pool-hour with telemetry"),
-            capacity_gpu_hours,
-            "GPU-h",
-        ),
-    ]
-    label = _("Utilisation, %(period)s") % {"period": period}
-    if result is None:
-        return [*steps, Step(label, _("undefined: no hour with telemetry"), None, "%")]
-    expression = _("100 × %(busy)s busy ÷ %(capacity)s measured GPU-h") % {
-        "busy": quantity(busy_gpu_hours),
-        "capacity": quantity(capacity_gpu_hours),
-    }
-    return [*steps, Step(label, expression, result, "%")]
-
-
-def explain_gpu_total(gpus_by_purpose: list[tuple[str, int]], total: int) -> list[Step]:
-    """The GPUs of every pool in service, by purpose."""
-    steps = [
-        Step(label, _("Σ GPUs of its pools in service"), gpus, "GPUs")
-        for label, gpus in gpus_by_purpose
-    ]
-    terms = " + ".join(count(gpus) for _label, gpus in gpus_by_purpose)
-    return [*steps, Step(_("GPUs"), terms, total, "GPUs")]
-
-
-def explain_drills(summary: dict) -> list[Step]:
-    """The Overview's drills card (``backups.services.overdue_and_failing_summary``)."""
-    return [
-        Step(_("Backup policies"), _("policies kept"), summary["policies"], "policies"),
-        Step(
-            _("Failing"),
-            _("policies whose last restore drill failed"),
-            summary["failing"],
-            "policies",
-        ),
-        Step(
-            _("Overdue"),
-            _("policies whose next restore drill was due before now"),
-            summary["overdue"],
-            "policies",
-        ),
-    ]

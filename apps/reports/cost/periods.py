@@ -4,7 +4,7 @@ Closing a month (apps/showback/periods.py) stores its cost report rows
 (``FrozenCostRow``): one row per pool, and each pool's rows grouped by workload, with the
 pool's and the workload's team so that any scope's report composes from them (the rows
 grouped by purpose are the pools' rows summed). ``cost_report`` below answers like
-``queries.cost_report`` and:
+``report.cost_report`` and:
 
 - serves every closed month that the range covers whole from its frozen rows, and
   computes the open rest live (one live report per open stretch);
@@ -26,7 +26,9 @@ from django.utils.translation import gettext
 
 from apps.accounts.scope import EVERYTHING, Scope
 from apps.pools.models import Pool, Purpose, Workload
-from apps.reports import explain, queries
+from apps.reports.cost import explain, report
+from apps.reports.cost.rows import OTHER_TEAMS, UNATTRIBUTED, CostRow, total_row
+from apps.reports.cost.split import UNALLOCATED
 from apps.reports.models import ClosedMonth, FrozenCostRow
 
 # Differences smaller than this are the float sums' own noise, not an adjustment.
@@ -101,7 +103,7 @@ def additive_fields() -> list[str]:
     """The CostRow fields that add up across rows (numbers, not key, label or parts)."""
     return [
         item.name
-        for item in dataclasses.fields(queries.CostRow)
+        for item in dataclasses.fields(CostRow)
         if item.name not in ("members", "parts")
         and isinstance(item.default, int | float | Decimal)
         and not isinstance(item.default, bool)
@@ -121,7 +123,7 @@ def _read(text, like):
     return float(text)
 
 
-def figures_of(row: queries.CostRow) -> dict:
+def figures_of(row: CostRow) -> dict:
     return {name: _stored(getattr(row, name)) for name in additive_fields()}
 
 
@@ -133,7 +135,7 @@ SIZES = ("pool_count", "gpus")
 COUNTS = (*SIZES, "measured_parts", "estimated_parts")
 
 
-def add_figures(target: queries.CostRow, row: queries.CostRow, *, over_time=False) -> None:
+def add_figures(target: CostRow, row: CostRow, *, over_time=False) -> None:
     """Add ``row``'s figures to ``target``: another row's, or (``over_time``) the same
     row's over another span, whose pools and GPUs are the same ones."""
     for name in additive_fields():
@@ -152,8 +154,8 @@ def _frozen_sentence(month: ClosedMonth) -> str:
     }
 
 
-def _rebuilt(stored: FrozenCostRow, month: ClosedMonth) -> queries.CostRow:
-    row = queries.CostRow(key=stored.key, label=stored.label, purpose=stored.purpose)
+def _rebuilt(stored: FrozenCostRow, month: ClosedMonth) -> CostRow:
+    row = CostRow(key=stored.key, label=stored.label, purpose=stored.purpose)
     for name, text in stored.figures.items():
         if hasattr(row, name):
             setattr(row, name, _read(text, getattr(row, name)))
@@ -178,20 +180,18 @@ def freeze_cost_rows(month: ClosedMonth) -> Decimal:
     belongs to one pool, so each pool's rows by workload are its workloads' rows and the
     rest of the pool (its row less theirs: the unallocated capacity, or the whole of a
     pool without workloads), which the split makes add up to the pool's figures."""
-    from apps.reports.split import UNALLOCATED
-
     start, end = month_bounds(month.month)
     month.frozen_rows.all().delete()
     pools = {pool.slug: pool for pool in Pool.objects.all()}
     workloads = {workload.slug: workload for workload in Workload.objects.select_related("pool")}
-    workload_rows = {row.key: row for row in queries.cost_report(start, end, "workload")}
+    workload_rows = {row.key: row for row in report.cost_report(start, end, "workload")}
     rows_of_pool: dict[int, list] = {}
     for slug, row in workload_rows.items():
         if slug in workloads:
             rows_of_pool.setdefault(workloads[slug].pool_id, []).append((workloads[slug], row))
     stored = []
     total = Decimal(0)
-    for pool_row in queries.cost_report(start, end, "pool"):
+    for pool_row in report.cost_report(start, end, "pool"):
         pool = pools[pool_row.key]
         total += Decimal(str(pool_row.cost_usd))
         frozen = {"closed_month": month, "pool_id": pool.id, "pool_slug": pool.slug}
@@ -222,7 +222,7 @@ def freeze_cost_rows(month: ClosedMonth) -> Decimal:
             )
         rest = _rest_of_pool(pool_row, [row for _workload, row in own])
         if rest is not None:
-            key = UNALLOCATED if own else queries.UNATTRIBUTED
+            key = UNALLOCATED if own else UNATTRIBUTED
             label = (
                 workload_rows[key].label
                 if key in workload_rows
@@ -245,9 +245,9 @@ def freeze_cost_rows(month: ClosedMonth) -> Decimal:
     return total
 
 
-def _rest_of_pool(pool_row: queries.CostRow, rows: list) -> queries.CostRow | None:
+def _rest_of_pool(pool_row: CostRow, rows: list) -> CostRow | None:
     """The pool's row less its workloads' rows (None: nothing left but the sums' noise)."""
-    rest = queries.CostRow(key="", label="", purpose=pool_row.purpose)
+    rest = CostRow(key="", label="", purpose=pool_row.purpose)
     for name in additive_fields():
         setattr(rest, name, getattr(pool_row, name) - sum(getattr(row, name) for row in rows))
     rest.pool_count, rest.gpus = 1, 0 if rows else pool_row.gpus
@@ -281,9 +281,9 @@ def frozen_cost_report(
     purpose: str | None = None,
     pool_slug: str | None = None,
     scope: Scope = EVERYTHING,
-) -> list[queries.CostRow]:
+) -> list[CostRow]:
     """``month``'s rows as they were frozen, for the scope and filters a live report
-    takes (``queries.cost_report``'s)."""
+    takes (``report.cost_report``'s)."""
     stored = FrozenCostRow.objects.filter(
         closed_month=month, group_by="pool" if group_by == "purpose" else group_by
     )
@@ -301,7 +301,7 @@ def frozen_cost_report(
         return [_rebuilt(row, month) for row in stored]
     if group_by == "purpose":
         rows = {
-            value: queries.CostRow(key=value, label=str(label), purpose=value)
+            value: CostRow(key=value, label=str(label), purpose=value)
             for value, label in Purpose.choices
             if not purpose or value == purpose
         }
@@ -328,11 +328,11 @@ def frozen_cost_report(
     result = list(rows.values())
     if others:
         other_label = gettext("Other teams' workloads")
-        result.append(queries.total_row(others, key=queries.OTHER_TEAMS, label=other_label))
+        result.append(total_row(others, key=OTHER_TEAMS, label=other_label))
     return result + list(rest.values())
 
 
-def _merged(pieces: list[list[queries.CostRow]]) -> list[queries.CostRow]:
+def _merged(pieces: list[list[CostRow]]) -> list[CostRow]:
     rows = {}
     for piece in pieces:
         for row in piece:
@@ -343,11 +343,11 @@ def _merged(pieces: list[list[queries.CostRow]]) -> list[queries.CostRow]:
     return list(rows.values())
 
 
-def adjustment_rows(month: ClosedMonth, group_by: str, **filters) -> list[queries.CostRow]:
+def adjustment_rows(month: ClosedMonth, group_by: str, **filters) -> list[CostRow]:
     """What ``month``'s figures now say less what it froze, one row per row that moved,
     labelled "Adjustment to 2026-10 · <row>"."""
     start, end = month_bounds(month.month)
-    live = {row.key: row for row in queries.cost_report(start, end, group_by, **filters)}
+    live = {row.key: row for row in report.cost_report(start, end, group_by, **filters)}
     frozen = {row.key: row for row in frozen_cost_report(month, group_by, **filters)}
     names = additive_fields()
     rows = []
@@ -358,7 +358,7 @@ def adjustment_rows(month: ClosedMonth, group_by: str, **filters) -> list[querie
             "month": month_label(month),
             "row": base.label,
         }
-        row = queries.CostRow(
+        row = CostRow(
             key=f"{ADJUSTMENT_PREFIX}{month_label(month)}-{key}", label=label, purpose=base.purpose
         )
         for name in names:
@@ -394,17 +394,17 @@ def cost_report(
     purpose: str | None = None,
     pool_slug: str | None = None,
     scope: Scope = EVERYTHING,
-) -> list[queries.CostRow]:
-    """``queries.cost_report``'s rows, with the closed months the range covers whole as
+) -> list[CostRow]:
+    """``report.cost_report``'s rows, with the closed months the range covers whole as
     they were frozen and the adjustments booked in the range (module docstring)."""
     filters = {"purpose": purpose, "pool_slug": pool_slug, "scope": scope}
     closed = closed_months()
     if not closed:
-        return queries.cost_report(start, end, group_by, **filters)
+        return report.cost_report(start, end, group_by, **filters)
     pieces = [
         frozen_cost_report(month, group_by, **filters)
         if month is not None
-        else queries.cost_report(piece_start, piece_end, group_by, **filters)
+        else report.cost_report(piece_start, piece_end, group_by, **filters)
         for piece_start, piece_end, month in split_span(start, end, closed)
     ]
     rows = _merged(pieces)

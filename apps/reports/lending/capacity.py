@@ -46,12 +46,9 @@ from apps.core.money import as_decimal
 from apps.pools.hours import floor_hour
 from apps.pools.models import Pool, Purpose
 from apps.reports.charts import WEEKDAYS
-from apps.reports.queries import (
-    PercentileCont,
-    Span,
-    local_hour_expression,
-    local_weekday_expression,
-)
+from apps.reports.span import Span
+from apps.reports.usage.clock import local_hour_expression, local_weekday_expression
+from apps.reports.usage.curves import PercentileCont
 from apps.telemetry.days import in_service_q
 from apps.telemetry.models import PoolHourlyUsage
 

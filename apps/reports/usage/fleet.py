@@ -1,0 +1,37 @@
+"""The fleet's utilisation: busy over measured capacity GPU-hours of every pool in a
+scope, the Overview's KPIs and the alert rules' windows."""
+
+from datetime import datetime
+
+from django.db.models import Sum
+
+from apps.accounts.scope import EVERYTHING, Scope
+from apps.reports.cost import costmodel
+from apps.reports.span import Span
+from apps.telemetry.days import in_service_q
+from apps.telemetry.models import PoolHourlyUsage
+
+
+def fleet_usage_sums(
+    start: datetime, end: datetime, scope: Scope = EVERYTHING
+) -> tuple[float, float]:
+    """(Σ busy, Σ capacity) GPU-hours of the hours with telemetry inside their pool's
+    service period, every pool in ``scope``: the same hours for both. One query."""
+    span = Span.of(start, end)
+    sums = PoolHourlyUsage.objects.filter(
+        scope.team_filter("pool__team"),
+        in_service_q(),
+        hour__gte=span.start,
+        hour__lt=span.end,
+        reporting_gpus__gt=0,
+    ).aggregate(busy=Sum("busy_gpu_hours"), capacity=Sum("capacity_gpu_hours"))
+    return sums["busy"] or 0.0, sums["capacity"] or 0.0
+
+
+def fleet_utilization_pct(
+    start: datetime, end: datetime, scope: Scope = EVERYTHING
+) -> float | None:
+    """100 × Σ busy ÷ Σ capacity of the hours with telemetry, every pool in ``scope``.
+    One query."""
+    busy, capacity = fleet_usage_sums(start, end, scope)
+    return costmodel.ratio_or_none(busy, capacity, 100)
