@@ -130,7 +130,7 @@ def measure_migration(gpus: int) -> tuple[int, float]:
     day of ``gpus`` GPUs, loaded with COPY into the keyed table as before the migration."""
     from django.core.management import call_command
 
-    from apps.telemetry import partitions
+    from apps.telemetry.rollups import partitions
 
     call_command("migrate", "telemetry", "0016", verbosity=0)
     fleet_bench.reset_telemetry()
@@ -174,7 +174,7 @@ def main(argv=None) -> int:
     fleet_bench.setup_django(args.database_url)
     from django.db import connection
 
-    from apps.telemetry import partitions
+    from apps.telemetry.rollups import partitions
 
     assert partitions.is_partitioned(), "the samples table should be partitioned after migrate"
     connection.set_autocommit(True)

@@ -508,10 +508,10 @@ RUN_HEARTBEAT_SECONDS = env.int("RUN_HEARTBEAT_SECONDS", default=30)
 STALLED_RUN_AFTER_SECONDS = env.int("STALLED_RUN_AFTER_SECONDS", default=3 * 60)
 RUN_MAX_ATTEMPTS = env.int("RUN_MAX_ATTEMPTS", default=3)
 STALLED_RUN_REAPERS = [
-    "apps.telemetry.services.reap_stalled_imports",
+    "apps.telemetry.ingest.importer.reap_stalled_imports",
     "apps.reports.recompute.reap_stalled_recomputes",
     "apps.procurement.services.reap_stalled_exports",
-    "apps.telemetry.retention.reap_stalled_purges",
+    "apps.telemetry.rollups.retention.reap_stalled_purges",
 ]
 # Recompute the report pages people viewed lately right after the data under them changes
 # (apps/reports/cache.py); off, the first visitor after a change computes them.

@@ -52,8 +52,8 @@ from apps.reports.queries import (
     local_hour_expression,
     local_weekday_expression,
 )
-from apps.telemetry.days import in_service_q
 from apps.telemetry.models import PoolHourlyUsage
+from apps.telemetry.rollups.days import in_service_q
 
 WINDOW_DAYS = 28
 MIN_OBSERVATIONS = 2

@@ -46,13 +46,13 @@ from apps.pools.models import (
     Workload,
 )
 from apps.reports import costmodel, explain
-from apps.telemetry.days import in_service_q
 from apps.telemetry.models import (
     PoolDailyUsage,
     PoolHourlyUsage,
     WorkloadDailyRequests,
     WorkloadHourlyRequests,
 )
+from apps.telemetry.rollups.days import in_service_q
 from apps.training import goodput
 from apps.training import services as training_services
 

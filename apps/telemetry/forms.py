@@ -27,17 +27,18 @@ from apps.core.forms import SectionedFormMixin, SlugFromNameMixin, TablerFormMix
 from apps.core.texts import translated
 from apps.pools.models import Pool, Purpose, Workload
 from apps.pools.scoped import SHARED_ONLY
-from apps.telemetry import kept_uploads, promql, services
-from apps.telemetry.connect import Credentials, base_url_of
-from apps.telemetry.models import GpuDevice, HostnameRule, PullSource
-from apps.telemetry.parsers import EARLIEST_TIMESTAMP, GPU_CSV_FIELDS, REQUEST_CSV_FIELDS
-from apps.telemetry.parsers.detect import (
+from apps.telemetry.ingest import formats, importer, kept_uploads
+from apps.telemetry.ingest.parsers import EARLIEST_TIMESTAMP, GPU_CSV_FIELDS, REQUEST_CSV_FIELDS
+from apps.telemetry.ingest.parsers.detect import (
     DETECTION_HEAD_BYTES,
     FORMAT_LABELS_IN_A_SENTENCE,
     Detection,
     detect_format,
     read_head,
 )
+from apps.telemetry.models import GpuDevice, HostnameRule, PullSource
+from apps.telemetry.pull import promql
+from apps.telemetry.pull.connect import Credentials, base_url_of
 from apps.telemetry.scoped import assignable_devices, import_runs_of
 
 DETECT = "detect"
@@ -166,7 +167,7 @@ class _ImportForm(TablerFormMixin, forms.Form):
 
     def clean_columns(self):
         try:
-            mapping = services.parse_column_mapping(self.cleaned_data["columns"])
+            mapping = formats.parse_column_mapping(self.cleaned_data["columns"])
         except ValueError as error:
             raise forms.ValidationError(
                 gettext(
@@ -300,7 +301,7 @@ class _ImportForm(TablerFormMixin, forms.Form):
         digest = self.content_sha256
         # Only an import the uploader may open counts: another team's import of the same
         # bytes is not named (and importing them again stores each sample once anyway).
-        earlier = services.earlier_identical_import(
+        earlier = importer.earlier_identical_import(
             kind=self.kind, digest=digest, runs=import_runs_of(self.user) if self.user else None
         )
         if earlier is not None:
@@ -308,7 +309,7 @@ class _ImportForm(TablerFormMixin, forms.Form):
                 "file",
                 format_html(
                     '{} <a href="{}">{}</a>.',
-                    services.already_imported_sentence(earlier),
+                    importer.already_imported_sentence(earlier),
                     reverse("telemetry:import_detail", kwargs={"pk": earlier.pk}),
                     gettext("Open import #%(run)s") % {"run": earlier.pk},
                 ),
@@ -370,7 +371,7 @@ def _article(format_code: str | None) -> str:
 
 
 def _upload_sha256(upload) -> str:
-    """services.content_sha256 of an upload, read in chunks (uploads go up to 200 MB)."""
+    """importer.content_sha256 of an upload, read in chunks (uploads go up to 200 MB)."""
     digest = hashlib.sha256()
     first = True
     for chunk in upload.chunks():

@@ -12,13 +12,14 @@ from django.utils import timezone
 
 from apps.accounts.scope import EVERYTHING, Scope, scope_of
 from apps.core import runs
-from apps.telemetry import kept_uploads, retention, rollups, services
+from apps.telemetry.ingest import importer, kept_uploads
+from apps.telemetry.ingest.parsers import TelemetryFormatError
 from apps.telemetry.models import ImportRun, PurgeRun
-from apps.telemetry.parsers import TelemetryFormatError
-from apps.telemetry.pull_tasks import (  # noqa: F401 - registers the pull tasks with workers
+from apps.telemetry.pull.tasks import (  # noqa: F401 - registers the pull tasks with workers
     pull_due_sources_task,
     pull_source_task,
 )
+from apps.telemetry.rollups import hourly, retention
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ def _scope_of_run(run: ImportRun, key: str | None) -> Scope:
     soft_time_limit=29 * 60,
 )
 def rollup_pool_history_task(pool_id: int) -> int:
-    return rollups.rollup_pool_history(pool_id)
+    return hourly.rollup_pool_history(pool_id)
 
 
 @shared_task(
@@ -57,7 +58,7 @@ def rollup_pending_task() -> int:
     every 60 s (settings: "rollup-pending-telemetry"), so pulled data reaches the charts
     within about a minute. Idempotent: a drain killed halfway leaves its rows queued and
     the next one recomputes those hours. Returns the hours unqueued."""
-    unqueued, _written = rollups.rollup_pending()
+    unqueued, _written = hourly.rollup_pending()
     return unqueued
 
 
@@ -131,7 +132,7 @@ def import_file_task(
     try:
         # Read a chunk at a time; dcgm: dated at the scrape time the form asked for
         # (run.scraped_at).
-        services.run_import(
+        importer.run_import(
             run, Path(path), columns=columns, tz=ZoneInfo(tz), scope=_scope_of_run(run, scope)
         )
     except TelemetryFormatError:

@@ -23,8 +23,8 @@ from apps.accounts.scope import EVERYTHING, scope_of
 from apps.pools.models import Deployment, Pool, Purpose, Workload, WorkloadKind, WorkloadStatus
 from apps.reports import queries, selectors
 from apps.reports.forms import report_filter_form
-from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyUsage
+from apps.telemetry.rollups.days import rebuild_days
 from tests.factories import TeamFactory, UserFactory, status_history
 from tests.money import cents
 

@@ -34,8 +34,8 @@ from apps.pools.models import (
 )
 from apps.reports import explain, selectors
 from apps.reports.queries import Span, cost_report, daily_split, pool_usage_totals, total_row
-from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyUsage
+from apps.telemetry.rollups.days import rebuild_days
 from apps.training import services as training_services
 from apps.training.models import TrainingImportRun
 from tests.factories import PoolFactory, WorkloadFactory, status_history

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from apps.telemetry.parsers import parse_azure_llm, parse_dcgm, parse_nvidia_smi_csv
-from apps.telemetry.parsers.detect import (
+from apps.telemetry.ingest.parsers import parse_azure_llm, parse_dcgm, parse_nvidia_smi_csv
+from apps.telemetry.ingest.parsers.detect import (
     DETECTION_HEAD_BYTES,
     FORMAT_LABELS,
     detect_format,

@@ -60,11 +60,6 @@ from django.db.models import Exists, Max, Min, OuterRef
 
 from apps.core.outbox import enqueue
 from apps.pools.hours import floor_hour
-from apps.telemetry.days import (
-    attribute_pool_hours,
-    rollup_pool_days,
-    rollup_workload_days,
-)
 from apps.telemetry.mig import DEFAULT_MIG_COMPUTE_SLICES
 from apps.telemetry.models import (
     GpuDeviceHour,
@@ -76,7 +71,12 @@ from apps.telemetry.models import (
     RequestSample,
     WorkloadHourlyRequests,
 )
-from apps.telemetry.retention import samples_held_q
+from apps.telemetry.rollups.days import (
+    attribute_pool_hours,
+    rollup_pool_days,
+    rollup_workload_days,
+)
+from apps.telemetry.rollups.retention import samples_held_q
 
 MILLIJOULES_PER_KWH = 3.6e9
 # Rounding slack: seven 1g slices at 100 % add up to 1.0000000000000002.

@@ -47,23 +47,25 @@ from django.utils import timezone
 from apps.core.sentences import Sentence, gettext_noop, sentence
 from apps.pools.hours import floor_hour
 from apps.pools.models import Pool
-from apps.telemetry import promql
+from apps.telemetry.ingest.device_registry import DeviceRegistry
+from apps.telemetry.ingest.parsers import DeviceKey, GpuSampleRow
 from apps.telemetry.models import GpuDevice, GpuDeviceHour, ImportRun, PullSource
-from apps.telemetry.parsers import DeviceKey, GpuSampleRow
-from apps.telemetry.pull import (
+from apps.telemetry.pull import promql
+from apps.telemetry.pull.base import (
     STATUS_ERROR,
     STATUS_OK,
     STATUS_WARNING,
     PullError,
+    record_on_source,
+    source_headers,
+)
+from apps.telemetry.pull.prometheus import (
     _device_context,
-    _record_on_source,
     is_dcgm_blank,
     query_range_answer,
     series_points,
-    source_headers,
 )
-from apps.telemetry.rollups import MILLIJOULES_PER_KWH, queue_pool_hours
-from apps.telemetry.services import DeviceRegistry
+from apps.telemetry.rollups.hourly import MILLIJOULES_PER_KWH, queue_pool_hours
 
 logger = logging.getLogger(__name__)
 
@@ -644,14 +646,14 @@ def pull_hourly(
         # and counted, so the run that wrote them has not failed.
         status = ImportRun.Status.SUCCEEDED if run.rows_accepted else ImportRun.Status.FAILED
         run.finish(status, reason, also_save=["rows_total", "rows_accepted"])
-        _record_on_source(source, now, STATUS_ERROR, reason)
+        record_on_source(source, now, STATUS_ERROR, reason)
         logger.warning("hourly pull of %s (%s) failed: %s", source.name, source.url, error)
         return run
     message = _finished_sentence(source, outcomes, chunks)
     partial = any(outcome.partial for outcome in outcomes)
     status = STATUS_WARNING if partial or run.rows_rejected or not run.rows_accepted else STATUS_OK
     run.succeed(message)
-    _record_on_source(source, now, status, message)
+    record_on_source(source, now, status, message)
     return run
 
 

@@ -20,8 +20,8 @@ from apps.core import runs
 from apps.core.outbox import enqueue
 from apps.core.sentences import gettext_noop
 from apps.pools.hours import floor_hour
-from apps.telemetry import partitions
 from apps.telemetry.models import GpuDeviceHour, GpuSample, PurgeRun
+from apps.telemetry.rollups import partitions
 
 _ONE_HOUR = timedelta(hours=1)
 # An import that left rows in DEFAULT asks for their partitions at most this often; beat

@@ -22,7 +22,7 @@ from apps.telemetry.models import (
     WorkloadHourlyRequests,
     WorkloadHourlyUsage,
 )
-from apps.telemetry.retention import samples_held_q
+from apps.telemetry.rollups.retention import samples_held_q
 from apps.telemetry.signals import usage_changed
 
 _ZERO = Value(0.0, output_field=FloatField())
