@@ -231,7 +231,7 @@ class GpuIngestSerializer(ScopedReferencesMixin, _IngestSerializer):
     # A pool out of the caller's scope is refused as an unknown slug (400, as today).
     scoped_references = {"pool": Pool.objects.in_scope}
 
-    format = serializers.ChoiceField(choices=formats.GPU_FORMATS)
+    format = serializers.ChoiceField(choices=formats.names_of(formats.GPU, formats.API))
     pool = SlugReferenceField(
         slug_field="slug",
         queryset=Pool.objects.all(),
@@ -257,7 +257,7 @@ class GpuIngestSerializer(ScopedReferencesMixin, _IngestSerializer):
 class RequestIngestSerializer(ScopedReferencesMixin, _IngestSerializer):
     scoped_references = {"workload": Workload.objects.in_scope}
 
-    format = serializers.ChoiceField(choices=formats.REQUEST_FORMATS)
+    format = serializers.ChoiceField(choices=formats.names_of(formats.REQUESTS, formats.API))
     workload = SlugReferenceField(slug_field="slug", queryset=Workload.objects.all())
 
     def validate_columns(self, value):

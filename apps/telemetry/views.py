@@ -44,7 +44,7 @@ from apps.telemetry.forms import (
 )
 from apps.telemetry.ingest import kept_uploads
 from apps.telemetry.ingest.checks import hour_of, outside_service_sentences
-from apps.telemetry.ingest.parsers.detect import FORMAT_LABELS
+from apps.telemetry.ingest.formats import FORMAT_LABELS
 from apps.telemetry.models import (
     GpuDevice,
     GpuSample,

@@ -15,7 +15,7 @@ from apps.core.outbox import enqueue
 from apps.core.sentences import Sentence, gettext_noop, sentence, to_data
 from apps.telemetry.ingest import storage
 from apps.telemetry.ingest.checks import refuse_nul_characters, utc_minute
-from apps.telemetry.ingest.formats import gpu_chunks, request_chunks
+from apps.telemetry.ingest.formats import format_of, gpu_chunks, request_chunks
 from apps.telemetry.ingest.parsers import FileLines, TelemetryFormatError, paused_gc
 from apps.telemetry.ingest.storage import ImportSummary
 from apps.telemetry.models import (
@@ -230,7 +230,8 @@ def _parse_store_and_record(
     is_file = isinstance(source, FileLines)
     if not run.content_sha256:
         run.content_sha256 = file_sha256(source.path) if is_file else content_sha256(source)
-    if run.kind == "gpu" and run.format == "dcgm":
+    format = format_of(run.kind, run.format)
+    if format is not None and format.needs_scrape_time:
         scraped_at = scraped_at or run.scraped_at or run.created_at
         run.scraped_at = scraped_at
 

@@ -8,6 +8,7 @@ lines (FileLines) and yields a ParseResult per chunk of lines, so that an import
 file holds one chunk of rows at a time.
 """
 
+from . import azure_llm, dcgm, generic_csv, nvidia_smi
 from ._common import CHUNK_ROWS, EARLIEST_TIMESTAMP, NUL_SENTENCE, FileLines, paused_gc
 from .azure_llm import iter_azure_llm, parse_azure_llm
 from .dcgm import iter_dcgm, parse_dcgm
@@ -32,6 +33,10 @@ from .rows import (
 )
 
 __all__ = [
+    "azure_llm",
+    "dcgm",
+    "generic_csv",
+    "nvidia_smi",
     "CHUNK_ROWS",
     "EARLIEST_TIMESTAMP",
     "GPU_CSV_FIELDS",

@@ -7,6 +7,7 @@ import gc
 import io
 import os
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 
 from apps.core.sentences import Sentence, gettext_noop, sentence
@@ -29,6 +30,18 @@ _UNIX_SECONDS_CEILING = 1e11
 CHUNK_ROWS = 50_000
 BYTE_ORDER_MARK = "\ufeff"
 NUL_SENTENCE = sentence(gettext_noop("a NUL character (\\x00); the file is binary or corrupted"))
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """What an import tells the parser of its format (each reads what it needs): the
+    generic CSVs' column mapping, the zone of naive timestamps, the time a dcgm scrape
+    was taken (default: now), and the lines of one chunk."""
+
+    columns: dict[str, str] | None = None
+    tz: tzinfo = UTC
+    scraped_at: datetime | None = None
+    chunk_rows: int = CHUNK_ROWS
 
 
 class FileLines:

@@ -9,11 +9,12 @@ published files. Format: Azure/AzurePublicDataset, AzureLLMInferenceDataset2023.
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 
-from apps.core.sentences import gettext_noop, sentence
+from apps.core.sentences import gettext, gettext_noop, sentence
 
 from ._common import (
     CHUNK_ROWS,
     EARLIEST_TIMESTAMP,
+    ReadOptions,
     future_error,
     is_negative,
     latest_allowed,
@@ -23,9 +24,20 @@ from ._common import (
     past_error,
     pausing_gc,
 )
+from .detect import Head, Recognised
 from .rows import ParseResult, RequestRow, RowError, TelemetryFormatError, line_error, on_line
 
 HEADER = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+
+
+def detect(head: Head) -> Recognised | None:
+    """The trace's header ``TIMESTAMP,ContextTokens,GeneratedTokens``."""
+    if head.cells != HEADER:
+        return None
+    return Recognised(
+        gettext("the Azure LLM trace header %(header)s") % {"header": ", ".join(head.cells)},
+        head.headers,
+    )
 
 
 def _tokens(text: str, column: str, line_number: int, errors: list[RowError]) -> int | None:
@@ -38,6 +50,11 @@ def _tokens(text: str, column: str, line_number: int, errors: list[RowError]) ->
         errors.append(line_error(line_number, is_negative(column, text)))
         return None
     return tokens
+
+
+def read(source: str | Iterable[str], options: ReadOptions) -> Iterator[ParseResult]:
+    """``iter_azure_llm`` as the format registry calls it (the trace's times are UTC)."""
+    return iter_azure_llm(source, chunk_rows=options.chunk_rows)
 
 
 @pausing_gc

@@ -20,12 +20,13 @@ import re
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 
-from apps.core.sentences import Sentence, gettext_noop, sentence
+from apps.core.sentences import Sentence, gettext, gettext_noop, sentence
 
 from ._common import (
     CHUNK_ROWS,
     EARLIEST_TIMESTAMP,
     SCRAPE_TIME_WORD,
+    ReadOptions,
     aware_utc,
     future_error,
     latest_allowed,
@@ -36,6 +37,7 @@ from ._common import (
     past_error,
     pausing_gc,
 )
+from .detect import Head, Recognised, shorten
 from .rows import (
     DeviceKey,
     GpuSampleRow,
@@ -103,6 +105,24 @@ _SECONDS_NOT_MILLISECONDS = sentence(
     gettext_noop("is before 2000: seconds instead of milliseconds?")
 )
 _OUT_OF_RANGE = sentence(gettext_noop("is out of range"))
+
+
+# A line of a dcgm-exporter scrape, anywhere in a file's head: a HELP/TYPE comment of a DCGM
+# metric or a sample ``DCGM_FI_…{…} value`` (also the 1.x-compatibility names ``dcgm_…``),
+# since one scrape has no HELP/TYPE lines and another starts with a clock metric.
+_DCGM_LINE = re.compile(
+    r"^(?:# (?:HELP|TYPE) (?:DCGM_|dcgm_)|(?:DCGM_FI_[A-Z0-9_]+|dcgm_[a-z0-9_]+)[{ ])",
+    re.MULTILINE,
+)
+
+
+def detect(head: Head) -> Recognised | None:
+    """A head holding a dcgm-exporter line, named by the first one."""
+    dcgm_line = _DCGM_LINE.search(head.text)
+    if dcgm_line is None:
+        return None
+    shown = head.text[dcgm_line.start() :].split("\n", 1)[0]
+    return Recognised(gettext("dcgm-exporter metrics (%(line)s)") % {"line": shorten(shown)})
 
 
 def _metric_error(line_number: int, metric: str, problem: Sentence) -> RowError:
@@ -182,6 +202,13 @@ def _label_not_whole(label: str, value: str) -> Sentence:
     return sentence(
         gettext_noop("label %(label)s '%(value)s' is not a whole number"), label=label, value=value
     )
+
+
+def read(source: str | Iterable[str], options: ReadOptions) -> Iterator[ParseResult]:
+    """``iter_dcgm`` as the format registry calls it: undated lines dated now unless the
+    import says when the scrape was taken."""
+    scraped_at = options.scraped_at or datetime.now(UTC)
+    return iter_dcgm(source, scraped_at=scraped_at, chunk_rows=options.chunk_rows)
 
 
 @pausing_gc

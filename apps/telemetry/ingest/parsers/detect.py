@@ -1,28 +1,21 @@
 """Which format a file is in, from its first bytes only.
 
 Uploads go up to hundreds of MiB and stream to disk, so detection reads
-DETECTION_HEAD_BYTES and never the whole file. What it recognises:
-
-- a dcgm-exporter scrape: a ``# HELP DCGM_…``/``# TYPE DCGM_…`` comment or a sample line
-  ``DCGM_FI_…{…} value`` (also the 1.x-compatibility names ``dcgm_…``), anywhere in the
-  head, since one scrape has no HELP/TYPE lines and another starts with a clock metric;
-- ``nvidia-smi --query-gpu=… --format=csv`` output: a header of nvidia-smi query fields
-  (``timestamp, name, pci.bus_id, … utilization.gpu [%]``), units in brackets or not;
-- an Azure LLM inference trace: the header ``TIMESTAMP,ContextTokens,GeneratedTokens``;
-- any other CSV with a header line: a generic CSV, read through a column mapping.
-
-Anything else is not detected, and the Detection says what was seen instead (JSON, a
-compressed archive, Prometheus metrics without DCGM names, a line that is not a CSV
-header…), for a sentence naming both what was seen and what was expected.
+DETECTION_HEAD_BYTES and never the whole file. This module reads the head (``Head``) and
+refuses what is no format at all, saying what was seen instead (JSON, a compressed
+archive, Prometheus metrics without DCGM names, a line that is not a CSV header…); each
+format's own ``detect`` (in its parser's module) says whether the head is in that format,
+and the format registry (apps/telemetry/ingest/formats.py) asks them in its order, the
+generic CSV last.
 """
 
 import codecs
 import csv
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from django.utils.translation import gettext
-from django.utils.translation import gettext_lazy as _
+from apps.core.sentences import gettext
 
 from ._common import BYTE_ORDER_MARK
 
@@ -30,65 +23,10 @@ from ._common import BYTE_ORDER_MARK
 # field of driver 610) and for a scrape's first HELP/TYPE blocks.
 DETECTION_HEAD_BYTES = 16 * 1024
 
-DCGM, NVIDIA_SMI, GENERIC_CSV, AZURE_LLM = "dcgm", "nvidia-smi", "csv", "azure-llm"
-FORMAT_LABELS = {
-    DCGM: _("dcgm-exporter scrape"),
-    NVIDIA_SMI: _("nvidia-smi CSV"),
-    GENERIC_CSV: _("generic CSV"),
-    AZURE_LLM: _("Azure LLM inference trace"),
-}
-# The label as a sentence names it, article included ("an nvidia-smi CSV"): languages
-# without articles translate the whole phrase.
-FORMAT_LABELS_IN_A_SENTENCE = {
-    DCGM: _("a dcgm-exporter scrape"),
-    NVIDIA_SMI: _("an nvidia-smi CSV"),
-    GENERIC_CSV: _("a generic CSV"),
-    AZURE_LLM: _("an Azure LLM inference trace"),
-}
-
-_DCGM_LINE = re.compile(
-    r"^(?:# (?:HELP|TYPE) (?:DCGM_|dcgm_)|(?:DCGM_FI_[A-Z0-9_]+|dcgm_[a-z0-9_]+)[{ ])",
-    re.MULTILINE,
-)
 # Prometheus exposition lines of some other exporter: HELP/TYPE comments and samples
 # ``name{labels} value [timestamp]``.
 _PROMETHEUS_COMMENT = re.compile(r"^# (?:HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]*(?: |$)")
 _PROMETHEUS_SAMPLE = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*(?:\{.*\})? \S+(?: -?\d+)?$")
-# The dotted query fields nvidia-smi names in its header (``nvidia-smi --help-query-gpu``);
-# two of them, or one beside timestamp and uuid, make a header nvidia-smi's.
-_NVIDIA_SMI_DOTTED_FIELDS = frozenset(
-    {
-        "pci.bus_id",
-        "pci.bus",
-        "pci.device",
-        "pci.domain",
-        "pci.device_id",
-        "pci.sub_device_id",
-        "utilization.gpu",
-        "utilization.memory",
-        "utilization.encoder",
-        "utilization.decoder",
-        "memory.total",
-        "memory.used",
-        "memory.free",
-        "memory.reserved",
-        "power.draw",
-        "power.draw.average",
-        "power.draw.instant",
-        "power.limit",
-        "temperature.gpu",
-        "temperature.memory",
-        "clocks.sm",
-        "clocks.mem",
-        "clocks.gr",
-        "fan.speed",
-        "mig.mode.current",
-        "mig.mode.pending",
-        "compute_mode",
-        "pstate",
-    }
-)
-_AZURE_LLM_HEADER = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 # A cell that holds a value rather than a column name: a number, a date or a time.
 _VALUE_CELL = re.compile(r"^[-+]?(?:\d[\d.,:/ T-]*(?:Z|[+-]\d\d:?\d\d)?|\.\d+)$")
 # nvidia-smi's own timestamp, "2026/01/09 13:40:12.345": a first cell like it means the
@@ -98,19 +36,47 @@ _SHOWN_CHARACTERS = 60
 
 
 @dataclass(frozen=True)
+class Head:
+    """The decoded head of a file, as the formats' detectors read it.
+
+    ``lines``: its complete lines (the last line of a head cut short is left out);
+    ``text``: those lines joined by "\\n"; ``first_line``: the first that is not blank;
+    ``cell_count``: how many CSV cells that line holds; ``cells``: them, stripped, the last
+    one left out when the line was cut at the head's end; ``headers``: the cells when the
+    whole line was read, else empty."""
+
+    lines: list[str]
+    text: str
+    first_line: str
+    cell_count: int
+    cells: tuple[str, ...]
+    headers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Recognised:
+    """What a format's detector saw, in words ("nvidia-smi query fields (…)"), and a
+    CSV's header cells when its whole first line was read."""
+
+    seen: str
+    headers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Detection:
-    """What the head of a file was taken for. ``format`` is one of FORMAT_LABELS' keys,
+    """What the head of a file was taken for. ``format`` is a registered format's name,
     or None when nothing fits; ``seen`` says what the head holds, in words ("nvidia-smi
     query fields timestamp, name, pci.bus_id, …"); ``headers`` are a CSV's header cells
-    when its whole first line was read."""
+    when its whole first line was read; ``label`` names the format."""
 
     format: str | None
     seen: str
     headers: tuple[str, ...] = ()
+    label: str = "unknown"
 
-    @property
-    def label(self) -> str:
-        return FORMAT_LABELS.get(self.format, "unknown")
+
+# A format's detector: the head's Recognised when it is in that format, else None.
+Detector = Callable[[Head], "Recognised | None"]
 
 
 def read_head(handle, size_bytes: int = DETECTION_HEAD_BYTES) -> bytes:
@@ -122,12 +88,40 @@ def read_head(handle, size_bytes: int = DETECTION_HEAD_BYTES) -> bytes:
         handle.seek(position)
 
 
-def detect_format(head: bytes, *, whole_file: bool | None = None) -> Detection:
-    """The format of a file whose first bytes are ``head``. ``whole_file`` says the head
-    is the entire file (by default: when it is shorter than DETECTION_HEAD_BYTES); the
-    last line of a head cut short is not read as a complete line."""
+def detect_format(
+    head: bytes,
+    detectors: Iterable[tuple[str, str, Detector]],
+    *,
+    whole_file: bool | None = None,
+) -> Detection:
+    """The format of a file whose first bytes are ``head``: the first of ``detectors``
+    ((name, label, detector) in the order they are asked) that recognises it, else what
+    was seen instead. ``whole_file`` says the head is the entire file (by default: when it
+    is shorter than DETECTION_HEAD_BYTES); the last line of a head cut short is not read
+    as a complete line."""
     if whole_file is None:
         whole_file = len(head) < DETECTION_HEAD_BYTES
+    decoded = _decoded(head, whole_file)
+    if isinstance(decoded, Detection):
+        return decoded
+    lines = decoded.splitlines()
+    if not whole_file and len(lines) > 1:
+        lines = lines[:-1]  # cut at the head's end, the rest of it is unread
+    first_line = next(line for line in lines if line.strip())
+    first_complete = whole_file or len(lines) > 1 or decoded.endswith(("\n", "\r"))
+    refused = _not_text_lines(first_line.strip(), decoded)
+    if refused is not None:
+        return refused
+    read = _head_of(lines, first_line, first_complete)
+    for name, label, detector in detectors:
+        recognised = detector(read)
+        if recognised is not None:
+            return Detection(name, recognised.seen, recognised.headers, label)
+    return Detection(None, _seen_instead(read))
+
+
+def _decoded(head: bytes, whole_file: bool) -> "str | Detection":
+    """The head as text, or the Detection of what it holds instead of text."""
     binary = _binary_kind(head)
     if binary:
         return Detection(None, binary)
@@ -145,15 +139,13 @@ def detect_format(head: bytes, *, whole_file: bool | None = None) -> Detection:
         return Detection(
             None, gettext("an empty file") if not decoded else gettext("only blank lines")
         )
-    lines = decoded.splitlines()
-    if not whole_file and len(lines) > 1:
-        lines = lines[:-1]  # cut at the head's end, the rest of it is unread
-    first_line = next(line for line in lines if line.strip())
-    first_complete = whole_file or len(lines) > 1 or decoded.endswith(("\n", "\r"))
+    return decoded
 
-    stripped = first_line.strip()
+
+def _not_text_lines(stripped: str, decoded: str) -> Detection | None:
+    """JSON, HTML or XML: no format gpufleet imports is either."""
     if stripped[:1] in "{[":
-        values = {"start": _shorten(stripped)}
+        values = {"start": shorten(stripped)}
         if "DCGM_" in decoded:
             return Detection(
                 None,
@@ -165,22 +157,56 @@ def detect_format(head: bytes, *, whole_file: bool | None = None) -> Detection:
         return Detection(None, gettext("JSON, starting “%(start)s”") % values)
     if stripped.startswith("<"):
         return Detection(
-            None, gettext("HTML or XML, starting “%(start)s”") % {"start": _shorten(stripped)}
+            None, gettext("HTML or XML, starting “%(start)s”") % {"start": shorten(stripped)}
         )
-    head_text = "\n".join(lines)
-    dcgm_line = _DCGM_LINE.search(head_text)
-    if dcgm_line:
-        shown = head_text[dcgm_line.start() :].split("\n", 1)[0]
-        return Detection(
-            DCGM, gettext("dcgm-exporter metrics (%(line)s)") % {"line": _shorten(shown)}
-        )
-    if _looks_like_prometheus(lines):
-        return Detection(
-            None,
-            gettext("Prometheus metrics without DCGM_ names, starting “%(start)s”")
-            % {"start": _shorten(stripped)},
-        )
-    return _detect_csv(first_line, complete=first_complete)
+    return None
+
+
+def _head_of(lines: list[str], first_line: str, complete: bool) -> Head:
+    try:
+        cells = next(csv.reader([first_line], skipinitialspace=True))
+    except (csv.Error, StopIteration):
+        cells = []
+    cells = [cell.strip() for cell in cells]
+    cell_count = len(cells)
+    if not complete:
+        cells = cells[:-1]  # the last cell was cut at the head's end
+    return Head(
+        lines=lines,
+        text="\n".join(lines),
+        first_line=first_line,
+        cell_count=cell_count,
+        cells=tuple(cells),
+        headers=tuple(cells) if complete else (),
+    )
+
+
+def _seen_instead(head: Head) -> str:
+    """What a head no format recognised holds, in words."""
+    shown = shorten(head.first_line.strip())
+    if looks_like_prometheus(head.lines):
+        return gettext("Prometheus metrics without DCGM_ names, starting “%(start)s”") % {
+            "start": shown
+        }
+    if head.cell_count < 2:
+        return gettext("a first line “%(line)s” that is not a CSV header") % {"line": shown}
+    if head.cells and _NVIDIA_SMI_TIMESTAMP.match(head.cells[0]):
+        return gettext(
+            "nvidia-smi output without its header line (“%(line)s”; --format=csv,noheader?)"
+        ) % {"line": shown}
+    return gettext("a CSV without a header line (its first line holds values: “%(line)s”)") % {
+        "line": shown
+    }
+
+
+def is_header_line(head: Head) -> bool:
+    """The head's first line can be a CSV header: two cells or more, not Prometheus
+    metrics, not nvidia-smi values without their header, not a line of values."""
+    if head.cell_count < 2 or looks_like_prometheus(head.lines):
+        return False
+    if head.cells and _NVIDIA_SMI_TIMESTAMP.match(head.cells[0]):
+        return False
+    return not all(_VALUE_CELL.match(cell) for cell in head.cells if cell)
 
 
 def _binary_kind(head: bytes) -> str:
@@ -193,7 +219,7 @@ def _binary_kind(head: bytes) -> str:
     return ""
 
 
-def _looks_like_prometheus(lines: list[str]) -> bool:
+def looks_like_prometheus(lines: list[str]) -> bool:
     """Most non-blank lines of the head are exposition lines of one metric or another,
     and at least one is a HELP/TYPE comment or carries labels."""
     candidates = [line for line in lines[:50] if line.strip()]
@@ -203,68 +229,11 @@ def _looks_like_prometheus(lines: list[str]) -> bool:
     return bool(typical) and (len(comments) + len(samples)) * 2 > len(candidates)
 
 
-def _detect_csv(first_line: str, *, complete: bool) -> Detection:
-    try:
-        cells = next(csv.reader([first_line], skipinitialspace=True))
-    except (csv.Error, StopIteration):
-        cells = []
-    cells = [cell.strip() for cell in cells]
-    shown = _shorten(first_line.strip())
-    if len(cells) < 2:
-        return Detection(
-            None, gettext("a first line “%(line)s” that is not a CSV header") % {"line": shown}
-        )
-    if not complete:
-        cells = cells[:-1]  # the last cell was cut at the head's end
-    headers = tuple(cells) if complete else ()
-    query_fields = [_query_field(cell) for cell in cells]
-    dotted = [field for field in query_fields if field in _NVIDIA_SMI_DOTTED_FIELDS]
-    if len(dotted) >= 2 or (dotted and {"timestamp", "uuid"} <= set(query_fields)):
-        named = [cell for cell in cells if _query_field(cell) in ("timestamp", "uuid", *dotted)]
-        return Detection(
-            NVIDIA_SMI,
-            gettext("nvidia-smi query fields (%(fields)s; %(columns)s columns)")
-            % {"fields": _listed(named), "columns": len(cells)},
-            headers=headers,
-        )
-    if tuple(cells) == _AZURE_LLM_HEADER:
-        return Detection(
-            AZURE_LLM,
-            gettext("the Azure LLM trace header %(header)s") % {"header": ", ".join(cells)},
-            headers,
-        )
-    if _NVIDIA_SMI_TIMESTAMP.match(cells[0]):
-        return Detection(
-            None,
-            gettext(
-                "nvidia-smi output without its header line (“%(line)s”; --format=csv,noheader?)"
-            )
-            % {"line": shown},
-        )
-    if all(_VALUE_CELL.match(cell) for cell in cells if cell):
-        return Detection(
-            None,
-            gettext("a CSV without a header line (its first line holds values: “%(line)s”)")
-            % {"line": shown},
-        )
-    return Detection(
-        GENERIC_CSV,
-        gettext("a CSV with the headers %(headers)s (%(columns)s columns)")
-        % {"headers": _listed(cells), "columns": len(cells)},
-        headers=headers,
-    )
-
-
-def _query_field(cell: str) -> str:
-    """``memory.used [MiB]`` → ``memory.used``, as nvidia-smi's parser reads it."""
-    bracket = cell.find(" [")
-    return cell[:bracket] if bracket != -1 and cell.endswith("]") else cell
-
-
-def _listed(cells: list[str], limit: int = 4) -> str:
+def listed(cells, limit: int = 4) -> str:
+    cells = list(cells)
     shown = ", ".join(cells[:limit])
     return f"{shown}, …" if len(cells) > limit else shown
 
 
-def _shorten(text: str) -> str:
+def shorten(text: str) -> str:
     return text if len(text) <= _SHOWN_CHARACTERS else text[: _SHOWN_CHARACTERS - 1] + "…"

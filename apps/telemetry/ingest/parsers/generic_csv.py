@@ -14,11 +14,12 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, tzinfo
 
 from apps.core.column_mapping import resolve_columns
-from apps.core.sentences import as_sentence
+from apps.core.sentences import as_sentence, gettext, gettext_noop, sentence
 
 from ._common import (
     CHUNK_ROWS,
     EARLIEST_TIMESTAMP,
+    ReadOptions,
     cell_count_problem,
     future_error,
     is_empty,
@@ -35,6 +36,7 @@ from ._common import (
     pausing_gc,
 )
 from ._common import read_csv as _read_csv
+from .detect import Head, Recognised, is_header_line, listed
 from .rows import (
     DeviceKey,
     ParseResult,
@@ -51,6 +53,17 @@ REQUEST_CSV_REQUIRED = ("timestamp", "input_tokens", "output_tokens")
 REQUEST_CSV_FIELDS = (*REQUEST_CSV_REQUIRED, "latency_ms", "status", "count")
 
 _INFINITIES = (float("inf"), float("-inf"))
+
+
+def detect(head: Head) -> Recognised | None:
+    """Any CSV with a header line: asked last, after every format with a header of its own."""
+    if not is_header_line(head):
+        return None
+    return Recognised(
+        gettext("a CSV with the headers %(headers)s (%(columns)s columns)")
+        % {"headers": listed(head.cells), "columns": len(head.cells)},
+        head.headers,
+    )
 
 
 def _resolve_columns(
@@ -129,6 +142,37 @@ def _cell_count_error(line_number: int, found: int, expected: int) -> RowError:
 
 def _report(line_number: int, problems: list[str], errors: list[RowError]) -> None:
     errors.extend(line_error(line_number, problem) for problem in problems)
+
+
+def read_gpu(source: str | Iterable[str], options: ReadOptions) -> Iterator[ParseResult]:
+    """``iter_gpu_csv`` as the format registry calls it: a mapping is needed."""
+    if not options.columns:
+        raise TelemetryFormatError(
+            sentence(
+                gettext_noop(
+                    "a generic CSV needs a column mapping: timestamp=…,device=…,utilization_pct=…"
+                )
+            )
+        )
+    return iter_gpu_csv(
+        source, columns=options.columns, tz=options.tz, chunk_rows=options.chunk_rows
+    )
+
+
+def read_requests(source: str | Iterable[str], options: ReadOptions) -> Iterator[ParseResult]:
+    """``iter_request_csv`` as the format registry calls it: a mapping is needed."""
+    if not options.columns:
+        raise TelemetryFormatError(
+            sentence(
+                gettext_noop(
+                    "a generic request CSV needs a column mapping: "
+                    "timestamp=…,input_tokens=…,output_tokens=…"
+                )
+            )
+        )
+    return iter_request_csv(
+        source, columns=options.columns, tz=options.tz, chunk_rows=options.chunk_rows
+    )
 
 
 @pausing_gc

@@ -16,11 +16,12 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, tzinfo
 
 from apps.core.column_mapping import describe_headers
-from apps.core.sentences import as_sentence, gettext_noop, sentence
+from apps.core.sentences import as_sentence, gettext, gettext_noop, sentence
 
 from ._common import (
     CHUNK_ROWS,
     EARLIEST_TIMESTAMP,
+    ReadOptions,
     cell_count_problem,
     future_error,
     is_missing,
@@ -35,6 +36,7 @@ from ._common import (
     read_csv,
 )
 from ._common import to_utc as _to_utc
+from .detect import Head, Recognised, listed
 from .rows import (
     DeviceKey,
     GpuSampleRow,
@@ -67,6 +69,57 @@ REQUIRED_COLUMNS = ("timestamp", "uuid")
 _INFINITIES = (float("inf"), float("-inf"))
 
 
+# The dotted query fields nvidia-smi names in its header (``nvidia-smi --help-query-gpu``);
+# two of them, or one beside timestamp and uuid, make a header nvidia-smi's.
+_DOTTED_FIELDS = frozenset(
+    {
+        "pci.bus_id",
+        "pci.bus",
+        "pci.device",
+        "pci.domain",
+        "pci.device_id",
+        "pci.sub_device_id",
+        "utilization.gpu",
+        "utilization.memory",
+        "utilization.encoder",
+        "utilization.decoder",
+        "memory.total",
+        "memory.used",
+        "memory.free",
+        "memory.reserved",
+        "power.draw",
+        "power.draw.average",
+        "power.draw.instant",
+        "power.limit",
+        "temperature.gpu",
+        "temperature.memory",
+        "clocks.sm",
+        "clocks.mem",
+        "clocks.gr",
+        "fan.speed",
+        "mig.mode.current",
+        "mig.mode.pending",
+        "compute_mode",
+        "pstate",
+    }
+)
+
+
+def detect(head: Head) -> Recognised | None:
+    """A header of nvidia-smi query fields (``timestamp, name, pci.bus_id, …
+    utilization.gpu [%]``), units in brackets or not."""
+    query_fields = [_query_field(cell) for cell in head.cells]
+    dotted = [field for field in query_fields if field in _DOTTED_FIELDS]
+    if not (len(dotted) >= 2 or (dotted and {"timestamp", "uuid"} <= set(query_fields))):
+        return None
+    named = [cell for cell in head.cells if _query_field(cell) in ("timestamp", "uuid", *dotted)]
+    return Recognised(
+        gettext("nvidia-smi query fields (%(fields)s; %(columns)s columns)")
+        % {"fields": listed(named), "columns": len(head.cells)},
+        head.headers,
+    )
+
+
 def _query_field(header_cell: str) -> str:
     """``memory.used [MiB]`` → ``memory.used``."""
     bracket = header_cell.find(" [")
@@ -84,6 +137,11 @@ def _parse_nvidia_timestamp(value: str, tz: tzinfo) -> datetime:
                 value=value,
             )
         ) from None
+
+
+def read(source: str | Iterable[str], options: ReadOptions) -> Iterator[ParseResult]:
+    """``iter_nvidia_smi_csv`` as the format registry calls it."""
+    return iter_nvidia_smi_csv(source, tz=options.tz, chunk_rows=options.chunk_rows)
 
 
 @pausing_gc

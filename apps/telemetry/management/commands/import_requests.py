@@ -21,7 +21,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("path")
         parser.add_argument("--workload", required=True)
-        parser.add_argument("--format", required=True, choices=formats.REQUEST_FORMATS)
+        parser.add_argument(
+            "--format", required=True, choices=formats.names_of(formats.REQUESTS, formats.COMMAND)
+        )
         parser.add_argument("--columns", help="CSV: field=header pairs, comma-separated.")
         parser.add_argument("--tz", default="UTC")
         parser.add_argument("--skip-bad-rows", action="store_true")

@@ -54,7 +54,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("path")
-        parser.add_argument("--format", required=True, choices=formats.GPU_FORMATS)
+        parser.add_argument(
+            "--format", required=True, choices=formats.names_of(formats.GPU, formats.COMMAND)
+        )
         parser.add_argument("--pool", help="Assign devices first seen in this file to the pool.")
         parser.add_argument("--columns", help="Generic CSV: field=header pairs, comma-separated.")
         parser.add_argument("--tz", default="UTC", help="Zone of naive timestamps (default UTC).")
@@ -82,7 +84,7 @@ class Command(BaseCommand):
         # Of the bytes, as an upload of the same file is recognised (newlines untranslated).
         digest = importer.file_sha256(path)
         scraped_at = None
-        if options["format"] == "dcgm":
+        if formats.format_of(formats.GPU, options["format"]).needs_scrape_time:
             if options["scraped_at"]:
                 try:
                     scraped_at = datetime.fromisoformat(options["scraped_at"])
