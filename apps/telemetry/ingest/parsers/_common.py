@@ -290,6 +290,20 @@ def cell_count_problem(found: int, expected: int) -> Sentence:
     )
 
 
+def plain_float(text: str) -> float | None:
+    """``float(text)``, or None when it is not a number; an exponent (``5e1``, ``1E3``) is
+    not read as one: no field of a telemetry file writes numbers that way, and a cell that
+    does is more likely a mangled value than fifty."""
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    if "e" in text or "E" in text:
+        # "inf", "nan" and their spellings hold no "e"; "infinity" neither.
+        return None
+    return number
+
+
 def is_missing(value: str) -> bool:
     """nvidia-smi writes "[N/A]", "N/A", "[Not Supported]", "[Unknown Error]"… for a value
     it cannot read; an empty cell means the same in a generic CSV."""
@@ -309,10 +323,7 @@ def parse_timestamp(value: str, tz: tzinfo) -> datetime:
     Raises ValueError whose only argument is a Sentence fit for a RowError (read it with
     ``as_sentence(error.args[0])``: ``str(error)`` keeps only its English).
     """
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = None
+    seconds = plain_float(value)
     if seconds is not None:
         if seconds != seconds or abs(seconds) >= _UNIX_SECONDS_CEILING:
             if seconds == seconds:

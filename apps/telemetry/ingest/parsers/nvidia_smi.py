@@ -21,6 +21,7 @@ from apps.core.sentences import as_sentence, gettext, gettext_noop, sentence
 from ._common import (
     CHUNK_ROWS,
     EARLIEST_TIMESTAMP,
+    LineReader,
     ReadOptions,
     cell_count_problem,
     future_error,
@@ -33,15 +34,15 @@ from ._common import (
     outside_percent,
     past_error,
     pausing_gc,
+    plain_float,
     read_csv,
+    read_in_chunks,
 )
 from ._common import to_utc as _to_utc
 from .detect import Head, Recognised, listed
 from .rows import (
     DeviceKey,
-    GpuSampleRow,
     ParseResult,
-    RowError,
     TelemetryFormatError,
     gpu_sample_row,
     line_error,
@@ -174,88 +175,120 @@ def iter_nvidia_smi_csv(
 
     Errors (the row is left out): a wrong number of cells, an empty uuid, a timestamp that
     does not parse, is before 2000 (a clock never set) or is more than 1 day after ``now``,
-    a number that does not parse (named with its column and value), utilization outside
-    0–100.
+    a number that does not parse (named with its column and value; an exponent such as
+    ``5e1`` is never read as a number), utilization outside 0–100.
 
     Raises TelemetryFormatError when the header lacks ``timestamp`` or ``uuid``, e.g. for
-    ``--format=csv,noheader`` output or a file that is not nvidia-smi CSV at all.
+    ``--format=csv,noheader`` output or a file that is not nvidia-smi CSV at all, and when
+    the header is followed by no data row.
     """
     now, latest = latest_allowed(now)
     header, records = read_csv(source)
-    fields = [_query_field(cell) for cell in header]
-    position = {field: index for index, field in reversed(list(enumerate(fields)))}
-    for required in REQUIRED_COLUMNS:
-        if required not in position:
-            raise TelemetryFormatError(
-                on_line(
-                    1,
-                    sentence(
-                        gettext_noop(
-                            "no '%(column)s' column, so this is not usable nvidia-smi "
-                            "--query-gpu CSV (query at least timestamp,uuid and use "
-                            "--format=csv with its header); columns found: %(headers)s"
-                        ),
-                        column=required,
-                        headers=describe_headers(header),
-                    ),
-                )
-            )
-    timestamp_at, uuid_at = position["timestamp"], position["uuid"]
-    index_at = position.get("index")
-    mig_mode_at = position.get(_MIG_MODE_COLUMN)
-    text_columns = [
-        (row_field, position[column])
-        for column, row_field in _TEXT_COLUMNS.items()
-        if column in position
-    ]
-    metric_columns = [
-        (column, position[column], *_METRIC_COLUMNS[column])
-        for column in _METRIC_COLUMNS
-        if column in position
-    ]
-    cell_count = len(header)
+    return read_in_chunks(records, _QueryGpuReader(header, tz, now, latest, chunk_rows))
 
-    rows: list[GpuSampleRow] = []
-    errors: list[RowError] = []
-    next_chunk_at = 1 + chunk_rows
-    for line_number, cells in records:
-        if line_number >= next_chunk_at:
-            yield ParseResult(rows=rows, errors=errors)
-            rows, errors, next_chunk_at = [], [], line_number + chunk_rows
-        if len(cells) != cell_count:
-            errors.append(line_error(line_number, cell_count_problem(len(cells), cell_count)))
-            continue
+
+class _QueryGpuReader(LineReader):
+    """One row per line of nvidia-smi query-gpu CSV, read by the columns its header names."""
+
+    def __init__(self, header: list[str], tz: tzinfo, now: datetime, latest: datetime, chunk_rows):
+        super().__init__(chunk_rows)
+        self.tz, self.now, self.latest = tz, now, latest
+        fields = [_query_field(cell) for cell in header]
+        position = {field: index for index, field in reversed(list(enumerate(fields)))}
+        for required in REQUIRED_COLUMNS:
+            if required not in position:
+                raise _missing_column(required, header)
+        self.timestamp_at, self.uuid_at = position["timestamp"], position["uuid"]
+        self.index_at = position.get("index")
+        self.mig_mode_at = position.get(_MIG_MODE_COLUMN)
+        self.text_columns = [
+            (row_field, position[column])
+            for column, row_field in _TEXT_COLUMNS.items()
+            if column in position
+        ]
+        self.metric_columns = [
+            (column, position[column], *_METRIC_COLUMNS[column])
+            for column in _METRIC_COLUMNS
+            if column in position
+        ]
+        self.cell_count = len(header)
+
+    def read(self, line_number: int, cells: list[str]) -> None:
+        if len(cells) != self.cell_count:
+            self.errors.append(
+                line_error(line_number, cell_count_problem(len(cells), self.cell_count))
+            )
+            return
         problems: list[str] = []
-        uuid = cells[uuid_at].strip()
+        uuid, timestamp, gpu_index = self._identity(cells, problems)
+        values = self._values(cells, problems)
+        if not problems and timestamp > self.latest:
+            self.errors.append(future_error(line_number, timestamp, self.now))
+            return
+        if not problems and timestamp < EARLIEST_TIMESTAMP:
+            self.errors.append(past_error(line_number, timestamp))
+            return
+        if problems:
+            self.errors.extend(line_error(line_number, problem) for problem in problems)
+            return
+        self.rows.append(
+            gpu_sample_row(
+                line_number=line_number,
+                device=DeviceKey(uuid),
+                timestamp=timestamp,
+                gpu_index=gpu_index,
+                **values,
+            )
+        )
+
+    def _identity(self, cells: list[str], problems: list[str]):
+        """(uuid, timestamp, GPU index) of the line; what is wrong goes to ``problems``."""
+        uuid = cells[self.uuid_at].strip()
         if is_missing(uuid):
             problems.append(sentence(gettext_noop("uuid is missing ('%(value)s')"), value=uuid))
         timestamp = None
         try:
-            timestamp = _parse_nvidia_timestamp(cells[timestamp_at].strip(), tz)
+            timestamp = _parse_nvidia_timestamp(cells[self.timestamp_at].strip(), self.tz)
         except ValueError as error:
             problems.append(as_sentence(error.args[0]))
         gpu_index = None
-        if index_at is not None:
-            index_text = cells[index_at].strip()
+        if self.index_at is not None:
+            index_text = cells[self.index_at].strip()
             if not is_missing(index_text):
                 try:
                     gpu_index = int(index_text)
                 except ValueError:
                     problems.append(not_whole("index", index_text))
+        return uuid, timestamp, gpu_index
 
-        values: dict[str, float | str | None] = {}
-        for row_field, column_at in text_columns:
+    def _values(self, cells: list[str], problems: list[str]) -> dict:
+        """The row's fields besides its identity: texts, MIG mode and readings."""
+        values: dict[str, float | str | bool | None] = {}
+        for row_field, column_at in self.text_columns:
             cell = cells[column_at].strip()
             values[row_field] = "" if is_missing(cell) else cell
+        readings = self._readings(cells, problems)
+        if self.mig_mode_at is not None:
+            values["mig_mode_enabled"] = cells[self.mig_mode_at].strip() == "Enabled"
+        for column in _POWER_PREFERENCE:
+            if column in readings:
+                values["power_w"] = readings[column]
+                break
+        for column, (row_field, _unit, _is_percent) in _METRIC_COLUMNS.items():
+            if row_field != "power_w" and column in readings:
+                values[row_field] = readings[column]
+        return values
+
+    def _readings(self, cells: list[str], problems: list[str]) -> dict[str, float]:
+        """Query field → number, its unit dropped; missing cells left out."""
         readings: dict[str, float] = {}
-        for column, column_at, _row_field, unit, is_percent in metric_columns:
+        for column, column_at, _row_field, unit, is_percent in self.metric_columns:
             cell = cells[column_at].strip()
             if is_missing(cell):
                 continue
             number_text = cell[: -len(unit) - 1] if cell.endswith(" " + unit) else cell
-            try:
-                number = float(number_text)
-            except ValueError:
+            number = plain_float(number_text)
+            if number is None:
                 problems.append(not_a_number(column, cell))
                 continue
             if number != number or number in _INFINITIES:
@@ -265,32 +298,21 @@ def iter_nvidia_smi_csv(
                 problems.append(outside_percent(column, cell))
                 continue
             readings[column] = number
-        if mig_mode_at is not None:
-            values["mig_mode_enabled"] = cells[mig_mode_at].strip() == "Enabled"
-        for column in _POWER_PREFERENCE:
-            if column in readings:
-                values["power_w"] = readings[column]
-                break
-        for column, (row_field, _unit, _is_percent) in _METRIC_COLUMNS.items():
-            if row_field != "power_w" and column in readings:
-                values[row_field] = readings[column]
+        return readings
 
-        if not problems and timestamp > latest:
-            errors.append(future_error(line_number, timestamp, now))
-            continue
-        if not problems and timestamp < EARLIEST_TIMESTAMP:
-            errors.append(past_error(line_number, timestamp))
-            continue
-        if problems:
-            errors.extend(line_error(line_number, problem) for problem in problems)
-            continue
-        rows.append(
-            gpu_sample_row(
-                line_number=line_number,
-                device=DeviceKey(uuid),
-                timestamp=timestamp,
-                gpu_index=gpu_index,
-                **values,
-            )
+
+def _missing_column(column: str, header: list[str]) -> TelemetryFormatError:
+    return TelemetryFormatError(
+        on_line(
+            1,
+            sentence(
+                gettext_noop(
+                    "no '%(column)s' column, so this is not usable nvidia-smi "
+                    "--query-gpu CSV (query at least timestamp,uuid and use "
+                    "--format=csv with its header); columns found: %(headers)s"
+                ),
+                column=column,
+                headers=describe_headers(header),
+            ),
         )
-    yield ParseResult(rows=rows, errors=errors)
+    )
