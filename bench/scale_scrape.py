@@ -130,17 +130,17 @@ def unbatched_round(sources, scraped_at, texts) -> tuple[int, int]:
 
 def batched_round(sources, scraped_at, texts, batch_size) -> tuple[int, int]:
     """What telemetry.pull_scrape_batch does per batch after its GETs."""
-    from apps.telemetry.pull import scrapes
+    from apps.telemetry.pull import scrapes as scrape_pull
 
     accepted = 0
     for first in range(0, len(sources), batch_size):
         scrapes = [
-            scrapes.Scrape(source, scraped_at, text=text)
+            scrape_pull.Scrape(source, scraped_at, text=text)
             for source, text in zip(
                 sources[first : first + batch_size], texts[first : first + batch_size], strict=True
             )
         ]
-        accepted += sum(run.rows_accepted for run in scrapes.store_scrapes(scrapes))
+        accepted += sum(run.rows_accepted for run in scrape_pull.store_scrapes(scrapes))
     return accepted, len(texts)
 
 
@@ -197,7 +197,7 @@ def measure_http(fleet: Fleet) -> tuple[float, float, int]:
     import multiprocessing
 
     from apps.telemetry.models import PullSource
-    from apps.telemetry.pull import scrapes
+    from apps.telemetry.pull import scrapes as scrape_pull
 
     _scraped_at, texts = fleet.next_round()
     ready = multiprocessing.Queue()
@@ -214,8 +214,9 @@ def measure_http(fleet: Fleet) -> tuple[float, float, int]:
             for number in range(len(fleet.sources))
         ]
         wall, cpu = time.perf_counter(), time.process_time()
-        for first in range(0, len(sources), scrapes.SCRAPE_BATCH_SIZE):
-            scrapes = scrapes.fetch_scrapes(sources[first : first + scrapes.SCRAPE_BATCH_SIZE])
+        for first in range(0, len(sources), scrape_pull.SCRAPE_BATCH_SIZE):
+            batch = sources[first : first + scrape_pull.SCRAPE_BATCH_SIZE]
+            scrapes = scrape_pull.fetch_scrapes(batch)
             assert all(scrape.text and not scrape.failure for scrape in scrapes)
         return time.perf_counter() - wall, time.process_time() - cpu, len(sources)
     finally:
@@ -232,10 +233,10 @@ def main(argv=None) -> int:
 
     from django.db import connection
 
-    from apps.telemetry.pull import scrapes
+    from apps.telemetry.pull import scrapes as scrape_pull
     from apps.telemetry.rollups import hourly
 
-    batch_size = args.batch_size or scrapes.SCRAPE_BATCH_SIZE
+    batch_size = args.batch_size or scrape_pull.SCRAPE_BATCH_SIZE
     fleet_bench.reset_telemetry()
     nodes = fleet_bench.build_fleet(args.gpus, args.pools)
     fleet_bench.create_pools(args.pools, math.ceil(args.gpus / args.pools))
@@ -324,7 +325,8 @@ def main(argv=None) -> int:
     seconds, scrapes, *_rest = totals["batched"]
     per_scrape = seconds / scrapes + http_cpu / http_scrapes
     print(
-        f"HTTP GETs of one round ({http_scrapes:,} scrapes, {scrapes.SCRAPE_FETCH_THREADS} at a "
+        f"HTTP GETs of one round ({http_scrapes:,} scrapes, "
+        f"{scrape_pull.SCRAPE_FETCH_THREADS} at a "
         f"time, local server process): {http_wall:.2f} s wall, {http_cpu:.2f} s of the "
         f"worker's CPU = {1000 * http_cpu / http_scrapes:.2f} ms a scrape; batched with "
         f"that CPU added: {1 / per_scrape:.1f} scrapes/s = {1 / per_scrape / needed:.2f}× needed"

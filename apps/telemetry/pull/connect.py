@@ -438,10 +438,10 @@ class PoolChoice:
 
 
 def _unique_slug(name: str, model, taken: set[str]) -> str:
-    base = slug_from_name(name, max_length=90) or "pool"
-    slug, number = base, 2
+    stem = slug_from_name(name, max_length=90) or "pool"
+    slug, number = stem, 2
     while slug in taken or model.objects.filter(slug=slug).exists():
-        slug, number = f"{base}-{number}", number + 1
+        slug, number = f"{stem}-{number}", number + 1
     taken.add(slug)
     return slug
 

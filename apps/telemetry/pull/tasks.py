@@ -108,21 +108,21 @@ def pull_due_sources_task() -> int:
         .order_by("pk")
     )
     enqueued = 0
-    scrapes: list[PullSource] = []
+    scrape_sources: list[PullSource] = []
     for source in sources:
         if not is_due(source, now):
             continue
         enqueued += 1
         if source.kind == PullSource.Kind.DCGM_EXPORTER:
-            scrapes.append(source)
+            scrape_sources.append(source)
             continue
         pull_source_task.apply_async(
             (source.pk,),
             {"only_if_due": True},
             expires=max(source.interval_seconds, MIN_PULL_EXPIRY_SECONDS),
         )
-    for first in range(0, len(scrapes), scrapes.SCRAPE_BATCH_SIZE):
-        batch = scrapes[first : first + scrapes.SCRAPE_BATCH_SIZE]
+    for first in range(0, len(scrape_sources), scrapes.SCRAPE_BATCH_SIZE):
+        batch = scrape_sources[first : first + scrapes.SCRAPE_BATCH_SIZE]
         pull_scrape_batch_task.apply_async(
             ([source.pk for source in batch],),
             {"only_if_due": True},
