@@ -109,7 +109,7 @@ class Fleet:
 
 
 def unbatched_round(sources, scraped_at, texts) -> tuple[int, int]:
-    """What pull_dcgm_exporter does per source, around its GET (apps/telemetry/pull.py)."""
+    """What pull_dcgm_exporter does per source, around its GET (apps/telemetry/pull/scrapes.py)."""
     from apps.telemetry.ingest.parsers import parse_dcgm
     from apps.telemetry.models import ImportRun
     from apps.telemetry.pull import base

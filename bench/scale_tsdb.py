@@ -8,7 +8,7 @@ in a temporary directory), through ``/api/v1/import`` in batches, and prints the
 time. Then, for the middle hour, measured in this run:
 
 - the baseline: VictoriaMetrics' own time to answer the seven queries of an hourly pull
-  (apps/telemetry/promql.py) over plain HTTP, bodies read, nothing parsed — the floor,
+  (apps/telemetry/pull/promql.py) over plain HTTP, bodies read, nothing parsed — the floor,
   since gpufleet cannot be faster than its source;
 - gpufleet pulling that hour (``pull_hourly``: the same seven queries, device-hours built,
   devices registered, rows upserted, pool-hours queued) and rolling it up

@@ -366,7 +366,7 @@ BARE_TABLE = "bench_bare_copy"
 STORE_TABLE = "bench_store_rows"
 BASELINE_ROLLUP_TABLE = "bench_rollup_baseline"
 
-# The same per-pool-and-hour columns as apps/telemetry/hourly.py, written the plain way:
+# The same per-pool-and-hour columns as apps/telemetry/rollups/hourly.py, written the plain way:
 # one statement over every pool, into an unindexed table, no delete, no upsert.
 HAND_WRITTEN_ROLLUP_SQL = f"""
 INSERT INTO {BASELINE_ROLLUP_TABLE}
@@ -802,7 +802,7 @@ def measure_sustained(
     """The realistic shape: every node's /metrics (8 GPUs, ~200 lines, no line timestamps)
     scraped every 15 s; per scrape what the pull task does around its HTTP GET (an ImportRun,
     parse, import in one transaction that also queues the touched pool-hour, the run's
-    result; apps/telemetry/pull.py) and, with ``with_drain``, after every 60 s of scrapes
+    result; apps/telemetry/pull/scrapes.py) and, with ``with_drain``, after every 60 s of scrapes
     the drain beat runs (``rollup_pending``: one rollup per queued pool-hour; run here
     inline, in production on a worker of the same machine). Back to back, on top of the
     history; compared with the rate the fleet needs."""

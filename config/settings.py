@@ -429,14 +429,15 @@ CELERY_BEAT_SCHEDULE["drain-outbox"] = {
 CELERY_BEAT_SCHEDULE["purge-raw-telemetry"] = {
     # Just after midnight UTC the retention horizon (an hour) is a midnight: on PostgreSQL
     # every expired day goes as a dropped partition and nothing is left for a DELETE; at
-    # 23:00 the horizon's day would leave 23 hours of rows to delete (apps/telemetry/retention.py).
+    # 23:00 the horizon's day would leave 23 hours of rows to delete
+    # (apps/telemetry/rollups/retention.py).
     "task": "telemetry.purge_raw_samples",
     "schedule": crontab(hour=0, minute=10),
 }
 CELERY_BEAT_SCHEDULE["create-sample-partitions"] = {
     # Raw samples live in one partition per UTC day: every day of the retention window and
     # TELEMETRY_PARTITION_DAYS_AHEAD ahead has one, and rows that landed in the DEFAULT
-    # partition get theirs (apps/telemetry/partitions.py). Workers also run it when they
+    # partition get theirs (apps/telemetry/rollups/partitions.py). Workers also run it when they
     # start.
     "task": "telemetry.ensure_sample_partitions",
     "schedule": timedelta(hours=1),
@@ -525,7 +526,7 @@ TELEMETRY_RAW_RETENTION_DAYS = env.int("TELEMETRY_RAW_RETENTION_DAYS", default=1
 # a night without beat or a node whose clock runs a little ahead still finds its day's.
 TELEMETRY_PARTITION_DAYS_AHEAD = env.int("TELEMETRY_PARTITION_DAYS_AHEAD", default=7)
 # Uploaded files are kept this long, so a wrong format or mapping is corrected without
-# choosing the file again (apps/telemetry/kept_uploads.py).
+# choosing the file again (apps/telemetry/ingest/kept_uploads.py).
 TELEMETRY_KEPT_UPLOAD_HOURS = env.int("TELEMETRY_KEPT_UPLOAD_HOURS", default=24)
 # A worker whose last heartbeat is older than this is reported as not alive on /healthz.
 WORKER_HEARTBEAT_MAX_AGE = timedelta(minutes=3)

@@ -130,7 +130,7 @@ def _in_range(queryset, params):
 
 
 class PoolHourlyUsageView(APIView):
-    """Hourly utilization of one pool (definitions in apps/telemetry/rollups.py)."""
+    """Hourly utilization of one pool (definitions in apps/telemetry/rollups/hourly.py)."""
 
     @extend_schema(
         parameters=[PoolUsageQuerySerializer],
@@ -424,7 +424,8 @@ class PoolDaySerializer(serializers.Serializer):
 
 
 class ReconciliationView(APIView):
-    """Flagged pool-hours per pool and UTC day, newest first (apps/telemetry/reconciliation.py)."""
+    """Flagged pool-hours per pool and UTC day, newest first
+    (apps/telemetry/rollups/reconciliation.py)."""
 
     pagination_class = StrictLimitOffsetPagination
 

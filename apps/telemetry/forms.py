@@ -547,7 +547,7 @@ PULL_SOURCE_SECRETS = ("password", "bearer_token")
 
 class PullSourceForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.ModelForm):
     """A pull source; its label filters are asked for, and checked, for the hourly kind
-    only (apps/telemetry/promql.py)."""
+    only (apps/telemetry/pull/promql.py)."""
 
     sections = PULL_SOURCE_SECTIONS
     # Matched on the untranslated title (SectionedFormMixin), so it holds in any language.

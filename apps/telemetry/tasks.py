@@ -65,7 +65,7 @@ def rollup_pending_task() -> int:
 @shared_task(name="telemetry.purge_raw_samples", time_limit=30 * 60)
 def purge_raw_samples_task() -> int:
     """Raw samples older than the retention go, whole hours at a time: whole days by
-    dropping their partitions, the rest by DELETE (apps/telemetry/retention.py);
+    dropping their partitions, the rest by DELETE (apps/telemetry/rollups/retention.py);
     hourly rollups are kept forever. Each run is recorded as a PurgeRun saying what it
     removed. Returns the run's id."""
     run = PurgeRun.objects.create(status=PurgeRun.Status.RUNNING, started_at=timezone.now())
@@ -75,7 +75,7 @@ def purge_raw_samples_task() -> int:
 @shared_task(name="telemetry.ensure_sample_partitions", time_limit=10 * 60, soft_time_limit=9 * 60)
 def ensure_sample_partitions_task() -> int:
     """A partition for every day of the retention window and the days ahead,
-    and for days whose rows wait in the DEFAULT partition (apps/telemetry/partitions.py).
+    and for days whose rows wait in the DEFAULT partition (apps/telemetry/rollups/partitions.py).
     Beat runs it hourly, each worker when it starts, an import that left rows in DEFAULT
     after its commit. Idempotent. Returns the partitions created."""
     return len(retention.ensure_sample_partitions().created)
@@ -94,7 +94,7 @@ def _ensure_sample_partitions_at_worker_start(sender=None, **kwargs):
 
 @shared_task(name="telemetry.purge_kept_uploads", soft_time_limit=9 * 60, time_limit=10 * 60)
 def purge_kept_uploads_task() -> int:
-    """Uploads kept for a retry (apps/telemetry/kept_uploads.py) past their time go;
+    """Uploads kept for a retry (apps/telemetry/ingest/kept_uploads.py) past their time go;
     returns how many. A retry after that asks for the file again, in a sentence."""
     return kept_uploads.purge_expired()
 

@@ -101,7 +101,7 @@ RETRYABLE_STATUSES = (ImportRun.Status.REJECTED, ImportRun.Status.FAILED)
 
 def _start_import(request, form) -> ImportRun:
     """Record the run, put the file where the worker can read it (keeping a copy for a
-    retry: apps/telemetry/kept_uploads.py), and enqueue the import once the run is
+    retry: apps/telemetry/ingest/kept_uploads.py), and enqueue the import once the run is
     committed (the worker must find it). A kept file gone meanwhile raises
     KeptUploadError before anything is saved."""
     upload = form.cleaned_data.get("file")

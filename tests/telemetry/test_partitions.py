@@ -1,4 +1,4 @@
-"""Raw samples in daily partitions on PostgreSQL (apps/telemetry/partitions.py): the
+"""Raw samples in daily partitions on PostgreSQL (apps/telemetry/rollups/partitions.py): the
 partitions after migrate, made ahead by beat's task, made on demand for a day that has
 none (rows wait in DEFAULT, nothing lost), their locks never failing an import, retention
 dropping whole days while the hourly rollups, the in-window samples and the reports stay

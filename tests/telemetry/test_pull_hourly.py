@@ -242,7 +242,7 @@ def device_hours(series: list[Series], server: str) -> dict:
 
 
 def expected_pool_hours(series, server, pool_of_host: dict, slices_of_pool: dict) -> dict:
-    """(pool id, hour) → the pool-hour's figures, as apps/telemetry/hourly.py defines
+    """(pool id, hour) → the pool-hour's figures, as apps/telemetry/rollups/hourly.py defines
     them, computed GPU by GPU from ``device_hours``."""
     hours = device_hours(series, server)
     hosts = {

@@ -1,4 +1,4 @@
-"""Direct scrapes in batches (apps/telemetry/pull.py, ``pull_dcgm_exporters``): the
+"""Direct scrapes in batches (apps/telemetry/pull/scrapes.py, ``pull_dcgm_exporters``): the
 scrapes of several nodes stored in one transaction with one COPY, each source keeping a
 run of its own; and two real Celery workers scraping and draining one queue at once,
 their pool-hours checked against Python over the stored samples.

@@ -291,7 +291,7 @@ def refuse_final_hours(rows: list[GpuSampleRow], devices: dict) -> tuple[list, l
     """(rows kept, one error per refused row): a row older than the raw retention is
     refused when its pool-hour has a rollup row and no raw samples held, as after the
     purge. That hourly row is the hour's only record and a recompute never rewrites it
-    (apps/telemetry/rollups.py), so the sample could never count."""
+    (apps/telemetry/rollups/hourly.py), so the sample could never count."""
     horizon = raw_retention_horizon()
     # Per row only the age is compared: the pool is looked up for the few old rows.
     old_rows = [row for row in rows if row.timestamp < horizon]

@@ -143,10 +143,8 @@ def _sample_values(rows: list[GpuSampleRow], devices: dict, touched_instants: se
     Per row this is two dict lookups by int and an identity check: devices are cached per
     DeviceKey object, and each pool's last instant is remembered (the dcgm and CSV parsers
     share one datetime object among an instant's rows), so mostly only a new instant of a
-    pool reaches the set; the caller turns the few instants into hours. The tuples and the
-    touched pool-hours cost about 0.5 µs a row together, against about 3 µs with a key,
-    ``hour_of()`` and a set insertion per row (an hour of the bench fleet, 60,000 rows;
-    bench/README.md, finding 2).
+    pool reaches the set; the caller turns the few instants into hours. A key,
+    ``hour_of()`` and a set insertion per row would cost several times the tuple itself.
     """
     # Keyed by the DeviceKey object's identity (an int hash) rather than by the frozen
     # dataclass (a Python-level __hash__ per row): the rows keep their DeviceKeys alive, so
@@ -187,10 +185,8 @@ def _insert_ignoring_duplicates(
     Binary ``COPY`` into a temporary staging table, emptied first, then one
     ``INSERT … SELECT … ON CONFLICT DO NOTHING``; an import calls this once per chunk.
     Binary COPY with the column types declared sends floats and timestamps as they are
-    rather than as text for the server to parse back: about 20 µs a row to store 4 hours
-    of the bench fleet (240,000 rows), against about 32 µs as text (bench/README.md,
-    finding 2). A chunk of 50,000 rows takes a steady 0.45–0.85 s however large the table
-    has grown (bench/memory.py).
+    rather than as text for the server to parse back, and a chunk takes the same time
+    however large the table has grown.
     """
     statement = _stage_rows(table, columns, column_types, values)
     with connection.cursor() as cursor:
@@ -429,7 +425,7 @@ def _import_gpu_chunks(result, inserts, *, pool, skip_bad_rows, received_at, aft
         queue_pool_hours(touched)
     if accepted:
         # Rows of a day without a partition are stored in the DEFAULT one; their day's
-        # partition is made after the commit (apps/telemetry/partitions.py).
+        # partition is made after the commit (apps/telemetry/rollups/partitions.py).
         request_partitions_if_needed()
     return tally.summary(
         accepted=accepted,

@@ -62,7 +62,7 @@ PROMETHEUS_METRICS = {
     "DCGM_FI_DEV_GPU_TEMP": "temperature_c",
 }
 
-# DCGM's in-band "no value" markers, the same rule as apps/telemetry/parsers/dcgm.py:
+# DCGM's in-band "no value" markers, the same rule as apps/telemetry/ingest/parsers/dcgm.py:
 # int64 fields use DCGM_INT64_BLANK = 0x7ffffffffffffff0 and the next three values
 # (9223372036854775794 is "not supported"), which Prometheus, holding float64, returns as
 # "9223372036854775808"; double fields use DCGM_FP64_BLANK = 2^47 and the next three.
@@ -486,7 +486,7 @@ def pull_prometheus(
     """Fetch the DCGM metrics from ``source.pulled_until`` (or an hour back) to ``now``,
     one ``step_seconds`` apart, import them and move ``pulled_until`` on. A pull that
     fails imports nothing and leaves ``pulled_until`` where it was. ``run``: the run to
-    record it on, one a worker has claimed (apps/telemetry/connect.py), else a new one."""
+    record it on, one a worker has claimed (apps/telemetry/pull/connect.py), else a new one."""
     now = now or timezone.now()
     if step_seconds < 1:
         raise ValueError("step_seconds must be at least 1")

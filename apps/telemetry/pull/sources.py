@@ -35,7 +35,7 @@ logger = logging.getLogger(__name__)
 
 def pull_source(source: PullSource, *, now: datetime | None = None) -> ImportRun:
     """Pull ``source`` by its kind (the raw-sample kinds; hourly aggregates are
-    apps/telemetry/pull_hourly.py's)."""
+    apps/telemetry/pull/tsdb.py's)."""
     if source.kind == PullSource.Kind.PROMETHEUS:
         return pull_prometheus(source, now=now)
     return pull_dcgm_exporter(source, now=now)

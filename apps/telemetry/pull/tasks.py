@@ -1,4 +1,4 @@
-"""Celery tasks of the pull channels (apps/telemetry/pull.py), run by beat.
+"""Celery tasks of the pull channels (apps/telemetry/pull/), run by beat.
 
 Celery's autodiscovery imports ``tasks.py`` only; ``apps/telemetry/tasks.py`` imports this
 module so that workers register these tasks.
@@ -144,7 +144,7 @@ def pull_due_sources_task() -> int:
     soft_time_limit=PULL_SOFT_TIME_LIMIT_SECONDS,
 )
 def connect_first_pull_task(run_id: int, source_id: int, since: str) -> str:
-    """The first pull of a connected fleet (apps/telemetry/connect.py): the last hour
+    """The first pull of a connected fleet (apps/telemetry/pull/connect.py): the last hour
     from ``since`` on, recorded on run ``run_id``, then its hours rolled up."""
     if not runs.claim(ImportRun, run_id, startable=(ImportRun.Status.PENDING,)):
         return "skipped"

@@ -1,9 +1,9 @@
 """Hourly aggregates pulled from a Prometheus-compatible TSDB (Prometheus, VictoriaMetrics,
 Thanos, Mimir): the raw samples stay in the fleet's TSDB and gpufleet stores one
 ``GpuDeviceHour`` per device (GPU or MIG slice), UTC hour and pod, which the rollup reads
-beside the device-hours of raw samples (apps/telemetry/rollups.py).
+beside the device-hours of raw samples (apps/telemetry/rollups/hourly.py).
 
-The queries (apps/telemetry/promql.py) are evaluated at the last millisecond of each hour
+The queries (apps/telemetry/pull/promql.py) are evaluated at the last millisecond of each hour
 with ``query_range`` and ``step=1h``: one request per query per chunk of hours (at most
 ``DEFAULT_CHUNK_HOURS``), never one per hour. Per device, hour and pod:
 
@@ -80,8 +80,8 @@ SETTLE = timedelta(minutes=2)
 # A first pull of a source reaches this far back; older hours are a backfill
 # (manage.py pull_telemetry --source SLUG --start …).
 FIRST_PULL_HOURS = 24
-# One query of a whole fleet's hour at 100,000 GPUs takes VictoriaMetrics seconds on two
-# cores (bench/README.md); a server slower than this is reported, not waited for.
+# One query of a whole fleet's hour at 100,000 GPUs takes a TSDB seconds on two cores; a
+# server slower than this is reported, not waited for.
 HOURLY_QUERY_TIMEOUT_SECONDS = 30
 # Beyond these a value is a DCGM blank or a broken counter, not a reading: no GPU draws
 # 5 kW or uses 5 kWh in an hour.
@@ -339,7 +339,8 @@ _KEY = ("device_id", "hour", "namespace", "pod", "container")
 def _upsert(values: list[tuple]) -> None:
     """Insert the rows, replacing those with the same key: binary COPY into a staging
     table, then one ``INSERT … ON CONFLICT DO UPDATE`` (as the sample imports:
-    apps/telemetry/services.py), about 10 µs a row where the ORM takes ~100."""
+    apps/telemetry/ingest/storage.py): a whole chunk in two statements, where the ORM would
+    send a statement per row."""
     names = [name for name, _type in _ROW_COLUMNS]
     columns = ", ".join(names)
     updates = ", ".join(f"{name} = excluded.{name}" for name in names if name not in _KEY)
@@ -512,8 +513,7 @@ def pull_chunk(
 # A chunk can be more than the planner believes the table holds (a fleet's first pull,
 # before autovacuum's analyze): the drain that follows must not plan its per-pool rollups
 # with an empty table's statistics, which scan the whole fleet's hour for every pool, a
-# cost that grows with pools × GPUs (bench/README.md). Small chunks are left to
-# autovacuum.
+# cost that grows with pools × GPUs. Small chunks are left to autovacuum.
 ANALYZE_AFTER_ROWS = 10_000
 
 

@@ -2,9 +2,9 @@
 
 The raw retention keeps TELEMETRY_RAW_RETENTION_DAYS of samples, and the device-hours a
 TSDB aggregated (GpuDeviceHour) are kept forever; an hour with neither is final, its
-rollup the only record (apps/telemetry/rollups.py never rewrites it). The purge removes
+rollup the only record (apps/telemetry/rollups/hourly.py never rewrites it). The purge removes
 whole hours only, so an hour holds all its samples or none: it drops the daily
-partitions whose every hour is before the horizon (apps/telemetry/partitions.py) and
+partitions whose every hour is before the horizon (apps/telemetry/rollups/partitions.py) and
 deletes the rest, the hours of the horizon's own day before it and any such rows in the
 DEFAULT partition.
 """

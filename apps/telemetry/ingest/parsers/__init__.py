@@ -1,8 +1,8 @@
 """Framework-free telemetry parsers: raw text in, plain rows and line-numbered errors out.
 
-No Django imports and no database: the importer (services, commands, tasks) decides what
-to store. Every parser returns a ParseResult whose ``rows`` passed every check and whose
-``errors`` name the line and the reason; a file that cannot be read at all raises
+No Django imports and no database: the importer (apps/telemetry/ingest/importer.py) decides
+what to store. Every parser returns a ParseResult whose ``rows`` passed every check and
+whose ``errors`` name the line and the reason; a file that cannot be read at all raises
 TelemetryFormatError. Each ``parse_*`` has an ``iter_*`` twin that reads a text or a file's
 lines (FileLines) and yields a ParseResult per chunk of lines, so that an import of a large
 file holds one chunk of rows at a time.
