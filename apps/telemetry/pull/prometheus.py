@@ -245,103 +245,123 @@ def rows_from_prometheus(
     errors: list[RowError] = []
     for metric, data in results:
         for labels, points in series_points(data):
-            name = labels.get("__name__") or metric
-            slot = PROMETHEUS_METRICS.get(name)
-            if slot is None:
-                raise TelemetryFormatError(f"{name} is not one of the DCGM metrics pulled")
-            described = _describe_series(name, labels)
-            context = _device_context(labels)
-            if isinstance(context, str):
-                errors.append(
-                    RowError(
-                        0,
-                        sentence(
-                            gettext_noop("%(series)s %(problem)s; %(points)s point(s) left out"),
-                            series=described,
-                            problem=context,
-                            points=len(points),
-                        ),
-                    )
-                )
-                continue
-            device, descriptive = context
-            for timestamp_ms, value_text in points:
-                key = (device, timestamp_ms)
-                sample = samples.get(key)
-                if sample is None:
-                    # A copy: merging fills in labels of this sample alone.
-                    sample = samples[key] = _Sample(described, dict(descriptive))
-                else:
-                    for label_field, label_value in descriptive.items():
-                        if sample.context[label_field] in ("", None):
-                            sample.context[label_field] = label_value
-                value, problem = _checked_value(slot, value_text)
-                if not problem and value is not None:
-                    previous = sample.values.get(slot)
-                    if previous is not None and previous != value:
-                        problem = sentence(
-                            gettext_noop(
-                                "value '%(value)s' contradicts %(previous)s reported for the "
-                                "same GPU and time by another series"
-                            ),
-                            value=value_text,
-                            previous=f"{previous:g}",
-                        )
-                    else:
-                        sample.values[slot] = value
-                if problem:
-                    moment = _EPOCH + timedelta(milliseconds=timestamp_ms)
-                    errors.append(_series_error(described, moment.isoformat(), problem))
-                    sample.rejected = True
+            _read_series(metric, labels, points, samples, errors)
+    rows = [
+        row
+        for key, sample in samples.items()
+        if not sample.rejected and (row := _row_of_sample(key, sample, latest, errors))
+    ]
+    return ParseResult(rows=rows, errors=errors)
 
-    rows: list[GpuSampleRow] = []
-    for (device, timestamp_ms), sample in samples.items():
-        if sample.rejected:
-            continue
-        timestamp = _EPOCH + timedelta(milliseconds=timestamp_ms)
-        if timestamp > latest:
-            errors.append(
-                _series_error(
-                    sample.first_series,
-                    timestamp.isoformat(),
-                    sentence(
-                        gettext_noop(
-                            "more than 1 day in the future (is the Prometheus server's clock "
-                            "right?)"
-                        )
-                    ),
-                )
-            )
-            continue
-        if timestamp < EARLIEST_TIMESTAMP:
-            errors.append(
-                _series_error(
-                    sample.first_series,
-                    f"{timestamp:%Y-%m-%d %H:%M:%S}",
-                    sentence(
-                        gettext_noop(
-                            "before %(earliest)s (is the clock of the node or of the "
-                            "Prometheus server set?)"
-                        ),
-                        earliest=f"{EARLIEST_TIMESTAMP:%Y-%m-%d}",
-                    ),
-                )
-            )
-            continue
-        values = sample.values
-        engine_active = values.pop(_GR_ENGINE_ACTIVE, None)
-        gpu_util = values.pop(_GPU_UTIL, None)
-        rows.append(
-            GpuSampleRow(
-                line_number=0,
-                device=device,
-                timestamp=timestamp,
-                utilization_pct=engine_active * 100.0 if engine_active is not None else gpu_util,
-                **sample.context,
-                **values,
+
+def _read_series(metric: str, labels: dict, points, samples: dict, errors: list) -> None:
+    """A series' points into the samples of its device, one per instant."""
+    name = labels.get("__name__") or metric
+    slot = PROMETHEUS_METRICS.get(name)
+    if slot is None:
+        raise TelemetryFormatError(f"{name} is not one of the DCGM metrics pulled")
+    described = _describe_series(name, labels)
+    context = _device_context(labels)
+    if isinstance(context, str):
+        errors.append(
+            RowError(
+                0,
+                sentence(
+                    gettext_noop("%(series)s %(problem)s; %(points)s point(s) left out"),
+                    series=described,
+                    problem=context,
+                    points=len(points),
+                ),
             )
         )
-    return ParseResult(rows=rows, errors=errors)
+        return
+    device, descriptive = context
+    for timestamp_ms, value_text in points:
+        sample = _sample_of(samples, (device, timestamp_ms), described, descriptive)
+        problem = _store_point(sample, slot, value_text)
+        if problem:
+            moment = _EPOCH + timedelta(milliseconds=timestamp_ms)
+            errors.append(_series_error(described, moment.isoformat(), problem))
+            sample.rejected = True
+
+
+def _sample_of(samples: dict, key: tuple, described: str, descriptive: dict) -> "_Sample":
+    """The sample of a device and instant; a later series fills in labels it lacks."""
+    sample = samples.get(key)
+    if sample is None:
+        # A copy: merging fills in labels of this sample alone.
+        sample = samples[key] = _Sample(described, dict(descriptive))
+    else:
+        for label_field, label_value in descriptive.items():
+            if sample.context[label_field] in ("", None):
+                sample.context[label_field] = label_value
+    return sample
+
+
+def _store_point(sample: "_Sample", slot: str, value_text: str) -> Sentence | str:
+    """A point's value into its slot of the sample; the problem with it, or ""."""
+    value, problem = _checked_value(slot, value_text)
+    if problem or value is None:
+        return problem
+    previous = sample.values.get(slot)
+    if previous is not None and previous != value:
+        return sentence(
+            gettext_noop(
+                "value '%(value)s' contradicts %(previous)s reported for the "
+                "same GPU and time by another series"
+            ),
+            value=value_text,
+            previous=f"{previous:g}",
+        )
+    sample.values[slot] = value
+    return ""
+
+
+def _row_of_sample(
+    key: tuple, sample: "_Sample", latest: datetime, errors: list
+) -> GpuSampleRow | None:
+    """The row of a sample read without error, unless its time is too late or too early."""
+    device, timestamp_ms = key
+    timestamp = _EPOCH + timedelta(milliseconds=timestamp_ms)
+    if timestamp > latest:
+        errors.append(
+            _series_error(
+                sample.first_series,
+                timestamp.isoformat(),
+                sentence(
+                    gettext_noop(
+                        "more than 1 day in the future (is the Prometheus server's clock right?)"
+                    )
+                ),
+            )
+        )
+        return None
+    if timestamp < EARLIEST_TIMESTAMP:
+        errors.append(
+            _series_error(
+                sample.first_series,
+                f"{timestamp:%Y-%m-%d %H:%M:%S}",
+                sentence(
+                    gettext_noop(
+                        "before %(earliest)s (is the clock of the node or of the "
+                        "Prometheus server set?)"
+                    ),
+                    earliest=f"{EARLIEST_TIMESTAMP:%Y-%m-%d}",
+                ),
+            )
+        )
+        return None
+    values = sample.values
+    engine_active = values.pop(_GR_ENGINE_ACTIVE, None)
+    gpu_util = values.pop(_GPU_UTIL, None)
+    return GpuSampleRow(
+        line_number=0,
+        device=device,
+        timestamp=timestamp,
+        utilization_pct=engine_active * 100.0 if engine_active is not None else gpu_util,
+        **sample.context,
+        **values,
+    )
 
 
 # --- Prometheus: the HTTP API -------------------------------------------------------------
