@@ -567,13 +567,7 @@ def pull_hourly(
     now = now or timezone.now()
     if chunk_hours < 1:
         raise ValueError("chunk_hours must be at least 1")
-    latest = complete_until(now)
-    first = floor_hour(start) if start else source.pulled_until or latest - FIRST_PULL_HOURS * HOUR
-    first = floor_hour(first)
-    last = min(floor_hour(end) if end else latest, latest)
-    chunks = list(_chunks(first, last, chunk_hours))
-    if max_chunks is not None:
-        chunks = chunks[:max_chunks]
+    chunks = _chunks_due(source, now, start, end, chunk_hours, max_chunks)
     if not chunks:
         source.last_pulled_at = now
         source.save(update_fields=["last_pulled_at"])
@@ -589,65 +583,11 @@ def pull_hourly(
         started_at=timezone.now(),
     )
     outcomes: list[ChunkOutcome] = []
-    # pulled_until moves only while every hour since it is complete: a partial chunk
-    # holds it there for the rest of the run.
-    contiguous = True
     try:
         with run.running(recorded=(PullError,)):
-            for number, (chunk_start, chunk_end) in enumerate(chunks, start=1):
-                resumes = source.pulled_until is None or source.pulled_until >= chunk_start
-                advance = chunk_end if contiguous and resumes else None
-                if source.pulled_until and source.pulled_until >= chunk_end:
-                    advance = None  # a backfill of hours already complete
-                outcome = pull_chunk(
-                    source,
-                    chunk_start,
-                    chunk_end,
-                    pulled_at=now,
-                    timeout_seconds=timeout_seconds,
-                    advance_to=advance,
-                )
-                contiguous = contiguous and not outcome.partial
-                outcomes.append(outcome)
-                run.rows_total += outcome.rows_written + len(outcome.problems)
-                run.rows_accepted += outcome.rows_written
-                run.rows_duplicate += outcome.rows_replaced
-                run.rows_rejected += len(outcome.problems)
-                run.errors = (run.errors + outcome.problems)[:ERRORS_KEPT]
-                run.advance(
-                    round(100 * number / len(chunks)),
-                    _progress_sentence(source, outcomes, chunks),
-                    also_save=[
-                        "rows_total",
-                        "rows_accepted",
-                        "rows_duplicate",
-                        "rows_rejected",
-                        "errors",
-                    ],
-                )
-                if progress is not None:
-                    progress(outcome, number, len(chunks))
+            _pull_chunks(source, run, chunks, outcomes, now, timeout_seconds, progress)
     except PullError as error:
-        done = _written_sentence(outcomes)
-        failed_from = outcomes[-1].end if outcomes else chunks[0][0]
-        reason = sentence(
-            gettext_noop(
-                "%(error)s. The hours from %(failed_from)s UTC on are not pulled%(done)s; "
-                "the next pull resumes at %(resumes_at)s UTC. Check that the server is up "
-                "and not overloaded, or pull fewer hours at a time "
-                "(manage.py pull_telemetry --chunk-hours)."
-            ),
-            error=error.sentence,
-            failed_from=_utc(failed_from),
-            done=done,
-            resumes_at=_utc(source.pulled_until or failed_from),
-        )
-        # Each chunk commits on its own: the hours written before the failure are stored
-        # and counted, so the run that wrote them has not failed.
-        status = ImportRun.Status.SUCCEEDED if run.rows_accepted else ImportRun.Status.FAILED
-        run.finish(status, reason, also_save=["rows_total", "rows_accepted"])
-        record_on_source(source, now, STATUS_ERROR, reason)
-        logger.warning("hourly pull of %s (%s) failed: %s", source.name, source.url, error)
+        _record_failure(source, run, chunks, outcomes, now, error)
         return run
     message = _finished_sentence(source, outcomes, chunks)
     partial = any(outcome.partial for outcome in outcomes)
@@ -655,6 +595,75 @@ def pull_hourly(
     run.succeed(message)
     record_on_source(source, now, status, message)
     return run
+
+
+def _chunks_due(source, now, start, end, chunk_hours, max_chunks) -> list[tuple]:
+    """The (start, end) of each chunk of complete hours to pull, oldest first."""
+    latest = complete_until(now)
+    first = floor_hour(start) if start else source.pulled_until or latest - FIRST_PULL_HOURS * HOUR
+    first = floor_hour(first)
+    last = min(floor_hour(end) if end else latest, latest)
+    chunks = list(_chunks(first, last, chunk_hours))
+    return chunks if max_chunks is None else chunks[:max_chunks]
+
+
+def _pull_chunks(source, run, chunks, outcomes, now, timeout_seconds, progress) -> None:
+    """Pull each chunk, counting it on the run as it commits."""
+    # pulled_until moves only while every hour since it is complete: a partial chunk
+    # holds it there for the rest of the run.
+    contiguous = True
+    for number, (chunk_start, chunk_end) in enumerate(chunks, start=1):
+        resumes = source.pulled_until is None or source.pulled_until >= chunk_start
+        advance = chunk_end if contiguous and resumes else None
+        if source.pulled_until and source.pulled_until >= chunk_end:
+            advance = None  # a backfill of hours already complete
+        outcome = pull_chunk(
+            source,
+            chunk_start,
+            chunk_end,
+            pulled_at=now,
+            timeout_seconds=timeout_seconds,
+            advance_to=advance,
+        )
+        contiguous = contiguous and not outcome.partial
+        outcomes.append(outcome)
+        run.rows_total += outcome.rows_written + len(outcome.problems)
+        run.rows_accepted += outcome.rows_written
+        run.rows_duplicate += outcome.rows_replaced
+        run.rows_rejected += len(outcome.problems)
+        run.errors = (run.errors + outcome.problems)[:ERRORS_KEPT]
+        run.advance(
+            round(100 * number / len(chunks)),
+            _progress_sentence(source, outcomes, chunks),
+            also_save=["rows_total", "rows_accepted", "rows_duplicate", "rows_rejected", "errors"],
+        )
+        if progress is not None:
+            progress(outcome, number, len(chunks))
+
+
+def _record_failure(source, run, chunks, outcomes, now, error: PullError) -> None:
+    """A chunk the server did not answer ends the run, saying which hours are pulled and
+    where the next pull resumes."""
+    done = _written_sentence(outcomes)
+    failed_from = outcomes[-1].end if outcomes else chunks[0][0]
+    reason = sentence(
+        gettext_noop(
+            "%(error)s. The hours from %(failed_from)s UTC on are not pulled%(done)s; "
+            "the next pull resumes at %(resumes_at)s UTC. Check that the server is up "
+            "and not overloaded, or pull fewer hours at a time "
+            "(manage.py pull_telemetry --chunk-hours)."
+        ),
+        error=error.sentence,
+        failed_from=_utc(failed_from),
+        done=done,
+        resumes_at=_utc(source.pulled_until or failed_from),
+    )
+    # Each chunk commits on its own: the hours written before the failure are stored
+    # and counted, so the run that wrote them has not failed.
+    status = ImportRun.Status.SUCCEEDED if run.rows_accepted else ImportRun.Status.FAILED
+    run.finish(status, reason, also_save=["rows_total", "rows_accepted"])
+    record_on_source(source, now, STATUS_ERROR, reason)
+    logger.warning("hourly pull of %s (%s) failed: %s", source.name, source.url, error)
 
 
 def _written_sentence(outcomes: list[ChunkOutcome]) -> Sentence | str:
