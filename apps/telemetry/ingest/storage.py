@@ -1,8 +1,9 @@
-"""Importing parsed telemetry: register devices, store samples once, say what happened.
+"""Storing parsed telemetry: register devices, store samples and requests once, count
+what happened (``ImportSummary``).
 
 Writes are atomic: a file with bad rows is rejected whole unless ``skip_bad_rows`` is
 set, in which case the good rows are kept and every rejected line is reported. A file is
-read, parsed and stored a chunk of lines at a time (IMPORT_CHUNK_ROWS) inside one
+read, parsed and stored a chunk of lines at a time (formats.IMPORT_CHUNK_ROWS) inside one
 transaction, so memory holds one chunk's rows. Each chunk goes through ``COPY`` into a
 temporary staging table and ``INSERT … ON CONFLICT DO NOTHING`` (psycopg 3). A sample is
 unique per (device, timestamp), so a second import of the same file adds nothing and
