@@ -12,6 +12,7 @@ A format is one kind of data: GPU telemetry ("gpu") or an inference request log
 ("requests"), as ``ImportRun.kind`` says; "csv" names the generic CSV of either kind.
 """
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from django.utils.translation import gettext_lazy as _
@@ -27,7 +28,7 @@ from apps.telemetry.ingest.parsers import (
     paused_gc,
 )
 from apps.telemetry.ingest.parsers._common import ReadOptions, merge_chunks
-from apps.telemetry.ingest.parsers.detect import Detection
+from apps.telemetry.ingest.parsers.detect import Detection, Detector
 from apps.telemetry.ingest.parsers.detect import detect_format as detect_in_order
 
 # Lines parsed, staged and inserted at a time by an import: memory holds one chunk's rows.
@@ -43,8 +44,9 @@ FILES = frozenset({UPLOAD, API, COMMAND})
 class Format:
     name: str  # as ImportRun.format keeps it and --format, the API and the form say it
     kind: str  # GPU or REQUESTS (ImportRun.kind)
-    read: object  # (source, ReadOptions) → ParseResults, a chunk of lines at a time
-    detect: object  # (Head) → Recognised | None
+    # (source, ReadOptions) → ParseResults, a chunk of lines at a time
+    read: Callable[[object, ReadOptions], Iterator[ParseResult]]
+    detect: Detector  # (Head) → Recognised | None
     label: str  # "dcgm-exporter scrape"
     label_in_a_sentence: str  # "a dcgm-exporter scrape": languages without articles
     choice: str  # what the upload form's list of formats says
