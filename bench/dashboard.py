@@ -80,7 +80,7 @@ def fill(pools, workloads, days):
 
     from apps.catalog.models import GpuModel
     from apps.pools.models import Deployment, Pool, Purpose, Workload, WorkloadKind
-    from apps.telemetry.days import rebuild_all_days
+    from apps.telemetry.rollups.days import rebuild_all_days
 
     # A previous run's fleet goes first (workloads protect their pools).
     Workload.objects.filter(slug__startswith="bench-w").delete()

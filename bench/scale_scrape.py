@@ -7,10 +7,10 @@ stores the same scrapes and runs the drain beat runs every 60 s (``rollup_pendin
 after every 4 rounds, inline (in production it runs on a worker of the same machine):
 
 - **unbatched** (the baseline, the code before batches): per scrape what
-  ``pull.pull_dcgm_exporter`` does around its HTTP GET: an ImportRun, parse,
+  ``scrapes.pull_dcgm_exporter`` does around its HTTP GET: an ImportRun, parse,
   ``import_gpu_samples`` in its own transaction, the run's result and the source's;
 - **batched**: per batch of ``--batch-size`` scrapes what ``telemetry.pull_scrape_batch``
-  does after its GETs (``pull.store_scrapes``): parse, one transaction with one COPY for
+  does after its GETs (``scrapes.store_scrapes``): parse, one transaction with one COPY for
   the batch, the batch's runs and sources.
 
 The two paths alternate block by block (4 rounds and a drain each), so they see the same
@@ -109,45 +109,45 @@ class Fleet:
 
 
 def unbatched_round(sources, scraped_at, texts) -> tuple[int, int]:
-    """What pull_dcgm_exporter does per source, around its GET (apps/telemetry/pull.py)."""
-    from apps.telemetry import pull
+    """What pull_dcgm_exporter does per source, around its GET (apps/telemetry/pull/scrapes.py)."""
+    from apps.telemetry.ingest.parsers import parse_dcgm
     from apps.telemetry.models import ImportRun
-    from apps.telemetry.parsers import parse_dcgm
+    from apps.telemetry.pull import base
 
     accepted = 0
     for source, text in zip(sources, texts, strict=True):
-        run, status = pull._pull(
+        run, status = base.record_pull(
             source,
             scraped_at,
             format="dcgm",
             run_source=ImportRun.Source.SCRAPE,
             fetch=lambda text=text: (parse_dcgm(text, scraped_at=scraped_at), ""),
         )
-        pull._record_on_source(source, scraped_at, status, run.message)
+        base.record_on_source(source, scraped_at, status, run.message)
         accepted += run.rows_accepted
     return accepted, len(texts)
 
 
 def batched_round(sources, scraped_at, texts, batch_size) -> tuple[int, int]:
     """What telemetry.pull_scrape_batch does per batch after its GETs."""
-    from apps.telemetry import pull
+    from apps.telemetry.pull import scrapes as scrape_pull
 
     accepted = 0
     for first in range(0, len(sources), batch_size):
         scrapes = [
-            pull.Scrape(source, scraped_at, text=text)
+            scrape_pull.Scrape(source, scraped_at, text=text)
             for source, text in zip(
                 sources[first : first + batch_size], texts[first : first + batch_size], strict=True
             )
         ]
-        accepted += sum(run.rows_accepted for run in pull.store_scrapes(scrapes))
+        accepted += sum(run.rows_accepted for run in scrape_pull.store_scrapes(scrapes))
     return accepted, len(texts)
 
 
 def measure_block(fleet: Fleet, store) -> tuple[float, int, int, float]:
     """4 rounds of the fleet through ``store`` and the drain after them: (seconds in all,
     scrapes, samples accepted, seconds of the drain)."""
-    from apps.telemetry import rollups
+    from apps.telemetry.rollups import hourly
 
     seconds = 0.0
     scrapes = accepted = 0
@@ -161,7 +161,7 @@ def measure_block(fleet: Fleet, store) -> tuple[float, int, int, float]:
         scrapes += round_scrapes
         del texts
     start = time.perf_counter()
-    unqueued, _written = rollups.rollup_pending()
+    unqueued, _written = hourly.rollup_pending()
     drain_seconds = time.perf_counter() - start
     assert unqueued, "the drain rolled nothing up"
     return seconds + drain_seconds, scrapes, accepted, drain_seconds
@@ -191,13 +191,13 @@ def _serve_scrapes(text: str, ready) -> None:
 
 
 def measure_http(fleet: Fleet) -> tuple[float, float, int]:
-    """One round of GETs as the batch task makes them (``pull.fetch_scrapes``, batches of
+    """One round of GETs as the batch task makes them (``scrapes.fetch_scrapes``, batches of
     SCRAPE_BATCH_SIZE) from a local server process: (wall seconds, this process's CPU
     seconds, scrapes). The server's CPU is not the worker's: exporters run on the nodes."""
     import multiprocessing
 
-    from apps.telemetry import pull
     from apps.telemetry.models import PullSource
+    from apps.telemetry.pull import scrapes as scrape_pull
 
     _scraped_at, texts = fleet.next_round()
     ready = multiprocessing.Queue()
@@ -214,8 +214,9 @@ def measure_http(fleet: Fleet) -> tuple[float, float, int]:
             for number in range(len(fleet.sources))
         ]
         wall, cpu = time.perf_counter(), time.process_time()
-        for first in range(0, len(sources), pull.SCRAPE_BATCH_SIZE):
-            scrapes = pull.fetch_scrapes(sources[first : first + pull.SCRAPE_BATCH_SIZE])
+        for first in range(0, len(sources), scrape_pull.SCRAPE_BATCH_SIZE):
+            batch = sources[first : first + scrape_pull.SCRAPE_BATCH_SIZE]
+            scrapes = scrape_pull.fetch_scrapes(batch)
             assert all(scrape.text and not scrape.failure for scrape in scrapes)
         return time.perf_counter() - wall, time.process_time() - cpu, len(sources)
     finally:
@@ -232,9 +233,10 @@ def main(argv=None) -> int:
 
     from django.db import connection
 
-    from apps.telemetry import pull, rollups
+    from apps.telemetry.pull import scrapes as scrape_pull
+    from apps.telemetry.rollups import hourly
 
-    batch_size = args.batch_size or pull.SCRAPE_BATCH_SIZE
+    batch_size = args.batch_size or scrape_pull.SCRAPE_BATCH_SIZE
     fleet_bench.reset_telemetry()
     nodes = fleet_bench.build_fleet(args.gpus, args.pools)
     fleet_bench.create_pools(args.pools, math.ceil(args.gpus / args.pools))
@@ -253,7 +255,7 @@ def main(argv=None) -> int:
     batched_round(sources, *setup_fleet.next_round(), batch_size)
     rows = fleet_bench.insert_samples(hour, 30 * 60 // INTERVAL_SECONDS, INTERVAL_SECONDS)
     fleet_bench.sql("VACUUM ANALYZE telemetry_gpusample")
-    rollups.rollup_pending()
+    hourly.rollup_pending()
     fleet_bench.log(f"setup: {rows:,} samples in the hour")
 
     paths = {"batched": lambda s, at, t: batched_round(s, at, t, batch_size)}
@@ -323,7 +325,8 @@ def main(argv=None) -> int:
     seconds, scrapes, *_rest = totals["batched"]
     per_scrape = seconds / scrapes + http_cpu / http_scrapes
     print(
-        f"HTTP GETs of one round ({http_scrapes:,} scrapes, {pull.SCRAPE_FETCH_THREADS} at a "
+        f"HTTP GETs of one round ({http_scrapes:,} scrapes, "
+        f"{scrape_pull.SCRAPE_FETCH_THREADS} at a "
         f"time, local server process): {http_wall:.2f} s wall, {http_cpu:.2f} s of the "
         f"worker's CPU = {1000 * http_cpu / http_scrapes:.2f} ms a scrape; batched with "
         f"that CPU added: {1 / per_scrape:.1f} scrapes/s = {1 / per_scrape / needed:.2f}× needed"

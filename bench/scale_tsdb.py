@@ -8,7 +8,7 @@ in a temporary directory), through ``/api/v1/import`` in batches, and prints the
 time. Then, for the middle hour, measured in this run:
 
 - the baseline: VictoriaMetrics' own time to answer the seven queries of an hourly pull
-  (apps/telemetry/promql.py) over plain HTTP, bodies read, nothing parsed — the floor,
+  (apps/telemetry/pull/promql.py) over plain HTTP, bodies read, nothing parsed — the floor,
   since gpufleet cannot be faster than its source;
 - gpufleet pulling that hour (``pull_hourly``: the same seven queries, device-hours built,
   devices registered, rows upserted, pool-hours queued) and rolling it up
@@ -351,7 +351,7 @@ def pages_show_the_fleet(pool_count: int) -> list[str]:
 
 def baseline_seconds(base_url: str, hour: datetime) -> tuple[float, int]:
     """VictoriaMetrics answering the hourly pull's queries for ``hour``: (seconds, bytes)."""
-    from apps.telemetry import promql
+    from apps.telemetry.pull import promql
 
     instant = f"{promql.evaluation_instant(hour).timestamp():.3f}"
     started, size = time.perf_counter(), 0
@@ -375,14 +375,14 @@ PHASES: dict[str, float] = {}
 
 def time_phases() -> None:
     """Wrap the pull's three stages so each run also says where its time went."""
-    from apps.telemetry import pull_hourly
+    from apps.telemetry.pull import tsdb
 
     for name, label in (
         ("fetch_chunk", "queries answered and decoded"),
         ("device_hours_from_answers", "device-hours built"),
         ("store_device_hours", "stored (devices, COPY upsert, queue)"),
     ):
-        original = getattr(pull_hourly, name)
+        original = getattr(tsdb, name)
 
         def timed(*args, _original=original, _label=label, **kwargs):
             started = time.perf_counter()
@@ -391,17 +391,18 @@ def time_phases() -> None:
             finally:
                 PHASES[_label] = PHASES.get(_label, 0.0) + time.perf_counter() - started
 
-        setattr(pull_hourly, name, timed)
+        setattr(tsdb, name, timed)
 
 
 def gpufleet_seconds(source, hour: datetime) -> tuple[float, float, object]:
-    from apps.telemetry import pull_hourly, rollups
+    from apps.telemetry.pull import tsdb
+    from apps.telemetry.rollups import hourly
 
     PHASES.clear()
     started = time.perf_counter()
-    run = pull_hourly.pull_hourly(source, start=hour, end=hour + HOUR, timeout_seconds=600)
+    run = tsdb.pull_hourly(source, start=hour, end=hour + HOUR, timeout_seconds=600)
     pulled = time.perf_counter()
-    rollups.rollup_pending()
+    hourly.rollup_pending()
     rolled = time.perf_counter()
     return pulled - started, rolled - pulled, run
 

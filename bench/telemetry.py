@@ -366,7 +366,7 @@ BARE_TABLE = "bench_bare_copy"
 STORE_TABLE = "bench_store_rows"
 BASELINE_ROLLUP_TABLE = "bench_rollup_baseline"
 
-# The same per-pool-and-hour columns as apps/telemetry/rollups.py, written the plain way:
+# The same per-pool-and-hour columns as apps/telemetry/rollups/hourly.py, written the plain way:
 # one statement over every pool, into an unindexed table, no delete, no upsert.
 HAND_WRITTEN_ROLLUP_SQL = f"""
 INSERT INTO {BASELINE_ROLLUP_TABLE}
@@ -396,8 +396,8 @@ def measure_csv(text: str, samples: int, repeat: int, import_repeat: int) -> lis
     same noise."""
     from django.db import connection, transaction
 
-    from apps.telemetry import services
-    from apps.telemetry.parsers import paused_gc
+    from apps.telemetry.ingest import formats, storage
+    from apps.telemetry.ingest.parsers import paused_gc
 
     sql(f"DROP TABLE IF EXISTS {BARE_TABLE}")
     sql(
@@ -419,20 +419,20 @@ def measure_csv(text: str, samples: int, repeat: int, import_repeat: int) -> lis
             for offset in range(0, len(payload), block):
                 copy.write(payload[offset : offset + block])
 
-    columns = services.parse_column_mapping(CSV_COLUMNS)
+    columns = formats.parse_column_mapping(CSV_COLUMNS)
 
     def csv_import():
-        # As every channel imports (services.run_import): a stream of 50,000-line chunks,
+        # As every channel imports (importer.run_import): a stream of 50,000-line chunks,
         # each parsed, staged and inserted, with the cyclic GC paused.
         with paused_gc():
-            chunks = services.gpu_chunks(text, format="csv", columns=columns)
-            summary = services.import_gpu_samples(chunks)
+            chunks = formats.gpu_chunks(text, format="csv", columns=columns)
+            summary = storage.import_gpu_samples(chunks)
         assert summary.accepted == samples and not summary.rejected, summary.describe()
 
     # The keyed baseline: the same rows, already typed and on the server in a plain table,
     # through the import's last statement into the empty sample table, i.e. the import
     # with no Python in it. Its rows are the first import's, copied once (setup).
-    column_list = ", ".join(f'"{name}"' for name in services.SAMPLE_COLUMNS)
+    column_list = ", ".join(f'"{name}"' for name in storage.SAMPLE_COLUMNS)
     sql(f"DROP TABLE IF EXISTS {STORE_TABLE}")
 
     def keyed_store():
@@ -522,7 +522,7 @@ def measure_dcgm(
     the whole chunk. Rates are per GPU-sample. One pass: the text is too big to keep."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    from apps.telemetry import services
+    from apps.telemetry.ingest import formats, storage
 
     sql("TRUNCATE telemetry_gpusample")
     every = max(1, round(1 / baseline_share))
@@ -557,8 +557,8 @@ def measure_dcgm(
         del baseline_text
         gc.collect()
         start = time.perf_counter()
-        result = services.parse_gpu_text(text, format="dcgm", scraped_at=DAY_START)
-        summary = services.import_gpu_samples(result)
+        result = formats.parse_gpu_text(text, format="dcgm", scraped_at=DAY_START)
+        summary = storage.import_gpu_samples(result)
         import_seconds += time.perf_counter() - start
         assert not summary.rejected, summary.describe()
         accepted += summary.accepted
@@ -620,7 +620,7 @@ def rollup_table_matches() -> tuple[int, bool]:
 
 
 def measure_full_rollup(samples: int, repeat: int, label: str) -> tuple[list[Line], float]:
-    from apps.telemetry import rollups
+    from apps.telemetry.rollups import hourly
 
     sql(f"DROP TABLE IF EXISTS {BASELINE_ROLLUP_TABLE}")
     sql(
@@ -640,7 +640,7 @@ def measure_full_rollup(samples: int, repeat: int, label: str) -> tuple[list[Lin
                 lambda: sql(HAND_WRITTEN_ROLLUP_SQL),
             ),
         )
-        app_best = min(app_best, timed(lambda: None, rollups.rollup_everything))
+        app_best = min(app_best, timed(lambda: None, hourly.rollup_everything))
     rows, same = rollup_table_matches()
     assert same, "rollup_everything and the hand-written SQL disagree"
     sql(f"DROP TABLE {BASELINE_ROLLUP_TABLE}")
@@ -741,7 +741,8 @@ def measure_incremental(
 ) -> list[Line]:
     """N days of history, then one new hour imported (CSV); the rollup of the hours that
     import touched (what the Celery task does) against the full rollup of everything."""
-    from apps.telemetry import rollups, services
+    from apps.telemetry.ingest import formats, storage
+    from apps.telemetry.rollups import hourly
 
     log(f"loading {history_days} days of history (server-side INSERT … SELECT)")
     start = time.perf_counter()
@@ -751,9 +752,9 @@ def measure_incremental(
 
     # The new hour is DAY_START's first hour: right after the history.
     new_hour = csv_text(nodes, range(0, 60))
-    columns = services.parse_column_mapping(CSV_COLUMNS)
-    summary = services.import_gpu_samples(
-        services.parse_gpu_text(new_hour, format="csv", columns=columns)
+    columns = formats.parse_column_mapping(CSV_COLUMNS)
+    summary = storage.import_gpu_samples(
+        formats.parse_gpu_text(new_hour, format="csv", columns=columns)
     )
     new_rows = summary.accepted
     touched = summary.touched_pool_hours
@@ -767,8 +768,8 @@ def measure_incremental(
 
     def incremental():
         for pool_id, hours in by_pool.items():
-            for range_start, range_end in rollups.hour_ranges(hours):
-                rollups.rollup_pool_hours(pool_id, range_start, range_end)
+            for range_start, range_end in hourly.hour_ranges(hours):
+                hourly.rollup_pool_hours(pool_id, range_start, range_end)
 
     log("incremental rollup")
     incremental_best = best_of(repeat, lambda: None, incremental)
@@ -801,12 +802,13 @@ def measure_sustained(
     """The realistic shape: every node's /metrics (8 GPUs, ~200 lines, no line timestamps)
     scraped every 15 s; per scrape what the pull task does around its HTTP GET (an ImportRun,
     parse, import in one transaction that also queues the touched pool-hour, the run's
-    result; apps/telemetry/pull.py) and, with ``with_drain``, after every 60 s of scrapes
+    result; apps/telemetry/pull/scrapes.py) and, with ``with_drain``, after every 60 s of scrapes
     the drain beat runs (``rollup_pending``: one rollup per queued pool-hour; run here
     inline, in production on a worker of the same machine). Back to back, on top of the
     history; compared with the rate the fleet needs."""
-    from apps.telemetry import rollups, services
+    from apps.telemetry.ingest import formats, importer, storage
     from apps.telemetry.models import ImportRun
+    from apps.telemetry.rollups import hourly
 
     node_count = len(writer.nodes)
     base_minute = int((first_scrape - DAY_START).total_seconds() // 60)
@@ -832,12 +834,12 @@ def measure_sustained(
             skip_bad_rows=True,
             status=ImportRun.Status.RUNNING,
         )
-        result = services.parse_gpu_text(text, format="dcgm", scraped_at=scraped_at)
-        summary = services.import_gpu_samples(result, skip_bad_rows=True)
-        services.record_import_run(run, summary)
+        result = formats.parse_gpu_text(text, format="dcgm", scraped_at=scraped_at)
+        summary = storage.import_gpu_samples(result, skip_bad_rows=True)
+        importer.record_import_run(run, summary)
         imported += summary.accepted
         if with_drain and number % (node_count * DRAIN_EVERY_ROUNDS) == 0:
-            drained += rollups.rollup_pending()[0]
+            drained += hourly.rollup_pending()[0]
             drains += 1
     seconds = time.perf_counter() - start
     expected = rounds * sum(len(node) for node in writer.nodes)
@@ -988,13 +990,13 @@ def main(argv=None) -> int:
         lines += measure_dcgm(writer, minutes, args.chunk_minutes, samples, args.baseline_share)
     elif "csv" in skip:
         # The rollups need the day in the table.
-        from apps.telemetry import services
+        from apps.telemetry.ingest import formats, storage
 
-        services.import_gpu_samples(
-            services.parse_gpu_text(
+        storage.import_gpu_samples(
+            formats.parse_gpu_text(
                 csv_text(nodes, minutes),
                 format="csv",
-                columns=services.parse_column_mapping(CSV_COLUMNS),
+                columns=formats.parse_column_mapping(CSV_COLUMNS),
             )
         )
     if "rollup" not in skip:

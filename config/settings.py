@@ -429,14 +429,15 @@ CELERY_BEAT_SCHEDULE["drain-outbox"] = {
 CELERY_BEAT_SCHEDULE["purge-raw-telemetry"] = {
     # Just after midnight UTC the retention horizon (an hour) is a midnight: on PostgreSQL
     # every expired day goes as a dropped partition and nothing is left for a DELETE; at
-    # 23:00 the horizon's day would leave 23 hours of rows to delete (apps/telemetry/retention.py).
+    # 23:00 the horizon's day would leave 23 hours of rows to delete
+    # (apps/telemetry/rollups/retention.py).
     "task": "telemetry.purge_raw_samples",
     "schedule": crontab(hour=0, minute=10),
 }
 CELERY_BEAT_SCHEDULE["create-sample-partitions"] = {
     # Raw samples live in one partition per UTC day: every day of the retention window and
     # TELEMETRY_PARTITION_DAYS_AHEAD ahead has one, and rows that landed in the DEFAULT
-    # partition get theirs (apps/telemetry/partitions.py). Workers also run it when they
+    # partition get theirs (apps/telemetry/rollups/partitions.py). Workers also run it when they
     # start.
     "task": "telemetry.ensure_sample_partitions",
     "schedule": timedelta(hours=1),
@@ -508,10 +509,10 @@ RUN_HEARTBEAT_SECONDS = env.int("RUN_HEARTBEAT_SECONDS", default=30)
 STALLED_RUN_AFTER_SECONDS = env.int("STALLED_RUN_AFTER_SECONDS", default=3 * 60)
 RUN_MAX_ATTEMPTS = env.int("RUN_MAX_ATTEMPTS", default=3)
 STALLED_RUN_REAPERS = [
-    "apps.telemetry.services.reap_stalled_imports",
+    "apps.telemetry.ingest.importer.reap_stalled_imports",
     "apps.reports.recompute.reap_stalled_recomputes",
     "apps.procurement.exports.jobs.reap_stalled_exports",
-    "apps.telemetry.retention.reap_stalled_purges",
+    "apps.telemetry.rollups.retention.reap_stalled_purges",
 ]
 # Recompute the report pages people viewed lately right after the data under them changes
 # (apps/reports/cache.py); off, the first visitor after a change computes them.
@@ -525,7 +526,7 @@ TELEMETRY_RAW_RETENTION_DAYS = env.int("TELEMETRY_RAW_RETENTION_DAYS", default=1
 # a night without beat or a node whose clock runs a little ahead still finds its day's.
 TELEMETRY_PARTITION_DAYS_AHEAD = env.int("TELEMETRY_PARTITION_DAYS_AHEAD", default=7)
 # Uploaded files are kept this long, so a wrong format or mapping is corrected without
-# choosing the file again (apps/telemetry/kept_uploads.py).
+# choosing the file again (apps/telemetry/ingest/kept_uploads.py).
 TELEMETRY_KEPT_UPLOAD_HOURS = env.int("TELEMETRY_KEPT_UPLOAD_HOURS", default=24)
 # A worker whose last heartbeat is older than this is reported as not alive on /healthz.
 WORKER_HEARTBEAT_MAX_AGE = timedelta(minutes=3)

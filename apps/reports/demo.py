@@ -27,8 +27,8 @@ from django.utils import timezone
 
 from apps.pools.hours import floor_hour
 from apps.pools.models import TRAINING_KINDS, Interruption, InterruptionCause, Pool, Purpose
-from apps.telemetry.days import rollup_pool_days, rollup_workload_days
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
+from apps.telemetry.rollups.days import rollup_pool_days, rollup_workload_days
 
 DEMAND_CSV = Path(__file__).parent / "demo_data" / "alibaba_genai_weekday_hour_requests.csv"
 DEMO_DAYS = 28  # of history before the first seed

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, time, timedelta
 from apps.core import runs
 from apps.core.sentences import gettext_noop, sentence
 from apps.reports.models import RecomputeJob
-from apps.telemetry.days import rebuild_days
+from apps.telemetry.rollups.days import rebuild_days
 
 DAYS_PER_STEP = 7
 

@@ -13,7 +13,7 @@ def _bump_after_commit(sender, **kwargs):
 
 
 def _usage_changed(sender, **kwargs):
-    # Sent after the commit already (apps/telemetry/days.py).
+    # Sent after the commit already (apps/telemetry/rollups/days.py).
     data_changed()
 
 

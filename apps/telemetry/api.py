@@ -30,7 +30,8 @@ from apps.pools.filters import TeamFilterMixin, team_api_filter
 from apps.pools.models import Pool, Workload
 from apps.pools.querysets import pool_scope_filter
 from apps.pools.scoped import ScopedQuerysetMixin, ScopedReferencesMixin
-from apps.telemetry import promql, reconciliation, services
+from apps.telemetry.ingest import formats, importer
+from apps.telemetry.ingest.parsers import GPU_CSV_FIELDS, REQUEST_CSV_FIELDS, TelemetryFormatError
 from apps.telemetry.models import (
     ImportRun,
     PoolHourFlag,
@@ -38,7 +39,8 @@ from apps.telemetry.models import (
     PullSource,
     WorkloadHourlyRequests,
 )
-from apps.telemetry.parsers import GPU_CSV_FIELDS, REQUEST_CSV_FIELDS, TelemetryFormatError
+from apps.telemetry.pull import promql
+from apps.telemetry.rollups import reconciliation
 from apps.telemetry.scoped import import_runs_of
 
 logger = logging.getLogger(__name__)
@@ -128,7 +130,7 @@ def _in_range(queryset, params):
 
 
 class PoolHourlyUsageView(APIView):
-    """Hourly utilization of one pool (definitions in apps/telemetry/rollups.py)."""
+    """Hourly utilization of one pool (definitions in apps/telemetry/rollups/hourly.py)."""
 
     @extend_schema(
         parameters=[PoolUsageQuerySerializer],
@@ -229,7 +231,7 @@ class GpuIngestSerializer(ScopedReferencesMixin, _IngestSerializer):
     # A pool out of the caller's scope is refused as an unknown slug (400, as today).
     scoped_references = {"pool": Pool.objects.in_scope}
 
-    format = serializers.ChoiceField(choices=services.GPU_FORMATS)
+    format = serializers.ChoiceField(choices=formats.names_of(formats.GPU, formats.API))
     pool = SlugReferenceField(
         slug_field="slug",
         queryset=Pool.objects.all(),
@@ -255,7 +257,7 @@ class GpuIngestSerializer(ScopedReferencesMixin, _IngestSerializer):
 class RequestIngestSerializer(ScopedReferencesMixin, _IngestSerializer):
     scoped_references = {"workload": Workload.objects.in_scope}
 
-    format = serializers.ChoiceField(choices=services.REQUEST_FORMATS)
+    format = serializers.ChoiceField(choices=formats.names_of(formats.REQUESTS, formats.API))
     workload = SlugReferenceField(slug_field="slug", queryset=Workload.objects.all())
 
     def validate_columns(self, value):
@@ -303,14 +305,14 @@ class _IngestView(APIView):
         serializer = serializer_class(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        digest = services.content_sha256(data["text"])
-        earlier = services.earlier_identical_import(
+        digest = importer.content_sha256(data["text"])
+        earlier = importer.earlier_identical_import(
             kind=self.kind, digest=digest, runs=import_runs_of(request.user)
         )
         if earlier is not None:
             return Response(
                 {
-                    "detail": services.already_imported_sentence(earlier),
+                    "detail": importer.already_imported_sentence(earlier),
                     "import_run": earlier.pk,
                     "url": request.build_absolute_uri(
                         reverse("telemetry:import_detail", kwargs={"pk": earlier.pk})
@@ -331,7 +333,7 @@ class _IngestView(APIView):
             started_at=timezone.now(),
         )
         try:
-            summary = services.run_import(
+            summary = importer.run_import(
                 run,
                 data["text"],
                 columns=data["columns"],
@@ -422,7 +424,8 @@ class PoolDaySerializer(serializers.Serializer):
 
 
 class ReconciliationView(APIView):
-    """Flagged pool-hours per pool and UTC day, newest first (apps/telemetry/reconciliation.py)."""
+    """Flagged pool-hours per pool and UTC day, newest first
+    (apps/telemetry/rollups/reconciliation.py)."""
 
     pagination_class = StrictLimitOffsetPagination
 

@@ -27,34 +27,16 @@ from apps.core.forms import SectionedFormMixin, SlugFromNameMixin, TablerFormMix
 from apps.core.texts import translated
 from apps.pools.models import Pool, Purpose, Workload
 from apps.pools.scoped import SHARED_ONLY
-from apps.telemetry import kept_uploads, promql, services
-from apps.telemetry.connect import Credentials, base_url_of
+from apps.telemetry.ingest import formats, importer, kept_uploads
+from apps.telemetry.ingest.parsers import EARLIEST_TIMESTAMP, GPU_CSV_FIELDS, REQUEST_CSV_FIELDS
+from apps.telemetry.ingest.parsers.detect import DETECTION_HEAD_BYTES, Detection, read_head
 from apps.telemetry.models import GpuDevice, HostnameRule, PullSource
-from apps.telemetry.parsers import EARLIEST_TIMESTAMP, GPU_CSV_FIELDS, REQUEST_CSV_FIELDS
-from apps.telemetry.parsers.detect import (
-    DETECTION_HEAD_BYTES,
-    FORMAT_LABELS_IN_A_SENTENCE,
-    Detection,
-    detect_format,
-    read_head,
-)
+from apps.telemetry.pull import promql
+from apps.telemetry.pull.connect import Credentials, base_url_of
 from apps.telemetry.scoped import assignable_devices, import_runs_of
 
 DETECT = "detect"
 DETECT_CHOICE = (DETECT, _("Detect from the file"))
-# (chosen, detected) pairs where the file's first bytes contradict the choice: the
-# chosen parser would refuse the whole file, so the form says so while the file is kept.
-_CONTRADICTIONS = {
-    ("dcgm", "nvidia-smi"),
-    ("dcgm", "csv"),
-    ("dcgm", "azure-llm"),
-    ("nvidia-smi", "dcgm"),
-    ("nvidia-smi", "azure-llm"),
-    ("csv", "dcgm"),
-    ("azure-llm", "dcgm"),
-    ("azure-llm", "nvidia-smi"),
-    ("azure-llm", "csv"),
-}
 
 DEFAULT_UPLOAD_MAX_BYTES = 200 * 1000 * 1000  # 200 MB
 
@@ -81,9 +63,9 @@ class _ImportForm(TablerFormMixin, forms.Form):
     known_fields: tuple[str, ...] = ()
     required_fields: tuple[str, ...] = ()
     mapping_example = ""
-    # The formats this kind of data comes in; what detection may find beyond them belongs
-    # to the other kind of upload (wrong_kind_sentence).
-    formats: tuple[str, ...] = ()
+    # The formats this kind of data comes in (formats.FORMATS); what detection may find
+    # beyond them belongs to the other kind of upload (wrong_kind_sentence).
+    format_names: tuple[str, ...] = ()
     expected_sentence = ""
     wrong_kind_sentence = ""
 
@@ -166,7 +148,7 @@ class _ImportForm(TablerFormMixin, forms.Form):
 
     def clean_columns(self):
         try:
-            mapping = services.parse_column_mapping(self.cleaned_data["columns"])
+            mapping = formats.parse_column_mapping(self.cleaned_data["columns"])
         except ValueError as error:
             raise forms.ValidationError(
                 gettext(
@@ -228,9 +210,9 @@ class _ImportForm(TablerFormMixin, forms.Form):
         head = self._read_head()
         if head is None or not chosen:
             return
-        self.detection = detection = detect_format(head)
+        self.detection = detection = formats.detect_format(head)
         if chosen == DETECT:
-            if detection.format in self.formats:
+            if detection.format in self.format_names:
                 cleaned_data["format"] = detection.format
             elif detection.format is not None:
                 self.add_error(
@@ -255,7 +237,7 @@ class _ImportForm(TablerFormMixin, forms.Form):
                         "expected": self.expected_sentence,
                     },
                 )
-        elif (chosen, detection.format) in _CONTRADICTIONS:
+        elif formats.contradicts(chosen, detection.format):
             self.add_error(
                 "format",
                 gettext(
@@ -300,7 +282,7 @@ class _ImportForm(TablerFormMixin, forms.Form):
         digest = self.content_sha256
         # Only an import the uploader may open counts: another team's import of the same
         # bytes is not named (and importing them again stores each sample once anyway).
-        earlier = services.earlier_identical_import(
+        earlier = importer.earlier_identical_import(
             kind=self.kind, digest=digest, runs=import_runs_of(self.user) if self.user else None
         )
         if earlier is not None:
@@ -308,16 +290,16 @@ class _ImportForm(TablerFormMixin, forms.Form):
                 "file",
                 format_html(
                     '{} <a href="{}">{}</a>.',
-                    services.already_imported_sentence(earlier),
+                    importer.already_imported_sentence(earlier),
                     reverse("telemetry:import_detail", kwargs={"pk": earlier.pk}),
                     gettext("Open import #%(run)s") % {"run": earlier.pk},
                 ),
             )
         mapping = cleaned_data.get("columns")
-        if cleaned_data.get("format") == "csv" and "columns" not in self.errors:
+        if self._needs_columns(cleaned_data.get("format")) and "columns" not in self.errors:
             if not mapping:
                 values = {"example": self.mapping_example}
-                if self.detected_format == "csv":
+                if self._needs_columns(self.detected_format):
                     message = gettext(
                         "A generic CSV (%(seen)s) needs a column mapping, e.g. %(example)s."
                     ) % {**values, "seen": self.detection.seen}
@@ -356,21 +338,25 @@ class _ImportForm(TablerFormMixin, forms.Form):
         self.data["kept_upload"] = token
         return token
 
+    def _needs_columns(self, name) -> bool:
+        format = formats.format_of(self.kind, name)
+        return format is not None and format.needs_columns
+
     def task_columns(self) -> dict | None:
         """The mapping to hand to the import task: only a generic CSV uses one."""
-        if self.cleaned_data["format"] != "csv":
+        if not self._needs_columns(self.cleaned_data["format"]):
             return None
         return self.cleaned_data["columns"] or None
 
 
 def _article(format_code: str | None) -> str:
     # As the words are said: "an Azure…", "an nvidia-smi…" (en-vidia), "a dcgm…".
-    labelled = FORMAT_LABELS_IN_A_SENTENCE.get(format_code)
+    labelled = formats.FORMAT_LABELS_IN_A_SENTENCE.get(format_code)
     return str(labelled) if labelled is not None else gettext("an unknown")
 
 
 def _upload_sha256(upload) -> str:
-    """services.content_sha256 of an upload, read in chunks (uploads go up to 200 MB)."""
+    """importer.content_sha256 of an upload, read in chunks (uploads go up to 200 MB)."""
     digest = hashlib.sha256()
     first = True
     for chunk in upload.chunks():
@@ -386,7 +372,7 @@ class GpuImportForm(_ImportForm):
     required_fields = ("timestamp", "device", "utilization_pct")
     mapping_example = "timestamp=time,device=gpu_uuid,utilization_pct=util"
 
-    formats = ("dcgm", "nvidia-smi", "csv")
+    format_names = formats.names_of(formats.GPU, formats.UPLOAD)
     expected_sentence = _(
         "a dcgm-exporter scrape (lines like DCGM_FI_DEV_GPU_UTIL{…} 42 or # HELP DCGM_…), "
         "nvidia-smi --query-gpu=… --format=csv output (a header like timestamp, name, "
@@ -397,12 +383,7 @@ class GpuImportForm(_ImportForm):
     format = forms.ChoiceField(
         label=_("Format"),
         initial=DETECT,
-        choices=[
-            DETECT_CHOICE,
-            ("dcgm", _("dcgm-exporter scrape (Prometheus text from /metrics)")),
-            ("nvidia-smi", "nvidia-smi --query-gpu … --format=csv"),
-            ("csv", _("Generic CSV with a column mapping")),
-        ],
+        choices=[DETECT_CHOICE, *formats.choices_of(formats.GPU, formats.UPLOAD)],
     )
     # A scrape's lines carry no time of their own: without the moment it was taken, the
     # same scrape uploaded twice would be dated twice and counted twice.
@@ -445,7 +426,8 @@ class GpuImportForm(_ImportForm):
     def clean(self):
         cleaned_data = super().clean()
         text = (cleaned_data.get("scraped_at") or "").strip()
-        if cleaned_data.get("format") != "dcgm":
+        format = formats.format_of(self.kind, cleaned_data.get("format"))
+        if format is None or not format.needs_scrape_time:
             cleaned_data["scraped_at"] = None
         elif not text:
             self.add_error(
@@ -506,7 +488,7 @@ class RequestImportForm(_ImportForm):
     required_fields = ("timestamp", "input_tokens", "output_tokens")
     mapping_example = "timestamp=ts,input_tokens=prompt,output_tokens=completion,latency_ms=lat"
 
-    formats = ("azure-llm", "csv")
+    format_names = formats.names_of(formats.REQUESTS, formats.UPLOAD)
     expected_sentence = _(
         "an Azure LLM inference trace (the header TIMESTAMP,ContextTokens,GeneratedTokens) "
         "or a CSV with a header line and a column mapping"
@@ -516,11 +498,7 @@ class RequestImportForm(_ImportForm):
     format = forms.ChoiceField(
         label=_("Format"),
         initial=DETECT,
-        choices=[
-            DETECT_CHOICE,
-            ("azure-llm", _("Azure LLM inference trace (TIMESTAMP,ContextTokens,GeneratedTokens)")),
-            ("csv", _("Generic CSV with a column mapping")),
-        ],
+        choices=[DETECT_CHOICE, *formats.choices_of(formats.REQUESTS, formats.UPLOAD)],
     )
     workload = forms.ModelChoiceField(
         label=_("Workload"),
@@ -569,7 +547,7 @@ PULL_SOURCE_SECRETS = ("password", "bearer_token")
 
 class PullSourceForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.ModelForm):
     """A pull source; its label filters are asked for, and checked, for the hourly kind
-    only (apps/telemetry/promql.py)."""
+    only (apps/telemetry/pull/promql.py)."""
 
     sections = PULL_SOURCE_SECTIONS
     # Matched on the untranslated title (SectionedFormMixin), so it holds in any language.

@@ -225,7 +225,7 @@ class ImportRun(Job):
     def fail(self, message) -> None:
         """End the run after an error, with the counts the database holds: only committed
         ones (an import writes them in the transaction that stores its rows,
-        ``services.store_and_record``; an hourly pull with each chunk), where the run's own
+        ``importer.store_and_record``; an hourly pull with each chunk), where the run's own
         may count rows a rolled-back transaction never kept. A run none of whose rows were
         kept fails, accepting none; one whose rows stay stored is not failed: it ends
         succeeded, ``message`` saying what stopped it."""
@@ -332,7 +332,7 @@ class PurgeRun(Job):
 
 
 class PoolHourlyUsage(models.Model):
-    """One pool in one UTC hour (definitions in apps/telemetry/rollups.py)."""
+    """One pool in one UTC hour (definitions in apps/telemetry/rollups/hourly.py)."""
 
     # The only record of an hour once its raw samples are purged: a pool with any is
     # archived, never deleted.
@@ -365,7 +365,7 @@ class PoolHourlyUsage(models.Model):
 class PoolHourFlag(models.Model):
     """Something in one pool-hour's telemetry that a reader must know before trusting it.
 
-    The rollup (apps/telemetry/rollups.py) rewrites the kinds it derives from samples with
+    The rollup (apps/telemetry/rollups/hourly.py) rewrites the kinds it derives from samples with
     every recompute of the hour; an import writes the kinds only it can see (clock skew).
     """
 
@@ -488,7 +488,7 @@ def _template_pattern(template: str) -> re.Pattern:
 
 class PendingRollup(models.Model):
     """A pool-hour whose samples changed and whose rollup waits for the drain
-    (``telemetry.rollup_pending``: apps/telemetry/rollups.py, ``rollup_pending``).
+    (``telemetry.rollup_pending``: apps/telemetry/rollups/hourly.py, ``rollup_pending``).
 
     Every channel queues here: an upload, the API and the command line ask for a drain
     right after their commit; the pull channels leave it to beat's tick every minute, since
@@ -564,7 +564,7 @@ class PullSource(models.Model):
     """Where Celery beat pulls telemetry from: a dcgm-exporter ``/metrics`` endpoint, a
     Prometheus server's ``query_range`` API holding DCGM metrics (raw samples), or any
     Prometheus-compatible TSDB asked for hourly aggregates (``GpuDeviceHour`` rows, no
-    raw samples: apps/telemetry/pull_hourly.py)."""
+    raw samples: apps/telemetry/pull/tsdb.py)."""
 
     class Kind(models.TextChoices):
         DCGM_EXPORTER = "dcgm_exporter", _("dcgm-exporter endpoint")
@@ -596,14 +596,14 @@ class PullSource(models.Model):
         help_text=_("Devices first seen through this source join this pool."),
     )
     # PromQL label matchers added to every selector of an hourly pull, e.g.
-    # cluster="a",namespace=~"ml-.*" (checked by apps/telemetry/promql.py).
+    # cluster="a",namespace=~"ml-.*" (checked by apps/telemetry/pull/promql.py).
     label_filters = models.CharField(
         _("label filters"),
         max_length=1000,
         blank=True,
         help_text=_('PromQL label matchers, e.g. cluster="a",namespace=~"ml-.*"'),
     )
-    # Sent with every request of its pulls (apps/telemetry/pull.py, ``source_headers``):
+    # Sent with every request of its pulls (apps/telemetry/pull/base.py, ``source_headers``):
     # HTTP basic authentication, or a bearer token, which wins when both are set. Kept as
     # typed, since the server must be sent them as they are; no page shows them again and
     # the API never returns them.
@@ -663,13 +663,13 @@ class PullSource(models.Model):
 
 class GpuDeviceHour(models.Model):
     """One device (a GPU or a MIG slice) in one UTC hour [hour, hour + 1 h) for one pod,
-    as a Prometheus-compatible TSDB aggregated it (apps/telemetry/pull_hourly.py): the
-    device-hour the rollup otherwise computes from raw samples (apps/telemetry/rollups.py,
+    as a Prometheus-compatible TSDB aggregated it (apps/telemetry/pull/tsdb.py): the
+    device-hour the rollup otherwise computes from raw samples (apps/telemetry/rollups/hourly.py,
     ``GPU_HOURS_SQL``), stored so that no raw sample is copied.
 
     Pod fields are blank for a GPU no pod uses. Kept forever, like the hourly rollups:
     the raw retention never deletes them, so their pool-hours are always rebuildable
-    (apps/telemetry/retention.py). A re-pull of an hour replaces its rows by key.
+    (apps/telemetry/rollups/retention.py). A re-pull of an hour replaces its rows by key.
     """
 
     device = models.ForeignKey(GpuDevice, on_delete=models.CASCADE, related_name="hours")
@@ -712,7 +712,7 @@ class GpuDeviceHour(models.Model):
 class PoolDailyUsage(models.Model):
     """Daily sums of a pool's hourly rollups, so a report over a year reads 365 rows per
     pool, not 8,760; kept in step with the hourly rows by the rollup pipeline
-    (apps/telemetry/days.py). Days are UTC days. The table keeps the name it was created
+    (apps/telemetry/rollups/days.py). Days are UTC days. The table keeps the name it was created
     with in the reports app."""
 
     pool = models.ForeignKey("pools.Pool", on_delete=models.PROTECT, related_name="daily_usage")
@@ -770,7 +770,7 @@ class WorkloadHourlyUsage(models.Model):
     Per device and hour with n utilisation samples, m of them the workload's:
     ``allocated_gpu_hours`` += m ÷ n and ``busy_gpu_hours`` += Σ their utilisation ÷ 100 ÷ n,
     so a device serving one workload all hour adds exactly its pool-hour figures
-    (apps/telemetry/rollups.py). Written with the pool's hourly rollup.
+    (apps/telemetry/rollups/hourly.py). Written with the pool's hourly rollup.
     """
 
     workload = models.ForeignKey(

@@ -12,13 +12,14 @@ from django.utils import timezone
 
 from apps.accounts.scope import EVERYTHING, Scope, scope_of
 from apps.core import runs
-from apps.telemetry import kept_uploads, retention, rollups, services
+from apps.telemetry.ingest import importer, kept_uploads
+from apps.telemetry.ingest.parsers import TelemetryFormatError
 from apps.telemetry.models import ImportRun, PurgeRun
-from apps.telemetry.parsers import TelemetryFormatError
-from apps.telemetry.pull_tasks import (  # noqa: F401 - registers the pull tasks with workers
+from apps.telemetry.pull.tasks import (  # noqa: F401 - registers the pull tasks with workers
     pull_due_sources_task,
     pull_source_task,
 )
+from apps.telemetry.rollups import hourly, retention
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ def _scope_of_run(run: ImportRun, key: str | None) -> Scope:
     soft_time_limit=29 * 60,
 )
 def rollup_pool_history_task(pool_id: int) -> int:
-    return rollups.rollup_pool_history(pool_id)
+    return hourly.rollup_pool_history(pool_id)
 
 
 @shared_task(
@@ -57,14 +58,14 @@ def rollup_pending_task() -> int:
     every 60 s (settings: "rollup-pending-telemetry"), so pulled data reaches the charts
     within about a minute. Idempotent: a drain killed halfway leaves its rows queued and
     the next one recomputes those hours. Returns the hours unqueued."""
-    unqueued, _written = rollups.rollup_pending()
+    unqueued, _written = hourly.rollup_pending()
     return unqueued
 
 
 @shared_task(name="telemetry.purge_raw_samples", time_limit=30 * 60)
 def purge_raw_samples_task() -> int:
     """Raw samples older than the retention go, whole hours at a time: whole days by
-    dropping their partitions, the rest by DELETE (apps/telemetry/retention.py);
+    dropping their partitions, the rest by DELETE (apps/telemetry/rollups/retention.py);
     hourly rollups are kept forever. Each run is recorded as a PurgeRun saying what it
     removed. Returns the run's id."""
     run = PurgeRun.objects.create(status=PurgeRun.Status.RUNNING, started_at=timezone.now())
@@ -74,7 +75,7 @@ def purge_raw_samples_task() -> int:
 @shared_task(name="telemetry.ensure_sample_partitions", time_limit=10 * 60, soft_time_limit=9 * 60)
 def ensure_sample_partitions_task() -> int:
     """A partition for every day of the retention window and the days ahead,
-    and for days whose rows wait in the DEFAULT partition (apps/telemetry/partitions.py).
+    and for days whose rows wait in the DEFAULT partition (apps/telemetry/rollups/partitions.py).
     Beat runs it hourly, each worker when it starts, an import that left rows in DEFAULT
     after its commit. Idempotent. Returns the partitions created."""
     return len(retention.ensure_sample_partitions().created)
@@ -93,7 +94,7 @@ def _ensure_sample_partitions_at_worker_start(sender=None, **kwargs):
 
 @shared_task(name="telemetry.purge_kept_uploads", soft_time_limit=9 * 60, time_limit=10 * 60)
 def purge_kept_uploads_task() -> int:
-    """Uploads kept for a retry (apps/telemetry/kept_uploads.py) past their time go;
+    """Uploads kept for a retry (apps/telemetry/ingest/kept_uploads.py) past their time go;
     returns how many. A retry after that asks for the file again, in a sentence."""
     return kept_uploads.purge_expired()
 
@@ -131,7 +132,7 @@ def import_file_task(
     try:
         # Read a chunk at a time; dcgm: dated at the scrape time the form asked for
         # (run.scraped_at).
-        services.run_import(
+        importer.run_import(
             run, Path(path), columns=columns, tz=ZoneInfo(tz), scope=_scope_of_run(run, scope)
         )
     except TelemetryFormatError:

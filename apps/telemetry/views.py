@@ -31,7 +31,6 @@ from apps.core.outbox import enqueue, mark_waiting
 from apps.core.tables import configure_table
 from apps.pools.models import Pool, Purpose
 from apps.pools.scoped import in_scope_or_404
-from apps.telemetry import connect, kept_uploads, partitions, retention
 from apps.telemetry.charts import build_pool_utilization_figure
 from apps.telemetry.forms import (
     DETECT,
@@ -43,6 +42,9 @@ from apps.telemetry.forms import (
     PullSourceForm,
     RequestImportForm,
 )
+from apps.telemetry.ingest import kept_uploads
+from apps.telemetry.ingest.checks import hour_of, outside_service_sentences
+from apps.telemetry.ingest.formats import FORMAT_LABELS
 from apps.telemetry.models import (
     GpuDevice,
     GpuSample,
@@ -51,12 +53,12 @@ from apps.telemetry.models import (
     PullSource,
     PurgeRun,
 )
-from apps.telemetry.parsers.detect import FORMAT_LABELS
-from apps.telemetry.pull_tasks import connect_first_pull_task
-from apps.telemetry.reconciliation import flagged_pool_days, pool_coverage, pool_days
-from apps.telemetry.rollups import rollup_pool_hours
+from apps.telemetry.pull import connect
+from apps.telemetry.pull.tasks import connect_first_pull_task
+from apps.telemetry.rollups import partitions, retention
+from apps.telemetry.rollups.hourly import rollup_pool_hours
+from apps.telemetry.rollups.reconciliation import flagged_pool_days, pool_coverage, pool_days
 from apps.telemetry.scoped import hostname_rules_in, import_runs_of, pull_sources_in
-from apps.telemetry.services import hour_of, outside_service_sentences
 from apps.telemetry.tables import ImportTable
 from apps.telemetry.tasks import import_file_task
 from apps.telemetry.triage import suggest_pools
@@ -99,7 +101,7 @@ RETRYABLE_STATUSES = (ImportRun.Status.REJECTED, ImportRun.Status.FAILED)
 
 def _start_import(request, form) -> ImportRun:
     """Record the run, put the file where the worker can read it (keeping a copy for a
-    retry: apps/telemetry/kept_uploads.py), and enqueue the import once the run is
+    retry: apps/telemetry/ingest/kept_uploads.py), and enqueue the import once the run is
     committed (the worker must find it). A kept file gone meanwhile raises
     KeptUploadError before anything is saved."""
     upload = form.cleaned_data.get("file")

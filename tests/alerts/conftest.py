@@ -4,8 +4,8 @@ import pytest
 from django.utils import timezone
 
 from apps.pools.hours import floor_hour
-from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage
+from apps.telemetry.rollups.days import rebuild_days
 from tests.alerts.peers import start_http_receiver, start_smtp_server
 from tests.factories import BackupVersionFactory, RestoreDrillFactory, WorkloadFactory
 from tests.reports.test_pool_list_columns import _wait_for_next_hour_if_at_its_end

@@ -12,8 +12,8 @@ from django.core.management import call_command
 from playwright.sync_api import expect
 
 from apps.pools.models import Deployment, Pool, Purpose
-from apps.telemetry import rollups
 from apps.telemetry.models import PoolHourFlag, PoolHourlyUsage
+from apps.telemetry.rollups import hourly
 from tests.factories import TEST_PASSWORD
 
 H100_CAPTURE = (
@@ -57,7 +57,7 @@ def test_reconciliation_then_a_backdated_service_period(
     call_command(
         "import_telemetry", str(H100_CAPTURE), "--format", "nvidia-smi", "--pool", pool.slug
     )
-    rollups.rollup_pool_hours(pool.pk, SAMPLE_HOUR, SAMPLE_HOUR + timedelta(hours=1))
+    hourly.rollup_pool_hours(pool.pk, SAMPLE_HOUR, SAMPLE_HOUR + timedelta(hours=1))
     assert PoolHourFlag.objects.filter(pool=pool, kind="outside_service").exists()
 
     _sign_in(page, live_server, make_user("lead"))

@@ -25,8 +25,8 @@ from apps.dashboard import selectors as overview_selectors
 from apps.pools.hours import floor_hour
 from apps.pools.models import Purpose
 from apps.reports import selectors
-from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import GpuDevice, PoolHourFlag, PoolHourlyUsage
+from apps.telemetry.rollups.days import rebuild_days
 from tests.factories import PoolFactory
 from tests.reports.test_pool_list_columns import _wait_for_next_hour_if_at_its_end
 

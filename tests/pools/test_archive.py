@@ -11,13 +11,13 @@ from rest_framework.test import APIClient
 
 from apps.pools.models import Interruption, Pool, Workload, WorkloadKind
 from apps.reports.cost.report import cost_report
-from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import (
     HostnameRule,
     PoolDailyUsage,
     PoolHourlyUsage,
     WorkloadHourlyRequests,
 )
+from apps.telemetry.rollups.days import rebuild_days
 
 ROLES = ["lead", "ops", "procurement", "reader", "admin"]
 MAY_CHANGE_POOLS = {"lead", "admin"}

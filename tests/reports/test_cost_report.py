@@ -2,7 +2,7 @@
 
 The fixture fleet is small enough to add up on paper: two pools, hourly rows written
 directly (the telemetry rollups are tested in tests/telemetry), daily rows built from
-them by apps.telemetry.days, requests and one interruption. Every expected figure below
+them by apps.telemetry.rollups.days, requests and one interruption. Every expected figure below
 is computed in the test from the same inputs with the formulas of FORMULAS.md,
 not read back from the code under test.
 """
@@ -24,8 +24,8 @@ from apps.pools.models import (
     WorkloadKind,
     WorkloadStatus,
 )
-from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
+from apps.telemetry.rollups.days import rebuild_days
 from tests.factories import status_history
 from tests.money import cents, unit_price, within_a_cent
 
@@ -496,7 +496,7 @@ def test_shared_pool_is_split_by_kubernetes_labels(client, make_user, gpu_model)
     $16 × 0.5/8 = $1.00 and the rest ($14.00, busy 0.6 + 0.5 − 0.6 = 0.5) is the pool's
     unallocated capacity: none of the three workloads is running (they are planned)."""
     from apps.telemetry.models import GpuDevice, GpuSample
-    from apps.telemetry.rollups import rollup_pool_hours
+    from apps.telemetry.rollups.hourly import rollup_pool_hours
 
     shared = Pool(
         name="Shared",

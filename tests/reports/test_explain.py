@@ -304,8 +304,8 @@ def test_overview_kpis_explain_themselves(client, make_user, gpu_model):
     from django.utils import timezone
 
     from apps.pools.models import Deployment, Purpose
-    from apps.telemetry.days import rebuild_days
     from apps.telemetry.models import PoolHourlyUsage
+    from apps.telemetry.rollups.days import rebuild_days
 
     now = timezone.now()
     month_start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)

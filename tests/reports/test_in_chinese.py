@@ -16,8 +16,8 @@ from django.utils import timezone, translation
 from apps.pools.models import Interruption
 from apps.reports.cache import recent_views, remember_view
 from apps.reports.warming import warm_recent_views
-from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage
+from apps.telemetry.rollups.days import rebuild_days
 
 CHINESE = {"Accept-Language": "zh-CN,zh;q=0.9"}
 ENGLISH = {"Accept-Language": "en-GB"}

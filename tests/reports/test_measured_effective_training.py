@@ -20,8 +20,8 @@ import pytest
 from apps.pools.models import WorkloadStatus
 from apps.reports.cost.report import cost_report
 from apps.reports.exports import cost_report_csv
-from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage
+from apps.telemetry.rollups.days import rebuild_days
 from apps.training import services
 from apps.training.models import TrainingImportRun
 from tests.factories import PoolFactory, UserFactory, WorkloadFactory, status_history

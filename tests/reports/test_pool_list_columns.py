@@ -26,8 +26,8 @@ from django.utils import timezone
 from apps.pools.hours import floor_hour
 from apps.pools.models import Deployment, Pool, Purpose
 from apps.reports.cache import bump_reports_version
-from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage
+from apps.telemetry.rollups.days import rebuild_days
 from tests.money import cents
 from tests.reports.test_views import _make_pools
 from tests.waiting import wait_until

@@ -17,8 +17,8 @@ from apps.pools.hours import floor_hour
 from apps.pools.models import Deployment, Pool, Purpose
 from apps.pools.prices import record_prices
 from apps.reports.cost.report import cost_report
-from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage
+from apps.telemetry.rollups.days import rebuild_days
 
 ONE_HOUR = timedelta(hours=1)
 GPUS = 4

@@ -25,8 +25,8 @@ from apps.pools.models import Deployment, Pool, Purpose, Workload, WorkloadKind,
 from apps.reports import selectors
 from apps.reports.cost.rows import OTHER_TEAMS
 from apps.reports.forms import report_filter_form
-from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyUsage
+from apps.telemetry.rollups.days import rebuild_days
 from tests.factories import TeamFactory, UserFactory, status_history
 from tests.money import cents
 

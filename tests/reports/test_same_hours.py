@@ -39,8 +39,8 @@ from apps.reports.cost.pool_usage import pool_usage_totals
 from apps.reports.cost.report import cost_report
 from apps.reports.cost.rows import total_row
 from apps.reports.span import Span
-from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyUsage
+from apps.telemetry.rollups.days import rebuild_days
 from apps.training import services as training_services
 from apps.training.models import TrainingImportRun
 from tests.factories import PoolFactory, WorkloadFactory, status_history

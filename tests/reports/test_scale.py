@@ -21,8 +21,8 @@ from apps.pools.models import (
     WorkloadStatus,
 )
 from apps.reports.cache import bump_reports_version
-from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
+from apps.telemetry.rollups.days import rebuild_days
 
 HOURS = 30  # a day and some edge hours: the reports read daily rows and hourly edges
 

@@ -14,8 +14,8 @@ from django.utils import timezone
 from apps.pools.hours import floor_hour
 from apps.pools.models import Deployment, Pool, Purpose
 from apps.reports.cost.report import cost_report
-from apps.telemetry import rollups
 from apps.telemetry.models import PoolHourFlag, PoolHourlyUsage
+from apps.telemetry.rollups import hourly
 
 # A real nvidia-smi capture of one H100 under load: one sample, 2026-07-14 08:12:53.
 H100_CAPTURE = (
@@ -48,7 +48,7 @@ def _import_the_old_sample(pool):
     call_command(
         "import_telemetry", str(H100_CAPTURE), "--format", "nvidia-smi", "--pool", pool.slug
     )
-    rollups.rollup_pool_hours(pool.pk, SAMPLE_HOUR, SAMPLE_HOUR + timedelta(hours=1))
+    hourly.rollup_pool_hours(pool.pk, SAMPLE_HOUR, SAMPLE_HOUR + timedelta(hours=1))
 
 
 @pytest.mark.django_db
@@ -91,7 +91,7 @@ def test_a_backdated_service_period_counts_the_kept_samples(
     )
     assert response.status_code == 200, response.content
     assert queued == [("telemetry.rollup_pool_history", new_pool.pk)]
-    rollups.rollup_pool_history(new_pool.pk)  # what the queued task runs
+    hourly.rollup_pool_history(new_pool.pk)  # what the queued task runs
 
     usage = PoolHourlyUsage.objects.get(pool=new_pool, hour=SAMPLE_HOUR)
     assert usage.reporting_gpus == 1

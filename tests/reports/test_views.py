@@ -16,8 +16,8 @@ from openpyxl import load_workbook
 from apps.pools.models import Deployment, Interruption, Pool, Purpose, Workload, WorkloadKind
 from apps.reports.cache import bump_reports_version
 from apps.reports.models import RecomputeJob
-from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolDailyUsage, PoolHourlyUsage
+from apps.telemetry.rollups.days import rebuild_days
 from tests.waiting import wait_until
 
 
@@ -281,7 +281,7 @@ def test_recompute_job_runs_on_a_real_worker_with_progress(
 def test_cached_figures_follow_new_rollups_and_interruptions(client, make_user, workload):
     """The Overview is cached (apps/reports/cache.py) yet never older than its data: a
     rollup or a recorded interruption makes the cached figures unreachable."""
-    from apps.telemetry.days import rollup_pool_days
+    from apps.telemetry.rollups.days import rollup_pool_days
 
     client.force_login(make_user("reader"))
     url = reverse("dashboard:overview")

@@ -144,7 +144,7 @@ def test_a_rollup_queues_a_warm_up_on_a_real_worker(
 ):
     """The rollup's commit queues the warm-up; the worker recomputes the Overview someone
     viewed, with the new hour in it, before anyone asks again."""
-    from apps.telemetry.days import rollup_pool_days
+    from apps.telemetry.rollups.days import rollup_pool_days
 
     settings.REPORTS_WARM_UP = True
     _wait_for_next_hour_if_at_its_end()

@@ -17,8 +17,8 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from apps.pools.models import WorkloadStatus
-from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyUsage
+from apps.telemetry.rollups.days import rebuild_days
 from tests.factories import PoolFactory, TeamFactory, WorkloadFactory, status_history
 
 MONTH_START = datetime(2026, 3, 1, tzinfo=UTC)

@@ -41,8 +41,8 @@ from pypdf import PdfReader
 from apps.pools.models import WorkloadKind
 from apps.showback.months import last_complete_month
 from apps.showback.selectors import showback
-from apps.telemetry.days import rebuild_days
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests, WorkloadHourlyUsage
+from apps.telemetry.rollups.days import rebuild_days
 from apps.training import services as training_services
 from apps.training.models import TrainingImportRun
 from tests.factories import (

@@ -23,8 +23,8 @@ from django.utils import timezone
 
 from apps.catalog.models import GpuModel
 from apps.pools.models import Pool
-from apps.telemetry import connect, pull
 from apps.telemetry.models import GpuDevice, ImportRun, PoolHourlyUsage, PullSource
+from apps.telemetry.pull import base, connect, prometheus
 from tests.telemetry import tsdb_servers
 from tests.telemetry.test_pull import expected_gpus, free_port
 from tests.telemetry.tsdb_servers import Series
@@ -50,7 +50,7 @@ def scrape_lines(paths) -> list[tuple[str, dict, float]]:
     for path in paths:
         for line in path.read_text().splitlines():
             match = _LINE.match(line)
-            if match and match["name"] in pull.PROMETHEUS_METRICS:
+            if match and match["name"] in prometheus.PROMETHEUS_METRICS:
                 lines.append(
                     (match["name"], dict(_LABEL.findall(match["labels"])), float(match["value"]))
                 )
@@ -68,7 +68,7 @@ def expected_findings(paths) -> dict:
                 if name == metric
             }
         )
-        for metric in pull.PROMETHEUS_METRICS
+        for metric in prometheus.PROMETHEUS_METRICS
     }
     return {
         "gpu_count": len(model_of),
@@ -572,7 +572,7 @@ def test_nobody_sees_the_stored_secrets_again(client, make_user):
         assert page.status_code == 200
         body = page.content.decode()
         assert PASSWORD not in body and TOKEN not in body
-    assert pull.source_headers(source) == {"Authorization": f"Bearer {TOKEN}"}
+    assert base.source_headers(source) == {"Authorization": f"Bearer {TOKEN}"}
 
 
 @pytest.mark.django_db

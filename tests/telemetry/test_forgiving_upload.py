@@ -13,9 +13,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from apps.telemetry import kept_uploads
+from apps.telemetry.ingest import kept_uploads
+from apps.telemetry.ingest.formats import parse_column_mapping
 from apps.telemetry.models import GpuSample, ImportRun, RequestSample
-from apps.telemetry.services import parse_column_mapping
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 NVIDIA_SMI_H100 = (
@@ -508,7 +508,7 @@ def test_an_upload_streamed_to_disk_is_detected_from_its_head_only(
     """Files beyond FILE_UPLOAD_MAX_MEMORY_SIZE arrive as temporary files on disk; the form
     reads DETECTION_HEAD_BYTES of them, never the whole file, to tell the format."""
     from apps.telemetry import forms
-    from apps.telemetry.parsers.detect import DETECTION_HEAD_BYTES
+    from apps.telemetry.ingest.parsers.detect import DETECTION_HEAD_BYTES
 
     settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 1_000
     heads, read_head = [], forms.read_head
@@ -534,7 +534,7 @@ def test_beat_purges_kept_uploads_past_their_time(settings, media_root):
     import os
     import time
 
-    from apps.telemetry import kept_uploads
+    from apps.telemetry.ingest import kept_uploads
     from apps.telemetry.tasks import purge_kept_uploads_task
     from config.settings import CELERY_BEAT_SCHEDULE
 

@@ -1,18 +1,15 @@
-"""Format detection (apps/telemetry/parsers/detect.py) on every real sample in tests/data/,
-each detected as the format it really is, also with a byte-order mark and Windows line
-ends, and on the files that are none of them: what was seen is said in words."""
+"""Format detection (apps/telemetry/ingest/parsers/detect.py and each format's detect)
+on every real sample in tests/data/, each detected as the format it really is, also with
+a byte-order mark and Windows line ends, and on the files that are none of them: what was
+seen is said in words."""
 
 from pathlib import Path
 
 import pytest
 
-from apps.telemetry.parsers import parse_azure_llm, parse_dcgm, parse_nvidia_smi_csv
-from apps.telemetry.parsers.detect import (
-    DETECTION_HEAD_BYTES,
-    FORMAT_LABELS,
-    detect_format,
-    read_head,
-)
+from apps.telemetry.ingest.formats import FORMAT_LABELS, detect_format
+from apps.telemetry.ingest.parsers import parse_azure_llm, parse_dcgm, parse_nvidia_smi_csv
+from apps.telemetry.ingest.parsers.detect import DETECTION_HEAD_BYTES, read_head
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 

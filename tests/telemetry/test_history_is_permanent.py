@@ -14,8 +14,7 @@ from django.utils import timezone
 from apps.pools.models import Pool, Workload, WorkloadKind
 from apps.reports.models import RecomputeJob
 from apps.reports.tasks import recompute_days_task
-from apps.telemetry import retention, rollups, services
-from apps.telemetry.days import rebuild_days
+from apps.telemetry.ingest import checks, formats, storage
 from apps.telemetry.models import (
     GpuDevice,
     GpuSample,
@@ -26,6 +25,8 @@ from apps.telemetry.models import (
     WorkloadHourlyRequests,
     WorkloadHourlyUsage,
 )
+from apps.telemetry.rollups import hourly, retention
+from apps.telemetry.rollups.days import rebuild_days
 
 # A week a month before the tests' clock, long past the 14-day raw retention.
 PURGED_START = datetime(2026, 10, 1, tzinfo=UTC)
@@ -34,7 +35,7 @@ ANCIENT = datetime(2021, 6, 1, 12, 5, tzinfo=UTC)  # a stray sample, before the 
 
 
 def _now_hour() -> datetime:
-    return services.hour_of(timezone.now())
+    return checks.hour_of(timezone.now())
 
 
 def _device(pool, uuid="GPU-aaaa") -> GpuDevice:
@@ -119,7 +120,7 @@ def test_purged_hours_survive_rollup_usage_all_with_a_very_old_sample(pool):
     # The 2021 sample is before the pool's service start: flagged, not charged.
     assert not PoolHourlyUsage.objects.filter(hour__year=2021).exists()
     assert PoolHourFlag.objects.filter(
-        pool=pool, hour=services.hour_of(ANCIENT), kind=PoolHourFlag.Kind.OUTSIDE_SERVICE
+        pool=pool, hour=checks.hour_of(ANCIENT), kind=PoolHourFlag.Kind.OUTSIDE_SERVICE
     ).exists()
 
 
@@ -131,9 +132,9 @@ def test_a_recompute_over_a_year_keeps_the_hours_without_samples(pool):
     _sample(device, held_hour + timedelta(minutes=10), 20.0)
     year_start = _now_hour() - timedelta(days=365)
 
-    rollups.rollup_pool_hours(pool.pk, year_start, _now_hour() + timedelta(hours=1))
-    rollups.rollup_all_pool_hours(year_start, _now_hour() + timedelta(hours=1))
-    rollups.rollup_pool_history(pool.pk)
+    hourly.rollup_pool_hours(pool.pk, year_start, _now_hour() + timedelta(hours=1))
+    hourly.rollup_all_pool_hours(year_start, _now_hour() + timedelta(hours=1))
+    hourly.rollup_pool_history(pool.pk)
 
     assert _purged_rows(pool) == before
     assert PoolHourlyUsage.objects.get(pool=pool, hour=held_hour).busy_gpu_hours == 0.2
@@ -165,7 +166,7 @@ def test_a_stale_row_of_an_hour_that_holds_samples_is_rebuilt(pool):
     _purged_history(pool, start=hour, hours=1)  # a row that disagrees with its samples
     _sample(_device(pool), hour + timedelta(minutes=5), 10.0)
 
-    rollups.rollup_pool_hours(pool.pk, hour, hour + timedelta(hours=1))
+    hourly.rollup_pool_hours(pool.pk, hour, hour + timedelta(hours=1))
 
     row = PoolHourlyUsage.objects.get(pool=pool, hour=hour)
     assert (row.reporting_gpus, row.busy_gpu_hours) == (1, pytest.approx(0.1))
@@ -267,7 +268,7 @@ def test_a_moved_device_takes_its_hours_to_its_new_pool(pool, gpu_model, client,
     _purged_history(pool, start=PURGED_START, hours=2)
     device = _device(pool)
     _sample(device, hour + timedelta(minutes=5), 30.0)
-    rollups.rollup_pool_hours(pool.pk, hour, hour + timedelta(hours=1))
+    hourly.rollup_pool_hours(pool.pk, hour, hour + timedelta(hours=1))
     assert PoolHourlyUsage.objects.filter(pool=pool, hour=hour).exists()
 
     client.force_login(make_user("lead"))
@@ -279,12 +280,12 @@ def test_a_moved_device_takes_its_hours_to_its_new_pool(pool, gpu_model, client,
 
 
 def _import_csv(text: str, pool, *, skip_bad_rows=False):
-    result = services.parse_gpu_text(
+    result = formats.parse_gpu_text(
         text,
         format="csv",
         columns={"timestamp": "time", "device": "gpu", "utilization_pct": "util"},
     )
-    return services.import_gpu_samples(result, pool=pool, skip_bad_rows=skip_bad_rows)
+    return storage.import_gpu_samples(result, pool=pool, skip_bad_rows=skip_bad_rows)
 
 
 @pytest.mark.django_db
@@ -319,10 +320,10 @@ def test_samples_for_a_final_hour_are_refused_with_their_line(pool):
 def test_old_samples_are_accepted_while_their_hour_still_holds_samples(pool):
     hour = datetime(2026, 10, 20, 10, tzinfo=UTC)  # past the retention, not purged yet
     first = _import_csv(f"time,gpu,util\n{hour:%Y-%m-%dT%H}:05:00Z,GPU-1,20\n", pool)
-    rollups.rollup_pool_hours(pool.pk, hour, hour + timedelta(hours=1))
+    hourly.rollup_pool_hours(pool.pk, hour, hour + timedelta(hours=1))
 
     second = _import_csv(f"time,gpu,util\n{hour:%Y-%m-%dT%H}:35:00Z,GPU-2,60\n", pool)
-    rollups.rollup_pool_hours(pool.pk, hour, hour + timedelta(hours=1))
+    hourly.rollup_pool_hours(pool.pk, hour, hour + timedelta(hours=1))
 
     assert (first.accepted, second.accepted, second.rejected) == (1, 1, 0)
     assert PoolHourlyUsage.objects.get(pool=pool, hour=hour).reporting_gpus == 2

@@ -12,7 +12,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from apps.pools.models import Pool, Workload, WorkloadKind
-from apps.telemetry import rollups, services
+from apps.telemetry.ingest import storage
 from apps.telemetry.models import (
     GpuDevice,
     GpuSample,
@@ -22,6 +22,7 @@ from apps.telemetry.models import (
     RequestSample,
     WorkloadHourlyRequests,
 )
+from apps.telemetry.rollups import hourly
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SCRAPES = sorted((DATA / "dcgm-exporter" / "scrapes").glob("*.prom"))
@@ -256,7 +257,7 @@ def test_hourly_rollup_matches_a_hand_computation(tmp_path, pool):
 
 @pytest.mark.django_db
 def test_energy_counter_deltas_beat_mean_power(pool):
-    from apps.telemetry.parsers.rows import DeviceKey, GpuSampleRow, ParseResult
+    from apps.telemetry.ingest.parsers.rows import DeviceKey, GpuSampleRow, ParseResult
 
     ten = datetime(2026, 11, 1, 10, tzinfo=UTC)
     rows = [
@@ -270,8 +271,8 @@ def test_energy_counter_deltas_beat_mean_power(pool):
         )
         for index in range(3)
     ]
-    services.import_gpu_samples(ParseResult(rows=rows, errors=[]), pool=pool)
-    rollups.rollup_pool_hours(pool.pk, ten, ten + timedelta(hours=1))
+    storage.import_gpu_samples(ParseResult(rows=rows, errors=[]), pool=pool)
+    hourly.rollup_pool_hours(pool.pk, ten, ten + timedelta(hours=1))
     # The counter rose 2.4·10⁹ mJ = 2.4e9 ÷ 3.6e9 kWh within the hour.
     assert PoolHourlyUsage.objects.get().energy_kwh == pytest.approx(2.4e9 / 3.6e9)
 
@@ -340,11 +341,11 @@ def test_only_touched_hours_are_queued_and_one_drain_is_asked_for(
     assert [task.name for task in OutboxTask.objects.all()] == ["telemetry.rollup_pending"]
     assert len(callbacks) == 1
     # 10:00–12:00 is one contiguous range, 15:00–16:00 another: two rollups.
-    assert rollups.hour_ranges([ten, ten + timedelta(hours=1), ten + timedelta(hours=5)]) == [
+    assert hourly.hour_ranges([ten, ten + timedelta(hours=1), ten + timedelta(hours=5)]) == [
         (ten, ten + timedelta(hours=2)),
         (ten + timedelta(hours=5), ten + timedelta(hours=6)),
     ]
-    assert rollups.rollup_pending() == (3, 3)
+    assert hourly.rollup_pending() == (3, 3)
     assert not PendingRollup.objects.exists()
 
 
@@ -383,7 +384,7 @@ def test_request_p95_and_errors_per_hour(tmp_path, inference_workload):
 def test_hour_ranges_merge_only_adjacent_hours():
     base = datetime(2026, 1, 1, tzinfo=UTC)
     hours = [base + timedelta(hours=offset) for offset in (3, 0, 1, 1, 7)]
-    assert rollups.hour_ranges(hours) == [
+    assert hourly.hour_ranges(hours) == [
         (base, base + timedelta(hours=2)),
         (base + timedelta(hours=3), base + timedelta(hours=4)),
         (base + timedelta(hours=7), base + timedelta(hours=8)),
@@ -394,8 +395,8 @@ def test_hour_ranges_merge_only_adjacent_hours():
 def test_purge_keeps_recent_samples_and_every_rollup(pool, settings):
     from django.utils import timezone
 
+    from apps.telemetry.ingest.parsers.rows import DeviceKey, GpuSampleRow, ParseResult
     from apps.telemetry.models import PurgeRun
-    from apps.telemetry.parsers.rows import DeviceKey, GpuSampleRow, ParseResult
     from apps.telemetry.tasks import purge_raw_samples_task
 
     settings.TELEMETRY_RAW_RETENTION_DAYS = 14
@@ -407,7 +408,7 @@ def test_purge_keeps_recent_samples_and_every_rollup(pool, settings):
             line_number=2, device=DeviceKey("GPU-p"), timestamp=recent, utilization_pct=90.0
         ),
     ]
-    services.import_gpu_samples(ParseResult(rows=rows, errors=[]), pool=pool)
+    storage.import_gpu_samples(ParseResult(rows=rows, errors=[]), pool=pool)
     run("rollup_usage", "--all")
     assert PoolHourlyUsage.objects.count() == 2
     purge = PurgeRun.objects.get(pk=purge_raw_samples_task())
@@ -421,7 +422,7 @@ def test_purge_keeps_recent_samples_and_every_rollup(pool, settings):
 
 
 def _row(device: str, moment: datetime, utilization: float, line: int = 1):
-    from apps.telemetry.parsers.rows import DeviceKey, GpuSampleRow
+    from apps.telemetry.ingest.parsers.rows import DeviceKey, GpuSampleRow
 
     return GpuSampleRow(
         line_number=line, device=DeviceKey(device), timestamp=moment, utilization_pct=utilization
@@ -429,9 +430,9 @@ def _row(device: str, moment: datetime, utilization: float, line: int = 1):
 
 
 def _import(rows, **options):
-    from apps.telemetry.parsers.rows import ParseResult
+    from apps.telemetry.ingest.parsers.rows import ParseResult
 
-    return services.import_gpu_samples(ParseResult(rows=rows, errors=[]), **options)
+    return storage.import_gpu_samples(ParseResult(rows=rows, errors=[]), **options)
 
 
 def _other_pool(pool):
@@ -508,7 +509,7 @@ def test_touched_pool_hours_are_each_pool_hour_with_a_sample(pool):
     other = _other_pool(pool)
     HostnameRule.objects.create(pool=other, hostname_pattern="other-*")
     ten = datetime(2026, 11, 1, 10, tzinfo=UTC)
-    from apps.telemetry.parsers.rows import DeviceKey, GpuSampleRow
+    from apps.telemetry.ingest.parsers.rows import DeviceKey, GpuSampleRow
 
     def row(device, hostname, moment):
         return GpuSampleRow(
@@ -589,7 +590,7 @@ def test_the_drain_rolls_up_queued_hours_and_keeps_those_touched_meanwhile(pool,
 
     # While the drain rolls up pool's 10:00–12:00, another scrape stores a sample at
     # 10:30 and queues 10:00 again, as a pull committing meanwhile would.
-    original = rollups.rollup_pool_hours
+    original = hourly.rollup_pool_hours
     late = []
 
     def rollup_then_a_scrape_lands(pool_id, start, end):
@@ -603,19 +604,19 @@ def test_the_drain_rolls_up_queued_hours_and_keeps_those_touched_meanwhile(pool,
             )
         return written
 
-    monkeypatch.setattr(rollups, "rollup_pool_hours", rollup_then_a_scrape_lands)
-    assert rollups.rollup_pending() == (3, 3)
+    monkeypatch.setattr(hourly, "rollup_pool_hours", rollup_then_a_scrape_lands)
+    assert hourly.rollup_pending() == (3, 3)
     assert list(PendingRollup.objects.values_list("pool_id", "hour")) == [(pool.pk, ten)]
     hours = dict(PoolHourlyUsage.objects.filter(pool=pool).values_list("hour", "busy_gpu_hours"))
     assert hours == {ten: pytest.approx(0.3), ten + timedelta(hours=1): pytest.approx(0.5)}
     assert PoolHourlyUsage.objects.get(pool=other).busy_gpu_hours == pytest.approx(0.7)
 
     # The next drain picks the late sample up, and then nothing is left.
-    monkeypatch.setattr(rollups, "rollup_pool_hours", original)
-    assert rollups.rollup_pending() == (1, 1)
+    monkeypatch.setattr(hourly, "rollup_pool_hours", original)
+    assert hourly.rollup_pending() == (1, 1)
     assert PoolHourlyUsage.objects.get(pool=pool, hour=ten).busy_gpu_hours == pytest.approx(1.2)
     assert not PendingRollup.objects.exists()
-    assert rollups.rollup_pending() == (0, 0)
+    assert hourly.rollup_pending() == (0, 0)
 
 
 @pytest.mark.django_db

@@ -9,10 +9,11 @@ import pytest
 from django.urls import reverse
 from django.utils import translation
 
+from apps.telemetry.ingest.importer import record_import_run
+from apps.telemetry.ingest.parsers import RowError
+from apps.telemetry.ingest.parsers.generic_csv import parse_gpu_csv
+from apps.telemetry.ingest.storage import ImportSummary
 from apps.telemetry.models import ImportRun
-from apps.telemetry.parsers import RowError
-from apps.telemetry.parsers.generic_csv import parse_gpu_csv
-from apps.telemetry.services import ImportSummary, record_import_run
 
 STORED = (
     "1200 rows accepted, 3 duplicates skipped, 0 rows rejected; 8 new GPU(s) registered, "

@@ -18,8 +18,8 @@ from django.db import OperationalError, connection
 from django.urls import reverse
 from django.utils import timezone
 
-from apps.telemetry import rollups
 from apps.telemetry.models import GpuSample, ImportRun, PendingRollup, PoolHourlyUsage
+from apps.telemetry.rollups import hourly
 
 SCRAPE = (
     Path(__file__).resolve().parents[1] / "data" / "dcgm-exporter" / "scrapes"
@@ -98,7 +98,7 @@ def test_a_rollup_that_fails_after_the_rows_are_stored_leaves_the_run_succeeded(
     # Still queued: the next drain (beat's, every minute) rolls the hour up.
     assert list(PendingRollup.objects.values_list("pool_id", "hour")) == [(pool.pk, HOUR)]
     assert not PoolHourlyUsage.objects.exists()
-    rollups.rollup_pending()
+    hourly.rollup_pending()
     assert PoolHourlyUsage.objects.get(pool=pool, hour=HOUR).reporting_gpus == 1
     assert not PendingRollup.objects.exists()
 

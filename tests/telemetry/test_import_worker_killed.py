@@ -13,8 +13,8 @@ import psycopg
 import pytest
 from django.db import connection
 
+from apps.telemetry.ingest.importer import reap_stalled_imports
 from apps.telemetry.models import GpuSample, ImportRun
-from apps.telemetry.services import reap_stalled_imports
 from apps.telemetry.tasks import import_file_task
 from config.celery_app import app as celery_app
 from tests.conftest import CeleryWorker

@@ -19,11 +19,11 @@ from django.urls import reverse
 from apps.catalog.models import GpuModel
 from apps.pools.models import Deployment, Pool, Purpose, Workload, WorkloadKind
 from apps.reports.cost.report import cost_report
-from apps.telemetry import rollups
+from apps.telemetry.ingest.parsers import parse_dcgm
+from apps.telemetry.ingest.storage import import_gpu_samples
 from apps.telemetry.mig import compute_slices_of_profile
 from apps.telemetry.models import GpuDevice, PoolHourFlag, PoolHourlyUsage, WorkloadHourlyUsage
-from apps.telemetry.parsers import parse_dcgm
-from apps.telemetry.services import import_gpu_samples
+from apps.telemetry.rollups import hourly
 from tests.factories import SERVICE_START
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -77,7 +77,7 @@ def import_and_roll_up(pool: Pool, scrapes: list[list[str]]) -> PoolHourlyUsage:
         result = parse_dcgm("\n".join(lines) + "\n", scraped_at=scraped_at, now=scraped_at)
         assert not result.errors, result.errors
         import_gpu_samples(result, pool=pool, received_at=scraped_at)
-    rollups.rollup_pool_hours(pool.pk, HOUR, HOUR + timedelta(hours=1))
+    hourly.rollup_pool_hours(pool.pk, HOUR, HOUR + timedelta(hours=1))
     return PoolHourlyUsage.objects.get(pool=pool, hour=HOUR)
 
 
@@ -303,7 +303,7 @@ def test_nvidia_smi_under_mig_is_not_measurable_never_zero(catalog, capture):
     assert device.mig_mode_enabled
     assert not device.samples.filter(utilization_pct__isnull=False).exists()
     sample_hour = device.samples.get().timestamp.replace(minute=0, second=0, microsecond=0)
-    rollups.rollup_pool_hours(pool.pk, sample_hour, sample_hour + timedelta(hours=1))
+    hourly.rollup_pool_hours(pool.pk, sample_hour, sample_hour + timedelta(hours=1))
     usage = PoolHourlyUsage.objects.get(pool=pool, hour=sample_hour)
     assert usage.reporting_gpus == 0
     assert usage.busy_gpu_hours == 0

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from apps.accounts.models import ApiToken
 from apps.core.runs import reap_stalled_runs
-from apps.telemetry import services
+from apps.telemetry.ingest import storage
 from apps.telemetry.models import GpuDevice, GpuSample, ImportRun
 from tests.telemetry.helpers import import_csv_command
 
@@ -47,7 +47,7 @@ def test_a_command_line_import_that_raises_ends_failed_with_a_sentence(pool, tmp
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(services, "import_gpu_samples", broken)
+    monkeypatch.setattr(storage, "import_gpu_samples", broken)
     path = tmp_path / "samples.csv"
     path.write_text(_csv())
     with pytest.raises(CommandError, match="disk full"):
@@ -66,7 +66,7 @@ def test_an_api_import_that_raises_ends_failed_and_says_so(client, bearer, pool,
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(services, "import_gpu_samples", broken)
+    monkeypatch.setattr(storage, "import_gpu_samples", broken)
     client.raise_request_exception = False
     response = client.post(
         "/api/v1/telemetry/gpu/",
@@ -144,13 +144,13 @@ def test_a_10_kb_device_id_is_refused_with_its_line(pool, tmp_path):
 
 @pytest.mark.django_db
 def test_labels_longer_than_their_columns_are_refused_with_their_line(pool):
-    from apps.telemetry.parsers.rows import DeviceKey, GpuSampleRow, ParseResult
+    from apps.telemetry.ingest.parsers.rows import DeviceKey, GpuSampleRow, ParseResult
 
     rows = [
         GpuSampleRow(line_number=7, device=DeviceKey("GPU-a"), timestamp=TEN, pod="p" * 256),
         GpuSampleRow(line_number=9, device=DeviceKey("GPU-b"), timestamp=TEN, mig_profile="m" * 51),
     ]
-    summary = services.import_gpu_samples(ParseResult(rows=rows, errors=[]), pool=pool)
+    summary = storage.import_gpu_samples(ParseResult(rows=rows, errors=[]), pool=pool)
     assert summary.rejected_whole
     assert [error.message for error in summary.errors] == [
         "line 7: pod is 256 characters; at most 255",
@@ -182,7 +182,7 @@ def test_a_command_line_import_whose_process_stopped_is_marked_interrupted(setti
         heartbeat_at=timezone.now(),
     )
     stalled = _stalled_run(source=ImportRun.Source.COMMAND)
-    assert reap_stalled_runs()["apps.telemetry.services.reap_stalled_imports"] == 1
+    assert reap_stalled_runs()["apps.telemetry.ingest.importer.reap_stalled_imports"] == 1
     stalled.refresh_from_db()
     fresh.refresh_from_db()
     assert fresh.status == ImportRun.Status.RUNNING
@@ -197,7 +197,7 @@ def test_a_command_line_import_whose_process_stopped_is_marked_interrupted(setti
         f"The process stopped while importing (last heard {when} UTC); import the file again."
     )
     # Marked once: a second pass finds nothing.
-    assert reap_stalled_runs()["apps.telemetry.services.reap_stalled_imports"] == 0
+    assert reap_stalled_runs()["apps.telemetry.ingest.importer.reap_stalled_imports"] == 0
 
 
 @pytest.mark.django_db

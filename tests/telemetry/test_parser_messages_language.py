@@ -13,17 +13,18 @@ from django.utils import translation
 
 from apps.accounts.models import ApiToken
 from apps.core.texts import translated
-from apps.telemetry import services
 from apps.telemetry.forms import GpuImportForm
-from apps.telemetry.models import ImportRun
-from apps.telemetry.parsers import (
+from apps.telemetry.ingest import checks, formats, storage
+from apps.telemetry.ingest.importer import record_import_run
+from apps.telemetry.ingest.parsers import (
     TelemetryFormatError,
     parse_azure_llm,
     parse_dcgm,
     parse_gpu_csv,
     parse_nvidia_smi_csv,
 )
-from apps.telemetry.services import ImportSummary, record_import_run
+from apps.telemetry.ingest.storage import ImportSummary
+from apps.telemetry.models import ImportRun
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 L4_SCRAPE = DATA / "dcgm-exporter" / "scrapes" / "kops_aws_L4_driver580.prom"
@@ -262,7 +263,7 @@ def test_the_importers_own_refusals_read_in_chinese(pool):
     )
     result = parse_dcgm(text, scraped_at=datetime.now(UTC) - timedelta(hours=1))
     assert not result.errors
-    summary = services.import_gpu_samples(result, pool=pool)
+    summary = storage.import_gpu_samples(result, pool=pool)
     assert summary.rejected_whole
     assert in_both(summary.errors) == [
         (
@@ -272,14 +273,14 @@ def test_the_importers_own_refusals_read_in_chinese(pool):
         )
     ]
     with pytest.raises(TelemetryFormatError) as refused:
-        services.refuse_nul_characters("a,b\n1,2\n3,\x004\n")
+        checks.refuse_nul_characters("a,b\n1,2\n3,\x004\n")
     assert str(refused.value) == "line 3: a NUL character (\\x00); the file is binary or corrupted"
     with translation.override("zh-hans"):
         assert translated(refused.value) == (
             "第 3 行：含有 NUL 字符（\\x00）；该文件是二进制文件或已损坏"
         )
     with pytest.raises(TelemetryFormatError) as unknown:
-        services.gpu_chunks("", format="prom")
+        formats.gpu_chunks("", format="prom")
     with translation.override("zh-hans"):
         assert translated(unknown.value) == (
             "未知格式“prom”；应为 ('dcgm', 'nvidia-smi', 'csv') 之一"
@@ -291,8 +292,8 @@ def test_a_runs_warnings_are_kept_with_their_sentences_and_read_in_chinese(clien
     pool.in_service_from = datetime(2026, 11, 30, 12, tzinfo=UTC)
     pool.save()
     run = ImportRun.objects.create(kind="gpu", format="csv", status=ImportRun.Status.RUNNING)
-    warnings = services.outside_service_sentences(pool, before=1, after=0)
-    warnings += services.outside_service_sentences(pool, before=1_234, after=0)
+    warnings = checks.outside_service_sentences(pool, before=1, after=0)
+    warnings += checks.outside_service_sentences(pool, before=1_234, after=0)
     record_import_run(run, ImportSummary(rows_total=1, accepted=1, warnings=warnings))
     run.refresh_from_db()
     english = [

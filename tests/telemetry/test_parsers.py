@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from apps.telemetry.parsers import (
+from apps.telemetry.ingest.parsers import (
     DeviceKey,
     GpuSampleRow,
     RequestRow,
@@ -784,7 +784,7 @@ def test_generic_request_csv_with_optional_fields():
 
 def test_parsers_import_no_django():
     code = (
-        "import sys, apps.telemetry.parsers; "
+        "import sys, apps.telemetry.ingest.parsers; "
         "leaked = sorted(m for m in sys.modules if m.split('.')[0] == 'django'); "
         "print(leaked); sys.exit(1 if leaked else 0)"
     )
@@ -810,7 +810,7 @@ def test_parsing_leaves_the_garbage_collector_as_it_found_it():
 def test_the_fast_row_constructor_builds_the_row_the_dataclass_builds():
     import dataclasses
 
-    from apps.telemetry.parsers.rows import DeviceKey, GpuSampleRow, gpu_sample_row
+    from apps.telemetry.ingest.parsers.rows import DeviceKey, GpuSampleRow, gpu_sample_row
 
     values = {
         "line_number": 7,

@@ -1,4 +1,4 @@
-"""Raw samples in daily partitions on PostgreSQL (apps/telemetry/partitions.py): the
+"""Raw samples in daily partitions on PostgreSQL (apps/telemetry/rollups/partitions.py): the
 partitions after migrate, made ahead by beat's task, made on demand for a day that has
 none (rows wait in DEFAULT, nothing lost), their locks never failing an import, retention
 dropping whole days while the hourly rollups, the in-window samples and the reports stay
@@ -19,9 +19,11 @@ from django.utils import timezone
 
 from apps.core.models import OutboxTask
 from apps.reports.cache import bump_reports_version
-from apps.telemetry import partitions, retention, rollups, services, tasks
+from apps.telemetry import tasks
+from apps.telemetry.ingest import storage
+from apps.telemetry.ingest.parsers.rows import DeviceKey, GpuSampleRow, ParseResult
 from apps.telemetry.models import GpuDevice, GpuSample, PoolDailyUsage, PoolHourlyUsage, PurgeRun
-from apps.telemetry.parsers.rows import DeviceKey, GpuSampleRow, ParseResult
+from apps.telemetry.rollups import hourly, partitions, retention
 from tests.conftest import CeleryWorker
 from tests.waiting import wait_until
 
@@ -84,7 +86,7 @@ def _rows(device_uuid: str, moments, utilization_pct=40.0) -> list[GpuSampleRow]
 
 
 def _import(rows, pool):
-    return services.import_gpu_samples(ParseResult(rows=rows, errors=[]), pool=pool)
+    return storage.import_gpu_samples(ParseResult(rows=rows, errors=[]), pool=pool)
 
 
 # --- The partitions after migrate
@@ -246,7 +248,7 @@ def test_an_import_into_days_without_a_partition_loses_nothing(pool):
     # In their own partitions now, the same rows are still duplicates.
     assert _import(rows, pool).accepted == 0
     # And the hours roll up from them: 240 samples of 40…46 % over 7:00–8:00.
-    rollups.rollup_pool_hours(pool.pk, backfill, backfill + timedelta(hours=1))
+    hourly.rollup_pool_hours(pool.pk, backfill, backfill + timedelta(hours=1))
     expected_busy = sum(40.0 + index % 7 for index in range(40, 280)) / 240 / 100
     hour = PoolHourlyUsage.objects.get(pool=pool, hour=backfill)
     assert hour.busy_gpu_hours == pytest.approx(expected_busy)
@@ -375,7 +377,7 @@ def _purge_fixture(pool):
         moment += timedelta(minutes=20)
         step += 1
     GpuSample.objects.bulk_create(samples)
-    rollups.rollup_pool_hours(pool.pk, start, end)
+    hourly.rollup_pool_hours(pool.pk, start, end)
     return horizon, first_day, start, end, samples
 
 
@@ -450,8 +452,8 @@ def test_retention_drops_whole_days_and_deletes_the_rest(pool, client, make_user
     # The rollups are untouched, and stay so through a recompute of the whole range and of
     # the pool's history: the dropped hours are final, the held ones rebuild the same.
     assert _hourly(pool) == hourly_before and _daily(pool) == daily_before
-    rollups.rollup_pool_hours(pool.pk, start, end)
-    rollups.rollup_pool_history(pool.pk)
+    hourly.rollup_pool_hours(pool.pk, start, end)
+    hourly.rollup_pool_history(pool.pk)
     assert _hourly(pool) == hourly_before and _daily(pool) == daily_before
     bump_reports_version()
     assert client.get(report_url).json() == report_before

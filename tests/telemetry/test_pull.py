@@ -22,7 +22,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from apps.telemetry import pull, rollups
+from apps.telemetry.ingest.parsers import TelemetryFormatError
 from apps.telemetry.models import (
     GpuDevice,
     GpuSample,
@@ -31,12 +31,13 @@ from apps.telemetry.models import (
     PoolHourlyUsage,
     PullSource,
 )
-from apps.telemetry.parsers import TelemetryFormatError
-from apps.telemetry.pull_tasks import (
+from apps.telemetry.pull import base, prometheus, scrapes
+from apps.telemetry.pull.tasks import (
     pull_due_sources_task,
     pull_scrape_batch_task,
     pull_source_task,
 )
+from apps.telemetry.rollups import hourly
 from apps.telemetry.tasks import rollup_pending_task
 from tests.factories import PullSourceFactory
 from tests.telemetry import tsdb_servers
@@ -177,7 +178,7 @@ def test_pull_dcgm_exporter_stores_a_live_scrape_once(
     expected = expected_gpus(path)
 
     with django_capture_on_commit_callbacks() as enqueued_after_commit:
-        run = pull.pull_dcgm_exporter(source, now=NOW)
+        run = scrapes.pull_dcgm_exporter(source, now=NOW)
 
     assert (run.status, run.source, run.format, run.filename) == (
         "succeeded",
@@ -205,7 +206,7 @@ def test_pull_dcgm_exporter_stores_a_live_scrape_once(
     assert (source.last_pulled_at, source.last_status) == (NOW, "ok")
     assert source.last_message == run.message
 
-    again = pull.pull_dcgm_exporter(source, now=NOW)
+    again = scrapes.pull_dcgm_exporter(source, now=NOW)
     assert (again.status, again.rows_accepted, again.rows_duplicate) == (
         "succeeded",
         0,
@@ -215,7 +216,7 @@ def test_pull_dcgm_exporter_stores_a_live_scrape_once(
     assert ImportRun.objects.filter(source="scrape").count() == 2
     assert PendingRollup.objects.count() == 1  # queued once however often touched
 
-    assert rollups.rollup_pending() == (1, 1)
+    assert hourly.rollup_pending() == (1, 1)
     assert not PendingRollup.objects.exists()
     usage = PoolHourlyUsage.objects.get(pool=pool)
     assert usage.hour == hour
@@ -236,10 +237,10 @@ def test_unreachable_or_wrong_endpoints_record_a_failed_run_and_raise_nothing(
         (f"{scrape_server}/not-metrics", "rejected", "no dcgm-exporter GPU metrics found"),
         (f"{scrape_server}/slow", "failed", "did not answer within"),
     ]
-    monkeypatch.setattr(pull, "HTTP_TIMEOUT_SECONDS", 0.5)
+    monkeypatch.setattr(base, "HTTP_TIMEOUT_SECONDS", 0.5)
     for number, (url, status, reason) in enumerate(cases):
         source = PullSourceFactory(name=f"bad {number}", kind="dcgm_exporter", url=url)
-        run = pull.pull_dcgm_exporter(source, now=NOW)
+        run = scrapes.pull_dcgm_exporter(source, now=NOW)
         assert run.status == status, (url, run.message)
         assert reason in run.message, run.message
         assert url in run.message
@@ -257,7 +258,7 @@ def test_a_gzip_encoded_scrape_reads_the_same(scrape_server):
     source = PullSourceFactory(
         name="gzip", kind="dcgm_exporter", url=f"{scrape_server}/gzip/{path.stem}"
     )
-    run = pull.pull_dcgm_exporter(source, now=NOW)
+    run = scrapes.pull_dcgm_exporter(source, now=NOW)
     assert (run.status, run.rows_accepted) == ("succeeded", len(expected_gpus(path)))
     utilization = dict(GpuSample.objects.values_list("device__uuid", "utilization_pct"))
     assert utilization == {
@@ -266,8 +267,8 @@ def test_a_gzip_encoded_scrape_reads_the_same(scrape_server):
 
 
 def test_only_http_urls_are_pulled():
-    with pytest.raises(pull.PullError, match="only http:// and https://"):
-        pull.http_get("file:///etc/passwd", accept="text/plain")
+    with pytest.raises(base.PullError, match="only http:// and https://"):
+        base.http_get("file:///etc/passwd", accept="text/plain")
 
 
 # --- The Celery tasks ---------------------------------------------------------------------
@@ -441,7 +442,7 @@ def moment(timestamp_seconds) -> datetime:
 
 def test_documented_query_range_example_reads_as_series_of_points():
     payload = load(DOCS_QUERY_RANGE)
-    series = list(pull.series_points(pull.prometheus_data(payload, query="up")))
+    series = list(prometheus.series_points(prometheus.prometheus_data(payload, query="up")))
     assert [labels for labels, _points in series] == [
         item["metric"] for item in payload["data"]["result"]
     ]
@@ -449,12 +450,12 @@ def test_documented_query_range_example_reads_as_series_of_points():
     assert moment(1435781430.781) == datetime(2015, 7, 1, 20, 10, 30, 781000, tzinfo=UTC)
     # "up" is not a DCGM metric: refused, not silently read as utilization.
     with pytest.raises(TelemetryFormatError, match="up is not one of the DCGM metrics"):
-        pull.rows_from_prometheus([("up", payload["data"])])
+        prometheus.rows_from_prometheus([("up", payload["data"])])
 
 
 def test_aicr_gpu_util_as_a_matrix_gives_one_row_per_gpu_and_instant():
     payload = load(AICR_GPU_UTIL)
-    result = pull.rows_from_prometheus([("DCGM_FI_DEV_GPU_UTIL", as_matrix(payload))])
+    result = prometheus.rows_from_prometheus([("DCGM_FI_DEV_GPU_UTIL", as_matrix(payload))])
     assert result.errors == []
     rows = {(row.device.uuid, row.timestamp): row for row in result.rows}
     assert len(rows) == 2 * len(payload["data"]["result"]) == 32
@@ -491,7 +492,7 @@ def test_metrics_of_one_gpu_at_one_instant_merge_into_one_row():
     for series in used_matrix["result"]:
         for point in series["values"]:
             point[0] += util_timestamp - used_timestamp
-    result = pull.rows_from_prometheus(
+    result = prometheus.rows_from_prometheus(
         [("DCGM_FI_DEV_GPU_UTIL", as_matrix(util)), ("DCGM_FI_DEV_FB_USED", used_matrix)]
     )
     assert result.errors == []
@@ -507,7 +508,7 @@ def test_metrics_of_one_gpu_at_one_instant_merge_into_one_row():
 
 def test_an_instant_vector_converts_too():
     used = load(AICR_FB_USED)
-    result = pull.rows_from_prometheus([("DCGM_FI_DEV_FB_USED", used["data"])])
+    result = prometheus.rows_from_prometheus([("DCGM_FI_DEV_FB_USED", used["data"])])
     assert len(result.rows) == len(used["data"]["result"]) == 16
     assert {row.timestamp for row in result.rows} == {moment(1773114089.444)}
     assert {row.device.uuid: row.memory_used_mib for row in result.rows} == {
@@ -537,7 +538,7 @@ def test_dcgm_rules_hold_for_prometheus_series():
         "exported_container": "main",
     }
     not_supported = "9223372036854775808"  # DCGM's 9223372036854775794 as float64
-    result = pull.rows_from_prometheus(
+    result = prometheus.rows_from_prometheus(
         [
             (
                 "DCGM_FI_DEV_GPU_UTIL",
@@ -585,7 +586,7 @@ def test_dcgm_rules_hold_for_prometheus_series():
     assert any("'13' contradicts 12" in m for m in messages)
     # The T4 at 100 s is left out for the contradiction; had it not been, its utilization
     # would be GR_ENGINE_ACTIVE × 100:
-    result = pull.rows_from_prometheus(
+    result = prometheus.rows_from_prometheus(
         [
             ("DCGM_FI_DEV_GPU_UTIL", matrix("DCGM_FI_DEV_GPU_UTIL", t4, [[T0 + 100, "91"]])),
             (
@@ -600,7 +601,7 @@ def test_dcgm_rules_hold_for_prometheus_series():
 def test_labels_missing_from_one_series_are_filled_from_another_at_that_instant_only():
     bare = {"UUID": "GPU-x"}
     labelled = {"UUID": "GPU-x", "Hostname": "node-7", "pod": "trainer-0", "namespace": "ml"}
-    result = pull.rows_from_prometheus(
+    result = prometheus.rows_from_prometheus(
         [
             (
                 "DCGM_FI_DEV_GPU_UTIL",
@@ -622,31 +623,37 @@ def test_prometheus_error_answers_are_explained():
         "errorType": "timeout",
         "error": "query timed out in expression evaluation",
     }
-    with pytest.raises(pull.PullError) as caught:
-        pull.prometheus_data(payload, query="DCGM_FI_DEV_GPU_UTIL")
+    with pytest.raises(base.PullError) as caught:
+        prometheus.prometheus_data(payload, query="DCGM_FI_DEV_GPU_UTIL")
     assert str(caught.value) == (
         "Prometheus refused the query DCGM_FI_DEV_GPU_UTIL (timeout): "
         "query timed out in expression evaluation"
     )
-    with pytest.raises(pull.PullError, match="is not a Prometheus API response"):
-        pull.prometheus_data({"hello": "world"}, query="x")
+    with pytest.raises(base.PullError, match="is not a Prometheus API response"):
+        prometheus.prometheus_data({"hello": "world"}, query="x")
 
 
 def test_pull_ranges_sit_on_the_step_grid_and_are_capped():
     now = datetime(2026, 11, 1, 10, 15, 42, 500000, tzinfo=UTC)
-    start, end = pull.prometheus_range(None, now, step_seconds=60, max_window=timedelta(hours=6))
+    start, end = prometheus.prometheus_range(
+        None, now, step_seconds=60, max_window=timedelta(hours=6)
+    )
     assert (start, end) == (
         datetime(2026, 11, 1, 9, 15, tzinfo=UTC),
         datetime(2026, 11, 1, 10, 15, tzinfo=UTC),
     )
     behind = now - timedelta(days=2)
-    start, end = pull.prometheus_range(behind, now, step_seconds=60, max_window=timedelta(hours=6))
+    start, end = prometheus.prometheus_range(
+        behind, now, step_seconds=60, max_window=timedelta(hours=6)
+    )
     assert (start, end - start) == (datetime(2026, 10, 30, 10, 15, tzinfo=UTC), timedelta(hours=6))
     # 1 s steps: Prometheus's 11,000 points per series cap the window before 6 hours do.
-    start, end = pull.prometheus_range(behind, now, step_seconds=1, max_window=timedelta(hours=6))
+    start, end = prometheus.prometheus_range(
+        behind, now, step_seconds=1, max_window=timedelta(hours=6)
+    )
     assert end - start == timedelta(seconds=10_999)
     # A pulled_until ahead of now (a clock put back) asks for the current instant only.
-    start, end = pull.prometheus_range(
+    start, end = prometheus.prometheus_range(
         now + timedelta(hours=1), now, step_seconds=60, max_window=timedelta(hours=6)
     )
     assert start == end == datetime(2026, 11, 1, 10, 15, tzinfo=UTC)
@@ -716,7 +723,7 @@ def test_pull_prometheus_from_a_real_prometheus(prometheus_server, pool):
         name="prometheus", kind="prometheus", url=prometheus_server, pool=pool
     )
     now = timezone.now()
-    run = pull.pull_prometheus(source, now=now, step_seconds=1)
+    run = prometheus.pull_prometheus(source, now=now, step_seconds=1)
 
     assert (run.status, run.source, run.format, run.rows_rejected) == (
         "succeeded",
@@ -744,7 +751,7 @@ def test_pull_prometheus_from_a_real_prometheus(prometheus_server, pool):
     # The same range again stores nothing.
     PullSource.objects.filter(pk=source.pk).update(pulled_until=None)
     source.refresh_from_db()
-    again = pull.pull_prometheus(source, now=now, step_seconds=1)
+    again = prometheus.pull_prometheus(source, now=now, step_seconds=1)
     assert (again.status, again.rows_accepted, again.rows_duplicate) == (
         "succeeded",
         0,
@@ -755,7 +762,7 @@ def test_pull_prometheus_from_a_real_prometheus(prometheus_server, pool):
     # boundary instant once more as a duplicate.
     time.sleep(2.2)  # new seconds to pull: the clock moving on is what the pull continues over
     later = timezone.now()
-    following = pull.pull_prometheus(source, now=later, step_seconds=1)
+    following = prometheus.pull_prometheus(source, now=later, step_seconds=1)
     new_seconds = int(later.timestamp()) - int(now.timestamp())
     assert new_seconds >= 2
     assert (following.rows_accepted, following.rows_duplicate) == (
@@ -774,7 +781,7 @@ def test_pull_prometheus_caps_a_long_gap_and_reports_an_empty_range(prometheus_s
     source = PullSourceFactory(
         name="behind", kind="prometheus", url=prometheus_server, pulled_until=behind
     )
-    run = pull.pull_prometheus(source, now=now)
+    run = prometheus.pull_prometheus(source, now=now)
     assert (run.status, run.rows_total) == ("succeeded", 0)
     assert "holds none of the DCGM metrics" in run.message
     source.refresh_from_db()
@@ -786,8 +793,8 @@ def test_pull_prometheus_caps_a_long_gap_and_reports_an_empty_range(prometheus_s
 @pytest.mark.django_db
 def test_prometheus_errors_are_reported_not_raised(prometheus_server, scrape_server):
     now = timezone.now()
-    with pytest.raises(pull.PullError) as caught:
-        pull.query_range(
+    with pytest.raises(base.PullError) as caught:
+        prometheus.query_range(
             prometheus_server,
             "DCGM_FI_DEV_GPU_UTIL",
             start=now,
@@ -797,8 +804,8 @@ def test_prometheus_errors_are_reported_not_raised(prometheus_server, scrape_ser
     message = str(caught.value)
     assert message.startswith("Prometheus refused the query DCGM_FI_DEV_GPU_UTIL (bad_data): ")
     assert "end timestamp must not be before start time" in message
-    with pytest.raises(pull.PullError, match=r"\(bad_data\): .*parse error"):
-        pull.query_range(
+    with pytest.raises(base.PullError, match=r"\(bad_data\): .*parse error"):
+        prometheus.query_range(
             prometheus_server, "DCGM_FI_DEV_GPU_UTIL{", start=now, end=now, step_seconds=60
         )
 
@@ -810,7 +817,7 @@ def test_prometheus_errors_are_reported_not_raised(prometheus_server, scrape_ser
         ]
     ):
         source = PullSourceFactory(name=f"not prometheus {number}", kind="prometheus", url=url)
-        run = pull.pull_prometheus(source, now=now)
+        run = prometheus.pull_prometheus(source, now=now)
         assert run.status == "failed" and reason in run.message, run.message
         source.refresh_from_db()
         assert (source.last_status, source.pulled_until) == ("error", None)

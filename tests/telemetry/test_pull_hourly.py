@@ -28,7 +28,6 @@ from django.utils import timezone
 
 from apps.catalog.models import GpuModel
 from apps.pools.hours import floor_hour
-from apps.telemetry import promql, pull_hourly, rollups
 from apps.telemetry.models import (
     GpuDeviceHour,
     GpuSample,
@@ -39,7 +38,9 @@ from apps.telemetry.models import (
     PullSource,
     WorkloadHourlyUsage,
 )
-from apps.telemetry.retention import samples_held_q
+from apps.telemetry.pull import promql, tsdb
+from apps.telemetry.rollups import hourly
+from apps.telemetry.rollups.retention import samples_held_q
 from tests.factories import HostnameRuleFactory, PoolFactory, PullSourceFactory, WorkloadFactory
 from tests.telemetry import tsdb_servers
 from tests.telemetry.tsdb_servers import Series
@@ -241,7 +242,7 @@ def device_hours(series: list[Series], server: str) -> dict:
 
 
 def expected_pool_hours(series, server, pool_of_host: dict, slices_of_pool: dict) -> dict:
-    """(pool id, hour) → the pool-hour's figures, as apps/telemetry/rollups.py defines
+    """(pool id, hour) → the pool-hour's figures, as apps/telemetry/rollups/hourly.py defines
     them, computed GPU by GPU from ``device_hours``."""
     hours = device_hours(series, server)
     hosts = {
@@ -449,7 +450,7 @@ def test_hourly_aggregates_from_victoria_metrics_equal_a_computation_over_the_sa
     victoria_metrics.load(series)
     source = hourly_source(victoria_metrics.base_url, "vm-main")
 
-    run = pull_hourly.pull_hourly(source, now=now, start=first_hour, end=first_hour + 4 * HOUR)
+    run = tsdb.pull_hourly(source, now=now, start=first_hour, end=first_hour + 4 * HOUR)
 
     assert run.status == ImportRun.Status.SUCCEEDED, run.message
     source.refresh_from_db()
@@ -459,18 +460,18 @@ def test_hourly_aggregates_from_victoria_metrics_equal_a_computation_over_the_sa
     # 8 H100s + 3 slices per hour, GPU 0 twice in its second hour (with and without pod).
     assert run.rows_accepted == GpuDeviceHour.objects.count() == 11 * HOURS_LOADED + 1
     assert not GpuSample.objects.exists()  # no raw sample is copied
-    rollups.rollup_pending()
+    hourly.rollup_pending()
     assert_rollups_equal_the_computation(series, "victoria-metrics", fleet, first_hour)
 
     # A re-pull of the same hours replaces, never adds.
     before = pulled_rows()
     hourly_before = hourly_figures()
-    again = pull_hourly.pull_hourly(source, now=now, start=first_hour, end=first_hour + 4 * HOUR)
+    again = tsdb.pull_hourly(source, now=now, start=first_hour, end=first_hour + 4 * HOUR)
     assert again.status == ImportRun.Status.SUCCEEDED
     assert again.rows_duplicate == again.rows_accepted == len(before)
     assert "replaced an earlier pull" in again.message
     assert pulled_rows() == before
-    rollups.rollup_pending()
+    hourly.rollup_pending()
     assert hourly_figures() == hourly_before
 
 
@@ -482,8 +483,8 @@ def test_stored_device_hours_are_held_and_survive_the_raw_retention(
     first_hour, now = first_hour_now()
     victoria_metrics.load(fleet_series(first_hour, "vm-held"))
     source = hourly_source(victoria_metrics.base_url, "vm-held")
-    pull_hourly.pull_hourly(source, now=now, start=first_hour, end=first_hour + 3 * HOUR)
-    rollups.rollup_pending()
+    tsdb.pull_hourly(source, now=now, start=first_hour, end=first_hour + 3 * HOUR)
+    hourly.rollup_pending()
     hours = PoolHourlyUsage.objects.filter(pool=fleet["h100"])
     # No raw sample, yet every pool-hour is rebuildable: its device-hours are held.
     assert hours.count() == HOURS_LOADED
@@ -496,7 +497,7 @@ def test_stored_device_hours_are_held_and_survive_the_raw_retention(
     assert GpuDeviceHour.objects.count() == 11 * HOURS_LOADED + 1
     # A recompute of everything gives the same rows again from the stored device-hours.
     before = hourly_figures()
-    rollups.rollup_everything()
+    hourly.rollup_everything()
     after = hourly_figures()
     # The same sums, added up in another order by the fleet-wide statement.
     assert [row["hour"] for row in after] == [row["hour"] for row in before]
@@ -512,7 +513,7 @@ def test_a_stopped_pull_resumes_at_the_first_hour_not_complete(victoria_metrics,
     victoria_metrics.load(fleet_series(first_hour, "vm-resume"))
     source = hourly_source(victoria_metrics.base_url, "vm-resume", pulled_until=first_hour)
     lines = []
-    run = pull_hourly.pull_hourly(
+    run = tsdb.pull_hourly(
         source,
         now=now,
         end=first_hour + 4 * HOUR,
@@ -525,7 +526,7 @@ def test_a_stopped_pull_resumes_at_the_first_hour_not_complete(victoria_metrics,
     source.refresh_from_db()
     assert source.pulled_until == first_hour + 2 * HOUR
     # The restart: a new run with no range continues at the resume point.
-    rest = pull_hourly.pull_hourly(source, now=now, end=first_hour + 4 * HOUR, chunk_hours=1)
+    rest = tsdb.pull_hourly(source, now=now, end=first_hour + 4 * HOUR, chunk_hours=1)
     assert rest.rows_duplicate == 0
     assert rest.message.startswith(f"Hourly aggregates {first_hour + 2 * HOUR:%Y-%m-%d %H:00}–")
     source.refresh_from_db()
@@ -533,7 +534,7 @@ def test_a_stopped_pull_resumes_at_the_first_hour_not_complete(victoria_metrics,
     assert GpuDeviceHour.objects.count() == 11 * HOURS_LOADED + 1
     # Nothing complete is left in the range: the next look records no run.
     runs = ImportRun.objects.count()
-    assert pull_hourly.pull_hourly(source, now=now, end=first_hour + 4 * HOUR) is None
+    assert tsdb.pull_hourly(source, now=now, end=first_hour + 4 * HOUR) is None
     assert ImportRun.objects.count() == runs
 
 
@@ -569,7 +570,7 @@ def test_each_sample_lands_in_exactly_one_hour(victoria_metrics, fleet):
         ]
     )
     source = hourly_source(victoria_metrics.base_url, "vm-boundary", pool=fleet["h100"])
-    pull_hourly.pull_hourly(source, now=now, start=first_hour, end=first_hour + 2 * HOUR)
+    tsdb.pull_hourly(source, now=now, start=first_hour, end=first_hour + 2 * HOUR)
     rows = {
         row.hour: (row.samples, row.utilization_pct)
         for row in GpuDeviceHour.objects.filter(device__uuid="GPU-boundary-0000")
@@ -645,7 +646,7 @@ def test_a_partial_answer_is_stored_but_its_hours_are_not_complete(
     source = hourly_source(proxy.url, tag, pulled_until=first_hour)
     proxy.mode = mode
 
-    run = pull_hourly.pull_hourly(source, now=now, end=first_hour + 3 * HOUR)
+    run = tsdb.pull_hourly(source, now=now, end=first_hour + 3 * HOUR)
 
     assert run.status == ImportRun.Status.SUCCEEDED
     assert "partially" in run.message and "not marked complete" in run.message
@@ -657,7 +658,7 @@ def test_a_partial_answer_is_stored_but_its_hours_are_not_complete(
     assert GpuDeviceHour.objects.count() == 11 * HOURS_LOADED + 1  # but stored
 
     proxy.mode = "pass"
-    whole = pull_hourly.pull_hourly(source, now=now, end=first_hour + 3 * HOUR)
+    whole = tsdb.pull_hourly(source, now=now, end=first_hour + 3 * HOUR)
     assert "partially" not in whole.message
     source.refresh_from_db()
     assert source.pulled_until == first_hour + 3 * HOUR
@@ -680,7 +681,7 @@ def test_a_slow_failing_or_unreachable_server_stops_the_run_with_what_to_do(
         calls["chunks"] += 1
         proxy.mode = "slow"
 
-    run = pull_hourly.pull_hourly(
+    run = tsdb.pull_hourly(
         source,
         now=now,
         end=first_hour + 3 * HOUR,
@@ -703,14 +704,14 @@ def test_a_slow_failing_or_unreachable_server_stops_the_run_with_what_to_do(
     assert not GpuDeviceHour.objects.filter(hour=first_hour + HOUR).exists()
 
     proxy.mode = "unavailable"
-    refused = pull_hourly.pull_hourly(source, now=now, end=first_hour + 3 * HOUR)
+    refused = tsdb.pull_hourly(source, now=now, end=first_hour + 3 * HOUR)
     assert refused.status == ImportRun.Status.FAILED
     assert refused.rows_accepted == 0
     assert "answered HTTP 503" in refused.message
 
     source.url = f"http://127.0.0.1:{tsdb_servers.free_port()}"
     source.save()
-    unreachable = pull_hourly.pull_hourly(source, now=now, end=first_hour + 3 * HOUR)
+    unreachable = tsdb.pull_hourly(source, now=now, end=first_hour + 3 * HOUR)
     assert unreachable.status == ImportRun.Status.FAILED
     assert "could not reach" in unreachable.message
     source.refresh_from_db()
@@ -728,7 +729,7 @@ def test_label_filters_choose_the_series(victoria_metrics, fleet):
         url=victoria_metrics.base_url,
         label_filters='test="vm-filters",namespace=~"dynamo-.*"',
     )
-    pull_hourly.pull_hourly(only_workload, now=now, start=first_hour, end=first_hour + 3 * HOUR)
+    tsdb.pull_hourly(only_workload, now=now, start=first_hour, end=first_hour + 3 * HOUR)
     assert set(GpuDeviceHour.objects.values_list("namespace", "hour")) == {
         ("dynamo-workload", first_hour),
         ("dynamo-workload", first_hour + HOUR),
@@ -740,7 +741,7 @@ def test_label_filters_choose_the_series(victoria_metrics, fleet):
         url=victoria_metrics.base_url,
         label_filters='test = "vm-filters", Hostname="della-l01g1", GPU_I_ID!="2"',
     )
-    pull_hourly.pull_hourly(only_mig, now=now, start=first_hour, end=first_hour + 3 * HOUR)
+    tsdb.pull_hourly(only_mig, now=now, start=first_hour, end=first_hour + 3 * HOUR)
     assert sorted(set(GpuDeviceHour.objects.values_list("device__key", flat=True))) == [
         f"{uuid}/{instance}"
         for uuid in ["GPU-d6dd33b9-e50e-997c-f303-c8f7312fa498"]
@@ -838,10 +839,10 @@ def test_hourly_aggregates_from_prometheus_equal_a_computation_over_the_samples(
 ):
     base_url, first_hour, series = prometheus_fleet
     source = hourly_source(base_url, "prom-main")
-    run = pull_hourly.pull_hourly(source, start=first_hour, end=first_hour + 4 * HOUR)
+    run = tsdb.pull_hourly(source, start=first_hour, end=first_hour + 4 * HOUR)
     assert run.status == ImportRun.Status.SUCCEEDED, run.message
     assert run.rows_accepted == 11 * HOURS_LOADED + 1
-    rollups.rollup_pending()
+    hourly.rollup_pending()
     assert_rollups_equal_the_computation(series, "prometheus", fleet, first_hour)
 
 
@@ -850,7 +851,7 @@ def test_hourly_aggregates_from_prometheus_equal_a_computation_over_the_samples(
 def test_prometheus_puts_each_sample_in_exactly_one_hour(prometheus_fleet, fleet):
     base_url, first_hour, _series = prometheus_fleet
     source = hourly_source(base_url, "prom-b", pool=fleet["h100"])
-    pull_hourly.pull_hourly(source, start=first_hour, end=first_hour + 2 * HOUR)
+    tsdb.pull_hourly(source, start=first_hour, end=first_hour + 2 * HOUR)
     rows = {
         row.hour: (row.samples, row.utilization_pct)
         for row in GpuDeviceHour.objects.filter(device__uuid="GPU-boundary-0001")
@@ -861,7 +862,7 @@ def test_prometheus_puts_each_sample_in_exactly_one_hour(prometheus_fleet, fleet
 @victoria_metrics_mark
 @pytest.mark.django_db
 def test_beat_pulls_one_chunk_of_complete_hours_a_tick(victoria_metrics, fleet):
-    from apps.telemetry.pull_tasks import pull_source_task
+    from apps.telemetry.pull.tasks import pull_source_task
 
     first_hour, now = first_hour_now()
     victoria_metrics.load(fleet_series(first_hour, "vm-beat"))
@@ -869,7 +870,7 @@ def test_beat_pulls_one_chunk_of_complete_hours_a_tick(victoria_metrics, fleet):
     assert pull_source_task(source.pk) == ImportRun.Status.SUCCEEDED
     source.refresh_from_db()
     # One chunk (a day at most) a tick: here every complete hour up to now.
-    assert source.pulled_until == pull_hourly.complete_until(timezone.now())
+    assert source.pulled_until == tsdb.complete_until(timezone.now())
     assert GpuDeviceHour.objects.count() == 11 * HOURS_LOADED + 1
     assert pull_source_task(source.pk) == "nothing due"
 
@@ -882,7 +883,7 @@ def test_label_filters_stored_past_the_checks_fail_the_run_with_what_to_do():
         url=f"http://127.0.0.1:{tsdb_servers.free_port()}",
         label_filters="cluster=a",
     )
-    run = pull_hourly.pull_hourly(source, now=timezone.now())
+    run = tsdb.pull_hourly(source, now=timezone.now())
     assert run.status == ImportRun.Status.FAILED
     assert "label filters are not PromQL label matchers" in run.message
     assert "correct them on the pull-sources page" in run.message

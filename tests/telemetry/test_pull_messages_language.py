@@ -14,8 +14,8 @@ from django.utils import timezone, translation
 
 from apps.core.texts import translated
 from apps.pools.hours import floor_hour
-from apps.telemetry import pull, pull_hourly
 from apps.telemetry.models import ImportRun, PullSource
+from apps.telemetry.pull import prometheus, scrapes, tsdb
 from tests.factories import PullSourceFactory
 
 HOUR = timedelta(hours=1)
@@ -68,8 +68,8 @@ def test_an_unreachable_and_a_404_exporter_read_in_chinese_and_as_before_in_engl
     missing = f"{not_found_server}/metrics"
     unreachable_source = PullSourceFactory(name="closed", kind="dcgm_exporter", url=closed)
     missing_source = PullSourceFactory(name="missing", kind="dcgm_exporter", url=missing)
-    unreachable_run = pull.pull_dcgm_exporter(unreachable_source)
-    missing_run = pull.pull_dcgm_exporter(missing_source)
+    unreachable_run = scrapes.pull_dcgm_exporter(unreachable_source)
+    missing_run = scrapes.pull_dcgm_exporter(missing_source)
 
     # English exactly as the f-strings wrote it: "could not reach {url}: {reason}" and
     # "{url} answered HTTP {status}: {excerpt}". The reason is the OS's own English.
@@ -113,7 +113,7 @@ def test_a_batch_of_scrapes_keeps_each_sources_sentence(not_found_server):
         PullSourceFactory(name=f"missing {n}", kind="dcgm_exporter", url=f"{not_found_server}/{n}")
         for n in range(3)
     ]
-    pull.pull_dcgm_exporters(sources)
+    scrapes.pull_dcgm_exporters(sources)
     for number, source in enumerate(sources):
         source.refresh_from_db()
         url = f"{not_found_server}/{number}"
@@ -133,7 +133,7 @@ def test_an_unreachable_hourly_pull_fails_with_a_chinese_sentence():
         label_filters='test="closed"',
         pulled_until=first_hour,
     )
-    run = pull_hourly.pull_hourly(source, now=now, end=first_hour + 3 * HOUR)
+    run = tsdb.pull_hourly(source, now=now, end=first_hour + 3 * HOUR)
     assert run.status == ImportRun.Status.FAILED
     run.refresh_from_db()
     source.refresh_from_db()
@@ -168,7 +168,7 @@ def prometheus_matrix(name: str, labels: dict, points: list) -> dict:
 
 def test_the_rejected_prometheus_samples_read_in_chinese():
     at = 1_790_000_000  # 2026-09-21T14:13:20+00:00
-    result = pull.rows_from_prometheus(
+    result = prometheus.rows_from_prometheus(
         [
             (
                 "DCGM_FI_DEV_GPU_UTIL",

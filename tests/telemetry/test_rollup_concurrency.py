@@ -10,8 +10,9 @@ import pytest
 from django.db import connections, transaction
 
 from apps.pools.models import Pool
-from apps.telemetry import rollups, services
+from apps.telemetry.ingest import formats, storage
 from apps.telemetry.models import PoolHourFlag, PoolHourlyUsage
+from apps.telemetry.rollups import hourly
 
 HOUR = datetime(2026, 11, 1, 10, tzinfo=UTC)
 COLUMNS = {"timestamp": "time", "device": "gpu", "utilization_pct": "util"}
@@ -27,8 +28,8 @@ def test_a_second_rollup_of_a_pool_waits_for_the_first_and_fails_nothing(pool):
         for minute in range(0, 60, 10)
         for gpu in ("GPU-a", "GPU-b")
     )
-    services.import_gpu_samples(
-        services.parse_gpu_text(text, format="csv", columns=COLUMNS), pool=pool
+    storage.import_gpu_samples(
+        formats.parse_gpu_text(text, format="csv", columns=COLUMNS), pool=pool
     )
     first_holds_its_transaction = threading.Event()
     release_the_first = threading.Event()
@@ -38,7 +39,7 @@ def test_a_second_rollup_of_a_pool_waits_for_the_first_and_fails_nothing(pool):
     def first():
         try:
             with transaction.atomic():
-                rollups.rollup_pool_hours(pool.pk, HOUR, HOUR + timedelta(hours=1))
+                hourly.rollup_pool_hours(pool.pk, HOUR, HOUR + timedelta(hours=1))
                 first_holds_its_transaction.set()
                 release_the_first.wait(30)
         except Exception as error:  # reported by the assertion below
@@ -48,7 +49,7 @@ def test_a_second_rollup_of_a_pool_waits_for_the_first_and_fails_nothing(pool):
 
     def second():
         try:
-            rollups.rollup_pool_hours(pool.pk, HOUR, HOUR + timedelta(hours=1))
+            hourly.rollup_pool_hours(pool.pk, HOUR, HOUR + timedelta(hours=1))
         except Exception as error:
             errors.append(("second", error))
         finally:

@@ -1,4 +1,4 @@
-"""Direct scrapes in batches (apps/telemetry/pull.py, ``pull_dcgm_exporters``): the
+"""Direct scrapes in batches (apps/telemetry/pull/scrapes.py, ``pull_dcgm_exporters``): the
 scrapes of several nodes stored in one transaction with one COPY, each source keeping a
 run of its own; and two real Celery workers scraping and draining one queue at once,
 their pool-hours checked against Python over the stored samples.
@@ -20,7 +20,6 @@ from django.db import connection
 from django.utils import translation
 
 from apps.pools.models import Pool
-from apps.telemetry import pull, rollups
 from apps.telemetry.models import (
     GpuDevice,
     GpuSample,
@@ -29,7 +28,9 @@ from apps.telemetry.models import (
     PoolHourlyUsage,
     PullSource,
 )
-from apps.telemetry.pull_tasks import pull_scrape_batch_task
+from apps.telemetry.pull import scrapes
+from apps.telemetry.pull.tasks import pull_scrape_batch_task
+from apps.telemetry.rollups import hourly
 from apps.telemetry.tasks import rollup_pending_task
 from config.celery_app import app as celery_app
 from tests.conftest import CeleryWorker
@@ -61,7 +62,7 @@ def test_a_batch_stores_every_scrape_once_and_each_source_keeps_its_run(scrape_s
     urls = [good[0], *list(bad)[:2], *good[1:], list(bad)[2]]
     sources = _sources(urls, pool)
 
-    runs = pull.pull_dcgm_exporters(sources, now=NOW)
+    runs = scrapes.pull_dcgm_exporters(sources, now=NOW)
 
     assert [run.filename for run in runs] == urls
     expected = {url: expected_gpus(path) for url, path in zip(good, SCRAPES, strict=True)}
@@ -100,7 +101,7 @@ def test_a_batch_stores_every_scrape_once_and_each_source_keeps_its_run(scrape_s
     ]
 
     # The same batch delivered again (a retried task) at the same instant adds nothing.
-    again = pull.pull_dcgm_exporters(
+    again = scrapes.pull_dcgm_exporters(
         PullSource.objects.filter(url__in=good).order_by("pk"), now=NOW
     )
     assert [(run.rows_accepted, run.rows_duplicate) for run in again] == [
@@ -108,7 +109,7 @@ def test_a_batch_stores_every_scrape_once_and_each_source_keeps_its_run(scrape_s
     ]
     assert GpuSample.objects.count() == len(all_expected)
 
-    assert rollups.rollup_pending() == (1, 1)
+    assert hourly.rollup_pending() == (1, 1)
     usage = PoolHourlyUsage.objects.get(pool=pool)
     assert usage.reporting_gpus == 12
     # By hand: each GPU's one reading ÷ 100, summed over the files' GPUs.
@@ -122,7 +123,7 @@ def test_two_sources_of_one_node_in_a_batch_count_its_rows_once(scrape_server, p
     url = f"{scrape_server}/metrics/{SCRAPES[0].stem}"
     gpus = len(expected_gpus(SCRAPES[0]))
     sources = _sources([url, url], pool)
-    first, second = pull.pull_dcgm_exporters(sources, now=NOW)
+    first, second = scrapes.pull_dcgm_exporters(sources, now=NOW)
     # Stamped at the same instant, the second source's rows are the first's keys.
     assert (first.rows_accepted, first.rows_duplicate) == (gpus, 0)
     assert (second.rows_accepted, second.rows_duplicate) == (0, gpus)
@@ -145,7 +146,7 @@ def test_a_scrape_that_cannot_be_stored_loses_only_itself(scrape_server):
     # reference a pool that no longer exists, which the database refuses at the commit.
     Pool.objects.filter(pk=gone_pool.pk).delete()
 
-    runs = pull.pull_dcgm_exporters(sources, now=NOW)
+    runs = scrapes.pull_dcgm_exporters(sources, now=NOW)
 
     assert [run.status for run in runs] == ["succeeded", "failed", "succeeded"]
     failed = ImportRun.objects.get(filename=urls[1])

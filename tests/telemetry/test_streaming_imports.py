@@ -17,9 +17,9 @@ from django.core.management import CommandError, call_command
 from django.db.models import Sum
 
 from apps.pools.models import Pool
-from apps.telemetry import parsers, services
+from apps.telemetry.ingest import formats, importer, parsers, storage
+from apps.telemetry.ingest.parsers.rows import DeviceKey, GpuSampleRow, ParseResult
 from apps.telemetry.models import GpuDevice, GpuSample, ImportRun, PoolHourFlag, RequestSample
-from apps.telemetry.parsers.rows import DeviceKey, GpuSampleRow, ParseResult
 from tests.telemetry.helpers import COLUMNS, import_csv_command
 from tests.waiting import wait_until
 
@@ -206,11 +206,11 @@ def _fleet_csv(minutes: int, devices=("GPU-a", "GPU-b", "GPU-c")) -> str:
 def test_an_import_in_chunks_stores_what_an_import_in_one_chunk_stores(pool, tmp_path, monkeypatch):
     path = tmp_path / "fleet.csv"
     path.write_text(_fleet_csv(150))  # 3 GPUs × 150 minutes = 450 rows, 3 hours
-    monkeypatch.setattr(services, "IMPORT_CHUNK_ROWS", 40)  # ⌈450 / 40⌉ = 12 chunks
+    monkeypatch.setattr(formats, "IMPORT_CHUNK_ROWS", 40)  # ⌈450 / 40⌉ = 12 chunks
     run = ImportRun.objects.create(
         kind="gpu", format="csv", pool=pool, status=ImportRun.Status.RUNNING
     )
-    summary = services.run_import(run, path, columns=services.parse_column_mapping(COLUMNS))
+    summary = importer.run_import(run, path, columns=formats.parse_column_mapping(COLUMNS))
     run.refresh_from_db()
     assert run.status == ImportRun.Status.SUCCEEDED
     assert (run.rows_total, run.rows_accepted, run.rows_duplicate) == (450, 450, 0)
@@ -240,13 +240,11 @@ def test_a_device_is_described_by_its_latest_sample_across_chunks(pool, tmp_path
     )
     path = tmp_path / "moves.csv"
     path.write_text(text)
-    monkeypatch.setattr(services, "IMPORT_CHUNK_ROWS", 7)
+    monkeypatch.setattr(formats, "IMPORT_CHUNK_ROWS", 7)
     run = ImportRun.objects.create(
         kind="gpu", format="csv", pool=pool, status=ImportRun.Status.RUNNING
     )
-    services.run_import(
-        run, path, columns=services.parse_column_mapping(COLUMNS + ",hostname=host")
-    )
+    importer.run_import(run, path, columns=formats.parse_column_mapping(COLUMNS + ",hostname=host"))
     device = GpuDevice.objects.get()
     assert device.hostname == "node-2"
     assert (device.first_seen_at, device.last_seen_at) == (TEN, TEN + timedelta(minutes=59))
@@ -257,7 +255,7 @@ def test_a_bad_line_in_the_last_chunk_refuses_the_whole_file(pool, tmp_path, mon
     text = _fleet_csv(100) + f"{(TEN + timedelta(hours=3)).isoformat()},GPU-new,140\n"
     path = tmp_path / "fleet.csv"
     path.write_text(text)
-    monkeypatch.setattr(services, "IMPORT_CHUNK_ROWS", 25)
+    monkeypatch.setattr(formats, "IMPORT_CHUNK_ROWS", 25)
     with pytest.raises(CommandError, match="Rejected: 1 bad row"):
         import_csv_command(path, pool)
     run = ImportRun.objects.get()
@@ -280,7 +278,7 @@ def test_skipping_bad_rows_across_chunks_keeps_every_good_row_and_counts_every_b
         lines[index] = lines[index].rsplit(",", 1)[0] + ",140"
     path = tmp_path / "fleet.csv"
     path.write_text("\n".join(lines) + "\n")
-    monkeypatch.setattr(services, "IMPORT_CHUNK_ROWS", 16)
+    monkeypatch.setattr(formats, "IMPORT_CHUNK_ROWS", 16)
     import_csv_command(path, pool, "--skip-bad-rows")
     run = ImportRun.objects.get()
     assert (run.rows_total, run.rows_accepted, run.rows_rejected) == (180, 162, 18)
@@ -302,7 +300,7 @@ def test_warnings_and_flags_add_up_across_chunks(pool, tmp_path, monkeypatch):
         for minute in range(180)
         for device in ("GPU-a", "GPU-b", "GPU-c")
     )
-    monkeypatch.setattr(services, "IMPORT_CHUNK_ROWS", 50)
+    monkeypatch.setattr(formats, "IMPORT_CHUNK_ROWS", 50)
     run = ImportRun.objects.create(
         kind="gpu",
         format="csv",
@@ -314,7 +312,7 @@ def test_warnings_and_flags_add_up_across_chunks(pool, tmp_path, monkeypatch):
     run.refresh_from_db()
     path = tmp_path / "fleet.csv"
     path.write_text(text)
-    summary = services.run_import(run, path, columns=services.parse_column_mapping(COLUMNS))
+    summary = importer.run_import(run, path, columns=formats.parse_column_mapping(COLUMNS))
     assert summary.accepted == 540
     assert summary.warnings[0].startswith("180 samples before pool Test H100 training entered")
     assert summary.warnings[1].startswith(
@@ -329,7 +327,7 @@ def test_a_nul_in_a_later_chunk_refuses_the_file_and_keeps_nothing(pool, tmp_pat
     text = _fleet_csv(50) + "2026-11-01T13:00:00+00:00,GPU-\x00,50\n"
     path = tmp_path / "fleet.csv"
     path.write_text(text)
-    monkeypatch.setattr(services, "IMPORT_CHUNK_ROWS", 20)
+    monkeypatch.setattr(formats, "IMPORT_CHUNK_ROWS", 20)
     with pytest.raises(CommandError, match="line 152: a NUL character"):
         import_csv_command(path, pool, "--skip-bad-rows")
     run = ImportRun.objects.get()
@@ -339,7 +337,7 @@ def test_a_nul_in_a_later_chunk_refuses_the_file_and_keeps_nothing(pool, tmp_pat
 
 @pytest.mark.django_db
 def test_a_request_log_imports_in_chunks(workload, tmp_path, monkeypatch):
-    monkeypatch.setattr(services, "IMPORT_CHUNK_ROWS", 500)
+    monkeypatch.setattr(formats, "IMPORT_CHUNK_ROWS", 500)
     call_command(
         "import_requests",
         str(AZURE_CODE),
@@ -374,7 +372,7 @@ def test_an_import_holds_a_chunk_of_rows_not_the_file(pool, tmp_path, monkeypatc
     short.write_text(_fleet_csv(500, devices=devices))  # 5,000 rows
     long.write_text(_fleet_csv(2000, devices=devices))  # 20,000 rows
     assert long.stat().st_size > 3.9 * short.stat().st_size
-    monkeypatch.setattr(services, "IMPORT_CHUNK_ROWS", 500)
+    monkeypatch.setattr(formats, "IMPORT_CHUNK_ROWS", 500)
     import_csv_command(short, pool)  # devices registered, queries compiled: both imports alike
     peaks = {}
     tracemalloc.start()
@@ -391,7 +389,7 @@ def test_an_import_holds_a_chunk_of_rows_not_the_file(pool, tmp_path, monkeypatc
 
 @pytest.mark.django_db
 def test_a_chunk_is_inserted_while_the_next_is_parsed(pool):
-    """The INSERT of one chunk runs beside the parse of the next (services._ChunkInserts):
+    """The INSERT of one chunk runs beside the parse of the next (storage._ChunkInserts):
     a lock held from another connection stops the first chunk's INSERT, and the parser is
     still asked for the second chunk; one after the other, the import would wait at that
     INSERT until its lock timeout and fail."""
@@ -438,7 +436,7 @@ def test_a_chunk_is_inserted_while_the_next_is_parsed(pool):
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL lock_timeout = '10s'")
         locker.execute("LOCK TABLE telemetry_gpusample IN SHARE MODE")
-        summary = services.import_gpu_samples(chunks(), pool=pool)
+        summary = storage.import_gpu_samples(chunks(), pool=pool)
     finally:
         locker.close()
     assert seen_waiting == [1]

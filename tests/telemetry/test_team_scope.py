@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from apps.accounts.models import ApiToken
 from apps.accounts.scope import Scope
-from apps.telemetry import services
+from apps.telemetry.ingest import importer
 from apps.telemetry.models import (
     GpuDevice,
     GpuSample,
@@ -244,7 +244,7 @@ def test_an_import_stores_nothing_of_another_teams_gpus(fleet):
         kind="gpu", format="csv", source="api", skip_bad_rows=True, status="running"
     )
     run.started_at = run.created_at
-    summary = services.run_import(
+    summary = importer.run_import(
         run,
         text,
         columns=COLUMNS,
@@ -269,7 +269,7 @@ def test_an_import_stores_nothing_of_another_teams_gpus(fleet):
 def test_without_skipping_bad_rows_another_teams_gpu_refuses_the_file(fleet):
     _device("GPU-v", "vis-1", pool=fleet["pools"]["vision"])
     run = ImportRun.objects.create(kind="gpu", format="csv", source="api", status="running")
-    summary = services.run_import(
+    summary = importer.run_import(
         run,
         _csv([(_hour_ago(), "GPU-v", "vis-1", 90), (_hour_ago(), "GPU-a", "a", 1)]),
         columns=COLUMNS,
@@ -351,7 +351,7 @@ def test_the_same_content_as_another_teams_import_is_not_named(client, fleet, sp
         source="upload",
         status="succeeded",
         pool=fleet["pools"]["vision"],
-        content_sha256=services.content_sha256(text),
+        content_sha256=importer.content_sha256(text),
     )
     form = client.post(
         reverse("telemetry:import_create"),
@@ -472,7 +472,7 @@ def test_the_pull_source_list_filters_by_its_pools_team(client, fleet):
 def _vision_gpus_scraped(scrape_server, fleet) -> tuple[str, set[str]]:
     """The Vision pool holds the GPUs of a recorded scrape, pulled once by a fleet-wide
     source: (the scrape's URL, the GPUs' keys)."""
-    from apps.telemetry import pull
+    from apps.telemetry.pull import sources
     from tests.telemetry.test_pull import SCRAPES, expected_gpus
 
     url = f"{scrape_server}/metrics/{SCRAPES[0].stem}"
@@ -480,7 +480,7 @@ def _vision_gpus_scraped(scrape_server, fleet) -> tuple[str, set[str]]:
     fleet_source.pool = fleet["pools"]["vision"]
     fleet_source.save()
     assert fleet_source.pull_scope_key == "all"
-    pull.pull_source(fleet_source)
+    sources.pull_source(fleet_source)
     keys = set(
         GpuDevice.objects.filter(pool=fleet["pools"]["vision"]).values_list("key", flat=True)
     )
@@ -506,14 +506,14 @@ def _speech_source_for(client, fleet, url) -> PullSource:
 def test_a_source_saved_by_a_team_member_stores_no_gpu_of_another_team(
     client, fleet, speech_lead, scrape_server
 ):
-    from apps.telemetry import pull
+    from apps.telemetry.pull import sources
 
     url, vision_keys = _vision_gpus_scraped(scrape_server, fleet)
     samples_before = GpuSample.objects.count()
     source = _speech_source_for(client, fleet, url)
     assert source.pull_scope == Scope(everything=False, team_ids=frozenset({fleet["speech"].pk}))
 
-    run = pull.pull_source(source)
+    run = sources.pull_source(source)
 
     assert GpuSample.objects.count() == samples_before  # nothing of Vision's GPUs
     assert run.rows_accepted == 0 and run.rows_rejected == run.rows_total > 0
@@ -528,7 +528,7 @@ def test_a_source_saved_by_a_team_member_stores_no_gpu_of_another_team(
 def test_a_batch_of_scrapes_refuses_another_teams_gpus_and_stores_the_rest(
     client, fleet, speech_lead, scrape_server
 ):
-    from apps.telemetry import pull
+    from apps.telemetry.pull import scrapes
     from tests.telemetry.test_pull import SCRAPES, expected_gpus
 
     url, _vision_keys = _vision_gpus_scraped(scrape_server, fleet)
@@ -537,7 +537,7 @@ def test_a_batch_of_scrapes_refuses_another_teams_gpus_and_stores_the_rest(
     fresh = PullSourceFactory(name="fresh", kind="dcgm_exporter", url=other_url)
     samples_before = GpuSample.objects.count()
 
-    refused, stored = pull.pull_dcgm_exporters([speech_source, fresh])
+    refused, stored = scrapes.pull_dcgm_exporters([speech_source, fresh])
 
     assert refused.rows_accepted == 0 and refused.rows_rejected == refused.rows_total > 0
     assert stored.rows_accepted > 0
@@ -568,9 +568,9 @@ def test_an_api_edit_by_a_team_member_narrows_the_source_to_their_teams(client, 
 
 
 def test_hourly_aggregates_of_another_teams_gpu_are_not_stored(fleet, speech_lead):
+    from apps.telemetry.ingest.parsers.rows import DeviceKey
     from apps.telemetry.models import GpuDeviceHour
-    from apps.telemetry.parsers.rows import DeviceKey
-    from apps.telemetry.pull_hourly import DeviceHourRow, store_device_hours
+    from apps.telemetry.pull.tsdb import DeviceHourRow, store_device_hours
 
     hour = _hour_ago()
     vision_gpu = GpuDevice.objects.create(

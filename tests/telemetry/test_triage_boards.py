@@ -108,8 +108,8 @@ SCRAPED_AT = datetime(2026, 11, 29, 11, 59, 45, tzinfo=UTC)
 
 def _import_real(path, source_format):
     """The real capture's GPUs, unassigned (no pool, no rule), as an import leaves them."""
-    from apps.telemetry import services
-    from apps.telemetry.parsers import parse_dcgm, parse_nvidia_smi_csv
+    from apps.telemetry.ingest import storage
+    from apps.telemetry.ingest.parsers import parse_dcgm, parse_nvidia_smi_csv
 
     text = path.read_text()
     if source_format == "dcgm":
@@ -117,7 +117,7 @@ def _import_real(path, source_format):
     else:
         result = parse_nvidia_smi_csv(text, now=SCRAPED_AT)
     assert not result.errors, result.errors
-    services.import_gpu_samples(result, received_at=SCRAPED_AT)
+    storage.import_gpu_samples(result, received_at=SCRAPED_AT)
 
 
 @pytest.mark.django_db

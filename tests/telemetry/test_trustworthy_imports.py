@@ -12,9 +12,8 @@ from django.urls import reverse
 
 from apps.accounts.models import ApiToken
 from apps.pools.models import EARLIEST_SERVICE_START
-from apps.telemetry import pull, services
-from apps.telemetry.models import GpuDevice, GpuSample, ImportRun, PoolHourFlag
-from apps.telemetry.parsers import (
+from apps.telemetry.ingest import importer, storage
+from apps.telemetry.ingest.parsers import (
     EARLIEST_TIMESTAMP,
     parse_azure_llm,
     parse_dcgm,
@@ -22,7 +21,9 @@ from apps.telemetry.parsers import (
     parse_nvidia_smi_csv,
     parse_request_csv,
 )
-from apps.telemetry.parsers.dcgm import METRIC_NAMES
+from apps.telemetry.ingest.parsers.dcgm import METRIC_NAMES
+from apps.telemetry.models import GpuDevice, GpuSample, ImportRun, PoolHourFlag
+from apps.telemetry.pull import prometheus
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SMI = DATA / "nvidia-smi" / "query_gpu_csv"
@@ -56,7 +57,7 @@ def _csv(rows) -> str:
 def _import_csv(text, *, pool, received_at=None):
     result = parse_gpu_csv(text, columns=GPU_COLUMNS)
     assert not result.errors, result.errors
-    return services.import_gpu_samples(result, pool=pool, received_at=received_at)
+    return storage.import_gpu_samples(result, pool=pool, received_at=received_at)
 
 
 # MIG mode from nvidia-smi
@@ -79,7 +80,7 @@ def test_a_whole_gpu_is_not_in_mig_mode():
 @pytest.mark.parametrize("path", [H100_MIG, H200_MIG], ids=["H100-MIG", "H200-MIG"])
 def test_a_mig_gpu_is_stored_in_mig_mode_with_no_utilization(pool, path):
     run = ImportRun.objects.create(kind="gpu", format="nvidia-smi", source="command", pool=pool)
-    summary = services.run_import(run, path.read_text())
+    summary = importer.run_import(run, path.read_text())
     assert (summary.accepted, summary.rejected) == (1, 0)
     device = GpuDevice.objects.get()
     assert device.mig_mode_enabled is True and device.pool == pool
@@ -92,9 +93,9 @@ def test_a_mig_gpu_is_stored_in_mig_mode_with_no_utilization(pool, path):
 @pytest.mark.django_db
 def test_a_known_gpu_switched_to_mig_is_refreshed(pool):
     # The captures share one zeroed UUID: the same GPU, first whole, then in MIG mode.
-    services.import_gpu_samples(parse_nvidia_smi_csv(H100_WHOLE.read_text()), pool=pool)
+    storage.import_gpu_samples(parse_nvidia_smi_csv(H100_WHOLE.read_text()), pool=pool)
     assert GpuDevice.objects.get().mig_mode_enabled is False
-    services.import_gpu_samples(parse_nvidia_smi_csv(H100_MIG.read_text()), pool=pool)
+    storage.import_gpu_samples(parse_nvidia_smi_csv(H100_MIG.read_text()), pool=pool)
     device = GpuDevice.objects.get()
     assert device.mig_mode_enabled is True
     assert list(
@@ -115,7 +116,7 @@ def _slice_scrape(profile: str) -> str:
 @pytest.mark.django_db
 def test_a_slice_holds_the_compute_slices_of_its_profile(pool):
     scraped_at = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
-    services.import_gpu_samples(
+    storage.import_gpu_samples(
         parse_dcgm(_slice_scrape("3g.40gb"), scraped_at=scraped_at), pool=pool
     )
     device = GpuDevice.objects.get()
@@ -126,7 +127,7 @@ def test_a_slice_holds_the_compute_slices_of_its_profile(pool):
     )
     # Re-profiled to 2g.20gb: the refreshed device holds 2 slices.
     later = scraped_at + timedelta(minutes=1)
-    services.import_gpu_samples(parse_dcgm(_slice_scrape("2g.20gb"), scraped_at=later), pool=pool)
+    storage.import_gpu_samples(parse_dcgm(_slice_scrape("2g.20gb"), scraped_at=later), pool=pool)
     device.refresh_from_db()
     assert (device.mig_profile, device.mig_compute_slices) == ("2g.20gb", 2)
 
@@ -207,7 +208,7 @@ def test_a_prometheus_point_before_2000_is_refused():
             }
         ],
     }
-    result = pull.rows_from_prometheus([("DCGM_FI_DEV_GPU_UTIL", data)])
+    result = prometheus.rows_from_prometheus([("DCGM_FI_DEV_GPU_UTIL", data)])
     assert [row.utilization_pct for row in result.rows] == [50.0]
     assert [error.message for error in result.errors] == [
         'DCGM_FI_DEV_GPU_UTIL{UUID="GPU-x"} at 1970-01-01 00:00:05: before 2000-01-01 (is the '
@@ -370,7 +371,7 @@ def test_samples_ahead_of_their_arrival_flag_their_pool_hours(pool):
 def test_a_command_line_import_is_checked_against_its_run(pool):
     run = ImportRun.objects.create(kind="gpu", format="csv", source="command", pool=pool)
     ahead = run.created_at + timedelta(minutes=20, seconds=10)
-    services.run_import(run, _csv([(ahead, "GPU-a", 50)]), columns=GPU_COLUMNS)
+    importer.run_import(run, _csv([(ahead, "GPU-a", 50)]), columns=GPU_COLUMNS)
     run.refresh_from_db()
     assert run.warnings == [
         f"1 sample of pool {pool.name} dated up to 20 min ahead of their arrival at "

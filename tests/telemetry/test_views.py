@@ -691,7 +691,7 @@ def test_utilization_figure_from_real_rollups(pool, eager_celery):
             GpuSample(device=device, timestamp=ten + timedelta(hours=1), utilization_pct=90),
         ]
     )
-    from apps.telemetry.rollups import rollup_pool_hours
+    from apps.telemetry.rollups.hourly import rollup_pool_hours
 
     rollup_pool_hours(pool.pk, ten, ten + timedelta(hours=2))
     since = datetime.now(UTC) - timedelta(days=14)

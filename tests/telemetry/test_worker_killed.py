@@ -12,9 +12,10 @@ import psycopg
 import pytest
 from django.db import connection
 
-from apps.telemetry import rollups, services
+from apps.telemetry.ingest import storage
+from apps.telemetry.ingest.parsers.rows import DeviceKey, GpuSampleRow, ParseResult
 from apps.telemetry.models import PendingRollup, PoolHourlyUsage
-from apps.telemetry.parsers.rows import DeviceKey, GpuSampleRow, ParseResult
+from apps.telemetry.rollups import hourly
 from apps.telemetry.tasks import rollup_pending_task
 from config.celery_app import app as celery_app
 from tests.conftest import CeleryWorker
@@ -68,12 +69,12 @@ def _wait_for(predicate, timeout_seconds, what):
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_rollup_survives_a_sigkilled_worker(pool):
-    services.import_gpu_samples(ParseResult(rows=_rows(), errors=[]), pool=pool)
+    storage.import_gpu_samples(ParseResult(rows=_rows(), errors=[]), pool=pool)
     end = START + timedelta(hours=HOURS)
     assert PendingRollup.objects.filter(pool=pool).count() == HOURS
 
     # The clean run, computed in this process, is what the killed run must reproduce.
-    rollups.rollup_pool_hours(pool.pk, START, end)
+    hourly.rollup_pool_hours(pool.pk, START, end)
     clean = _snapshot(pool)
     assert len(clean) == HOURS and all(row[1] == 16 for row in clean)
     PoolHourlyUsage.objects.filter(pool=pool).delete()

@@ -25,8 +25,8 @@ from apps.reports.cost.service import (
     service_share_of,
 )
 from apps.reports.span import ONE_HOUR, Span
-from apps.telemetry.days import in_service_q
 from apps.telemetry.models import PoolDailyUsage, PoolHourlyUsage
+from apps.telemetry.rollups.days import in_service_q
 
 
 @dataclass

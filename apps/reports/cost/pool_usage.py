@@ -31,8 +31,8 @@ from apps.reports.cost.service import (
     service_share_of,
 )
 from apps.reports.span import Span
-from apps.telemetry.days import in_service_q
 from apps.telemetry.models import PoolDailyUsage, PoolHourlyUsage
+from apps.telemetry.rollups.days import in_service_q
 
 _ZERO = Value(0.0, output_field=FloatField())
 

@@ -12,13 +12,13 @@ from apps.pools.models import TRAINING_KINDS, Interruption
 from apps.reports.cost import costmodel
 from apps.reports.cost.service import paid_range, service_edge_hours
 from apps.reports.span import ONE_HOUR, Span
-from apps.telemetry.days import in_service_q
 from apps.telemetry.models import (
     PoolHourlyUsage,
     WorkloadDailyRequests,
     WorkloadHourlyRequests,
     WorkloadHourlyUsage,
 )
+from apps.telemetry.rollups.days import in_service_q
 from apps.training import goodput
 from apps.training import services as training_services
 

@@ -9,7 +9,7 @@ Definition, per inference pool:
   weekday × hour of the day in the pool's time zone.
 - An observation is a measured pool-hour, as the cost report counts them: an hourly
   rollup with telemetry (``reporting_gpus`` > 0) inside the pool's service period. Its
-  busy GPUs are its busy GPU-hours (Σ of the GPUs' busy shares, apps/telemetry/rollups.py)
+  busy GPUs are its busy GPU-hours (Σ of the GPUs' busy shares, apps/telemetry/rollups/hourly.py)
   over its one hour, plus the GPUs it did not measure (the pool's GPUs − its measured
   GPU-hours, never below 0): a GPU that does not report may be busy, so it is never lent.
 - Per slot: p95 busy GPUs = the 95th percentile (linear interpolation between closest
@@ -49,8 +49,8 @@ from apps.reports.charts import WEEKDAYS
 from apps.reports.span import Span
 from apps.reports.usage.clock import local_hour_expression, local_weekday_expression
 from apps.reports.usage.curves import PercentileCont
-from apps.telemetry.days import in_service_q
 from apps.telemetry.models import PoolHourlyUsage
+from apps.telemetry.rollups.days import in_service_q
 
 WINDOW_DAYS = 28
 MIN_OBSERVATIONS = 2

@@ -8,8 +8,8 @@ from django.db.models import Sum
 from apps.accounts.scope import EVERYTHING, Scope
 from apps.reports.cost import costmodel
 from apps.reports.span import Span
-from apps.telemetry.days import in_service_q
 from apps.telemetry.models import PoolHourlyUsage
+from apps.telemetry.rollups.days import in_service_q
 
 
 def fleet_usage_sums(

@@ -5,14 +5,14 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from apps.pools.models import Workload
-from apps.telemetry import services
+from apps.telemetry.ingest import formats, importer
+from apps.telemetry.ingest.parsers import TelemetryFormatError
 from apps.telemetry.management.commands.import_telemetry import (
     readable_file,
     report,
     time_zone,
 )
 from apps.telemetry.models import ImportRun
-from apps.telemetry.parsers import TelemetryFormatError
 
 
 class Command(BaseCommand):
@@ -21,7 +21,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("path")
         parser.add_argument("--workload", required=True)
-        parser.add_argument("--format", required=True, choices=services.REQUEST_FORMATS)
+        parser.add_argument(
+            "--format", required=True, choices=formats.names_of(formats.REQUESTS, formats.COMMAND)
+        )
         parser.add_argument("--columns", help="CSV: field=header pairs, comma-separated.")
         parser.add_argument("--tz", default="UTC")
         parser.add_argument("--skip-bad-rows", action="store_true")
@@ -31,12 +33,12 @@ class Command(BaseCommand):
         if workload is None:
             raise CommandError(f"--workload: no workload with slug “{options['workload']}”")
         try:
-            columns = services.parse_column_mapping(options["columns"])
+            columns = formats.parse_column_mapping(options["columns"])
         except ValueError as error:
             raise CommandError(f"--columns: {error}") from error
         path = readable_file(options["path"])
         run = ImportRun.objects.create(
-            content_sha256=services.file_sha256(path),
+            content_sha256=importer.file_sha256(path),
             kind="requests",
             format=options["format"],
             source=ImportRun.Source.COMMAND,
@@ -47,7 +49,7 @@ class Command(BaseCommand):
             started_at=timezone.now(),
         )
         try:
-            summary = services.run_import(run, path, columns=columns, tz=time_zone(options["tz"]))
+            summary = importer.run_import(run, path, columns=columns, tz=time_zone(options["tz"]))
         except TelemetryFormatError as error:
             raise CommandError(f"{options['path']}: {error}") from error
         except Exception as error:  # run_import marked the run failed with this sentence

@@ -14,9 +14,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from apps.pools.models import Pool
-from apps.telemetry import services
+from apps.telemetry.ingest import formats, importer
+from apps.telemetry.ingest.parsers import TelemetryFormatError
 from apps.telemetry.models import ImportRun
-from apps.telemetry.parsers import TelemetryFormatError
 
 
 def time_zone(name: str):
@@ -54,7 +54,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("path")
-        parser.add_argument("--format", required=True, choices=services.GPU_FORMATS)
+        parser.add_argument(
+            "--format", required=True, choices=formats.names_of(formats.GPU, formats.COMMAND)
+        )
         parser.add_argument("--pool", help="Assign devices first seen in this file to the pool.")
         parser.add_argument("--columns", help="Generic CSV: field=header pairs, comma-separated.")
         parser.add_argument("--tz", default="UTC", help="Zone of naive timestamps (default UTC).")
@@ -75,14 +77,14 @@ class Command(BaseCommand):
             if pool is None:
                 raise CommandError(f"--pool: no pool with slug “{options['pool']}”")
         try:
-            columns = services.parse_column_mapping(options["columns"])
+            columns = formats.parse_column_mapping(options["columns"])
         except ValueError as error:
             raise CommandError(f"--columns: {error}") from error
         path = readable_file(options["path"])
         # Of the bytes, as an upload of the same file is recognised (newlines untranslated).
-        digest = services.file_sha256(path)
+        digest = importer.file_sha256(path)
         scraped_at = None
-        if options["format"] == "dcgm":
+        if formats.format_of(formats.GPU, options["format"]).needs_scrape_time:
             if options["scraped_at"]:
                 try:
                     scraped_at = datetime.fromisoformat(options["scraped_at"])
@@ -105,7 +107,7 @@ class Command(BaseCommand):
             content_sha256=digest,
         )
         try:
-            summary = services.run_import(
+            summary = importer.run_import(
                 run, path, columns=columns, tz=time_zone(options["tz"]), scraped_at=scraped_at
             )
         except TelemetryFormatError as error:

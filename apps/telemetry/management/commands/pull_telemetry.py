@@ -13,8 +13,9 @@ from datetime import UTC, datetime
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.dateparse import parse_datetime
 
-from apps.telemetry import pull, pull_hourly, rollups
 from apps.telemetry.models import ImportRun, PullSource
+from apps.telemetry.pull import sources, tsdb
+from apps.telemetry.rollups import hourly
 
 
 def _moment(text: str, option: str) -> datetime:
@@ -34,13 +35,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--chunk-hours",
             type=int,
-            default=pull_hourly.DEFAULT_CHUNK_HOURS,
+            default=tsdb.DEFAULT_CHUNK_HOURS,
             help="Hours per query_range request (default %(default)s).",
         )
         parser.add_argument(
             "--timeout-seconds",
             type=float,
-            default=pull_hourly.HOURLY_QUERY_TIMEOUT_SECONDS,
+            default=tsdb.HOURLY_QUERY_TIMEOUT_SECONDS,
             help="How long one query may take (default %(default)s s).",
         )
 
@@ -54,7 +55,7 @@ class Command(BaseCommand):
         if source.kind != PullSource.Kind.PROMETHEUS_HOURLY:
             if options["start"] or options["end"]:
                 raise CommandError("--start and --end are for prometheus_hourly sources")
-            run = pull.pull_source(source)
+            run = sources.pull_source(source)
         else:
             start = _moment(options["start"], "--start") if options["start"] else None
             end = _moment(options["end"], "--end") if options["end"] else None
@@ -69,7 +70,7 @@ class Command(BaseCommand):
                     f"{partial}"
                 )
 
-            run = pull_hourly.pull_hourly(
+            run = tsdb.pull_hourly(
                 source,
                 start=start,
                 end=end,
@@ -80,7 +81,7 @@ class Command(BaseCommand):
             if run is None:
                 self.stdout.write("No complete hour to pull in that range yet.")
                 return
-        rollups.request_drain()
+        hourly.request_drain()
         if run.status == ImportRun.Status.FAILED or run.status == ImportRun.Status.REJECTED:
             raise CommandError(run.message)
         self.stdout.write(run.message)

@@ -12,9 +12,9 @@ from datetime import timedelta
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
-from apps.telemetry import rollups
+from apps.telemetry.ingest.checks import hour_of
 from apps.telemetry.models import GpuDeviceHour, GpuSample, RequestSample
-from apps.telemetry.services import hour_of
+from apps.telemetry.rollups import hourly
 
 
 class Command(BaseCommand):
@@ -24,9 +24,9 @@ class Command(BaseCommand):
         parser.add_argument("--all", action="store_true", help="From the first sample on.")
 
     def handle(self, *args, **options):
-        queued, _written = rollups.rollup_pending()
+        queued, _written = hourly.rollup_pending()
         if options["all"]:
-            pool_rows, workload_rows = rollups.rollup_everything()
+            pool_rows, workload_rows = hourly.rollup_everything()
         else:
             end = hour_of(timezone.now()) + timedelta(hours=1)
             start = end - timedelta(hours=48)
@@ -44,9 +44,9 @@ class Command(BaseCommand):
                 .values_list("workload_id", flat=True)
                 .distinct()
             )
-            pool_rows = sum(rollups.rollup_pool_hours(pool_id, start, end) for pool_id in pool_ids)
+            pool_rows = sum(hourly.rollup_pool_hours(pool_id, start, end) for pool_id in pool_ids)
             workload_rows = sum(
-                rollups.rollup_workload_hours(workload_id, start, end)
+                hourly.rollup_workload_hours(workload_id, start, end)
                 for workload_id in workload_ids
             )
         self.stdout.write(

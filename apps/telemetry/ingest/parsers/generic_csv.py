@@ -14,11 +14,13 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, tzinfo
 
 from apps.core.column_mapping import resolve_columns
-from apps.core.sentences import as_sentence
+from apps.core.sentences import as_sentence, gettext, gettext_noop, sentence
 
 from ._common import (
     CHUNK_ROWS,
     EARLIEST_TIMESTAMP,
+    LineReader,
+    ReadOptions,
     cell_count_problem,
     future_error,
     is_empty,
@@ -33,8 +35,11 @@ from ._common import (
     parse_timestamp,
     past_error,
     pausing_gc,
+    plain_float,
+    read_in_chunks,
 )
 from ._common import read_csv as _read_csv
+from .detect import Head, Recognised, is_header_line, listed
 from .rows import (
     DeviceKey,
     ParseResult,
@@ -53,6 +58,17 @@ REQUEST_CSV_FIELDS = (*REQUEST_CSV_REQUIRED, "latency_ms", "status", "count")
 _INFINITIES = (float("inf"), float("-inf"))
 
 
+def detect(head: Head) -> Recognised | None:
+    """Any CSV with a header line: asked last, after every format with a header of its own."""
+    if not is_header_line(head):
+        return None
+    return Recognised(
+        gettext("a CSV with the headers %(headers)s (%(columns)s columns)")
+        % {"headers": listed(head.cells), "columns": len(head.cells)},
+        head.headers,
+    )
+
+
 def _resolve_columns(
     header: list[str], columns: dict[str, str], known: tuple[str, ...], required: tuple[str, ...]
 ) -> dict[str, int]:
@@ -63,10 +79,10 @@ def _resolve_columns(
 
 
 def _number(cell: str, field: str, problems: list[str]) -> float | None:
-    """A finite float, None when the cell is empty or N/A; a problem otherwise."""
-    try:
-        number = float(cell)
-    except ValueError:
+    """A finite float, None when the cell is empty or N/A; a problem otherwise (an
+    exponent included: ``plain_float``)."""
+    number = plain_float(cell)
+    if number is None:
         cell = cell.strip()
         if not is_missing(cell):
             problems.append(not_a_number(field, cell))
@@ -86,9 +102,8 @@ def _whole_number(cell: str, field: str, problems: list[str], *, default=None) -
             if default is None:
                 problems.append(is_empty(field))
             return default
-        try:
-            as_float = float(cell)  # "63.0", as some exports write counts
-        except ValueError:
+        as_float = plain_float(cell)  # "63.0", as some exports write counts
+        if as_float is None:
             problems.append(not_a_number(field, cell))
             return None
         if not as_float.is_integer():
@@ -131,6 +146,37 @@ def _report(line_number: int, problems: list[str], errors: list[RowError]) -> No
     errors.extend(line_error(line_number, problem) for problem in problems)
 
 
+def read_gpu(source: str | Iterable[str], options: ReadOptions) -> Iterator[ParseResult]:
+    """``iter_gpu_csv`` as the format registry calls it: a mapping is needed."""
+    if not options.columns:
+        raise TelemetryFormatError(
+            sentence(
+                gettext_noop(
+                    "a generic CSV needs a column mapping: timestamp=…,device=…,utilization_pct=…"
+                )
+            )
+        )
+    return iter_gpu_csv(
+        source, columns=options.columns, tz=options.tz, chunk_rows=options.chunk_rows
+    )
+
+
+def read_requests(source: str | Iterable[str], options: ReadOptions) -> Iterator[ParseResult]:
+    """``iter_request_csv`` as the format registry calls it: a mapping is needed."""
+    if not options.columns:
+        raise TelemetryFormatError(
+            sentence(
+                gettext_noop(
+                    "a generic request CSV needs a column mapping: "
+                    "timestamp=…,input_tokens=…,output_tokens=…"
+                )
+            )
+        )
+    return iter_request_csv(
+        source, columns=options.columns, tz=options.tz, chunk_rows=options.chunk_rows
+    )
+
+
 @pausing_gc
 def parse_gpu_csv(
     text: str, *, columns: dict[str, str], tz: tzinfo = UTC, now: datetime | None = None
@@ -157,63 +203,57 @@ def iter_gpu_csv(
 
     Errors (the row is left out): wrong cell count, empty device, a timestamp that does not
     parse, is before 2000 (a clock never set) or is more than 1 day after ``now``, a number
-    that does not parse, utilization outside 0–100. Raises TelemetryFormatError for an
-    unknown field name (listing the known ones), a required field left out of the mapping,
-    a mapped header the file lacks (listing the headers found), or an empty file.
+    that does not parse (an exponent such as ``5e1`` included: never read as a number),
+    utilization outside 0–100. Raises TelemetryFormatError for an unknown field name
+    (listing the known ones), a required field left out of the mapping, a mapped header the
+    file lacks (listing the headers found), an empty file, or a header without data rows.
     """
     now, latest = latest_allowed(now)
     header, records = _read_csv(source)
     at = _resolve_columns(header, columns, GPU_CSV_FIELDS, GPU_CSV_REQUIRED)
-    cell_count = len(header)
-    timestamp_at, device_at, utilization_at = at["timestamp"], at["device"], at["utilization_pct"]
-    memory_at, power_at, hostname_at = (
-        at.get(f) for f in ("memory_used_mib", "power_w", "hostname")
-    )
-    timestamps = _Timestamps(tz)
-    devices: dict[str, DeviceKey] = {}
+    return read_in_chunks(records, _GpuReader(at, len(header), tz, now, latest, chunk_rows))
 
-    rows = []
-    errors: list[RowError] = []
-    next_chunk_at = 1 + chunk_rows
-    for line_number, cells in records:
-        if line_number >= next_chunk_at:
-            yield ParseResult(rows=rows, errors=errors)
-            rows, errors, next_chunk_at = [], [], line_number + chunk_rows
-            # Caches held for one chunk: a file of distinct instants or devices per line
-            # would otherwise keep them all.
-            timestamps.parsed.clear()
-            devices.clear()
-        if len(cells) != cell_count:
-            errors.append(_cell_count_error(line_number, len(cells), cell_count))
-            continue
+
+class _GpuReader(LineReader):
+    """One GPU sample per line, read through the mapping's cell positions ``at``."""
+
+    def __init__(self, at: dict[str, int], cell_count: int, tz, now, latest, chunk_rows):
+        super().__init__(chunk_rows)
+        self.cell_count, self.now, self.latest = cell_count, now, latest
+        self.timestamp_at, self.device_at = at["timestamp"], at["device"]
+        self.utilization_at = at["utilization_pct"]
+        self.memory_at, self.power_at, self.hostname_at = (
+            at.get(f) for f in ("memory_used_mib", "power_w", "hostname")
+        )
+        self.timestamps = _Timestamps(tz)
+        self.devices: dict[str, DeviceKey] = {}
+
+    def take_chunk(self, line_number: int) -> ParseResult:
+        # Caches held for one chunk: a file of distinct instants or devices per line
+        # would otherwise keep them all.
+        self.timestamps.parsed.clear()
+        self.devices.clear()
+        return super().take_chunk(line_number)
+
+    def read(self, line_number: int, cells: list[str]) -> None:
+        if len(cells) != self.cell_count:
+            self.errors.append(_cell_count_error(line_number, len(cells), self.cell_count))
+            return
         problems: list[str] = []
-        timestamp = timestamps.get(cells[timestamp_at], problems)
-        device_text = cells[device_at]
-        device = devices.get(device_text)
-        if device is None:
-            stripped = device_text.strip()
-            if stripped:
-                device = devices[device_text] = DeviceKey(stripped)
-            else:
-                problems.append(is_empty("device"))
-        utilization = _number(cells[utilization_at], "utilization_pct", problems)
+        timestamp = self.timestamps.get(cells[self.timestamp_at], problems)
+        device = self._device(cells[self.device_at], problems)
+        utilization = _number(cells[self.utilization_at], "utilization_pct", problems)
         if utilization is not None and not 0.0 <= utilization <= 100.0:
-            problems.append(outside_percent("utilization_pct", cells[utilization_at].strip()))
+            problems.append(outside_percent("utilization_pct", cells[self.utilization_at].strip()))
+        memory_at, power_at, hostname_at = self.memory_at, self.power_at, self.hostname_at
         memory = (
             None if memory_at is None else _number(cells[memory_at], "memory_used_mib", problems)
         )
         power = None if power_at is None else _number(cells[power_at], "power_w", problems)
         hostname = "" if hostname_at is None else cells[hostname_at].strip()
-        if problems:
-            _report(line_number, problems, errors)
-            continue
-        if timestamp > latest:
-            errors.append(future_error(line_number, timestamp, now))
-            continue
-        if timestamp < EARLIEST_TIMESTAMP:
-            errors.append(past_error(line_number, timestamp))
-            continue
-        rows.append(
+        if _refused(line_number, timestamp, problems, self, self.errors):
+            return
+        self.rows.append(
             gpu_sample_row(
                 line_number=line_number,
                 device=device,
@@ -224,7 +264,30 @@ def iter_gpu_csv(
                 power_w=power,
             )
         )
-    yield ParseResult(rows=rows, errors=errors)
+
+    def _device(self, text: str, problems: list[str]) -> DeviceKey | None:
+        device = self.devices.get(text)
+        if device is None:
+            stripped = text.strip()
+            if stripped:
+                device = self.devices[text] = DeviceKey(stripped)
+            else:
+                problems.append(is_empty("device"))
+        return device
+
+
+def _refused(line_number: int, timestamp, problems: list[str], reader, errors) -> bool:
+    """Report the line's problems, or a timestamp too late or too early; True if any."""
+    if problems:
+        _report(line_number, problems, errors)
+        return True
+    if timestamp > reader.latest:
+        errors.append(future_error(line_number, timestamp, reader.now))
+        return True
+    if timestamp < EARLIEST_TIMESTAMP:
+        errors.append(past_error(line_number, timestamp))
+        return True
+    return False
 
 
 @pausing_gc
@@ -254,45 +317,46 @@ def iter_request_csv(
     now, latest = latest_allowed(now)
     header, records = _read_csv(source)
     at = _resolve_columns(header, columns, REQUEST_CSV_FIELDS, REQUEST_CSV_REQUIRED)
-    cell_count = len(header)
-    timestamp_at, input_at, output_at = at["timestamp"], at["input_tokens"], at["output_tokens"]
-    latency_at, status_at, count_at = (at.get(f) for f in ("latency_ms", "status", "count"))
-    timestamps = _Timestamps(tz)
+    return read_in_chunks(records, _RequestReader(at, len(header), tz, now, latest, chunk_rows))
 
-    rows: list[RequestRow] = []
-    errors: list[RowError] = []
-    next_chunk_at = 1 + chunk_rows
-    for line_number, cells in records:
-        if line_number >= next_chunk_at:
-            yield ParseResult(rows=rows, errors=errors)
-            rows, errors, next_chunk_at = [], [], line_number + chunk_rows
-            timestamps.parsed.clear()
-        if len(cells) != cell_count:
-            errors.append(_cell_count_error(line_number, len(cells), cell_count))
-            continue
+
+class _RequestReader(LineReader):
+    """One RequestRow per line, read through the mapping's cell positions ``at``."""
+
+    def __init__(self, at: dict[str, int], cell_count: int, tz, now, latest, chunk_rows):
+        super().__init__(chunk_rows)
+        self.cell_count, self.now, self.latest = cell_count, now, latest
+        self.timestamp_at, self.input_at = at["timestamp"], at["input_tokens"]
+        self.output_at = at["output_tokens"]
+        self.latency_at, self.status_at, self.count_at = (
+            at.get(f) for f in ("latency_ms", "status", "count")
+        )
+        self.timestamps = _Timestamps(tz)
+
+    def take_chunk(self, line_number: int) -> ParseResult:
+        self.timestamps.parsed.clear()
+        return super().take_chunk(line_number)
+
+    def read(self, line_number: int, cells: list[str]) -> None:
+        if len(cells) != self.cell_count:
+            self.errors.append(_cell_count_error(line_number, len(cells), self.cell_count))
+            return
         problems: list[str] = []
-        timestamp = timestamps.get(cells[timestamp_at], problems)
-        input_tokens = _whole_number(cells[input_at], "input_tokens", problems)
-        output_tokens = _whole_number(cells[output_at], "output_tokens", problems)
+        timestamp = self.timestamps.get(cells[self.timestamp_at], problems)
+        input_tokens = _whole_number(cells[self.input_at], "input_tokens", problems)
+        output_tokens = _whole_number(cells[self.output_at], "output_tokens", problems)
         latency = None
-        if latency_at is not None:
-            latency = _number(cells[latency_at], "latency_ms", problems)
+        if self.latency_at is not None:
+            latency = _number(cells[self.latency_at], "latency_ms", problems)
             if latency is not None and latency < 0:
-                problems.append(is_negative("latency_ms", cells[latency_at].strip()))
-        status = "" if status_at is None else cells[status_at].strip()
+                problems.append(is_negative("latency_ms", cells[self.latency_at].strip()))
+        status = "" if self.status_at is None else cells[self.status_at].strip()
         count = 1
-        if count_at is not None:
-            count = _whole_number(cells[count_at], "count", problems, default=1)
-        if problems:
-            _report(line_number, problems, errors)
-            continue
-        if timestamp > latest:
-            errors.append(future_error(line_number, timestamp, now))
-            continue
-        if timestamp < EARLIEST_TIMESTAMP:
-            errors.append(past_error(line_number, timestamp))
-            continue
-        rows.append(
+        if self.count_at is not None:
+            count = _whole_number(cells[self.count_at], "count", problems, default=1)
+        if _refused(line_number, timestamp, problems, self, self.errors):
+            return
+        self.rows.append(
             RequestRow(
                 line_number=line_number,
                 timestamp=timestamp,
@@ -303,4 +367,3 @@ def iter_request_csv(
                 count=count,
             )
         )
-    yield ParseResult(rows=rows, errors=errors)

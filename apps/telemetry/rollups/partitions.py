@@ -330,13 +330,12 @@ def drop_day_partitions_before(horizon: datetime) -> DroppedPartitions:
     past the retention.
 
     Each day in two short transactions. TRUNCATE first: the commit that unlinks a day's
-    files takes seconds for gigabytes (5 s for the 8 GiB of 10,000 GPUs on this machine,
-    bench/README.md), and TRUNCATE holds a lock on that partition alone meanwhile, which
-    only reads of every day at once (a device's whole history) wait for. Then DROP TABLE,
-    whose ACCESS EXCLUSIVE lock on the parent, which every import and read of the samples
-    waits for, lasts a catalog change. A day whose TRUNCATE lock is not granted in
-    LOCK_ATTEMPTS tries is left whole for the DELETE after (``postponed``); one emptied but
-    not dropped is dropped by the next run (``emptied``).
+    files takes seconds for gigabytes, and TRUNCATE holds a lock on that partition alone
+    meanwhile, which only reads of every day at once (a device's whole history) wait for.
+    Then DROP TABLE, whose ACCESS EXCLUSIVE lock on the parent, which every import and read
+    of the samples waits for, lasts a catalog change. A day whose TRUNCATE lock is not
+    granted in LOCK_ATTEMPTS tries is left whole for the DELETE after (``postponed``); one
+    emptied but not dropped is dropped by the next run (``emptied``).
 
     The rows of each emptied partition are given as its planner estimate
     (``pg_class.reltuples``), or counted when it was never analysed."""

@@ -7,6 +7,7 @@ import gc
 import io
 import os
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 
 from apps.core.sentences import Sentence, gettext_noop, sentence
@@ -29,6 +30,20 @@ _UNIX_SECONDS_CEILING = 1e11
 CHUNK_ROWS = 50_000
 BYTE_ORDER_MARK = "\ufeff"
 NUL_SENTENCE = sentence(gettext_noop("a NUL character (\\x00); the file is binary or corrupted"))
+# A file that holds a header and nothing else is refused rather than imported as nothing.
+NO_DATA_ROWS = sentence(gettext_noop("the file has a header but no data rows: nothing to import"))
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """What an import tells the parser of its format (each reads what it needs): the
+    generic CSVs' column mapping, the zone of naive timestamps, the time a dcgm scrape
+    was taken (default: now), and the lines of one chunk."""
+
+    columns: dict[str, str] | None = None
+    tz: tzinfo = UTC
+    scraped_at: datetime | None = None
+    chunk_rows: int = CHUNK_ROWS
 
 
 class FileLines:
@@ -79,6 +94,63 @@ def lines_without_ends(source: "str | Iterable[str]") -> Iterable[str]:
     if isinstance(source, str):
         return source.removeprefix(BYTE_ORDER_MARK).split("\n")
     return (line[:-1] if line[-1:] == "\n" else line for line in source)
+
+
+def numbered_lines(source: "str | Iterable[str]", first: int = 1) -> Iterator[tuple[int, str]]:
+    """(line number, line without its end) of ``source`` (``lines_without_ends``)."""
+    return enumerate(lines_without_ends(source), first)
+
+
+class LineReader:
+    """A parser's reading of one line at a time, driven by ``read_in_chunks``.
+
+    ``read`` takes one line (or CSV record) into the chunk being read; ``ends_chunk_before``
+    says whether the chunk read so far is complete before this line; ``take_chunk``
+    returns it and starts the next; ``last_chunk`` returns what is left at the end of the
+    file (``read_any``: whether any line was read at all), or raises TelemetryFormatError
+    when the file as a whole cannot be imported.
+
+    This base class ends a chunk every ``chunk_rows`` lines and refuses a file with no
+    data rows, as the CSV formats do; a parser with other rules overrides them.
+    """
+
+    def __init__(self, chunk_rows: int, first_line: int = 1):
+        self.chunk_rows = chunk_rows
+        self.next_chunk_at = first_line + chunk_rows
+        self.rows: list = []
+        self.errors: list[RowError] = []
+
+    def ends_chunk_before(self, line_number: int, record) -> bool:
+        return line_number >= self.next_chunk_at
+
+    def read(self, line_number: int, record) -> None:
+        raise NotImplementedError
+
+    def take_chunk(self, line_number: int) -> ParseResult:
+        chunk = ParseResult(rows=self.rows, errors=self.errors)
+        self.rows, self.errors = [], []
+        self.next_chunk_at = line_number + self.chunk_rows
+        return chunk
+
+    def last_chunk(self, read_any: bool) -> ParseResult:
+        if not read_any:
+            raise TelemetryFormatError(NO_DATA_ROWS)
+        return ParseResult(rows=self.rows, errors=self.errors)
+
+
+def read_in_chunks(
+    records: Iterable[tuple[int, object]], reader: LineReader
+) -> Iterator[ParseResult]:
+    """The one loop of every parser: each (line number, line or record) of ``records`` read
+    by ``reader``, a ParseResult yielded whenever a chunk is complete and at the end."""
+    ends_chunk_before, read = reader.ends_chunk_before, reader.read
+    read_any = False
+    for line_number, record in records:
+        read_any = True
+        if ends_chunk_before(line_number, record):
+            yield reader.take_chunk(line_number)
+        read(line_number, record)
+    yield reader.last_chunk(read_any)
 
 
 def merge_chunks(chunks: Iterable) -> "ParseResult":
@@ -218,6 +290,20 @@ def cell_count_problem(found: int, expected: int) -> Sentence:
     )
 
 
+def plain_float(text: str) -> float | None:
+    """``float(text)``, or None when it is not a number; an exponent (``5e1``, ``1E3``) is
+    not read as one: no field of a telemetry file writes numbers that way, and a cell that
+    does is more likely a mangled value than fifty."""
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    if "e" in text or "E" in text:
+        # "inf", "nan" and their spellings hold no "e"; "infinity" neither.
+        return None
+    return number
+
+
 def is_missing(value: str) -> bool:
     """nvidia-smi writes "[N/A]", "N/A", "[Not Supported]", "[Unknown Error]"… for a value
     it cannot read; an empty cell means the same in a generic CSV."""
@@ -237,10 +323,7 @@ def parse_timestamp(value: str, tz: tzinfo) -> datetime:
     Raises ValueError whose only argument is a Sentence fit for a RowError (read it with
     ``as_sentence(error.args[0])``: ``str(error)`` keeps only its English).
     """
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = None
+    seconds = plain_float(value)
     if seconds is not None:
         if seconds != seconds or abs(seconds) >= _UNIX_SECONDS_CEILING:
             if seconds == seconds:

@@ -4,10 +4,10 @@ acceptance create the pools, the GPUs and the pull source in one transaction, th
 the last hour on a worker so that the new pools have figures at once.
 
 - ``probe(url, credentials)``: instant queries (``/api/v1/query``) of every DCGM metric the
-  pull reads (``pull.PROMETHEUS_METRICS``), each grouped by the labels that name a GPU or
+  pull reads (``prometheus.PROMETHEUS_METRICS``), each grouped by the labels that name a GPU or
   MIG slice (``IDENTITY_LABELS``), so a 1,000-GPU fleet with pod labels answers one series
   per device and metric, not one per pod. The series become devices through the pull's
-  own reading of labels (``pull.rows_from_prometheus``), so the GPUs created here are the
+  own reading of labels (``prometheus.rows_from_prometheus``), so the GPUs created here are the
   very rows a later pull finds by their key. Failures are ``ProbeError`` sentences a
   person can act on: nothing listening, an unknown host, credentials asked for or
   refused, a URL that is not a Prometheus API, no dcgm-exporter metric at all.
@@ -36,7 +36,6 @@ from apps.core.slugs import slug_from_name
 from apps.core.texts import translated
 from apps.pools.hours import floor_hour
 from apps.pools.models import Deployment, Pool
-from apps.telemetry import pull, rollups
 from apps.telemetry.mig import compute_slices_of_profile
 from apps.telemetry.models import (
     GpuDevice,
@@ -46,11 +45,13 @@ from apps.telemetry.models import (
     PoolHourlyUsage,
     PullSource,
 )
+from apps.telemetry.pull import base, prometheus
+from apps.telemetry.rollups import hourly
 from apps.telemetry.triage import gpu_model_matches
 
 PROBE_TIMEOUT_SECONDS = 10
 # The labels that say which GPU (or MIG slice) a series is and what it is; the pull reads
-# the same ones (pull._device_context).
+# the same ones (prometheus._device_context).
 IDENTITY_LABELS = (
     "UUID",
     "uuid",
@@ -87,7 +88,7 @@ class Credentials:
     bearer_token: str = ""
 
     def headers(self) -> dict[str, str]:
-        return pull.authorization_headers(
+        return base.authorization_headers(
             username=self.username, password=self.password, bearer_token=self.bearer_token
         )
 
@@ -170,7 +171,7 @@ def base_url_of(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
-def _unreachable(base_url: str, error: pull.PullError) -> ProbeError:
+def _unreachable(base_url: str, error: base.PullError) -> ProbeError:
     """Why nothing answered, from the reason ``http_get`` gives (its ``__cause__``)."""
     reason = error.__cause__
     host = urlsplit(base_url).hostname or base_url
@@ -204,14 +205,14 @@ def instant_query(
     Prometheus API."""
     url = f"{base_url}/api/v1/query?" + urlencode({"query": query})
     try:
-        response = pull.http_get(
+        response = base.http_get(
             url,
             accept="application/json",
             shown_as=base_url,
             timeout_seconds=timeout_seconds or PROBE_TIMEOUT_SECONDS,
             headers=credentials.headers(),
         )
-    except pull.PullError as error:
+    except base.PullError as error:
         raise _unreachable(base_url, error) from None
     if response.status in (401, 403):
         if credentials:
@@ -242,8 +243,8 @@ def instant_query(
         raise not_prometheus from None
     try:
         # Prometheus answers a refused query 400/422/503 with the error JSON.
-        return pull.prometheus_data(payload, query=query)
-    except pull.PullError as error:
+        return prometheus.prometheus_data(payload, query=query)
+    except base.PullError as error:
         if isinstance(payload, dict) and payload.get("status") == "error":
             raise ProbeError(
                 gettext("%(url)s could not answer the probe: %(reason)s.")
@@ -263,7 +264,7 @@ def probe(url: str, credentials: Credentials = Credentials()) -> Findings:
     devices: dict[str, FoundDevice] = {}
     unidentified: set[tuple[str, str]] = set()
     devices_per_metric: dict[str, int] = {}
-    for metric in pull.PROMETHEUS_METRICS:
+    for metric in prometheus.PROMETHEUS_METRICS:
         data = instant_query(base_url, identity_query(metric), credentials=credentials)
         if data.get("resultType") != "vector":
             raise ProbeError(
@@ -277,12 +278,12 @@ def probe(url: str, credentials: Credentials = Credentials()) -> Findings:
         # counted by hostname and index so that the person knows they are there.
         without_uuid = {
             (_hostname_of(labels), labels.get("gpu", ""))
-            for labels, _points in pull.series_points(data)
+            for labels, _points in prometheus.series_points(data)
             if not (labels.get("UUID") or labels.get("uuid"))
         }
         unidentified |= without_uuid
         keys = set()
-        for row in pull.rows_from_prometheus([(metric, data)]).rows:
+        for row in prometheus.rows_from_prometheus([(metric, data)]).rows:
             key = GpuDevice.key_for(row.device.uuid, row.device.gpu_instance_id)
             keys.add(key)
             devices.setdefault(
@@ -322,7 +323,7 @@ def _hostname_of(labels: dict) -> str:
     return (
         labels.get("Hostname")
         or labels.get("hostname")
-        or pull._host_of(labels.get("instance", ""))
+        or prometheus._host_of(labels.get("instance", ""))
     )
 
 
@@ -437,10 +438,10 @@ class PoolChoice:
 
 
 def _unique_slug(name: str, model, taken: set[str]) -> str:
-    base = slug_from_name(name, max_length=90) or "pool"
-    slug, number = base, 2
+    stem = slug_from_name(name, max_length=90) or "pool"
+    slug, number = stem, 2
     while slug in taken or model.objects.filter(slug=slug).exists():
-        slug, number = f"{base}-{number}", number + 1
+        slug, number = f"{stem}-{number}", number + 1
     taken.add(slug)
     return slug
 
@@ -586,8 +587,8 @@ def first_pull(run: ImportRun, source: PullSource, since: datetime) -> ImportRun
     drain, so the new pools' first hour shows as soon as the run ends."""
     if source.pulled_until is None or source.pulled_until > since:
         source.pulled_until = since  # in memory: where this pull starts
-    run = pull.pull_prometheus(source, run=run)
-    rollups.rollup_pending()
+    run = prometheus.pull_prometheus(source, run=run)
+    hourly.rollup_pending()
     return run
 
 

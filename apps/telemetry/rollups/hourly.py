@@ -29,7 +29,7 @@ Per workload and hour: requests, input and output tokens, errors (status not 2xx
 success/empty) and the p95 latency.
 
 Every rollup also rebuilds the daily sums of the UTC days it touched
-(apps/telemetry/days.py), in the same transaction, so reports never see one without
+(apps/telemetry/rollups/days.py), in the same transaction, so reports never see one without
 the other.
 
 Every channel (upload, API, command line, pull) queues the hours it touched
@@ -38,7 +38,7 @@ drain (``rollup_pending``) rolls them up: device-hours, pool-hours, workload att
 days, in one transaction per owner and contiguous hour range.
 
 Device-hours come from raw samples or, for a TSDB pulled hourly, from the stored
-``GpuDeviceHour`` rows (apps/telemetry/pull_hourly.py), never both for one device-hour.
+``GpuDeviceHour`` rows (apps/telemetry/pull/tsdb.py), never both for one device-hour.
 
 History is permanent: raw samples are purged after TELEMETRY_RAW_RETENTION_DAYS and the
 hourly rows are then the only record, so a recompute deletes or rewrites a pool-hour (its
@@ -60,11 +60,6 @@ from django.db.models import Exists, Max, Min, OuterRef
 
 from apps.core.outbox import enqueue
 from apps.pools.hours import floor_hour
-from apps.telemetry.days import (
-    attribute_pool_hours,
-    rollup_pool_days,
-    rollup_workload_days,
-)
 from apps.telemetry.mig import DEFAULT_MIG_COMPUTE_SLICES
 from apps.telemetry.models import (
     GpuDeviceHour,
@@ -76,7 +71,12 @@ from apps.telemetry.models import (
     RequestSample,
     WorkloadHourlyRequests,
 )
-from apps.telemetry.retention import samples_held_q
+from apps.telemetry.rollups.days import (
+    attribute_pool_hours,
+    rollup_pool_days,
+    rollup_workload_days,
+)
+from apps.telemetry.rollups.retention import samples_held_q
 
 MILLIJOULES_PER_KWH = 3.6e9
 # Rounding slack: seven 1g slices at 100 % add up to 1.0000000000000002.

@@ -1,4 +1,4 @@
-"""Celery tasks of the pull channels (apps/telemetry/pull.py), run by beat.
+"""Celery tasks of the pull channels (apps/telemetry/pull/), run by beat.
 
 Celery's autodiscovery imports ``tasks.py`` only; ``apps/telemetry/tasks.py`` imports this
 module so that workers register these tasks.
@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from apps.core import runs
 from apps.core.sentences import gettext_noop, sentence
-from apps.telemetry import connect, pull, pull_hourly
 from apps.telemetry.models import MIN_PULL_INTERVAL_SECONDS, ImportRun, PullSource
+from apps.telemetry.pull import connect, scrapes, sources, tsdb
 
 # Time limits: up to seven Prometheus queries of at most 10 s each, then the import (an
 # hourly pull: seven queries of at most HOURLY_QUERY_TIMEOUT_SECONDS for one chunk).
@@ -57,9 +57,9 @@ def pull_source_task(source_id: int, only_if_due: bool = False) -> str:
         return "skipped"
     if source.kind == PullSource.Kind.PROMETHEUS_HOURLY:
         # One chunk of complete hours a run; a source behind catches up tick by tick.
-        run = pull_hourly.pull_hourly(source, max_chunks=1)
+        run = tsdb.pull_hourly(source, max_chunks=1)
         return run.status if run is not None else "nothing due"
-    return pull.pull_source(source).status
+    return sources.pull_source(source).status
 
 
 @shared_task(
@@ -74,7 +74,7 @@ def pull_source_task(source_id: int, only_if_due: bool = False) -> str:
 )
 def pull_scrape_batch_task(source_ids: list[int], only_if_due: bool = False) -> dict:
     """Scrape a batch of dcgm-exporter sources and store them in one transaction
-    (``pull.pull_dcgm_exporters``); with ``only_if_due`` (beat), sources pulled within
+    (``scrapes.pull_dcgm_exporters``); with ``only_if_due`` (beat), sources pulled within
     their interval meanwhile are left out. Returns the runs' count per status."""
     now = timezone.now()
     sources = [
@@ -85,7 +85,7 @@ def pull_scrape_batch_task(source_ids: list[int], only_if_due: bool = False) -> 
         if not only_if_due or is_due(source, now)
     ]
     statuses: dict[str, int] = {}
-    for run in pull.pull_dcgm_exporters(sources):
+    for run in scrapes.pull_dcgm_exporters(sources):
         statuses[run.status] = statuses.get(run.status, 0) + 1
     return statuses
 
@@ -96,7 +96,7 @@ def pull_due_sources_task() -> int:
     (``is_due``); returns how many sources. Beat runs this every 15 s (settings:
     "pull-telemetry-sources"), so 15 s (``MIN_PULL_INTERVAL_SECONDS``) is the finest
     interval that holds: a source due between two ticks waits for the next, up to 15 s
-    late. dcgm-exporter sources go in batches of ``pull.SCRAPE_BATCH_SIZE`` to
+    late. dcgm-exporter sources go in batches of ``scrapes.SCRAPE_BATCH_SIZE`` to
     ``telemetry.pull_scrape_batch``, so 1,250 nodes are 25 tasks a tick, each one
     transaction; Prometheus sources are pulled one task each. Sources are filtered here
     by ``is_due``, the one definition of due that a single pull checks too (1,250 rows
@@ -108,21 +108,21 @@ def pull_due_sources_task() -> int:
         .order_by("pk")
     )
     enqueued = 0
-    scrapes: list[PullSource] = []
+    scrape_sources: list[PullSource] = []
     for source in sources:
         if not is_due(source, now):
             continue
         enqueued += 1
         if source.kind == PullSource.Kind.DCGM_EXPORTER:
-            scrapes.append(source)
+            scrape_sources.append(source)
             continue
         pull_source_task.apply_async(
             (source.pk,),
             {"only_if_due": True},
             expires=max(source.interval_seconds, MIN_PULL_EXPIRY_SECONDS),
         )
-    for first in range(0, len(scrapes), pull.SCRAPE_BATCH_SIZE):
-        batch = scrapes[first : first + pull.SCRAPE_BATCH_SIZE]
+    for first in range(0, len(scrape_sources), scrapes.SCRAPE_BATCH_SIZE):
+        batch = scrape_sources[first : first + scrapes.SCRAPE_BATCH_SIZE]
         pull_scrape_batch_task.apply_async(
             ([source.pk for source in batch],),
             {"only_if_due": True},
@@ -144,7 +144,7 @@ def pull_due_sources_task() -> int:
     soft_time_limit=PULL_SOFT_TIME_LIMIT_SECONDS,
 )
 def connect_first_pull_task(run_id: int, source_id: int, since: str) -> str:
-    """The first pull of a connected fleet (apps/telemetry/connect.py): the last hour
+    """The first pull of a connected fleet (apps/telemetry/pull/connect.py): the last hour
     from ``since`` on, recorded on run ``run_id``, then its hours rolled up."""
     if not runs.claim(ImportRun, run_id, startable=(ImportRun.Status.PENDING,)):
         return "skipped"

@@ -28,7 +28,7 @@ EVALUATION_OFFSET = HOUR - timedelta(milliseconds=1)
 # The labels that identify a GPU (UUID; gpu + Hostname for exporters without UUID), its
 # MIG slice and its pod (dcgm-exporter's pod labels, or exported_* when Prometheus
 # renamed them; job and service tell the exporter's own pod from a workload's:
-# apps/telemetry/pull.py, _workload_labels), plus what the GPU says about itself.
+# apps/telemetry/pull/prometheus.py, _workload_labels), plus what the GPU says about itself.
 GROUP_LABELS = (
     "UUID",
     "uuid",

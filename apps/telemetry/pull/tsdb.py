@@ -1,9 +1,9 @@
 """Hourly aggregates pulled from a Prometheus-compatible TSDB (Prometheus, VictoriaMetrics,
 Thanos, Mimir): the raw samples stay in the fleet's TSDB and gpufleet stores one
 ``GpuDeviceHour`` per device (GPU or MIG slice), UTC hour and pod, which the rollup reads
-beside the device-hours of raw samples (apps/telemetry/rollups.py).
+beside the device-hours of raw samples (apps/telemetry/rollups/hourly.py).
 
-The queries (apps/telemetry/promql.py) are evaluated at the last millisecond of each hour
+The queries (apps/telemetry/pull/promql.py) are evaluated at the last millisecond of each hour
 with ``query_range`` and ``step=1h``: one request per query per chunk of hours (at most
 ``DEFAULT_CHUNK_HOURS``), never one per hour. Per device, hour and pod:
 
@@ -47,23 +47,25 @@ from django.utils import timezone
 from apps.core.sentences import Sentence, gettext_noop, sentence
 from apps.pools.hours import floor_hour
 from apps.pools.models import Pool
-from apps.telemetry import promql
+from apps.telemetry.ingest.device_registry import DeviceRegistry
+from apps.telemetry.ingest.parsers import DeviceKey, GpuSampleRow
 from apps.telemetry.models import GpuDevice, GpuDeviceHour, ImportRun, PullSource
-from apps.telemetry.parsers import DeviceKey, GpuSampleRow
-from apps.telemetry.pull import (
+from apps.telemetry.pull import promql
+from apps.telemetry.pull.base import (
     STATUS_ERROR,
     STATUS_OK,
     STATUS_WARNING,
     PullError,
+    record_on_source,
+    source_headers,
+)
+from apps.telemetry.pull.prometheus import (
     _device_context,
-    _record_on_source,
     is_dcgm_blank,
     query_range_answer,
     series_points,
-    source_headers,
 )
-from apps.telemetry.rollups import MILLIJOULES_PER_KWH, queue_pool_hours
-from apps.telemetry.services import DeviceRegistry
+from apps.telemetry.rollups.hourly import MILLIJOULES_PER_KWH, queue_pool_hours
 
 logger = logging.getLogger(__name__)
 
@@ -78,8 +80,8 @@ SETTLE = timedelta(minutes=2)
 # A first pull of a source reaches this far back; older hours are a backfill
 # (manage.py pull_telemetry --source SLUG --start …).
 FIRST_PULL_HOURS = 24
-# One query of a whole fleet's hour at 100,000 GPUs takes VictoriaMetrics seconds on two
-# cores (bench/README.md); a server slower than this is reported, not waited for.
+# One query of a whole fleet's hour at 100,000 GPUs takes a TSDB seconds on two cores; a
+# server slower than this is reported, not waited for.
 HOURLY_QUERY_TIMEOUT_SECONDS = 30
 # Beyond these a value is a DCGM blank or a broken counter, not a reading: no GPU draws
 # 5 kW or uses 5 kWh in an hour.
@@ -337,7 +339,8 @@ _KEY = ("device_id", "hour", "namespace", "pod", "container")
 def _upsert(values: list[tuple]) -> None:
     """Insert the rows, replacing those with the same key: binary COPY into a staging
     table, then one ``INSERT … ON CONFLICT DO UPDATE`` (as the sample imports:
-    apps/telemetry/services.py), about 10 µs a row where the ORM takes ~100."""
+    apps/telemetry/ingest/storage.py): a whole chunk in two statements, where the ORM would
+    send a statement per row."""
     names = [name for name, _type in _ROW_COLUMNS]
     columns = ", ".join(names)
     updates = ", ".join(f"{name} = excluded.{name}" for name in names if name not in _KEY)
@@ -510,8 +513,7 @@ def pull_chunk(
 # A chunk can be more than the planner believes the table holds (a fleet's first pull,
 # before autovacuum's analyze): the drain that follows must not plan its per-pool rollups
 # with an empty table's statistics, which scan the whole fleet's hour for every pool, a
-# cost that grows with pools × GPUs (bench/README.md). Small chunks are left to
-# autovacuum.
+# cost that grows with pools × GPUs. Small chunks are left to autovacuum.
 ANALYZE_AFTER_ROWS = 10_000
 
 
@@ -565,13 +567,7 @@ def pull_hourly(
     now = now or timezone.now()
     if chunk_hours < 1:
         raise ValueError("chunk_hours must be at least 1")
-    latest = complete_until(now)
-    first = floor_hour(start) if start else source.pulled_until or latest - FIRST_PULL_HOURS * HOUR
-    first = floor_hour(first)
-    last = min(floor_hour(end) if end else latest, latest)
-    chunks = list(_chunks(first, last, chunk_hours))
-    if max_chunks is not None:
-        chunks = chunks[:max_chunks]
+    chunks = _chunks_due(source, now, start, end, chunk_hours, max_chunks)
     if not chunks:
         source.last_pulled_at = now
         source.save(update_fields=["last_pulled_at"])
@@ -587,72 +583,87 @@ def pull_hourly(
         started_at=timezone.now(),
     )
     outcomes: list[ChunkOutcome] = []
-    # pulled_until moves only while every hour since it is complete: a partial chunk
-    # holds it there for the rest of the run.
-    contiguous = True
     try:
         with run.running(recorded=(PullError,)):
-            for number, (chunk_start, chunk_end) in enumerate(chunks, start=1):
-                resumes = source.pulled_until is None or source.pulled_until >= chunk_start
-                advance = chunk_end if contiguous and resumes else None
-                if source.pulled_until and source.pulled_until >= chunk_end:
-                    advance = None  # a backfill of hours already complete
-                outcome = pull_chunk(
-                    source,
-                    chunk_start,
-                    chunk_end,
-                    pulled_at=now,
-                    timeout_seconds=timeout_seconds,
-                    advance_to=advance,
-                )
-                contiguous = contiguous and not outcome.partial
-                outcomes.append(outcome)
-                run.rows_total += outcome.rows_written + len(outcome.problems)
-                run.rows_accepted += outcome.rows_written
-                run.rows_duplicate += outcome.rows_replaced
-                run.rows_rejected += len(outcome.problems)
-                run.errors = (run.errors + outcome.problems)[:ERRORS_KEPT]
-                run.advance(
-                    round(100 * number / len(chunks)),
-                    _progress_sentence(source, outcomes, chunks),
-                    also_save=[
-                        "rows_total",
-                        "rows_accepted",
-                        "rows_duplicate",
-                        "rows_rejected",
-                        "errors",
-                    ],
-                )
-                if progress is not None:
-                    progress(outcome, number, len(chunks))
+            _pull_chunks(source, run, chunks, outcomes, now, timeout_seconds, progress)
     except PullError as error:
-        done = _written_sentence(outcomes)
-        failed_from = outcomes[-1].end if outcomes else chunks[0][0]
-        reason = sentence(
-            gettext_noop(
-                "%(error)s. The hours from %(failed_from)s UTC on are not pulled%(done)s; "
-                "the next pull resumes at %(resumes_at)s UTC. Check that the server is up "
-                "and not overloaded, or pull fewer hours at a time "
-                "(manage.py pull_telemetry --chunk-hours)."
-            ),
-            error=error.sentence,
-            failed_from=_utc(failed_from),
-            done=done,
-            resumes_at=_utc(source.pulled_until or failed_from),
-        )
-        # Each chunk commits on its own: the hours written before the failure are stored
-        # and counted, so the run that wrote them has not failed.
-        status = ImportRun.Status.SUCCEEDED if run.rows_accepted else ImportRun.Status.FAILED
-        run.finish(status, reason, also_save=["rows_total", "rows_accepted"])
-        _record_on_source(source, now, STATUS_ERROR, reason)
-        logger.warning("hourly pull of %s (%s) failed: %s", source.name, source.url, error)
+        _record_failure(source, run, chunks, outcomes, now, error)
         return run
     message = _finished_sentence(source, outcomes, chunks)
     partial = any(outcome.partial for outcome in outcomes)
     status = STATUS_WARNING if partial or run.rows_rejected or not run.rows_accepted else STATUS_OK
     run.succeed(message)
-    _record_on_source(source, now, status, message)
+    record_on_source(source, now, status, message)
     return run
+
+
+def _chunks_due(source, now, start, end, chunk_hours, max_chunks) -> list[tuple]:
+    """The (start, end) of each chunk of complete hours to pull, oldest first."""
+    latest = complete_until(now)
+    first = floor_hour(start) if start else source.pulled_until or latest - FIRST_PULL_HOURS * HOUR
+    first = floor_hour(first)
+    last = min(floor_hour(end) if end else latest, latest)
+    chunks = list(_chunks(first, last, chunk_hours))
+    return chunks if max_chunks is None else chunks[:max_chunks]
+
+
+def _pull_chunks(source, run, chunks, outcomes, now, timeout_seconds, progress) -> None:
+    """Pull each chunk, counting it on the run as it commits."""
+    # pulled_until moves only while every hour since it is complete: a partial chunk
+    # holds it there for the rest of the run.
+    contiguous = True
+    for number, (chunk_start, chunk_end) in enumerate(chunks, start=1):
+        resumes = source.pulled_until is None or source.pulled_until >= chunk_start
+        advance = chunk_end if contiguous and resumes else None
+        if source.pulled_until and source.pulled_until >= chunk_end:
+            advance = None  # a backfill of hours already complete
+        outcome = pull_chunk(
+            source,
+            chunk_start,
+            chunk_end,
+            pulled_at=now,
+            timeout_seconds=timeout_seconds,
+            advance_to=advance,
+        )
+        contiguous = contiguous and not outcome.partial
+        outcomes.append(outcome)
+        run.rows_total += outcome.rows_written + len(outcome.problems)
+        run.rows_accepted += outcome.rows_written
+        run.rows_duplicate += outcome.rows_replaced
+        run.rows_rejected += len(outcome.problems)
+        run.errors = (run.errors + outcome.problems)[:ERRORS_KEPT]
+        run.advance(
+            round(100 * number / len(chunks)),
+            _progress_sentence(source, outcomes, chunks),
+            also_save=["rows_total", "rows_accepted", "rows_duplicate", "rows_rejected", "errors"],
+        )
+        if progress is not None:
+            progress(outcome, number, len(chunks))
+
+
+def _record_failure(source, run, chunks, outcomes, now, error: PullError) -> None:
+    """A chunk the server did not answer ends the run, saying which hours are pulled and
+    where the next pull resumes."""
+    done = _written_sentence(outcomes)
+    failed_from = outcomes[-1].end if outcomes else chunks[0][0]
+    reason = sentence(
+        gettext_noop(
+            "%(error)s. The hours from %(failed_from)s UTC on are not pulled%(done)s; "
+            "the next pull resumes at %(resumes_at)s UTC. Check that the server is up "
+            "and not overloaded, or pull fewer hours at a time "
+            "(manage.py pull_telemetry --chunk-hours)."
+        ),
+        error=error.sentence,
+        failed_from=_utc(failed_from),
+        done=done,
+        resumes_at=_utc(source.pulled_until or failed_from),
+    )
+    # Each chunk commits on its own: the hours written before the failure are stored
+    # and counted, so the run that wrote them has not failed.
+    status = ImportRun.Status.SUCCEEDED if run.rows_accepted else ImportRun.Status.FAILED
+    run.finish(status, reason, also_save=["rows_total", "rows_accepted"])
+    record_on_source(source, now, STATUS_ERROR, reason)
+    logger.warning("hourly pull of %s (%s) failed: %s", source.name, source.url, error)
 
 
 def _written_sentence(outcomes: list[ChunkOutcome]) -> Sentence | str:

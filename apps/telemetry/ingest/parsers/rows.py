@@ -67,9 +67,9 @@ def gpu_sample_row(**values) -> GpuSampleRow:
 
     A frozen dataclass's ``__init__`` sets each of its 21 fields through
     ``object.__setattr__``; filling the instance's ``__dict__`` with the defaults and
-    the values given makes an equal row in about a sixth of the time (~1.6 µs against
-    ~10 µs on a loaded 2-core machine, bench/README.md, the CSV import streamed and
-    overlapped). The row stays frozen: its attributes cannot be assigned.
+    the values given makes an equal row in a fraction of the time, which counts in a loop
+    run once per row of every file. The row stays frozen: its attributes cannot be
+    assigned.
     Callers pass every required field and only field names (checked in tests, not here).
     """
     row = _new_object(GpuSampleRow)

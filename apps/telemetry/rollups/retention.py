@@ -2,9 +2,9 @@
 
 The raw retention keeps TELEMETRY_RAW_RETENTION_DAYS of samples, and the device-hours a
 TSDB aggregated (GpuDeviceHour) are kept forever; an hour with neither is final, its
-rollup the only record (apps/telemetry/rollups.py never rewrites it). The purge removes
+rollup the only record (apps/telemetry/rollups/hourly.py never rewrites it). The purge removes
 whole hours only, so an hour holds all its samples or none: it drops the daily
-partitions whose every hour is before the horizon (apps/telemetry/partitions.py) and
+partitions whose every hour is before the horizon (apps/telemetry/rollups/partitions.py) and
 deletes the rest, the hours of the horizon's own day before it and any such rows in the
 DEFAULT partition.
 """
@@ -20,8 +20,8 @@ from apps.core import runs
 from apps.core.outbox import enqueue
 from apps.core.sentences import gettext_noop
 from apps.pools.hours import floor_hour
-from apps.telemetry import partitions
 from apps.telemetry.models import GpuDeviceHour, GpuSample, PurgeRun
+from apps.telemetry.rollups import partitions
 
 _ONE_HOUR = timedelta(hours=1)
 # An import that left rows in DEFAULT asks for their partitions at most this often; beat

@@ -20,22 +20,26 @@ import re
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 
-from apps.core.sentences import Sentence, gettext_noop, sentence
+from apps.core.sentences import Sentence, gettext, gettext_noop, sentence
 
 from ._common import (
     CHUNK_ROWS,
     EARLIEST_TIMESTAMP,
     SCRAPE_TIME_WORD,
+    LineReader,
+    ReadOptions,
     aware_utc,
     future_error,
     latest_allowed,
-    lines_without_ends,
     merge_chunks,
     not_a_number,
+    numbered_lines,
     outside_percent,
     past_error,
     pausing_gc,
+    read_in_chunks,
 )
+from .detect import Head, Recognised, shorten
 from .rows import (
     DeviceKey,
     GpuSampleRow,
@@ -44,6 +48,7 @@ from .rows import (
     TelemetryFormatError,
     gpu_sample_row,
     line_error,
+    on_line,
 )
 
 # Slots of a sample's readings, in this order.
@@ -103,6 +108,24 @@ _SECONDS_NOT_MILLISECONDS = sentence(
     gettext_noop("is before 2000: seconds instead of milliseconds?")
 )
 _OUT_OF_RANGE = sentence(gettext_noop("is out of range"))
+
+
+# A line of a dcgm-exporter scrape, anywhere in a file's head: a HELP/TYPE comment of a DCGM
+# metric or a sample ``DCGM_FI_…{…} value`` (also the 1.x-compatibility names ``dcgm_…``),
+# since one scrape has no HELP/TYPE lines and another starts with a clock metric.
+_DCGM_LINE = re.compile(
+    r"^(?:# (?:HELP|TYPE) (?:DCGM_|dcgm_)|(?:DCGM_FI_[A-Z0-9_]+|dcgm_[a-z0-9_]+)[{ ])",
+    re.MULTILINE,
+)
+
+
+def detect(head: Head) -> Recognised | None:
+    """A head holding a dcgm-exporter line, named by the first one."""
+    dcgm_line = _DCGM_LINE.search(head.text)
+    if dcgm_line is None:
+        return None
+    shown = head.text[dcgm_line.start() :].split("\n", 1)[0]
+    return Recognised(gettext("dcgm-exporter metrics (%(line)s)") % {"line": shorten(shown)})
 
 
 def _metric_error(line_number: int, metric: str, problem: Sentence) -> RowError:
@@ -184,6 +207,13 @@ def _label_not_whole(label: str, value: str) -> Sentence:
     )
 
 
+def read(source: str | Iterable[str], options: ReadOptions) -> Iterator[ParseResult]:
+    """``iter_dcgm`` as the format registry calls it: undated lines dated now unless the
+    import says when the scrape was taken."""
+    scraped_at = options.scraped_at or datetime.now(UTC)
+    return iter_dcgm(source, scraped_at=scraped_at, chunk_rows=options.chunk_rows)
+
+
 @pausing_gc
 def parse_dcgm(text: str, *, scraped_at: datetime, now: datetime | None = None) -> ParseResult:
     """``iter_dcgm`` of a whole text as one ParseResult."""
@@ -231,186 +261,249 @@ def iter_dcgm(
     A sample with no readable metric (e.g. a MIG slice without GR_ENGINE_ACTIVE) is still
     returned: see ``GpuSampleRow``.
 
-    Raises TelemetryFormatError when the text holds none of the stored metrics.
+    Raises TelemetryFormatError when the text holds none of the stored metrics, or when a
+    line is not Prometheus text at all (another format appended to the scrape: an
+    nvidia-smi CSV, say), naming that line.
     """
-    now, latest = latest_allowed(now)
-    default_timestamp = aware_utc(scraped_at, "scraped_at")
-    # Lines with their own timestamp are checked as they are read; the others take this.
-    default_too_early = default_timestamp < EARLIEST_TIMESTAMP
-    errors: list[RowError] = []
-    contexts: dict[str, tuple | str] = {}
-    samples: dict[tuple, list] = {}
-    # (device, timestamp) → first line, of the samples of the chunks already returned
-    earlier_samples: dict[tuple, int] = {}
-    families_since_cut: set[str] = set()
-    metric_slot = _METRIC_SLOTS.get
-    stored_lines = 0
-    seen_text = False
+    reader = _ScrapeReader(scraped_at, now, chunk_rows)
+    return read_in_chunks(numbered_lines(source), reader)
 
-    def result_of_samples() -> ParseResult:
-        rows = _rows_of_samples(samples, default_timestamp, default_too_early, latest, now, errors)
-        errors.sort(key=lambda error: error.line_number)
-        return ParseResult(rows=rows, errors=errors)
 
-    for line_number, line in enumerate(lines_without_ends(source), 1):
+# A metric line without labels, ``name value [timestamp]``, as the text format defines it.
+_UNLABELLED_SAMPLE = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*(?:\s+\S+){1,2}\s*")
+
+
+class _ScrapeReader(LineReader):
+    """The lines of one or more scrapes, read one at a time into sample records keyed by
+    (device, line timestamp); the rows are built from the records when a chunk ends."""
+
+    def __init__(self, scraped_at: datetime, now: datetime | None, chunk_rows: int):
+        super().__init__(chunk_rows)
+        self.now, self.latest = latest_allowed(now)
+        self.default_timestamp = aware_utc(scraped_at, "scraped_at")
+        # Lines with their own timestamp are checked as they are read; the others take this.
+        self.default_too_early = self.default_timestamp < EARLIEST_TIMESTAMP
+        self.contexts: dict[str, tuple | Sentence] = {}
+        self.samples: dict[tuple, list] = {}
+        # (device, timestamp) → first line, of the samples of the chunks already returned
+        self.earlier_samples: dict[tuple, int] = {}
+        self.families_since_cut: set[str] = set()
+        self.stored_lines = 0
+        self.seen_text = False
+        # The first line that is no Prometheus text: (line number, line), or None
+        self.foreign_line: tuple[int, str] | None = None
+
+    # A chunk ends only where a scrape begins: at a ``# HELP`` line of a metric family
+    # already seen since the last cut, once the chunk holds ``chunk_rows`` samples.
+    def ends_chunk_before(self, line_number: int, line: str) -> bool:
+        return (
+            len(self.samples) >= self.chunk_rows
+            and line.startswith("# HELP ")
+            and _help_family(line) in self.families_since_cut
+        )
+
+    def take_chunk(self, line_number: int) -> ParseResult:
+        chunk = self._result_of_samples()
+        for key, record in self.samples.items():
+            self.earlier_samples[key] = record[0]
+        self.samples, self.errors = {}, []
+        return chunk
+
+    def last_chunk(self, read_any: bool) -> ParseResult:
+        if not self.stored_lines:
+            if not self.seen_text:
+                raise TelemetryFormatError(sentence(gettext_noop("the scrape is empty")))
+            raise TelemetryFormatError(
+                sentence(
+                    gettext_noop(
+                        "no dcgm-exporter GPU metrics found (looked for %(names)s…): is this a "
+                        "dcgm-exporter /metrics scrape?"
+                    ),
+                    names=", ".join(METRIC_NAMES[:3]),
+                )
+            )
+        return self._result_of_samples()
+
+    def _result_of_samples(self) -> ParseResult:
+        rows = _rows_of_samples(
+            self.samples,
+            self.default_timestamp,
+            self.default_too_early,
+            self.latest,
+            self.now,
+            self.errors,
+        )
+        self.errors.sort(key=lambda error: error.line_number)
+        return ParseResult(rows=rows, errors=self.errors)
+
+    def read(self, line_number: int, line: str) -> None:
+        """One line: a comment, a metric we do not store, or a reading of a sample."""
         if not line:
-            continue
-        if not seen_text and not line.isspace():
-            seen_text = True
+            return
+        if not self.seen_text and not line.isspace():
+            self.seen_text = True
         first_character = line[0]
         if first_character == "#":
             if line.startswith("# HELP "):
-                family = line[7:].split(None, 1)[0] if len(line) > 7 else ""
-                if family in families_since_cut:  # a new scrape begins
-                    if len(samples) >= chunk_rows:
-                        yield result_of_samples()
-                        for key, record in samples.items():
-                            earlier_samples[key] = record[0]
-                        samples, errors = {}, []
-                    families_since_cut.clear()
-                families_since_cut.add(family)
-            continue
+                self._read_help(line)
+            return
         if first_character in " \t\r":
             line = line.strip()
             if not line or line[0] == "#":
-                continue
+                return
         brace = line.find("{")
         if brace == -1:
-            name = line.split(None, 1)[0]
-            if metric_slot(name) is not None:
-                stored_lines += 1
-                errors.append(
-                    _metric_error(
-                        line_number,
-                        name,
-                        sentence(gettext_noop("has no labels, so the GPU cannot be identified")),
-                    )
-                )
-            continue
-        name = line[:brace]
-        slot = metric_slot(name)
+            self._read_unlabelled(line_number, line)
+            return
+        name, slot = _stored_metric(line[:brace])
         if slot is None:
-            if name[-1:] not in (" ", "\t"):
-                continue
-            name = name.rstrip()
-            slot = metric_slot(name)
-            if slot is None:
-                continue
-        stored_lines += 1
-
+            return
+        self.stored_lines += 1
+        if self.foreign_line is not None:
+            raise _two_formats(*self.foreign_line)
         close = line.rfind("}")
         if close < brace:
-            errors.append(
+            self.errors.append(
                 _metric_error(
                     line_number, name, sentence(gettext_noop("has an unterminated label set"))
                 )
             )
-            continue
-        label_text = line[brace + 1 : close]
-        context = contexts.get(label_text)
-        if context is None:
-            context = contexts[label_text] = _device_context(label_text)
+            return
+        context = self._context_of(line[brace + 1 : close])
         if context.__class__ is Sentence:
-            errors.append(_metric_error(line_number, name, context))
-            continue
-
+            self.errors.append(_metric_error(line_number, name, context))
+            return
         tokens = line[close + 1 :].split()
-        token_count = len(tokens)
-        timestamp_ms = None
-        if token_count != 1:
-            if token_count == 0:
-                errors.append(
+        if len(tokens) != 1:
+            if not tokens:
+                self.errors.append(
                     _metric_error(line_number, name, sentence(gettext_noop("has no value")))
                 )
-                continue
-            try:
-                timestamp_ms = int(tokens[1])
-            except ValueError:
-                timestamp_ms = None
-                problem = _NOT_MILLISECONDS
+                return
+            timestamp_ms = self._line_timestamp(line_number, name, tokens[1])
+            if timestamp_ms is None:
+                return
+        else:
+            timestamp_ms = None
+        record = self._record_of(line_number, name, (context[9], timestamp_ms), context)
+        if record is not None:
+            self._store_value(line_number, name, slot, tokens[0], record)
+
+    def _read_help(self, line: str) -> None:
+        """A HELP line names a metric family; seen twice, it starts a new scrape."""
+        family = _help_family(line)
+        if family in self.families_since_cut:
+            self.families_since_cut.clear()
+        self.families_since_cut.add(family)
+
+    def _read_unlabelled(self, line_number: int, line: str) -> None:
+        """A metric we store names its GPU by labels; another metric without labels is
+        ignored, and a line that is no metric at all is where a second format begins."""
+        name = line.split(None, 1)[0]
+        if _METRIC_SLOTS.get(name) is not None:
+            self.stored_lines += 1
+            self.errors.append(
+                _metric_error(
+                    line_number,
+                    name,
+                    sentence(gettext_noop("has no labels, so the GPU cannot be identified")),
+                )
+            )
+        elif not _UNLABELLED_SAMPLE.fullmatch(line):
+            # Text before any scrape line is what "no dcgm-exporter GPU metrics found" is
+            # said of, unless a scrape follows it.
+            if self.stored_lines:
+                raise _two_formats(line_number, line)
+            if self.foreign_line is None:
+                self.foreign_line = (line_number, line)
+
+    def _context_of(self, label_text: str) -> tuple | Sentence:
+        """The device a label set names, parsed once per distinct label set."""
+        context = self.contexts.get(label_text)
+        if context is None:
+            context = self.contexts[label_text] = _device_context(label_text)
+        return context
+
+    def _line_timestamp(self, line_number: int, name: str, text: str) -> int | None:
+        """A line's own timestamp in milliseconds, or None after reporting what is wrong."""
+        try:
+            timestamp_ms = int(text)
+        except ValueError:
+            problem = _NOT_MILLISECONDS
+        else:
+            if _EARLIEST_MS <= timestamp_ms < _YEAR_10000_MS:
+                return timestamp_ms
+            if 0 <= timestamp_ms < _EARLIEST_MS:
+                problem = _SECONDS_NOT_MILLISECONDS
             else:
-                if _EARLIEST_MS <= timestamp_ms < _YEAR_10000_MS:
-                    problem = ""
-                elif 0 <= timestamp_ms < _EARLIEST_MS:
-                    problem = _SECONDS_NOT_MILLISECONDS
-                else:
-                    problem = _OUT_OF_RANGE
-            if problem:
-                errors.append(
-                    line_error(
-                        line_number,
-                        sentence(
-                            gettext_noop("%(metric)s timestamp '%(value)s' %(problem)s"),
-                            metric=name,
-                            value=tokens[1],
-                            problem=problem,
-                        ),
-                    )
-                )
-                continue
+                problem = _OUT_OF_RANGE
+        self.errors.append(
+            line_error(
+                line_number,
+                sentence(
+                    gettext_noop("%(metric)s timestamp '%(value)s' %(problem)s"),
+                    metric=name,
+                    value=text,
+                    problem=problem,
+                ),
+            )
+        )
+        return None
 
-        key = (context[9], timestamp_ms)
-        record = samples.get(key)
-        if record is None:
-            if earlier_samples and key in earlier_samples:
-                errors.append(
-                    line_error(
-                        line_number,
-                        sentence(
-                            gettext_noop(
-                                "%(metric)s repeats the GPU and time of the sample from line "
-                                "%(first)s on, in an earlier scrape"
-                            ),
-                            metric=name,
-                            first=earlier_samples[key],
+    def _record_of(self, line_number: int, name: str, key: tuple, context: tuple) -> list | None:
+        """The record of the sample ``key`` names, begun at its first line; None when an
+        earlier chunk's scrape already reported that GPU and time (an error)."""
+        record = self.samples.get(key)
+        if record is not None:
+            return record
+        earlier = self.earlier_samples
+        if earlier and key in earlier:
+            self.errors.append(
+                line_error(
+                    line_number,
+                    sentence(
+                        gettext_noop(
+                            "%(metric)s repeats the GPU and time of the sample from line "
+                            "%(first)s on, in an earlier scrape"
                         ),
-                    )
+                        metric=name,
+                        first=earlier[key],
+                    ),
                 )
-                continue
-            record = samples[key] = [line_number, context, False, *([None] * _SLOT_COUNT)]
+            )
+            return None
+        record = self.samples[key] = [line_number, context, False, *([None] * _SLOT_COUNT)]
+        return record
 
-        value_text = tokens[0]
+    def _store_value(
+        self, line_number: int, name: str, slot: int, value_text: str, record: list
+    ) -> None:
+        """A reading into its slot of the sample; a bad one marks the sample in error."""
         try:
             value = float(value_text)
         except ValueError:
-            errors.append(line_error(line_number, not_a_number(name, value_text)))
+            self.errors.append(line_error(line_number, not_a_number(name, value_text)))
             record[2] = True
-            continue
+            return
         if not _NEGATIVE_INFINITY < value < _FP64_SENTINEL_MIN and (
             value >= _INT64_SENTINEL_FLOOR
             or value in _FP64_SENTINELS
             or value != value
             or value == _NEGATIVE_INFINITY
         ):
-            continue  # DCGM's "no value" sentinels, NaN, ±Inf: missing, not an error
+            return  # DCGM's "no value" sentinels, NaN, ±Inf: missing, not an error
         if slot < _FB_USED:
-            if slot == _GPU_UTIL:
-                if not 0.0 <= value <= 100.0:
-                    errors.append(line_error(line_number, outside_percent(name, value_text)))
-                    record[2] = True
-                    continue
-            elif not 0.0 <= value <= 1.0:
-                errors.append(
-                    line_error(
-                        line_number,
-                        sentence(
-                            gettext_noop(
-                                "%(metric)s '%(value)s' is outside 0–1 "
-                                "(a ratio: 1 means 100%% busy)"
-                            ),
-                            metric=name,
-                            value=value_text,
-                        ),
-                    )
-                )
+            problem = _utilization_problem(name, slot, value, value_text)
+            if problem is not None:
+                self.errors.append(line_error(line_number, problem))
                 record[2] = True
-                continue
+                return
         index = _FIRST_SLOT + slot
         previous = record[index]
         if previous is None:
             record[index] = value
         elif previous != value:
-            errors.append(
+            self.errors.append(
                 line_error(
                     line_number,
                     sentence(
@@ -427,19 +520,51 @@ def iter_dcgm(
             )
             record[2] = True
 
-    if not stored_lines:
-        if not seen_text:
-            raise TelemetryFormatError(sentence(gettext_noop("the scrape is empty")))
-        raise TelemetryFormatError(
+
+def _two_formats(line_number: int, line: str) -> TelemetryFormatError:
+    """A file whose lines are a scrape and something else (an nvidia-smi CSV appended to
+    it, say) is refused at the first line that is not Prometheus text."""
+    return TelemetryFormatError(
+        on_line(
+            line_number,
             sentence(
                 gettext_noop(
-                    "no dcgm-exporter GPU metrics found (looked for %(names)s…): is this a "
-                    "dcgm-exporter /metrics scrape?"
+                    "“%(line)s” is not Prometheus text: this file holds a dcgm-exporter "
+                    "scrape and another format, from this line on; import each format as a "
+                    "file of its own"
                 ),
-                names=", ".join(METRIC_NAMES[:3]),
-            )
+                line=shorten(line.strip()),
+            ),
         )
-    yield result_of_samples()
+    )
+
+
+def _help_family(line: str) -> str:
+    """The metric family a ``# HELP`` line describes."""
+    return line[7:].split(None, 1)[0] if len(line) > 7 else ""
+
+
+def _stored_metric(name: str) -> tuple[str, int | None]:
+    """(the metric's name, its slot) for the text before a line's ``{``; slot None for a
+    metric we do not store."""
+    slot = _METRIC_SLOTS.get(name)
+    if slot is None and name[-1:] in (" ", "\t"):
+        name = name.rstrip()
+        slot = _METRIC_SLOTS.get(name)
+    return name, slot
+
+
+def _utilization_problem(name: str, slot: int, value: float, value_text: str) -> Sentence | None:
+    """Utilization is a percentage; the engine-active ratio is 0–1."""
+    if slot == _GPU_UTIL:
+        return None if 0.0 <= value <= 100.0 else outside_percent(name, value_text)
+    if 0.0 <= value <= 1.0:
+        return None
+    return sentence(
+        gettext_noop("%(metric)s '%(value)s' is outside 0–1 (a ratio: 1 means 100%% busy)"),
+        metric=name,
+        value=value_text,
+    )
 
 
 def _rows_of_samples(

@@ -1,13 +1,14 @@
 """Framework-free telemetry parsers: raw text in, plain rows and line-numbered errors out.
 
-No Django imports and no database: the importer (services, commands, tasks) decides what
-to store. Every parser returns a ParseResult whose ``rows`` passed every check and whose
-``errors`` name the line and the reason; a file that cannot be read at all raises
+No Django imports and no database: the importer (apps/telemetry/ingest/importer.py) decides
+what to store. Every parser returns a ParseResult whose ``rows`` passed every check and
+whose ``errors`` name the line and the reason; a file that cannot be read at all raises
 TelemetryFormatError. Each ``parse_*`` has an ``iter_*`` twin that reads a text or a file's
 lines (FileLines) and yields a ParseResult per chunk of lines, so that an import of a large
 file holds one chunk of rows at a time.
 """
 
+from . import azure_llm, dcgm, generic_csv, nvidia_smi
 from ._common import CHUNK_ROWS, EARLIEST_TIMESTAMP, NUL_SENTENCE, FileLines, paused_gc
 from .azure_llm import iter_azure_llm, parse_azure_llm
 from .dcgm import iter_dcgm, parse_dcgm
@@ -32,6 +33,10 @@ from .rows import (
 )
 
 __all__ = [
+    "azure_llm",
+    "dcgm",
+    "generic_csv",
+    "nvidia_smi",
     "CHUNK_ROWS",
     "EARLIEST_TIMESTAMP",
     "GPU_CSV_FIELDS",

@@ -1,4 +1,4 @@
-"""The last stages of the rollup pipeline (apps/telemetry/rollups.py): the workload
+"""The last stages of the rollup pipeline (apps/telemetry/rollups/hourly.py): the workload
 attribution of shared pools' hours, from the samples' Kubernetes labels, and the daily sums
 of the hourly rollups, recomputed from the hourly rows of the days that changed, so a
 retried or repeated call gives the same rows (keyed upserts, as the hourly rollups).
@@ -22,7 +22,7 @@ from apps.telemetry.models import (
     WorkloadHourlyRequests,
     WorkloadHourlyUsage,
 )
-from apps.telemetry.retention import samples_held_q
+from apps.telemetry.rollups.retention import samples_held_q
 from apps.telemetry.signals import usage_changed
 
 _ZERO = Value(0.0, output_field=FloatField())
@@ -193,7 +193,7 @@ WITH labelled AS (
            device_hour.samples, device_hour.utilization_pct * device_hour.samples
     FROM telemetry_gpudevice AS device
     -- Device by device through the (device, hour, …) key, as the pool's rollup reads
-    -- them (apps/telemetry/rollups.py, STORED_DEVICE_HOURS_SQL).
+    -- them (apps/telemetry/rollups/hourly.py, STORED_DEVICE_HOURS_SQL).
     CROSS JOIN LATERAL (
         SELECT * FROM telemetry_gpudevicehour AS device_hour
         WHERE device_hour.device_id = device.id AND device_hour.hour >= %(start)s
@@ -268,7 +268,7 @@ def attribute_pool_hours(
 ) -> int:
     """Recompute the workload attribution of ``pool_ids`` (None: every pool) in
     [start, end), for pools with a labelled workload. Only hours whose raw samples are
-    held are rewritten (apps/telemetry/rollups.py, ``samples_held_q``):
+    held are rewritten (apps/telemetry/rollups/hourly.py, ``samples_held_q``):
     the attribution of purged hours is kept."""
     labelled = Workload.objects.exclude(k8s_namespace="", pod_name_prefix="")
     if pool_ids is not None:

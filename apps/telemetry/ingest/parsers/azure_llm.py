@@ -9,11 +9,13 @@ published files. Format: Azure/AzurePublicDataset, AzureLLMInferenceDataset2023.
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 
-from apps.core.sentences import gettext_noop, sentence
+from apps.core.sentences import gettext, gettext_noop, sentence
 
 from ._common import (
     CHUNK_ROWS,
     EARLIEST_TIMESTAMP,
+    LineReader,
+    ReadOptions,
     future_error,
     is_negative,
     latest_allowed,
@@ -22,10 +24,22 @@ from ._common import (
     not_whole,
     past_error,
     pausing_gc,
+    read_in_chunks,
 )
+from .detect import Head, Recognised
 from .rows import ParseResult, RequestRow, RowError, TelemetryFormatError, line_error, on_line
 
 HEADER = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+
+
+def detect(head: Head) -> Recognised | None:
+    """The trace's header ``TIMESTAMP,ContextTokens,GeneratedTokens``."""
+    if head.cells != HEADER:
+        return None
+    return Recognised(
+        gettext("the Azure LLM trace header %(header)s") % {"header": ", ".join(head.cells)},
+        head.headers,
+    )
 
 
 def _tokens(text: str, column: str, line_number: int, errors: list[RowError]) -> int | None:
@@ -38,6 +52,11 @@ def _tokens(text: str, column: str, line_number: int, errors: list[RowError]) ->
         errors.append(line_error(line_number, is_negative(column, text)))
         return None
     return tokens
+
+
+def read(source: str | Iterable[str], options: ReadOptions) -> Iterator[ParseResult]:
+    """``iter_azure_llm`` as the format registry calls it (the trace's times are UTC)."""
+    return iter_azure_llm(source, chunk_rows=options.chunk_rows)
 
 
 @pausing_gc
@@ -55,7 +74,8 @@ def iter_azure_llm(
 
     Errors (the line is left out): not three cells, a timestamp that does not parse, is
     before 2000 or is more than 1 day after ``now``, a token count that is not a whole number ≥ 0.
-    Raises TelemetryFormatError when the first line is not the trace's header.
+    Raises TelemetryFormatError when the first line is not the trace's header, or when
+    no data row follows it.
     """
     now, latest = latest_allowed(now)
     lines = iter(lines_without_ends(source))
@@ -72,18 +92,23 @@ def iter_azure_llm(
                 ),
             )
         )
-    rows: list[RequestRow] = []
-    errors: list[RowError] = []
-    next_chunk_at = 2 + chunk_rows
-    for line_number, line in enumerate(lines, 2):
-        if line_number >= next_chunk_at:
-            yield ParseResult(rows=rows, errors=errors)
-            rows, errors, next_chunk_at = [], [], line_number + chunk_rows
+    return read_in_chunks(enumerate(lines, 2), _TraceReader(now, latest, chunk_rows))
+
+
+class _TraceReader(LineReader):
+    """One RequestRow per line after the header."""
+
+    def __init__(self, now: datetime, latest: datetime, chunk_rows: int):
+        super().__init__(chunk_rows, first_line=2)
+        self.now, self.latest = now, latest
+        self.data_rows = 0
+
+    def read(self, line_number: int, line: str) -> None:
         cells = line.split(",")
         if len(cells) != 3:
             if not line.strip():
-                continue
-            errors.append(
+                return
+            self.errors.append(
                 line_error(
                     line_number,
                     sentence(
@@ -91,12 +116,33 @@ def iter_azure_llm(
                     ),
                 )
             )
-            continue
+            self.data_rows += 1
+            return
+        self.data_rows += 1
         timestamp_text, context_text, generated_text = cells
+        timestamp = self._timestamp(line_number, timestamp_text.strip())
+        if timestamp is None:
+            return
+        errors = self.errors
+        error_count = len(errors)
+        input_tokens = _tokens(context_text.strip(), "ContextTokens", line_number, errors)
+        output_tokens = _tokens(generated_text.strip(), "GeneratedTokens", line_number, errors)
+        if len(errors) != error_count:
+            return
+        if timestamp > self.latest:
+            errors.append(future_error(line_number, timestamp, self.now))
+            return
+        if timestamp < EARLIEST_TIMESTAMP:
+            errors.append(past_error(line_number, timestamp))
+            return
+        self.rows.append(RequestRow(line_number, timestamp, input_tokens, output_tokens))
+
+    def _timestamp(self, line_number: int, text: str) -> datetime | None:
+        """The line's time, read as UTC unless it says its zone; None after an error."""
         try:
-            timestamp = datetime.fromisoformat(timestamp_text.strip())
+            timestamp = datetime.fromisoformat(text)
         except ValueError:
-            errors.append(
+            self.errors.append(
                 line_error(
                     line_number,
                     sentence(
@@ -104,24 +150,15 @@ def iter_azure_llm(
                             "%(column)s '%(value)s' is not like 2023-11-16 18:15:46.6805900"
                         ),
                         column="TIMESTAMP",
-                        value=timestamp_text.strip(),
+                        value=text,
                     ),
                 )
             )
-            continue
-        timestamp = (
+            return None
+        return (
             timestamp.replace(tzinfo=UTC) if timestamp.tzinfo is None else timestamp.astimezone(UTC)
         )
-        error_count = len(errors)
-        input_tokens = _tokens(context_text.strip(), "ContextTokens", line_number, errors)
-        output_tokens = _tokens(generated_text.strip(), "GeneratedTokens", line_number, errors)
-        if len(errors) != error_count:
-            continue
-        if timestamp > latest:
-            errors.append(future_error(line_number, timestamp, now))
-            continue
-        if timestamp < EARLIEST_TIMESTAMP:
-            errors.append(past_error(line_number, timestamp))
-            continue
-        rows.append(RequestRow(line_number, timestamp, input_tokens, output_tokens))
-    yield ParseResult(rows=rows, errors=errors)
+
+    def last_chunk(self, read_any: bool) -> ParseResult:
+        # Blank lines are no data rows: a header followed by them is refused too.
+        return super().last_chunk(read_any and self.data_rows > 0)
