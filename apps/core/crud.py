@@ -131,7 +131,7 @@ class ObjectViews:
             objects,
             lookup,
             permission=permission,
-            check=None if action == "view" else partial(self.check, action=action),
+            check=None if permission is None else partial(self.check, action=action),
         )
 
     def object_view(self, action="view", *, permission=ACTION_PERMISSION, related=None):
