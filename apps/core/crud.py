@@ -116,12 +116,22 @@ class ObjectViews:
         meta = self.model._meta
         return f"{meta.app_label}.{action}_{meta.model_name}"
 
-    def get(self, request, action="view", *, permission=ACTION_PERMISSION, related=None, **url):
+    def get(
+        self,
+        request,
+        action="view",
+        *,
+        permission=ACTION_PERMISSION,
+        related=None,
+        objects=None,
+        **url,
+    ):
         """The object the URL names, fetched once: 404 out of scope, then 403 without
-        ``permission`` (default: the action's)."""
+        ``permission`` (default: the action's). ``objects(request)``, when a page reads
+        more of it, narrows ``self.objects`` (e.g. annotates)."""
         if permission is ACTION_PERMISSION:
             permission = self.permission(action)
-        objects = self.objects(request)
+        objects = (objects or self.objects)(request)
         related = self.related if related is None else related
         if related:
             objects = objects.select_related(*related)
@@ -134,7 +144,9 @@ class ObjectViews:
             check=None if permission is None else partial(self.check, action=action),
         )
 
-    def object_view(self, action="view", *, permission=ACTION_PERMISSION, related=None):
+    def object_view(
+        self, action="view", *, permission=ACTION_PERMISSION, related=None, objects=None
+    ):
         """Decorator: the view receives the guarded object in place of the URL's
         keywords that name it (``def pool_detail(request, pool)``)."""
 
@@ -142,7 +154,14 @@ class ObjectViews:
             @wraps(view)
             def wrapped(request, **kwargs):
                 url = {keyword: kwargs.pop(keyword) for keyword in self.lookup}
-                obj = self.get(request, action, permission=permission, related=related, **url)
+                obj = self.get(
+                    request,
+                    action,
+                    permission=permission,
+                    related=related,
+                    objects=objects,
+                    **url,
+                )
                 return view(request, obj, **kwargs)
 
             return wrapped
