@@ -87,6 +87,10 @@ class WorkloadViews(ObjectViews):
     def initial(self, request, parent):
         return {"pool": request.GET["pool"]} if request.GET.get("pool") else None
 
+    def with_pool(self, request):
+        """The workloads in scope with their pool and GPU model, for pages that read them."""
+        return self.objects(request).with_pool()
+
     def delete_options(self, request, workload):
         return {
             "usage_history": workload.usage_history(),
