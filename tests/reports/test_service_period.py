@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.pools.models import Deployment, Pool, Purpose
+from apps.pools.services import save_pool
 from apps.reports.queries import cost_report, floor_hour
 from apps.telemetry import rollups
 from apps.telemetry.models import PoolHourFlag, PoolHourlyUsage
@@ -38,8 +39,7 @@ def new_pool(gpu_model):
         gpus_per_node=8,
         on_demand_price_per_gpu_hour_usd=PRICE,
     )
-    pool.refresh_effective_price()
-    pool.save()
+    save_pool(pool)
     return pool
 
 
