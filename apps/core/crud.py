@@ -12,12 +12,13 @@ names one, what each action needs, and the form and pages its views show.
         def objects(self, request):
             return Pool.objects.in_scope(scope_of(request.user))
 
-    pools = PoolViews()
-    pool_create = pools.create_view()
-    pool_edit = pools.edit_view()
-    pool_delete = pools.delete_view()
+    pool_views = PoolViews()
+    pool_create = pool_views.create_view()
+    pool_edit = pool_views.edit_view()
+    pool_delete = pool_views.delete_view()
+    pool_archive = pool_views.archive_view(archived=True)
 
-    @pools.object_view(related=("owner",))
+    @pool_views.object_view(related=("owner",))
     @require_GET
     def pool_detail(request, pool): ...
 
@@ -127,8 +128,9 @@ class ObjectViews:
         **url,
     ):
         """The object the URL names, fetched once: 404 out of scope, then 403 without
-        ``permission`` (default: the action's). ``objects(request)``, when a page reads
-        more of it, narrows ``self.objects`` (e.g. annotates)."""
+        ``permission`` (default: the action's). ``objects(request)``, for a page that
+        reads more of the object, stands in for ``self.objects`` and is built on it
+        (e.g. ``self.objects(request).with_status()``)."""
         if permission is ACTION_PERMISSION:
             permission = self.permission(action)
         objects = (objects or self.objects)(request)
@@ -234,12 +236,10 @@ class ObjectViews:
         )
 
     def delete_response(self, request, obj):
-        options = {
-            "list_url": self.list_url,
-            "cancel_url": obj.get_absolute_url(),
-            "pretitle": self.pretitle,
-            **self.delete_options(request, obj),
-        }
+        options = {"list_url": self.list_url, "pretitle": self.pretitle}
+        options.update(self.delete_options(request, obj))
+        if "cancel_url" not in options:
+            options["cancel_url"] = obj.get_absolute_url()
         return delete_page(request, obj=obj, noun=self.noun, **options)
 
     def archive_response(self, request, obj, archived: bool):
