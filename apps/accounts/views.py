@@ -2,7 +2,7 @@ from copy import copy
 from datetime import timedelta
 
 from django.contrib import messages
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -43,10 +43,22 @@ def token_create(request):
     return render_page(request, "accounts/token_form.html", {"form": form})
 
 
+class TokenViews(ObjectViews):
+    model = ApiToken
+    lookup = {"key_id": "key_id"}
+    # Each user's own: nobody revokes (or learns of) another user's token.
+    permissions = {"delete": None}
+
+    def objects(self, request):
+        return ApiToken.objects.filter(user=request.user)
+
+
+token_views = TokenViews()
+
+
+@token_views.object_view("delete")
 @require_http_methods(["GET", "POST"])
-def token_delete(request, key_id):
-    # Scoped to the requesting user: nobody revokes (or learns of) another user's token.
-    token = get_object_or_404(ApiToken, user=request.user, key_id=key_id)
+def token_delete(request, token):
     if request.method == "POST":
         token.delete()
         messages.success(

@@ -16,7 +16,7 @@ from django.contrib.auth.decorators import login_not_required, permission_requir
 from django.core.exceptions import PermissionDenied
 from django.db.models import Case, Count, IntegerField, Max, Q, Value, When
 from django.http import Http404, HttpResponse
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
@@ -107,6 +107,12 @@ class SilenceViews(TeamObjectViews):
     lookup = {"pk": "pk"}
 
 
+class AlertViews(TeamObjectViews):
+    model = Alert
+    lookup = {"pk": "pk"}
+    related = ("rule",)
+
+
 class DeliveryViews(TeamObjectViews):
     """A notification is sent again by those who may change its channel."""
 
@@ -125,6 +131,7 @@ class DeliveryViews(TeamObjectViews):
 rule_views = RuleViews()
 channel_views = ChannelViews()
 silence_views = SilenceViews()
+alert_views = AlertViews()
 delivery_views = DeliveryViews()
 
 
@@ -174,10 +181,10 @@ def alert_list(request):
     return render_page(request, "alerts/alert_list.html", context, fragments={"alerts": "alerts"})
 
 
+@alert_views.object_view()
 @require_GET
-def alert_detail(request, pk):
+def alert_detail(request, alert):
     scope = _scope(request)
-    alert = get_object_or_404(Alert.objects.in_scope(scope).select_related("rule"), pk=pk)
     rule_in_scope = (
         alert.rule_id and AlertRule.objects.in_scope(scope).filter(pk=alert.rule_id).exists()
     )

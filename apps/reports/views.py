@@ -30,8 +30,9 @@ from apps.core.outbox import enqueue, mark_waiting
 from apps.core.runs import interrupted_sentence
 from apps.core.tables import configure_table
 from apps.core.texts import translated
-from apps.pools.models import Interruption, Pool, Purpose
+from apps.pools.models import Interruption, Purpose
 from apps.pools.querysets import workload_scope_filter
+from apps.pools.views import pool_views
 from apps.reports import charts, explain, exports, lending, rendering, selectors
 from apps.reports.cache import (
     background_attempts,
@@ -233,12 +234,12 @@ def report(request):
     return response
 
 
+@pool_views.object_view(related=("gpu_model",))
 @require_GET
-def pool_panel(request, slug):
+def pool_panel(request, pool):
     """The pool page's cost and use over the last 28 days, in its time zone, loaded by the
     page once it is shown."""
     scope = scope_of(request.user)
-    pool = get_object_or_404(Pool.objects.in_scope(scope).select_related("gpu_model"), slug=slug)
     remember_view("pool", str(pool.pk), scope.cache_key)
     context = {
         "pool": pool,
@@ -420,12 +421,12 @@ def _lending_context(result) -> dict:
     }
 
 
+@pool_views.object_view(related=("gpu_model",))
 @require_GET
-def pool_lending_panel(request, slug):
+def pool_lending_panel(request, pool):
     """The pool page's lendable off-peak capacity, for an inference pool; loaded by the
     page once it is shown."""
     scope = scope_of(request.user)
-    pool = get_object_or_404(Pool.objects.in_scope(scope).select_related("gpu_model"), slug=slug)
     context = {
         "pool": pool,
         "panel_title": _("lendable off-peak capacity"),

@@ -67,6 +67,18 @@ PAGE_SIZE = 25
 IMPORT_FORMS = {"gpu": GpuImportForm, "requests": RequestImportForm}
 
 
+class ImportRunViews(ObjectViews):
+    model = ImportRun
+    lookup = {"pk": "pk"}
+    related = ("created_by", "pool", "workload")
+
+    def objects(self, request):
+        return import_runs_of(request.user)
+
+
+import_run_views = ImportRunViews()
+
+
 @require_GET
 def import_list(request):
     runs = (
@@ -241,11 +253,9 @@ def _retry_form(request, run: ImportRun):
     return form
 
 
+@import_run_views.object_view()
 @require_GET
-def import_detail(request, pk):
-    run = get_object_or_404(
-        import_runs_of(request.user).select_related("created_by", "pool", "workload"), pk=pk
-    )
+def import_detail(request, run):
     context = {
         "run": run,
         "format_label": FORMAT_LABELS.get(run.format, run.format),

@@ -37,9 +37,7 @@ def _pool_queries(queries) -> list[str]:
 @pytest.mark.django_db
 @pytest.mark.parametrize("role", ["lead", "reader"])
 @pytest.mark.parametrize("action", ["pool_detail", "pool_edit", "pool_delete"])
-def test_an_object_out_of_scope_is_a_404_whatever_the_role(
-    client, teams, their_pool, role, action
-):
+def test_an_object_out_of_scope_is_a_404_whatever_the_role(client, teams, their_pool, role, action):
     client.force_login(UserFactory(role=role, teams=[teams[0]]))
     response = client.get(reverse(f"pools:{action}", kwargs={"slug": their_pool.slug}))
     assert response.status_code == 404
