@@ -80,6 +80,7 @@ def fill(pools, workloads, days):
 
     from apps.catalog.models import GpuModel
     from apps.pools.models import Deployment, Pool, Purpose, Workload, WorkloadKind
+    from apps.pools.services import save_pool
     from apps.telemetry.rollups.days import rebuild_all_days
 
     # A previous run's fleet goes first (workloads protect their pools).
@@ -100,8 +101,7 @@ def fill(pools, workloads, days):
             # In service from the start of the history the benchmark writes.
             in_service_from=timezone.now() - timedelta(days=days + 1),
         )
-        pool.refresh_effective_price()
-        pool.save()
+        save_pool(pool)
         created.append(pool)
     for index in range(workloads):
         Workload.objects.create(

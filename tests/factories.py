@@ -27,6 +27,7 @@ from apps.catalog.models import GpuModel, ModelArchitecture
 from apps.core.roles import FINANCE, OPS, PROCUREMENT, TECHNICAL_LEAD
 from apps.pilots.models import PilotResult
 from apps.pools.models import Deployment, Pool, Purpose, Workload, WorkloadKind
+from apps.pools.services import save_pool
 from apps.procurement.models import Scenario, ScenarioOption
 from apps.telemetry.models import GpuDevice, HostnameRule, ImportRun, PullSource
 
@@ -137,14 +138,12 @@ class ModelArchitectureFactory(factory.django.DjangoModelFactory):
 
 
 class PoolFactory(factory.django.DjangoModelFactory):
-    """A cloud on-demand training pool on the seeded H100 SXM; the effective price is
-    derived from the cost inputs as the pool form does (``refresh_price=False`` keeps
-    the stored defaults, as ``Pool.objects.create`` would)."""
+    """A cloud on-demand training pool on the seeded H100 SXM, saved through
+    ``save_pool`` as every pool is: its effective price follows from its cost inputs."""
 
     class Meta:
         model = Pool
 
-    refresh_price = True
     name = factory.Sequence(lambda n: f"Test pool {n}")
     slug = factory.LazyAttribute(lambda pool: slugify(pool.name))
     purpose = Purpose.TRAINING
@@ -156,16 +155,8 @@ class PoolFactory(factory.django.DjangoModelFactory):
     in_service_from = SERVICE_START
 
     @classmethod
-    def _create(cls, model_class, *args, refresh_price=True, **kwargs):
-        pool = model_class(*args, **kwargs)
-        if refresh_price:
-            pool.refresh_effective_price()
-        pool.save()
-        return pool
-
-    @classmethod
-    def _build(cls, model_class, *args, refresh_price=True, **kwargs):
-        return model_class(*args, **kwargs)
+    def _create(cls, model_class, *args, **kwargs):
+        return save_pool(model_class(*args, **kwargs))
 
 
 class WorkloadFactory(factory.django.DjangoModelFactory):

@@ -1,12 +1,11 @@
 from copy import copy
 from datetime import timedelta
-from functools import wraps
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods
 
 from apps.accounts import services
@@ -14,7 +13,8 @@ from apps.accounts.filters import AuditEventFilter
 from apps.accounts.forms import ApiTokenForm, GroupMappingForm
 from apps.accounts.models import ApiToken, AuditEvent, GroupMapping
 from apps.accounts.tables import AuditTable, GroupMappingTable
-from apps.core.crud import delete_page
+from apps.core.crud import ObjectViews
+from apps.core.guard import superuser_only, superuser_required
 from apps.core.htmx import render_page
 from apps.core.tables import configure_table
 
@@ -43,10 +43,22 @@ def token_create(request):
     return render_page(request, "accounts/token_form.html", {"form": form})
 
 
+class TokenViews(ObjectViews):
+    model = ApiToken
+    lookup = {"key_id": "key_id"}
+    # Each user's own: nobody revokes (or learns of) another user's token.
+    permissions = {"delete": None}
+
+    def objects(self, request):
+        return ApiToken.objects.filter(user=request.user)
+
+
+token_views = TokenViews()
+
+
+@token_views.object_view("delete")
 @require_http_methods(["GET", "POST"])
-def token_delete(request, key_id):
-    # Scoped to the requesting user: nobody revokes (or learns of) another user's token.
-    token = get_object_or_404(ApiToken, user=request.user, key_id=key_id)
+def token_delete(request, token):
     if request.method == "POST":
         token.delete()
         messages.success(
@@ -54,19 +66,6 @@ def token_delete(request, key_id):
         )
         return redirect("accounts:token_list")
     return render_page(request, "accounts/token_confirm_delete.html", {"token": token})
-
-
-def superuser_required(view):
-    """Single sign-on's mapping and the audit log are for superusers only: 403 for the
-    others, as the user list answers."""
-
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        if not request.user.is_superuser:
-            raise PermissionDenied(_("Only administrators see this page."))
-        return view(request, *args, **kwargs)
-
-    return wrapper
 
 
 @superuser_required
@@ -82,47 +81,40 @@ def group_mapping_list(request):
     )
 
 
-def _group_mapping_form_page(request, mapping=None):
-    previous = copy(mapping) if mapping else None
-    form = GroupMappingForm(request.POST or None, instance=mapping)
-    if request.method == "POST" and form.is_valid():
-        saved = services.save_group_mapping(form.save(commit=False), previous=previous)
-        messages.success(request, _("Group %(group)s saved.") % {"group": saved.idp_group})
-        return redirect("accounts:group_mapping_list")
-    return render_page(
-        request, "accounts/group_mapping_form.html", {"form": form, "mapping": mapping}
-    )
+class GroupMappingViews(ObjectViews):
+    """Single sign-on's mapping is for superusers only: 403 for the others, as the user
+    list answers."""
+
+    model = GroupMapping
+    noun = GroupMapping._meta.verbose_name
+    lookup = {"pk": "pk"}
+    related = ("team",)
+    list_url = "accounts:group_mapping_list"
+    pretitle = gettext_lazy("Single sign-on")
+    permissions = dict.fromkeys(("add", "change", "delete"), superuser_only())
+
+    def form_response(self, request, mapping, parent):
+        previous = copy(mapping) if mapping else None
+        form = GroupMappingForm(request.POST or None, instance=mapping)
+        if request.method == "POST" and form.is_valid():
+            saved = services.save_group_mapping(form.save(commit=False), previous=previous)
+            messages.success(request, _("Group %(group)s saved.") % {"group": saved.idp_group})
+            return redirect(self.list_url)
+        return render_page(
+            request, "accounts/group_mapping_form.html", {"form": form, "mapping": mapping}
+        )
+
+    def delete_options(self, request, mapping):
+        return {
+            "cancel_url": reverse(self.list_url),
+            "delete": lambda: services.delete_group_mapping(mapping),
+        }
 
 
-@superuser_required
-@require_http_methods(["GET", "POST"])
-def group_mapping_create(request):
-    return _group_mapping_form_page(request)
-
-
-@superuser_required
-@require_http_methods(["GET", "POST"])
-def group_mapping_edit(request, pk):
-    return _group_mapping_form_page(
-        request, get_object_or_404(GroupMapping.objects.select_related("team"), pk=pk)
-    )
-
-
-@superuser_required
-@require_http_methods(["GET", "POST"])
-def group_mapping_delete(request, pk):
-    mapping = get_object_or_404(GroupMapping.objects.select_related("team"), pk=pk)
-    return delete_page(
-        request,
-        obj=mapping,
-        noun=GroupMapping._meta.verbose_name,
-        blocking=[],
-        blocking_label="",
-        list_url="accounts:group_mapping_list",
-        cancel_url=reverse("accounts:group_mapping_list"),
-        pretitle=_("Single sign-on"),
-        delete=lambda: services.delete_group_mapping(mapping),
-    )
+group_mapping_views = GroupMappingViews()
+group_mapping_create = group_mapping_views.create_view()
+group_mapping_edit = group_mapping_views.edit_view()
+group_mapping_delete = group_mapping_views.delete_view()
 
 
 @superuser_required

@@ -16,7 +16,7 @@ from django.contrib.auth.decorators import login_not_required, permission_requir
 from django.core.exceptions import PermissionDenied
 from django.db.models import Case, Count, IntegerField, Max, Q, Value, When
 from django.http import Http404, HttpResponse
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
@@ -35,7 +35,7 @@ from apps.alerts.forms import (
 from apps.alerts.metrics import access_status, exposition
 from apps.alerts.models import KIND_CHOICES, Alert, AlertChannel, AlertRule, Delivery, Silence
 from apps.alerts.tables import AlertTable, ChannelTable, DeliveryTable, RuleTable, SilenceTable
-from apps.core.crud import delete_page, form_page
+from apps.core.crud import ObjectViews
 from apps.core.htmx import render_page
 from apps.core.tables import configure_table
 from apps.core.texts import translated
@@ -47,19 +47,92 @@ def _scope(request):
     return scope_of(request.user)
 
 
-def _check_may_change(request, obj, permission: str) -> None:
-    """After the object was found in the reader's scope (else 404, whatever the role):
-    403 without ``permission``, or for a fleet-wide object one may not change."""
-    if not request.user.has_perm(permission):
-        raise PermissionDenied
-    if obj.team_id is None and not may_manage_fleet_wide(request.user):
-        raise PermissionDenied(
-            gettext(
-                "%(name)s is fleet-wide: administrators change it, as it reads or reaches "
-                "every team."
+class TeamObjectViews(ObjectViews):
+    """Rules, channels and silences: read within the reader's scope; a fleet-wide one (no
+    team) changed only by those who may manage fleet-wide ones."""
+
+    def objects(self, request):
+        return self.model.objects.in_scope(_scope(request))
+
+    def form_kwargs(self, request, parent):
+        return {"user": request.user}
+
+    def check(self, request, obj, *, action):
+        if obj.team_id is None and not may_manage_fleet_wide(request.user):
+            raise PermissionDenied(
+                gettext(
+                    "%(name)s is fleet-wide: administrators change it, as it reads or reaches "
+                    "every team."
+                )
+                % {"name": obj.name}
             )
-            % {"name": obj.name}
-        )
+
+
+class RuleViews(TeamObjectViews):
+    model = AlertRule
+    name = "rule"
+    noun = _("Rule")
+    related = ("channel", "team", "pool", "workload")
+    form = AlertRuleForm
+    template = "alerts/rule_form.html"
+    list_url = "alerts:rule_list"
+    pretitle = _("Alert rules")
+
+    def initial(self, request, parent):
+        return {"window_hours": 24, "enabled": True}
+
+    def delete_options(self, request, rule):
+        return {"delete": partial(services.delete_rule, rule)}
+
+
+class ChannelViews(TeamObjectViews):
+    model = AlertChannel
+    name = "channel"
+    noun = _("Channel")
+    related = ("team",)
+    form = AlertChannelForm
+    template = "alerts/channel_form.html"
+    list_url = "alerts:channel_list"
+    pretitle = _("Alert channels")
+
+    def delete_options(self, request, channel):
+        return {
+            "blocking": list(channel.rules.order_by("name")),
+            "blocking_label": gettext("alert rules"),
+        }
+
+
+class SilenceViews(TeamObjectViews):
+    model = Silence
+    lookup = {"pk": "pk"}
+
+
+class AlertViews(TeamObjectViews):
+    model = Alert
+    lookup = {"pk": "pk"}
+    related = ("rule",)
+
+
+class DeliveryViews(TeamObjectViews):
+    """A notification is sent again by those who may change its channel."""
+
+    model = Delivery
+    lookup = {"pk": "pk"}
+    related = ("channel",)
+    permissions = {"change": "alerts.change_alertchannel"}
+
+    def objects(self, request):
+        return deliveries_in_scope(_scope(request))
+
+    def check(self, request, delivery, *, action):
+        super().check(request, delivery.channel, action=action)
+
+
+rule_views = RuleViews()
+channel_views = ChannelViews()
+silence_views = SilenceViews()
+alert_views = AlertViews()
+delivery_views = DeliveryViews()
 
 
 def deliveries_in_scope(scope):
@@ -108,10 +181,10 @@ def alert_list(request):
     return render_page(request, "alerts/alert_list.html", context, fragments={"alerts": "alerts"})
 
 
+@alert_views.object_view()
 @require_GET
-def alert_detail(request, pk):
+def alert_detail(request, alert):
     scope = _scope(request)
-    alert = get_object_or_404(Alert.objects.in_scope(scope).select_related("rule"), pk=pk)
     rule_in_scope = (
         alert.rule_id and AlertRule.objects.in_scope(scope).filter(pk=alert.rule_id).exists()
     )
@@ -158,18 +231,9 @@ def rule_list(request):
     )
 
 
-def _rule_or_404(request, slug):
-    return get_object_or_404(
-        AlertRule.objects.in_scope(_scope(request)).select_related(
-            "channel", "team", "pool", "workload"
-        ),
-        slug=slug,
-    )
-
-
+@rule_views.object_view()
 @require_GET
-def rule_detail(request, slug):
-    rule = _rule_or_404(request, slug)
+def rule_detail(request, rule):
     scope = _scope(request)
     alerts = Alert.objects.in_scope(scope).filter(rule=rule)
     return render_page(
@@ -184,54 +248,12 @@ def rule_detail(request, slug):
     )
 
 
-def _rule_form_page(request, rule=None):
-    return form_page(
-        request,
-        form_class=partial(AlertRuleForm, user=request.user),
-        noun=_("Rule"),
-        template="alerts/rule_form.html",
-        instance=rule,
-        initial=None if rule else {"window_hours": 24, "enabled": True},
-    )
-
-
-@permission_required("alerts.add_alertrule", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def rule_create(request):
-    return _rule_form_page(request)
-
-
-@require_http_methods(["GET", "POST"])
-def rule_edit(request, slug):
-    rule = _rule_or_404(request, slug)
-    _check_may_change(request, rule, "alerts.change_alertrule")
-    return _rule_form_page(request, rule)
-
-
-@require_http_methods(["GET", "POST"])
-def rule_delete(request, slug):
-    rule = _rule_or_404(request, slug)
-    _check_may_change(request, rule, "alerts.delete_alertrule")
-    return delete_page(
-        request,
-        obj=rule,
-        noun=_("Rule"),
-        blocking=[],
-        blocking_label="",
-        list_url="alerts:rule_list",
-        cancel_url=rule.get_absolute_url(),
-        pretitle=_("Alert rules"),
-        delete=partial(services.delete_rule, rule),
-    )
+rule_create = rule_views.create_view()
+rule_edit = rule_views.edit_view()
+rule_delete = rule_views.delete_view()
 
 
 # --- Channels ---------------------------------------------------------------------------
-
-
-def _channel_or_404(request, slug):
-    return get_object_or_404(
-        AlertChannel.objects.in_scope(_scope(request)).select_related("team"), slug=slug
-    )
 
 
 @require_GET
@@ -251,9 +273,9 @@ def channel_list(request):
     )
 
 
+@channel_views.object_view()
 @require_GET
-def channel_detail(request, slug):
-    channel = _channel_or_404(request, slug)
+def channel_detail(request, channel):
     scope = _scope(request)
     return render_page(
         request,
@@ -269,50 +291,15 @@ def channel_detail(request, slug):
     )
 
 
-def _channel_form_page(request, channel=None):
-    return form_page(
-        request,
-        form_class=partial(AlertChannelForm, user=request.user),
-        noun=_("Channel"),
-        template="alerts/channel_form.html",
-        instance=channel,
-    )
-
-
-@permission_required("alerts.add_alertchannel", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def channel_create(request):
-    return _channel_form_page(request)
-
-
-@require_http_methods(["GET", "POST"])
-def channel_edit(request, slug):
-    channel = _channel_or_404(request, slug)
-    _check_may_change(request, channel, "alerts.change_alertchannel")
-    return _channel_form_page(request, channel)
-
-
-@require_http_methods(["GET", "POST"])
-def channel_delete(request, slug):
-    channel = _channel_or_404(request, slug)
-    _check_may_change(request, channel, "alerts.delete_alertchannel")
-    return delete_page(
-        request,
-        obj=channel,
-        noun=_("Channel"),
-        blocking=list(channel.rules.order_by("name")),
-        blocking_label=gettext("alert rules"),
-        list_url="alerts:channel_list",
-        cancel_url=channel.get_absolute_url(),
-        pretitle=_("Alert channels"),
-    )
+channel_create = channel_views.create_view()
+channel_edit = channel_views.edit_view()
+channel_delete = channel_views.delete_view()
 
 
 @require_POST
-def channel_test(request, slug):
+@channel_views.object_view("change")
+def channel_test(request, channel):
     """Send a test notification now and say how it went."""
-    channel = _channel_or_404(request, slug)
-    _check_may_change(request, channel, "alerts.change_alertchannel")
     outcome = services.send_test_notification(channel, user=request.user)
     if outcome.sent:
         messages.success(
@@ -362,11 +349,8 @@ def delivery_list(request):
 
 
 @require_POST
-def delivery_send_again(request, pk):
-    delivery = get_object_or_404(
-        deliveries_in_scope(_scope(request)).select_related("channel"), pk=pk
-    )
-    _check_may_change(request, delivery.channel, "alerts.change_alertchannel")
+@delivery_views.object_view("change")
+def delivery_send_again(request, delivery):
     if delivery.is_due or delivery.status == Delivery.Status.SENT:
         messages.info(request, gettext("That notification is already sent or on its way."))
     else:
@@ -441,9 +425,8 @@ def silence_create(request):
 
 
 @require_POST
-def silence_expire(request, pk):
-    silence = get_object_or_404(Silence.objects.in_scope(_scope(request)), pk=pk)
-    _check_may_change(request, silence, "alerts.change_silence")
+@silence_views.object_view("change")
+def silence_expire(request, silence):
     now = timezone.now()
     if silence.ends_at > now:
         silence.ends_at = max(now, silence.starts_at)

@@ -1,13 +1,10 @@
-from functools import partial
-
 from django.contrib import messages
-from django.contrib.auth.decorators import permission_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.http import FileResponse, Http404
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.utils import timezone
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.accounts.scope import scope_of
@@ -16,13 +13,13 @@ from apps.backups.forms import BackupPolicyForm, BackupVersionForm, RestoreDrill
 from apps.backups.models import BackupPolicy, BackupVersion, RestoreDrill
 from apps.backups.recovery_units import page_units
 from apps.backups.tables import PolicyTable
-from apps.core.crud import delete_page, form_page
+from apps.core.crud import ObjectViews
 from apps.core.history import history_rows
 from apps.core.htmx import render_page
 from apps.core.tables import configure_table
 from apps.pools.models import Workload
 from apps.pools.querysets import workload_scope_filter
-from apps.pools.scoped import in_scope_or_404
+from apps.pools.views import workload_views
 
 VERSIONS_PAGE_SIZE = 10
 DRILLS_PAGE_SIZE = 10
@@ -46,32 +43,85 @@ def _drills(request):
     )
 
 
-def _workload_named(request, slug):
-    return Workload.objects.in_scope(scope_of(request.user)).filter(slug=slug)
+class PolicyViews(ObjectViews):
+    """A workload's backup policy: named by the workload's slug, created under it."""
+
+    model = BackupPolicy
+    name = "policy"
+    noun = gettext_lazy("Backup policy")
+    lookup = {"slug": "workload__slug"}
+    related = ("workload__pool",)
+    parent = workload_views
+    form = BackupPolicyForm
+    template = "backups/policy_form.html"
+    list_url = "backups:policy_list"
+    pretitle = gettext_lazy("Backups")
+
+    def objects(self, request):
+        return _policies(request)
+
+    def parent_of(self, policy):
+        return policy.workload
+
+    def form_kwargs(self, request, workload):
+        return {"workload": workload}
+
+    def form_context(self, request, policy, workload):
+        return {"workload": workload}
+
+    def form_response(self, request, policy, workload):
+        if policy is None and BackupPolicy.objects.filter(workload=workload).exists():
+            return redirect("backups:policy_edit", slug=workload.slug)
+        return super().form_response(request, policy, workload)
 
 
-def _policy_named(request, slug):
-    return _policies(request).filter(workload__slug=slug)
+class DrillViews(ObjectViews):
+    model = RestoreDrill
+    name = "drill"
+    noun = gettext_lazy("Drill")
+    lookup = {"pk": "pk"}
+    related = ("policy__workload",)
+
+    def objects(self, request):
+        return _drills(request)
+
+    def delete_options(self, request, drill):
+        policy = drill.policy
+        return {
+            "list_url": policy.get_absolute_url(),
+            "pretitle": gettext("Backups · %(name)s") % {"name": policy.workload.name},
+            # The policy's next drill date and overdue flag follow from its drills.
+            "delete": lambda: services.delete_drill(drill),
+        }
 
 
-def _version_numbered(request, pk):
-    return _versions(request).filter(pk=pk)
+class VersionViews(ObjectViews):
+    model = BackupVersion
+    name = "version"
+    noun = gettext_lazy("Version")
+    lookup = {"pk": "pk"}
+    related = ("workload",)
+    list_url = "backups:policy_list"
+
+    def objects(self, request):
+        return _versions(request)
+
+    def delete_options(self, request, version):
+        return {
+            "blocking": list(version.drills.order_by("-finished_at")),
+            "blocking_label": "recorded drills (mark the version purged instead)",
+            "pretitle": gettext("Backups · %(name)s") % {"name": version.workload.name},
+        }
 
 
-def _drill_numbered(request, pk):
-    return _drills(request).filter(pk=pk)
+policy_views = PolicyViews()
+drill_views = DrillViews()
+version_views = VersionViews()
+WORKLOAD_WITH_POOL = ("pool__gpu_model", "owner", "model_architecture")
 
 
-def _workload_or_404(request, slug):
-    return get_object_or_404(
-        Workload.objects.in_scope(scope_of(request.user)).with_pool(), slug=slug
-    )
-
-
-def _policy_or_404(request, slug):
-    return get_object_or_404(
-        _policies(request).with_status().select_related("workload__pool"), workload__slug=slug
-    )
+def _policies_with_status(request):
+    return _policies(request).with_status()
 
 
 @require_GET
@@ -144,70 +194,23 @@ def _drill_initial(policy):
     return initial
 
 
+@policy_views.object_view(objects=_policies_with_status)
 @require_GET
-def policy_detail(request, slug):
-    policy = _policy_or_404(request, slug)
+def policy_detail(request, policy):
     return render_page(request, "backups/policy_detail.html", _policy_page_context(request, policy))
 
 
-@in_scope_or_404(_workload_named)
-@permission_required("backups.add_backuppolicy", raise_exception=True)
+policy_create = policy_views.create_view()
+policy_edit = policy_views.edit_view()
+policy_delete = policy_views.delete_view()
+
+
+@policy_views.object_view(permission="backups.add_restoredrill", objects=_policies_with_status)
 @require_http_methods(["GET", "POST"])
-def policy_create(request, slug):
-    workload = _workload_or_404(request, slug)
-    if BackupPolicy.objects.filter(workload=workload).exists():
-        return redirect("backups:policy_edit", slug=slug)
-    return form_page(
-        request,
-        form_class=partial(BackupPolicyForm, workload=workload),
-        noun=gettext("Backup policy"),
-        template="backups/policy_form.html",
-        context={"workload": workload},
-    )
-
-
-@in_scope_or_404(_policy_named)
-@permission_required("backups.change_backuppolicy", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def policy_edit(request, slug):
-    policy = get_object_or_404(
-        _policies(request).select_related("workload__pool"), workload__slug=slug
-    )
-    return form_page(
-        request,
-        form_class=partial(BackupPolicyForm, workload=policy.workload),
-        noun=gettext("Backup policy"),
-        template="backups/policy_form.html",
-        instance=policy,
-        context={"workload": policy.workload},
-    )
-
-
-@in_scope_or_404(_policy_named)
-@permission_required("backups.delete_backuppolicy", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def policy_delete(request, slug):
-    policy = get_object_or_404(_policies(request).select_related("workload"), workload__slug=slug)
-    return delete_page(
-        request,
-        obj=policy,
-        noun=gettext("Backup policy"),
-        blocking=[],
-        blocking_label="",
-        list_url="backups:policy_list",
-        cancel_url=policy.get_absolute_url(),
-        pretitle=gettext("Backups"),
-    )
-
-
-@in_scope_or_404(_policy_named)
-@permission_required("backups.add_restoredrill", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def drill_create(request, slug):
+def drill_create(request, policy):
     """The drill form on the policy page posts here with htmx and gets the compliance
     column back (drill recorded, status and list updated) without a reload, and with a
     recorded drill the history card out of band."""
-    policy = _policy_or_404(request, slug)
     blocked = services.drill_blocker(policy)
     if blocked:
         # Say what to register first, rather than a form whose version list is empty.
@@ -234,7 +237,13 @@ def drill_create(request, slug):
                         % {"verdict": drill.verdict_sentence},
                     )
                     return redirect(policy)
-                context = _policy_page_context(request, _policy_or_404(request, slug))
+                # Read again: the drill just recorded changes the policy's status.
+                policy = (
+                    _policies_with_status(request)
+                    .select_related("workload__pool")
+                    .get(pk=policy.pk)
+                )
+                context = _policy_page_context(request, policy)
                 context.update(just_recorded=drill, history_out_of_band=True)
                 return render_page(
                     request, "backups/policy_detail.html", context, partial="compliance"
@@ -250,11 +259,9 @@ def drill_create(request, slug):
     )
 
 
+@drill_views.object_view(related=("policy__workload", "version", "performed_by"))
 @require_GET
-def drill_detail(request, pk):
-    drill = get_object_or_404(
-        _drills(request).select_related("policy__workload", "version", "performed_by"), pk=pk
-    )
+def drill_detail(request, drill):
     return render_page(
         request,
         "backups/drill_detail.html",
@@ -262,11 +269,11 @@ def drill_detail(request, pk):
     )
 
 
+@drill_views.object_view(related=())
 @require_GET
-def drill_evidence(request, pk):
+def drill_evidence(request, drill):
     """Evidence is served to signed-in users only (never from a public media URL), and
     as a download so an uploaded HTML file cannot run in the dashboard's origin."""
-    drill = get_object_or_404(_drills(request), pk=pk)
     if not drill.evidence:
         raise Http404(gettext("This drill has no evidence attached."))
     try:
@@ -277,34 +284,12 @@ def drill_evidence(request, pk):
     return FileResponse(handle, as_attachment=True, filename=filename)
 
 
-@in_scope_or_404(_drill_numbered)
-@permission_required("backups.delete_restoredrill", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def drill_delete(request, pk):
-    drill = get_object_or_404(_drills(request).select_related("policy__workload"), pk=pk)
-    policy = drill.policy
-    return delete_page(
-        request,
-        obj=drill,
-        noun=gettext("Drill"),
-        blocking=[],
-        blocking_label="",
-        list_url=policy.get_absolute_url(),
-        cancel_url=drill.get_absolute_url(),
-        pretitle=gettext("Backups · %(name)s") % {"name": policy.workload.name},
-        # The policy's next drill date and overdue flag follow from its drills.
-        delete=lambda: services.delete_drill(drill),
-    )
+drill_delete = drill_views.delete_view()
 
 
+@version_views.object_view(related=("workload__pool", "workload__backup_policy", "registered_by"))
 @require_GET
-def version_detail(request, pk):
-    version = get_object_or_404(
-        _versions(request).select_related(
-            "workload__pool", "workload__backup_policy", "registered_by"
-        ),
-        pk=pk,
-    )
+def version_detail(request, version):
     policy = getattr(version.workload, "backup_policy", None)
     context = {
         "version": version,
@@ -318,11 +303,9 @@ def version_detail(request, pk):
     return render_page(request, "backups/version_detail.html", context)
 
 
-@in_scope_or_404(_workload_named)
-@permission_required("backups.add_backupversion", raise_exception=True)
+@workload_views.object_view(permission="backups.add_backupversion", related=WORKLOAD_WITH_POOL)
 @require_http_methods(["GET", "POST"])
-def version_create(request, slug):
-    workload = _workload_or_404(request, slug)
+def version_create(request, workload):
     form = BackupVersionForm(request.POST or None, workload=workload)
     if request.method == "POST" and form.is_valid():
         version = form.save(user=request.user)
@@ -333,11 +316,9 @@ def version_create(request, slug):
     )
 
 
-@in_scope_or_404(_version_numbered)
-@permission_required("backups.change_backupversion", raise_exception=True)
+@version_views.object_view("change")
 @require_http_methods(["GET", "POST"])
-def version_edit(request, pk):
-    version = get_object_or_404(_versions(request).select_related("workload"), pk=pk)
+def version_edit(request, version):
     form = BackupVersionForm(request.POST or None, instance=version, workload=version.workload)
     if request.method == "POST" and form.is_valid():
         version = form.save(user=request.user)
@@ -350,29 +331,17 @@ def version_edit(request, pk):
     )
 
 
-@in_scope_or_404(_version_numbered)
-@permission_required("backups.delete_backupversion", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def version_delete(request, pk):
-    version = get_object_or_404(_versions(request).select_related("workload"), pk=pk)
-    return delete_page(
-        request,
-        obj=version,
-        noun=gettext("Version"),
-        blocking=list(version.drills.order_by("-finished_at")),
-        blocking_label="recorded drills (mark the version purged instead)",
-        list_url="backups:policy_list",
-        cancel_url=version.get_absolute_url(),
-        pretitle=gettext("Backups · %(name)s") % {"name": version.workload.name},
-    )
+version_delete = version_views.delete_view()
 
 
-@in_scope_or_404(_version_numbered)
-@require_POST
-def version_mark_stable(request, pk):
+def _may_mark_stable(request):
     if not request.user.has_perm("backups.change_backupversion"):
         raise PermissionDenied(gettext("Only Ops mark releases stable."))
-    version = get_object_or_404(_versions(request), pk=pk)
+
+
+@version_views.object_view(permission=_may_mark_stable, related=())
+@require_POST
+def version_mark_stable(request, version):
     try:
         services.mark_stable(version)
     except ValidationError as error:
@@ -384,14 +353,12 @@ def version_mark_stable(request, pk):
     return redirect(version)
 
 
+@workload_views.object_view(related=("pool",))
 @require_GET
-def workload_at_risk(request, slug):
+def workload_at_risk(request, workload):
     """The workload page's "Dollars at risk" card: what a failure now would cost to redo,
     from the newest checkpoint a passing restore drill proved (apps/backups/at_risk.py);
     loaded by the page once it is shown, or a page of its own without JavaScript."""
-    workload = get_object_or_404(
-        Workload.objects.in_scope(scope_of(request.user)).select_related("pool"), slug=slug
-    )
     return render_page(
         request,
         "backups/workload_at_risk.html",

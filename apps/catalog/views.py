@@ -1,17 +1,15 @@
 from dataclasses import dataclass
 
-from django.contrib.auth.decorators import permission_required
 from django.db.models import Count
-from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET
 
 from apps.catalog.architecture import ParameterCounts, parameter_counts
 from apps.catalog.forms import GpuModelForm, ModelArchitectureForm
 from apps.catalog.models import GpuModel, ModelArchitecture
-from apps.core.crud import delete_page, form_page
+from apps.core.crud import ObjectViews
 from apps.core.history import history_rows
 from apps.core.htmx import render_page
 
@@ -133,6 +131,64 @@ def parameter_lines(architecture: ModelArchitecture, counts: ParameterCounts):
     return lines
 
 
+class CatalogViews(ObjectViews):
+    """The catalog's models share one form page; a cancelled new one goes back to the list."""
+
+    template = "catalog/catalog_form.html"
+    form_titles: dict = {}
+    blocking_label = ""
+
+    def form_context(self, request, obj, parent):
+        cancel_url = obj.get_absolute_url() if obj is not None else reverse(self.list_url)
+        return {**self.form_titles, "cancel_url": cancel_url}
+
+    def delete_options(self, request, obj):
+        return {"blocking": self.blocking(obj), "blocking_label": self.blocking_label}
+
+    def blocking(self, obj) -> list:
+        return []
+
+
+class GpuModelViews(CatalogViews):
+    model = GpuModel
+    name = "gpu_model"
+    noun = gettext_lazy("GPU model")
+    form = GpuModelForm
+    list_url = "catalog:gpu_model_list"
+    pretitle = gettext_lazy("GPU catalog")
+    form_titles = {
+        "pretitle": gettext_lazy("GPU catalog"),
+        "new_title": gettext_lazy("New GPU model"),
+        "submit_label": gettext_lazy("Save GPU model"),
+    }
+    blocking_label = gettext_lazy("pools")
+
+    def blocking(self, gpu_model):
+        return list(gpu_model.pools.order_by("name"))
+
+
+class ArchitectureViews(CatalogViews):
+    model = ModelArchitecture
+    name = "architecture"
+    noun = gettext_lazy("Model architecture")
+    form = ModelArchitectureForm
+    list_url = "catalog:architecture_list"
+    pretitle = gettext_lazy("Model architectures")
+    form_titles = {
+        "pretitle": gettext_lazy("Model architectures"),
+        "new_title": gettext_lazy("New model architecture"),
+        "submit_label": gettext_lazy("Save architecture"),
+    }
+    blocking_label = gettext_lazy("workloads")
+
+    def blocking(self, architecture):
+        return list(architecture.workloads.order_by("name"))
+
+
+gpu_model_views = GpuModelViews()
+architecture_views = ArchitectureViews()
+
+
 # GPU models
 
 
@@ -142,9 +198,9 @@ def gpu_model_list(request):
     return render_page(request, "catalog/gpu_model_list.html", {"gpu_models": gpu_models})
 
 
+@gpu_model_views.object_view()
 @require_GET
-def gpu_model_detail(request, slug):
-    gpu_model = get_object_or_404(GpuModel, slug=slug)
+def gpu_model_detail(request, gpu_model):
     pools = gpu_model.pools.order_by("name")
     return render_page(
         request,
@@ -153,53 +209,9 @@ def gpu_model_detail(request, slug):
     )
 
 
-GPU_FORM_CONTEXT = {
-    "pretitle": gettext_lazy("GPU catalog"),
-    "new_title": gettext_lazy("New GPU model"),
-    "submit_label": gettext_lazy("Save GPU model"),
-}
-
-
-@permission_required("catalog.add_gpumodel", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def gpu_model_create(request):
-    return form_page(
-        request,
-        form_class=GpuModelForm,
-        noun=gettext_lazy("GPU model"),
-        template="catalog/catalog_form.html",
-        context={**GPU_FORM_CONTEXT, "cancel_url": reverse("catalog:gpu_model_list")},
-    )
-
-
-@permission_required("catalog.change_gpumodel", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def gpu_model_edit(request, slug):
-    gpu_model = get_object_or_404(GpuModel, slug=slug)
-    return form_page(
-        request,
-        form_class=GpuModelForm,
-        noun=gettext_lazy("GPU model"),
-        template="catalog/catalog_form.html",
-        instance=gpu_model,
-        context={**GPU_FORM_CONTEXT, "cancel_url": gpu_model.get_absolute_url()},
-    )
-
-
-@permission_required("catalog.delete_gpumodel", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def gpu_model_delete(request, slug):
-    gpu_model = get_object_or_404(GpuModel, slug=slug)
-    return delete_page(
-        request,
-        obj=gpu_model,
-        noun=gettext_lazy("GPU model"),
-        blocking=list(gpu_model.pools.order_by("name")),
-        blocking_label=_("pools"),
-        list_url="catalog:gpu_model_list",
-        cancel_url=gpu_model.get_absolute_url(),
-        pretitle=_("GPU catalog"),
-    )
+gpu_model_create = gpu_model_views.create_view()
+gpu_model_edit = gpu_model_views.edit_view()
+gpu_model_delete = gpu_model_views.delete_view()
 
 
 # Model architectures
@@ -228,9 +240,9 @@ def architecture_list(request):
     return render_page(request, "catalog/architecture_list.html", {"rows": rows})
 
 
+@architecture_views.object_view()
 @require_GET
-def architecture_detail(request, slug):
-    architecture = get_object_or_404(ModelArchitecture, slug=slug)
+def architecture_detail(request, architecture):
     counts = parameter_counts(architecture.shape)
     workloads = architecture.workloads.select_related("pool").order_by("name")
     context = {
@@ -246,50 +258,6 @@ def architecture_detail(request, slug):
     return render_page(request, "catalog/architecture_detail.html", context)
 
 
-ARCHITECTURE_FORM_CONTEXT = {
-    "pretitle": gettext_lazy("Model architectures"),
-    "new_title": gettext_lazy("New model architecture"),
-    "submit_label": gettext_lazy("Save architecture"),
-}
-
-
-@permission_required("catalog.add_modelarchitecture", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def architecture_create(request):
-    return form_page(
-        request,
-        form_class=ModelArchitectureForm,
-        noun=gettext_lazy("Model architecture"),
-        template="catalog/catalog_form.html",
-        context={**ARCHITECTURE_FORM_CONTEXT, "cancel_url": reverse("catalog:architecture_list")},
-    )
-
-
-@permission_required("catalog.change_modelarchitecture", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def architecture_edit(request, slug):
-    architecture = get_object_or_404(ModelArchitecture, slug=slug)
-    return form_page(
-        request,
-        form_class=ModelArchitectureForm,
-        noun=gettext_lazy("Model architecture"),
-        template="catalog/catalog_form.html",
-        instance=architecture,
-        context={**ARCHITECTURE_FORM_CONTEXT, "cancel_url": architecture.get_absolute_url()},
-    )
-
-
-@permission_required("catalog.delete_modelarchitecture", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def architecture_delete(request, slug):
-    architecture = get_object_or_404(ModelArchitecture, slug=slug)
-    return delete_page(
-        request,
-        obj=architecture,
-        noun=gettext_lazy("Model architecture"),
-        blocking=list(architecture.workloads.order_by("name")),
-        blocking_label=_("workloads"),
-        list_url="catalog:architecture_list",
-        cancel_url=architecture.get_absolute_url(),
-        pretitle=_("Model architectures"),
-    )
+architecture_create = architecture_views.create_view()
+architecture_edit = architecture_views.edit_view()
+architecture_delete = architecture_views.delete_view()

@@ -1,21 +1,20 @@
 from django.contrib.auth import get_user_model
-from django.core.exceptions import PermissionDenied
 from django.http import HttpResponsePermanentRedirect, JsonResponse
 from django.templatetags.static import static
-from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from apps.core.guard import superuser_required
 from apps.core.health import health_report
 from apps.core.htmx import render_page
 from apps.core.roles import ROLES
 
 
+@superuser_required(message=_("Only administrators manage users."))
 @require_GET
 def user_list(request):
     """Who can sign in and with which role. Administering users is for superusers only."""
-    if not request.user.is_superuser:
-        raise PermissionDenied(_("Only administrators manage users."))
     users = get_user_model().objects.prefetch_related("groups").order_by("username")
     return render_page(request, "core/user_list.html", {"users": users, "roles": ROLES})
 

@@ -1,12 +1,10 @@
 from django.contrib import messages
-from django.contrib.auth.decorators import permission_required
 from django.core.exceptions import PermissionDenied
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods
 
-from apps.accounts.scope import scope_of
-from apps.core.crud import delete_page
+from apps.core.crud import ObjectViews
 from apps.core.htmx import render_page
 from apps.core.tables import configure_table
 from apps.core.texts import translated
@@ -15,17 +13,29 @@ from apps.pilots.forms import PilotUploadForm
 from apps.pilots.models import PilotResult
 from apps.pilots.parsers import BenchmarkFormatError
 from apps.pilots.tables import PilotTable
-from apps.pools.models import Workload
-from apps.pools.scoped import in_scope_or_404
+from apps.pools.views import workload_views
 
 
-def _workloads(request):
-    """The workloads in the requesting user's scope: a pilot of any other is a 404."""
-    return Workload.objects.in_scope(scope_of(request.user))
+class PilotViews(ObjectViews):
+    """A workload's pilot results: a pilot of a workload out of scope is a 404."""
+
+    model = PilotResult
+    name = "pilot"
+    noun = gettext_lazy("Pilot result")
+    lookup = {"slug": "workload__slug", "pk": "pk"}
+    related = ("workload",)
+
+    def objects(self, request):
+        return PilotResult.objects.filter(workload__in=workload_views.objects(request))
+
+    def delete_options(self, request, result):
+        return {
+            "list_url": result.get_absolute_url(),
+            "pretitle": result.workload.name,
+        }
 
 
-def _workload_named(request, slug, **kwargs):
-    return _workloads(request).filter(slug=slug)
+pilot_views = PilotViews()
 
 
 def _import(request, workload, form) -> bool:
@@ -60,11 +70,11 @@ def _import(request, workload, form) -> bool:
     return True
 
 
+@workload_views.object_view(objects=workload_views.with_pool)
 @require_http_methods(["GET", "POST"])
-def pilot_list(request, slug):
+def pilot_list(request, workload):
     """The workload's measured benchmarks, compared by cost per 10⁶ output tokens; POST
     imports a result file (needs the permission to add pilot results)."""
-    workload = get_object_or_404(_workloads(request).with_pool(), slug=slug)
     may_import = request.user.has_perm("pilots.add_pilotresult")
     status = 200
     form = PilotUploadForm(workload=workload) if may_import else None
@@ -92,12 +102,12 @@ def pilot_list(request, slug):
     )
 
 
+@workload_views.object_view(objects=workload_views.with_pool)
 @require_GET
-def workload_fit(request, slug):
+def workload_fit(request, workload):
     """The workload page's "Measured beside the ceiling" panel: each pilot's output
     tokens/s per GPU beside what memory bandwidth allows at the workload's settings, and
     the cost of each; loaded by the page once it is shown."""
-    workload = get_object_or_404(_workloads(request).with_pool(), slug=slug)
     pilots = sorted(
         selectors.pilots_of(workload),
         key=lambda pilot: (pilot.result.gpu_model_id != workload.pool.gpu_model_id, pilot.name),
@@ -113,20 +123,4 @@ def workload_fit(request, slug):
     return render_page(request, "pilots/workload_fit.html", context, partial="panel")
 
 
-@in_scope_or_404(_workload_named)
-@permission_required("pilots.delete_pilotresult", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def pilot_delete(request, slug, pk):
-    result = get_object_or_404(
-        PilotResult.objects.filter(workload__in=_workloads(request)), workload__slug=slug, pk=pk
-    )
-    return delete_page(
-        request,
-        obj=result,
-        noun=gettext_lazy("Pilot result"),
-        blocking=[],
-        blocking_label="",
-        list_url=result.get_absolute_url(),
-        cancel_url=result.get_absolute_url(),
-        pretitle=result.workload.name,
-    )
+pilot_delete = pilot_views.delete_view()

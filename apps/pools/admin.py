@@ -1,7 +1,7 @@
 from django.contrib import admin
 
-from apps.pools.models import PRICE_INPUT_FIELDS, Pool, Workload
-from apps.pools.prices import record_prices
+from apps.pools.models import Pool, Workload
+from apps.pools.services import save_pool
 
 
 @admin.register(Pool)
@@ -14,11 +14,7 @@ class PoolAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         # A price edited here takes effect from the current hour, as on the pool page.
-        if not change or set(form.changed_data) & set(PRICE_INPUT_FIELDS):
-            record_prices(obj, user=request.user)
-            return
-        obj.refresh_effective_price()
-        super().save_model(request, obj, form, change)
+        save_pool(obj, price_history=True, user=request.user)
 
 
 @admin.register(Workload)

@@ -23,10 +23,9 @@ from apps.pools.prices import (
     PriceStartError,
     current_hour,
     price_start_problem,
-    prices_changed,
-    record_prices,
 )
 from apps.pools.scoped import SHARED_ONLY, limit_team_field
+from apps.pools.services import save_pool
 
 # Section titles, in the reader's language when the form is drawn.
 POOL_SECTION = _("Pool")
@@ -227,20 +226,18 @@ class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.Mod
 
     def save(self, commit=True):
         pool = super().save(commit=False)
-        pool.refresh_effective_price()
         if not commit:
             return pool
-        if not hasattr(self, "prices_before"):
-            return record_prices(pool, user=self.user)
-        if prices_changed(self.prices_before, pool):
-            try:
-                return record_prices(
-                    pool, self.cleaned_data["price_effective_from"], user=self.user
-                )
-            except PriceStartError as error:  # checked in clean(); raced by another edit
-                raise ValidationError(str(error)) from error
-        pool.save()
-        return pool
+        try:
+            return save_pool(
+                pool,
+                price_history=True,
+                prices_from=self.cleaned_data.get("price_effective_from"),
+                prices_before=getattr(self, "prices_before", None),
+                user=self.user,
+            )
+        except PriceStartError as error:  # checked in clean(); raced by another edit
+            raise ValidationError(str(error)) from error
 
 
 WORKLOAD_SECTIONS = (

@@ -4,14 +4,11 @@ or workload, backups and telemetry.
 
 What is out of scope is treated as absent: a page or API detail answers 404, a choice
 field does not offer it and refuses it as an unknown choice, a slug naming it in the API
-is "does not exist". The permission decorators stay on the views: scope only narrows
-what a permission reaches.
+is "does not exist". Scope only narrows what a permission reaches: the pages check both
+through one guard (apps/core/guard.py, 404 before 403).
 """
 
-from functools import wraps
-
 from django.db.models import Q
-from django.http import Http404
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
@@ -60,25 +57,6 @@ def team_condition(value: str, *, own: str, inherited: str | None = None) -> Q:
     if inherited:
         condition |= Q(**{f"{own}__isnull": True, f"{inherited}__slug": value})
     return condition
-
-
-def in_scope_or_404(objects_named):
-    """View decorator: 404 unless the object the URL names is in the requesting user's
-    scope. ``objects_named(request, **url_kwargs)`` is the queryset of that object among
-    the ones in scope. Put above the permission decorator, it answers an object out of
-    scope with 404 whatever the role, as a missing one is answered, and the permission
-    decides (403) only for objects in scope."""
-
-    def decorator(view):
-        @wraps(view)
-        def wrapped(request, *args, **kwargs):
-            if not objects_named(request, **kwargs).exists():
-                raise Http404  # the page says what a missing object's says
-            return view(request, *args, **kwargs)
-
-        return wrapped
-
-    return decorator
 
 
 # --- API ----------------------------------------------------------------------------------

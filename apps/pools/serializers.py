@@ -17,8 +17,9 @@ from apps.pools.models import (
     service_period_problem,
     workload_team_problem,
 )
-from apps.pools.prices import PriceStartError, price_start_problem, prices_changed, record_prices
+from apps.pools.prices import PriceStartError, price_start_problem
 from apps.pools.scoped import ScopedReferencesMixin, TeamSlugField
+from apps.pools.services import save_pool
 
 
 class PriceLineSerializer(serializers.Serializer):
@@ -138,19 +139,21 @@ class PoolSerializer(StrictModelSerializer):
 
     def create(self, validated_data):
         validated_data.pop("price_effective_from", None)
-        return record_prices(Pool(**validated_data), user=self._user())
+        return save_pool(Pool(**validated_data), price_history=True, user=self._user())
 
     def update(self, instance, validated_data):
         start = validated_data.pop("price_effective_from", None)
         before = Pool(**{name: getattr(instance, name) for name in PRICE_INPUT_FIELDS})
         for name, value in validated_data.items():
             setattr(instance, name, value)
-        instance.refresh_effective_price()
-        if not prices_changed(before, instance):
-            instance.save()
-            return instance
         try:
-            return record_prices(instance, start, user=self._user())
+            return save_pool(
+                instance,
+                price_history=True,
+                prices_from=start,
+                prices_before=before,
+                user=self._user(),
+            )
         except PriceStartError as error:
             raise serializers.ValidationError({"price_effective_from": [str(error)]}) from error
 

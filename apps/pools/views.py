@@ -1,16 +1,11 @@
-from functools import partial
-
-from django.contrib import messages
-from django.contrib.auth.decorators import permission_required
-from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.translation import gettext, ngettext
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.utils.translation import gettext, gettext_lazy, ngettext
+from django.views.decorators.http import require_GET
 
 from apps.accounts.scope import scope_of
 from apps.catalog.models import GpuModel
-from apps.core.crud import delete_page, form_page
+from apps.core.crud import ObjectViews
 from apps.core.history import history_rows
 from apps.core.htmx import render_page
 from apps.core.tables import configure_table
@@ -23,34 +18,95 @@ from apps.pools.filters import PoolFilter, WorkloadFilter
 from apps.pools.forms import CalculatorForm, PoolForm, WorkloadForm
 from apps.pools.models import Pool, Workload
 from apps.pools.prices import price_history
-from apps.pools.scoped import in_scope_or_404
 from apps.pools.signals import service_period_changed
 from apps.pools.tables import PoolTable, WorkloadTable, with_price_per_hour
 
 
-def _pools(request):
-    """The pools in the requesting user's scope: any other is a 404."""
-    return Pool.objects.in_scope(scope_of(request.user))
+class PoolViews(ObjectViews):
+    model = Pool
+    noun = gettext_lazy("Pool")
+    form = PoolForm
+    template = "pools/pool_form.html"
+    list_url = "pools:pool_list"
+    pretitle = gettext_lazy("Pools")
+    archived_message = gettext_lazy(
+        "Pool %(name)s archived: hidden from lists, its history kept in every report, "
+        "export and API answer."
+    )
+    restored_message = gettext_lazy("Pool %(name)s restored.")
+
+    def objects(self, request):
+        """The pools in the requesting user's scope: any other is a 404."""
+        return Pool.objects.in_scope(scope_of(request.user))
+
+    def form_kwargs(self, request, parent):
+        return {"scope": scope_of(request.user), "user": request.user}
+
+    def initial(self, request, parent):
+        # One team of one's own is the likely owner; more, or none, and the person chooses.
+        scope = scope_of(request.user)
+        return {"team": next(iter(scope.team_ids))} if len(scope.team_ids) == 1 else None
+
+    def form_response(self, request, obj, parent):
+        service_period = obj.service_period if obj is not None else None
+        response = super().form_response(request, obj, parent)
+        # A saved form redirects; a refused one has still copied its valid fields onto ``obj``.
+        if obj is not None and response.status_code == 302 and obj.service_period != service_period:
+            service_period_changed.send(sender=Pool, pool=obj)
+        return response
+
+    def delete_options(self, request, pool):
+        return {
+            "blocking": _blocking_workloads(request, pool),
+            "blocking_label": gettext("workloads"),
+            "usage_history": pool.usage_history(),
+            "archive_url": reverse("pools:pool_archive", kwargs={"slug": pool.slug}),
+        }
 
 
-def _workloads(request):
-    """The workloads in the requesting user's scope: any other is a 404."""
-    return Workload.objects.in_scope(scope_of(request.user))
+class WorkloadViews(ObjectViews):
+    model = Workload
+    noun = gettext_lazy("Workload")
+    form = WorkloadForm
+    template = "pools/workload_form.html"
+    list_url = "pools:workload_list"
+    pretitle = gettext_lazy("Workloads")
+    archived_message = gettext_lazy(
+        "Workload %(name)s archived: hidden from lists, its history kept in every "
+        "report, export and API answer."
+    )
+    restored_message = gettext_lazy("Workload %(name)s restored.")
+
+    def objects(self, request):
+        """The workloads in the requesting user's scope: any other is a 404."""
+        return Workload.objects.in_scope(scope_of(request.user))
+
+    def form_kwargs(self, request, parent):
+        return {"scope": scope_of(request.user)}
+
+    def initial(self, request, parent):
+        return {"pool": request.GET["pool"]} if request.GET.get("pool") else None
+
+    def with_pool(self, request):
+        """The workloads in scope with their pool and GPU model, for pages that read them."""
+        return self.objects(request).with_pool()
+
+    def delete_options(self, request, workload):
+        return {
+            "usage_history": workload.usage_history(),
+            "archive_url": reverse("pools:workload_archive", kwargs={"slug": workload.slug}),
+        }
 
 
-def _pool_named(request, slug):
-    return _pools(request).filter(slug=slug)
-
-
-def _workload_named(request, slug):
-    return _workloads(request).filter(slug=slug)
+pool_views = PoolViews()
+workload_views = WorkloadViews()
 
 
 @require_GET
 def pool_list(request):
     scope = scope_of(request.user)
     # Archived pools are hidden unless the filter's "Show" asks for them.
-    pool_filter = PoolFilter(request.GET, queryset=_pools(request), request=request)
+    pool_filter = PoolFilter(request.GET, queryset=pool_views.objects(request), request=request)
     filtered_pools = pool_filter.qs
     pools = with_price_per_hour(
         filtered_pools.with_workload_counts(scope).select_related("owner", "gpu_model")
@@ -72,14 +128,14 @@ def pool_list(request):
     )
 
 
+@pool_views.object_view(related=("owner", "gpu_model", "team"))
 @require_GET
-def pool_detail(request, slug):
-    pool = get_object_or_404(
-        _pools(request).select_related("owner", "gpu_model", "team"), slug=slug
-    )
+def pool_detail(request, pool):
     # A shared pool may run other teams' workloads: only those in scope are listed.
     workloads = list(
-        _workloads(request).filter(pool=pool).select_related("owner", "model_architecture", "team")
+        workload_views.objects(request)
+        .filter(pool=pool)
+        .select_related("owner", "model_architecture", "team")
     )
     gpu_catalog = list(GpuModel.objects.all())
     rows = []
@@ -97,63 +153,17 @@ def pool_detail(request, slug):
     return render_page(request, "pools/pool_detail.html", context)
 
 
-@permission_required("pools.add_pool", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def pool_create(request):
-    scope = scope_of(request.user)
-    # One team of one's own is the likely owner; more, or none, and the person chooses.
-    initial = {"team": next(iter(scope.team_ids))} if len(scope.team_ids) == 1 else None
-    return form_page(
-        request,
-        form_class=partial(PoolForm, scope=scope, user=request.user),
-        noun=gettext("Pool"),
-        template="pools/pool_form.html",
-        initial=initial,
-    )
-
-
-@in_scope_or_404(_pool_named)
-@permission_required("pools.change_pool", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def pool_edit(request, slug):
-    pool = get_object_or_404(_pools(request), slug=slug)
-    service_period = pool.service_period
-    response = form_page(
-        request,
-        form_class=partial(PoolForm, scope=scope_of(request.user), user=request.user),
-        noun=gettext("Pool"),
-        template="pools/pool_form.html",
-        instance=pool,
-    )
-    # A saved form redirects; a refused one has still copied its valid fields onto ``pool``.
-    if response.status_code == 302 and pool.service_period != service_period:
-        service_period_changed.send(sender=Pool, pool=pool)
-    return response
-
-
-@in_scope_or_404(_pool_named)
-@permission_required("pools.delete_pool", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def pool_delete(request, slug):
-    pool = get_object_or_404(_pools(request), slug=slug)
-    return delete_page(
-        request,
-        obj=pool,
-        noun=gettext("Pool"),
-        blocking=_blocking_workloads(request, pool),
-        blocking_label=gettext("workloads"),
-        list_url="pools:pool_list",
-        cancel_url=pool.get_absolute_url(),
-        pretitle=gettext("Pools"),
-        usage_history=pool.usage_history(),
-        archive_url=reverse("pools:pool_archive", kwargs={"slug": pool.slug}),
-    )
+pool_create = pool_views.create_view()
+pool_edit = pool_views.edit_view()
+pool_delete = pool_views.delete_view()
+pool_archive = pool_views.archive_view(archived=True)
+pool_restore = pool_views.archive_view(archived=False)
 
 
 def _blocking_workloads(request, pool) -> list:
     """The workloads that keep ``pool`` from being deleted: those in scope by name, the
     others of a shared pool as one line that names no other team's workload."""
-    shown = list(_workloads(request).filter(pool=pool).order_by("name"))
+    shown = list(workload_views.objects(request).filter(pool=pool).order_by("name"))
     hidden = pool.workloads.count() - len(shown)
     if hidden:
         shown.append(HiddenWorkloads(hidden))
@@ -177,52 +187,10 @@ class HiddenWorkloads:
         return self.name
 
 
-def _set_archived(request, obj, *, archived: bool):
-    is_pool = isinstance(obj, Pool)
-    if archived and obj.archived_at is None:
-        obj.archived_at = timezone.now()
-        message = (
-            gettext(
-                "Pool %(name)s archived: hidden from lists, its history kept in every report, "
-                "export and API answer."
-            )
-            if is_pool
-            else gettext(
-                "Workload %(name)s archived: hidden from lists, its history kept in every "
-                "report, export and API answer."
-            )
-        )
-        messages.success(request, message % {"name": obj.name})
-    elif not archived and obj.archived_at is not None:
-        obj.archived_at = None
-        message = (
-            gettext("Pool %(name)s restored.")
-            if is_pool
-            else gettext("Workload %(name)s restored.")
-        )
-        messages.success(request, message % {"name": obj.name})
-    obj.save(update_fields=["archived_at", "updated_at"])
-    return redirect(obj)
-
-
-@in_scope_or_404(_pool_named)
-@permission_required("pools.change_pool", raise_exception=True)
-@require_POST
-def pool_archive(request, slug):
-    return _set_archived(request, get_object_or_404(_pools(request), slug=slug), archived=True)
-
-
-@in_scope_or_404(_pool_named)
-@permission_required("pools.change_pool", raise_exception=True)
-@require_POST
-def pool_restore(request, slug):
-    return _set_archived(request, get_object_or_404(_pools(request), slug=slug), archived=False)
-
-
 @require_GET
 def workload_list(request):
     workload_filter = WorkloadFilter(
-        request.GET, queryset=_workloads(request).with_pool(), request=request
+        request.GET, queryset=workload_views.objects(request).with_pool(), request=request
     )
     table = WorkloadTable(workload_filter.qs)
     page = configure_table(request, table)
@@ -240,11 +208,11 @@ def workload_list(request):
     )
 
 
+@workload_views.object_view(
+    related=("pool__gpu_model", "owner", "model_architecture", "team", "pool__team")
+)
 @require_GET
-def workload_detail(request, slug):
-    workload = get_object_or_404(
-        _workloads(request).with_pool().select_related("team", "pool__team"), slug=slug
-    )
+def workload_detail(request, workload):
     assessment = assess_workload(workload)
     context = {
         "workload": workload,
@@ -259,66 +227,11 @@ def workload_detail(request, slug):
     return render_page(request, "pools/workload_detail.html", context)
 
 
-@permission_required("pools.add_workload", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def workload_create(request):
-    initial = {"pool": request.GET["pool"]} if request.GET.get("pool") else None
-    return form_page(
-        request,
-        form_class=partial(WorkloadForm, scope=scope_of(request.user)),
-        noun=gettext("Workload"),
-        template="pools/workload_form.html",
-        initial=initial,
-    )
-
-
-@in_scope_or_404(_workload_named)
-@permission_required("pools.change_workload", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def workload_edit(request, slug):
-    workload = get_object_or_404(_workloads(request), slug=slug)
-    return form_page(
-        request,
-        form_class=partial(WorkloadForm, scope=scope_of(request.user)),
-        noun=gettext("Workload"),
-        template="pools/workload_form.html",
-        instance=workload,
-    )
-
-
-@in_scope_or_404(_workload_named)
-@permission_required("pools.delete_workload", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def workload_delete(request, slug):
-    workload = get_object_or_404(_workloads(request), slug=slug)
-    return delete_page(
-        request,
-        obj=workload,
-        noun=gettext("Workload"),
-        blocking=[],
-        blocking_label="",
-        list_url="pools:workload_list",
-        cancel_url=workload.get_absolute_url(),
-        pretitle=gettext("Workloads"),
-        usage_history=workload.usage_history(),
-        archive_url=reverse("pools:workload_archive", kwargs={"slug": workload.slug}),
-    )
-
-
-@in_scope_or_404(_workload_named)
-@permission_required("pools.change_workload", raise_exception=True)
-@require_POST
-def workload_archive(request, slug):
-    workload = get_object_or_404(_workloads(request), slug=slug)
-    return _set_archived(request, workload, archived=True)
-
-
-@in_scope_or_404(_workload_named)
-@permission_required("pools.change_workload", raise_exception=True)
-@require_POST
-def workload_restore(request, slug):
-    workload = get_object_or_404(_workloads(request), slug=slug)
-    return _set_archived(request, workload, archived=False)
+workload_create = workload_views.create_view()
+workload_edit = workload_views.edit_view()
+workload_delete = workload_views.delete_view()
+workload_archive = workload_views.archive_view(archived=True)
+workload_restore = workload_views.archive_view(archived=False)
 
 
 @require_GET
@@ -337,7 +250,12 @@ def calculator(request):
     else:
         initial = {"mode": "inference", "model": "llama-3-8b", "gpu_model": "h100-sxm"}
         # A workload out of scope is not there: the calculator starts from its defaults.
-        workload = _workloads(request).with_pool().filter(slug=request.GET.get("workload")).first()
+        workload = (
+            workload_views.objects(request)
+            .with_pool()
+            .filter(slug=request.GET.get("workload"))
+            .first()
+        )
         if workload is not None:
             initial = CalculatorForm.initial_from_workload(workload)
         elif request.GET.get("model"):

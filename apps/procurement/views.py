@@ -1,25 +1,22 @@
 """Procurement pages: scenarios, their option lines, the live comparison, price imports
 and exports. Procurement users change things; everyone signed in reads."""
 
-from functools import partial
-
 from django.contrib import messages
-from django.contrib.auth.decorators import permission_required
 from django.db import transaction
 from django.db.models import Count, Max
 from django.http import FileResponse, Http404
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.utils import translation
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _lazy
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods
 
 from apps.accounts.scope import scope_of
-from apps.core.crud import delete_page, form_page
+from apps.core.crud import ObjectViews
 from apps.core.htmx import fragment_for, render_page
 from apps.core.outbox import enqueue, mark_waiting
 from apps.core.tables import configure_table
-from apps.pools.scoped import in_scope_or_404
 from apps.procurement import charts
 from apps.procurement.comparison.price_import import import_prices
 from apps.procurement.comparison.services import (
@@ -47,14 +44,75 @@ def scenarios_in(scope):
     return Scenario.objects.filter(scope.team_filter("team"))
 
 
-def _scenario_named(request, slug, **kwargs):
-    return scenarios_in(scope_of(request.user)).filter(slug=slug)
+class ScenarioViews(ObjectViews):
+    model = Scenario
+    noun = _lazy("Scenario")
+    form = ScenarioForm
+    template = "procurement/scenario_form.html"
+    list_url = "procurement:scenario_list"
+    pretitle = _lazy("Procurement")
+
+    def objects(self, request):
+        return scenario_queryset().filter(scope_of(request.user).team_filter("team"))
+
+    def form_kwargs(self, request, parent):
+        return {"user": request.user}
 
 
-def _export_numbered(request, pk):
-    return ComparisonExport.objects.filter(
-        scope_of(request.user).team_filter("scenario__team"), pk=pk
-    )
+scenario_views = ScenarioViews()
+
+
+class OptionViews(ObjectViews):
+    """A scenario's option lines: created under their scenario, in its scope."""
+
+    model = ScenarioOption
+    name = "option"
+    noun = _lazy("Option")
+    lookup = {"slug": "scenario__slug", "pk": "pk"}
+    related = ("scenario__demand_workload",)
+    parent = scenario_views
+    form = OptionForm
+    template = "procurement/option_form.html"
+
+    def objects(self, request):
+        return ScenarioOption.objects.filter(scope_of(request.user).team_filter("scenario__team"))
+
+    def parent_of(self, option):
+        return option.scenario
+
+    def form_kwargs(self, request, scenario):
+        return {"scenario": scenario, "scope": scope_of(request.user)}
+
+    def initial(self, request, scenario):
+        last = scenario.options.aggregate(last=Max("position"))["last"]
+        initial = {"position": (last or 0) + 1}
+        if request.GET.get("kind") in OptionKind.values:
+            initial["kind"] = request.GET["kind"]
+        return initial
+
+    def form_context(self, request, option, scenario):
+        return {"scenario": scenario}
+
+    def delete_options(self, request, option):
+        scenario_url = option.scenario.get_absolute_url()
+        return {
+            "list_url": scenario_url,
+            "cancel_url": scenario_url,
+            "pretitle": option.scenario.name,
+        }
+
+
+class ExportViews(ObjectViews):
+    model = ComparisonExport
+    lookup = {"pk": "pk"}
+    related = ("scenario",)
+
+    def objects(self, request):
+        return ComparisonExport.objects.filter(scope_of(request.user).team_filter("scenario__team"))
+
+
+option_views = OptionViews()
+export_views = ExportViews()
 
 
 @require_GET
@@ -97,10 +155,9 @@ def _comparison_context(scenario, result):
     }
 
 
-@in_scope_or_404(_scenario_named)
+@scenario_views.object_view()
 @require_GET
-def scenario_detail(request, slug):
-    scenario = get_object_or_404(scenario_queryset(), slug=slug)
+def scenario_detail(request, scenario):
     what_if = WhatIfForm.for_scenario(
         scenario, request.GET if "horizon_months" in request.GET else None
     )
@@ -148,108 +205,17 @@ def scenario_detail(request, slug):
     return render_page(request, "procurement/scenario_detail.html", context)
 
 
-def _scenario_form_page(request, instance=None):
-    return form_page(
-        request,
-        form_class=partial(ScenarioForm, user=request.user),
-        noun=_("Scenario"),
-        template="procurement/scenario_form.html",
-        instance=instance,
-    )
+scenario_create = scenario_views.create_view()
+scenario_edit = scenario_views.edit_view()
+scenario_delete = scenario_views.delete_view()
+option_create = option_views.create_view()
+option_edit = option_views.edit_view()
+option_delete = option_views.delete_view()
 
 
-@permission_required("procurement.add_scenario", raise_exception=True)
+@scenario_views.object_view(permission="procurement.add_scenariooption")
 @require_http_methods(["GET", "POST"])
-def scenario_create(request):
-    return _scenario_form_page(request)
-
-
-@in_scope_or_404(_scenario_named)
-@permission_required("procurement.change_scenario", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def scenario_edit(request, slug):
-    return _scenario_form_page(request, get_object_or_404(Scenario, slug=slug))
-
-
-@in_scope_or_404(_scenario_named)
-@permission_required("procurement.delete_scenario", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def scenario_delete(request, slug):
-    scenario = get_object_or_404(Scenario, slug=slug)
-    return delete_page(
-        request,
-        obj=scenario,
-        noun=_("Scenario"),
-        blocking=[],
-        blocking_label="",
-        list_url="procurement:scenario_list",
-        cancel_url=scenario.get_absolute_url(),
-        pretitle=_("Procurement"),
-    )
-
-
-def _option_form_page(request, scenario, instance=None):
-    initial = None
-    if instance is None:
-        last = scenario.options.aggregate(last=Max("position"))["last"]
-        initial = {"position": (last or 0) + 1}
-        if request.GET.get("kind") in OptionKind.values:
-            initial["kind"] = request.GET["kind"]
-    return form_page(
-        request,
-        form_class=partial(OptionForm, scenario=scenario, scope=scope_of(request.user)),
-        noun=_("Option"),
-        template="procurement/option_form.html",
-        instance=instance,
-        initial=initial,
-        context={"scenario": scenario},
-    )
-
-
-@in_scope_or_404(_scenario_named)
-@permission_required("procurement.add_scenariooption", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def option_create(request, slug):
-    scenario = get_object_or_404(Scenario.objects.select_related("demand_workload"), slug=slug)
-    return _option_form_page(request, scenario)
-
-
-@in_scope_or_404(_scenario_named)
-@permission_required("procurement.change_scenariooption", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def option_edit(request, slug, pk):
-    option = get_object_or_404(
-        ScenarioOption.objects.select_related("scenario__demand_workload"),
-        scenario__slug=slug,
-        pk=pk,
-    )
-    return _option_form_page(request, option.scenario, option)
-
-
-@in_scope_or_404(_scenario_named)
-@permission_required("procurement.delete_scenariooption", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def option_delete(request, slug, pk):
-    option = get_object_or_404(
-        ScenarioOption.objects.select_related("scenario"), scenario__slug=slug, pk=pk
-    )
-    return delete_page(
-        request,
-        obj=option,
-        noun=_("Option"),
-        blocking=[],
-        blocking_label="",
-        list_url=option.scenario.get_absolute_url(),
-        cancel_url=option.scenario.get_absolute_url(),
-        pretitle=option.scenario.name,
-    )
-
-
-@in_scope_or_404(_scenario_named)
-@permission_required("procurement.add_scenariooption", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def price_import(request, slug):
-    scenario = get_object_or_404(Scenario, slug=slug)
+def price_import(request, scenario):
     summary = None
     if request.method == "POST":
         form = PriceImportForm(request.POST, request.FILES)
@@ -288,11 +254,9 @@ def _scenario_gpu_ids(scenario):
     return sorted(ids)
 
 
-@in_scope_or_404(_scenario_named)
-@permission_required("procurement.add_comparisonexport", raise_exception=True)
+@scenario_views.object_view(permission="procurement.add_comparisonexport")
 @require_http_methods(["GET", "POST"])
-def export_create(request, slug):
-    scenario = get_object_or_404(Scenario, slug=slug)
+def export_create(request, scenario):
     form = ExportForm(request.POST or None)
     what_if = {}
     if request.method == "POST" and any(name in request.POST for name in WhatIfForm.FIELDS):
@@ -327,12 +291,9 @@ def export_create(request, slug):
     )
 
 
-@in_scope_or_404(_export_numbered)
+@export_views.object_view(related=("scenario", "created_by"))
 @require_GET
-def export_detail(request, pk):
-    export = get_object_or_404(
-        ComparisonExport.objects.select_related("scenario", "created_by"), pk=pk
-    )
+def export_detail(request, export):
     mark_waiting([export], generate_export_task, not_started=ComparisonExport.Status.PENDING)
     context = {"export": export}
     return render_page(
@@ -343,10 +304,9 @@ def export_detail(request, pk):
     )
 
 
-@in_scope_or_404(_export_numbered)
+@export_views.object_view()
 @require_GET
-def export_download(request, pk):
-    export = get_object_or_404(ComparisonExport.objects.select_related("scenario"), pk=pk)
+def export_download(request, export):
     if export.status != ComparisonExport.Status.SUCCEEDED or not export.file:
         raise Http404(_("This export has no file (yet)."))
     try:

@@ -4,7 +4,6 @@ from apps/reports/selectors.py; these views only read and render them."""
 
 import logging
 from datetime import UTC, datetime
-from functools import partial
 
 from django.conf import settings
 from django.contrib import messages
@@ -17,21 +16,21 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_noop, ngettext
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.utils.translation import gettext_lazy, gettext_noop, ngettext
+from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import retarget
 
 from apps.accounts.scope import scope_of
-from apps.core.crud import delete_page, form_page
+from apps.core.crud import ObjectViews
 from apps.core.history import history_rows
 from apps.core.htmx import fragment_for, render_page
 from apps.core.outbox import enqueue, mark_waiting
 from apps.core.runs import interrupted_sentence
 from apps.core.tables import configure_table
 from apps.core.texts import translated
-from apps.pools.models import Interruption, Pool, Purpose
+from apps.pools.models import Interruption, Purpose
 from apps.pools.querysets import workload_scope_filter
-from apps.pools.scoped import in_scope_or_404
+from apps.pools.views import pool_views
 from apps.reports import charts, exports, rendering, selectors
 from apps.reports.cache import (
     background_attempts,
@@ -236,12 +235,12 @@ def report(request):
     return response
 
 
+@pool_views.object_view(related=("gpu_model",))
 @require_GET
-def pool_panel(request, slug):
+def pool_panel(request, pool):
     """The pool page's cost and use over the last 28 days, in its time zone, loaded by the
     page once it is shown."""
     scope = scope_of(request.user)
-    pool = get_object_or_404(Pool.objects.in_scope(scope).select_related("gpu_model"), slug=slug)
     remember_view("pool", str(pool.pk), scope.cache_key)
     context = {
         "pool": pool,
@@ -336,8 +335,45 @@ def interruptions_in(scope):
     return Interruption.objects.filter(workload_scope_filter(scope, "workload__"))
 
 
-def _interruption_numbered(request, pk):
-    return interruptions_in(scope_of(request.user)).filter(pk=pk)
+class _RecordingForm(InterruptionForm):
+    """Sets who recorded a new interruption (an edited one keeps its own)."""
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.user = user
+
+    def save(self, commit=True):
+        interruption = super().save(commit=False)
+        if interruption._state.adding and interruption.recorded_by_id is None:
+            interruption.recorded_by = self.user
+        if commit:
+            interruption.save()
+        return interruption
+
+
+class InterruptionViews(ObjectViews):
+    model = Interruption
+    noun = gettext_lazy("Interruption")
+    lookup = {"pk": "pk"}
+    form = _RecordingForm
+    template = "reports/interruption_form.html"
+    list_url = "reports:interruption_list"
+    pretitle = gettext_lazy("Interruptions")
+
+    def objects(self, request):
+        return interruptions_in(scope_of(request.user))
+
+    def form_kwargs(self, request, parent):
+        return {"user": request.user, "scope": scope_of(request.user)}
+
+    def initial(self, request, parent):
+        initial = {"occurred_at": timezone.now().replace(second=0, microsecond=0)}
+        if request.GET.get("workload"):
+            initial["workload"] = request.GET["workload"]
+        return initial
+
+
+interruption_views = InterruptionViews()
 
 
 @require_GET
@@ -356,11 +392,9 @@ def interruption_list(request):
     )
 
 
+@interruption_views.object_view(related=("workload__pool",))
 @require_GET
-def interruption_detail(request, pk):
-    interruption = get_object_or_404(
-        interruptions_in(scope_of(request.user)).select_related("workload__pool"), pk=pk
-    )
+def interruption_detail(request, interruption):
     return render_page(
         request,
         "reports/interruption_detail.html",
@@ -368,70 +402,9 @@ def interruption_detail(request, pk):
     )
 
 
-class _RecordingForm(InterruptionForm):
-    """Sets who recorded a new interruption."""
-
-    def __init__(self, *args, user=None, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.user = user
-
-    def save(self, commit=True):
-        interruption = super().save(commit=False)
-        if interruption.recorded_by_id is None:
-            interruption.recorded_by = self.user
-        if commit:
-            interruption.save()
-        return interruption
-
-
-@permission_required("pools.add_interruption", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def interruption_create(request):
-    initial = {"occurred_at": timezone.now().replace(second=0, microsecond=0)}
-    if request.GET.get("workload"):
-        initial["workload"] = request.GET["workload"]
-
-    def form_class(*args, **kwargs):
-        return _RecordingForm(*args, user=request.user, scope=scope_of(request.user), **kwargs)
-
-    return form_page(
-        request,
-        form_class=form_class,
-        noun=_("Interruption"),
-        template="reports/interruption_form.html",
-        initial=initial,
-    )
-
-
-@in_scope_or_404(_interruption_numbered)
-@permission_required("pools.change_interruption", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def interruption_edit(request, pk):
-    interruption = get_object_or_404(interruptions_in(scope_of(request.user)), pk=pk)
-    return form_page(
-        request,
-        form_class=partial(InterruptionForm, scope=scope_of(request.user)),
-        noun=_("Interruption"),
-        template="reports/interruption_form.html",
-        instance=interruption,
-    )
-
-
-@in_scope_or_404(_interruption_numbered)
-@permission_required("pools.delete_interruption", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def interruption_delete(request, pk):
-    interruption = get_object_or_404(interruptions_in(scope_of(request.user)), pk=pk)
-    return delete_page(
-        request,
-        obj=interruption,
-        noun=_("Interruption"),
-        blocking=[],
-        blocking_label="",
-        list_url=reverse("reports:interruption_list"),
-        cancel_url=interruption.get_absolute_url(),
-        pretitle=_("Interruptions"),
-    )
+interruption_create = interruption_views.create_view()
+interruption_edit = interruption_views.edit_view()
+interruption_delete = interruption_views.delete_view()
 
 
 # --- lendable off-peak capacity (apps/reports/lending/) ------------------------------------
@@ -449,12 +422,12 @@ def _lending_context(result) -> dict:
     }
 
 
+@pool_views.object_view(related=("gpu_model",))
 @require_GET
-def pool_lending_panel(request, slug):
+def pool_lending_panel(request, pool):
     """The pool page's lendable off-peak capacity, for an inference pool; loaded by the
     page once it is shown."""
     scope = scope_of(request.user)
-    pool = get_object_or_404(Pool.objects.in_scope(scope).select_related("gpu_model"), slug=slug)
     context = {
         "pool": pool,
         "panel_title": _("lendable off-peak capacity"),

@@ -2,13 +2,11 @@
 fleet-wide (superusers, Finance) every team, the others their own teams (another team's
 page answers 404). Teams and budgets are changed by superusers only."""
 
-from functools import wraps
-
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
@@ -16,7 +14,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from apps.accounts.models import Team
 from apps.accounts.scope import scope_of
-from apps.core.crud import delete_page, form_page
+from apps.core.crud import ObjectViews
+from apps.core.guard import superuser_only
 from apps.core.history import history_rows
 from apps.core.htmx import render_page
 from apps.pools.models import Pool
@@ -32,29 +31,53 @@ from apps.showback.months import (
     parse_month,
 )
 
-
-def _check_superuser(request):
-    if not request.user.is_superuser:
-        raise PermissionDenied(_("Only administrators change teams and budgets."))
-
-
-def superuser_required(view):
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        _check_superuser(request)
-        return view(request, *args, **kwargs)
-
-    return wrapper
+# Teams and budgets are read within the reader's scope (another team's answers 404, before
+# any 403: its existence is not disclosed) and changed by superusers only.
+ADMINISTRATORS_ONLY = superuser_only(_("Only administrators change teams and budgets."))
 
 
-def _team_or_404(request, slug) -> Team:
-    """The team, or 404 for someone outside it, before any 403: another team's existence
-    is not disclosed."""
-    return get_object_or_404(selectors.teams_in_scope(scope_of(request.user)), slug=slug)
+class TeamViews(ObjectViews):
+    model = Team
+    noun = _("Team")
+    form = TeamForm
+    template = "showback/team_form.html"
+    list_url = "showback:team_list"
+    pretitle = _("Teams")
+    permissions = dict.fromkeys(("add", "change", "delete"), ADMINISTRATORS_ONLY)
+
+    def objects(self, request):
+        return selectors.teams_in_scope(scope_of(request.user))
+
+    def delete_options(self, request, team):
+        return {
+            "blocking": team_blockers(team),
+            "blocking_label": gettext(
+                "pools, workloads, budgets or other objects it owns; give them to another team "
+                "or make them shared first, so their history keeps an owner"
+            ),
+        }
 
 
-def _budget_or_404(request, pk) -> Budget:
-    return get_object_or_404(selectors.budgets_in_scope(scope_of(request.user)), pk=pk)
+class BudgetViews(ObjectViews):
+    model = Budget
+    noun = _("Budget")
+    lookup = {"pk": "pk"}
+    form = BudgetForm
+    template = "showback/budget_form.html"
+    list_url = "showback:budget_list"
+    pretitle = _("Budgets")
+    permissions = TeamViews.permissions
+
+    def objects(self, request):
+        return selectors.budgets_in_scope(scope_of(request.user))
+
+    def initial(self, request, parent):
+        team = Team.objects.filter(slug=request.GET.get("team") or "").first()
+        return {"team": team.pk} if team else {}
+
+
+team_views = TeamViews()
+budget_views = BudgetViews()
 
 
 def showback_rows(figures: selectors.Showback, scope) -> list[dict]:
@@ -107,9 +130,9 @@ def team_list(request):
     )
 
 
+@team_views.object_view()
 @require_GET
-def team_detail(request, slug):
-    team = _team_or_404(request, slug)
+def team_detail(request, team):
     return _team_page(request, team)
 
 
@@ -153,12 +176,12 @@ def _team_page(request, team, *, audit_month: str = "", audit_error: str = "", s
     )
 
 
+@team_views.object_view()
 @require_GET
-def team_audit(request, slug):
+def team_audit(request, team):
     """The team's audit bundle for ``?month=YYYY-MM`` (default: the last complete month)
     as ``?format=xlsx`` or ``pdf``; a month that is not one, or has not started, answers
     the team page with the error beside the month picker (400)."""
-    team = _team_or_404(request, slug)
     extension = request.GET.get("format", "xlsx")
     if extension not in audit_exports.FORMATS:
         raise Http404
@@ -177,25 +200,9 @@ def team_audit(request, slug):
     return audit_exports.audit_response(bundle, extension)
 
 
-@superuser_required
-@require_http_methods(["GET", "POST"])
-def team_create(request):
-    return form_page(
-        request, form_class=TeamForm, noun=_("Team"), template="showback/team_form.html"
-    )
-
-
-@require_http_methods(["GET", "POST"])
-def team_edit(request, slug):
-    team = _team_or_404(request, slug)
-    _check_superuser(request)
-    return form_page(
-        request,
-        form_class=TeamForm,
-        noun=_("Team"),
-        template="showback/team_form.html",
-        instance=team,
-    )
+team_create = team_views.create_view()
+team_edit = team_views.edit_view()
+team_delete = team_views.delete_view()
 
 
 def team_blockers(team) -> list:
@@ -207,25 +214,6 @@ def team_blockers(team) -> list:
         if relation.on_delete is models.PROTECT:
             blockers.extend(getattr(team, relation.get_accessor_name()).all()[:20])
     return blockers
-
-
-@require_http_methods(["GET", "POST"])
-def team_delete(request, slug):
-    team = _team_or_404(request, slug)
-    _check_superuser(request)
-    return delete_page(
-        request,
-        obj=team,
-        noun=_("Team"),
-        blocking=team_blockers(team),
-        blocking_label=gettext(
-            "pools, workloads, budgets or other objects it owns; give them to another team "
-            "or make them shared first, so their history keeps an owner"
-        ),
-        list_url="showback:team_list",
-        cancel_url=team.get_absolute_url(),
-        pretitle=_("Teams"),
-    )
 
 
 # --- Showback ---------------------------------------------------------------------------
@@ -297,49 +285,9 @@ def budget_list(request):
     )
 
 
-@superuser_required
-@require_http_methods(["GET", "POST"])
-def budget_create(request):
-    initial = {}
-    team = Team.objects.filter(slug=request.GET.get("team") or "").first()
-    if team:
-        initial["team"] = team.pk
-    return form_page(
-        request,
-        form_class=BudgetForm,
-        noun=_("Budget"),
-        template="showback/budget_form.html",
-        initial=initial,
-    )
-
-
-@require_http_methods(["GET", "POST"])
-def budget_edit(request, pk):
-    budget = _budget_or_404(request, pk)
-    _check_superuser(request)
-    return form_page(
-        request,
-        form_class=BudgetForm,
-        noun=_("Budget"),
-        template="showback/budget_form.html",
-        instance=budget,
-    )
-
-
-@require_http_methods(["GET", "POST"])
-def budget_delete(request, pk):
-    budget = _budget_or_404(request, pk)
-    _check_superuser(request)
-    return delete_page(
-        request,
-        obj=budget,
-        noun=_("Budget"),
-        blocking=[],
-        blocking_label="",
-        list_url="showback:budget_list",
-        cancel_url=budget.get_absolute_url(),
-        pretitle=_("Budgets"),
-    )
+budget_create = budget_views.create_view()
+budget_edit = budget_views.edit_view()
+budget_delete = budget_views.delete_view()
 
 
 # --- Closed months ----------------------------------------------------------------------

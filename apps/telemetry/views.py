@@ -26,11 +26,12 @@ from django_htmx.http import HttpResponseClientRedirect
 from apps.accounts.models import Team
 from apps.accounts.scope import scope_of
 from apps.catalog.models import GpuModel
+from apps.core.crud import ObjectViews
 from apps.core.htmx import is_partial, render_page
 from apps.core.outbox import enqueue, mark_waiting
 from apps.core.tables import configure_table
 from apps.pools.models import Pool, Purpose
-from apps.pools.scoped import in_scope_or_404
+from apps.pools.views import pool_views
 from apps.telemetry.charts import build_pool_utilization_figure
 from apps.telemetry.forms import (
     DETECT,
@@ -48,6 +49,7 @@ from apps.telemetry.ingest.formats import FORMAT_LABELS
 from apps.telemetry.models import (
     GpuDevice,
     GpuSample,
+    HostnameRule,
     ImportRun,
     PoolHourFlag,
     PullSource,
@@ -65,6 +67,18 @@ from apps.telemetry.triage import suggest_pools
 
 PAGE_SIZE = 25
 IMPORT_FORMS = {"gpu": GpuImportForm, "requests": RequestImportForm}
+
+
+class ImportRunViews(ObjectViews):
+    model = ImportRun
+    lookup = {"pk": "pk"}
+    related = ("created_by", "pool", "workload")
+
+    def objects(self, request):
+        return import_runs_of(request.user)
+
+
+import_run_views = ImportRunViews()
 
 
 @require_GET
@@ -241,11 +255,9 @@ def _retry_form(request, run: ImportRun):
     return form
 
 
+@import_run_views.object_view()
 @require_GET
-def import_detail(request, pk):
-    run = get_object_or_404(
-        import_runs_of(request.user).select_related("created_by", "pool", "workload"), pk=pk
-    )
+def import_detail(request, run):
     context = {
         "run": run,
         "format_label": FORMAT_LABELS.get(run.format, run.format),
@@ -500,12 +512,50 @@ def _say_assigned(request, pool, devices, span) -> None:
         )
 
 
-def _rule_numbered(request, pk):
-    return hostname_rules_in(scope_of(request.user)).filter(pk=pk)
+class HostnameRuleViews(ObjectViews):
+    model = HostnameRule
+    name = "rule"
+    lookup = {"pk": "pk"}
+    related = ("pool",)
+
+    def objects(self, request):
+        return hostname_rules_in(scope_of(request.user))
+
+    def delete_response(self, request, rule):
+        if request.method == "POST":
+            rule.delete()
+            messages.success(
+                request,
+                gettext("Rule %(rule)s deleted; GPUs it placed keep their pool.") % {"rule": rule},
+            )
+            return redirect("telemetry:rule_list")
+        return render_page(request, "telemetry/rule_confirm_delete.html", {"rule": rule})
 
 
-def _pull_source_named(request, slug):
-    return pull_sources_in(scope_of(request.user)).filter(slug=slug)
+class PullSourceViews(ObjectViews):
+    model = PullSource
+    name = "pull_source"
+
+    def objects(self, request):
+        return pull_sources_in(scope_of(request.user))
+
+    def form_response(self, request, source, parent):
+        form = PullSourceForm(request.POST or None, instance=source, scope=scope_of(request.user))
+        if request.method == "POST" and form.is_valid():
+            saved = form.save()
+            messages.success(
+                request,
+                gettext("Pull source %(name)s saved; beat pulls it on its next tick.")
+                % {"name": saved.name},
+            )
+            return redirect("telemetry:pull_source_list")
+        return render_page(
+            request, "telemetry/pull_source_form.html", {"form": form, "source": source}
+        )
+
+
+rule_views = HostnameRuleViews()
+pull_source_views = PullSourceViews()
 
 
 @require_GET
@@ -535,21 +585,7 @@ def rule_create(request):
     return render_page(request, "telemetry/rule_form.html", {"form": form})
 
 
-@in_scope_or_404(_rule_numbered)
-@permission_required("telemetry.delete_hostnamerule", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def rule_delete(request, pk):
-    rule = get_object_or_404(
-        hostname_rules_in(scope_of(request.user)).select_related("pool"), pk=pk
-    )
-    if request.method == "POST":
-        rule.delete()
-        messages.success(
-            request,
-            gettext("Rule %(rule)s deleted; GPUs it placed keep their pool.") % {"rule": rule},
-        )
-        return redirect("telemetry:rule_list")
-    return render_page(request, "telemetry/rule_confirm_delete.html", {"rule": rule})
+rule_delete = rule_views.delete_view()
 
 
 def _describe_pull_scopes(sources) -> None:
@@ -580,31 +616,8 @@ def pull_source_list(request):
     )
 
 
-def _pull_source_form_page(request, source=None):
-    form = PullSourceForm(request.POST or None, instance=source, scope=scope_of(request.user))
-    if request.method == "POST" and form.is_valid():
-        saved = form.save()
-        messages.success(
-            request,
-            gettext("Pull source %(name)s saved; beat pulls it on its next tick.")
-            % {"name": saved.name},
-        )
-        return redirect("telemetry:pull_source_list")
-    return render_page(request, "telemetry/pull_source_form.html", {"form": form, "source": source})
-
-
-@permission_required("telemetry.add_pullsource", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def pull_source_create(request):
-    return _pull_source_form_page(request)
-
-
-@in_scope_or_404(_pull_source_named)
-@permission_required("telemetry.change_pullsource", raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def pull_source_edit(request, slug):
-    source = get_object_or_404(pull_sources_in(scope_of(request.user)), slug=slug)
-    return _pull_source_form_page(request, source)
+pull_source_create = pull_source_views.create_view()
+pull_source_edit = pull_source_views.edit_view()
 
 
 @require_GET
@@ -639,11 +652,11 @@ def reconciliation(request):
 UTILIZATION_WINDOW = timedelta(days=14)
 
 
+@pool_views.object_view()
 @require_GET
-def pool_panel(request, slug):
+def pool_panel(request, pool):
     """The pool page's utilization panel: its coverage over the last 24 h and its hourly
     utilization over UTILIZATION_WINDOW, loaded by the page once it is shown."""
-    pool = get_object_or_404(Pool.objects.in_scope(scope_of(request.user)), slug=slug)
     hourly_rows = list(
         pool.hourly_usage.filter(hour__gte=timezone.now() - UTILIZATION_WINDOW)
         .order_by("hour")

@@ -2,17 +2,13 @@
 
 from datetime import UTC, datetime, time
 
-from django.contrib.auth.decorators import permission_required
-from django.shortcuts import get_object_or_404
 from django.utils.dateparse import parse_date
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_http_methods
 
-from apps.accounts.scope import scope_of
 from apps.core.htmx import render_page
-from apps.pools.models import Workload
-from apps.pools.scoped import in_scope_or_404
+from apps.pools.views import workload_views
 from apps.training import goodput, services
 from apps.training.forms import TrainingEventImportForm
 from apps.training.models import TrainingImportRun
@@ -40,14 +36,6 @@ FLAG_TEXTS = {
 
 # Import runs listed under the panel.
 IMPORT_RUNS_SHOWN = 5
-
-
-def _workloads(request):
-    return Workload.objects.in_scope(scope_of(request.user)).select_related("pool")
-
-
-def _workload_named(request, slug):
-    return _workloads(request).filter(slug=slug)
 
 
 def _day_start(value: str | None):
@@ -109,11 +97,11 @@ def _panel_context(request, workload, *, form=None, run=None):
     }
 
 
+@workload_views.object_view(related=("pool",))
 @require_GET
-def workload_panel(request, slug):
+def workload_panel(request, workload):
     """The workload page's Goodput panel: each job's measured goodput and badput, the
     import form and the last imports; loaded by the page once it is shown."""
-    workload = get_object_or_404(_workloads(request), slug=slug)
     return render_page(
         request,
         "training/workload_goodput.html",
@@ -122,13 +110,11 @@ def workload_panel(request, slug):
     )
 
 
-@in_scope_or_404(_workload_named)
-@permission_required("training.add_trainingimportrun", raise_exception=True)
+@workload_views.object_view(permission="training.add_trainingimportrun", related=("pool",))
 @require_http_methods(["GET", "POST"])
-def event_import(request, slug):
+def event_import(request, workload):
     """Import an event log for the workload: nothing is stored when a line is wrong, and
     the page lists the lines with what each should hold."""
-    workload = get_object_or_404(_workloads(request), slug=slug)
     form, run, status = TrainingEventImportForm(), None, 200
     if request.method == "POST":
         form = TrainingEventImportForm(request.POST, request.FILES)

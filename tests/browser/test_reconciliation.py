@@ -12,6 +12,7 @@ from django.core.management import call_command
 from playwright.sync_api import expect
 
 from apps.pools.models import Deployment, Pool, Purpose
+from apps.pools.services import save_pool
 from apps.telemetry.models import PoolHourFlag, PoolHourlyUsage
 from apps.telemetry.rollups import hourly
 from tests.factories import TEST_PASSWORD
@@ -52,8 +53,7 @@ def test_reconciliation_then_a_backdated_service_period(
         gpus_per_node=8,
         on_demand_price_per_gpu_hour_usd=Decimal("2.49"),
     )
-    pool.refresh_effective_price()
-    pool.save()
+    save_pool(pool)
     call_command(
         "import_telemetry", str(H100_CAPTURE), "--format", "nvidia-smi", "--pool", pool.slug
     )

@@ -10,6 +10,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from apps.pools.models import Interruption, Pool, Workload, WorkloadKind
+from apps.pools.services import save_pool
 from apps.reports.cost.report import cost_report
 from apps.telemetry.models import (
     HostnameRule,
@@ -68,8 +69,7 @@ def spare_pool(pool, gpu_model):
         on_demand_price_per_gpu_hour_usd=pool.on_demand_price_per_gpu_hour_usd,
         in_service_from=pool.in_service_from,
     )
-    spare.refresh_effective_price()
-    spare.save()
+    save_pool(spare)
     return spare
 
 

@@ -10,6 +10,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from apps.pools.models import Pool, Workload
+from apps.pools.services import save_pool
 
 ARCHIVED_AT = datetime(2026, 11, 1, tzinfo=UTC)
 
@@ -28,8 +29,7 @@ def archived_pool(pool, gpu_model):
         in_service_from=pool.in_service_from,
         archived_at=ARCHIVED_AT,
     )
-    archived.refresh_effective_price()
-    archived.save()
+    save_pool(archived)
     return archived
 
 

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from apps.catalog.models import ModelArchitecture
 from apps.pools.models import Deployment, Pool, Purpose, Workload, WorkloadKind
+from apps.pools.services import save_pool
 
 # name, region, GPUs, on-demand price per GPU-hour, workloads placed on it: each column
 # orders the four pools differently.
@@ -35,8 +36,7 @@ def pools(gpu_model, architecture):
             gpus_per_node=8,
             on_demand_price_per_gpu_hour_usd=Decimal(price),
         )
-        pool.refresh_effective_price()
-        pool.save()
+        save_pool(pool)
         for number in range(workload_count):
             Workload.objects.create(
                 name=f"{name} job {number}",
@@ -175,8 +175,7 @@ def workloads(gpu_model, catalog):
             gpus_per_node=8,
             on_demand_price_per_gpu_hour_usd=Decimal("2"),
         )
-        pool.refresh_effective_price()
-        pool.save()
+        save_pool(pool)
         made.append(
             Workload.objects.create(
                 name=name,

@@ -24,6 +24,7 @@ from apps.pools.models import (
     WorkloadKind,
     WorkloadStatus,
 )
+from apps.pools.services import save_pool
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
 from apps.telemetry.rollups.days import rebuild_days
 from tests.factories import status_history
@@ -78,8 +79,7 @@ def fleet(gpu_model, django_user_model):
         operations_per_month_usd=Decimal(str(OWNED["operations"])),
     )
     for pool in (cloud, owned):
-        pool.refresh_effective_price()
-        pool.save()
+        save_pool(pool)
     # Both pools are in service from long before the range (reports charge only inside it).
     Pool.objects.update(in_service_from=START - timedelta(days=30))
     serving = Workload.objects.create(
@@ -508,8 +508,7 @@ def test_shared_pool_is_split_by_kubernetes_labels(client, make_user, gpu_model)
         gpus_per_node=8,
         on_demand_price_per_gpu_hour_usd=Decimal("2.00"),
     )
-    shared.refresh_effective_price()
-    shared.save()
+    save_pool(shared)
     Pool.objects.filter(pk=shared.pk).update(in_service_from=START - timedelta(days=1))
     common = {"pool": shared, "gpu_count": 4}
     Workload.objects.create(
@@ -632,8 +631,7 @@ def test_lost_hours_of_a_shared_training_pool_are_counted_once(client, make_user
         on_demand_price_per_gpu_hour_usd=Decimal("2.00"),
         in_service_from=START - timedelta(days=1),
     )
-    shared.refresh_effective_price()
-    shared.save()
+    save_pool(shared)
     at = START + timedelta(hours=2)
     for slug, since_checkpoint, restart in (("job-a", 30, 15), ("job-b", 90, 30)):
         job = Workload.objects.create(

@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from apps.pools.models import Deployment, Pool, Purpose, Workload, WorkloadKind
+from apps.pools.services import save_pool
 from apps.reports.span import Span
 from apps.reports.usage.clock import offset_periods
 from apps.reports.usage.curves import usage_profile, weekday_hour_heatmap
@@ -69,8 +70,7 @@ def new_york_pool(gpu_model):
         timezone="America/New_York",
         peak_hours="9-17",
     )
-    pool.refresh_effective_price()
-    pool.save()
+    save_pool(pool)
     workload = Workload.objects.create(
         name="East chat",
         slug="east-chat",

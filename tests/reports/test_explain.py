@@ -13,6 +13,7 @@ import pytest
 from django.urls import reverse
 
 from apps.pools.models import Pool, Workload, WorkloadKind
+from apps.pools.services import save_pool
 from apps.reports.cost import explain, report
 from apps.reports.cost.rows import total_row
 from apps.telemetry.models import WorkloadHourlyUsage
@@ -321,8 +322,7 @@ def test_overview_kpis_explain_themselves(client, make_user, gpu_model):
         gpus_per_node=8,
         on_demand_price_per_gpu_hour_usd=Decimal("2.00"),
     )
-    pool.refresh_effective_price()
-    pool.save()
+    save_pool(pool)
     Pool.objects.filter(pk=pool.pk).update(created_at=month_start, in_service_from=month_start)
     PoolHourlyUsage.objects.bulk_create(
         PoolHourlyUsage(

@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from apps.pools.hours import floor_hour
 from apps.pools.models import Deployment, Pool, Purpose
+from apps.pools.services import save_pool
 from apps.reports.cache import bump_reports_version
 from apps.telemetry.models import PoolHourlyUsage
 from apps.telemetry.rollups.days import rebuild_days
@@ -110,8 +111,7 @@ def fleet(gpu_model):
     }
     for pool in pools.values():
         pool.gpu_model = gpu_model
-        pool.refresh_effective_price()
-        pool.save()
+        save_pool(pool)
 
     # (slug, step) → (busy GPU-hours, energy kWh or None); absent: no telemetry.
     usage = {}

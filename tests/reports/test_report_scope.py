@@ -22,6 +22,7 @@ from openpyxl import load_workbook
 from apps.accounts.scope import EVERYTHING, scope_of
 from apps.dashboard import selectors as overview_selectors
 from apps.pools.models import Deployment, Pool, Purpose, Workload, WorkloadKind, WorkloadStatus
+from apps.pools.services import save_pool
 from apps.reports import selectors
 from apps.reports.cost.rows import OTHER_TEAMS
 from apps.reports.forms import report_filter_form
@@ -66,8 +67,7 @@ def fleet(gpu_model, teams):
             on_demand_price_per_gpu_hour_usd=Decimal(str(price)),
             team=teams[team_key] if team_key else None,
         )
-        pool.refresh_effective_price()
-        pool.save()
+        save_pool(pool)
         pools[slug] = pool
     Pool.objects.update(in_service_from=START - timedelta(days=30))
     shared = pools["shared-pool"]

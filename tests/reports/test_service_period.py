@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from apps.pools.hours import floor_hour
 from apps.pools.models import Deployment, Pool, Purpose
+from apps.pools.services import save_pool
 from apps.reports.cost.report import cost_report
 from apps.telemetry.models import PoolHourFlag, PoolHourlyUsage
 from apps.telemetry.rollups import hourly
@@ -39,8 +40,7 @@ def new_pool(gpu_model):
         gpus_per_node=8,
         on_demand_price_per_gpu_hour_usd=PRICE,
     )
-    pool.refresh_effective_price()
-    pool.save()
+    save_pool(pool)
     return pool
 
 

@@ -14,6 +14,7 @@ from django.utils import timezone
 from openpyxl import load_workbook
 
 from apps.pools.models import Deployment, Interruption, Pool, Purpose, Workload, WorkloadKind
+from apps.pools.services import save_pool
 from apps.reports.cache import bump_reports_version
 from apps.reports.models import RecomputeJob
 from apps.telemetry.models import PoolDailyUsage, PoolHourlyUsage
@@ -38,8 +39,7 @@ def _make_pools(gpu_model, count, *, first=0, hours=48):
             on_demand_price_per_gpu_hour_usd=Decimal("2.00"),
             in_service_from=now - timedelta(hours=hours),
         )
-        pool.refresh_effective_price()
-        pool.save()
+        save_pool(pool)
         Workload.objects.create(
             name=f"Workload {index:03d}",
             slug=f"workload-{index:03d}",

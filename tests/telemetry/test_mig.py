@@ -18,6 +18,7 @@ from django.urls import reverse
 
 from apps.catalog.models import GpuModel
 from apps.pools.models import Deployment, Pool, Purpose, Workload, WorkloadKind
+from apps.pools.services import save_pool
 from apps.reports.cost.report import cost_report
 from apps.telemetry.ingest.parsers import parse_dcgm
 from apps.telemetry.ingest.storage import import_gpu_samples
@@ -66,8 +67,7 @@ def make_pool(slug: str, gpu_model: str, gpu_count: int, gpus_per_node: int = 8)
         on_demand_price_per_gpu_hour_usd=PRICE,
         in_service_from=SERVICE_START,
     )
-    pool.refresh_effective_price()
-    pool.save()
+    save_pool(pool)
     return pool
 
 

@@ -36,6 +36,7 @@ from apps.core.slugs import slug_from_name
 from apps.core.texts import translated
 from apps.pools.hours import floor_hour
 from apps.pools.models import Deployment, Pool
+from apps.pools.services import save_pool
 from apps.telemetry.mig import compute_slices_of_profile
 from apps.telemetry.models import (
     GpuDevice,
@@ -508,8 +509,7 @@ def connect_fleet(
         )
         if pool.gpu_count % pool.gpus_per_node:
             pool.gpus_per_node = 1
-        pool.refresh_effective_price()
-        pool.save()
+        save_pool(pool)
         pool_ids.append(pool.pk)
         GpuDevice.objects.bulk_create(
             [

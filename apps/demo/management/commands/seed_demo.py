@@ -48,6 +48,7 @@ from apps.pools.models import (
     WorkloadStatus,
 )
 from apps.pools.prices import PERIOD_FIELDS, ensure_first_period
+from apps.pools.services import save_pool
 from apps.procurement.demo import SCENARIO_NAME, SCENARIO_SLUG, seed_procurement_demo
 from apps.procurement.models import Scenario
 from apps.reports.demo import demo_history_start, seed_usage_demo
@@ -581,9 +582,7 @@ class Command(BaseCommand):
                 # Charged from the first demo hour on, not from when the command ran.
                 "in_service_from": in_service_from,
             }
-            pools[spec["slug"]] = _save_demo_object(
-                registry, Pool, values, Pool.refresh_effective_price
-            )
+            pools[spec["slug"]] = _save_demo_object(registry, Pool, values, save=save_pool)
         if (pool := pools.get(PRICE_CUT_POOL)) is not None:
             seed_price_cut(pool, in_service_from, now)
         workloads = {}
@@ -710,11 +709,12 @@ def _identity(registry, model, slug, name) -> dict:
     return apart
 
 
-def _save_demo_object(registry, model, values, prepare=None):
+def _save_demo_object(registry, model, values, *, save=None):
     """Refresh the demo's object under ``values["slug"]`` (its slug and name stay as they
     are), or make it, named apart from a user's object that holds the slug or name; saved
-    only when something differs, so running the command again adds no entries to the
-    objects' change history."""
+    (by ``save(instance)``, the model's service, when it has one) only when something
+    differs, so running the command again adds no entries to the objects' change
+    history."""
     key = values["slug"]
     instance = registry.get(model, key)
     fields = {name: value for name, value in values.items() if name not in ("slug", "name")}
@@ -722,13 +722,12 @@ def _save_demo_object(registry, model, values, prepare=None):
         instance = model(**_identity(registry, model, key, values["name"]))
     for name, value in fields.items():
         setattr(instance, name, value)
-    if prepare is not None:
-        prepare(instance)
+    save = save or model.save
     if instance.pk is None:
-        instance.save()
+        save(instance)
         registry.mark(instance, key)
     elif _differs_from_stored(instance):
-        instance.save()
+        save(instance)
     return instance
 
 
