@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.encoding import smart_str
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.core import money
@@ -42,6 +43,24 @@ class NoBlankQueryMixin:
                 {name: ["This parameter must not be empty."] for name in blank}
             )
         return super().validate(attrs)
+
+
+@extend_schema_field({"type": "string", "enum": ["true", "false", "1", "0"]})
+class QueryBooleanField(serializers.BooleanField):
+    """A yes/no query parameter: true or 1, false or 0, as documented; DRF's own also
+    reads "yes", "on", "t" and more, which the schema does not admit."""
+
+    TRUE_VALUES = {"true", "1"}
+    FALSE_VALUES = {"false", "0"}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            return data
+        if data in self.TRUE_VALUES:
+            return True
+        if data in self.FALSE_VALUES:
+            return False
+        self.fail("invalid", input=data)
 
 
 class StrictCharField(serializers.CharField):
