@@ -45,7 +45,7 @@ class NoBlankQueryMixin:
         return super().validate(attrs)
 
 
-@extend_schema_field({"type": "string", "enum": ["true", "false", "1", "0"]})
+@extend_schema_field({"type": "string", "enum": ["true", "false", "1", "0"], "minLength": 1})
 class QueryBooleanField(serializers.BooleanField):
     """A yes/no query parameter: true or 1, false or 0, as documented; DRF's own also
     reads "yes", "on", "t" and more, which the schema does not admit."""
