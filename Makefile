@@ -1,8 +1,9 @@
 # gpufleet — two commands do everything:
 #   make run    install, migrate, load demo data, serve http://127.0.0.1:8000 with its
 #               worker and beat, on an embedded PostgreSQL and Redis unless configured
-#   make test   install, check services, lint, migrations check, collectstatic, the docs
-#               site (mkdocs build --strict), pytest
+#   make test   install, check services, lint, migrations check, API schema check,
+#               collectstatic, the docs site (mkdocs build --strict), pytest
+#   make fuzz   Schemathesis on every API operation as every role (before a release)
 # on PostgreSQL + Redis (defaults below; override TEST_DATABASE_URL / TEST_REDIS_URL).
 
 SHELL := /bin/bash
@@ -33,7 +34,7 @@ TEST_ENV := DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
 DEMO ?= yes
 RUN_ARGS := --host $(HOST) --port $(PORT) $(if $(filter no,$(DEMO)),--without-demo)
 
-.PHONY: run dev test install lint format clean backup restore
+.PHONY: run dev test fuzz install lint format clean backup restore
 
 $(INSTALLED): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: gpufleet needs Python 3.11 or newer (python3.11+ not found on PATH)"; exit 1; }
@@ -67,11 +68,26 @@ test: $(INSTALLED)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(TEST_ENV) $(BIN)/python manage.py makemigrations --check --dry-run
+	$(TEST_ENV) $(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null
 	$(TEST_ENV) $(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	@# The docs site (docs/, mkdocs.yml): a broken link or a page left out of the nav fails.
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir var/docs-site
 	@# The embedded servers ensure_services.sh started, if any, stop with the suite.
 	$(TEST_ENV) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS); \
+		status=$$?; $(BIN)/python scripts/embedded_test_services.py stop; exit $$status
+
+# Schemathesis, every check, on every API operation as every role, FUZZ_EXAMPLES cases
+# each plus the examples and coverage phases (make test runs a smoke sample of the same
+# test); docs-fuzz.md. FUZZ_ROLES=lead,ops narrows it.
+FUZZ_EXAMPLES ?= 30
+FUZZ_ROLES ?= admin,lead,ops,procurement,finance,reader
+fuzz: $(INSTALLED)
+	PYTHON=$(BIN)/python DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
+		scripts/ensure_services.sh
+	$(TEST_ENV) $(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null
+	$(TEST_ENV) FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_ROLES=$(FUZZ_ROLES) \
+		$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal tests/test_api_schema.py \
+		$(PYTEST_ARGS); \
 		status=$$?; $(BIN)/python scripts/embedded_test_services.py stop; exit $$status
 
 # gpufleet's own database into var/backups/ (BACKUP_DIR); restore the newest, or BACKUP=path.

@@ -2,7 +2,7 @@ import django_filters
 from django.db.models import Count, Q
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
-from rest_framework import viewsets
+from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
@@ -58,6 +58,14 @@ class ScopedViewSet(viewsets.ModelViewSet):
         instance.delete()
 
 
+class ChannelTestResultSerializer(serializers.Serializer):
+    sent = serializers.BooleanField(help_text="The channel accepted the test notification.")
+    response_status = serializers.IntegerField(
+        allow_null=True, help_text="The HTTP status the webhook answered; null for email."
+    )
+    error = serializers.CharField(allow_null=True, help_text="Why it was not sent; null if sent.")
+
+
 class AlertChannelViewSet(ScopedViewSet):
     """Where alerts go, addressed by slug: ``webhook`` (Alertmanager's webhook JSON,
     version 4), ``slack`` (incoming-webhook JSON) or ``email``. Writes need the Ops role;
@@ -69,8 +77,8 @@ class AlertChannelViewSet(ScopedViewSet):
     lookup_value_regex = SLUG_PATTERN
     filterset_class = AlertChannelFilter
 
-    @extend_schema(request=None)
-    @action(detail=True, methods=["post"])
+    @extend_schema(request=None, responses={200: ChannelTestResultSerializer})
+    @action(detail=True, methods=["post"], pagination_class=None, filterset_class=None)
     def test(self, request, slug=None):
         """Send a test notification now: ``sent`` and, when it was not, ``error``."""
         if not request.user.has_perm("alerts.change_alertchannel"):

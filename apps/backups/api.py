@@ -68,7 +68,7 @@ class BackupVersionViewSet(ScopedQuerysetMixin, viewsets.ModelViewSet):
         responses={200: ChecksumSerializer(many=True)},
         summary="Add or update per-node checksums of a version",
     )
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], pagination_class=None, filterset_class=None)
     def checksums(self, request, pk=None):
         """Each node or replica registers its own checksum; a node's earlier one is replaced."""
         version = self.get_object()

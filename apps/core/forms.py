@@ -21,10 +21,7 @@ from apps.core.bounds import (
     number_text_error,
     plain,
 )
-from apps.core.slugs import slug_from_name
-
-# Slugs that would shadow a fixed URL such as /pools/new/.
-RESERVED_SLUGS = frozenset({"new"})
+from apps.core.slugs import RESERVED_SLUGS, unique_slug_from_name
 
 
 class PlainNumberMixin:
@@ -206,8 +203,11 @@ class SlugFromNameMixin:
         return getattr(self.fields["slug"], "max_length", None) or 50
 
     def clean_slug(self):
-        slug = self.cleaned_data.get("slug") or slug_from_name(
-            self.data.get("name", ""), max_length=self._slug_max_length()
+        slug = self.cleaned_data.get("slug") or unique_slug_from_name(
+            self.data.get("name", ""),
+            self._meta.model,
+            max_length=self._slug_max_length(),
+            exclude_pk=self.instance.pk,
         )
         if not slug:
             raise forms.ValidationError(gettext("Enter a slug or a name it can be made from."))

@@ -1,8 +1,10 @@
-"""Checks behind /healthz: database, broker and workers, each reported separately and
-each bounded by a timeout (the broker's 1 s connection timeout, a 1 s worker ping), so
-the check answers while what it checks hangs."""
+"""Checks behind /healthz: database, broker, cache and workers, each reported separately
+and each bounded by a timeout (the broker's 1 s connection timeout, the cache's socket
+timeouts, a 1 s worker ping), so the check answers while what it checks hangs. No check
+raises: whatever is down, /healthz answers 503 naming it, never a 500."""
 
 from django.conf import settings
+from django.core.cache import caches
 from django.db import connection
 from django.utils import timezone
 
@@ -59,10 +61,14 @@ def check_workers() -> dict:
         replies = celery_app.control.ping(timeout=1.0) or []
     except Exception as error:  # noqa: BLE001
         return {"ok": False, "count": 0, "error": str(error)}
-    latest = WorkerHeartbeat.objects.order_by("-last_seen_at").first()
-    heartbeat_age_seconds = (
-        round((timezone.now() - latest.last_seen_at).total_seconds(), 1) if latest else None
-    )
+    try:
+        latest = WorkerHeartbeat.objects.order_by("-last_seen_at").first()
+    except Exception:  # noqa: BLE001 - the database check reports why
+        heartbeat_age_seconds = None
+    else:
+        heartbeat_age_seconds = (
+            round((timezone.now() - latest.last_seen_at).total_seconds(), 1) if latest else None
+        )
     return {
         "ok": bool(replies),
         "count": len(replies),
@@ -71,26 +77,47 @@ def check_workers() -> dict:
     }
 
 
+def check_cache(alias: str = "default") -> dict:
+    """Asks the cache's server itself: the fail-soft cache (apps/core/cache.py) answers a
+    miss for an unreachable Redis, which would hide it. A cache in the process (locmem,
+    as without REDIS_URL) cannot be down."""
+    cache = caches[alias]
+    backend = type(cache).__name__
+    client = getattr(cache, "_cache", None)
+    if client is None or not hasattr(client, "get_client"):
+        return {"ok": True, "backend": backend}
+    try:
+        client.get_client(write=True).ping()
+    except Exception as error:  # noqa: BLE001
+        return {"ok": False, "backend": backend, "error": str(error)}
+    return {"ok": True, "backend": backend}
+
+
+# What a 503 can name as down, in the order /healthz reports them.
+CRITICAL_CHECKS = ("database", "broker", "cache")
+
+
 def health_report() -> tuple[dict, int]:
-    """The JSON body and HTTP status: 503 when the database or broker is down.
+    """The JSON body and HTTP status: 503 when the database, broker or cache is down,
+    with ``down`` naming which.
 
     Missing workers make the report "degraded" but keep 200, so a load balancer keeps
     sending page traffic to a web node whose background jobs are merely delayed.
     """
-    database, broker = check_database(), check_broker(settings.CELERY_BROKER_URL)
-    if broker["ok"]:
+    checks = {
+        "database": check_database(),
+        "broker": check_broker(settings.CELERY_BROKER_URL),
+        "cache": check_cache(),
+    }
+    if checks["broker"]["ok"]:
         workers = check_workers()
     else:
         workers = {"ok": False, "count": 0, "error": "broker unreachable: workers not asked"}
-    if not (database["ok"] and broker["ok"]):
+    down = [name for name in CRITICAL_CHECKS if not checks[name]["ok"]]
+    if down:
         status, http_status = "down", 503
     elif not workers["ok"]:
         status, http_status = "degraded", 200
     else:
         status, http_status = "ok", 200
-    return {
-        "status": status,
-        "database": database,
-        "broker": broker,
-        "workers": workers,
-    }, http_status
+    return {"status": status, "down": down, **checks, "workers": workers}, http_status

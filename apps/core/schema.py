@@ -1,9 +1,10 @@
 """OpenAPI generation for gpufleet (drf-spectacular).
 
 Every operation documents the errors DRF answers with, so clients (and the Schemathesis
-run in tests/test_api_schema.py) know a 400, 401, 403, 404, 415 or 429 is by design.
+run in tests/test_api_schema.py) know a 400, 401, 403, 404, 409, 415 or 429 is by design.
 """
 
+import copy
 import re
 
 from drf_spectacular.openapi import AutoSchema
@@ -19,6 +20,21 @@ VALIDATION_ERROR = OpenApiResponse(
     {"type": "object", "additionalProperties": True},
     description="Invalid input: a list of messages per field name, or a detail.",
 )
+
+
+class ConflictSerializer(serializers.Serializer):
+    """A DELETE refused: the object is still used (apps/core/api_errors.py), or has usage
+    history and is archived instead (apps/pools/api.py)."""
+
+    detail = serializers.CharField()
+    used_by = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="What still refers to it (the kinds of objects).",
+    )
+    archive = serializers.URLField(
+        required=False, help_text="The archive action's URL, when it can be archived instead."
+    )
 
 
 def _error(description):
@@ -47,9 +63,36 @@ class GpufleetAutoSchema(AutoSchema):
             errors["404"] = _error("No such object.")
         if has_body:
             errors["415"] = _error("The body is not JSON.")
+        if self.method == "DELETE":
+            errors["409"] = OpenApiResponse(
+                ConflictSerializer, description="Still in use (or with usage history): kept."
+            )
         for code, response in errors.items():
             responses.setdefault(code, self._get_response_for_code(response, code))
         return responses
+
+    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        # DRF drops allow_blank from read-only model fields, so a choice the model allows
+        # blank ("not stated") would be missing from the answer's enum.
+        if (
+            isinstance(field, serializers.ChoiceField)
+            and field.read_only
+            and not field.allow_blank
+            and _model_field_allows_blank(field)
+        ):
+            field = copy.copy(field)
+            field.allow_blank = True
+        return super()._map_serializer_field(field, direction, bypass_extensions)
+
+
+def _model_field_allows_blank(field) -> bool:
+    model = getattr(getattr(field.parent, "Meta", None), "model", None)
+    if model is None or not field.source or "." in field.source:
+        return False
+    try:
+        return bool(model._meta.get_field(field.source).blank)
+    except Exception:  # noqa: BLE001 - not a model field (a property, an annotation)
+        return False
 
 
 DECIMAL_PATTERN = re.compile(r"\^-\?\\d\{0,(\d+)\}\(\?:\\\.\\d\{0,(\d+)\}\)\?\$")

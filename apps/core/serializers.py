@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.encoding import smart_str
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.core import money
@@ -20,6 +21,7 @@ from apps.core.bounds import (
     needs_confirmation,
     number_text_error,
 )
+from apps.core.slugs import unique_slug_from_name
 
 SLUG_RE = re.compile(r"[-a-zA-Z0-9_]+")
 
@@ -41,6 +43,24 @@ class NoBlankQueryMixin:
                 {name: ["This parameter must not be empty."] for name in blank}
             )
         return super().validate(attrs)
+
+
+@extend_schema_field({"type": "string", "enum": ["true", "false", "1", "0"], "minLength": 1})
+class QueryBooleanField(serializers.BooleanField):
+    """A yes/no query parameter: true or 1, false or 0, as documented; DRF's own also
+    reads "yes", "on", "t" and more, which the schema does not admit."""
+
+    TRUE_VALUES = {"true", "1"}
+    FALSE_VALUES = {"false", "0"}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            return data
+        if data in self.TRUE_VALUES:
+            return True
+        if data in self.FALSE_VALUES:
+            return False
+        self.fail("invalid", input=data)
 
 
 class StrictCharField(serializers.CharField):
@@ -196,7 +216,44 @@ class BoundedSerializerMixin:
         return attrs
 
 
-class StrictModelSerializer(BoundedSerializerMixin, serializers.ModelSerializer):
+SLUG_FROM_NAME_HELP = (
+    "Optional: left out on a create, it is derived from the name as the pages derive it "
+    "(Chinese in pinyin, 北京推理池 → bei-jing-tui-li-chi), with -2, -3… when taken."
+)
+
+
+class SlugFromNameSerializerMixin:
+    """``slug`` is optional where ``name`` is given: a create without one derives it from
+    the name exactly as the pages' forms do (apps/core/slugs.py). A slug sent is kept as
+    sent, and refused when taken."""
+
+    def get_fields(self):
+        fields = super().get_fields()
+        slug, name = fields.get("slug"), fields.get("name")
+        if slug is not None and name is not None and not slug.read_only:
+            slug.required = False
+            slug.help_text = SLUG_FROM_NAME_HELP
+        return fields
+
+    def to_internal_value(self, data):
+        attrs = super().to_internal_value(data)
+        slug = self.fields.get("slug")
+        if self.instance is None and "slug" not in attrs and slug is not None and "name" in attrs:
+            attrs["slug"] = unique_slug_from_name(
+                attrs["name"],
+                self.Meta.model,
+                max_length=getattr(slug, "max_length", None) or 50,
+            )
+            if not attrs["slug"]:
+                raise serializers.ValidationError(
+                    {"slug": ["Enter a slug or a name it can be made from."]}
+                )
+        return attrs
+
+
+class StrictModelSerializer(
+    SlugFromNameSerializerMixin, BoundedSerializerMixin, serializers.ModelSerializer
+):
     serializer_field_mapping = {
         **serializers.ModelSerializer.serializer_field_mapping,
         models.DecimalField: StrictDecimalField,

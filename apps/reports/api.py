@@ -17,6 +17,7 @@ from apps.core.schema import ErrorSerializer
 from apps.core.serializers import (
     MoneyField,
     NoBlankQueryMixin,
+    QueryBooleanField,
     SlugReferenceField,
     StrictModelSerializer,
     UnitPriceField,
@@ -59,7 +60,7 @@ class CostQuerySerializer(ReportRangeSerializer):
     group_by = serializers.ChoiceField(choices=GROUP_BY_CHOICES, default="pool")
     purpose = serializers.ChoiceField(choices=Purpose.choices, required=False)
     pool = serializers.SlugField(required=False, help_text="Only this pool.")
-    explain = serializers.BooleanField(
+    explain = QueryBooleanField(
         required=False,
         default=False,
         help_text="1: add to each row how each of its figures is computed (``explain``).",

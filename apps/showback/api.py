@@ -53,6 +53,20 @@ class BudgetViewSet(viewsets.ModelViewSet):
     def get_queryset(self):
         return super().get_queryset().in_scope(scope_of(self.request.user))
 
+    def perform_create(self, serializer):
+        self._save_with_burndown(serializer)
+
+    def perform_update(self, serializer):
+        self._save_with_burndown(serializer)
+
+    def _save_with_burndown(self, serializer):
+        """The answer to a write carries the burn-down figures as a read does."""
+        budget = serializer.save()
+        serializer.context["burndowns"] = {
+            item.budget.pk: item.figures
+            for item in selectors.budget_burndowns([budget], timezone.now())
+        }
+
     def get_serializer_context(self):
         context = super().get_serializer_context()
         if self.request.method == "GET":

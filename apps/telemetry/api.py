@@ -66,12 +66,16 @@ class _RangeSerializer(serializers.Serializer):
     end = serializers.DateTimeField(required=False, help_text="ISO 8601; exclusive.")
 
 
-class PoolUsageQuerySerializer(_RangeSerializer):
+class PoolUsageQuerySerializer(NoBlankQueryMixin, _RangeSerializer):
     pool = serializers.SlugField(help_text="The pool's slug.")
 
+    not_blank = ("start", "end")
 
-class RequestUsageQuerySerializer(_RangeSerializer):
+
+class RequestUsageQuerySerializer(NoBlankQueryMixin, _RangeSerializer):
     workload = serializers.SlugField(help_text="The workload's slug.")
+
+    not_blank = ("start", "end")
 
 
 def _by_slug(request, model, slug):

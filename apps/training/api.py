@@ -11,7 +11,13 @@ from rest_framework.views import APIView
 from apps.accounts.scope import scope_of
 from apps.core.parsers import BoundedJSONParser
 from apps.core.schema import ErrorSerializer
-from apps.core.serializers import MoneyField, SlugReferenceField, StrictCharField, UnitPriceField
+from apps.core.serializers import (
+    MoneyField,
+    NoBlankQueryMixin,
+    SlugReferenceField,
+    StrictCharField,
+    UnitPriceField,
+)
 from apps.pools.models import Workload
 from apps.pools.scoped import ScopedReferencesMixin
 from apps.training import goodput, parsers, services
@@ -141,8 +147,10 @@ class TrainingEventIngestView(APIView):
         return Response(_result(run), status=status)
 
 
-class GoodputQuerySerializer(serializers.Serializer):
+class GoodputQuerySerializer(NoBlankQueryMixin, serializers.Serializer):
     """Events stamped start ≤ timestamp < end."""
+
+    not_blank = ("start", "end")
 
     start = serializers.DateTimeField(required=False, help_text="ISO 8601; inclusive.")
     end = serializers.DateTimeField(required=False, help_text="ISO 8601; exclusive.")
