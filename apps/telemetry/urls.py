@@ -1,6 +1,7 @@
 from django.urls import path
 
 from apps.telemetry import views
+from apps.telemetry.pull import views as pull_views
 
 app_name = "telemetry"
 urlpatterns = [
@@ -15,9 +16,9 @@ urlpatterns = [
     path("rules/new/", views.rule_create, name="rule_create"),
     path("rules/<int:pk>/delete/", views.rule_delete, name="rule_delete"),
     path("storage/", views.storage, name="storage"),
-    path("sources/", views.pull_source_list, name="pull_source_list"),
-    path("sources/new/", views.pull_source_create, name="pull_source_create"),
-    path("sources/<slug:slug>/edit/", views.pull_source_edit, name="pull_source_edit"),
-    path("connect/", views.connect_fleet, name="connect"),
-    path("connect/<int:pk>/", views.connect_run, name="connect_run"),
+    path("sources/", pull_views.pull_source_list, name="pull_source_list"),
+    path("sources/new/", pull_views.pull_source_create, name="pull_source_create"),
+    path("sources/<slug:slug>/edit/", pull_views.pull_source_edit, name="pull_source_edit"),
+    path("connect/", pull_views.connect_fleet, name="connect"),
+    path("connect/<int:pk>/", pull_views.connect_run, name="connect_run"),
 ]
