@@ -115,6 +115,16 @@ def unpartition(apps, schema_editor):
         cursor.execute(f"DROP TABLE {old}")  # and its partitions
 
 
+def partition_after_the_deferred_sql(apps, schema_editor):
+    """The squash creates the tables in one migration, whose foreign keys and indexes
+    Django runs at its end: they are made first, so that the partitioned table copies
+    them as 0017 did."""
+    for statement in schema_editor.deferred_sql:
+        schema_editor.execute(statement)
+    schema_editor.deferred_sql = []
+    partition_by_day(apps, schema_editor)
+
+
 class Migration(migrations.Migration):
     replaces = [
         ("telemetry", "0001_initial"),
@@ -1065,7 +1075,7 @@ class Migration(migrations.Migration):
             field=models.CharField(blank=True, max_length=200, verbose_name="user name"),
         ),
         # The samples' table partitioned by day, after the last change to its columns.
-        migrations.RunPython(partition_by_day, unpartition),
+        migrations.RunPython(partition_after_the_deferred_sql, unpartition),
         # The role groups and their permissions on this app's models, once they exist.
         migrations.RunPython(grant_role_permissions, migrations.RunPython.noop),
     ]
