@@ -113,7 +113,7 @@ def test_alert_list(reader, pool):
     rule = make_rule()
 
     def grow(first, last):
-        for index in range(first, last):
+        for _index in range(first, last):
             make_alert(rule, PoolFactory(gpu_model=pool.gpu_model))
 
     _flat(reader, reverse("alerts:alert_list"), grow)
@@ -156,7 +156,7 @@ def test_api_alert_list(reader, pool):
     rule = make_rule()
 
     def grow(first, last):
-        for index in range(first, last):
+        for _index in range(first, last):
             make_alert(rule, PoolFactory(gpu_model=pool.gpu_model))
 
     _flat(reader, "/api/v1/alerts/", grow)
