@@ -6,7 +6,6 @@ from datetime import date, timedelta
 
 import pytest
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from apps.core import runs
@@ -14,6 +13,7 @@ from apps.core.jobs import FAILED, INTERRUPTED, RUNNING, Job
 from apps.procurement.models import ComparisonExport, Scenario
 from apps.reports.models import RecomputeJob
 from apps.telemetry.models import ImportRun
+from tests.old_graph import old_graph_executor, old_leaf_nodes
 from tests.waiting import wait_until
 
 JOB_MODELS = (ImportRun, ComparisonExport, RecomputeJob)
@@ -196,7 +196,7 @@ def test_a_claim_records_when_the_attempt_started(model):
 def test_the_migration_gives_existing_recomputes_the_progress_their_days_showed():
     """reports 0008 adds progress_pct: a job migrated halfway shows the share of its days
     rebuilt, as the page computed it before."""
-    executor = MigrationExecutor(connection)
+    executor = old_graph_executor(connection)
     before = [("reports", "0007_usage_rollups_owned_by_telemetry")]
     after = [("reports", "0008_job_lifecycle")]
     executor.migrate(before)
@@ -207,7 +207,7 @@ def test_the_migration_gives_existing_recomputes_the_progress_their_days_showed(
         halfway = OldRecomputeJob.objects.create(**range_of, status="failed", days_done=4)
         done = OldRecomputeJob.objects.create(**range_of, status="done", days_done=10)
         queued = OldRecomputeJob.objects.create(**range_of, status="queued", message="kept")
-        executor = MigrationExecutor(connection)
+        executor = old_graph_executor(connection)
         executor.migrate(after)
         migrated = executor.loader.project_state(after).apps.get_model("reports", "RecomputeJob")
         progress = dict(migrated.objects.values_list("pk", "progress_pct"))
@@ -215,8 +215,8 @@ def test_the_migration_gives_existing_recomputes_the_progress_their_days_showed(
         assert migrated.objects.get(pk=queued.pk).message == "kept"
         assert migrated.objects.get(pk=halfway.pk).status == "failed"
     finally:
-        executor = MigrationExecutor(connection)
-        executor.migrate(executor.loader.graph.leaf_nodes())
+        executor = old_graph_executor(connection)
+        executor.migrate(old_leaf_nodes(executor))
 
 
 def test_every_job_says_its_failure_with_the_error_in_it():

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.old_graph import old_graph_executor, old_leaf_nodes
 
 BEFORE = ("telemetry", "0016_importrun_warning_parts")
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -19,14 +20,11 @@ def _sql(statement: str, params=None):
 
 
 def _migrate(targets) -> None:
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
+    old_graph_executor(connection).migrate(targets)
 
 
 def _latest() -> list[tuple[str, str]]:
-    executor = MigrationExecutor(connection)
-    return [node for node in executor.loader.graph.leaf_nodes() if node[0] == "telemetry"]
+    return old_leaf_nodes(old_graph_executor(connection), "telemetry")
 
 
 def _rows() -> set[tuple]:

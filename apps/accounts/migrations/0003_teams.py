@@ -31,5 +31,5 @@ class Migration(migrations.Migration):
             },
         ),
         # Creates the Finance group beside the other roles.
-        migrations.RunPython(grant_role_permissions, migrations.RunPython.noop),
+        migrations.RunPython(grant_role_permissions, migrations.RunPython.noop, elidable=True),
     ]

@@ -137,5 +137,5 @@ class Migration(migrations.Migration):
                 default=0, editable=False, help_text="Nodes with a checksum on both sides."
             ),
         ),
-        migrations.RunPython(reclassify_blank_checksums, migrations.RunPython.noop),
+        migrations.RunPython(reclassify_blank_checksums, migrations.RunPython.noop, elidable=True),
     ]

@@ -23,5 +23,5 @@ class Migration(migrations.Migration):
     operations = [
         # Reverse keeps the rows: 0001's reverse drops the tables anyway, and deleting by
         # slug could remove rows a technical lead has since edited.
-        migrations.RunPython(seed_catalog, migrations.RunPython.noop),
+        migrations.RunPython(seed_catalog, migrations.RunPython.noop, elidable=True),
     ]

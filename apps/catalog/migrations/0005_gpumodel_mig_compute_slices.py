@@ -33,5 +33,5 @@ class Migration(migrations.Migration):
                 verbose_name="MIG compute slices",
             ),
         ),
-        migrations.RunPython(fill_slices, migrations.RunPython.noop),
+        migrations.RunPython(fill_slices, migrations.RunPython.noop, elidable=True),
     ]

@@ -10,4 +10,4 @@ class Migration(migrations.Migration):
         ("contenttypes", "0002_remove_content_type_name"),
     ]
 
-    operations = [migrations.RunPython(grant_role_permissions, migrations.RunPython.noop)]
+    operations = [migrations.RunPython(grant_role_permissions, migrations.RunPython.noop, elidable=True)]

@@ -69,5 +69,5 @@ class Migration(migrations.Migration):
             name='output_tokens_per_request',
             field=models.FloatField(blank=True, help_text="Mean generated tokens of the run's requests, as the file gives them.", null=True, verbose_name='output tokens per request'),
         ),
-        migrations.RunPython(fill_tokens_per_request, migrations.RunPython.noop),
+        migrations.RunPython(fill_tokens_per_request, migrations.RunPython.noop, elidable=True),
     ]

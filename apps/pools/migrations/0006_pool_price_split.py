@@ -50,5 +50,5 @@ class Migration(migrations.Migration):
                 verbose_name="Price per GPU kWh (USD)",
             ),
         ),
-        migrations.RunPython(split_stored_prices, migrations.RunPython.noop),
+        migrations.RunPython(split_stored_prices, migrations.RunPython.noop, elidable=True),
     ]

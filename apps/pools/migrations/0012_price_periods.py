@@ -77,5 +77,5 @@ class Migration(migrations.Migration):
                 'constraints': [models.UniqueConstraint(fields=('pool', 'effective_from'), name='one_price_period_per_pool_and_start')],
             },
         ),
-        migrations.RunPython(first_periods, migrations.RunPython.noop),
+        migrations.RunPython(first_periods, migrations.RunPython.noop, elidable=True),
     ]

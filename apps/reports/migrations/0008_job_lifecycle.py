@@ -36,5 +36,5 @@ class Migration(migrations.Migration):
             name="task_arguments",
             field=models.JSONField(blank=True, default=dict),
         ),
-        migrations.RunPython(fill_progress_from_days_done, migrations.RunPython.noop),
+        migrations.RunPython(fill_progress_from_days_done, migrations.RunPython.noop, elidable=True),
     ]

@@ -69,5 +69,5 @@ class Migration(migrations.Migration):
                 'indexes': [models.Index(fields=['closed_month', 'group_by'], name='reports_fro_closed__786adf_idx')],
             },
         ),
-        migrations.RunPython(grant_role_permissions, migrations.RunPython.noop),
+        migrations.RunPython(grant_role_permissions, migrations.RunPython.noop, elidable=True),
     ]

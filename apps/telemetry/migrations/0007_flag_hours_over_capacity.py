@@ -41,5 +41,5 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunPython(flag_hours_over_capacity, migrations.RunPython.noop),
+        migrations.RunPython(flag_hours_over_capacity, migrations.RunPython.noop, elidable=True),
     ]

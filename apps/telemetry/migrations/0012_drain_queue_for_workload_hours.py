@@ -65,5 +65,5 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
-        migrations.RunPython(queue_the_ranges_of_range_tasks, migrations.RunPython.noop),
+        migrations.RunPython(queue_the_ranges_of_range_tasks, migrations.RunPython.noop, elidable=True),
     ]

@@ -68,5 +68,5 @@ class Migration(migrations.Migration):
             name="message_parts",
             field=models.JSONField(blank=True, default=list),
         ),
-        migrations.RunPython(keep_sentences_of_succeeded_runs, migrations.RunPython.noop),
+        migrations.RunPython(keep_sentences_of_succeeded_runs, migrations.RunPython.noop, elidable=True),
     ]

@@ -117,4 +117,4 @@ def unpartition(apps, schema_editor):
 class Migration(migrations.Migration):
     dependencies = [("telemetry", "0016_importrun_warning_parts")]
 
-    operations = [migrations.RunPython(partition_by_day, unpartition, elidable=False)]
+    operations = [migrations.RunPython(partition_by_day, unpartition, elidable=True)]

@@ -44,7 +44,7 @@ class Migration(migrations.Migration):
             name="slug",
             field=models.SlugField(db_index=False, max_length=100, null=True, verbose_name="slug"),
         ),
-        migrations.RunPython(slugs_from_names, migrations.RunPython.noop),
+        migrations.RunPython(slugs_from_names, migrations.RunPython.noop, elidable=True),
         migrations.AlterField(
             model_name="pullsource",
             name="slug",

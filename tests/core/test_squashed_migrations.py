@@ -1,0 +1,141 @@
+"""The squashed migrations keep existing databases working.
+
+Each app's migrations are squashed into one that ``replaces`` the old ones: a new
+database runs the squash, and a database made by the old migrations goes on from where
+it stands. This test makes such a database for real: a database of its own, migrated by
+the old graph (the squashes ignored) to just before the pools' price periods, with a
+pool in it; then migrated to head as ``manage.py migrate`` would. The old migrations
+still on the path run on the row, and the squashes count as applied afterwards.
+"""
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+from django.db import connections
+from django.db.migrations.executor import MigrationExecutor
+from django.db.migrations.loader import MigrationLoader
+from django.db.migrations.recorder import MigrationRecorder
+
+# The last old migration of pools applied before the data goes in: 0012 gives every pool
+# its first price period, from the pool's prices.
+BEFORE_PRICE_PERIODS = ("pools", "0011_workload_reference_step_seconds")
+
+
+def _old_graph_targets(loader):
+    """Every app's last migration before the squash, pools' stopping short of 0012."""
+    last = {}
+    for app_label, name in loader.graph.nodes:
+        if "_squashed_" not in name:
+            last[app_label] = max(last.get(app_label, name), name)
+    # Training's first migration needs pools' last one: it waits with it.
+    last.pop("training")
+    last["pools"] = BEFORE_PRICE_PERIODS[1]
+    return sorted(last.items())
+
+
+@pytest.fixture
+def own_database(django_db_blocker):
+    """A new, empty database beside the test database, in place of the default one while
+    the test runs: the migrations' data steps write through the default alias."""
+    test_connection = connections["default"]
+    settings_dict = {
+        **test_connection.settings_dict,
+        "NAME": f"{test_connection.settings_dict['NAME']}_squash",
+    }
+    name = test_connection.ops.quote_name(settings_dict["NAME"])
+    with django_db_blocker.unblock():
+        with test_connection._nodb_cursor() as cursor:
+            cursor.execute(f"DROP DATABASE IF EXISTS {name}")
+            cursor.execute(f"CREATE DATABASE {name}")
+        own = test_connection.__class__(settings_dict, alias="default")
+        connections["default"] = own
+        try:
+            yield own
+        finally:
+            own.close()
+            connections["default"] = test_connection
+            with test_connection._nodb_cursor() as cursor:
+                cursor.execute(f"DROP DATABASE IF EXISTS {name}")
+
+
+def test_a_database_from_before_the_squash_migrates_to_head_with_its_rows(own_database):
+    old = MigrationExecutor(own_database)
+    old.loader = MigrationLoader(own_database, replace_migrations=False)
+    targets = _old_graph_targets(old.loader)
+    plan = old.migration_plan(targets)
+    assert plan and not any("_squashed_" in migration.name for migration, _ in plan)
+    state = old.migrate(targets, plan=plan)
+
+    historical = state.apps
+    gpu_model = historical.get_model("catalog", "GpuModel").objects.get(slug="h100-sxm")
+    in_service_from = datetime(2024, 3, 1, 9, 30, tzinfo=UTC)
+    pool = historical.get_model("pools", "Pool").objects.create(
+        name="Old pool",
+        slug="old-pool",
+        purpose="training",
+        deployment="cloud_on_demand",
+        gpu_model=gpu_model,
+        gpu_count=16,
+        on_demand_price_per_gpu_hour_usd=Decimal("2.99"),
+        effective_price_per_gpu_hour_usd=Decimal("2.99"),
+        in_service_from=in_service_from,
+    )
+
+    # As `manage.py migrate` does: the graph with the squashes, to every leaf.
+    new = MigrationExecutor(own_database)
+    assert new.loader.replace_migrations
+    leaves = new.loader.graph.leaf_nodes()
+    new.migrate(leaves)
+
+    with own_database.cursor() as cursor:
+        cursor.execute(
+            "SELECT p.name, p.gpu_count, pp.effective_from, pp.on_demand_price_per_gpu_hour_usd "
+            "FROM pools_pool p JOIN pools_poolpriceperiod pp ON pp.pool_id = p.id "
+            "WHERE p.id = %s",
+            [pool.pk],
+        )
+        rows = cursor.fetchall()
+    # 0012, run from the old graph, gave the pool its first period from its prices.
+    assert rows == [("Old pool", 16, datetime(2024, 3, 1, 9, tzinfo=UTC), Decimal("2.9900"))]
+
+    # Read afresh, every app's squash counts as applied (pools' too, now that all the
+    # migrations it replaces are), and nothing is left to run.
+    again = MigrationExecutor(own_database)
+    applied = MigrationRecorder(own_database).applied_migrations()
+    squashes = [key for key in again.loader.graph.nodes if "_squashed_" in key[1]]
+    assert len(squashes) == 11 and ("pools", "0001_squashed_0012_price_periods") in squashes
+    assert all(key in applied for key in squashes)
+    assert again.migration_plan(again.loader.graph.leaf_nodes()) == []
+    with own_database.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM auth_group")
+        assert cursor.fetchone()[0] == 4
+
+
+def test_a_new_database_runs_only_the_squashes():
+    """One migration per app (the data steps of its empty tables elided): what a new
+    install and every xdist worker's test database run."""
+    loader = MigrationLoader(None, ignore_no_migrations=True)
+    own = [key for key in loader.graph.nodes if key[0] in _OWN_APPS]
+    assert own and all(
+        "_squashed_" in name or name == "0001_initial" or app in _UNSQUASHED for app, name in own
+    ), sorted(own)
+
+
+_OWN_APPS = {
+    "accounts",
+    "alerts",
+    "backups",
+    "catalog",
+    "core",
+    "demo",
+    "pilots",
+    "pools",
+    "procurement",
+    "reports",
+    "showback",
+    "telemetry",
+    "training",
+}
+# Apps with one migration of their own, nothing to squash.
+_UNSQUASHED = {"demo", "showback"}
