@@ -2,7 +2,7 @@
 
 An object outside the requesting user's scope answers 404 whatever the role, exactly as a
 missing one does, so its existence is not disclosed (NetBox answers another tenant's
-object the same way); only an object in scope meets the permission, and a missing one
+object the same way); only an object in scope meets the permission, and lacking it
 answers 403. The scope is a queryset the caller passes (the core knows no teams): the
 object is fetched from it once, and that fetch is the scope check.
 
