@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from apps.demo.management.commands.seed_demo import DEMO_POOLS
+from apps.demo.fleet import DEMO_POOLS
 from tests.factories import TEST_PASSWORD
 
 NAVIGATION = [

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from apps.demo.management.commands.seed_demo import PRICE_CUT_POOL, PRICE_CUT_USD
+from apps.demo.fleet import PRICE_CUT_POOL, PRICE_CUT_USD
 from apps.pools.hours import floor_hour
 from apps.pools.models import Pool
 from apps.reports.cost.report import cost_report

@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.db.models import Max, Min, Sum
 from django.utils import timezone
 
-from apps.demo.management.commands.seed_demo import DEMO_POOLS
+from apps.demo.fleet import DEMO_POOLS
 from apps.pools.models import Pool, Purpose, Workload, WorkloadKind
 from apps.reports.demo import DEMO_DAYS, seed_usage_demo
 from apps.telemetry.models import (

@@ -8,7 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from apps.demo.management.commands.seed_demo import DEMO_POOLS, DEMO_WORKLOADS
+from apps.demo.fleet import DEMO_POOLS, DEMO_WORKLOADS
 from apps.pools import memory, models
 from apps.pools.models import Pool, Workload
 from apps.reports.cache import bump_reports_version
