@@ -32,7 +32,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from apps.core.outbox import enqueue
-from apps.core.slugs import slug_from_name
+from apps.core.slugs import unique_slug_from_name
 from apps.core.texts import translated
 from apps.pools.hours import floor_hour
 from apps.pools.models import Deployment, Pool
@@ -438,13 +438,10 @@ class PoolChoice:
     purpose: str
 
 
-def _unique_slug(name: str, model, taken: set[str]) -> str:
-    stem = slug_from_name(name, max_length=90) or "pool"
-    slug, number = stem, 2
-    while slug in taken or model.objects.filter(slug=slug).exists():
-        slug, number = f"{stem}-{number}", number + 1
-    taken.add(slug)
-    return slug
+def _unique_slug(name: str, model) -> str:
+    return unique_slug_from_name(name, model, max_length=90) or unique_slug_from_name(
+        model._meta.model_name, model
+    )
 
 
 def source_name_for(base_url: str) -> str:
@@ -477,7 +474,6 @@ def connect_fleet(
     team_id = next(iter(scope.team_ids)) if len(scope.team_ids) == 1 else None
     keys = [device.key for choice in choices for device in choice.proposal.devices]
     known = {device.key: device for device in GpuDevice.objects.filter(key__in=keys)}
-    slugs: set[str] = set()
     pool_ids = []
     for choice in choices:
         members = [device for device in choice.proposal.devices if device.key not in known]
@@ -486,77 +482,108 @@ def connect_fleet(
             for device in choice.proposal.devices
             if device.key in known and known[device.key].pool_id is None
         ]
-        gpu_uuids = {device.uuid for device in members} | {device.uuid for device in adopted}
-        if not gpu_uuids:
+        if not members and not adopted:
             continue  # every GPU of it is already in a pool
-        first_seen = min([device.first_seen_at for device in adopted], default=since)
-        price = choice.gpu_model.reference_price_per_gpu_hour_usd
-        pool = Pool(
-            name=choice.name,
-            slug=_unique_slug(choice.name, Pool, slugs),
-            purpose=choice.purpose,
-            deployment=Deployment.CLOUD_ON_DEMAND,
-            gpu_model=choice.gpu_model,
-            gpu_count=len(gpu_uuids),
-            gpus_per_node=min(choice.proposal.gpus_per_node, len(gpu_uuids)),
-            on_demand_price_per_gpu_hour_usd=price,
-            owner=user,
+        pool = _create_pool(
+            choice,
+            members,
+            adopted,
+            base_url=base_url,
+            user=user,
             team_id=team_id,
-            driver_version=_most_common(device.driver_version for device in members),
-            in_service_from=floor_hour(min(first_seen, since)),
-            description=gettext("Connected from %(url)s on %(date)s UTC.")
-            % {"url": base_url, "date": f"{now:%Y-%m-%d %H:%M}"},
+            since=since,
+            now=now,
         )
-        if pool.gpu_count % pool.gpus_per_node:
-            pool.gpus_per_node = 1
-        save_pool(pool)
+        _place_devices(pool, members, adopted, now=now)
         pool_ids.append(pool.pk)
-        GpuDevice.objects.bulk_create(
-            [
-                GpuDevice(
-                    key=device.key,
-                    uuid=device.uuid,
-                    gpu_instance_id=device.gpu_instance_id,
-                    hostname=device.hostname,
-                    gpu_index=device.gpu_index,
-                    model_name=device.model_name,
-                    driver_version=device.driver_version,
-                    mig_profile=device.mig_profile,
-                    mig_compute_slices=compute_slices_of_profile(device.mig_profile),
-                    pool=pool,
-                    assignment=GpuDevice.Assignment.MANUAL,
-                    first_seen_at=now,
-                    last_seen_at=now,
-                )
-                for device in members
-            ]
-        )
-        if adopted:
-            GpuDevice.objects.filter(pk__in=[device.pk for device in adopted]).update(
-                pool=pool, assignment=GpuDevice.Assignment.MANUAL
+    source = _pull_source_for(base_url, credentials, scope=scope, since=since, now=now)
+    return _queue_first_pull(source, base_url, pool_ids, user=user, since=since)
+
+
+def _create_pool(choice, members, adopted, *, base_url, user, team_id, since, now) -> Pool:
+    """The pool of one chosen proposal, sized to the GPUs it takes (new and adopted)."""
+    gpu_uuids = {device.uuid for device in members} | {device.uuid for device in adopted}
+    first_seen = min([device.first_seen_at for device in adopted], default=since)
+    pool = Pool(
+        name=choice.name,
+        slug=_unique_slug(choice.name, Pool),
+        purpose=choice.purpose,
+        deployment=Deployment.CLOUD_ON_DEMAND,
+        gpu_model=choice.gpu_model,
+        gpu_count=len(gpu_uuids),
+        gpus_per_node=min(choice.proposal.gpus_per_node, len(gpu_uuids)),
+        on_demand_price_per_gpu_hour_usd=choice.gpu_model.reference_price_per_gpu_hour_usd,
+        owner=user,
+        team_id=team_id,
+        driver_version=_most_common(device.driver_version for device in members),
+        in_service_from=floor_hour(min(first_seen, since)),
+        description=gettext("Connected from %(url)s on %(date)s UTC.")
+        % {"url": base_url, "date": f"{now:%Y-%m-%d %H:%M}"},
+    )
+    if pool.gpu_count % pool.gpus_per_node:
+        pool.gpus_per_node = 1
+    save_pool(pool)
+    return pool
+
+
+def _place_devices(pool: Pool, members, adopted, *, now) -> None:
+    """New GpuDevice rows for the GPUs gpufleet has not seen, and the unassigned ones it
+    has seen moved in; an adopted GPU's earlier samples then count for the pool."""
+    GpuDevice.objects.bulk_create(
+        [
+            GpuDevice(
+                key=device.key,
+                uuid=device.uuid,
+                gpu_instance_id=device.gpu_instance_id,
+                hostname=device.hostname,
+                gpu_index=device.gpu_index,
+                model_name=device.model_name,
+                driver_version=device.driver_version,
+                mig_profile=device.mig_profile,
+                mig_compute_slices=compute_slices_of_profile(device.mig_profile),
+                pool=pool,
+                assignment=GpuDevice.Assignment.MANUAL,
+                first_seen_at=now,
+                last_seen_at=now,
             )
-            if GpuSample.objects.filter(device__in=adopted).exists():
-                # Their samples from before now count for the pool: its hours are rebuilt.
-                enqueue("telemetry.rollup_pool_history", pool.pk)
-    source = PullSource.objects.filter(kind=PullSource.Kind.PROMETHEUS, url=base_url).first()
-    if source is None:
-        taken_names = set(PullSource.objects.values_list("name", flat=True))
-        name = source_name_for(base_url)
-        number = 2
-        while name in taken_names:
-            name, number = f"{source_name_for(base_url)[:95]} {number}", number + 1
-        source = PullSource.objects.create(
-            name=name,
-            slug=_unique_slug(name, PullSource, set()),
-            kind=PullSource.Kind.PROMETHEUS,
-            url=base_url,
-            username=credentials.username,
-            password=credentials.password,
-            bearer_token=credentials.bearer_token,
-            pulled_until=since,
-            last_pulled_at=now,
-            pull_scope_key=scope.cache_key,
+            for device in members
+        ]
+    )
+    if adopted:
+        GpuDevice.objects.filter(pk__in=[device.pk for device in adopted]).update(
+            pool=pool, assignment=GpuDevice.Assignment.MANUAL
         )
+        if GpuSample.objects.filter(device__in=adopted).exists():
+            # Their samples from before now count for the pool: its hours are rebuilt.
+            enqueue("telemetry.rollup_pool_history", pool.pk)
+
+
+def _pull_source_for(base_url: str, credentials: Credentials, *, scope, since, now):
+    """The Prometheus source that pulls ``base_url``, made when there is none yet."""
+    source = PullSource.objects.filter(kind=PullSource.Kind.PROMETHEUS, url=base_url).first()
+    if source is not None:
+        return source
+    taken_names = set(PullSource.objects.values_list("name", flat=True))
+    name = source_name_for(base_url)
+    number = 2
+    while name in taken_names:
+        name, number = f"{source_name_for(base_url)[:95]} {number}", number + 1
+    return PullSource.objects.create(
+        name=name,
+        slug=_unique_slug(name, PullSource),
+        kind=PullSource.Kind.PROMETHEUS,
+        url=base_url,
+        username=credentials.username,
+        password=credentials.password,
+        bearer_token=credentials.bearer_token,
+        pulled_until=since,
+        last_pulled_at=now,
+        pull_scope_key=scope.cache_key,
+    )
+
+
+def _queue_first_pull(source, base_url: str, pool_ids: list[int], *, user, since) -> ImportRun:
+    """The run of the first pull (the last hour), queued for a worker once committed."""
     run = ImportRun.objects.create(
         kind="gpu",
         format="prometheus",
