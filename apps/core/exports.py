@@ -166,6 +166,26 @@ def pdf_landscape_document(buffer, *, title: str):
     )
 
 
+# The header band of every PDF table: the dashboard's primary blue.
+PDF_HEADER_BLUE = "#206BC4"
+
+
+def pdf_grid(*commands):
+    """The TableStyle every PDF table shares (a blue header row, a hairline grid, cells
+    aligned to their top), plus an export's own ``commands``."""
+    from reportlab.lib import colors
+    from reportlab.platypus import TableStyle
+
+    return TableStyle(
+        [
+            ("BACKGROUND", (0, 0), (-1, 0), colors.HexColor(PDF_HEADER_BLUE)),
+            ("GRID", (0, 0), (-1, -1), 0.25, colors.grey),
+            ("VALIGN", (0, 0), (-1, -1), "TOP"),
+            *commands,
+        ]
+    )
+
+
 def pdf_paragraph(text, style):
     """A Paragraph that shows ``text`` as written."""
     from reportlab.platypus import Paragraph

@@ -26,6 +26,7 @@ from apps.core.exports import (
     XLSX_CONTENT_TYPE,
     CellType,
     Column,
+    pdf_grid,
     pdf_landscape_document,
     pdf_paragraph,
     pdf_table,
@@ -338,7 +339,6 @@ class PdfStyles:
         from reportlab.lib import colors
         from reportlab.lib.enums import TA_RIGHT
         from reportlab.lib.styles import getSampleStyleSheet
-        from reportlab.platypus import TableStyle
 
         sheet = getSampleStyleSheet()
         body = sheet["BodyText"].clone("audit_body", fontSize=9, leading=12)
@@ -350,13 +350,7 @@ class PdfStyles:
             text_cell=text_cell,
             number_cell=text_cell.clone("audit_number_cell", alignment=TA_RIGHT),
             header_cell=text_cell.clone("audit_header_cell", textColor=colors.white),
-            grid=TableStyle(
-                [
-                    ("BACKGROUND", (0, 0), (-1, 0), colors.HexColor("#206BC4")),
-                    ("GRID", (0, 0), (-1, -1), 0.25, colors.grey),
-                    ("VALIGN", (0, 0), (-1, -1), "TOP"),
-                ]
-            ),
+            grid=pdf_grid(),
         )
 
     def table(self, columns: list[Column], rows):

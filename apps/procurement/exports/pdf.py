@@ -9,7 +9,9 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 
 from apps.core.exports import (
+    PDF_HEADER_BLUE,
     Column,
+    pdf_grid,
     pdf_landscape_document,
     pdf_paragraph,
     pdf_string,
@@ -76,7 +78,7 @@ def _bar_chart(labels, values, title, unit):
     chart.valueAxis.valueMin = 0
     chart.valueAxis.labels.fontSize = 7
     chart.valueAxis.labelTextFormat = lambda value: f"{value:,.0f}"
-    chart.bars[0].fillColor = colors.HexColor("#206BC4")
+    chart.bars[0].fillColor = colors.HexColor(PDF_HEADER_BLUE)
     chart.barLabelFormat = lambda value: f"{value:,.0f} {unit}"
     chart.barLabels.fontSize = 7
     chart.barLabels.boxAnchor = "w"
@@ -107,7 +109,7 @@ def _line_chart(points, title, x_label, y_label, marker=None):
     plot = LinePlot()
     plot.x, plot.y, plot.width, plot.height = 60, 35, 620, 130
     plot.data = [points]
-    plot.lines[0].strokeColor = colors.HexColor("#206BC4")
+    plot.lines[0].strokeColor = colors.HexColor(PDF_HEADER_BLUE)
     plot.xValueAxis.labels.fontSize = 7
     plot.yValueAxis.labels.fontSize = 7
     plot.yValueAxis.valueMin = 0
@@ -144,7 +146,6 @@ class Styles:
         from reportlab.lib import colors
         from reportlab.lib.enums import TA_RIGHT
         from reportlab.lib.styles import getSampleStyleSheet
-        from reportlab.platypus import TableStyle
 
         sheet = getSampleStyleSheet()
         small = sheet["BodyText"].clone("small", fontSize=8, leading=10)
@@ -157,15 +158,10 @@ class Styles:
             small=small,
             cell=cell,
             number_cell=cell.clone("number_cell", alignment=TA_RIGHT),
-            grid=TableStyle(
-                [
-                    ("BACKGROUND", (0, 0), (-1, 0), colors.HexColor("#206BC4")),
-                    ("TEXTCOLOR", (0, 0), (-1, 0), colors.white),
-                    ("FONTSIZE", (0, 0), (-1, -1), 7),
-                    ("GRID", (0, 0), (-1, -1), 0.25, colors.grey),
-                    ("ALIGN", (1, 1), (-1, -1), "RIGHT"),
-                    ("VALIGN", (0, 0), (-1, -1), "TOP"),
-                ]
+            grid=pdf_grid(
+                ("TEXTCOLOR", (0, 0), (-1, 0), colors.white),
+                ("FONTSIZE", (0, 0), (-1, -1), 7),
+                ("ALIGN", (1, 1), (-1, -1), "RIGHT"),
             ),
         )
 
