@@ -39,7 +39,7 @@ from apps.telemetry.forms import (
 )
 from apps.telemetry.ingest import kept_uploads
 from apps.telemetry.ingest.checks import hour_of, outside_service_sentences
-from apps.telemetry.ingest.formats import FORMAT_LABELS
+from apps.telemetry.ingest.formats import COMMAND, FORMAT_LABELS, names_of
 from apps.telemetry.models import (
     GpuDevice,
     GpuSample,
@@ -188,6 +188,8 @@ def import_create(request):
         {
             "form": form,
             "kind": kind,
+            # The command line's --format choices, as the registry offers them to it.
+            "command_formats": ",".join(names_of(kind, COMMAND)),
             "kept": form.kept,
             "retry_of": retry_of,
             "kept_hours": round(kept_uploads.kept_for().total_seconds() / 3600),

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from django.urls import reverse
 
 from apps.telemetry.forms import DETECT, GpuImportForm, RequestImportForm
 from apps.telemetry.ingest import formats
@@ -115,6 +116,16 @@ def test_the_import_commands_offer_exactly_the_registered_formats():
         parser = module.Command().create_parser("manage.py", module.__name__.rsplit(".", 1)[1])
         [action] = [action for action in parser._actions if "--format" in action.option_strings]
         assert list(action.choices) == _offered(kind, formats.COMMAND)
+
+
+@pytest.mark.django_db
+def test_the_upload_page_gives_the_command_line_with_the_registered_formats(client, make_user):
+    client.force_login(make_user("lead"))
+    for kind, command in (("gpu", "import_telemetry"), ("requests", "import_requests")):
+        body = client.get(reverse("telemetry:import_create"), {"kind": kind}).content.decode()
+        choices = "{" + ",".join(_offered(kind, formats.COMMAND)) + "}"
+        assert f"manage.py {command} PATH" in body
+        assert f"--format {choices}" in body
 
 
 def test_only_dcgm_is_pulled_and_only_the_generic_csvs_need_a_mapping():
