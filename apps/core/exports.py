@@ -82,11 +82,6 @@ def write_xlsx_cell(sheet, row: int, column: int, value):
     return cell
 
 
-def append_xlsx_row(sheet, row_values) -> list:
-    """``sheet.append(row_values)`` through ``set_xlsx_value``; returns the row's cells."""
-    return xlsx_row(sheet, None, row_values)
-
-
 # --- PDF ----------------------------------------------------------------------------------
 
 

