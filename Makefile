@@ -36,6 +36,12 @@ RUN_ARGS := --host $(HOST) --port $(PORT) $(if $(filter no,$(DEMO)),--without-de
 
 .PHONY: run dev test fuzz install lint format clean backup restore
 
+# Python caches bytecode here even where the machine sets PYTHONDONTWRITEBYTECODE: every
+# process the suite and `make run` start (test workers, Celery, commands) would otherwise
+# compile the project from source, and pytest would rewrite every test module's asserts
+# on each run.
+unexport PYTHONDONTWRITEBYTECODE
+
 $(INSTALLED): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: gpufleet needs Python 3.11 or newer (python3.11+ not found on PATH)"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -22,6 +22,7 @@ from tests.factories import (
     UserFactory,
     WorkloadFactory,
 )
+from tests.flush import use_the_fast_flush
 from tests.waiting import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -79,8 +80,6 @@ _own_redis_database_per_xdist_worker()
 # The OpenID Connect provider of the SSO tests (tests/oidc_provider/).
 pytest_plugins = ["tests.oidc_provider.fixtures"]
 
-TRANSACTIONAL_FIXTURES = {"transactional_db", "live_server"}
-
 
 def _name_each_schemathesis_operation(item):
     """Schemathesis makes one test per API operation, named ``test…[GET /api/v1/…]``, but
@@ -95,103 +94,21 @@ def _name_each_schemathesis_operation(item):
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items):
-    """Transactional tests roll back by serialization: the flush that ends each of them
-    would otherwise also remove what the migrations created (the role groups, the
-    catalog), which every later test relies on. Django restores the post-migration
-    rows from the copy it serializes when it creates the test database.
-
-    Tests with a real Celery worker mostly wait for it, the longest over a minute: they
+    """Tests with a real Celery worker mostly wait for it, the longest over a minute: they
     run first, so that their waits overlap the other xdist worker's tests instead of
     ending the run alone. This hook runs after pytest-django's sort (database tests,
     transactional ones, then the rest), which holds for the others: the sort is stable."""
     for item in items:
         _name_each_schemathesis_operation(item)
-        marker = item.get_closest_marker("django_db")
-        transactional = TRANSACTIONAL_FIXTURES & set(getattr(item, "fixturenames", ()))
-        if marker is not None and marker.kwargs.get("transaction"):
-            transactional = True
-        if transactional:
-            kwargs = {**(marker.kwargs if marker else {}), "transaction": True}
-            kwargs["serialized_rollback"] = True
-            item.add_marker(pytest.mark.django_db(**kwargs), append=False)
-
     items.sort(key=lambda item: item.get_closest_marker("worker") is None)
-
-
-def _is_transactional(item) -> bool:
-    marker = item.get_closest_marker("django_db")
-    return marker is not None and bool(marker.kwargs.get("transaction"))
-
-
-def _uses_db(item) -> bool:
-    fixtures = set(getattr(item, "fixturenames", ()))
-    return item.get_closest_marker("django_db") is not None or "db" in fixtures
-
-
-# Whether a transactional test's flush has emptied the tables since the rows came back.
-FLUSHED = {"tables": False}
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_teardown(item, nextitem):
-    """A transactional test ends with a flush that empties every table; Django puts the
-    migrated rows back when the next transactional test starts. Tests of the other kinds
-    may come between, after the worker tests that run first or in the order an xdist
-    worker is handed them: a database test that follows a flush gets the rows back here,
-    outside the transaction it is rolled back in."""
-    result = yield
-    if _is_transactional(item):
-        FLUSHED["tables"] = True
-    if FLUSHED["tables"] and nextitem is not None and _uses_db(nextitem):
-        if not _is_transactional(nextitem):
-            with DB_BLOCKER["blocker"].unblock():
-                _restore_migrated_rows_if_flushed()
-        FLUSHED["tables"] = False
-    return result
-
-
-# The rows the migrations leave (role groups, catalog, permissions), serialized once.
-MIGRATED_ROWS = {}
-# pytest-django's database blocker, for the teardown hook that runs outside any fixture.
-DB_BLOCKER = {}
 
 
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):
-    """The migrated database, and a copy of its rows kept for serialized rollbacks."""
-    from django.db import connection
-
-    DB_BLOCKER["blocker"] = django_db_blocker
+    """The migrated database; transactional tests end by putting it back as it is now
+    (tests/flush.py), the role groups and the catalog included."""
     with django_db_blocker.unblock():
-        MIGRATED_ROWS["default"] = (
-            getattr(connection, "_test_serialized_contents", None)
-            or connection.creation.serialize_db_to_string()
-        )
-
-
-def _restore_migrated_rows_if_flushed():
-    """Put back the migrated rows, with their ids, when a flush removed them.
-
-    Django keeps the serialized copy on the connection object, and the object in use is
-    not always the one it was stored on: a live-server test driven by Playwright that
-    follows a demo reader finds none. The copy is handed to the connection in use, so
-    Django's own rollback finds it too, and the flush that ends the test leaves the
-    permissions alone (it skips post_migrate when a copy is there).
-    """
-    from django.db import connection
-
-    connection._test_serialized_contents = MIGRATED_ROWS["default"]
-    if not Group.objects.exists():
-        connection.creation.deserialize_db_from_string(MIGRATED_ROWS["default"])
-
-
-@pytest.fixture(autouse=True)
-def migrated_rows(request):
-    """Transactional tests start from the migrated rows like every other test."""
-    marker = request.node.get_closest_marker("django_db")
-    if marker is not None and marker.kwargs.get("transaction"):
-        request.getfixturevalue("transactional_db")
-        _restore_migrated_rows_if_flushed()
+        use_the_fast_flush(["default"])
 
 
 @pytest.fixture(autouse=True)
@@ -293,8 +210,6 @@ def demo_rows(django_db_setup, django_db_blocker):
     from tests.snapshots import capture_added_rows
 
     with django_db_blocker.unblock(), transaction.atomic():
-        # In a transaction rolled back with the capture's.
-        _restore_migrated_rows_if_flushed()
         # Without teams: the tests reading the demo see the whole fleet as any user
         # (tests/showback/test_demo.py seeds the teams and budgets).
         rows = capture_added_rows(
@@ -312,7 +227,6 @@ def demo(db, demo_rows):
     from apps.reports.cache import bump_reports_version
     from tests.snapshots import restore_rows
 
-    _restore_migrated_rows_if_flushed()
     restore_rows(demo_rows)
     # The copied rows bypass the ORM, so nothing tells the reports cache; a write would,
     # and figures cached (or being warmed by a worker) before describe a fleet without them.

@@ -9,14 +9,20 @@ serializers derive it with the same function.
 """
 
 from django.utils.text import slugify
-from pypinyin import lazy_pinyin
 
 
 def slug_from_name(name: str, *, max_length: int = 50) -> str:
     """An ASCII slug of ``name``: pinyin for Han characters, Django's ``slugify`` for the
     rest, cut at ``max_length`` on a word boundary where one is near. Empty when nothing
     in the name can be spelt (punctuation only)."""
-    slug = slugify("-".join(lazy_pinyin(name)))
+    if name.isascii():
+        slug = slugify(name)
+    else:
+        # Imported here: its phrase dictionary takes a second or more to load, which every
+        # process (web, worker, beat, each command) would otherwise pay at start.
+        from pypinyin import lazy_pinyin
+
+        slug = slugify("-".join(lazy_pinyin(name)))
     if len(slug) <= max_length:
         return slug
     cut = slug[:max_length]

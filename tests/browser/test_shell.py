@@ -36,7 +36,9 @@ def _sign_in(page, live_server, user):
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("role_key", ["lead", "ops", "procurement", "reader", "admin"])
+# The demo's roles (lead, ops, procurement, finance, admin) walk every page in Chromium in
+# tests/journey/test_newcomer.py; the read-only role is not among them.
+@pytest.mark.parametrize("role_key", ["reader", "admin"])
 def test_each_role_signs_in_navigates_and_sees_the_chart(
     page, live_server, make_user, demo_fleet, role_key, screenshot_dir
 ):

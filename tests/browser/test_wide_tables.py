@@ -1,5 +1,5 @@
-"""Every list and detail page of the demo fleet fits its window, on a desktop and on a
-phone, in English and Chinese: the page body never scrolls sideways, a table wider than
+"""Every list and detail page of the demo fleet fits its window, in English on a desktop
+and in Chinese on a phone: the page body never scrolls sideways, a table wider than
 its card scrolls only inside its .table-responsive wrapper, and a row's Edit / Delete
 buttons stay in view without scrolling the table."""
 
@@ -120,8 +120,9 @@ def demo_fleet(transactional_db, demo):
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("size", list(SIZES))
-@pytest.mark.parametrize("lang", ["en", "zh-hans"])
+# Each language at one size: English on a desktop, Chinese on a phone, where the labels
+# wrap most.
+@pytest.mark.parametrize(("lang", "size"), [("en", "desktop"), ("zh-hans", "phone")])
 def test_every_page_fits_its_window(
     browser, live_server, make_user, demo_fleet, lang, size, screenshot_dir
 ):
