@@ -15,7 +15,7 @@ FocusVersion and column definitions) that ``manage.py export_focus`` writes as a
 """
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.http import HttpResponse
 from django.utils import timezone
@@ -45,7 +45,7 @@ def timestamp(moment: datetime | None) -> str | None:
     """FOCUS's DateTimeFormat: ISO 8601 in UTC, ``2026-10-01T00:00:00Z``."""
     if moment is None:
         return None
-    return moment.astimezone(timezone.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _provider(pool: Pool) -> str:

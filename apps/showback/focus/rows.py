@@ -89,9 +89,9 @@ class _Fleet:
         everything = Pool.objects.select_related("gpu_model", "team")
         self.pools = {pool.id: pool for pool in everything}
         self.pools_by_slug = {pool.slug: pool for pool in self.pools.values()}
-        self.in_scope = {
-            pool.id for pool in everything.filter(scope.team_filter()).only("id", "team")
-        }
+        self.in_scope = set(
+            Pool.objects.filter(scope.team_filter()).values_list("id", flat=True)
+        )
         self.workloads = {
             workload.slug: workload for workload in Workload.objects.select_related("team", "pool")
         }
