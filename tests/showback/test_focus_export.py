@@ -14,6 +14,10 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
 import pytest
+from django.core.management import CommandError, call_command
+from django.test import Client
+from django.urls import reverse
+from rest_framework.test import APIClient
 
 from apps.accounts.scope import EVERYTHING, Scope
 from apps.core.money import to_cents
@@ -156,10 +160,90 @@ def test_the_csv_is_machine_readable_focus(fleet):
     }
     assert b1["SubAccountId"] == "research" and b1["x_SplitRule"] == "measured"
     # List and contracted cost: the price in force × the GPU-hours, exactly.
-    assert Decimal(b1["ListCost"]) == Decimal(b1["ListUnitPrice"]) * Decimal(
-        b1["PricingQuantity"]
-    )
+    assert Decimal(b1["ListCost"]) == Decimal(b1["ListUnitPrice"]) * Decimal(b1["PricingQuantity"])
     assert Decimal(b1["ListUnitPrice"]) == 3 and Decimal(b1["ConsumedQuantity"]) == 20
     assert metadata()["Schemas"][0]["FocusVersion"] == FOCUS_VERSION == "1.2"
     names = [column["ColumnName"] for column in metadata()["Schemas"][0]["ColumnDefinition"]]
     assert names == list(table[0])
+
+
+# --- API, page and command ---------------------------------------------------------------
+
+
+def _api(user) -> APIClient:
+    api = APIClient()
+    api.force_authenticate(user)
+    return api
+
+
+def test_the_api_answers_csv_for_the_callers_teams(fleet):
+    teams, _pools, _workloads = fleet
+    member = UserFactory(role="reader", teams=[teams["serving"]])
+    response = _api(member).get("/api/v1/exports/focus/?start=2026-03-10&end=2026-03-11")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/csv")
+    assert response["FOCUS-Version"] == "1.2"
+    assert "gpufleet-focus-1.2-2026-03-10-2026-03-11.csv" in response["Content-Disposition"]
+    table = list(csv.DictReader(io.StringIO(response.content.decode())))
+    # Serving's C and the shared B and D; Research's A is out of scope.
+    assert {line["x_PoolSlug"] for line in table} == {"pool-b", "pool-c", "pool-d"}
+    assert sum(Decimal(line["BilledCost"]) for line in table) == _cents(
+        8 * 3 * 24 + 2 * 1 * 24 + 1 * 5 * 24
+    )
+    assert "b1" not in {line["x_Workload"] for line in table}  # Research's, on shared B
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("end=2026-03-11", "start"),
+        ("start=2026-03-10", "end"),
+        ("start=10/03/2026&end=2026-03-11", "start"),
+        ("start=2026-03-11&end=2026-03-10", "end"),
+        ("start=2025-01-01&end=2026-03-10", "end"),
+    ],
+)
+def test_the_api_names_the_field_of_a_bad_range(db, query, field):
+    response = _api(UserFactory(role="reader")).get(f"/api/v1/exports/focus/?{query}")
+    assert response.status_code == 400
+    assert field in response.json()
+
+
+def test_the_api_and_the_page_refuse_anonymous_callers(db):
+    assert APIClient().get(
+        "/api/v1/exports/focus/?start=2026-03-10&end=2026-03-11"
+    ).status_code in (
+        401,
+        403,
+    )
+    response = Client().get(reverse("showback:focus_export") + "?month=2026-03")
+    assert response.status_code == 302 and "login" in response["Location"]
+
+
+def test_the_pages_offer_the_export_of_their_range(fleet, client):
+    teams, _pools, _workloads = fleet
+    client.force_login(UserFactory(role="reader", teams=[teams["research"]]))
+    showback = client.get(reverse("showback:showback") + "?month=2026-03").content.decode()
+    assert f"{reverse('showback:focus_export')}?month=2026-03" in showback
+    report = client.get(
+        reverse("reports:report") + "?start=2026-03-10&end=2026-03-10&group_by=pool"
+    ).content.decode()
+    assert "start=2026-03-10&amp;through=2026-03-10" in report
+    response = client.get(reverse("showback:focus_export") + "?start=2026-03-10&through=2026-03-10")
+    table = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert {line["x_PoolSlug"] for line in table} == {"pool-a", "pool-b", "pool-d"}
+    bad = client.get(reverse("showback:focus_export") + "?start=2026-03-10&end=yesterday")
+    assert bad.status_code == 302
+    assert "End:" in client.get(bad["Location"]).content.decode()
+
+
+def test_the_command_writes_the_dataset_and_its_metadata(fleet, tmp_path):
+    output = tmp_path / "march-10.csv"
+    call_command("export_focus", start="2026-03-10", end="2026-03-11", output=str(output))
+    table = list(csv.DictReader(io.StringIO(output.read_text())))
+    hand_day = sum(gpus * price * 24 for gpus, price in PRICES.values())
+    assert sum(Decimal(line["BilledCost"]) for line in table) == _cents(hand_day)
+    sidecar = json.loads((tmp_path / "march-10.csv.focus-metadata.json").read_text())
+    assert sidecar["Schemas"][0]["FocusVersion"] == "1.2"
+    with pytest.raises(CommandError, match="--start"):
+        call_command("export_focus", start="March", end="2026-03-11", output=str(output))

@@ -186,9 +186,7 @@ def metadata(*, created: datetime | None = None) -> dict:
                         "ColumnName": str(column.header),
                         "DataType": FOCUS_TYPES[str(column.header)],
                         **(
-                            {"ProviderTagPrefixes": [TAG_PREFIX]}
-                            if column.header == "Tags"
-                            else {}
+                            {"ProviderTagPrefixes": [TAG_PREFIX]} if column.header == "Tags" else {}
                         ),
                     }
                     for column in specs

@@ -89,9 +89,7 @@ class _Fleet:
         everything = Pool.objects.select_related("gpu_model", "team")
         self.pools = {pool.id: pool for pool in everything}
         self.pools_by_slug = {pool.slug: pool for pool in self.pools.values()}
-        self.in_scope = set(
-            Pool.objects.filter(scope.team_filter()).values_list("id", flat=True)
-        )
+        self.in_scope = set(Pool.objects.filter(scope.team_filter()).values_list("id", flat=True))
         self.workloads = {
             workload.slug: workload for workload in Workload.objects.select_related("team", "pool")
         }
@@ -325,7 +323,8 @@ def allocate_cents(rows: list[FocusRow]) -> Decimal:
         step = CENT if missing > 0 else -CENT
         # The rows the rounding moved furthest from their cost, in the direction missing.
         order = sorted(
-            rows, key=lambda row: (row.cost_usd - row.billed_usd) * (1 if missing > 0 else -1),
+            rows,
+            key=lambda row: (row.cost_usd - row.billed_usd) * (1 if missing > 0 else -1),
             reverse=True,
         )
         for row in order[:steps]:
