@@ -34,6 +34,7 @@ TAG_PREFIX = "gpufleet/"
 QUANTITY_PLACES = 6
 GPU_HOURS = "GPU-Hours"
 SERVICE_CATEGORY = "AI and Machine Learning"
+SERVICE_SUBCATEGORY = "AI Platforms"
 
 
 def focus_billing_currency() -> str:
@@ -123,11 +124,15 @@ def columns() -> list[Column]:
         _column("ChargeFrequency", lambda row: "Usage-Based"),
         _column("ChargePeriodEnd", lambda row: timestamp(row.charge_end), data_type=moment),
         _column("ChargePeriodStart", lambda row: timestamp(row.charge_start), data_type=moment),
+        # gpufleet has no commitment discounts: null, which FOCUS's usage rules read.
+        _column("CommitmentDiscountStatus", lambda row: None),
         _column("ConsumedQuantity", _quantity, decimal, QUANTITY_PLACES, "Decimal"),
         _column("ConsumedUnit", lambda row: GPU_HOURS if _is_usage(row) else None),
         _column("ContractedCost", _list_cost, money, 2, "Decimal"),
         _column("ContractedUnitPrice", _unit_price, money, 4, "Decimal"),
         _column("EffectiveCost", lambda row: row.billed_usd, money, 2, "Decimal"),
+        # No invoice: the figures are computed, not invoiced.
+        _column("InvoiceId", lambda row: None),
         _column("InvoiceIssuerName", lambda row: _provider(row.pool)),
         _column("ListCost", _list_cost, money, 2, "Decimal"),
         _column("ListUnitPrice", _unit_price, money, 4, "Decimal"),
@@ -142,6 +147,7 @@ def columns() -> list[Column]:
         _column("ResourceType", lambda row: "GPU pool"),
         _column("ServiceCategory", lambda row: SERVICE_CATEGORY),
         _column("ServiceName", lambda row: "GPU pools"),
+        _column("ServiceSubcategory", lambda row: SERVICE_SUBCATEGORY),
         _column("SubAccountId", lambda row: row.team.slug if row.team else None),
         _column("SubAccountName", lambda row: row.team.name if row.team else None),
         _column("Tags", _tags, data_type="JSON"),
