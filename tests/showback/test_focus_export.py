@@ -247,3 +247,14 @@ def test_the_command_writes_the_dataset_and_its_metadata(fleet, tmp_path):
     assert sidecar["Schemas"][0]["FocusVersion"] == "1.2"
     with pytest.raises(CommandError, match="--start"):
         call_command("export_focus", start="March", end="2026-03-11", output=str(output))
+
+
+def test_a_client_accepting_only_csv_gets_the_csv_or_its_error(fleet):
+    api = _api(UserFactory(role="finance"))
+    response = api.get(
+        "/api/v1/exports/focus/?start=2026-03-10&end=2026-03-11", HTTP_ACCEPT="text/csv"
+    )
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    refused = api.get("/api/v1/exports/focus/?start=2026-03-10", HTTP_ACCEPT="text/csv")
+    assert refused.status_code == 400 and "end" in json.loads(refused.content)
+    assert refused["Content-Type"] == "application/json"
