@@ -8,7 +8,10 @@ VERSION="${FOCUS_VALIDATOR_VERSION:-2.2.1}"
 VENV="${FOCUS_VALIDATOR_VENV:-var/focus-validator}"
 STAMP="$VENV/.installed-$VERSION"
 
-if [ -f "$STAMP" ] && "$VENV/bin/focus-validator" --help >/dev/null 2>&1; then
+# The validator writes focus_validator_detailed.log into the directory it runs in: its own.
+answers() { (cd "$VENV" && bin/focus-validator --help >/dev/null 2>&1); }
+
+if [ -f "$STAMP" ] && answers; then
   echo "focus-validator: $VERSION in $VENV"
   exit 0
 fi
@@ -42,6 +45,6 @@ trap 'rm -f "$constraints"' EXIT
 printf 'pyarrow<20\n' >"$constraints"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
   -c "$constraints" "focus-validator==$VERSION" 2> >(grep -v "^WARNING: Location" >&2)
-"$VENV/bin/focus-validator" --help >/dev/null
+answers || { echo "error: focus-validator does not run in $VENV" >&2; exit 1; }
 touch "$STAMP"
 echo "focus-validator: $VERSION in $VENV"
