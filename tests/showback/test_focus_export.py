@@ -258,3 +258,18 @@ def test_a_client_accepting_only_csv_gets_the_csv_or_its_error(fleet):
     refused = api.get("/api/v1/exports/focus/?start=2026-03-10", HTTP_ACCEPT="text/csv")
     assert refused.status_code == 400 and "end" in json.loads(refused.content)
     assert refused["Content-Type"] == "application/json"
+
+
+@pytest.mark.parametrize(
+    ("name", "written"),
+    [
+        ("Training · H100 · Shanghai", "Training - H100 - Shanghai"),
+        ("Équipe Zürich", "Equipe Zurich"),
+        ("训练集群", "the-slug"),
+        ("=cmd", "=cmd"),
+    ],
+)
+def test_focus_string_columns_are_ascii_and_the_x_columns_exact(name, written):
+    from apps.showback.focus.exports import ascii_text
+
+    assert ascii_text(name, "the-slug") == written

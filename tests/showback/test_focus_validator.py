@@ -5,7 +5,9 @@ The validator needs Python 3.12+, so it runs from its own environment, which
 scripts/ensure_focus_validator.sh installs (``make test`` runs it). The month is
 tests/showback/fleet.py's March 2026 (cloud pools split by pod labels and by declared
 GPUs, a shared pool, a pool without workloads, unallocated capacity) with an owned
-bare-metal pool and a cloud provider's name added.
+bare-metal pool and a cloud provider's name added. February is closed, then a price is
+back-dated into it: the file also holds February's frozen rows (one charge period, the
+month) and the adjustment March books for it.
 
 The validator writes a JUnit report (``--output-type unittest``): one test case per rule,
 named ``<rule id> :: <check>``, failed or in error when the rule does not hold. Whether a
@@ -16,21 +18,25 @@ import json
 import os
 import subprocess
 import xml.etree.ElementTree as ET
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
 from apps.pools.models import Deployment
+from apps.pools.prices import record_prices
 from apps.showback.focus.exports import FOCUS_VERSION, focus_csv
 from apps.showback.focus.rows import focus_rows
-from tests.factories import PoolFactory, WorkloadFactory
+from apps.showback.periods import close_month
+from tests.factories import PoolFactory, UserFactory, WorkloadFactory
 from tests.showback.fleet import MONTH_END, MONTH_START, make_fleet
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = Path(os.environ.get("FOCUS_VALIDATOR_VENV", ROOT / "var" / "focus-validator"))
 VALIDATOR = VENV / "bin" / "focus-validator"
 # What gpufleet's data has, so the validator checks the columns that carry it.
+FEBRUARY = datetime(2026, 2, 1, tzinfo=UTC)
 APPLICABILITY = (
     "USAGE_MEASUREMENT_SUPPORTED",
     "SUB_ACCOUNT_SUPPORTED",
@@ -118,6 +124,12 @@ def failed_rules(report: Path) -> tuple[int, dict[str, str]]:
 @pytest.fixture
 def month(db):
     _teams, pools, _workloads = make_fleet()
+    close_month(date(2026, 2, 1), UserFactory(role="finance"))
+    pools["pool-c"].on_demand_price_per_gpu_hour_usd = Decimal(2)
+    record_prices(pools["pool-c"], datetime(2026, 2, 20, tzinfo=UTC))
+    # Names as gpufleet's users write them: the FOCUS columns carry them in ASCII.
+    pools["pool-a"].name = "Training · H100 · Shanghai"
+    pools["pool-a"].save()
     pools["pool-b"].provider = "Example Cloud"
     pools["pool-b"].region = "eu-west-1"
     pools["pool-b"].save()
@@ -135,7 +147,15 @@ def month(db):
         in_service_from=MONTH_START,
     )
     WorkloadFactory(name="Owned job", slug="owned-job", pool=owned, gpu_count=4)
-    return focus_rows(MONTH_START, MONTH_END)
+    rows = focus_rows(FEBRUARY, MONTH_END)
+    assert {row.kind for row in rows} == {
+        "workload",
+        "unallocated",
+        "unattributed",
+        "adjustment",
+    }
+    assert {row.closed_month for row in rows} == {"", "2026-02"}
+    return rows
 
 
 def test_the_validator_finds_no_failed_must_rule(month, tmp_path):

@@ -3,10 +3,11 @@
 The columns are FOCUS 1.2's (``FOCUS_VERSION``): every column the specification makes
 mandatory, the conditional ones gpufleet has the data for (usage, unit prices, resources,
 sub accounts, tags, regions), then gpufleet's own, prefixed ``x_`` as FOCUS asks of custom
-columns. Values stay machine-readable: timestamps in FOCUS's ISO 8601 form, numbers as
-numbers (a negative adjustment is written -5.00, never as text), Tags as a JSON object,
-and a null as an empty cell. Names are data: a name that would start a spreadsheet
-formula gets the pipeline's leading ``'``, as in every export.
+columns. FOCUS's string columns are ASCII, as the validator checks them (``ascii_text``);
+names are exact in the ``x_`` columns. Values stay machine-readable: timestamps in FOCUS's
+ISO 8601 form, numbers as numbers (a negative adjustment is written -5.00, never as
+text), Tags as a JSON object, and a null as an empty cell. Names are data: a name that
+would start a spreadsheet formula gets the pipeline's leading ``'``, as in every export.
 
 A CSV has nowhere to state its version, so the version travels beside it: the
 ``FOCUS-Version`` response header, the file name, and the metadata document
@@ -15,6 +16,7 @@ FocusVersion and column definitions) that ``manage.py export_focus`` writes as a
 """
 
 import json
+import unicodedata
 from datetime import UTC, datetime
 
 from django.http import HttpResponse
@@ -49,11 +51,28 @@ def timestamp(moment: datetime | None) -> str | None:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+# Punctuation gpufleet's names use that has a plain ASCII stand-in.
+ASCII_STAND_INS = str.maketrans({"·": "-", "–": "-", "—": "-", "×": "x", "’": "'", "‘": "'"})
+
+
+def ascii_text(text: str | None, fallback: str | None = None) -> str | None:
+    """``text`` for a FOCUS string column, which the validator requires in ASCII: as it is
+    when it is ASCII; accents dropped and ``ASCII_STAND_INS`` replaced when that is enough;
+    else ``fallback`` (a slug). The exact text is in the ``x_`` columns."""
+    if not text:
+        return fallback
+    if text.isascii():
+        return text
+    folded = unicodedata.normalize("NFKD", text.translate(ASCII_STAND_INS))
+    folded = "".join(char for char in folded if not unicodedata.combining(char))
+    return folded if folded.isascii() else fallback
+
+
 def _provider(pool: Pool) -> str:
     """Who provides the pool's GPUs: the cloud provider of a cloud pool, else gpufleet's
     owner (the installation itself)."""
     if pool.pk and not pool.is_owned and pool.provider:
-        return pool.provider
+        return ascii_text(pool.provider, DATA_GENERATOR)
     return DATA_GENERATOR
 
 
@@ -90,7 +109,11 @@ def _tags(row: FocusRow) -> str:
 
 
 def _description(row: FocusRow) -> str:
-    return f"GPU-hours of {row.pool.name}: {row.label}" if _is_usage(row) else row.label
+    """What the row charges, in ASCII from slugs (the names are in the x_ columns)."""
+    if not _is_usage(row):
+        return f"Adjustment to {row.adjusted_month} of pool {row.pool.slug}"
+    whose = f"workload {row.workload.slug}" if row.workload else row.kind.replace("_", " ")
+    return f"GPU-hours of pool {row.pool.slug}: {whose}"
 
 
 def _text(value: str | None) -> str | None:
@@ -121,7 +144,7 @@ def columns() -> list[Column]:
         _column("ChargeCategory", lambda row: "Usage" if _is_usage(row) else "Adjustment"),
         _column("ChargeClass", lambda row: None if _is_usage(row) else "Correction"),
         _column("ChargeDescription", _description),
-        _column("ChargeFrequency", lambda row: "Usage-Based"),
+        _column("ChargeFrequency", lambda row: "Usage-Based" if _is_usage(row) else "One-Time"),
         _column("ChargePeriodEnd", lambda row: timestamp(row.charge_end), data_type=moment),
         _column("ChargePeriodStart", lambda row: timestamp(row.charge_start), data_type=moment),
         # gpufleet has no commitment discounts: null, which FOCUS's usage rules read.
@@ -140,23 +163,28 @@ def columns() -> list[Column]:
         _column("PricingUnit", lambda row: GPU_HOURS if _is_usage(row) else None),
         _column("ProviderName", lambda row: _provider(row.pool)),
         _column("PublisherName", lambda row: _provider(row.pool)),
-        _column("RegionId", lambda row: _text(row.pool.region)),
-        _column("RegionName", lambda row: _text(row.pool.region)),
+        _column("RegionId", lambda row: ascii_text(row.pool.region)),
+        _column("RegionName", lambda row: ascii_text(row.pool.region)),
         _column("ResourceId", lambda row: f"{DATA_GENERATOR}/pools/{row.pool.slug}"),
-        _column("ResourceName", lambda row: row.pool.name),
+        _column("ResourceName", lambda row: ascii_text(row.pool.name, row.pool.slug)),
         _column("ResourceType", lambda row: "GPU pool"),
         _column("ServiceCategory", lambda row: SERVICE_CATEGORY),
         _column("ServiceName", lambda row: "GPU pools"),
         _column("ServiceSubcategory", lambda row: SERVICE_SUBCATEGORY),
         _column("SubAccountId", lambda row: row.team.slug if row.team else None),
-        _column("SubAccountName", lambda row: row.team.name if row.team else None),
+        _column(
+            "SubAccountName",
+            lambda row: ascii_text(row.team.name, row.team.slug) if row.team else None,
+        ),
         _column("Tags", _tags, data_type="JSON"),
         _column("x_PoolSlug", lambda row: row.pool.slug),
+        _column("x_PoolName", lambda row: row.pool.name),
         _column("x_Deployment", lambda row: _text(row.pool.deployment)),
         _column("x_AllocationKind", lambda row: row.kind),
         _column("x_Workload", lambda row: row.workload.slug if row.workload else None),
         _column("x_AllocationName", lambda row: row.label),
         _column("x_Team", lambda row: row.team.slug if row.team else None),
+        _column("x_TeamName", lambda row: row.team.name if row.team else None),
         _column("x_SplitRule", lambda row: _text(row.split_rule)),
         _column("x_SplitRuleText", lambda row: _text(row.split_rule_text)),
         _column("x_ClosedMonth", lambda row: _text(row.closed_month)),
