@@ -6,7 +6,7 @@ from datetime import UTC, datetime, time, timedelta
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRenderer
+from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.views import APIView
 
 from apps.accounts.scope import scope_of
@@ -48,16 +48,15 @@ class FocusQuerySerializer(serializers.Serializer):
         return attrs
 
 
-class CsvRenderer(BaseRenderer):
-    """Lets a client that accepts only ``text/csv`` be answered: the dataset is an
-    HttpResponse of its own; errors are JSON whatever was accepted (``finalize_response``)."""
+class CsvOrJsonNegotiation(BaseContentNegotiation):
+    """Whatever the client accepts (``text/csv`` only, say): the dataset is an
+    HttpResponse of its own, and an error is JSON, as the schema documents."""
 
-    media_type = "text/csv"
-    format = "csv"
-    charset = "utf-8"
+    def select_parser(self, request, parsers):
+        return parsers[0]
 
-    def render(self, data, accepted_media_type=None, renderer_context=None):
-        return data
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
 
 
 class FocusExportView(APIView):
@@ -66,7 +65,7 @@ class FocusExportView(APIView):
     months as they were frozen; the caller's teams' pools and the shared ones. The rows'
     BilledCost adds up to the cost report of the same range, to the cent."""
 
-    renderer_classes = [JSONRenderer, BrowsableAPIRenderer, CsvRenderer]
+    content_negotiation_class = CsvOrJsonNegotiation
 
     @extend_schema(
         parameters=[FocusQuerySerializer],
@@ -79,13 +78,6 @@ class FocusExportView(APIView):
             400: VALIDATION_ERROR,
         },
     )
-    def finalize_response(self, request, response, *args, **kwargs):
-        # An error is an object, documented as JSON: never written by the CSV renderer.
-        if isinstance(getattr(request, "accepted_renderer", None), CsvRenderer):
-            request.accepted_renderer = JSONRenderer()
-            request.accepted_media_type = JSONRenderer.media_type
-        return super().finalize_response(request, response, *args, **kwargs)
-
     def get(self, request):
         query = FocusQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
