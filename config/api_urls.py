@@ -32,6 +32,7 @@ from apps.showback.api import (
     TeamAuditView,
     TeamViewSet,
 )
+from apps.showback.focus.api import FocusExportView
 from apps.telemetry.api import (
     GpuIngestView,
     PoolHourlyUsageView,
@@ -84,6 +85,7 @@ urlpatterns = [
     path("usage/profile/", UsageProfileView.as_view(), name="api-usage-profile"),
     path("reports/cost/", CostReportView.as_view(), name="api-report-cost"),
     path("showback/", ShowbackView.as_view(), name="api-showback"),
+    path("exports/focus/", FocusExportView.as_view(), name="api-export-focus"),
     path("periods/", PeriodListView.as_view(), name="api-periods"),
     path("periods/<str:month>/close/", PeriodCloseView.as_view(), name="api-period-close"),
     path("periods/<str:month>/reopen/", PeriodReopenView.as_view(), name="api-period-reopen"),

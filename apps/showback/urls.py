@@ -1,6 +1,7 @@
 from django.urls import path
 
 from apps.showback import views
+from apps.showback.focus import views as focus_views
 
 app_name = "showback"
 urlpatterns = [
@@ -12,6 +13,7 @@ urlpatterns = [
     path("teams/<slug:slug>/delete/", views.team_delete, name="team_delete"),
     path("showback/", views.showback_page, name="showback"),
     path("showback/export/", views.showback_export, name="showback_export"),
+    path("showback/export/focus/", focus_views.focus_export, name="focus_export"),
     path("periods/", views.period_list, name="period_list"),
     path("periods/<str:month>/close/", views.period_close, name="period_close"),
     path("periods/<str:month>/reopen/", views.period_reopen, name="period_reopen"),

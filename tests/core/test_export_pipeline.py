@@ -152,12 +152,38 @@ def _procurement(name):
     return {"csv": spreadsheets.build_csv(result), "xlsx": spreadsheets.build_xlsx(result)}
 
 
+def _focus(name):
+    from apps.accounts.models import Team
+    from apps.pools.models import Pool
+    from apps.showback.focus.exports import focus_csv
+    from apps.showback.focus.rows import FocusRow
+
+    day = datetime(2026, 3, 9, tzinfo=UTC)
+    row = FocusRow(
+        pool=Pool(name=name, slug="pool"),
+        kind="adjustment",
+        charge_start=day,
+        charge_end=day,
+        gpu_hours=-2.0,
+        cost_usd=Decimal("-5"),
+        unit_price_usd=Decimal("2.5"),
+        label=name,
+        team=Team(name=name, slug="team"),
+        billed_usd=Decimal("-5.00"),
+    )
+    content = focus_csv([row])
+    # Amounts stay numbers: a negative adjustment is -5.00, never text with a quote.
+    assert "-5.00" in next(csv.reader(io.StringIO(content.splitlines()[1])))
+    return {"csv": content}
+
+
 HOSTILE_FILES = {
     "reports.cost": _cost_report,
     "reports.lendable": _lendable,
     "showback": _showback,
     "showback.audit_bundle": _audit_bundle,
     "procurement.comparison": _procurement,
+    "showback.focus": _focus,
 }
 
 
