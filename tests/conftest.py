@@ -23,6 +23,7 @@ from tests.factories import (
     WorkloadFactory,
 )
 from tests.flush import use_the_fast_flush
+from tests.migrated_template import copy_test_databases_from_a_migrated_template
 from tests.waiting import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -76,6 +77,7 @@ def _own_redis_database_per_xdist_worker():
 
 
 _own_redis_database_per_xdist_worker()
+copy_test_databases_from_a_migrated_template()
 
 # The OpenID Connect provider of the SSO tests (tests/oidc_provider/).
 pytest_plugins = ["tests.oidc_provider.fixtures"]

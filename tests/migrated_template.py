@@ -1,0 +1,74 @@
+"""Each pytest-xdist process's test database, copied from one migrated template.
+
+pytest-django gives every xdist process a test database of its own and migrates each
+from nothing: the same minute of work repeated per process, while the processes compete
+for the same two cores. Here the first process to ask migrates a template database
+(``test_<name>_migrated``) and every process's database is a copy of it (PostgreSQL's
+``CREATE DATABASE … TEMPLATE``, a file copy). The template is kept between runs and
+migrated again only when the migrations differ from those it was built by: a digest of
+every migration file is its comment. An advisory lock makes the others wait while one
+builds it.
+"""
+
+import hashlib
+import re
+from pathlib import Path
+
+from django.apps import apps
+from django.conf import settings
+from django.db.backends.postgresql.creation import DatabaseCreation
+
+_create_test_db_by_migrating = DatabaseCreation.create_test_db
+
+
+def _migrations_digest() -> str:
+    digest = hashlib.sha256()
+    for app in sorted(apps.get_app_configs(), key=lambda app: app.label):
+        folder = Path(app.path) / "migrations"
+        for path in sorted(folder.glob("*.py")) if folder.is_dir() else ():
+            digest.update(f"{app.label}/{path.name}\n".encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _template_comment(cursor, template: str) -> str | None:
+    cursor.execute(
+        "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s",
+        [template],
+    )
+    row = cursor.fetchone()
+    return None if row is None else (row[0] or "")
+
+
+def create_test_db(self, verbosity=1, autoclobber=False, serialize=True, keepdb=False):
+    name = self._get_test_db_name()
+    template = re.sub(r"_gw\d+$", "", name) + "_migrated"
+    if keepdb or serialize:
+        return _create_test_db_by_migrating(self, verbosity, autoclobber, serialize, keepdb)
+    quote = self.connection.ops.quote_name
+    digest = _migrations_digest()
+    with self._nodb_cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(hashtext(%s))", [template])
+        try:
+            if _template_comment(cursor, template) != digest:
+                test_settings = self.connection.settings_dict["TEST"]
+                test_settings["NAME"], original_name = template, test_settings["NAME"]
+                try:
+                    _create_test_db_by_migrating(self, verbosity, True, False, False)
+                finally:
+                    test_settings["NAME"] = original_name
+                self.connection.close()
+                cursor.execute(f"COMMENT ON DATABASE {quote(template)} IS %s", [digest])
+            cursor.execute(f"DROP DATABASE IF EXISTS {quote(name)}")
+            cursor.execute(f"CREATE DATABASE {quote(name)} TEMPLATE {quote(template)}")
+        finally:
+            cursor.execute("SELECT pg_advisory_unlock(hashtext(%s))", [template])
+    self.connection.close()
+    settings.DATABASES[self.connection.alias]["NAME"] = name
+    self.connection.settings_dict["NAME"] = name
+    self.connection.ensure_connection()
+    return name
+
+
+def copy_test_databases_from_a_migrated_template() -> None:
+    DatabaseCreation.create_test_db = create_test_db
