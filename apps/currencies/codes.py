@@ -5,6 +5,7 @@ exchange rates and ``REPORTING_CURRENCY`` are checked against."""
 from functools import cache
 
 from babel.numbers import get_currency_name, get_currency_symbol, list_currencies
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.utils.translation import get_language, gettext
 
@@ -57,3 +58,8 @@ def currency_choices() -> list[tuple[str, str]]:
 
 def currency_symbol(code: str) -> str:
     return get_currency_symbol(code, locale="en")
+
+
+def reporting_currency() -> str:
+    """The installation's reporting currency (``REPORTING_CURRENCY``)."""
+    return settings.REPORTING_CURRENCY

@@ -170,23 +170,23 @@ def paid_hours_full_price_usd(
             (period.effective_from, price_split(period), period.currency)
             for period in periods.get(pool.id, [])
         ]
-        for month_start in months:
-            in_force = [step for step in steps if step[0] <= month_start]
-            if in_force and all(step[0] != month_start for step in steps):
-                latest = max(in_force, key=lambda step: step[0])
-                steps.append((month_start, latest[1], latest[2]))
-        steps.sort(key=lambda step: step[0])
-        total, splits = Decimal(0), set()
-        reporting_total, reporting_splits, missing = Decimal(0), set(), set()
+        pieces = []  # (from, until, split, currency) of the paid hours
         for index, (start, split, currency) in enumerate(steps):
             until = steps[index + 1][0] if index + 1 < len(steps) else finish
-            hours = (min(until, finish) - max(start, begin)) / ONE_HOUR
-            if hours <= 0:
-                continue
+            low, high = max(start, begin), min(until, finish)
+            for cut in [cut for cut in months if low < cut < high]:
+                pieces.append((low, cut, split, currency))
+                low = cut
+            if high > low:
+                pieces.append((low, high, split, currency))
+        total, splits = Decimal(0), set()
+        reporting_total, reporting_splits, missing = Decimal(0), set(), set()
+        for low, high, split, currency in pieces:
+            hours = (high - low) / ONE_HOUR
             if conversion is None:
                 usd, reporting = split, split
             else:
-                month = month_of(max(start, begin))
+                month = month_of(low)
                 usd = _converted_split(split, currency, month, USD, conversion, missing)
                 reporting = _converted_split(
                     split, currency, month, conversion.reporting, conversion, missing

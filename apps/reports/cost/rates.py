@@ -18,9 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
 
-from django.conf import settings
-
-from apps.currencies.codes import USD
+from apps.currencies.codes import USD, reporting_currency
 from apps.currencies.rates import rates_of
 from apps.reports.models import ClosedMonth
 from apps.reports.span import Span
@@ -32,10 +30,6 @@ AUTO = object()
 def currencies_of(periods: dict) -> set[str]:
     """The currencies of the price periods (``price_periods_of``)."""
     return {period.currency for pool_periods in periods.values() for period in pool_periods}
-
-
-def reporting_currency() -> str:
-    return settings.REPORTING_CURRENCY
 
 
 def month_of(moment: datetime) -> date:

@@ -95,6 +95,10 @@ class CostRow:
         return bool(self.missing_rates)
 
     @property
+    def missing_rates_sorted(self) -> list[tuple]:
+        return sorted(self.missing_rates, key=lambda item: (item[1], item[0]))
+
+    @property
     def utilization_pct(self) -> float | None:
         return costmodel.ratio_or_none(self.busy_gpu_hours, self.measured_capacity_gpu_hours, 100)
 
