@@ -269,3 +269,23 @@ def test_the_pool_api_and_form_take_an_iso_4217_currency(make_user, gpu_model):
     )
     assert response.status_code == 400
     assert "currency" in response.json()
+
+
+@pytest.mark.django_db
+def test_a_scenario_takes_the_months_rate_unless_one_is_typed():
+    from django.utils import timezone
+
+    from apps.procurement.models import Scenario
+
+    this_month = timezone.now().date().replace(day=1)
+    scenario = Scenario.objects.create(name="Shanghai", slug="shanghai", currency="CNY")
+    assert scenario.exchange_rate is None  # none recorded: never 1
+    _rate(this_month, "CNY", "7.2")
+    scenario = Scenario.objects.get(pk=scenario.pk)
+    assert scenario.exchange_rate == Decimal("7.2")
+    assert this_month.strftime("%Y-%m") in scenario.exchange_rate_source
+    scenario.usd_exchange_rate = Decimal("7.0")
+    scenario.save()
+    scenario = Scenario.objects.get(pk=scenario.pk)
+    assert scenario.exchange_rate == Decimal("7.0")
+    assert scenario.exchange_rate_source == "typed on the scenario"
