@@ -1,3 +1,4 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.core.serializers import StrictModelSerializer
@@ -6,6 +7,7 @@ from apps.currencies.models import ExchangeRate
 from apps.currencies.services import parse_month
 
 
+@extend_schema_field({"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}$", "example": "2026-10"})
 class MonthField(serializers.Field):
     """A month as ``YYYY-MM`` (its first day is stored)."""
 

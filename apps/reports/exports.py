@@ -78,6 +78,10 @@ COLUMNS = (
         _("Cost per effective training GPU-hour (USD)"), "cost_per_effective_training_gpu_hour_usd"
     ),
     _amount(_("Interruption cost (USD)"), "interruption_cost_usd"),
+    # The cost in the installation's reporting currency, named in the next column.
+    _amount(_("Cost (reporting currency)"), "cost"),
+    _text(_("Currency"), "currency"),
+    _text(_("Missing exchange rates"), "missing_exchange_rates"),
 )
 
 
