@@ -79,7 +79,15 @@ def import_rates_csv(data: bytes | str, user=None) -> ImportResult:
         )
     seen, parsed = {}, []
     for line, raw in enumerate(reader, start=2):
-        row = {(key or "").strip(): (value or "").strip() for key, value in raw.items()}
+        if None in raw:
+            raise RateImportError(
+                gettext(
+                    "Line %(line)s: more fields than the header's %(count)s (a decimal comma? "
+                    "write rates with a point, e.g. 7.1088)."
+                )
+                % {"line": line, "count": len(header)}
+            )
+        row = {key.strip(): (value or "").strip() for key, value in raw.items() if key}
         month = parse_month(row.get("month"))
         if month is None:
             raise RateImportError(
