@@ -163,6 +163,8 @@ class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.Mod
             label=self.fields["currency"].label,
             choices=currency_choices(),
             initial=self.instance.currency or USD,
+            # Left out of a post: the pool's currency stays as it is (USD for a new pool).
+            required=False,
             help_text=gettext(
                 "The currency the prices below are typed in; costs are converted at each "
                 "month's exchange rate."
@@ -182,6 +184,9 @@ class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.Mod
                 "help": self.fields[name].help_text,
                 "zone": zone,
             }
+
+    def clean_currency(self):
+        return self.cleaned_data.get("currency") or self.instance.currency or USD
 
     def clean_timezone(self):
         return self.cleaned_data.get("timezone") or "UTC"
