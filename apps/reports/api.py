@@ -141,6 +141,10 @@ class CostRowSerializer(serializers.Serializer):
         help_text="Exchange rates missing to convert the row's amounts: the amounts they "
         "would convert are left out of every money figure, which is then incomplete.",
     )
+    missing_exchange_rates = serializers.CharField(
+        allow_null=True,
+        help_text="null, or missing_rates as text, e.g. “CNY 2026-04”, as the CSV export writes them.",
+    )
     split_rule = serializers.ChoiceField(
         choices=["", "measured", "declared", "scaled_down", "not_running", "unallocated"]
         + ["unattributed"],

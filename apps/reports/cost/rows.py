@@ -193,7 +193,8 @@ class CostRow:
             "missing_rates": missing_text(self.missing_rates),
             "missing_exchange_rates": ", ".join(
                 f"{item['currency']} {item['month']}" for item in missing_text(self.missing_rates)
-            ),
+            )
+            or None,
             "split_rule": self.split_rule,
             "split_rule_text": self.split_rule_text,
             "split_scaled_down": self.split_scaled_down,
