@@ -143,7 +143,8 @@ class CostRowSerializer(serializers.Serializer):
     )
     missing_exchange_rates = serializers.CharField(
         allow_null=True,
-        help_text="null, or missing_rates as text, e.g. “CNY 2026-04”, as the CSV export writes them.",
+        help_text="null, or missing_rates as text, e.g. “CNY 2026-04”, as the CSV export "
+        "writes them.",
     )
     split_rule = serializers.ChoiceField(
         choices=["", "measured", "declared", "scaled_down", "not_running", "unallocated"]
