@@ -289,3 +289,19 @@ def test_a_scenario_takes_the_months_rate_unless_one_is_typed():
     scenario = Scenario.objects.get(pk=scenario.pk)
     assert scenario.exchange_rate == Decimal("7.0")
     assert scenario.exchange_rate_source == "typed on the scenario"
+
+
+@pytest.mark.django_db
+def test_the_daily_chart_converts_a_cny_pools_day_at_its_months_rate(gpu_model):
+    """10 March: 4 GPUs × 10 measured hours × ¥21.50 = ¥860 ÷ 7.1 = $121.13."""
+    from apps.reports.cost.daily import daily_split
+
+    pool = _pool(gpu_model, "CNY", CNY_PRICE)
+    _telemetry(pool, START, END)
+    _rate(MARCH, "CNY", "7.1")
+    day = datetime(2026, 3, 10, tzinfo=UTC)
+    split = daily_split(day, day + timedelta(days=1))
+    assert to_cents(split.measured_cost_usd[Purpose.TRAINING][0]) == to_cents(
+        Decimal(860) / Decimal("7.1")
+    )
+    assert not split.missing_rates
