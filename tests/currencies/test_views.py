@@ -87,3 +87,16 @@ def test_the_pool_page_shows_its_currency_with_the_unit(client, make_user, gpu_m
     assert "prices in CNY / GPU-hour" in page
     form = client.get(reverse("pools:pool_edit", kwargs={"slug": pool.slug})).content.decode()
     assert 'name="currency"' in form and "(pool currency)" in form
+
+
+@pytest.mark.django_db
+def test_pages_name_a_missing_rate_with_a_link_to_add_it(client, finance, gpu_model):
+    from tests.factories import PoolFactory
+
+    PoolFactory(name="Shanghai", slug="shanghai", gpu_model=gpu_model, currency="CNY")
+    link = reverse("currencies:exchangerate_create") + "?currency=CNY&amp;month=2026-04"
+    report = client.get(reverse("reports:report"), {"start": "2026-04-01", "end": "2026-04-02"})
+    assert "Incomplete: exchange rates are missing" in report.content.decode()
+    assert link in report.content.decode()
+    showback = client.get(reverse("showback:showback"), {"month": "2026-04"})
+    assert link in showback.content.decode()
