@@ -219,9 +219,7 @@ def live_showback(start: datetime, end: datetime) -> Showback:
     missing = set()
     for row in pool_rows.values():
         missing |= row.missing_rates
-    return Showback(
-        start, end, teams, unattributed, pools, pool_cost_usd, workload_rows, missing
-    )
+    return Showback(start, end, teams, unattributed, pools, pool_cost_usd, workload_rows, missing)
 
 
 def teams_in_scope(scope):
