@@ -13,6 +13,7 @@ from apps.backups.api import (
     WorkloadAtRiskView,
 )
 from apps.catalog.api import GpuModelViewSet, ModelArchitectureViewSet
+from apps.currencies.api import ExchangeRateViewSet
 from apps.pilots.api import PilotResultViewSet
 from apps.pools.api import MemoryEstimateView, PoolViewSet, WorkloadViewSet
 from apps.procurement.api import CapacityMixEstimateView, ScenarioViewSet
@@ -49,6 +50,7 @@ router.register("workloads", WorkloadViewSet, basename="workload")
 router.register("gpu-models", GpuModelViewSet, basename="gpu-model")
 router.register("model-architectures", ModelArchitectureViewSet, basename="model-architecture")
 router.register("scenarios", ScenarioViewSet, basename="scenario")
+router.register("exchange-rates", ExchangeRateViewSet, basename="exchange-rate")
 router.register("interruptions", InterruptionViewSet, basename="interruption")
 router.register("backup-policies", BackupPolicyViewSet, basename="backup-policy")
 router.register("backup-versions", BackupVersionViewSet, basename="backup-version")

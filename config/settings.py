@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "apps.core",
     "apps.accounts",
     "apps.catalog",
+    "apps.currencies",
     "apps.pools",
     "apps.telemetry",
     "apps.pilots",
@@ -519,6 +520,10 @@ STALLED_RUN_REAPERS = [
 REPORTS_WARM_UP = env.bool("REPORTS_WARM_UP", default=True)
 # Lendable off-peak capacity of inference pools (apps/reports/lending/capacity.py): the GPUs kept
 # back above the measured 95th percentile, as a share of the pool's GPUs rounded up.
+# The currency pages, exports, budgets, alerts and /metrics speak in (ISO 4217): each pool's
+# costs are converted from its own currency through US dollars at the month's rates
+# (apps/currencies).
+REPORTING_CURRENCY = env.str("REPORTING_CURRENCY", default="USD").strip().upper()
 LENDING_SAFETY_MARGIN_PCT = env.int("LENDING_SAFETY_MARGIN_PCT", default=10)
 # Raw GPU samples are kept this long; hourly rollups forever.
 TELEMETRY_RAW_RETENTION_DAYS = env.int("TELEMETRY_RAW_RETENTION_DAYS", default=14)

@@ -42,7 +42,7 @@ ROLE_GROUP_NAMES = {
     "lead": TECHNICAL_LEAD.name,
     "ops": OPS.name,
     "procurement": PROCUREMENT.name,
-    "finance": FINANCE.name,  # reads every team's objects, changes nothing
+    "finance": FINANCE.name,  # reads every team's objects, closes months, keeps exchange rates
     "reader": None,  # signed in, no role: reads everything, changes nothing
     "admin": None,  # superuser
 }

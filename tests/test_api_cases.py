@@ -13,7 +13,7 @@ without a row fails ``test_every_router_viewset_has_a_case``.
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import date, timedelta
 from decimal import Decimal
 
 import pytest
@@ -57,6 +57,15 @@ def _interruption(team):
     )
 
 
+def _exchange_rate(team):
+    from apps.currencies.models import ExchangeRate
+
+    month = ExchangeRate.objects.count() + 1
+    return ExchangeRate.objects.create(
+        month=date(2026, month, 1), currency="CNY", units_per_usd=Decimal("7.1")
+    )
+
+
 def _audit_event(team):
     from apps.accounts.models import AuditEvent
 
@@ -87,6 +96,7 @@ CASES = [
     Case("pool", lambda team: PoolFactory(team=team)),
     Case("workload", _workload),
     Case("gpu-model", lambda team: GpuModelFactory(), scoped=False),
+    Case("exchange-rate", _exchange_rate, scoped=False, lookup=lambda obj: obj.pk),
     Case("model-architecture", lambda team: ModelArchitectureFactory(), scoped=False),
     Case("scenario", lambda team: ScenarioFactory(demand_pool=PoolFactory(team=team), team=team)),
     Case("interruption", _interruption, lookup=lambda obj: obj.pk),

@@ -77,6 +77,10 @@ ROUTES = {
     "pilots:pilot_list": ("workload", EVERYONE),
     "pilots:workload_fit": ("workload", EVERYONE),
     "pilots:pilot_delete": ("pilot_result", "pilots.delete_pilotresult"),
+    "currencies:exchangerate_list": (None, EVERYONE),
+    "currencies:exchangerate_create": (None, "currencies.add_exchangerate"),
+    "currencies:exchangerate_edit": ("exchange_rate", "currencies.change_exchangerate"),
+    "currencies:exchangerate_delete": ("exchange_rate", "currencies.delete_exchangerate"),
     "catalog:gpu_model_list": (None, EVERYONE),
     "catalog:gpu_model_detail": ("gpu_model", EVERYONE),
     "catalog:gpu_model_create": (None, "catalog.add_gpumodel"),
@@ -171,6 +175,8 @@ API_ROUTES = {
     "api-reconciliation": None,
     "scenario-list": None,
     "scenario-detail": "scenario",
+    "exchange-rate-list": None,
+    "exchange-rate-detail": "exchange_rate_api",
     "backup-policy-list": None,
     "backup-policy-detail": "backup_policy_api",
     "backup-version-list": None,
@@ -236,6 +242,7 @@ EXCLUDED = {
     "favicon": "a public redirect to the site's icon; covered by tests/core/test_favicon.py",
     "set_language": "public POST that sets the language cookie; covered by tests/core/test_i18n.py",
     "reports:recompute_create": "POST-only; covered by tests/reports/test_views.py",
+    "currencies:exchangerate_import": "POST-only; covered by tests/currencies/test_views.py",
     "telemetry:device_assign": "POST-only; covered by tests/telemetry/test_views.py",
     "pools:pool_archive": "POST-only; every role covered by tests/pools/test_archive.py",
     "pools:pool_restore": "POST-only; every role covered by tests/pools/test_archive.py",
@@ -339,6 +346,13 @@ def _url(name, kind, *, pool, workload, user):
         return reverse(name, kwargs={"slug": source.slug})
     if kind == "gpu_model":
         return reverse(name, kwargs={"slug": pool.gpu_model.slug})
+    if kind in ("exchange_rate", "exchange_rate_api"):
+        from apps.currencies.models import ExchangeRate
+
+        rate, _created = ExchangeRate.objects.get_or_create(
+            month=date(2026, 1, 1), currency="CNY", defaults={"units_per_usd": "7.1"}
+        )
+        return reverse(name, kwargs={"pk": rate.pk})
     if kind == "interruption":
         interruption = Interruption.objects.create(
             workload=workload, occurred_at=timezone.now(), cause="hardware", restart_minutes=5

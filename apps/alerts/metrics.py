@@ -5,6 +5,9 @@ gpufleet's own gauges, computed at each scrape in a dozen SQL aggregates.
   24 h, the report's figure (no series for a pool without telemetry in those hours);
 - ``gpufleet_pool_idle_cost_usd{pool,window}``: idle cost over the last 24 h, 7 d and
   30 d, as the Reports page and the pool list compute it;
+- ``gpufleet_pool_idle_cost{pool,window,currency}``: the same in the reporting currency
+  (``REPORTING_CURRENCY``), each month's hours at that month's exchange rates; an hour
+  whose rate is missing is left out of both (never converted at 1);
 - ``gpufleet_drills_overdue`` and ``gpufleet_drills_failing``: backup policies whose
   restore drill is overdue, or whose latest drill failed;
 - ``gpufleet_telemetry_lag_seconds{source}``: per enabled pull source, the age of the
@@ -49,6 +52,7 @@ from apps.alerts import registry as rule_registry
 from apps.alerts.models import Alert
 from apps.backups.services import overdue_and_failing_summary
 from apps.core.models import OutboxTask
+from apps.currencies.codes import reporting_currency
 from apps.pools.models import Pool
 from apps.reports.cost import costmodel
 from apps.reports.cost.pool_usage import UsageTotals, pool_usage_totals
@@ -111,6 +115,12 @@ def pool_figures(now) -> Iterable[Metric]:
         "Idle cost of the pool over the window, USD: measured cost × (1 − busy ÷ measured).",
         labels=["pool", "window"],
     )
+    reporting = GaugeMetricFamily(
+        "gpufleet_pool_idle_cost",
+        "Idle cost of the pool over the window in the reporting currency (label currency).",
+        labels=["pool", "window", "currency"],
+    )
+    currency = reporting_currency()
     for window, length in IDLE_COST_WINDOWS:
         totals = (
             day
@@ -119,18 +129,21 @@ def pool_figures(now) -> Iterable[Metric]:
         )
         for pool in pools:
             usage = totals.get(pool.pk, UsageTotals())
-            idle.add_metric(
-                [pool.slug, window],
-                # The exposition format's samples are floats.
-                float(
-                    costmodel.idle_cost_usd(
-                        usage.measured_cost_usd,
-                        usage.busy_gpu_hours,
-                        usage.measured_capacity_gpu_hours,
-                    )
-                ),
-            )
+            for family_, labels, cost in (
+                (idle, [pool.slug, window], usage.measured_cost_usd),
+                (reporting, [pool.slug, window, currency], usage.measured_cost),
+            ):
+                family_.add_metric(
+                    labels,
+                    # The exposition format's samples are floats.
+                    float(
+                        costmodel.idle_cost_usd(
+                            cost, usage.busy_gpu_hours, usage.measured_capacity_gpu_hours
+                        )
+                    ),
+                )
     yield idle
+    yield reporting
 
 
 @family

@@ -19,6 +19,8 @@ NAVIGATION = (
 )
 # Shown to those who close months (Finance, superusers).
 CLOSED_MONTHS = (_("Closed months"), "showback:period_list", ("showback:period_",))
+# Kept by the same people (everyone reads the page: the report's warnings link to it).
+EXCHANGE_RATES = (_("Exchange rates"), "currencies:exchangerate_list", ("currencies:",))
 
 
 def navigation(request):
@@ -30,7 +32,7 @@ def navigation(request):
         # permission reads the user's groups.
         shown = NAVIGATION
         if user is not None and user.is_authenticated and user.has_perm("reports.close_month"):
-            shown = (*NAVIGATION, CLOSED_MONTHS)
+            shown = (*NAVIGATION, CLOSED_MONTHS, EXCHANGE_RATES)
         return [
             (label, url_name, current.startswith(prefixes)) for label, url_name, prefixes in shown
         ]

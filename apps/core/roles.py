@@ -116,9 +116,15 @@ PROCUREMENT = Role(
 FINANCE = Role(
     name=gettext_noop("Finance"),
     description=gettext_noop(
-        "Reads the costs, budgets and showback of every team and closes months."
+        "Reads the costs, budgets and showback of every team, closes months and keeps "
+        "the exchange rates."
     ),
-    permissions=("reports.close_month",),
+    permissions=(
+        "reports.close_month",
+        "currencies.add_exchangerate",
+        "currencies.change_exchangerate",
+        "currencies.delete_exchangerate",
+    ),
 )
 ROLES = (TECHNICAL_LEAD, OPS, PROCUREMENT, FINANCE)
 # Roles whose holders see every team's objects (superusers do too); the others see their

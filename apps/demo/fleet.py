@@ -29,6 +29,15 @@ PRICE_CUT_POOL = "train-burst-h100-us"
 PRICE_CUT_USD = (Decimal("3.29"), Decimal("2.99"))
 OWNED_DEFAULTS = {"amortisation_months": 48, "pue": Decimal("1.30")}
 
+# The demo's CNY per USD, one rate a month, cycling through these: illustrative figures
+# in the range of the People's Bank of China's monthly averages of the CNY central parity
+# in 2024–2025 (about 7.10–7.20 CNY per USD). A real installation records each month's
+# published average on the exchange rates page.
+DEMO_CNY_PER_USD = (Decimal("7.1780"), Decimal("7.1650"), Decimal("7.1420"), Decimal("7.1190"))
+DEMO_RATE_SOURCE = (
+    "Demo figure, in the range of the PBOC's monthly average CNY central parity (2024–2025)"
+)
+
 # Pools of every purpose and deployment. Cloud prices: Lambda's list prices in SkyPilot's
 # catalog (apps/catalog/data/) where it has the GPU, else a plausible regional price.
 DEMO_POOLS = (
@@ -47,10 +56,13 @@ DEMO_POOLS = (
         "interconnect": Interconnect.NVLINK_INFINIBAND,
         **PINNED_H100,
         **OWNED_DEFAULTS,
-        "purchase_price_per_gpu_usd": Decimal("30000"),
-        "power_price_per_kwh_usd": Decimal("0.0900"),
-        "operations_per_month_usd": Decimal("40000"),
-        "colocation_per_month_usd": Decimal("25000"),
+        # Bought and run in Shanghai, so priced in yuan (CNY): the prices below are CNY,
+        # converted at DEMO_CNY_PER_USD's monthly rates (apps/currencies).
+        "currency": "CNY",
+        "purchase_price_per_gpu_usd": Decimal("215000"),
+        "power_price_per_kwh_usd": Decimal("0.6500"),
+        "operations_per_month_usd": Decimal("286000"),
+        "colocation_per_month_usd": Decimal("179000"),
         "description": "Pre-training and full fine-tunes. NVLink within nodes, InfiniBand across.",
     },
     {

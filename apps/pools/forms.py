@@ -6,6 +6,7 @@ from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.core.forms import SectionedFormMixin, SlugFromNameMixin, TablerFormMixin
+from apps.currencies.codes import USD, currency_choices
 from apps.pools.models import (
     PRICE_INPUT_FIELDS,
     TRAINING_KINDS,
@@ -49,6 +50,7 @@ POOL_SECTIONS = (
             "slug",
             "purpose",
             "deployment",
+            "currency",
             "provider",
             "region",
             "compliance_zone",
@@ -157,6 +159,22 @@ class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.Mod
             # A new pool's prices run from its service start.
             del self.fields["price_effective_from"]
         limit_team_field(self.fields["team"], scope, empty_label=gettext("Shared (no team)"))
+        self.fields["currency"] = forms.TypedChoiceField(
+            label=self.fields["currency"].label,
+            choices=currency_choices(),
+            initial=self.instance.currency or USD,
+            # Left out of a post: the pool's currency stays as it is (USD for a new pool).
+            required=False,
+            help_text=gettext(
+                "The currency the prices below are typed in; costs are converted at each "
+                "month's exchange rate."
+            ),
+        )
+        # The price fields are in the pool's currency, whatever their stored names say.
+        for name in PRICE_INPUT_FIELDS:
+            field = self.fields.get(name)
+            if field is not None and "(USD)" in str(field.label):
+                field.label = str(field.label).replace("(USD)", gettext("(pool currency)"))
         self.fields["timezone"].required = False  # left empty: UTC, as the model defaults
         # Left empty: from now on, as a pool registered today starts being paid today.
         self.fields["in_service_from"].required = False
@@ -166,6 +184,9 @@ class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.Mod
                 "help": self.fields[name].help_text,
                 "zone": zone,
             }
+
+    def clean_currency(self):
+        return self.cleaned_data.get("currency") or self.instance.currency or USD
 
     def clean_timezone(self):
         return self.cleaned_data.get("timezone") or "UTC"

@@ -18,6 +18,7 @@ from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
 from apps.core import money
+from apps.currencies.codes import validate_currency
 from apps.pools import costing
 from apps.pools.choices import (  # noqa: F401 (the models' choices, read with them)
     ONLINE_INFERENCE_KINDS,
@@ -136,7 +137,17 @@ class Pool(models.Model):
     )
     description = models.TextField(_("description"), blank=True)
 
-    # Cost inputs: cloud pools fill a price, owned pools their purchase and running costs.
+    # Cost inputs: cloud pools fill a price, owned pools their purchase and running costs,
+    # in the pool's currency (the fields' "_usd" names are kept for the API's sake).
+    # The currency of the pool's prices (each price period keeps the one it was typed in:
+    # a change of currency is a change of prices, in force from the hour it names).
+    currency = models.CharField(
+        _("currency"),
+        max_length=3,
+        default="USD",
+        validators=[validate_currency],
+        help_text=_("ISO 4217 code of the pool's prices, e.g. USD or CNY."),
+    )
     on_demand_price_per_gpu_hour_usd = _money(_("On-demand price per GPU-hour (USD)"))
     reserved_price_per_gpu_hour_usd = _money(_("Reserved price per GPU-hour (USD)"))
     reserved_term_months = models.PositiveIntegerField(
@@ -360,6 +371,7 @@ class Pool(models.Model):
 
 # The cost inputs a price period records (the pool's deployment decides which count).
 PRICE_INPUT_FIELDS = (
+    "currency",
     "deployment",
     "on_demand_price_per_gpu_hour_usd",
     "reserved_price_per_gpu_hour_usd",
@@ -389,6 +401,14 @@ class PoolPricePeriod(models.Model):
     )
     effective_from = models.DateTimeField(_("Prices in force from"))
     deployment = models.CharField(_("deployment"), max_length=20, choices=Deployment.choices)
+    # The currency the period's prices are in: it governs the hours the period prices.
+    currency = models.CharField(
+        _("currency"),
+        max_length=3,
+        default="USD",
+        validators=[validate_currency],
+        help_text=_("ISO 4217 code of the pool's prices, e.g. USD or CNY."),
+    )
     on_demand_price_per_gpu_hour_usd = _money(_("On-demand price per GPU-hour (USD)"))
     reserved_price_per_gpu_hour_usd = _money(_("Reserved price per GPU-hour (USD)"))
     reserved_term_months = models.PositiveIntegerField(

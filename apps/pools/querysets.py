@@ -32,7 +32,9 @@ class PoolQuerySet(ArchivableQuerySet):
         )
 
     def totals(self) -> dict:
-        """GPUs and price per hour summed in SQL over the (filtered) pools."""
+        """GPUs and price per hour summed in SQL over the (filtered) pools: the price of
+        the pools priced in USD only, with how many are priced in another currency (an
+        amount in yuan and one in dollars do not add up)."""
         price_per_hour = ExpressionWrapper(
             F("effective_price_per_gpu_hour_usd") * F("gpu_count"),
             output_field=DecimalField(max_digits=16, decimal_places=4),
@@ -40,7 +42,8 @@ class PoolQuerySet(ArchivableQuerySet):
         return self.aggregate(
             pool_count=Count("id"),
             gpu_total=Sum("gpu_count"),
-            price_per_hour_usd_total=Sum(price_per_hour),
+            price_per_hour_usd_total=Sum(price_per_hour, filter=models.Q(currency="USD")),
+            other_currency_pools=Count("id", filter=~models.Q(currency="USD")),
         )
 
     def in_service(self, at):

@@ -71,6 +71,7 @@ class PoolSerializer(StrictModelSerializer):
             "owner",
             "team",
             "description",
+            "currency",
             "on_demand_price_per_gpu_hour_usd",
             "reserved_price_per_gpu_hour_usd",
             "reserved_term_months",

@@ -363,7 +363,7 @@ class OptionForm(TablerFormMixin, SectionedFormMixin, forms.ModelForm):
 
     def bounds_scale(self) -> Scale:
         # Typed prices are in the scenario's currency; the bounds are in USD.
-        return Scale(self.scenario.currency, self.scenario.usd_exchange_rate)
+        return Scale(self.scenario.currency, self.scenario.exchange_rate or Decimal(1))
 
     def _required_fields(self, kind, cleaned):
         if kind == OptionKind.HYBRID:

@@ -11,11 +11,15 @@ from django.core.validators import (
 )
 from django.db import models
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.functional import cached_property
+from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import gettext_noop
 from simple_history.models import HistoricalRecords
 
 from apps.core.jobs import Job
+from apps.currencies.codes import USD
+from apps.currencies.models import ExchangeRate
 from apps.pools.models import ZONES_NEEDING_ICP_FILING, ComplianceZone
 
 
@@ -86,13 +90,20 @@ class Scenario(models.Model):
         ],
         help_text=_("Every typed price is in this currency."),
     )
+    # Blank: the exchange rates page's rate of the currency for the current month (or
+    # the latest month before it that has one); a typed rate overrides it.
     usd_exchange_rate = models.DecimalField(
         _("Exchange rate (currency per USD)"),
         max_digits=12,
         decimal_places=6,
-        default=Decimal("1"),
+        null=True,
+        blank=True,
+        default=None,
         validators=[MinValueValidator(Decimal("0.000001"))],
-        help_text=_("Converts pool and SkyPilot prices (USD) into the scenario's currency."),
+        help_text=_(
+            "Converts pool and SkyPilot prices (USD) into the scenario's currency; blank: the "
+            "month's rate from the exchange rates."
+        ),
     )
 
     demand_source = models.CharField(
@@ -225,6 +236,38 @@ class Scenario(models.Model):
 
     def get_absolute_url(self):
         return reverse("procurement:scenario_detail", kwargs={"slug": self.slug})
+
+    @cached_property
+    def rate_in_use(self) -> tuple[Decimal | None, str]:
+        """(units of the scenario's currency per USD, where it comes from): the typed
+        rate, 1 for USD, or the exchange rates' latest month up to the current one; None
+        when there is none (the comparison then says so rather than assume 1)."""
+        if self.usd_exchange_rate is not None:
+            return Decimal(self.usd_exchange_rate), gettext("typed on the scenario")
+        if self.currency == USD:
+            return Decimal(1), gettext("USD needs no rate")
+        today = timezone.now().date()
+        found = (
+            ExchangeRate.objects.filter(currency=self.currency, month__lte=today)
+            .order_by("-month")
+            .first()
+        )
+        if found is None:
+            return None, gettext("no exchange rate recorded for %(currency)s") % {
+                "currency": self.currency
+            }
+        return found.units_per_usd, gettext("exchange rates, %(currency)s %(month)s") % {
+            "currency": self.currency,
+            "month": f"{found.month:%Y-%m}",
+        }
+
+    @property
+    def exchange_rate(self) -> Decimal | None:
+        return self.rate_in_use[0]
+
+    @property
+    def exchange_rate_source(self) -> str:
+        return self.rate_in_use[1]
 
     @property
     def horizon_hours(self) -> int:

@@ -147,6 +147,18 @@ class OptionSerializer(serializers.ModelSerializer):
 
 
 class ScenarioSerializer(serializers.ModelSerializer):
+    exchange_rate_in_use = serializers.DecimalField(
+        source="exchange_rate",
+        max_digits=24,
+        decimal_places=10,
+        read_only=True,
+        allow_null=True,
+        help_text="Units of `currency` per USD the comparison uses: usd_exchange_rate when "
+        "typed, else the exchange rates' latest month up to now; null: none recorded.",
+    )
+    exchange_rate_source = serializers.CharField(
+        read_only=True, help_text="Where exchange_rate_in_use comes from."
+    )
     team = serializers.SlugRelatedField(
         slug_field="slug",
         read_only=True,
@@ -183,6 +195,8 @@ class ScenarioSerializer(serializers.ModelSerializer):
             "horizon_months",
             "currency",
             "usd_exchange_rate",
+            "exchange_rate_in_use",
+            "exchange_rate_source",
             "demand_source",
             "demand_pool",
             "demand_workload",

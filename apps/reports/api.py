@@ -83,6 +83,11 @@ class ExplainStepSerializer(serializers.Serializer):
     )
 
 
+class MissingRateSerializer(serializers.Serializer):
+    currency = serializers.CharField(help_text="ISO 4217 code.")
+    month = serializers.CharField(help_text="YYYY-MM.")
+
+
 class CostRowSerializer(serializers.Serializer):
     key = serializers.CharField(
         help_text="Pool or workload slug, purpose, “unallocated” (the pools' GPUs no running "
@@ -124,6 +129,23 @@ class CostRowSerializer(serializers.Serializer):
     )
     cost_per_effective_training_gpu_hour_usd = UnitPriceField(allow_null=True)
     interruption_cost_usd = MoneyField(help_text="Lost GPU-hours × price.")
+    cost = MoneyField(
+        help_text="cost_usd in the reporting currency (`currency`): each month's hours at "
+        "that month's exchange rates."
+    )
+    currency = serializers.CharField(
+        help_text="ISO 4217 code of `cost`: the installation's REPORTING_CURRENCY."
+    )
+    missing_rates = MissingRateSerializer(
+        many=True,
+        help_text="Exchange rates missing to convert the row's amounts: the amounts they "
+        "would convert are left out of every money figure, which is then incomplete.",
+    )
+    missing_exchange_rates = serializers.CharField(
+        allow_null=True,
+        help_text="null, or missing_rates as text, e.g. “CNY 2026-04”, as the CSV export "
+        "writes them.",
+    )
     split_rule = serializers.ChoiceField(
         choices=["", "measured", "declared", "scaled_down", "not_running", "unallocated"]
         + ["unattributed"],

@@ -132,7 +132,9 @@ def _key(name: str, params: dict) -> str:
     hour = timezone.now().strftime("%Y%m%d%H")
     digest = hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()
     language = translation.get_language() or settings.LANGUAGE_CODE
-    return f"reports:{name}:{reports_version()}:{hour}:{language}:{digest[:24]}"
+    # The reporting currency is part of every figure a report caches.
+    currency = settings.REPORTING_CURRENCY
+    return f"reports:{name}:{reports_version()}:{hour}:{language}:{currency}:{digest[:24]}"
 
 
 def cached_value(name: str, params: dict):

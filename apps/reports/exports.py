@@ -7,6 +7,7 @@ prices to 4 decimals, so the rows of a file add up to its total; where the round
 do not, a rounding line above the total says by how much."""
 
 from django.http import HttpResponse
+from django.utils.functional import lazy
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
@@ -24,6 +25,7 @@ from apps.core.exports import (
     xlsx_row,
 )
 from apps.core.texts import rounding_label
+from apps.currencies.codes import reporting_currency
 from apps.reports.cost import explain
 from apps.reports.forms import GROUP_BY_NOUNS
 
@@ -52,6 +54,12 @@ def _count(header, key):
     return Column.keyed(header, key, CellType.INTEGER)
 
 
+def _cost_in_reporting_currency() -> str:
+    return gettext("Cost in the reporting currency (%(currency)s)") % {
+        "currency": reporting_currency()
+    }
+
+
 # The cost report's columns (rows are CostRow.as_dict()); the headers are in the language
 # of the request that asks for the file.
 COLUMNS = (
@@ -78,6 +86,11 @@ COLUMNS = (
         _("Cost per effective training GPU-hour (USD)"), "cost_per_effective_training_gpu_hour_usd"
     ),
     _amount(_("Interruption cost (USD)"), "interruption_cost_usd"),
+    # The cost in the installation's reporting currency, named in the header and in the
+    # next column.
+    _amount(lazy(_cost_in_reporting_currency, str)(), "cost"),
+    _text(_("Currency"), "currency"),
+    _text(_("Missing exchange rates"), "missing_exchange_rates"),
 )
 
 

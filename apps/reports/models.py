@@ -87,6 +87,10 @@ class ClosedMonth(models.Model):
     # Each team's share, the unattributed rest and the pools' costs as frozen, and the
     # budgets of the month: decimal strings (apps/showback/periods.py writes it).
     showback = models.JSONField(default=dict, blank=True)
+    # The exchange rates the month closed with ({currency: units per USD, a decimal
+    # string}): its figures recomputed later use these, never a rate edited since
+    # (apps/reports/cost/rates.py).
+    exchange_rates = models.JSONField(_("exchange rates"), default=dict, blank=True)
 
     class Meta:
         ordering = ["-month"]

@@ -19,12 +19,13 @@ def _usage_changed(sender, **kwargs):
 
 def connect():
     from apps.catalog.models import GpuModel
+    from apps.currencies.models import ExchangeRate
     from apps.pools.models import Interruption, Pool, Workload
     from apps.telemetry.signals import usage_changed
 
     usage_changed.connect(_usage_changed, dispatch_uid="reports-usage-changed")
 
-    for model in (Pool, Workload, Interruption, GpuModel):
+    for model in (Pool, Workload, Interruption, GpuModel, ExchangeRate):
         post_save.connect(_bump_after_commit, sender=model, dispatch_uid=f"reports-{model}-save")
         post_delete.connect(
             _bump_after_commit, sender=model, dispatch_uid=f"reports-{model}-delete"

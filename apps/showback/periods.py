@@ -25,6 +25,7 @@ from apps.core.sentences import gettext_noop, sentence
 from apps.pools.models import Pool
 from apps.reports.cache import data_changed
 from apps.reports.cost import periods
+from apps.reports.cost.rates import frozen_rates
 from apps.reports.models import ClosedMonth, MonthReopening
 from apps.showback.models import Budget
 from apps.showback.months import MONTH
@@ -106,6 +107,8 @@ def close_month(month: date, user, *, now: datetime | None = None) -> ClosedMont
     closed.closed_by = user
     closed.closed_by_username = user.get_username()
     closed.cost_usd = Decimal(0)
+    # The month keeps the rates it closes with: its figures recomputed later use these.
+    closed.exchange_rates = frozen_rates(month)
     try:
         # A second first close of the month waits on the first's row, then finds it.
         with transaction.atomic():

@@ -69,6 +69,13 @@ class Showback:
     pool_cost_usd: dict[int, Decimal]
     # workload slug → its row of the cost report grouped by workload, which the split used
     workload_rows: dict[str, CostRow] = field(default_factory=dict)
+    # (currency, month) of the exchange rates missing to convert some pools' costs: those
+    # amounts are left out, so the figures are incomplete (apps/reports/cost/rates.py).
+    missing_rates: set = field(default_factory=set)
+
+    @property
+    def missing_rates_sorted(self) -> list[tuple]:
+        return sorted(self.missing_rates, key=lambda item: (item[1], item[0]))
 
     @property
     def total_usd(self) -> Decimal:
@@ -209,7 +216,10 @@ def live_showback(start: datetime, end: datetime) -> Showback:
             spend = spend_of(pools[pool_id].team_id)
             spend.add(pool_id, usd)
             spend.unallocated_usd += usd
-    return Showback(start, end, teams, unattributed, pools, pool_cost_usd, workload_rows)
+    missing = set()
+    for row in pool_rows.values():
+        missing |= row.missing_rates
+    return Showback(start, end, teams, unattributed, pools, pool_cost_usd, workload_rows, missing)
 
 
 def teams_in_scope(scope):

@@ -248,6 +248,8 @@ def showback_page(request):
             "month": f"{start:%Y-%m}",
             "error": error,
             "total_usd": figures.total_usd if scope.everything else None,
+            # A missing exchange rate leaves amounts out: the page says which.
+            "total": figures,
             "closed_month": ClosedMonth.objects.filter(month=start.date(), is_closed=True).first(),
         },
         fragments={"showback": "showback"},

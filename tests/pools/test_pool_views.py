@@ -73,11 +73,12 @@ def test_pool_list_filters_and_totals(lead_client, demo, query, expected):
     )
     totals = response.context["totals"]
     assert totals["gpu_total"] == sum(spec["gpu_count"] for spec in matching)
-    # Independent sum over the stored effective prices of the same pools.
-    expected_price = sum(
-        Pool.objects.get(slug=spec["slug"]).price_per_hour_usd for spec in matching
-    )
-    assert totals["price_per_hour_usd_total"] == expected_price
+    # Independent sum over the stored effective prices of the same pools priced in USD;
+    # the others (the Shanghai pool's yuan) are counted apart, never added to dollars.
+    pools = [Pool.objects.get(slug=spec["slug"]) for spec in matching]
+    expected_price = sum(pool.price_per_hour_usd for pool in pools if pool.currency == "USD")
+    assert (totals["price_per_hour_usd_total"] or 0) == expected_price
+    assert totals["other_currency_pools"] == sum(pool.currency != "USD" for pool in pools)
 
 
 @pytest.mark.django_db

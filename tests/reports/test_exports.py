@@ -20,7 +20,8 @@ from tests.reports.test_explain import SUMS
 PAGE_FILTERS = {"start": "2026-03-09", "end": "2026-03-12"}
 # The same range as the API takes it: four whole UTC days.
 API_RANGE = {"start": "2026-03-09T00:00:00Z", "end": "2026-03-13T00:00:00Z"}
-UNIT = re.compile(r"\((GPU-hours|%|USD|count)\)$")
+# A currency is its ISO 4217 code: USD, or the reporting currency's.
+UNIT = re.compile(r"\((GPU-hours|%|[A-Z]{3}|count)\)$")
 # The page's cells, in column order, written out as the page formats them; money comes
 # from the API as decimal strings, amounts to the cent and unit prices to 4 decimals.
 PAGE_CELLS = (

@@ -20,6 +20,20 @@ class OptionProblem(ValueError):
     pass
 
 
+def _rate_of(scenario) -> float:
+    """The scenario's rate in use (typed, or the exchange rates'); never 1 by default."""
+    rate = scenario.exchange_rate
+    if rate is None:
+        raise OptionProblem(
+            _(
+                "No exchange rate for %(currency)s: type one on the scenario or add it on the "
+                "exchange rates page."
+            )
+            % {"currency": scenario.currency}
+        )
+    return float(rate)
+
+
 def pool_value(pool, name):
     """The source pool's value for an option field (money in USD), or None."""
     if pool is None:
@@ -102,7 +116,7 @@ def option_spec(
 ) -> maths.OptionSpec:
     """The option priced per GPU-hour; its throughput ratio is the pilots' where
     ``throughput`` was measured, else the option's basis × efficiency."""
-    rate = float(scenario.usd_exchange_rate)
+    rate = _rate_of(scenario)
     kind = option.kind
     on_demand = option_value(option, "on_demand_price_per_gpu_hour", rate)
     if kind in (OptionKind.ON_DEMAND, OptionKind.HYBRID):
@@ -212,7 +226,7 @@ class PriceUsed:
 def prices_used(scenario: Scenario, row) -> list[PriceUsed]:
     """Every price the comparison used for an option: each typed or pool-sourced input
     (pool prices converted from USD) and the per-GPU-hour rates derived from them."""
-    option, rate = row.option, float(scenario.usd_exchange_rate)
+    option, rate = row.option, _rate_of(scenario)
     currency = scenario.currency
     pool = option.source_pool
     lines = []
@@ -227,7 +241,7 @@ def prices_used(scenario: Scenario, row) -> list[PriceUsed]:
             if currency != "USD":
                 source = _("from pool %(pool)s: %(usd)s USD × %(rate)s %(currency)s per USD") % {
                     **pool_price,
-                    "rate": f"{scenario.usd_exchange_rate:g}",
+                    "rate": f"{scenario.exchange_rate:g}",
                     "currency": currency,
                 }
             else:

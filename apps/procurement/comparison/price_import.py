@@ -51,7 +51,20 @@ def import_prices(
         best = cheapest.get(match.slug)
         if best is None or row.price_per_gpu_hour_usd < best.price_per_gpu_hour_usd:
             cheapest[match.slug] = row
-    rate = Decimal(scenario.usd_exchange_rate)
+    rate = scenario.exchange_rate
+    if rate is None:
+        # Never 1 by default: the prices would be off by the rate.
+        summary.errors.append(
+            (
+                0,
+                _(
+                    "No exchange rate for %(currency)s: type one on the scenario or add it "
+                    "on the exchange rates page."
+                )
+                % {"currency": scenario.currency},
+            )
+        )
+        return summary
     position = (scenario.options.aggregate(last=Max("position"))["last"] or 0) + 1
     names = {slug: f"{provider} on-demand · {wanted[slug].name}" for slug in cheapest}
     existing = {option.name: option for option in scenario.options.filter(name__in=names.values())}

@@ -166,7 +166,8 @@ def input_rows(result) -> list[tuple[str, object, int | None]]:
     scenario_input("horizon_months", _("Horizon (months)"), 0)
     rows += [
         (_("Currency"), scenario.currency, None),
-        (_("Exchange rate (currency per USD)"), scenario.usd_exchange_rate, None),
+        (_("Exchange rate (currency per USD)"), scenario.exchange_rate, None),
+        (_("Exchange rate from"), scenario.exchange_rate_source, None),
         (_("Demand source"), info.source_label, None),
     ]
     if scenario.demand_pool:

@@ -144,6 +144,7 @@ def add_figures(target: CostRow, row: CostRow, *, over_time=False) -> None:
         else:
             setattr(target, name, getattr(target, name) + getattr(row, name))
     target.parts.extend(row.parts)
+    target.missing_rates |= row.missing_rates
 
 
 def _frozen_sentence(month: ClosedMonth) -> str:

@@ -9,7 +9,7 @@ rows for the partial days at its edges. The measured cost follows
 figure by hand."""
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime, time
 from decimal import Decimal
 
@@ -17,12 +17,20 @@ from django.db.models import Case, DateTimeField, F, FloatField, Q, Sum, Value, 
 from django.db.models.functions import Coalesce
 
 from apps.core.money import as_decimal, times
+from apps.currencies.codes import USD
 from apps.reports.cost.prices import (
     day_on_or_after,
     hour_on_or_after,
     in_force_at,
     price_periods_of,
     price_split,
+)
+from apps.reports.cost.rates import (
+    AUTO,
+    conversion_for,
+    currencies_of,
+    month_of,
+    month_starts_inside,
 )
 from apps.reports.cost.service import (
     day_read_hour_by_hour,
@@ -52,6 +60,29 @@ class UsageTotals:
     # Σ over measured hours of the full price in force (USD per GPU): what those hours
     # would cost unmeasured, subtracted from the paid hours' to price the unmeasured ones.
     measured_hours_full_price_usd: Decimal = Decimal(0)
+    # The same two amounts in the reporting currency (apps/reports/cost/rates.py).
+    measured_cost: Decimal = Decimal(0)
+    measured_hours_full_price: Decimal = Decimal(0)
+    # (currency, month) of the rates missing to convert them: those amounts are left out.
+    missing_rates: frozenset = frozenset()
+
+    def __add__(self, other: "UsageTotals") -> "UsageTotals":
+        merged = UsageTotals()
+        for item in fields(UsageTotals):
+            mine, theirs = getattr(self, item.name), getattr(other, item.name)
+            setattr(
+                merged, item.name, mine | theirs if item.name == "missing_rates" else mine + theirs
+            )
+        return merged
+
+    def in_reporting(self) -> "UsageTotals":
+        """These totals with their amounts in the reporting currency (in the ``_usd``
+        fields, so the cost formulas apply unchanged)."""
+        return replace(
+            self,
+            measured_cost_usd=self.measured_cost,
+            measured_hours_full_price_usd=self.measured_hours_full_price,
+        )
 
     def add(self, row: dict):
         self.measured_hours += row["measured_hours"] or 0
@@ -62,6 +93,10 @@ class UsageTotals:
         self.energy_kwh += row["energy"] or 0.0
         self.busy_gpu_hours_without_energy += row["busy_without_energy"] or 0.0
         self.measured_hours_full_price_usd += row["full_price"]
+        self.measured_cost += row.get("reporting_cost", row["cost"])
+        self.measured_hours_full_price += row.get("reporting_full_price", row["full_price"])
+        if row.get("missing_rates"):
+            self.missing_rates = self.missing_rates | row["missing_rates"]
 
 
 # The pool's current prices, for hours no price period covers, and its GPUs' TDP: read
@@ -70,6 +105,7 @@ PRICE_COLUMNS = (
     "pool__fixed_price_per_gpu_hour_usd",
     "pool__price_per_gpu_kwh_usd",
     "pool__gpu_model__tdp_watts",
+    "pool__currency",
 )
 
 
@@ -81,6 +117,7 @@ def pool_usage_totals(
     *,
     cuts=None,
     by_segment=False,
+    conversion=AUTO,
 ) -> dict:
     """Per pool: sums over the span's measured hours, each at the prices in force in it.
     Four queries (one fewer given ``periods``, from ``price_periods_of``, and one fewer
@@ -100,13 +137,47 @@ def pool_usage_totals(
     if service_periods is None:
         service_periods = service_periods_of(pool_ids)
     edges = service_edge_hours(span, service_periods)
+    if conversion is AUTO:
+        conversion = conversion_for(span, currencies_of(periods))
+    if conversion is not None:
+        cuts = _with_month_starts(span, cuts, pool_ids if pool_ids is not None else periods)
     changes = _segment_starts(span, periods, cuts)
     totals: dict[int, UsageTotals] = defaultdict(UsageTotals)
     for row in _sums_by_segment(span, pool_ids, changes, edges):
         pool_id, start = row["pool_id"], row["segment"] or span.start
         _price_segment(row, in_force_at(periods.get(pool_id, []), start))
+        _convert_segment(row, conversion, start)
         totals[(pool_id, start) if by_segment else pool_id].add(row)
     return totals
+
+
+def _with_month_starts(span: Span, cuts, pool_ids) -> dict:
+    """``cuts`` with every month's start inside the span added for each pool."""
+    months = month_starts_inside(span)
+    merged = {pool_id: list(pool_cuts) for pool_id, pool_cuts in (cuts or {}).items()}
+    if months:
+        for pool_id in pool_ids:
+            merged.setdefault(pool_id, []).extend(months)
+    return merged
+
+
+def _convert_segment(row: dict, conversion, start: datetime) -> None:
+    """The segment's amounts, priced in its currency, in USD (``cost``, ``full_price``)
+    and in the reporting currency (``reporting_cost``, ``reporting_full_price``); a
+    missing rate leaves them out and names itself in ``missing_rates``."""
+    if conversion is None:
+        return
+    currency, month, missing = row["currency"], month_of(start), set()
+    cost, full_price = row["cost"], row["full_price"]
+    for target, names in (
+        (conversion.reporting, ("reporting_cost", "reporting_full_price")),
+        (USD, ("cost", "full_price")),
+    ):
+        converted_cost = conversion.convert(cost, currency, month, target, missing)
+        converted_price = conversion.convert(full_price, currency, month, target, missing)
+        row[names[0]] = Decimal(0) if converted_cost is None else converted_cost
+        row[names[1]] = Decimal(0) if converted_price is None else converted_price
+    row["missing_rates"] = frozenset(missing)
 
 
 def _segment_starts(span: Span, periods: dict, cuts) -> list[tuple[int, datetime]]:
@@ -213,6 +284,8 @@ def _price_segment(row: dict, period) -> None:
     fixed, per_kwh = (
         price_split(period) if period else (row[PRICE_COLUMNS[0]], row[PRICE_COLUMNS[1]])
     )
+    # The currency the prices are in: the period's, or the pool's own.
+    row["currency"] = period.currency if period else row[PRICE_COLUMNS[3]]
     tdp_kw = Decimal(row[PRICE_COLUMNS[2]]) / 1000
     # The cost model's formula (apps/reports/cost/costmodel.py), on the segment's sums:
     # the hours are floats, the prices Decimal; each product is taken exactly.

@@ -15,7 +15,15 @@ from django.db.models import Case, DecimalField, F, Q, Value, When
 from django.utils import timezone
 
 from apps.core.money import as_decimal, times
+from apps.currencies.codes import USD
 from apps.pools.models import Pool, PoolPricePeriod
+from apps.reports.cost.rates import (
+    AUTO,
+    conversion_for,
+    currencies_of,
+    month_of,
+    month_starts_inside,
+)
 from apps.reports.cost.service import day_read_hour_by_hour, paid_range
 from apps.reports.span import ONE_DAY, ONE_HOUR, Span
 
@@ -101,16 +109,27 @@ def pool_full_price(pool_or_period, tdp_watts: int) -> Decimal:
 class PaidPrices:
     """Σ over a pool's paid hours of the full price in force in each, USD per GPU, and
     the price split (fixed USD per GPU-hour, USD per GPU kWh) when one was in force
-    throughout (None: the prices changed in the span)."""
+    throughout (None: the prices changed in the span). ``total`` and ``single`` are the
+    same in the reporting currency; ``missing_rates`` the (currency, month) of the rates
+    missing to convert them (those hours are left out)."""
 
     total_usd: Decimal
     single_split: tuple[Decimal, Decimal] | None
+    total: Decimal | None = None
+    single: tuple[Decimal, Decimal] | None = None
+    missing_rates: frozenset = frozenset()
 
     def single_usd_per_gpu_hour(self, tdp_watts: int) -> Decimal | None:
         if self.single_split is None:
             return None
         fixed, per_kwh = self.single_split
         return fixed + per_kwh * Decimal(tdp_watts) / 1000
+
+    def in_reporting(self) -> "PaidPrices":
+        """These prices in the reporting currency (in the USD fields)."""
+        if self.total is None:
+            return self
+        return PaidPrices(self.total, self.single, None, None, self.missing_rates)
 
 
 def price_split(pool_or_period) -> tuple[Decimal, Decimal]:
@@ -121,29 +140,80 @@ def price_split(pool_or_period) -> tuple[Decimal, Decimal]:
     )
 
 
+def _converted_split(split, currency, month, target, conversion, missing):
+    fixed, per_kwh = split
+    fixed = conversion.convert(fixed, currency, month, target, missing)
+    per_kwh = conversion.convert(per_kwh, currency, month, target, missing)
+    return None if fixed is None or per_kwh is None else (fixed, per_kwh)
+
+
 def paid_hours_full_price_usd(
-    span: Span, pools: list[Pool], periods: dict[int, list]
+    span: Span, pools: list[Pool], periods: dict[int, list], conversion=AUTO
 ) -> dict[int, PaidPrices]:
     """Per pool: Σ over the span's paid hours of the full price per GPU-hour in force in
-    each (fixed + per kWh × TDP, what an hour without telemetry costs a GPU). One query.
+    each (fixed + per kWh × TDP, what an hour without telemetry costs a GPU), in USD and
+    in the reporting currency, each month's hours at its rates (apps/reports/cost/rates.py).
 
     Hours before a pool's first price period, or of a pool without any, are at its
     current prices, as ``pool_usage_totals`` does. ``periods``: ``price_periods_of``."""
+    if conversion is AUTO:
+        conversion = conversion_for(span, currencies_of(periods) | {p.currency for p in pools})
+    months = month_starts_inside(span) if conversion is not None else []
     sums = {}
     for pool in pools:
         begin, finish = paid_range(pool, span)
         tdp = pool.gpu_model.tdp_watts
-        # (start, split) steps: the current prices until the first period, then each one's.
-        steps = [(begin, price_split(pool))]
+        # (start, split, currency) steps: the current prices until the first period, then
+        # each one's; cut at each month's start when amounts are converted.
+        steps = [(begin, price_split(pool), pool.currency)]
         steps += [
-            (period.effective_from, price_split(period)) for period in periods.get(pool.id, [])
+            (period.effective_from, price_split(period), period.currency)
+            for period in periods.get(pool.id, [])
         ]
-        total, splits = Decimal(0), set()
-        for index, (start, (fixed, per_kwh)) in enumerate(steps):
+        pieces = []  # (from, until, split, currency) of the paid hours
+        for index, (start, split, currency) in enumerate(steps):
             until = steps[index + 1][0] if index + 1 < len(steps) else finish
-            hours = (min(until, finish) - max(start, begin)) / ONE_HOUR
-            if hours > 0:
-                total += times(hours, fixed + per_kwh * Decimal(tdp) / 1000)
-                splits.add((fixed, per_kwh))
-        sums[pool.id] = PaidPrices(total, splits.pop() if len(splits) == 1 else None)
+            low, high = max(start, begin), min(until, finish)
+            for cut in [cut for cut in months if low < cut < high]:
+                pieces.append((low, cut, split, currency))
+                low = cut
+            if high > low:
+                pieces.append((low, high, split, currency))
+        total, splits = Decimal(0), set()
+        reporting_total, reporting_splits, missing = Decimal(0), set(), set()
+        for low, high, split, currency in pieces:
+            hours = (high - low) / ONE_HOUR
+            if conversion is None:
+                usd, reporting = split, split
+            else:
+                month = month_of(low)
+                usd = _converted_split(split, currency, month, USD, conversion, missing)
+                reporting = _converted_split(
+                    split, currency, month, conversion.reporting, conversion, missing
+                )
+            for converted, amounts, kept in (
+                (usd, splits, "usd"),
+                (reporting, reporting_splits, "reporting"),
+            ):
+                if converted is None:
+                    amounts.add(None)
+                    continue
+                fixed, per_kwh = converted
+                amount = times(hours, fixed + per_kwh * Decimal(tdp) / 1000)
+                if kept == "usd":
+                    total += amount
+                else:
+                    reporting_total += amount
+                amounts.add(converted)
+        sums[pool.id] = PaidPrices(
+            total,
+            _single(splits),
+            reporting_total,
+            _single(reporting_splits),
+            frozenset(missing),
+        )
     return sums
+
+
+def _single(splits: set):
+    return next(iter(splits)) if len(splits) == 1 and None not in splits else None

@@ -3,7 +3,7 @@
 (apps/reports/cost/explain.py)."""
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from django.utils.translation import gettext
@@ -19,6 +19,7 @@ from apps.reports.cost.prices import (
     price_periods_of,
     price_split,
 )
+from apps.reports.cost.rates import conversion_for, currencies_of, missing_text, reporting_currency
 from apps.reports.cost.service import pool_paid_hours
 from apps.reports.cost.workloads import EffectiveHours, RequestTotals
 from apps.reports.span import Span
@@ -61,6 +62,9 @@ class CostRow:
     # the estimate of effective training GPU-hours subtracts.
     training_lost_gpu_hours: float = 0.0
     interruption_cost_usd: Decimal = Decimal(0)
+    # The row's cost in the reporting currency (``REPORTING_CURRENCY``), each month's
+    # hours at that month's rates (apps/reports/cost/rates.py).
+    cost: Decimal = Decimal(0)
     training_cost_usd: Decimal = Decimal(0)
     inference_cost_usd: Decimal = Decimal(0)
     # The row's training workloads (and unattributed rest) whose effective GPU-hours the
@@ -78,6 +82,21 @@ class CostRow:
     split_scaled_down: bool = False
     # What the row adds up, in order, for its explanations (apps/reports/cost/explain.py).
     parts: list = field(default_factory=list, repr=False)
+    # (currency, month) of the exchange rates missing to convert the row's amounts: the
+    # amounts they would convert are left out, so the row's money is incomplete.
+    missing_rates: set = field(default_factory=set)
+
+    @property
+    def currency(self) -> str:
+        return reporting_currency()
+
+    @property
+    def incomplete(self) -> bool:
+        return bool(self.missing_rates)
+
+    @property
+    def missing_rates_sorted(self) -> list[tuple]:
+        return sorted(self.missing_rates, key=lambda item: (item[1], item[0]))
 
     @property
     def utilization_pct(self) -> float | None:
@@ -169,6 +188,13 @@ class CostRow:
                 self.cost_per_effective_training_gpu_hour_usd
             ),
             "interruption_cost_usd": self.interruption_cost_usd,
+            "cost": self.cost,
+            "currency": self.currency,
+            "missing_rates": missing_text(self.missing_rates),
+            "missing_exchange_rates": ", ".join(
+                f"{item['currency']} {item['month']}" for item in missing_text(self.missing_rates)
+            )
+            or None,
             "split_rule": self.split_rule,
             "split_rule_text": self.split_rule_text,
             "split_scaled_down": self.split_scaled_down,
@@ -244,6 +270,25 @@ class PoolFigures:
     def interruption_cost_usd(self) -> Decimal:
         return times(self.lost_gpu_hours, self.unmeasured_usd_per_gpu_hour)
 
+    def in_reporting(self) -> "PoolFigures":
+        """These figures with their amounts in the reporting currency (in the ``_usd``
+        properties, so one set of formulas serves both)."""
+        return replace(
+            self,
+            usage=self.usage.in_reporting(),
+            paid_prices=None if self.paid_prices is None else self.paid_prices.in_reporting(),
+        )
+
+    @property
+    def cost(self) -> Decimal:
+        """The cost in the reporting currency."""
+        return self.in_reporting().cost_usd
+
+    @property
+    def missing_rates(self) -> frozenset:
+        paid = self.paid_prices.missing_rates if self.paid_prices is not None else frozenset()
+        return self.usage.missing_rates | paid
+
 
 def pool_figures(
     span: Span,
@@ -257,8 +302,9 @@ def pool_figures(
     pool_ids = [pool.id for pool in pools]
     periods = price_periods_of(pool_ids)
     service_periods = {pool.id: (pool.in_service_from, pool.in_service_until) for pool in pools}
-    usage = pool_usage_totals(span, pool_ids, periods, service_periods)
-    paid_prices = paid_hours_full_price_usd(span, pools, periods)
+    conversion = conversion_for(span, currencies_of(periods) | {pool.currency for pool in pools})
+    usage = pool_usage_totals(span, pool_ids, periods, service_periods, conversion=conversion)
+    paid_prices = paid_hours_full_price_usd(span, pools, periods, conversion)
     workloads_by_pool = defaultdict(list)
     for workload in workloads:
         workloads_by_pool[workload.pool_id].append(workload.id)
@@ -290,6 +336,8 @@ def add_pool(row: CostRow, figures: PoolFigures, share: float = 1.0):
     row.unmeasured_gpu_hours += figures.unmeasured_hours * pool.gpu_count * share
     row.busy_gpu_hours += figures.usage.busy_gpu_hours * share
     row.cost_usd += figures.cost_usd * money_share
+    row.cost += figures.cost * money_share
+    row.missing_rates |= figures.missing_rates
     row.measured_cost_usd += figures.usage.measured_cost_usd * money_share
     row.unmeasured_cost_usd += figures.unmeasured_cost_usd * money_share
     row.idle_cost_usd += figures.idle_cost_usd * money_share
@@ -327,6 +375,7 @@ def total_row(rows: list[CostRow], *, key: str = "total", label: str | None = No
             "unmeasured_gpu_hours",
             "busy_gpu_hours",
             "cost_usd",
+            "cost",
             "measured_cost_usd",
             "unmeasured_cost_usd",
             "idle_cost_usd",
@@ -345,4 +394,5 @@ def total_row(rows: list[CostRow], *, key: str = "total", label: str | None = No
         ):
             setattr(total, name, getattr(total, name) + getattr(row, name))
         total.parts.extend(row.parts)
+        total.missing_rates |= row.missing_rates
     return total

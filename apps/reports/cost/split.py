@@ -42,6 +42,7 @@ from apps.reports.cost import costmodel, explain
 from apps.reports.cost.formatting import quantity
 from apps.reports.cost.pool_usage import UsageTotals, pool_usage_totals
 from apps.reports.cost.prices import paid_hours_full_price_usd, price_periods_of
+from apps.reports.cost.rates import conversion_for, currencies_of
 from apps.reports.cost.rows import (
     OTHER_TEAMS,
     UNATTRIBUTED,
@@ -74,10 +75,14 @@ SHARED_FIGURES = (
     "measured_cost_usd",
     "unmeasured_cost_usd",
     "idle_cost_usd",
+    "cost",
 )
-# The figures of SHARED_FIGURES in USD: Decimal, scaled by Decimal shares, so the shares
-# of a pool that are ratios of whole GPUs (2 of 8) add up to its cost exactly.
-MONEY_FIGURES = frozenset(name for name in SHARED_FIGURES if name.endswith("_usd"))
+# The money of SHARED_FIGURES (in USD, and ``cost`` in the reporting currency): Decimal,
+# scaled by Decimal shares, so the shares of a pool that are ratios of whole GPUs (2 of
+# 8) add up to its cost exactly.
+MONEY_FIGURES = frozenset(
+    name for name in SHARED_FIGURES if name.endswith("_usd") or name == "cost"
+)
 
 
 def _zero(name: str):
@@ -95,6 +100,7 @@ def _pool_vector(figures: PoolFigures) -> dict:
         "measured_cost_usd": figures.usage.measured_cost_usd,
         "unmeasured_cost_usd": figures.unmeasured_cost_usd,
         "idle_cost_usd": figures.idle_cost_usd,
+        "cost": figures.cost,
     }
 
 
@@ -111,8 +117,9 @@ def _add_vector(target: dict, vector: dict, scale: float | Decimal = 1):
 
 
 def _merge_usage(target: UsageTotals, other: UsageTotals):
+    merged = target + other
     for item in fields(UsageTotals):
-        setattr(target, item.name, getattr(target, item.name) + getattr(other, item.name))
+        setattr(target, item.name, getattr(merged, item.name))
 
 
 def _add_to_row(row: CostRow, vector: dict, counts_as: str):
@@ -134,6 +141,7 @@ class _WorkloadShare:
     labelled_busy_gpu_hours: float = 0.0
     labelled_cost_usd: Decimal = Decimal(0)
     labelled_idle_cost_usd: Decimal = Decimal(0)
+    labelled_cost: Decimal = Decimal(0)
     # Σ over the segments of fraction of the segment running × scale × the segment's
     # figures less the labelled ones: the declared share is GPUs ÷ pool GPUs of it.
     weighted_rest: dict = field(default_factory=dict)
@@ -202,7 +210,11 @@ def _segment_figures(span: Span, figures_of_pool: dict, segments_of_pool: dict) 
         return result
     periods = price_periods_of(list(cut_pools))
     cuts = {pool_id: [begin for begin, _ in segs[1:]] for pool_id, segs in cut_pools.items()}
-    usage = pool_usage_totals(span, list(cut_pools), periods, cuts=cuts, by_segment=True)
+    pools = [figures_of_pool[pool_id].pool for pool_id in cut_pools]
+    conversion = conversion_for(span, currencies_of(periods) | {pool.currency for pool in pools})
+    usage = pool_usage_totals(
+        span, list(cut_pools), periods, cuts=cuts, by_segment=True, conversion=conversion
+    )
     usage_of_pool = defaultdict(list)
     for (usage_pool, start), totals in usage.items():
         usage_of_pool[usage_pool].append((start, totals))
@@ -220,7 +232,9 @@ def _segment_figures(span: Span, figures_of_pool: dict, segments_of_pool: dict) 
                 usage=segment_usage,
                 requests=RequestTotals(),
                 lost_gpu_hours=0.0,
-                paid_prices=paid_hours_full_price_usd(segment_span, [pool], periods)[pool_id],
+                paid_prices=paid_hours_full_price_usd(segment_span, [pool], periods, conversion)[
+                    pool_id
+                ],
             )
     return result
 
@@ -246,6 +260,7 @@ def workload_rows(span, figures, workloads, requests, lost, measured, scope) -> 
             add_pool(unattributed, pool_figures)
             continue
         _add_unallocated(unallocated_row, pool, unallocated_of_pool[pool.id])
+        unallocated_row.missing_rates |= pool_figures.missing_rates
         for workload in pool_workloads:
             visible = scope.covers_team(workload.effective_team_id)
             name = workload.name if visible else other_label
@@ -253,6 +268,7 @@ def workload_rows(span, figures, workloads, requests, lost, measured, scope) -> 
                 key=workload.slug if visible else OTHER_TEAMS, label=name, purpose=pool.purpose
             )
             _fill_workload_row(row, workload, pool_figures, shares[workload.id], name)
+            row.missing_rates |= pool_figures.missing_rates
             _add_own_figures(row, workload, pool_figures, name, lost, measured, requests)
             (rows if visible else others).append(row)
     if others:
@@ -310,7 +326,13 @@ def _share_labelled(seg, pool_workloads, labelled, begin, shares) -> dict:
             else Decimal(0)
         )
         idle = costmodel.idle_cost_usd(cost, busy, allocated)
+        reporting_cost = (
+            times(allocated, seg.usage.measured_cost) / as_decimal(capacity)
+            if capacity
+            else Decimal(0)
+        )
         share = shares[workload.id]
+        share.labelled_cost += reporting_cost
         share.labelled_allocated_gpu_hours += allocated
         share.labelled_busy_gpu_hours += busy
         share.labelled_cost_usd += cost
@@ -322,6 +344,7 @@ def _share_labelled(seg, pool_workloads, labelled, begin, shares) -> dict:
             "cost_usd": cost,
             "measured_cost_usd": cost,
             "idle_cost_usd": idle,
+            "cost": reporting_cost,
         }
         _add_vector(rest, labelled_vector, -1)
     return rest
@@ -418,6 +441,7 @@ def _fill_workload_row(row, workload, pool_figures, share: _WorkloadShare, name:
             "cost_usd": share.labelled_cost_usd,
             "measured_cost_usd": share.labelled_cost_usd,
             "idle_cost_usd": share.labelled_idle_cost_usd,
+            "cost": share.labelled_cost,
         }
         _add_to_row(row, labelled, counts_as)
         row.parts.append(

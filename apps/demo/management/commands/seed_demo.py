@@ -16,7 +16,7 @@ the effective price follows.
 """
 
 import argparse
-from datetime import datetime
+from datetime import date, datetime
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -29,7 +29,15 @@ from apps.backups.demo import seed_backups_demo
 from apps.catalog.models import GpuModel, ModelArchitecture
 from apps.catalog.seed import load_gpu_models, load_model_architectures
 from apps.core.roles import FINANCE, OPS, PROCUREMENT, TECHNICAL_LEAD
-from apps.demo.fleet import DEMO_POOLS, DEMO_WORKLOADS, PRICE_CUT_POOL, PRICE_CUT_USD
+from apps.currencies.models import ExchangeRate
+from apps.demo.fleet import (
+    DEMO_CNY_PER_USD,
+    DEMO_POOLS,
+    DEMO_RATE_SOURCE,
+    DEMO_WORKLOADS,
+    PRICE_CUT_POOL,
+    PRICE_CUT_USD,
+)
 from apps.demo.registry import APART_NAME, APART_SLUG, DemoRegistry
 from apps.demo.training import DEMO_WORKLOAD as TRAINING_DEMO_WORKLOAD
 from apps.demo.training import seed_training_demo
@@ -96,6 +104,7 @@ class Command(BaseCommand):
             fresh = registry.is_empty
             users = self.seed_users(registry)
             history_start = demo_history_start(registry.all_of(Pool).values(), now)
+            seed_exchange_rates(history_start, now)
             pools, workloads = self.seed_fleet(
                 registry, owner=users["lead"], in_service_from=history_start, now=now
             )
@@ -244,6 +253,32 @@ class Command(BaseCommand):
         for key, budget in made.items():
             registry.mark(budget, key)
         return earlier | made
+
+
+def seed_exchange_rates(history_start: datetime, now: datetime) -> int:
+    """A CNY rate for every month of the demo's history that has none (a rate someone
+    recorded is kept): the Shanghai pool is priced in yuan. One query and one insert."""
+    months, cursor = [], date(history_start.year, history_start.month, 1)
+    while cursor <= now.date():
+        months.append(cursor)
+        cursor = date(cursor.year + cursor.month // 12, cursor.month % 12 + 1, 1)
+    recorded = set(
+        ExchangeRate.objects.filter(currency="CNY", month__in=months).values_list(
+            "month", flat=True
+        )
+    )
+    rates = [
+        ExchangeRate(
+            month=month,
+            currency="CNY",
+            units_per_usd=DEMO_CNY_PER_USD[(month.year * 12 + month.month) % len(DEMO_CNY_PER_USD)],
+            source=DEMO_RATE_SOURCE,
+        )
+        for month in months
+        if month not in recorded
+    ]
+    ExchangeRate.objects.bulk_create(rates)
+    return len(rates)
 
 
 def seed_price_cut(pool: Pool, history_start: datetime, now: datetime) -> None:
