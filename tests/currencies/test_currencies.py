@@ -4,6 +4,8 @@ Cloud pools only (cost = GPUs × hours × price, FORMULAS.md), every hour measur
 each figure is a product and a division done by hand in the test, rounded once to the
 cent (apps/core/money.py)."""
 
+import csv
+import io
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
@@ -305,3 +307,48 @@ def test_the_daily_chart_converts_a_cny_pools_day_at_its_months_rate(gpu_model):
         Decimal(860) / Decimal("7.1")
     )
     assert not split.missing_rates
+
+
+@pytest.mark.django_db
+def test_the_focus_export_prices_a_cny_pool_in_usd_at_the_months_rate(gpu_model):
+    """The day's row: ¥21.50 ÷ 7.1 = $3.0282 per GPU-hour, 40 GPU-hours, billed $121.13
+    as the cost report; without the rate the price is null and the row names the rate."""
+    from apps.showback.focus.exports import focus_csv
+    from apps.showback.focus.rows import focus_rows
+
+    pool = _pool(gpu_model, "CNY", CNY_PRICE)
+    _telemetry(pool, START, END)
+    day = START.replace(hour=0)
+
+    def _focus_rows_of(day):
+        text = focus_csv(focus_rows(day, day + timedelta(days=1)))
+        return list(csv.DictReader(io.StringIO(text)))
+
+    (missing,) = _focus_rows_of(day)
+    assert missing["ListUnitPrice"] == "" and missing["ListCost"] == ""
+    assert missing["x_MissingExchangeRate"] == "CNY 2026-03"
+    assert Decimal(missing["BilledCost"]) == 0  # as the cost report: the rate is missing
+
+    _rate(MARCH, "CNY", "7.1")
+    (row,) = _focus_rows_of(day)
+    unit_price = CNY_PRICE / Decimal("7.1")
+    assert Decimal(row["ListUnitPrice"]) == unit_price  # exact: ListCost is price × quantity
+    assert Decimal(row["ConsumedQuantity"]) == 40
+    assert Decimal(row["BilledCost"]) == Decimal("121.13") == to_cents(40 * unit_price)
+    assert row["BillingCurrency"] == "USD" and row["x_MissingExchangeRate"] == ""
+
+
+@pytest.mark.django_db
+def test_a_missing_rate_leaves_out_the_unmeasured_hours_too(gpu_model):
+    """A whole day of a CNY pool measured for 10 h: without March's rate nothing is
+    converted (not the 56 unmeasured GPU-hours at ¥21.50 read as dollars, $1,204); with
+    it, 96 GPU-h × ¥21.50 ÷ 7.1 = $290.70."""
+    pool = _pool(gpu_model, "CNY", CNY_PRICE)
+    _telemetry(pool, START, END)
+    day = START.replace(hour=0)
+
+    (row,) = cost_report(day, day + timedelta(days=1))
+    assert row.cost_usd == 0 and row.missing_rates == {("CNY", MARCH)}
+    _rate(MARCH, "CNY", "7.1")
+    (row,) = cost_report(day, day + timedelta(days=1))
+    assert to_cents(row.cost_usd) == to_cents(96 * CNY_PRICE / Decimal("7.1")) == Decimal("290.70")

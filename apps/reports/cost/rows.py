@@ -235,7 +235,9 @@ class PoolFigures:
         """The full price per GPU-hour of the unmeasured hours: the one in force, or
         their mean when the span crosses a price change."""
         paid = self.paid_prices
-        if paid is None or not paid.total_usd:
+        # Nothing paid converted for want of a rate is not "no price": the hours are left
+        # out (their rate is named), never priced in another currency as if it were USD.
+        if paid is None or not (paid.total_usd or paid.missing_rates):
             return pool_full_price(self.pool, self.pool.gpu_model.tdp_watts)
         single = paid.single_usd_per_gpu_hour(self.pool.gpu_model.tdp_watts)
         if single is not None:

@@ -96,7 +96,17 @@ def _list_cost(row: FocusRow):
     FOCUS requires of ListCost and ContractedCost. An adjustment's is its amount."""
     if not _is_usage(row):
         return row.billed_usd
+    if row.unit_price_usd is None:
+        return None
     return row.unit_price_usd * _quantity(row)
+
+
+def _missing_rate(row: FocusRow):
+    """The exchange rate the row's price lacks, as "CNY 2026-11"; its cost leaves out what
+    that rate would convert, as the cost report does."""
+    if not _is_usage(row) or row.unit_price_usd is not None:
+        return None
+    return f"{row.pool.currency} {row.charge_start:%Y-%m}"
 
 
 def _tags(row: FocusRow) -> str:
@@ -189,6 +199,7 @@ def columns() -> list[Column]:
         _column("x_SplitRuleText", lambda row: _text(row.split_rule_text)),
         _column("x_ClosedMonth", lambda row: _text(row.closed_month)),
         _column("x_AdjustedMonth", lambda row: _text(row.adjusted_month)),
+        _column("x_MissingExchangeRate", _missing_rate),
     ]
 
 

@@ -23,7 +23,7 @@ rounds each row's cost to the cent so that the rounded rows add up to the rounde
 
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 
 from django.utils.translation import gettext
@@ -31,9 +31,11 @@ from django.utils.translation import gettext
 from apps.accounts.models import Team
 from apps.accounts.scope import EVERYTHING, Scope
 from apps.core.money import CENT, as_decimal, to_cents
+from apps.currencies.codes import USD
 from apps.pools.models import Pool, Workload
 from apps.reports.cost import periods, report
 from apps.reports.cost.prices import in_force_at, pool_full_price, price_periods_of
+from apps.reports.cost.rates import conversion_for, month_of
 from apps.reports.cost.rows import UNATTRIBUTED
 from apps.reports.cost.split import UNALLOCATED
 from apps.reports.span import ONE_DAY, Span
@@ -55,8 +57,9 @@ class FocusRow:
     charge_end: datetime
     gpu_hours: float
     cost_usd: Decimal  # at full precision, as the cost engine computes it
-    # The price in force at the charge period's start: USD per GPU-hour, fixed + per kWh × TDP.
-    unit_price_usd: Decimal
+    # The price in force at the charge period's start: USD per GPU-hour, fixed + per kWh × TDP,
+    # converted from the price's currency at the month's rate; None while that rate is missing.
+    unit_price_usd: Decimal | None
     workload: Workload | None = None
     label: str = ""
     team: Team | None = None
@@ -95,12 +98,28 @@ class _Fleet:
         }
         self.teams = {team.id: team for team in Team.objects.all()}
         self.price_periods = price_periods_of()
+        # (currency, month) → units per USD, as the cost engine converts that month.
+        self.units_per_usd = {}
 
-    def unit_price(self, pool: Pool, moment: datetime) -> Decimal:
+    def unit_price(self, pool: Pool, moment: datetime) -> Decimal | None:
+        """USD per GPU-hour in force at ``moment``; None when the price is in a currency
+        whose rate for the month is missing (the cost engine leaves that cost out too)."""
         if pool.id not in self.pools:
             return Decimal(0)  # a pool deleted since its month closed: no price to read
         period = in_force_at(self.price_periods.get(pool.id, []), moment)
-        return pool_full_price(period or pool, pool.gpu_model.tdp_watts)
+        price = pool_full_price(period or pool, pool.gpu_model.tdp_watts)
+        currency = getattr(period or pool, "currency", USD)
+        if currency == USD:
+            return price
+        month = month_of(moment)
+        key = (currency, month)
+        if key not in self.units_per_usd:
+            first = datetime(month.year, month.month, 1, tzinfo=UTC)
+            span = Span(first, first + ONE_DAY)
+            conversion = conversion_for(span, {currency})
+            self.units_per_usd[key] = conversion.units_per_usd(currency, month)
+        units = self.units_per_usd[key]
+        return None if units is None else price / units
 
     def pool_of_frozen(self, stored) -> Pool:
         """The pool a frozen row is of; one deleted since stands in by its slug."""
