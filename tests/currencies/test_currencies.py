@@ -311,7 +311,7 @@ def test_the_daily_chart_converts_a_cny_pools_day_at_its_months_rate(gpu_model):
 
 @pytest.mark.django_db
 def test_the_focus_export_prices_a_cny_pool_in_usd_at_the_months_rate(gpu_model):
-    """The day's row: ¥21.50 ÷ 7.1 = $3.0282 per GPU-hour, 40 GPU-hours, billed $121.13
+    """The day's row: ¥21.50 ÷ 7.1 = $3.0282 per GPU-hour, 96 GPU-hours, billed $290.70
     as the cost report; without the rate the price is null and the row names the rate."""
     from apps.showback.focus.exports import focus_csv
     from apps.showback.focus.rows import focus_rows
@@ -333,8 +333,9 @@ def test_the_focus_export_prices_a_cny_pool_in_usd_at_the_months_rate(gpu_model)
     (row,) = _focus_rows_of(day)
     unit_price = CNY_PRICE / Decimal("7.1")
     assert Decimal(row["ListUnitPrice"]) == unit_price  # exact: ListCost is price × quantity
-    assert Decimal(row["ConsumedQuantity"]) == 40
-    assert Decimal(row["BilledCost"]) == Decimal("121.13") == to_cents(40 * unit_price)
+    # The whole day is paid: 4 GPUs × 24 h, 10 of them measured.
+    assert Decimal(row["ConsumedQuantity"]) == 96
+    assert Decimal(row["BilledCost"]) == Decimal("290.70") == to_cents(96 * unit_price)
     assert row["BillingCurrency"] == "USD" and row["x_MissingExchangeRate"] == ""
 
 
