@@ -116,9 +116,20 @@ PROCUREMENT = Role(
 FINANCE = Role(
     name=gettext_noop("Finance"),
     description=gettext_noop(
-        "Reads the costs, budgets and showback of every team and closes months."
+        "Reads the costs, budgets and showback of every team, closes months, imports "
+        "cloud bills and reconciles them."
     ),
-    permissions=("reports.close_month",),
+    permissions=(
+        "reports.close_month",
+        "bills.view_bill",
+        "bills.add_bill",
+        "bills.delete_bill",
+        "bills.add_mappingrule",
+        "bills.change_mappingrule",
+        "bills.delete_mappingrule",
+        "bills.change_reconciliationsettings",
+        "bills.add_pricereplacement",
+    ),
 )
 ROLES = (TECHNICAL_LEAD, OPS, PROCUREMENT, FINANCE)
 # Roles whose holders see every team's objects (superusers do too); the others see their
