@@ -30,7 +30,7 @@ from apps.core.sentences import Sentence, gettext_noop, sentence
 BATCH_SIZE = 2000
 MAX_ERRORS_KEPT = 200
 GZIP_MAGIC = b"\x1f\x8b"
-HASH_CHUNK = 1024 * 1024
+HASH_CHUNK = 64 * 1024
 
 
 class BillRefused(Exception):
