@@ -32,6 +32,17 @@ SUPERUSER = "superuser"
 # URL name → (kwargs kind, who may GET it: EVERYONE, SUPERUSER or a permission)
 ROUTES = {
     "dashboard:overview": (None, EVERYONE),
+    "bills:bill_list": (None, "bills.view_bill"),
+    "bills:bill_upload": (None, "bills.add_bill"),
+    "bills:bill_detail": ("bill", "bills.view_bill"),
+    "bills:bill_delete": ("bill", "bills.delete_bill"),
+    "bills:rule_list": (None, "bills.view_bill"),
+    "bills:rule_create": (None, "bills.add_mappingrule"),
+    "bills:rule_edit": ("bill_rule", "bills.change_mappingrule"),
+    "bills:rule_delete": ("bill_rule", "bills.delete_mappingrule"),
+    "bills:reconciliation": (None, "bills.view_bill"),
+    "bills:tolerance_edit": (None, "bills.change_reconciliationsettings"),
+    "bills:replace_price": ("bill_replacement", "bills.add_pricereplacement"),
     "backups:policy_list": (None, EVERYONE),
     "backups:policy_detail": ("backup_policy", EVERYONE),
     "backups:policy_create": ("workload", "backups.add_backuppolicy"),
@@ -201,6 +212,9 @@ API_ROUTES = {
 }
 # REST endpoints for superusers only: anonymous → 401, the other roles → 403.
 SUPERUSER_API_ROUTES = {
+    # Bills: Finance and superusers (Finance is no role of this walk).
+    "api-bills": None,
+    "api-bill-detail": "bill",
     "audit-event-list": None,
     "audit-event-detail": "audit_event",
 }
@@ -254,6 +268,8 @@ EXCLUDED = {
     "alerts:channel_test": "POST-only; every role covered by tests/alerts/test_views.py",
     "alerts:delivery_send_again": "POST-only; every role covered by tests/alerts/test_views.py",
     "alerts:silence_expire": "POST-only; every role covered by tests/alerts/test_views.py",
+    "api-reconciliation-bills": "needs ?month=; Finance and superusers only, every status "
+    "covered by tests/bills/test_reconciliation.py",
     "metrics": "a bearer token or an address, not a role; covered by tests/alerts/test_metrics.py",
     "showback:showback_export": "a download, not a page; every role covered by "
     "tests/showback/test_views.py",
@@ -317,6 +333,21 @@ def _url(name, kind, *, pool, workload, user):
             kind="gpu", format="dcgm", source="upload", filename="walk.prom", pool=pool
         )
         return reverse(name, kwargs={"pk": run.pk})
+    if kind == "bill":
+        from apps.bills.models import Bill
+
+        bill = Bill.objects.create(filename="walk.csv", content_sha256="0" * 64, source="upload")
+        return reverse(name, kwargs={"pk": bill.pk})
+    if kind == "bill_rule":
+        from apps.bills.models import MappingRule
+
+        rule = MappingRule.objects.create(kind="sku", value="walk", pool=pool)
+        return reverse(name, kwargs={"pk": rule.pk})
+    if kind == "bill_replacement":
+        from apps.bills.models import MappingRule
+
+        MappingRule.objects.create(kind="sku", value="walk", pool=pool)
+        return reverse(name, kwargs={"slug": pool.slug, "month": "2024-09"})
     if kind == "hostname_rule":
         rule = HostnameRule.objects.create(pool=pool, hostname_pattern="walk-*")
         return reverse(name, kwargs={"pk": rule.pk})

@@ -19,6 +19,8 @@ NAVIGATION = (
 )
 # Shown to those who close months (Finance, superusers).
 CLOSED_MONTHS = (_("Closed months"), "showback:period_list", ("showback:period_",))
+# Shown to those who read cloud bills (Finance, superusers).
+CLOUD_BILLS = (_("Cloud bills"), "bills:bill_list", ("bills:",))
 
 
 def navigation(request):
@@ -31,6 +33,8 @@ def navigation(request):
         shown = NAVIGATION
         if user is not None and user.is_authenticated and user.has_perm("reports.close_month"):
             shown = (*NAVIGATION, CLOSED_MONTHS)
+        if user is not None and user.is_authenticated and user.has_perm("bills.view_bill"):
+            shown = (*shown, CLOUD_BILLS)
         return [
             (label, url_name, current.startswith(prefixes)) for label, url_name, prefixes in shown
         ]
