@@ -48,7 +48,7 @@ class BillUploadSerializer(serializers.Serializer):
     file = serializers.FileField(help_text="A FOCUS 1.0–1.3 dataset: .csv or .csv.gz.")
 
 
-class LineErrorSerializer(serializers.Serializer):
+class BillLineErrorSerializer(serializers.Serializer):
     line = serializers.IntegerField()
     column = serializers.CharField()
     message = serializers.CharField()
@@ -57,7 +57,7 @@ class LineErrorSerializer(serializers.Serializer):
 class BillRefusedSerializer(serializers.Serializer):
     detail = serializers.CharField()
     error_count = serializers.IntegerField()
-    errors = LineErrorSerializer(many=True, help_text="The refused lines (the first 200).")
+    errors = BillLineErrorSerializer(many=True, help_text="The refused lines (the first 200).")
 
 
 def bill_data(bill: Bill, *, created: bool | None = None) -> dict:
@@ -133,7 +133,17 @@ class BillListView(_FinanceView):
         if not request.user.has_perm("bills.add_bill"):
             raise PermissionDenied("Importing bills needs the Finance role.")
         upload = BillUploadSerializer(data=request.data)
-        upload.is_valid(raise_exception=True)
+        if not upload.is_valid():
+            # The refusal's shape, with the field named as DRF names it.
+            return Response(
+                {
+                    "detail": "file: " + " ".join(str(e) for e in upload.errors.get("file", [])),
+                    "error_count": 0,
+                    "errors": [],
+                    **upload.errors,
+                },
+                status=400,
+            )
         file = upload.validated_data["file"]
         try:
             result = importer.import_bill(
