@@ -3,12 +3,11 @@ node and day at the price the provider billed, which differs from the typed pric
 ``billed_price_per_gpu_hour_usd`` (a price change nobody typed), and a mapping rule that
 gives the lines to the pool. The demo seed calls ``write_demo_bill`` and ``demo_rule``."""
 
-import csv
-import io
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
 from apps.bills.models import MappingRule
+from apps.core.exports import CsvFile
 from apps.core.money import to_cents
 from apps.pools.models import Pool
 
@@ -75,15 +74,15 @@ def demo_bill_text(
     nodes = max(1, pool.gpu_count // max(1, pool.gpus_per_node))
     gpus_per_node = pool.gpu_count // nodes
     provider = pool.provider or "Demo Cloud"
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(HEADER)
+    # Written by the house's CSV rules (apps/core/exports.py), as every file gpufleet writes.
+    out = CsvFile()
+    out.row(HEADER)
     day = start
     while day < end:
         for node in range(nodes):
             hours = Decimal(gpus_per_node * 24)
             cost = to_cents(hours * price)
-            writer.writerow(
+            out.row(
                 [
                     "demo-billing-account",
                     f"demo-{pool.slug}",
@@ -105,19 +104,19 @@ def demo_bill_text(
                     pool.region or "NULL",
                     f"gpu_{gpus_per_node}x_{pool.gpu_model.slug}",
                     f"gpu_{gpus_per_node}x_{pool.gpu_model.slug}-on-demand",
-                    str(hours),
+                    hours,
                     "GPU-hours",
-                    str(hours),
+                    hours,
                     "GPU-hours",
-                    str(cost),
-                    str(cost),
-                    str(cost),
-                    str(cost),
+                    cost,
+                    cost,
+                    cost,
+                    cost,
                     f'{{"gpufleet-pool": "{pool.slug}"}}',
                 ]
             )
         day += timedelta(days=1)
-    return out.getvalue()
+    return out.text()
 
 
 def write_demo_bill(path, pool: Pool, month: date, **options) -> None:
