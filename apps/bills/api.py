@@ -2,8 +2,6 @@
 and reads how each pool's bill compares with gpufleet's figures. Costs are decimal
 strings at the bill's own precision, never floats."""
 
-from datetime import date
-
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
@@ -166,20 +164,17 @@ class BillDetailView(_FinanceView):
 
 
 class ReconciliationQuerySerializer(serializers.Serializer):
-    month = serializers.CharField(help_text=f"The month, {MONTH_FORMAT}.")
+    month = serializers.RegexField(
+        reconciliation.MONTH_PATTERN,
+        help_text=f"The month, {MONTH_FORMAT}.",
+        error_messages={"invalid": "Expected a month as YYYY-MM, e.g. 2026-11."},
+    )
 
     def validate_month(self, value):
-        return parse_month(value)
-
-
-def parse_month(value: str) -> date:
-    try:
-        year, month = value.split("-")
-        if len(year) != 4 or len(month) != 2:
-            raise ValueError
-        return date(int(year), int(month), 1)
-    except ValueError:
-        raise ValidationError(f"Expected a month as {MONTH_FORMAT}, e.g. 2026-11.") from None
+        month = reconciliation.parse_month(value)
+        if month is None:
+            raise ValidationError("Expected a month as YYYY-MM, e.g. 2026-11.")
+        return month
 
 
 class ReconciliationRowSerializer(serializers.Serializer):

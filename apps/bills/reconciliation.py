@@ -76,6 +76,18 @@ LINE_FIELDS = (
 )
 
 
+# A month as the pages and the API take it: YYYY-MM, years 1900–2099.
+MONTH_PATTERN = r"^(19|20)[0-9]{2}-(0[1-9]|1[0-2])$"
+
+
+def parse_month(text: str) -> date | None:
+    """The first day of the month ``text`` names (YYYY-MM), or None."""
+    if not re.match(MONTH_PATTERN, text or ""):
+        return None
+    year, month = text.split("-")
+    return date(int(year), int(month), 1)
+
+
 class ReconciliationError(ValueError):
     """A replacement that cannot be made; the message says why."""
 

@@ -217,18 +217,15 @@ def rule_list(request):
 def _month_of(request) -> tuple[date, str]:
     """The month ?month=YYYY-MM names (default: the last full month) and an error."""
     text = request.GET.get("month") or ""
-    if text:
-        try:
-            year, month = text.split("-")
-            if len(year) == 4 and len(month) == 2:
-                return date(int(year), int(month), 1), ""
-        except ValueError:
-            pass
-        error = gettext("“%(value)s” is not a month: expected YYYY-MM, e.g. 2026-11.") % {
-            "value": text[:20]
-        }
-    else:
-        error = ""
+    month = reconciliation.parse_month(text)
+    if month is not None:
+        return month, ""
+    error = (
+        gettext("“%(value)s” is not a month: expected YYYY-MM, e.g. 2026-11.")
+        % {"value": text[:20]}
+        if text
+        else ""
+    )
     today = timezone.now().date().replace(day=1)
     last = date(today.year - 1, 12, 1) if today.month == 1 else today.replace(month=today.month - 1)
     return last, error
@@ -296,11 +293,7 @@ def replace_price(request, slug, month):
     require(request, VIEW)
     pool = get_object_or_404(Pool, slug=slug)
     require(request, "bills.add_pricereplacement")
-    try:
-        year, number = month.split("-")
-        first = date(int(year), int(number), 1)
-    except ValueError:
-        first = None
+    first = reconciliation.parse_month(month)
     if first is None:
         messages.error(request, gettext("Expected a month as YYYY-MM."))
         return redirect("bills:reconciliation")
