@@ -651,6 +651,35 @@ def _setup_pool_edit(pool):
     return url, data, lambda: _pool_state(pool.slug), changed
 
 
+def _bill_rule_state(value):
+    from apps.bills.models import MappingRule
+
+    return MappingRule.objects.filter(value=value).values("priority", "pool__slug").first()
+
+
+def _setup_bill_rule_create(pool):
+    url = reverse("bills:rule_create")
+    data = {"priority": "7", "kind": "sku", "value": "posted-sku", "pool": str(pool.pk)}
+    return url, data, lambda: _bill_rule_state("posted-sku"), lambda state: state is not None
+
+
+def _setup_bill_rule_edit(pool):
+    from apps.bills.models import MappingRule
+
+    rule = MappingRule.objects.create(kind="sku", value="edited-sku", pool=pool, priority=1)
+    url = reverse("bills:rule_edit", kwargs={"pk": rule.pk})
+    data = _rendered_form_data(url, {"priority": "9"})
+    return url, data, lambda: _bill_rule_state("edited-sku"), lambda state: state["priority"] == 9
+
+
+def _setup_bill_rule_delete(pool):
+    from apps.bills.models import MappingRule
+
+    rule = MappingRule.objects.create(kind="sku", value="deleted-sku", pool=pool)
+    url = reverse("bills:rule_delete", kwargs={"pk": rule.pk})
+    return url, {}, lambda: _bill_rule_state("deleted-sku"), lambda state: state is None
+
+
 def _setup_pool_delete(pool):
     # A pool with no workloads and no usage: deleting it is allowed.
     spare = PoolFactory(gpu_model=pool.gpu_model)
@@ -863,6 +892,9 @@ def _setup_silence_create(pool):
 
 # URL name → builds (url, POST data, read the saved state, "did the POST take effect?")
 POST_CASES = {
+    "bills:rule_create": _setup_bill_rule_create,
+    "bills:rule_edit": _setup_bill_rule_edit,
+    "bills:rule_delete": _setup_bill_rule_delete,
     "pools:pool_create": _setup_pool_create,
     "pools:pool_edit": _setup_pool_edit,
     "pools:pool_delete": _setup_pool_delete,

@@ -6,9 +6,9 @@ from apps.core.forms import TablerFormMixin
 from apps.pools.choices import Deployment
 from apps.pools.models import Pool
 
-# An upload larger than this is refused before it is read: import it with
-# ``manage.py import_bill``, which reads any size.
-MAX_UPLOAD_BYTES = 512 * 1024 * 1024
+# The page imports while the request waits, so a larger upload is refused before it is
+# read: ``manage.py import_bill`` reads any size.
+MAX_UPLOAD_BYTES = 100 * 1024 * 1024
 
 
 class BillUploadForm(TablerFormMixin, forms.Form):

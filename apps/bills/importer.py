@@ -188,6 +188,12 @@ def import_bill(binary, *, filename: str = "", source: str, user=None) -> Import
             bill.rows, bill.cost_places = count, places
             totals_of(bill)
             bill.save()
+    except IntegrityError:
+        # The same file, imported by another request meanwhile: that bill is this one.
+        existing = Bill.objects.filter(content_sha256=sha).first()
+        if existing is None:
+            raise
+        return ImportResult(existing, created=False)
     except _RollBack:
         first = errors[0].line_number if errors else 0
         raise BillRefused(

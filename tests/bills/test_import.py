@@ -248,3 +248,15 @@ def test_upload_page_imports_and_lists_refused_lines(client):
     refused = client.post(reverse("bills:bill_upload"), {"file": bad})
     assert refused.status_code == 422
     assert "Line 2, BilledCost" in refused.content.decode()
+
+
+def test_deleting_a_bill_lets_its_corrected_file_in(client):
+    first = _import(SPEC_SLICE).bill
+    client.force_login(UserFactory(role="finance"))
+    url = reverse("bills:bill_delete", args=[first.pk])
+    assert client.get(url).status_code == 200  # the confirmation
+    assert client.post(url).status_code == 302
+    assert not BillLine.objects.exists()
+    corrected = SPEC_SLICE.read_text().replace("628004.40,0.00", "628004.41,0.00", 1)
+    bill = _import(corrected.encode()).bill
+    assert bill.by_provider == {"Amazon Web Services": "628004.41"}
