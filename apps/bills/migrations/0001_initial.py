@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('pools', '0001_squashed_0012_price_periods'),
+        ('pools', '0010_teams'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
