@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 
+from apps.bills.models import COST_DIGITS, COST_PLACES
 from apps.core.sentences import Sentence, gettext_noop, sentence
 
-COST_PLACES = 12
-# Digits a stored number may have before its decimal point (the field's 30 less 12).
-INTEGER_DIGITS = 18
+# Digits a stored number may have before its decimal point.
+INTEGER_DIGITS = COST_DIGITS - COST_PLACES
 
 PROVIDER_COLUMNS = ("ServiceProviderName", "ProviderName")
 REQUIRED_COLUMNS = (

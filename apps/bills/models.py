@@ -1,7 +1,7 @@
 """Cloud bills imported from a provider's FOCUS dataset, the rules that map their lines to
 pools, and what finance chose when a bill replaced a pool's typed price.
 
-Costs are kept exactly as the file writes them: ``DecimalField`` with 12 decimal places
+Costs are kept exactly as the file writes them: ``DecimalField`` with 24 decimal places
 (a file with more is refused, never rounded), and each bill remembers the most decimal
 places its BilledCost column used, so its totals read back at the file's precision.
 """
@@ -13,8 +13,12 @@ from django.db import models
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
-COST_DIGITS = 30
-COST_PLACES = 12
+# Exports written from binary floats carry their shortest round-trip text, e.g.
+# 227.28753400000005 (14 places) or 0.00012345678901234567 (20): up to 17 significant
+# digits after up to 6 zeros, so 24 places keep every such value exactly, and 18 digits
+# before the point any bill's amount.
+COST_PLACES = 24
+COST_DIGITS = 18 + COST_PLACES
 
 
 def _cost(label, **kwargs):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db.models import Count
 from django.urls import reverse
 
 from apps.bills import importer
@@ -23,7 +24,9 @@ pytestmark = pytest.mark.django_db
 DATA = Path(__file__).resolve().parent.parent / "data" / "focus"
 SPEC_SLICE = DATA / "focus_spec_aws_savings_plan_all_upfront_100pct_head.csv"
 HANDWRITTEN = DATA / "handwritten_focus13_nulls_odd_timestamps.csv"
-FOCUS_SAMPLE = DATA / "focus_sample.csv"
+# The FOCUS-Sample-Data project's generated samples, their first lines (tests/data/focus).
+FOCUS_SAMPLE_12 = DATA / "focus_sample_focus12_head.csv"
+FOCUS_SAMPLE_13 = DATA / "focus_sample_focus13_costandusage_head.csv"
 
 
 def independent_totals(path: Path) -> dict[str, Decimal]:
@@ -38,6 +41,16 @@ def independent_totals(path: Path) -> dict[str, Decimal]:
                 continue
             totals[provider] = totals.get(provider, Decimal(0)) + Decimal(cost)
     return totals
+
+
+def independent_line_counts(path: Path) -> dict[str, int]:
+    """Provider → its number of data records, counted with csv.DictReader."""
+    counts: dict[str, int] = {}
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        for record in csv.DictReader(handle):
+            provider = record.get("ServiceProviderName") or record["ProviderName"]
+            counts[provider] = counts.get(provider, 0) + 1
+    return counts
 
 
 def _import(path_or_bytes, name="bill.csv"):
@@ -62,12 +75,21 @@ def test_spec_slice_imports_with_its_exact_totals_per_provider():
     assert effective == Decimal("71.69") * 5
 
 
-@pytest.mark.skipif(not FOCUS_SAMPLE.exists(), reason="FOCUS sample data not in tests/data/focus")
-def test_focus_sample_data_totals_per_provider():
-    bill = _import(FOCUS_SAMPLE, "focus_sample.csv").bill
+@pytest.mark.parametrize(
+    ("path", "version"), [(FOCUS_SAMPLE_12, "1.0–1.2"), (FOCUS_SAMPLE_13, "1.3")]
+)
+def test_focus_sample_data_totals_and_lines_per_provider(path, version):
+    bill = _import(path, path.name).bill
+    assert bill.focus_version == version
     assert {name: Decimal(total) for name, total in bill.by_provider.items()} == independent_totals(
-        FOCUS_SAMPLE
+        path
     )
+    assert bill.billed_cost == sum(independent_totals(path).values())
+    counts = independent_line_counts(path)
+    assert bill.rows == sum(counts.values())
+    stored = BillLine.objects.filter(bill=bill).values("provider").annotate(lines=Count("id"))
+    assert {row["provider"]: row["lines"] for row in stored} == counts
+    assert bill.currencies == ["USD"]
 
 
 def test_handwritten_file_reads_nulls_odd_timestamps_shuffled_columns_and_13_header():
@@ -145,7 +167,7 @@ def test_missing_columns_are_named():
     [
         (GOOD.replace("1.00,", '"1,000.00",', 1), "BilledCost", "not a number"),
         (GOOD.replace("1.00,", "12.5 USD,", 1), "BilledCost", "not a number"),
-        (GOOD.replace("1.00,", "0.0000000000001,", 1), "BilledCost", "cannot be kept exactly"),
+        (GOOD.replace("1.00,", f"0.{'0' * 24}1,", 1), "BilledCost", "cannot be kept exactly"),
         (
             GOOD.replace("2024-09-01T00:00Z,2024-09-01T01", "2024-13-01T00:00Z,2024-09-01T01"),
             "ChargePeriodStart",
@@ -174,6 +196,17 @@ def test_exponent_is_read_exactly():
     bill = _import("\n".join([HEADER, GOOD.replace("1.00,", "1E-5,", 1)]).encode()).bill
     assert BillLine.objects.get(bill=bill).billed_cost == Decimal("0.00001")
     assert bill.by_provider == {"P": "0.00001"}
+
+
+def test_a_floats_shortest_text_is_read_exactly():
+    # 14 and 20 decimal places, as exports written from binary floats have them.
+    lines = [HEADER, GOOD.replace("1.00,", "227.28753400000005,", 1)]
+    lines.append(GOOD.replace("1.00,", "0.00012345678901234567,", 1))
+    bill = _import("\n".join(lines).encode()).bill
+    stored = sorted(BillLine.objects.filter(bill=bill).values_list("billed_cost", flat=True))
+    assert stored == [Decimal("0.00012345678901234567"), Decimal("227.28753400000005")]
+    # 227.28753400000005000000 + 0.00012345678901234567, at the file's 20 places.
+    assert bill.by_provider == {"P": "227.28765745678906234567"}
 
 
 def test_every_refused_line_is_counted():
