@@ -12,6 +12,7 @@ from apps.backups.api import (
     RestoreDrillViewSet,
     WorkloadAtRiskView,
 )
+from apps.bills.api import BillDetailView, BillListView, BillReconciliationView
 from apps.catalog.api import GpuModelViewSet, ModelArchitectureViewSet
 from apps.currencies.api import ExchangeRateViewSet
 from apps.pilots.api import PilotResultViewSet
@@ -95,6 +96,13 @@ urlpatterns = [
     path("lendable/", LendableListView.as_view(), name="lendable-list"),
     path("pools/<str:slug>/lendable/", PoolLendableView.as_view(), name="pool-lendable"),
     path("reconciliation/", ReconciliationView.as_view(), name="api-reconciliation"),
+    path(
+        "reconciliation/bills/",
+        BillReconciliationView.as_view(),
+        name="api-reconciliation-bills",
+    ),
+    path("bills/", BillListView.as_view(), name="api-bills"),
+    path("bills/<int:pk>/", BillDetailView.as_view(), name="api-bill-detail"),
     path("telemetry/gpu/", GpuIngestView.as_view(), name="api-ingest-gpu"),
     path("telemetry/requests/", RequestIngestView.as_view(), name="api-ingest-requests"),
     path("training-events/", TrainingEventIngestView.as_view(), name="api-ingest-training-events"),

@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "apps.backups",
     "apps.procurement",
     "apps.showback",
+    "apps.bills",
     "apps.alerts",
     "apps.dashboard",
     "apps.demo",

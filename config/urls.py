@@ -24,6 +24,7 @@ urlpatterns = [
     path("", include("apps.accounts.urls")),
     path("alerts/", include("apps.alerts.urls")),
     path("", include("apps.showback.urls")),
+    path("bills/", include("apps.bills.urls")),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     # Signs out of the provider too after an SSO sign-in (apps/accounts/oidc.py).
     path("logout/", SignOutView.as_view(), name="logout"),

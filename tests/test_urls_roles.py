@@ -32,6 +32,17 @@ SUPERUSER = "superuser"
 # URL name → (kwargs kind, who may GET it: EVERYONE, SUPERUSER or a permission)
 ROUTES = {
     "dashboard:overview": (None, EVERYONE),
+    "bills:bill_list": (None, "bills.view_bill"),
+    "bills:bill_upload": (None, "bills.add_bill"),
+    "bills:bill_detail": ("bill", "bills.view_bill"),
+    "bills:bill_delete": ("bill", "bills.delete_bill"),
+    "bills:rule_list": (None, "bills.view_bill"),
+    "bills:rule_create": (None, "bills.add_mappingrule"),
+    "bills:rule_edit": ("bill_rule", "bills.change_mappingrule"),
+    "bills:rule_delete": ("bill_rule", "bills.delete_mappingrule"),
+    "bills:reconciliation": (None, "bills.view_bill"),
+    "bills:tolerance_edit": (None, "bills.change_reconciliationsettings"),
+    "bills:replace_price": ("bill_replacement", "bills.add_pricereplacement"),
     "backups:policy_list": (None, EVERYONE),
     "backups:policy_detail": ("backup_policy", EVERYONE),
     "backups:policy_create": ("workload", "backups.add_backuppolicy"),
@@ -207,6 +218,9 @@ API_ROUTES = {
 }
 # REST endpoints for superusers only: anonymous → 401, the other roles → 403.
 SUPERUSER_API_ROUTES = {
+    # Bills: Finance and superusers (Finance is no role of this walk).
+    "api-bills": None,
+    "api-bill-detail": "bill",
     "audit-event-list": None,
     "audit-event-detail": "audit_event",
 }
@@ -263,6 +277,8 @@ EXCLUDED = {
     "alerts:channel_test": "POST-only; every role covered by tests/alerts/test_views.py",
     "alerts:delivery_send_again": "POST-only; every role covered by tests/alerts/test_views.py",
     "alerts:silence_expire": "POST-only; every role covered by tests/alerts/test_views.py",
+    "api-reconciliation-bills": "needs ?month=; Finance and superusers only, every status "
+    "covered by tests/bills/test_reconciliation.py",
     "metrics": "a bearer token or an address, not a role; covered by tests/alerts/test_metrics.py",
     "showback:focus_export": "a download, not a page; scope, login and a bad range covered "
     "by tests/showback/test_focus_export.py",
@@ -328,6 +344,21 @@ def _url(name, kind, *, pool, workload, user):
             kind="gpu", format="dcgm", source="upload", filename="walk.prom", pool=pool
         )
         return reverse(name, kwargs={"pk": run.pk})
+    if kind == "bill":
+        from apps.bills.models import Bill
+
+        bill = Bill.objects.create(filename="walk.csv", content_sha256="0" * 64, source="upload")
+        return reverse(name, kwargs={"pk": bill.pk})
+    if kind == "bill_rule":
+        from apps.bills.models import MappingRule
+
+        rule = MappingRule.objects.create(kind="sku", value="walk", pool=pool)
+        return reverse(name, kwargs={"pk": rule.pk})
+    if kind == "bill_replacement":
+        from apps.bills.models import MappingRule
+
+        MappingRule.objects.create(kind="sku", value="walk", pool=pool)
+        return reverse(name, kwargs={"slug": pool.slug, "month": "2024-09"})
     if kind == "hostname_rule":
         rule = HostnameRule.objects.create(pool=pool, hostname_pattern="walk-*")
         return reverse(name, kwargs={"pk": rule.pk})
@@ -638,6 +669,35 @@ def _setup_pool_edit(pool):
     return url, data, lambda: _pool_state(pool.slug), changed
 
 
+def _bill_rule_state(value):
+    from apps.bills.models import MappingRule
+
+    return MappingRule.objects.filter(value=value).values("priority", "pool__slug").first()
+
+
+def _setup_bill_rule_create(pool):
+    url = reverse("bills:rule_create")
+    data = {"priority": "7", "kind": "sku", "value": "posted-sku", "pool": str(pool.pk)}
+    return url, data, lambda: _bill_rule_state("posted-sku"), lambda state: state is not None
+
+
+def _setup_bill_rule_edit(pool):
+    from apps.bills.models import MappingRule
+
+    rule = MappingRule.objects.create(kind="sku", value="edited-sku", pool=pool, priority=1)
+    url = reverse("bills:rule_edit", kwargs={"pk": rule.pk})
+    data = _rendered_form_data(url, {"priority": "9"})
+    return url, data, lambda: _bill_rule_state("edited-sku"), lambda state: state["priority"] == 9
+
+
+def _setup_bill_rule_delete(pool):
+    from apps.bills.models import MappingRule
+
+    rule = MappingRule.objects.create(kind="sku", value="deleted-sku", pool=pool)
+    url = reverse("bills:rule_delete", kwargs={"pk": rule.pk})
+    return url, {}, lambda: _bill_rule_state("deleted-sku"), lambda state: state is None
+
+
 def _setup_pool_delete(pool):
     # A pool with no workloads and no usage: deleting it is allowed.
     spare = PoolFactory(gpu_model=pool.gpu_model)
@@ -850,6 +910,9 @@ def _setup_silence_create(pool):
 
 # URL name → builds (url, POST data, read the saved state, "did the POST take effect?")
 POST_CASES = {
+    "bills:rule_create": _setup_bill_rule_create,
+    "bills:rule_edit": _setup_bill_rule_edit,
+    "bills:rule_delete": _setup_bill_rule_delete,
     "pools:pool_create": _setup_pool_create,
     "pools:pool_edit": _setup_pool_edit,
     "pools:pool_delete": _setup_pool_delete,

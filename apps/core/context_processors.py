@@ -21,6 +21,8 @@ NAVIGATION = (
 CLOSED_MONTHS = (_("Closed months"), "showback:period_list", ("showback:period_",))
 # Kept by the same people (everyone reads the page: the report's warnings link to it).
 EXCHANGE_RATES = (_("Exchange rates"), "currencies:exchangerate_list", ("currencies:",))
+# Shown to those who read cloud bills (Finance, superusers).
+CLOUD_BILLS = (_("Cloud bills"), "bills:bill_list", ("bills:",))
 
 
 def navigation(request):
@@ -33,6 +35,8 @@ def navigation(request):
         shown = NAVIGATION
         if user is not None and user.is_authenticated and user.has_perm("reports.close_month"):
             shown = (*NAVIGATION, CLOSED_MONTHS, EXCHANGE_RATES)
+        if user is not None and user.is_authenticated and user.has_perm("bills.view_bill"):
+            shown = (*shown, CLOUD_BILLS)
         return [
             (label, url_name, current.startswith(prefixes)) for label, url_name, prefixes in shown
         ]

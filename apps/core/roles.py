@@ -116,14 +116,22 @@ PROCUREMENT = Role(
 FINANCE = Role(
     name=gettext_noop("Finance"),
     description=gettext_noop(
-        "Reads the costs, budgets and showback of every team, closes months and keeps "
-        "the exchange rates."
+        "Reads the costs, budgets and showback of every team, closes months, keeps the "
+        "exchange rates, imports cloud bills and reconciles them."
     ),
     permissions=(
         "reports.close_month",
         "currencies.add_exchangerate",
         "currencies.change_exchangerate",
         "currencies.delete_exchangerate",
+        "bills.view_bill",
+        "bills.add_bill",
+        "bills.delete_bill",
+        "bills.add_mappingrule",
+        "bills.change_mappingrule",
+        "bills.delete_mappingrule",
+        "bills.change_reconciliationsettings",
+        "bills.add_pricereplacement",
     ),
 )
 ROLES = (TECHNICAL_LEAD, OPS, PROCUREMENT, FINANCE)

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class BillsConfig(AppConfig):
+    name = "apps.bills"
+    label = "bills"
+    verbose_name = "Cloud bills and reconciliation"

@@ -1,0 +1,124 @@
+"""A month's FOCUS bill for a demo cloud pool, as its provider would send it: one line per
+node and day at the price the provider billed, which differs from the typed price by
+``billed_price_per_gpu_hour_usd`` (a price change nobody typed), and a mapping rule that
+gives the lines to the pool. The demo seed calls ``write_demo_bill`` and ``demo_rule``."""
+
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+
+from apps.bills.models import MappingRule
+from apps.core.exports import CsvFile
+from apps.core.money import to_cents
+from apps.pools.models import Pool
+
+HEADER = (
+    "BillingAccountId",
+    "SubAccountId",
+    "ServiceProviderName",
+    "InvoiceIssuerName",
+    "PublisherName",
+    "BillingCurrency",
+    "BillingPeriodStart",
+    "BillingPeriodEnd",
+    "ChargePeriodStart",
+    "ChargePeriodEnd",
+    "ChargeCategory",
+    "ChargeDescription",
+    "ResourceId",
+    "ResourceName",
+    "ResourceType",
+    "ServiceName",
+    "ServiceCategory",
+    "RegionId",
+    "SkuId",
+    "SkuPriceId",
+    "ConsumedQuantity",
+    "ConsumedUnit",
+    "PricingQuantity",
+    "PricingUnit",
+    "ListCost",
+    "ContractedCost",
+    "EffectiveCost",
+    "BilledCost",
+    "Tags",
+)
+# The extra the demo provider bills per GPU-hour over the typed price.
+PRICE_DRIFT_USD = Decimal("0.10")
+
+
+def resource_prefix(pool: Pool) -> str:
+    return f"demo://{pool.slug}/node-"
+
+
+def demo_rule(pool: Pool, *, priority: int = 100) -> MappingRule:
+    """The rule that maps the demo bill's lines to ``pool`` (by ResourceId glob)."""
+    rule, _created = MappingRule.objects.get_or_create(
+        kind=MappingRule.Kind.RESOURCE_ID,
+        value=f"{resource_prefix(pool)}*",
+        defaults={"pool": pool, "priority": priority},
+    )
+    return rule
+
+
+def demo_bill_text(
+    pool: Pool, month: date, *, billed_price_per_gpu_hour_usd: Decimal | None = None
+) -> str:
+    """The FOCUS 1.3 CSV of ``pool``'s ``month`` (its first day): a line per node and UTC
+    day, the node's GPUs × 24 h × the billed price, rounded to the cent."""
+    price = billed_price_per_gpu_hour_usd
+    if price is None:
+        price = pool.on_demand_price_per_gpu_hour_usd or pool.reserved_price_per_gpu_hour_usd
+        price = (price or Decimal(0)) + PRICE_DRIFT_USD
+    start = datetime(month.year, month.month, 1, tzinfo=UTC)
+    end = datetime(month.year + month.month // 12, month.month % 12 + 1, 1, tzinfo=UTC)
+    nodes = max(1, pool.gpu_count // max(1, pool.gpus_per_node))
+    gpus_per_node = pool.gpu_count // nodes
+    provider = pool.provider or "Demo Cloud"
+    # Written by the house's CSV rules (apps/core/exports.py), as every file gpufleet writes.
+    out = CsvFile()
+    out.row(HEADER)
+    day = start
+    while day < end:
+        for node in range(nodes):
+            hours = Decimal(gpus_per_node * 24)
+            cost = to_cents(hours * price)
+            out.row(
+                [
+                    "demo-billing-account",
+                    f"demo-{pool.slug}",
+                    provider,
+                    provider,
+                    provider,
+                    "USD",
+                    f"{start:%Y-%m-%dT%H:%M:%SZ}",
+                    f"{end:%Y-%m-%dT%H:%M:%SZ}",
+                    f"{day:%Y-%m-%dT%H:%M:%SZ}",
+                    f"{day + timedelta(days=1):%Y-%m-%dT%H:%M:%SZ}",
+                    "Usage",
+                    f"{gpus_per_node} x {pool.gpu_model.name} GPU instance, 24 h",
+                    f"{resource_prefix(pool)}{node}",
+                    f"{pool.slug}-node-{node}",
+                    "GPU instance",
+                    "GPU Cloud",
+                    "Compute",
+                    pool.region or "NULL",
+                    f"gpu_{gpus_per_node}x_{pool.gpu_model.slug}",
+                    f"gpu_{gpus_per_node}x_{pool.gpu_model.slug}-on-demand",
+                    hours,
+                    "GPU-hours",
+                    hours,
+                    "GPU-hours",
+                    cost,
+                    cost,
+                    cost,
+                    cost,
+                    f'{{"gpufleet-pool": "{pool.slug}"}}',
+                ]
+            )
+        day += timedelta(days=1)
+    return out.text()
+
+
+def write_demo_bill(path, pool: Pool, month: date, **options) -> None:
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        handle.write(demo_bill_text(pool, month, **options))

@@ -1,0 +1,29 @@
+"""The demo bill of a cloud pool imports and shows its drift from the typed price on the
+reconciliation: billed = GPUs × the month's hours × (typed price + the drift)."""
+
+import io
+from datetime import date
+from decimal import Decimal
+
+import pytest
+
+from apps.bills import demo, importer, reconciliation
+from apps.bills.models import Bill
+
+pytestmark = pytest.mark.django_db
+
+
+def test_demo_bill_reconciles_to_the_drift(pool):
+    month = date(2024, 2, 1)  # 29 days
+    demo.demo_rule(pool)
+    text = demo.demo_bill_text(pool, month)
+    bill = importer.import_bill(
+        io.BytesIO(text.encode()), filename="demo.csv", source=Bill.Source.COMMAND
+    ).bill
+    nodes = pool.gpu_count // pool.gpus_per_node
+    assert bill.rows == 29 * nodes and bill.focus_version == "1.3"
+    hours = pool.gpu_count * 29 * 24
+    billed = hours * (pool.on_demand_price_per_gpu_hour_usd + demo.PRICE_DRIFT_USD)
+    (row,) = reconciliation.reconcile(month).rows
+    assert row.billed == billed
+    assert row.difference.quantize(Decimal("0.01")) == hours * demo.PRICE_DRIFT_USD
