@@ -61,5 +61,5 @@ class ToleranceForm(TablerFormMixin, forms.ModelForm):
     def clean_tolerance_pct(self):
         value = self.cleaned_data["tolerance_pct"]
         if value < 0:
-            raise forms.ValidationError(_("A tolerance is 0 % or more."))
+            raise forms.ValidationError(_("A tolerance cannot be negative."))
         return value
