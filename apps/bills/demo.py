@@ -3,10 +3,11 @@ node and day at the price the provider billed, which differs from the typed pric
 ``billed_price_per_gpu_hour_usd`` (a price change nobody typed), and a mapping rule that
 gives the lines to the pool. The demo seed calls ``write_demo_bill`` and ``demo_rule``."""
 
+import io
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
-from apps.bills.models import MappingRule
+from apps.bills.models import Bill, MappingRule
 from apps.core.exports import CsvFile
 from apps.core.money import to_cents
 from apps.pools.models import Pool
@@ -71,6 +72,8 @@ def demo_bill_text(
         price = (price or Decimal(0)) + PRICE_DRIFT_USD
     start = datetime(month.year, month.month, 1, tzinfo=UTC)
     end = datetime(month.year + month.month // 12, month.month % 12 + 1, 1, tzinfo=UTC)
+    # The provider bills the hours the pool was in service: its first day from then on.
+    in_service_from = pool.in_service_from or start
     nodes = max(1, pool.gpu_count // max(1, pool.gpus_per_node))
     gpus_per_node = pool.gpu_count // nodes
     provider = pool.provider or "Demo Cloud"
@@ -79,8 +82,14 @@ def demo_bill_text(
     out.row(HEADER)
     day = start
     while day < end:
+        served_hours = Decimal(
+            (min(day + timedelta(days=1), end) - max(day, in_service_from)) / timedelta(hours=1)
+        )
+        if served_hours <= 0:
+            day += timedelta(days=1)
+            continue
         for node in range(nodes):
-            hours = Decimal(gpus_per_node * 24)
+            hours = gpus_per_node * served_hours
             cost = to_cents(hours * price)
             out.row(
                 [
@@ -95,7 +104,7 @@ def demo_bill_text(
                     f"{day:%Y-%m-%dT%H:%M:%SZ}",
                     f"{day + timedelta(days=1):%Y-%m-%dT%H:%M:%SZ}",
                     "Usage",
-                    f"{gpus_per_node} x {pool.gpu_model.name} GPU instance, 24 h",
+                    f"{gpus_per_node} x {pool.gpu_model.name} GPU instance, {served_hours} h",
                     f"{resource_prefix(pool)}{node}",
                     f"{pool.slug}-node-{node}",
                     "GPU instance",
@@ -117,6 +126,23 @@ def demo_bill_text(
             )
         day += timedelta(days=1)
     return out.text()
+
+
+def seed_bills_demo(pool: Pool | None, month: date | None):
+    """The demo's bill: ``pool``'s ``month`` as its provider billed it, imported with the
+    rule that maps it, so the reconciliation shows the drift. Seeding again imports the
+    same file, which adds nothing."""
+    from apps.bills.importer import import_bill
+
+    if pool is None or month is None:
+        return None
+    demo_rule(pool)
+    text = demo_bill_text(pool, month)
+    return import_bill(
+        io.BytesIO(text.encode()),
+        filename=f"{pool.slug}-{month:%Y-%m}.focus.csv",
+        source=Bill.Source.COMMAND,
+    ).bill
 
 
 def write_demo_bill(path, pool: Pool, month: date, **options) -> None:

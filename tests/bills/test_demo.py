@@ -27,3 +27,18 @@ def test_demo_bill_reconciles_to_the_drift(pool):
     (row,) = reconciliation.reconcile(month).rows
     assert row.billed == billed
     assert row.difference.quantize(Decimal("0.01")) == hours * demo.PRICE_DRIFT_USD
+
+
+def test_a_pool_in_service_from_mid_month_is_billed_from_then(pool):
+    """In service from the 10th at 18:00: 6 h that day, then 19 whole days of February
+    2024 (29 days): (6 + 19 × 24) h × the pool's GPUs."""
+    from datetime import UTC, datetime
+
+    pool.in_service_from = datetime(2024, 2, 10, 18, tzinfo=UTC)
+    pool.save(update_fields=["in_service_from"])
+    bill = demo.seed_bills_demo(pool, date(2024, 2, 1))
+    hours = pool.gpu_count * (6 + 19 * 24)
+    price = pool.on_demand_price_per_gpu_hour_usd + demo.PRICE_DRIFT_USD
+    assert bill.billed_cost == hours * price
+    assert demo.seed_bills_demo(pool, date(2024, 2, 1)) == bill  # seeding again adds nothing
+    assert Bill.objects.count() == 1

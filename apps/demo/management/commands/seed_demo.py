@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from apps.accounts.models import Team
 from apps.backups.demo import seed_backups_demo
+from apps.bills.demo import seed_bills_demo
 from apps.catalog.models import GpuModel, ModelArchitecture
 from apps.catalog.seed import load_gpu_models, load_model_architectures
 from apps.core.roles import FINANCE, OPS, PROCUREMENT, TECHNICAL_LEAD
@@ -61,6 +62,8 @@ from apps.showback.months import last_complete_month
 from apps.showback.periods import close_month
 
 DEMO_PASSWORD = "gpufleet-demo"  # noqa: S105 - printed for the demo on purpose
+# The cloud pool whose provider's bill for the last full month the demo imports.
+DEMO_BILLED_POOL = "train-burst-h100-us"
 # The demo's closed month's key in its registry.
 DEMO_CLOSED_MONTH = "closed-month"
 
@@ -126,6 +129,7 @@ class Command(BaseCommand):
             if not options.get("without_teams"):
                 budgets = self.seed_teams(registry, users, pools, workloads, now)
             closed = self.seed_closed_month(registry, users["finance"], now)
+            seed_bills_demo(pools.get(DEMO_BILLED_POOL), last_complete_month(now).date())
         untouched = _user_objects(registry)
         self.stdout.write(
             f"Demo {'loaded' if fresh else 'refreshed'}: {len(pools)} pools, "
