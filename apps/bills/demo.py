@@ -11,6 +11,8 @@ from apps.bills.models import Bill, MappingRule
 from apps.core.exports import CsvFile
 from apps.core.money import to_cents
 from apps.pools.models import Pool
+from apps.reports.cost.prices import in_force_at, pool_full_price, price_periods_of
+from apps.reports.span import ONE_HOUR
 
 HEADER = (
     "BillingAccountId",
@@ -66,10 +68,15 @@ def demo_bill_text(
 ) -> str:
     """The FOCUS 1.3 CSV of ``pool``'s ``month`` (its first day): a line per node and UTC
     day, the node's GPUs × 24 h × the billed price, rounded to the cent."""
-    price = billed_price_per_gpu_hour_usd
-    if price is None:
-        price = pool.on_demand_price_per_gpu_hour_usd or pool.reserved_price_per_gpu_hour_usd
-        price = (price or Decimal(0)) + PRICE_DRIFT_USD
+    periods = price_periods_of([pool.id]).get(pool.id, [])
+
+    def price_at(hour: datetime) -> Decimal:
+        """The billed price of ``hour``: the typed price in force then, plus the drift."""
+        if billed_price_per_gpu_hour_usd is not None:
+            return billed_price_per_gpu_hour_usd
+        typed = pool_full_price(in_force_at(periods, hour) or pool, pool.gpu_model.tdp_watts)
+        return typed + PRICE_DRIFT_USD
+
     start = datetime(month.year, month.month, 1, tzinfo=UTC)
     end = datetime(month.year + month.month // 12, month.month % 12 + 1, 1, tzinfo=UTC)
     # The provider bills the hours the pool was in service: its first day from then on.
@@ -88,9 +95,17 @@ def demo_bill_text(
         if served_hours <= 0:
             day += timedelta(days=1)
             continue
+        served_from = max(day, in_service_from)
+        day_price_sum = sum(
+            (price_at(served_from + step * ONE_HOUR) for step in range(int(served_hours))),
+            Decimal(0),
+        )
+        fraction = served_hours - int(served_hours)
+        if fraction:
+            day_price_sum += fraction * price_at(served_from + int(served_hours) * ONE_HOUR)
         for node in range(nodes):
             hours = gpus_per_node * served_hours
-            cost = to_cents(hours * price)
+            cost = to_cents(gpus_per_node * day_price_sum)
             out.row(
                 [
                     "demo-billing-account",

@@ -42,3 +42,24 @@ def test_a_pool_in_service_from_mid_month_is_billed_from_then(pool):
     assert bill.billed_cost == hours * price
     assert demo.seed_bills_demo(pool, date(2024, 2, 1)) == bill  # seeding again adds nothing
     assert Bill.objects.count() == 1
+
+
+def test_a_price_cut_in_the_month_is_billed_hour_by_hour_with_the_drift(pool):
+    """$2.99 until the 15th at 12:00, then $2.49: the bill differs from the computed month
+    by the drift alone, GPUs × 29 × 24 h × $0.10."""
+    from datetime import UTC, datetime
+
+    from apps.pools.prices import record_prices
+
+    pool.in_service_from = datetime(2024, 1, 1, tzinfo=UTC)
+    pool.save(update_fields=["in_service_from"])
+    pool.on_demand_price_per_gpu_hour_usd = Decimal("2.49")
+    record_prices(pool, datetime(2024, 2, 15, 12, tzinfo=UTC))
+    month = date(2024, 2, 1)
+    demo.seed_bills_demo(pool, month)
+    hours = pool.gpu_count * 29 * 24
+    (row,) = reconciliation.reconcile(month).rows
+    assert row.billed == pool.gpu_count * (
+        (14 * 24 + 12) * Decimal("3.09") + (14 * 24 + 12) * Decimal("2.59")
+    )
+    assert row.difference.quantize(Decimal("0.01")) == hours * demo.PRICE_DRIFT_USD
