@@ -24,6 +24,7 @@ from apps.backups.serializers import (
 )
 from apps.core.schema import ErrorSerializer
 from apps.core.serializers import MoneyField, UnitPriceField
+from apps.currencies.serializers import MissingRateSerializer
 from apps.pools.models import Workload
 from apps.pools.querysets import workload_scope_filter
 from apps.pools.scoped import ScopedQuerysetMixin
@@ -153,7 +154,15 @@ class WorkloadAtRiskSerializer(serializers.Serializer):
     )
     hours_at_risk = serializers.FloatField(allow_null=True, help_text="now − since, in hours.")
     gpu_count = serializers.IntegerField()
-    price_per_gpu_hour_usd = UnitPriceField()
+    price_per_gpu_hour_usd = UnitPriceField(
+        allow_null=True,
+        help_text="The pool's effective price in USD at the month's exchange rate; null "
+        "when that rate is missing.",
+    )
+    missing_exchange_rate = MissingRateSerializer(
+        allow_null=True,
+        help_text="The exchange rate the figure needs and no one recorded (no figure then).",
+    )
     since = serializers.DateTimeField(allow_null=True)
     proven_step = serializers.IntegerField(allow_null=True)
     proven_at = serializers.DateTimeField(allow_null=True)

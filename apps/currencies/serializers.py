@@ -52,3 +52,11 @@ class ExchangeRateSerializer(StrictModelSerializer):
         if value <= 0:
             raise serializers.ValidationError("A rate is above 0.")
         return value
+
+
+class MissingRateSerializer(serializers.Serializer):
+    """An exchange rate a figure needs and no one recorded: the figure leaves out (or
+    has no value for) what it would convert."""
+
+    currency = serializers.CharField(help_text="ISO 4217 code.")
+    month = serializers.CharField(help_text="YYYY-MM.")

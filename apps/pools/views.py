@@ -10,6 +10,7 @@ from apps.core.history import history_rows
 from apps.core.htmx import render_page
 from apps.core.tables import configure_table
 from apps.core.texts import translated
+from apps.currencies.rates import usd_rates_at
 from apps.pools import list_columns
 from apps.pools.assessment import assess_workload
 from apps.pools.charts import build_memory_breakdown_figure
@@ -138,10 +139,11 @@ def pool_detail(request, pool):
         .select_related("owner", "model_architecture", "team")
     )
     gpu_catalog = list(GpuModel.objects.all())
+    rates = usd_rates_at({pool.currency}, timezone.now())
     rows = []
     for workload in workloads:
         workload.pool = pool  # already loaded: saves one query per workload
-        rows.append((workload, assess_workload(workload, gpu_catalog=gpu_catalog)))
+        rows.append((workload, assess_workload(workload, gpu_catalog=gpu_catalog, rates=rates)))
     context = {
         "pool": pool,
         "rows": rows,
@@ -195,8 +197,9 @@ def workload_list(request):
     table = WorkloadTable(workload_filter.qs)
     page = configure_table(request, table)
     gpu_catalog = list(GpuModel.objects.all())
+    rates = usd_rates_at({workload.pool.currency for workload in page}, timezone.now())
     for workload in page:
-        workload.assessment = assess_workload(workload, gpu_catalog=gpu_catalog)
+        workload.assessment = assess_workload(workload, gpu_catalog=gpu_catalog, rates=rates)
     context = {
         "table": table,
         "page": page,

@@ -22,6 +22,7 @@ from apps.core.serializers import (
     StrictModelSerializer,
     UnitPriceField,
 )
+from apps.currencies.serializers import MissingRateSerializer
 from apps.pools.models import Interruption, Pool, Purpose, Workload
 from apps.pools.querysets import workload_scope_filter
 from apps.pools.scoped import ScopedQuerysetMixin, ScopedReferencesMixin
@@ -81,11 +82,6 @@ class ExplainStepSerializer(serializers.Serializer):
         choices=["line", "sum"],
         help_text="line: one pool's part or an input; sum: the lines above.",
     )
-
-
-class MissingRateSerializer(serializers.Serializer):
-    currency = serializers.CharField(help_text="ISO 4217 code.")
-    month = serializers.CharField(help_text="YYYY-MM.")
 
 
 class CostRowSerializer(serializers.Serializer):
