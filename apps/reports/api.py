@@ -22,6 +22,7 @@ from apps.core.serializers import (
     StrictModelSerializer,
     UnitPriceField,
 )
+from apps.currencies.rates import missing_rate_data, usd_price
 from apps.currencies.serializers import MissingRateSerializer
 from apps.pools.models import Interruption, Pool, Purpose, Workload
 from apps.pools.querysets import workload_scope_filter
@@ -350,7 +351,14 @@ class LendableSerializer(serializers.Serializer):
     safety_margin_gpus = serializers.IntegerField(
         allow_null=True, help_text="⌈GPUs × safety_margin_pct ÷ 100⌉."
     )
-    price_per_gpu_hour_usd = UnitPriceField(help_text="The pool's effective price.")
+    price_per_gpu_hour_usd = UnitPriceField(
+        allow_null=True,
+        help_text="The pool's effective price in USD at the month's exchange rate; null when "
+        "that rate is missing.",
+    )
+    missing_exchange_rate = MissingRateSerializer(
+        allow_null=True, help_text="The exchange rate the value needs and no one recorded."
+    )
     lendable_gpu_hours_per_week = serializers.IntegerField(
         allow_null=True,
         help_text="Σ over the 168 weekday × hour slots of ⌊GPUs − p95 busy GPUs − margin⌋ "
@@ -381,6 +389,7 @@ def _lendable_data(result: lending.Lendable) -> dict:
 
 
 def _not_inference_data(pool: Pool) -> dict:
+    price = usd_price(pool, timezone.now())
     empty = dict.fromkeys(
         (
             "start",
@@ -403,7 +412,8 @@ def _not_inference_data(pool: Pool) -> dict:
         "is_inference_pool": False,
         "time_zone": pool.timezone or "UTC",
         "gpu_count": pool.gpu_count,
-        "price_per_gpu_hour_usd": pool.effective_price_per_gpu_hour_usd,
+        "price_per_gpu_hour_usd": price.usd,
+        "missing_exchange_rate": missing_rate_data(price.missing),
     }
 
 
