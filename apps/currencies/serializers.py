@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.core.serializers import StrictModelSerializer
+from apps.core.serializers import StrictModelSerializer, UnitPriceField
 from apps.currencies.codes import USD, currency_problem
 from apps.currencies.models import ExchangeRate
 from apps.currencies.services import parse_month
@@ -60,3 +60,20 @@ class MissingRateSerializer(serializers.Serializer):
 
     currency = serializers.CharField(help_text="ISO 4217 code.")
     month = serializers.CharField(help_text="YYYY-MM.")
+
+
+def usd_price_field() -> UnitPriceField:
+    """A pool's price per GPU-hour converted to USD (apps/currencies/rates.py)."""
+    return UnitPriceField(
+        allow_null=True,
+        help_text="The pool's effective price in USD at the month's exchange rate; null when "
+        "that rate is missing (missing_exchange_rate).",
+    )
+
+
+def missing_rate_field() -> MissingRateSerializer:
+    return MissingRateSerializer(
+        allow_null=True,
+        help_text="The exchange rate the dollar figures need and no one recorded: they are "
+        "null then, never the pool's own amount read as dollars.",
+    )

@@ -23,7 +23,7 @@ from apps.core.serializers import (
     UnitPriceField,
 )
 from apps.currencies.rates import missing_rate_data, usd_price
-from apps.currencies.serializers import MissingRateSerializer
+from apps.currencies.serializers import MissingRateSerializer, missing_rate_field, usd_price_field
 from apps.pools.models import Interruption, Pool, Purpose, Workload
 from apps.pools.querysets import workload_scope_filter
 from apps.pools.scoped import ScopedQuerysetMixin, ScopedReferencesMixin
@@ -351,14 +351,8 @@ class LendableSerializer(serializers.Serializer):
     safety_margin_gpus = serializers.IntegerField(
         allow_null=True, help_text="⌈GPUs × safety_margin_pct ÷ 100⌉."
     )
-    price_per_gpu_hour_usd = UnitPriceField(
-        allow_null=True,
-        help_text="The pool's effective price in USD at the month's exchange rate; null when "
-        "that rate is missing.",
-    )
-    missing_exchange_rate = MissingRateSerializer(
-        allow_null=True, help_text="The exchange rate the value needs and no one recorded."
-    )
+    price_per_gpu_hour_usd = usd_price_field()
+    missing_exchange_rate = missing_rate_field()
     lendable_gpu_hours_per_week = serializers.IntegerField(
         allow_null=True,
         help_text="Σ over the 168 weekday × hour slots of ⌊GPUs − p95 busy GPUs − margin⌋ "

@@ -16,10 +16,9 @@ from apps.core.serializers import (
     NoBlankQueryMixin,
     SlugReferenceField,
     StrictCharField,
-    UnitPriceField,
 )
 from apps.currencies.rates import missing_rate_data
-from apps.currencies.serializers import MissingRateSerializer
+from apps.currencies.serializers import missing_rate_field, usd_price_field
 from apps.pools.models import Workload
 from apps.pools.scoped import ScopedReferencesMixin
 from apps.training import goodput, parsers, services
@@ -213,14 +212,8 @@ class WorkloadGoodputSerializer(JobGoodputSerializer):
     workload = serializers.CharField()
     reference_step_seconds = serializers.FloatField(allow_null=True)
     gpu_count = serializers.IntegerField()
-    price_per_gpu_hour_usd = UnitPriceField(
-        allow_null=True,
-        help_text="The pool's effective price in USD at the month's exchange rate; null "
-        "when that rate is missing.",
-    )
-    missing_exchange_rate = MissingRateSerializer(
-        allow_null=True, help_text="The exchange rate the dollars need and no one recorded."
-    )
+    price_per_gpu_hour_usd = usd_price_field()
+    missing_exchange_rate = missing_rate_field()
     event_count = serializers.IntegerField()
     jobs = JobGoodputSerializer(many=True)
 
