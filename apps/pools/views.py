@@ -10,7 +10,8 @@ from apps.core.history import history_rows
 from apps.core.htmx import render_page
 from apps.core.tables import configure_table
 from apps.core.texts import translated
-from apps.currencies.rates import usd_rates_at
+from apps.currencies.codes import USD
+from apps.currencies.rates import usd_price, usd_rates_at
 from apps.pools import list_columns
 from apps.pools.assessment import assess_workload
 from apps.pools.charts import build_memory_breakdown_figure
@@ -148,6 +149,9 @@ def pool_detail(request, pool):
         "pool": pool,
         "rows": rows,
         "price_breakdown": pool.price_breakdown(),
+        # The effective price in US dollars at this month's rate, for a pool in another
+        # currency (the rates read for the assessments above).
+        "usd_price": None if pool.currency == USD else usd_price(pool, timezone.now(), rates),
         "findings_count": sum(len(assessment.findings) for _, assessment in rows),
         "history": history_rows(pool),
         "price_periods": price_history(pool),

@@ -1,11 +1,12 @@
-"""The workload assessment's cost per 10⁶ tokens on a pool priced in yuan: the pool's
-price converted to USD at this month's rate (apps/currencies/rates.py).
+"""A pool priced in yuan: its price in US dollars at this month's rate on its page and in
+the API, and the workload assessment's cost per 10⁶ tokens (apps/currencies/rates.py); its
+price breakdown writes its own amounts in yuan, never with a dollar sign.
 
 Hand computation: 21.50 CNY per GPU-hour at 7.10 CNY per USD = 3.0281690… USD per
 GPU-hour; the cost per 10⁶ tokens at the decode ceiling is that × the tensor-parallel
 GPUs ÷ (ceiling tokens/s × 3,600) × 10⁶."""
 
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 from django.urls import reverse
@@ -57,3 +58,32 @@ def test_without_the_months_rate_there_is_no_cost_and_the_rate_is_named(
     client.force_login(make_user("ops"))
     body = client.get(reverse("pools:workload_detail", kwargs={"slug": workload.slug})).content
     assert f"no CNY exchange rate for {month}" in body.decode()
+
+
+@pytest.mark.django_db
+def test_the_pool_api_and_page_give_the_price_in_usd_at_the_months_rate(
+    workload, client, make_user
+):
+    pool = workload.pool
+    _rate(month_of(timezone.now()), "CNY", RATE)
+    client.force_login(make_user("ops"))
+    data = client.get(f"/api/v1/pools/{pool.slug}/").json()
+    usd = (CNY_PRICE / RATE).quantize(Decimal("0.0001"), rounding=ROUND_HALF_UP)
+    assert Decimal(data["usd_per_gpu_hour"]) == usd == Decimal("3.0282")
+    assert data["missing_exchange_rate"] is None
+    assert Decimal(data["effective_price_per_gpu_hour_usd"]) == CNY_PRICE  # its own currency
+    body = client.get(pool.get_absolute_url()).content.decode()
+    assert "$3.0282" in body
+
+
+@pytest.mark.django_db
+def test_without_the_months_rate_the_pools_usd_price_is_unknown(workload, client, make_user):
+    pool = workload.pool
+    client.force_login(make_user("ops"))
+    month = f"{timezone.now():%Y-%m}"
+    data = client.get(f"/api/v1/pools/{pool.slug}/").json()
+    assert data["usd_per_gpu_hour"] is None
+    assert data["missing_exchange_rate"] == {"currency": "CNY", "month": month}
+    body = client.get(pool.get_absolute_url()).content.decode()
+    assert f"no CNY exchange rate for {month}" in body and "$21.5000" not in body
+    assert "CN¥21.5000 per GPU-hour" in body  # the breakdown's formula
