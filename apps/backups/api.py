@@ -23,7 +23,8 @@ from apps.backups.serializers import (
     checksum_list_errors,
 )
 from apps.core.schema import ErrorSerializer
-from apps.core.serializers import MoneyField, UnitPriceField
+from apps.core.serializers import MoneyField
+from apps.currencies.serializers import missing_rate_field, usd_price_field
 from apps.pools.models import Workload
 from apps.pools.querysets import workload_scope_filter
 from apps.pools.scoped import ScopedQuerysetMixin
@@ -153,7 +154,8 @@ class WorkloadAtRiskSerializer(serializers.Serializer):
     )
     hours_at_risk = serializers.FloatField(allow_null=True, help_text="now − since, in hours.")
     gpu_count = serializers.IntegerField()
-    price_per_gpu_hour_usd = UnitPriceField()
+    price_per_gpu_hour_usd = usd_price_field()
+    missing_exchange_rate = missing_rate_field()
     since = serializers.DateTimeField(allow_null=True)
     proven_step = serializers.IntegerField(allow_null=True)
     proven_at = serializers.DateTimeField(allow_null=True)

@@ -15,6 +15,10 @@ GPUs × price per GPU-hour the goodput panel prices its badput at). When no chec
 proven, everything since the workload's first training event is at risk; with no events
 there is no figure, and the reason says so.
 
+The price is converted from the pool's currency to US dollars at the rate of ``now``'s
+month (apps/currencies/rates.py); with that rate missing there is no figure either, and
+the missing rate is named.
+
 Reads: a handful of queries for any number of workloads (``at_risk_by_workload``), so
 the Overview and the alert rules can ask for every workload they see.
 """
@@ -22,11 +26,19 @@ the Overview and the alert rules can ask for every workload they see.
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
+from functools import cached_property
 
 from django.db.models import Max, Min, OuterRef, Subquery
 from django.utils.translation import gettext
 
 from apps.backups.models import BackupVersion, RestoreDrill, VersionKind
+from apps.currencies.rates import (
+    UsdPrice,
+    UsdRates,
+    missing_rate_data,
+    usd_price,
+    usd_rates_at,
+)
 from apps.pools.models import TRAINING_KINDS, Workload, WorkloadStatus
 from apps.training.models import EventType, TrainingEvent
 
@@ -64,6 +76,18 @@ class AtRisk:
     proven_step: int | None = None
     version: BackupVersion | None = None
     drill: RestoreDrill | None = None
+    # The month's rates, read once for every workload (``at_risk_by_workload``).
+    rates: UsdRates | None = None
+
+    @cached_property
+    def price(self) -> UsdPrice:
+        """The pool's price per GPU-hour in US dollars at ``now``'s month's rate."""
+        return usd_price(self.workload.pool, self.now, self.rates)
+
+    @property
+    def missing_rate(self) -> tuple | None:
+        """The (currency, month) of the rate the figure needs but no one recorded."""
+        return self.price.missing if self.since is not None else None
 
     @property
     def seconds_at_risk(self) -> float | None:
@@ -81,13 +105,15 @@ class AtRisk:
         return self.workload.gpu_count
 
     @property
-    def price_per_gpu_hour_usd(self) -> Decimal:
-        return self.workload.pool.effective_price_per_gpu_hour_usd
+    def price_per_gpu_hour_usd(self) -> Decimal | None:
+        return self.price.usd
 
     @property
     def usd_at_risk(self) -> Decimal | None:
+        """None without a figure, and when the pool's exchange rate is missing (a price
+        in another currency is never read as dollars)."""
         seconds = self.seconds_at_risk
-        if seconds is None:
+        if seconds is None or self.price_per_gpu_hour_usd is None:
             return None
         return dollars_at_risk_usd(
             gpu_count=self.gpu_count,
@@ -123,13 +149,15 @@ class AtRisk:
     def as_data(self) -> dict:
         usd, hours = self.usd_at_risk, self.hours_at_risk
         drill, version = self.drill, self.version
+        price, missing = self.price_per_gpu_hour_usd, self.missing_rate
         return {
             "workload": self.workload.slug,
             "basis": self.basis,
             "usd_at_risk": None if usd is None else float(usd),
             "hours_at_risk": None if hours is None else round(hours, 6),
             "gpu_count": self.gpu_count,
-            "price_per_gpu_hour_usd": float(self.price_per_gpu_hour_usd),
+            "price_per_gpu_hour_usd": None if price is None else float(price),
+            "missing_exchange_rate": missing_rate_data(missing),
             "since": self.since,
             "proven_step": self.proven_step,
             "proven_at": self.proven_at,
@@ -170,8 +198,9 @@ def _proven_checkpoints(workload_ids) -> dict[int, list[tuple[int, int, int]]]:
 
 def at_risk_by_workload(workloads, now: datetime) -> dict[int, AtRisk]:
     """Each workload's dollars at risk at ``now`` (workloads with their pool selected).
-    Four queries whatever the number of workloads."""
+    Five queries whatever the number of workloads (one reads the month's exchange rates)."""
     workloads = list(workloads)
+    rates = usd_rates_at({workload.pool.currency for workload in workloads}, now)
     training_ids = [workload.pk for workload in workloads if workload.is_training]
     proven = _proven_checkpoints(training_ids)
     proven_steps = {step for rows in proven.values() for step, _v, _d in rows}
@@ -207,7 +236,7 @@ def at_risk_by_workload(workloads, now: datetime) -> dict[int, AtRisk]:
     results = {}
     for workload in workloads:
         if not workload.is_training:
-            results[workload.pk] = AtRisk(workload, now, NOT_TRAINING)
+            results[workload.pk] = AtRisk(workload, now, NOT_TRAINING, rates=rates)
         elif workload.pk in chosen:
             at, step, version_id, drill_id = chosen[workload.pk]
             results[workload.pk] = AtRisk(
@@ -218,13 +247,14 @@ def at_risk_by_workload(workloads, now: datetime) -> dict[int, AtRisk]:
                 proven_step=step,
                 version=versions[version_id],
                 drill=drills[drill_id],
+                rates=rates,
             )
         elif workload.pk in first_event_at:
             results[workload.pk] = AtRisk(
-                workload, now, NOTHING_PROVEN, since=first_event_at[workload.pk]
+                workload, now, NOTHING_PROVEN, since=first_event_at[workload.pk], rates=rates
             )
         else:
-            results[workload.pk] = AtRisk(workload, now, NO_EVENTS)
+            results[workload.pk] = AtRisk(workload, now, NO_EVENTS, rates=rates)
     return results
 
 

@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass, field
 from datetime import timedelta
+from decimal import Decimal
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -24,6 +25,7 @@ from apps.backups.models import (
 )
 from apps.backups.validators import checksum_error
 from apps.core.history import QUIET_FIELDS, HistoryEntry, combined_history
+from apps.currencies.rates import usd_price
 from apps.pools.models import Interruption, Workload
 from apps.pools.querysets import workload_scope_filter
 
@@ -402,6 +404,8 @@ class CheckpointAdvice:
     current: checkpointing.IntervalCost | None = None
     recommended: checkpointing.IntervalCost | None = None
     job_price_per_hour_usd: float | None = None
+    gpu_price_per_hour_usd: Decimal | None = None
+    missing_rate_text: str = ""
     checkpoint_size_gb: float | None = None
 
     @property
@@ -437,7 +441,11 @@ def checkpoint_advice(policy: BackupPolicy, *, now=None) -> CheckpointAdvice | N
     advice.checkpoint_write_seconds = write
     advice.young_seconds = checkpointing.young_interval_seconds(write, mtbf)
     advice.daly_seconds = checkpointing.daly_interval_seconds(write, mtbf)
-    price = float(workload.pool.effective_price_per_gpu_hour_usd) * workload.gpu_count
+    # The pool's price in US dollars at the month's rate; unknown (no price) when missing.
+    gpu_price = usd_price(workload.pool, now or timezone.now())
+    advice.gpu_price_per_hour_usd = gpu_price.usd
+    advice.missing_rate_text = gpu_price.missing_text
+    price = float(gpu_price.usd or 0) * workload.gpu_count
     advice.job_price_per_hour_usd = price if price > 0 else None
     size = policy.checkpoint_size_gb
     if size is None:

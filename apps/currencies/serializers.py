@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.core.serializers import StrictModelSerializer
+from apps.core.serializers import StrictModelSerializer, UnitPriceField
 from apps.currencies.codes import USD, currency_problem
 from apps.currencies.models import ExchangeRate
 from apps.currencies.services import parse_month
@@ -52,3 +52,28 @@ class ExchangeRateSerializer(StrictModelSerializer):
         if value <= 0:
             raise serializers.ValidationError("A rate is above 0.")
         return value
+
+
+class MissingRateSerializer(serializers.Serializer):
+    """An exchange rate a figure needs and no one recorded: the figure leaves out (or
+    has no value for) what it would convert."""
+
+    currency = serializers.CharField(help_text="ISO 4217 code.")
+    month = serializers.CharField(help_text="YYYY-MM.")
+
+
+def usd_price_field() -> UnitPriceField:
+    """A pool's price per GPU-hour converted to USD (apps/currencies/rates.py)."""
+    return UnitPriceField(
+        allow_null=True,
+        help_text="The pool's effective price in USD at the month's exchange rate; null when "
+        "that rate is missing (missing_exchange_rate).",
+    )
+
+
+def missing_rate_field() -> MissingRateSerializer:
+    return MissingRateSerializer(
+        allow_null=True,
+        help_text="The exchange rate the dollar figures need and no one recorded: they are "
+        "null then, never the pool's own amount read as dollars.",
+    )

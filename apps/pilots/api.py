@@ -56,11 +56,13 @@ class PilotResultSerializer(serializers.ModelSerializer):
         read_only=True, help_text="Output tokens/s ÷ GPUs."
     )
     price_per_gpu_hour_usd = serializers.SerializerMethodField(
-        help_text="USD per GPU-hour the cost uses; null when there is no price."
+        help_text="USD per GPU-hour the cost uses (a pool's converted from its currency at "
+        "this month's exchange rate); null when there is no price."
     )
     price_source = serializers.SerializerMethodField(
         help_text="pool: the workload's pool's effective price (its own GPU model); catalog: "
-        "the GPU model's reference price; none."
+        "the GPU model's reference price; missing_rate: the pool's price is in a currency "
+        "whose exchange rate for this month is missing (no price then); none."
     )
     cost_per_million_output_tokens_usd = serializers.SerializerMethodField(
         help_text="price per GPU-hour × GPUs ÷ (output tokens/s × 3600) × 10⁶; null without a "
@@ -135,7 +137,10 @@ class PilotResultSerializer(serializers.ModelSerializer):
         if result.pk not in cache:
             ceilings = self.context.setdefault("ceilings", {})
             cache[result.pk] = selectors.priced(
-                result, result.workload, ceilings.setdefault(result.workload_id, {})
+                result,
+                result.workload,
+                ceilings.setdefault(result.workload_id, {}),
+                self.context.setdefault("pool_prices", {}),
             )
         return cache[result.pk]
 

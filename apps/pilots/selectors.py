@@ -12,8 +12,10 @@ which, and why.
 import math
 from dataclasses import dataclass, replace
 
+from django.utils import timezone
 from django.utils.translation import gettext
 
+from apps.currencies.rates import UsdPrice, usd_price
 from apps.pilots import costing
 from apps.pilots.models import PilotResult
 from apps.pools import memory
@@ -22,6 +24,8 @@ from apps.pools.assessment import inference_settings_of, shape_of
 POOL_PRICE = "pool"
 CATALOG_PRICE = "catalog"
 NO_PRICE = "none"
+# The pool's price is in a currency whose rate for this month no one recorded.
+MISSING_RATE = "missing_rate"
 # Whose settings a decode ceiling holds for.
 PILOT_SETTINGS = "pilot"
 WORKLOAD_SETTINGS = "workload"
@@ -87,6 +91,7 @@ class PricedPilot:
     cost_per_million_output_tokens_usd: float | None
     decode_ceiling_tokens_per_second_per_gpu: float | None = None
     decode_ceiling_settings: CeilingSettings | None = None
+    missing_rate_text: str = ""
 
     @property
     def share_of_decode_ceiling_pct(self) -> float | None:
@@ -149,12 +154,25 @@ class PricedPilot:
         return self.result.itl_p99_ms
 
 
-def price_for(workload, gpu_model) -> tuple[float | None, str]:
-    """The price per GPU-hour (USD) a result on ``gpu_model`` is costed at."""
+def pool_usd_price(workload, prices: dict | None = None) -> UsdPrice:
+    """The workload's pool's price in US dollars at this month's rate; ``prices`` (pool id
+    → price) reads the rate once for every result of a list."""
+    prices = {} if prices is None else prices
+    if workload.pool_id not in prices:
+        prices[workload.pool_id] = usd_price(workload.pool, timezone.now())
+    return prices[workload.pool_id]
+
+
+def price_for(workload, gpu_model, prices: dict | None = None) -> tuple[float | None, str]:
+    """The price per GPU-hour (USD) a result on ``gpu_model`` is costed at: the pool's
+    converted from its currency at this month's rate (none, ``MISSING_RATE``, without it)."""
     pool = workload.pool
     # A pool whose cost inputs are missing stores 0: it has no price to cost at.
     if gpu_model.pk == pool.gpu_model_id and pool.effective_price_per_gpu_hour_usd > 0:
-        return float(pool.effective_price_per_gpu_hour_usd), POOL_PRICE
+        price = pool_usd_price(workload, prices)
+        if price.usd is None:
+            return None, MISSING_RATE
+        return float(price.usd), POOL_PRICE
     if gpu_model.reference_price_per_gpu_hour_usd is not None:
         return float(gpu_model.reference_price_per_gpu_hour_usd), CATALOG_PRICE
     return None, NO_PRICE
@@ -222,10 +240,15 @@ def _described(result: PilotResult, settings) -> CeilingSettings:
     )
 
 
-def priced(result: PilotResult, workload, ceilings: dict | None = None) -> PricedPilot:
+def priced(
+    result: PilotResult, workload, ceilings: dict | None = None, prices: dict | None = None
+) -> PricedPilot:
     """The result with its price, cost and ceiling; ``ceilings`` ((GPU model id,
-    settings) → ceiling) saves computing one ceiling per result on a list."""
-    price, source = price_for(workload, result.gpu_model)
+    settings) → ceiling) and ``prices`` (``pool_usd_price``) save computing one ceiling
+    and reading the rates once per result on a list."""
+    prices = {} if prices is None else prices
+    price, source = price_for(workload, result.gpu_model, prices)
+    missing = pool_usd_price(workload, prices).missing_text if source == MISSING_RATE else ""
     ceilings = {} if ceilings is None else ceilings
     ceiling, described = None, None
     settings = None
@@ -247,11 +270,12 @@ def priced(result: PilotResult, workload, ceilings: dict | None = None) -> Price
             output_tokens_per_second=result.output_tokens_per_second,
         )
     )
-    return PricedPilot(result, price, source, cost, ceiling, described)
+    return PricedPilot(result, price, source, cost, ceiling, described, missing)
 
 
 def pilots_of(workload) -> list[PricedPilot]:
     """The workload's results, each with its price, cost per 10⁶ output tokens and ceiling."""
     results = PilotResult.objects.filter(workload=workload).select_related("gpu_model")
     ceilings = {}
-    return [priced(result, workload, ceilings) for result in results]
+    prices: dict = {}
+    return [priced(result, workload, ceilings, prices) for result in results]

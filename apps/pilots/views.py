@@ -92,6 +92,7 @@ def pilot_list(request, workload):
         "table": table,
         "form": form,
         "pool_price_per_gpu_hour_usd": selectors.price_for(workload, workload.pool.gpu_model)[0],
+        "pool_missing_rate": selectors.pool_usd_price(workload).missing_text,
     }
     return render_page(
         request,

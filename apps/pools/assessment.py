@@ -3,10 +3,12 @@ out. The maths is in memory.py (FORMULAS.md); the rules are in placement.py."""
 
 from dataclasses import dataclass, field, replace
 
+from django.utils import timezone
 from django.utils.translation import gettext
 
 from apps.catalog.models import GpuModel, ModelArchitecture
 from apps.core.texts import translated
+from apps.currencies.rates import usd_price
 from apps.pools import memory
 from apps.pools.placement import Finding, PlacementFacts, placement_findings
 
@@ -43,6 +45,8 @@ class Assessment:
     findings: list[Finding] = field(default_factory=list)
     recommendations: list[Recommendation] = field(default_factory=list)
     missing: str = ""  # why no estimate could be made
+    # The exchange rate the dollar figures need and no one recorded ("" when none).
+    missing_rate_text: str = ""
 
     @property
     def status(self) -> str:
@@ -100,9 +104,10 @@ def inference_settings_of(workload) -> memory.InferenceSettings:
     )
 
 
-def assess_workload(workload, *, gpu_catalog=None) -> Assessment:
-    """Everything the workload page shows. ``gpu_catalog`` (a list of GpuModel) is passed
-    by list pages that assess many workloads, to avoid one catalog query each."""
+def assess_workload(workload, *, gpu_catalog=None, rates=None) -> Assessment:
+    """Everything the workload page shows. ``gpu_catalog`` (a list of GpuModel) and
+    ``rates`` (this month's exchange rates, ``usd_rates_at``) are passed by list pages that
+    assess many workloads, to avoid one catalog query and one rates query each."""
     pool = workload.pool
     gpu = pool.gpu_model
     architecture = workload.model_architecture
@@ -113,7 +118,7 @@ def assess_workload(workload, *, gpu_catalog=None) -> Assessment:
         assessment.missing = gettext("Choose a model architecture to estimate memory.")
     else:
         try:
-            _estimate(assessment, workload, architecture, gpu, pool)
+            _estimate(assessment, workload, architecture, gpu, pool, rates)
         except ValueError as error:
             assessment.missing = translated(error)
     assessment.findings = placement_findings(
@@ -150,9 +155,12 @@ def assess_workload(workload, *, gpu_catalog=None) -> Assessment:
     return assessment
 
 
-def _estimate(assessment, workload, architecture, gpu, pool):
+def _estimate(assessment, workload, architecture, gpu, pool, rates):
     shape = shape_of(architecture)
-    price = float(pool.effective_price_per_gpu_hour_usd)
+    # The pool's price in US dollars at this month's rate; no dollar figure without it.
+    usd = usd_price(pool, timezone.now(), rates)
+    assessment.missing_rate_text = usd.missing_text
+    price = float(usd.usd or 0)
     if workload.is_training:
         settings = training_settings_of(workload)
         breakdown = memory.training_memory_per_gpu(shape, settings)

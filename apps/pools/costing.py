@@ -42,7 +42,11 @@ class PriceBreakdown:
         return sum(line.usd_per_gpu_hour for line in self.lines)
 
 
-def cloud_price_breakdown(*, price_per_gpu_hour_usd: float | Decimal, label: str) -> PriceBreakdown:
+def cloud_price_breakdown(
+    *, price_per_gpu_hour_usd: float | Decimal, label: str, sign: str = "$"
+) -> PriceBreakdown:
+    """``sign``: the prefix of the pool's currency in the formulas ("$", "CN¥", "CHF ");
+    the amounts are in that currency whatever the names' ``_usd`` say."""
     if price_per_gpu_hour_usd < 0:
         raise ValueError("price_per_gpu_hour_usd must not be negative")
     return PriceBreakdown(
@@ -51,7 +55,8 @@ def cloud_price_breakdown(*, price_per_gpu_hour_usd: float | Decimal, label: str
                 label,
                 price_per_gpu_hour_usd,
                 sentence(
-                    gettext_noop("%(price)s per GPU-hour"), price=f"${price_per_gpu_hour_usd:,.4f}"
+                    gettext_noop("%(price)s per GPU-hour"),
+                    price=f"{sign}{price_per_gpu_hour_usd:,.4f}",
                 ),
             ),
         )
@@ -68,6 +73,7 @@ def owned_price_breakdown(
     operations_per_month_usd: float,
     colocation_per_month_usd: float,
     gpu_count: int,
+    sign: str = "$",
 ) -> PriceBreakdown:
     """Amortised purchase + power at TDP × PUE + operations and colocation, per GPU-hour."""
     if amortisation_months <= 0:
@@ -102,7 +108,7 @@ def owned_price_breakdown(
                 amortisation,
                 sentence(
                     gettext_noop("%(price)s ÷ (%(months)s months × %(hours)s h)"),
-                    price=f"${purchase_price_per_gpu_usd:,.0f}",
+                    price=f"{sign}{purchase_price_per_gpu_usd:,.0f}",
                     months=amortisation_months,
                     hours=HOURS_PER_MONTH,
                 ),
@@ -110,7 +116,7 @@ def owned_price_breakdown(
             PriceLine(
                 sentence(gettext_noop("Power at TDP")),
                 power,
-                f"{tdp_watts:,.0f} W × PUE {pue:.2f} × ${power_price_per_kwh_usd:.4f}/kWh",
+                f"{tdp_watts:,.0f} W × PUE {pue:.2f} × {sign}{power_price_per_kwh_usd:.4f}/kWh",
             ),
             PriceLine(
                 sentence(gettext_noop("Operations and colocation")),
@@ -119,8 +125,8 @@ def owned_price_breakdown(
                     gettext_noop(
                         "(%(operations)s + %(colocation)s) per month ÷ %(hours)s h ÷ %(gpus)s GPUs"
                     ),
-                    operations=f"${operations_per_month_usd:,.0f}",
-                    colocation=f"${colocation_per_month_usd:,.0f}",
+                    operations=f"{sign}{operations_per_month_usd:,.0f}",
+                    colocation=f"{sign}{colocation_per_month_usd:,.0f}",
                     hours=HOURS_PER_MONTH,
                     gpus=gpu_count,
                 ),

@@ -18,7 +18,7 @@ from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
 from apps.core import money
-from apps.currencies.codes import validate_currency
+from apps.currencies.codes import USD, currency_symbol, validate_currency
 from apps.pools import costing
 from apps.pools.choices import (  # noqa: F401 (the models' choices, read with them)
     ONLINE_INFERENCE_KINDS,
@@ -306,13 +306,18 @@ class Pool(models.Model):
         return -(-self.gpu_count // self.gpus_per_node)
 
     def price_breakdown(self) -> costing.PriceBreakdown | None:
-        """The effective price's lines, or None while the deployment's inputs are missing."""
+        """The effective price's lines, or None while the deployment's inputs are missing;
+        the formulas write the amounts with the pool's currency."""
+        code = self.currency or USD
+        symbol = currency_symbol(code)
+        sign = f"{code} " if symbol == code else symbol
         if self.deployment == Deployment.CLOUD_ON_DEMAND:
             if self.on_demand_price_per_gpu_hour_usd is None:
                 return None
             return costing.cloud_price_breakdown(
                 price_per_gpu_hour_usd=money.as_decimal(self.on_demand_price_per_gpu_hour_usd),
                 label=gettext("On-demand price"),
+                sign=sign,
             )
         if self.deployment == Deployment.CLOUD_RESERVED:
             if self.reserved_price_per_gpu_hour_usd is None:
@@ -326,6 +331,7 @@ class Pool(models.Model):
             return costing.cloud_price_breakdown(
                 price_per_gpu_hour_usd=money.as_decimal(self.reserved_price_per_gpu_hour_usd),
                 label=label,
+                sign=sign,
             )
         required = (
             self.purchase_price_per_gpu_usd,
@@ -344,6 +350,7 @@ class Pool(models.Model):
             operations_per_month_usd=money.as_decimal(self.operations_per_month_usd or 0),
             colocation_per_month_usd=money.as_decimal(self.colocation_per_month_usd or 0),
             gpu_count=self.gpu_count,
+            sign=sign,
         )
 
     def refresh_effective_price(self):

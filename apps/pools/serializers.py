@@ -1,7 +1,12 @@
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.catalog.models import GpuModel, ModelArchitecture
+from apps.core.money import UNIT_PRICE_PLACES, money_text
 from apps.core.serializers import SlugReferenceField, StrictModelSerializer, UnitPriceField
+from apps.currencies.rates import UsdPrice, missing_rate_data, usd_price, usd_rates_at
+from apps.currencies.serializers import MissingRateSerializer
 from apps.pools.forms import (
     REQUIRED_COST_FIELDS,
     archived_pool_error,
@@ -33,9 +38,19 @@ class PoolSerializer(StrictModelSerializer):
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     team = TeamSlugField(help_text="The owning team's slug; null: shared by every team.")
     price_per_hour_usd = serializers.DecimalField(
-        max_digits=16, decimal_places=4, read_only=True, help_text="Whole pool, USD per hour."
+        max_digits=16,
+        decimal_places=4,
+        read_only=True,
+        help_text="Whole pool, per hour, in the pool's currency (the field keeps its name).",
     )
     price_breakdown = serializers.SerializerMethodField()
+    usd_per_gpu_hour = serializers.SerializerMethodField(
+        help_text="The effective price (in the pool's currency) converted to USD at this "
+        "month's exchange rate; null when that rate is missing (missing_exchange_rate)."
+    )
+    missing_exchange_rate = serializers.SerializerMethodField(
+        help_text="The exchange rate usd_per_gpu_hour needs and no one recorded, or null."
+    )
     needs_icp_filing = serializers.BooleanField(read_only=True)
     archived = serializers.BooleanField(
         source="is_archived", read_only=True, help_text="Retired: POST …/restore/ to undo."
@@ -89,6 +104,8 @@ class PoolSerializer(StrictModelSerializer):
             "effective_price_per_gpu_hour_usd",
             "price_per_hour_usd",
             "price_breakdown",
+            "usd_per_gpu_hour",
+            "missing_exchange_rate",
             "archived",
             "archived_at",
             "created_at",
@@ -100,6 +117,22 @@ class PoolSerializer(StrictModelSerializer):
             "created_at",
             "updated_at",
         ]
+
+    def _usd_price(self, pool) -> UsdPrice:
+        """This month's rates, read once per currency for a whole list."""
+        now = timezone.now()
+        rates = self.context.setdefault("usd_rates", {})
+        if pool.currency not in rates:
+            rates[pool.currency] = usd_rates_at({pool.currency}, now)
+        return usd_price(pool, now, rates[pool.currency])
+
+    @extend_schema_field(UnitPriceField(allow_null=True))
+    def get_usd_per_gpu_hour(self, pool) -> str | None:
+        return money_text(self._usd_price(pool).usd, UNIT_PRICE_PLACES)
+
+    @extend_schema_field(MissingRateSerializer(allow_null=True))
+    def get_missing_exchange_rate(self, pool) -> dict | None:
+        return missing_rate_data(self._usd_price(pool).missing)
 
     def get_price_breakdown(self, pool) -> list[dict]:
         breakdown = pool.price_breakdown()

@@ -10,6 +10,8 @@ from apps.core.history import history_rows
 from apps.core.htmx import render_page
 from apps.core.tables import configure_table
 from apps.core.texts import translated
+from apps.currencies.codes import USD
+from apps.currencies.rates import usd_price, usd_rates_at
 from apps.pools import list_columns
 from apps.pools.assessment import assess_workload
 from apps.pools.charts import build_memory_breakdown_figure
@@ -138,14 +140,18 @@ def pool_detail(request, pool):
         .select_related("owner", "model_architecture", "team")
     )
     gpu_catalog = list(GpuModel.objects.all())
+    rates = usd_rates_at({pool.currency}, timezone.now())
     rows = []
     for workload in workloads:
         workload.pool = pool  # already loaded: saves one query per workload
-        rows.append((workload, assess_workload(workload, gpu_catalog=gpu_catalog)))
+        rows.append((workload, assess_workload(workload, gpu_catalog=gpu_catalog, rates=rates)))
     context = {
         "pool": pool,
         "rows": rows,
         "price_breakdown": pool.price_breakdown(),
+        # The effective price in US dollars at this month's rate, for a pool in another
+        # currency (the rates read for the assessments above).
+        "usd_price": None if pool.currency == USD else usd_price(pool, timezone.now(), rates),
         "findings_count": sum(len(assessment.findings) for _, assessment in rows),
         "history": history_rows(pool),
         "price_periods": price_history(pool),
@@ -195,8 +201,9 @@ def workload_list(request):
     table = WorkloadTable(workload_filter.qs)
     page = configure_table(request, table)
     gpu_catalog = list(GpuModel.objects.all())
+    rates = usd_rates_at({workload.pool.currency for workload in page}, timezone.now())
     for workload in page:
-        workload.assessment = assess_workload(workload, gpu_catalog=gpu_catalog)
+        workload.assessment = assess_workload(workload, gpu_catalog=gpu_catalog, rates=rates)
     context = {
         "table": table,
         "page": page,

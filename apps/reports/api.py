@@ -22,6 +22,8 @@ from apps.core.serializers import (
     StrictModelSerializer,
     UnitPriceField,
 )
+from apps.currencies.rates import missing_rate_data, usd_price
+from apps.currencies.serializers import MissingRateSerializer, missing_rate_field, usd_price_field
 from apps.pools.models import Interruption, Pool, Purpose, Workload
 from apps.pools.querysets import workload_scope_filter
 from apps.pools.scoped import ScopedQuerysetMixin, ScopedReferencesMixin
@@ -81,11 +83,6 @@ class ExplainStepSerializer(serializers.Serializer):
         choices=["line", "sum"],
         help_text="line: one pool's part or an input; sum: the lines above.",
     )
-
-
-class MissingRateSerializer(serializers.Serializer):
-    currency = serializers.CharField(help_text="ISO 4217 code.")
-    month = serializers.CharField(help_text="YYYY-MM.")
 
 
 class CostRowSerializer(serializers.Serializer):
@@ -354,7 +351,8 @@ class LendableSerializer(serializers.Serializer):
     safety_margin_gpus = serializers.IntegerField(
         allow_null=True, help_text="⌈GPUs × safety_margin_pct ÷ 100⌉."
     )
-    price_per_gpu_hour_usd = UnitPriceField(help_text="The pool's effective price.")
+    price_per_gpu_hour_usd = usd_price_field()
+    missing_exchange_rate = missing_rate_field()
     lendable_gpu_hours_per_week = serializers.IntegerField(
         allow_null=True,
         help_text="Σ over the 168 weekday × hour slots of ⌊GPUs − p95 busy GPUs − margin⌋ "
@@ -385,6 +383,7 @@ def _lendable_data(result: lending.Lendable) -> dict:
 
 
 def _not_inference_data(pool: Pool) -> dict:
+    price = usd_price(pool, timezone.now())
     empty = dict.fromkeys(
         (
             "start",
@@ -407,7 +406,8 @@ def _not_inference_data(pool: Pool) -> dict:
         "is_inference_pool": False,
         "time_zone": pool.timezone or "UTC",
         "gpu_count": pool.gpu_count,
-        "price_per_gpu_hour_usd": pool.effective_price_per_gpu_hour_usd,
+        "price_per_gpu_hour_usd": price.usd,
+        "missing_exchange_rate": missing_rate_data(price.missing),
     }
 
 

@@ -275,6 +275,12 @@ def cost_report_response(rows, filters, export_format: str, total=None) -> HttpR
 # --- the lendable off-peak capacity -------------------------------------------------------
 
 
+def _round_or_blank(usd):
+    """Six decimals; blank where the pool's exchange rate is missing (never its own
+    currency's amount as dollars)."""
+    return "" if usd is None else round(usd, 6)
+
+
 def lendable_columns() -> list[Column]:
     """The lendable list's columns (rows are apps/reports/lending/capacity.py's ``Lendable``);
     dollars and prices to six decimals, as the page's sums are."""
@@ -289,7 +295,7 @@ def lendable_columns() -> list[Column]:
         Column(_("Safety margin (GPUs)"), lambda row: row.margin_gpus, CellType.INTEGER),
         Column(
             _("Price per GPU-hour (USD)"),
-            lambda row: round(row.price_per_gpu_hour_usd, 6),
+            lambda row: _round_or_blank(row.price_per_gpu_hour_usd),
             CellType.MONEY,
             6,
         ),
@@ -300,7 +306,7 @@ def lendable_columns() -> list[Column]:
         ),
         Column(
             _("Value (USD per week)"),
-            lambda row: round(row.value_usd_per_week, 6),
+            lambda row: _round_or_blank(row.value_usd_per_week),
             CellType.MONEY,
             6,
         ),

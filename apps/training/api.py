@@ -16,8 +16,9 @@ from apps.core.serializers import (
     NoBlankQueryMixin,
     SlugReferenceField,
     StrictCharField,
-    UnitPriceField,
 )
+from apps.currencies.rates import missing_rate_data
+from apps.currencies.serializers import missing_rate_field, usd_price_field
 from apps.pools.models import Workload
 from apps.pools.scoped import ScopedReferencesMixin
 from apps.training import goodput, parsers, services
@@ -160,7 +161,11 @@ class AmountsSerializer(serializers.Serializer):
     seconds = serializers.FloatField()
     hours = serializers.FloatField()
     gpu_hours = serializers.FloatField(help_text="Hours × the workload's GPUs.")
-    usd = MoneyField(help_text="GPU-hours × the pool's effective price per GPU-hour.")
+    usd = MoneyField(
+        allow_null=True,
+        help_text="GPU-hours × the pool's effective price per GPU-hour in USD; null when "
+        "the exchange rate is missing (missing_exchange_rate).",
+    )
 
 
 class BadputSecondsSerializer(serializers.Serializer):
@@ -193,7 +198,7 @@ class JobGoodputSerializer(serializers.Serializer):
     effective = AmountsSerializer()
     badput = BadputSerializer()
     gpu_hours = serializers.FloatField(help_text="Of the total time.")
-    usd = MoneyField(help_text="Of the total time.")
+    usd = MoneyField(allow_null=True, help_text="Of the total time; null without a rate.")
     min_loaded_step = serializers.IntegerField(allow_null=True)
     max_saved_step = serializers.IntegerField(allow_null=True)
     job_starts = serializers.IntegerField()
@@ -207,7 +212,8 @@ class WorkloadGoodputSerializer(JobGoodputSerializer):
     workload = serializers.CharField()
     reference_step_seconds = serializers.FloatField(allow_null=True)
     gpu_count = serializers.IntegerField()
-    price_per_gpu_hour_usd = UnitPriceField()
+    price_per_gpu_hour_usd = usd_price_field()
+    missing_exchange_rate = missing_rate_field()
     event_count = serializers.IntegerField()
     jobs = JobGoodputSerializer(many=True)
 
@@ -241,7 +247,8 @@ class WorkloadGoodputView(APIView):
                 "workload": workload.slug,
                 "reference_step_seconds": None if reference is None else float(reference),
                 "gpu_count": workload.gpu_count,
-                "price_per_gpu_hour_usd": workload.pool.effective_price_per_gpu_hour_usd,
+                "price_per_gpu_hour_usd": measured.total.price_per_gpu_hour_usd,
+                "missing_exchange_rate": missing_rate_data(measured.total.missing_rate),
                 "event_count": measured.event_count,
                 "jobs": [job.as_data() for job in measured.jobs],
             }

@@ -12,12 +12,14 @@ Guarantees, as telemetry's imports give them:
 
 import hashlib
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.db import transaction
+from django.utils import timezone
 
 from apps.core.sentences import gettext_noop, sentence, to_data
+from apps.currencies.rates import UsdPrice, usd_price, usd_rates_at
 from apps.pools.models import Workload
 from apps.training import goodput, parsers
 from apps.training.models import TrainingEvent, TrainingImportRun
@@ -136,7 +138,16 @@ class GoodputFigures:
     job_name: str
     measured: goodput.Goodput
     gpu_count: int
-    price_per_gpu_hour_usd: Decimal
+    # The pool's price in US dollars at the month's rate (apps/currencies/rates.py).
+    price: UsdPrice
+
+    @property
+    def price_per_gpu_hour_usd(self) -> Decimal | None:
+        return self.price.usd
+
+    @property
+    def missing_rate(self) -> tuple | None:
+        return self.price.missing
 
     @property
     def total_seconds(self) -> float:
@@ -157,8 +168,11 @@ class GoodputFigures:
     def gpu_hours(self, seconds: float) -> float:
         return seconds / 3600 * self.gpu_count
 
-    def usd(self, seconds: float) -> float:
-        return self.gpu_hours(seconds) * float(self.price_per_gpu_hour_usd)
+    def usd(self, seconds: float) -> float | None:
+        """None when the pool's exchange rate is missing: never its own currency as USD."""
+        if self.price.usd is None:
+            return None
+        return self.gpu_hours(seconds) * float(self.price.usd)
 
     def as_data(self) -> dict:
         """The API's figures: seconds, hours, GPU-hours and USD of each category."""
@@ -169,7 +183,7 @@ class GoodputFigures:
                 "seconds": round(seconds, 6),
                 "hours": round(seconds / 3600, 6),
                 "gpu_hours": round(self.gpu_hours(seconds), 6),
-                "usd": round(self.usd(seconds), 4),
+                "usd": _rounded(self.usd(seconds)),
             }
 
         pct = measured.goodput_pct
@@ -185,7 +199,7 @@ class GoodputFigures:
             "effective": amounts(measured.effective_seconds),
             "badput": {name: amounts(seconds) for name, seconds in measured.badput_seconds.items()},
             "gpu_hours": round(self.gpu_hours(measured.total_seconds), 6),
-            "usd": round(self.usd(measured.total_seconds), 4),
+            "usd": _rounded(self.usd(measured.total_seconds)),
             "min_loaded_step": measured.min_loaded_step,
             "max_saved_step": measured.max_saved_step,
             "job_starts": measured.job_starts,
@@ -229,10 +243,18 @@ def events_by_job(
     return found
 
 
-def _goodput_of(workload: Workload, by_job: dict[str, list[goodput.Event]]) -> WorkloadGoodput:
+ONE_SECOND = timedelta(seconds=1)
+
+
+def _rounded(usd: float | None) -> float | None:
+    return None if usd is None else round(usd, 4)
+
+
+def _goodput_of(
+    workload: Workload, by_job: dict[str, list[goodput.Event]], price: UsdPrice
+) -> WorkloadGoodput:
     reference = workload.reference_step_seconds
     reference_seconds = None if reference is None else float(reference)
-    price = workload.pool.effective_price_per_gpu_hour_usd
     jobs = [
         GoodputFigures(
             job_name,
@@ -258,8 +280,15 @@ def workloads_goodput(
     query of their events."""
     workloads = list(workloads)
     events = events_by_job([workload.pk for workload in workloads], start=start, end=end)
+    # Dollars at the rate of the range's last month (this month's for an open range): one
+    # read of the rates for every workload.
+    moment = timezone.now() if end is None else min(end - ONE_SECOND, timezone.now())
+    rates = usd_rates_at({workload.pool.currency for workload in workloads}, moment)
     return {
-        workload.pk: _goodput_of(workload, events.get(workload.pk, {})) for workload in workloads
+        workload.pk: _goodput_of(
+            workload, events.get(workload.pk, {}), usd_price(workload.pool, moment, rates)
+        )
+        for workload in workloads
     }
 
 
@@ -268,5 +297,6 @@ def workload_goodput(
 ) -> WorkloadGoodput:
     """Goodput of each job of ``workload`` and of all of them, from the events stamped
     in [start, end) (either open); GPU-hours at the workload's GPUs, dollars at its pool's
-    effective price per GPU-hour."""
+    effective price per GPU-hour, converted to US dollars at the rate of the range's last
+    month (none, naming the missing rate, when that rate is missing)."""
     return workloads_goodput([workload], start=start, end=end)[workload.pk]

@@ -1,11 +1,14 @@
 """An option's line priced per GPU-hour (typed, or taken from its source pool and converted
-from USD), and every price it was costed with."""
+from the pool's currency: to USD at this month's rate, then to the scenario's), and every
+price it was costed with."""
 
 from dataclasses import dataclass
 
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from apps.currencies.rates import usd_rates_at
 from apps.pools import costing
 from apps.procurement.comparison import maths
 from apps.procurement.comparison.demand import HOURS, ThroughputUsed, per_gpu_throughput
@@ -35,7 +38,7 @@ def _rate_of(scenario) -> float:
 
 
 def pool_value(pool, name):
-    """The source pool's value for an option field (money in USD), or None."""
+    """The source pool's value for an option field (money in the pool's currency), or None."""
     if pool is None:
         return None
     mapping = {
@@ -89,15 +92,38 @@ MONEY_FIELDS = {
 }
 
 
+def pool_money_usd(pool, value) -> float:
+    """A source pool's amount, stored in the pool's currency, as US dollars at this
+    month's rate; an ``OptionProblem`` naming the rate when it is missing (never 1). The
+    month's rates are read once per pool (kept on it for the comparison's other fields)."""
+    rates = pool.__dict__.get("_usd_rates")
+    if rates is None:
+        rates = pool.__dict__["_usd_rates"] = usd_rates_at({pool.currency}, timezone.now())
+    converted = rates.to_usd(value, pool.currency)
+    if converted.usd is None:
+        raise OptionProblem(
+            _("Pool %(pool)s's prices cannot be converted: %(missing)s.")
+            % {"pool": pool.name, "missing": converted.missing_text}
+        )
+    return float(converted.usd)
+
+
 def option_value(option, name, rate: float):
-    """The typed value, else the source pool's (money converted from USD), else None."""
+    """The typed value, else the source pool's (money converted from the pool's currency
+    to USD, then to the scenario's at ``rate``; kept as is when the pool's currency is the
+    scenario's), else None."""
     typed = getattr(option, name)
     if typed is not None:
         return float(typed)
-    from_pool = pool_value(option.source_pool, name)
+    pool = option.source_pool
+    from_pool = pool_value(pool, name)
     if from_pool is None:
         return None
-    return float(from_pool) * rate if name in MONEY_FIELDS else float(from_pool)
+    if name not in MONEY_FIELDS:
+        return float(from_pool)
+    if pool.currency == option.scenario.currency:
+        return float(from_pool)
+    return pool_money_usd(pool, from_pool) * rate
 
 
 def _require(option, name, rate):
@@ -237,15 +263,33 @@ def prices_used(scenario: Scenario, row) -> list[PriceUsed]:
         if getattr(option, name) is not None:
             source = _("typed on the option")
         elif name in MONEY_FIELDS:
-            pool_price = {"pool": pool.name, "usd": f"{float(pool_value(pool, name)):g}"}
-            if currency != "USD":
-                source = _("from pool %(pool)s: %(usd)s USD × %(rate)s %(currency)s per USD") % {
-                    **pool_price,
-                    "rate": f"{scenario.exchange_rate:g}",
+            stored = float(pool_value(pool, name))
+            if pool.currency == currency:
+                source = _("from pool %(pool)s: %(amount)s %(currency)s") % {
+                    "pool": pool.name,
+                    "amount": f"{stored:g}",
                     "currency": currency,
                 }
             else:
-                source = _("from pool %(pool)s: %(usd)s USD") % pool_price
+                pool_price = {"pool": pool.name, "usd": f"{pool_money_usd(pool, stored):g}"}
+                if pool.currency != "USD":
+                    pool_price["pool"] = _(
+                        "%(pool)s (%(amount)s %(currency)s at this month's rate)"
+                    ) % {
+                        "pool": pool.name,
+                        "amount": f"{stored:g}",
+                        "currency": pool.currency,
+                    }
+                if currency != "USD":
+                    source = _(
+                        "from pool %(pool)s: %(usd)s USD × %(rate)s %(currency)s per USD"
+                    ) % {
+                        **pool_price,
+                        "rate": f"{scenario.exchange_rate:g}",
+                        "currency": currency,
+                    }
+                else:
+                    source = _("from pool %(pool)s: %(usd)s USD") % pool_price
         else:
             source = _("from pool %(pool)s") % {"pool": pool.name}
         label = str(ScenarioOption._meta.get_field(name).verbose_name)
@@ -256,7 +300,7 @@ def prices_used(scenario: Scenario, row) -> list[PriceUsed]:
             PriceUsed(
                 _("Effective price per GPU-hour of pool %(pool)s") % {"pool": pool.name},
                 float(pool.effective_price_per_gpu_hour_usd),
-                _("USD per GPU-hour"),
+                _("%(currency)s per GPU-hour") % {"currency": pool.currency},
                 _("from pool %(pool)s (its %(deployment)s price)")
                 % {"pool": pool.name, "deployment": pool.get_deployment_display().lower()},
             )

@@ -19,7 +19,7 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 
 from apps.currencies.codes import USD, reporting_currency
-from apps.currencies.rates import rates_of
+from apps.currencies.rates import month_of, rates_of
 from apps.reports.models import ClosedMonth
 from apps.reports.span import Span
 
@@ -30,11 +30,6 @@ AUTO = object()
 def currencies_of(periods: dict) -> set[str]:
     """The currencies of the price periods (``price_periods_of``)."""
     return {period.currency for pool_periods in periods.values() for period in pool_periods}
-
-
-def month_of(moment: datetime) -> date:
-    moment = moment.astimezone(UTC)
-    return date(moment.year, moment.month, 1)
 
 
 def _next_month(day: date) -> date:

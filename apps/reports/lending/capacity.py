@@ -22,7 +22,9 @@ Definition, per inference pool:
   telemetry) is not lendable; such slots are counted (``slots_without_data``).
 - Lendable GPU-hours per week = Σ over the slots of free GPUs × 1 h (each slot occurs
   once a week).
-- Value per week (USD) = lendable GPU-hours × the pool's effective price per GPU-hour.
+- Value per week (USD) = lendable GPU-hours × the pool's effective price per GPU-hour,
+  converted from the pool's currency at the rate of the window's last month (no value,
+  and the missing rate named, without it).
 - Windows: the runs of consecutive lendable slots within one local weekday, each with the
   GPUs free through all of it (the run's least) and its GPU-hours; the largest window
   has the most GPU-hours.
@@ -35,6 +37,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
+from functools import cached_property
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
@@ -42,7 +45,13 @@ from django.db.models import Count, ExpressionWrapper, F, FloatField, Value
 from django.db.models.functions import Cast, Greatest
 
 from apps.accounts.scope import EVERYTHING, Scope
-from apps.core.money import as_decimal
+from apps.currencies.rates import (
+    UsdPrice,
+    UsdRates,
+    missing_rate_data,
+    usd_price,
+    usd_rates_at,
+)
 from apps.pools.hours import floor_hour
 from apps.pools.models import Pool, Purpose
 from apps.reports.charts import WEEKDAYS
@@ -151,14 +160,25 @@ class Lendable:
     free_gpus: list[list[int | None]] = field(default_factory=list)
     observations: list[list[int]] = field(default_factory=list)
     windows: list[Window] = field(default_factory=list)
+    # The exchange rates of the window's last month, read once for every pool.
+    rates: UsdRates | None = None
 
     @property
     def zone_name(self) -> str:
         return self.pool.timezone or "UTC"
 
+    @cached_property
+    def price(self) -> UsdPrice:
+        """The pool's price in US dollars at the rate of the window's last month."""
+        return usd_price(self.pool, self.end - ONE_SECOND, self.rates)
+
     @property
-    def price_per_gpu_hour_usd(self) -> Decimal:
-        return as_decimal(self.pool.effective_price_per_gpu_hour_usd)
+    def price_per_gpu_hour_usd(self) -> Decimal | None:
+        return self.price.usd
+
+    @property
+    def missing_rate(self) -> tuple | None:
+        return self.price.missing
 
     @property
     def slots_without_data(self) -> int:
@@ -173,7 +193,10 @@ class Lendable:
         return sum(free or 0 for row in self.free_gpus for free in row)
 
     @property
-    def value_usd_per_week(self) -> Decimal:
+    def value_usd_per_week(self) -> Decimal | None:
+        """None when the pool's exchange rate is missing (never its price read as USD)."""
+        if self.price_per_gpu_hour_usd is None:
+            return None
         return self.lendable_gpu_hours_per_week * self.price_per_gpu_hour_usd
 
     @property
@@ -193,6 +216,7 @@ class Lendable:
             "safety_margin_pct": self.margin_pct,
             "safety_margin_gpus": self.margin_gpus,
             "price_per_gpu_hour_usd": self.price_per_gpu_hour_usd,
+            "missing_exchange_rate": missing_rate_data(self.missing_rate),
             "lendable_gpu_hours_per_week": self.lendable_gpu_hours_per_week,
             "value_usd_per_week": self.value_usd_per_week,
             "slots_without_data": self.slots_without_data,
@@ -203,14 +227,20 @@ class Lendable:
         }
 
 
+ONE_SECOND = timedelta(seconds=1)
+
+
 def _empty_grid(value):
     return [[value] * 24 for _ in range(7)]
 
 
-def build_lendable(pool: Pool, span: Span, slots: dict, margin_pct: int) -> Lendable:
+def build_lendable(
+    pool: Pool, span: Span, slots: dict, margin_pct: int, rates: UsdRates | None = None
+) -> Lendable:
     """A pool's figures from its slots' ``(weekday, hour) → (observations, p95 busy)``."""
     margin = safety_margin_gpus(pool.gpu_count, margin_pct)
     result = Lendable(
+        rates=rates,
         pool=pool,
         start=span.start,
         end=span.end,
@@ -294,7 +324,8 @@ def lendable_capacity(pools, now: datetime, margin_pct: int | None = None) -> li
     pools = list(pools)
     span = lending_span(now)
     slots = _slots_by_pool(pools, span)
-    return [build_lendable(pool, span, slots.get(pool.id, {}), margin_pct) for pool in pools]
+    rates = usd_rates_at({pool.currency for pool in pools}, span.end - ONE_SECOND)
+    return [build_lendable(pool, span, slots.get(pool.id, {}), margin_pct, rates) for pool in pools]
 
 
 def pool_lendable(pool: Pool, now: datetime) -> Lendable:
@@ -311,7 +342,16 @@ class FleetLendable:
 
     @property
     def value_usd_per_week(self) -> Decimal:
-        return sum((row.value_usd_per_week for row in self.rows), Decimal(0))
+        """The pools whose price converts; ``missing_rates`` names the rates the others
+        need."""
+        return sum(
+            (row.value_usd_per_week for row in self.rows if row.value_usd_per_week is not None),
+            Decimal(0),
+        )
+
+    @property
+    def missing_rates(self) -> list[tuple]:
+        return sorted({row.missing_rate for row in self.rows if row.missing_rate is not None})
 
     @property
     def gpu_count(self) -> int:

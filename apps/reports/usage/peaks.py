@@ -3,7 +3,7 @@ its peak and off-peak local hours."""
 
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
@@ -12,10 +12,13 @@ from django.db.models.functions import Coalesce
 
 from apps.accounts.scope import EVERYTHING, Scope
 from apps.core.money import as_decimal
+from apps.currencies.codes import USD
+from apps.currencies.rates import rates_of
 from apps.pools.hours import parse_hour_ranges
 from apps.pools.models import Pool, Workload
 from apps.reports.cost import costmodel
 from apps.reports.cost.prices import hour_on_or_after, price_case, price_periods_of
+from apps.reports.cost.rates import months_of
 from apps.reports.span import Span
 from apps.reports.usage.clock import local_hour_counts, sums_by_local_hour
 from apps.telemetry.models import PoolHourlyUsage, WorkloadHourlyRequests
@@ -34,23 +37,34 @@ class PeakSplitRow:
     offpeak_requests: int = 0
     peak_tokens: int = 0
     offpeak_tokens: int = 0
+    # The (currency, month) of the exchange rates missing to convert the pool's costs:
+    # those months' costs are left out, never read as dollars.
+    missing_rates: frozenset = frozenset()
 
     @property
     def peak_cost_per_1k_requests_usd(self):
+        if self.missing_rates:  # a month's cost left out: no ratio rather than a low one
+            return None
         return costmodel.cost_per_thousand_requests_usd(self.peak_cost_usd, self.peak_requests)
 
     @property
     def offpeak_cost_per_1k_requests_usd(self):
+        if self.missing_rates:
+            return None
         return costmodel.cost_per_thousand_requests_usd(
             self.offpeak_cost_usd, self.offpeak_requests
         )
 
     @property
     def peak_cost_per_1m_tokens_usd(self):
+        if self.missing_rates:
+            return None
         return costmodel.cost_per_million_tokens_usd(self.peak_cost_usd, self.peak_tokens)
 
     @property
     def offpeak_cost_per_1m_tokens_usd(self):
+        if self.missing_rates:
+            return None
         return costmodel.cost_per_million_tokens_usd(self.offpeak_cost_usd, self.offpeak_tokens)
 
 
@@ -58,19 +72,50 @@ def peak_split(
     start: datetime, end: datetime, *, purpose=None, pool=None, scope: Scope = EVERYTHING
 ) -> list[PeakSplitRow]:
     """Cost of measured hours and requests in each pool's peak and off-peak local hours,
-    for the pools in ``scope`` that serve requests. Peak hours are the pool's own, else
-    the hours whose mean requests are above the daily mean. Five queries."""
+        for the pools in ``scope`` that serve requests. Peak hours are the pool's own, else
+        the hours whose mean requests are above the daily mean. Five queries with every pool in
+    USD; with another currency, the month's rates and two per month of the span."""
     span = Span.of(start, end)
     pools = _serving_pools(span, scope, pool=pool, purpose=purpose)
     ids = [found.id for found in pools]
     zone_of_pool = {found.id: found.timezone or "UTC" for found in pools}
     pool_of_workload = dict(Workload.objects.filter(pool_id__in=ids).values_list("id", "pool_id"))
-    cost_by_hour = _cost_by_local_hour(span, ids, zone_of_pool)
+    currency_of_pool = {found.id: found.currency for found in pools}
+    cost_by_hour, missing = _usd_cost_by_local_hour(span, ids, zone_of_pool, currency_of_pool)
     requests_by_hour = _requests_by_local_hour(span, pool_of_workload, zone_of_pool)
-    return [
+    rows = [
         _peak_split_row(found, span, cost_by_hour[found.id], requests_by_hour[found.id])
         for found in pools
     ]
+    for row in rows:
+        row.missing_rates = frozenset(missing.get(row.pool.id, ()))
+    return rows
+
+
+def _usd_cost_by_local_hour(span: Span, ids: list, zone_of_pool: dict, currency_of_pool: dict):
+    """``_cost_by_local_hour`` in US dollars, and per pool the missing (currency, month).
+    The costs are in each pool's currency: with every pool in USD, one sum; otherwise one
+    per month of the span, each pool's converted at its month's rate (a month whose rate
+    is missing is left out and named)."""
+    if all(code == USD for code in currency_of_pool.values()):
+        return _cost_by_local_hour(span, ids, zone_of_pool), {}
+    rates = rates_of(set(currency_of_pool.values()), months_of(span))
+    total: dict[int, dict[int, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
+    missing: dict[int, set] = defaultdict(set)
+    for month in months_of(span):
+        start = max(span.start, datetime(month.year, month.month, 1, tzinfo=UTC))
+        following = date(month.year + month.month // 12, month.month % 12 + 1, 1)
+        end = min(span.end, datetime(following.year, following.month, 1, tzinfo=UTC))
+        for pool_id, by_hour in _cost_by_local_hour(Span(start, end), ids, zone_of_pool).items():
+            currency = currency_of_pool[pool_id]
+            rate = Decimal(1) if currency == USD else rates.get((currency, month))
+            if rate is None:
+                if any(by_hour.values()):
+                    missing[pool_id].add((currency, month))
+                continue
+            for hour, cost in by_hour.items():
+                total[pool_id][hour] += cost / rate
+    return total, missing
 
 
 def _serving_pools(span: Span, scope: Scope, *, pool, purpose) -> list[Pool]:

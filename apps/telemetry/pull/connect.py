@@ -34,6 +34,7 @@ from django.utils.translation import gettext
 from apps.core.outbox import enqueue
 from apps.core.slugs import unique_slug_from_name
 from apps.core.texts import translated
+from apps.currencies.rates import usd_price, usd_rates_at
 from apps.pools.hours import floor_hour
 from apps.pools.models import Deployment, Pool
 from apps.pools.services import save_pool
@@ -632,7 +633,9 @@ class PoolFirstHours:
     busy_gpu_hours: float
     capacity_gpu_hours: float
     reporting_gpu_hours: float
-    idle_cost_usd: Decimal
+    # None when the pool's exchange rate for the month is missing (``missing_rate_text``).
+    idle_cost_usd: Decimal | None
+    missing_rate_text: str = ""
 
     @property
     def utilization_pct(self) -> float | None:
@@ -655,7 +658,8 @@ def first_hours(run: ImportRun) -> list[PoolFirstHours]:
     """Per pool the run created: its hourly rollups from the first hour pulled on, summed
     in SQL. Idle cost = Σ over the hours of price × capacity × (1 − busy ÷ capacity), the
     reports' formula (apps/reports/cost/costmodel.py, ``idle_cost_usd``) for a cloud pool,
-    whose hour costs its GPUs × its price whatever they do."""
+    whose hour costs its GPUs × its price whatever they do; the price converted from the
+    pool's currency to US dollars at this month's rate (no figure when it is missing)."""
     since = datetime.fromisoformat(run.task_arguments["since"])
     pools = {
         pool.pk: pool
@@ -673,6 +677,9 @@ def first_hours(run: ImportRun) -> list[PoolFirstHours]:
             reporting_max=Max("reporting_gpus"),
         )
     }
+    # The pools' prices in US dollars at this month's rate: one read for every pool.
+    now = timezone.now()
+    rates = usd_rates_at({pool.currency for pool in pools.values()}, now)
     results = []
     for pool_id in run_pool_ids(run):
         pool = pools.get(pool_id)
@@ -681,6 +688,7 @@ def first_hours(run: ImportRun) -> list[PoolFirstHours]:
         row = totals.get(pool_id) or {}
         busy, capacity = row.get("busy") or 0.0, row.get("capacity") or 0.0
         idle_gpu_hours = Decimal(str(round(max(capacity - busy, 0.0), 6)))
+        price = usd_price(pool, now, rates, "fixed_price_per_gpu_hour_usd")
         results.append(
             PoolFirstHours(
                 pool=pool,
@@ -689,9 +697,10 @@ def first_hours(run: ImportRun) -> list[PoolFirstHours]:
                 busy_gpu_hours=busy,
                 capacity_gpu_hours=capacity,
                 reporting_gpu_hours=float(row.get("reporting") or 0),
-                idle_cost_usd=(idle_gpu_hours * pool.fixed_price_per_gpu_hour_usd).quantize(
-                    Decimal("0.01"), rounding=ROUND_HALF_UP
-                ),
+                idle_cost_usd=None
+                if price.usd is None
+                else (idle_gpu_hours * price.usd).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP),
+                missing_rate_text=price.missing_text,
             )
         )
     return results
