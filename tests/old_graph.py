@@ -24,3 +24,11 @@ def old_leaf_nodes(executor: MigrationExecutor, app_label: str | None = None):
         for node in executor.loader.graph.leaf_nodes()
         if "_squashed_" not in node[1] and (app_label is None or node[0] == app_label)
     ]
+
+
+def migrate_to_head(connection) -> None:
+    """As ``manage.py migrate`` does: the graph with the squashes, to every leaf. The old
+    graph moved back and forth unapplies what depends on the migrations it passes,
+    migrations written after the squashes included; this applies them again."""
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())

@@ -15,6 +15,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from apps.catalog.models import GpuModel, ModelArchitecture
+from apps.currencies.models import ExchangeRate
 from apps.pools.models import Pool, Workload
 from apps.telemetry.models import GpuDevice, GpuSample, ImportRun, PoolHourlyUsage
 from tests.factories import TEST_PASSWORD
@@ -101,8 +102,18 @@ def _most_idle_by_the_hourly_rollups() -> str:
         .annotate(idle=Sum(F("capacity_gpu_hours") - F("busy_gpu_hours")))
         .values_list("pool__slug", "idle")
     )
-    prices = dict(Pool.objects.values_list("slug", "effective_price_per_gpu_hour_usd"))
-    return max(idle_hours, key=lambda slug: float(prices[slug] or 0) * idle_hours[slug])
+    # A pool priced in yuan (the demo's Shanghai pool): its price ÷ the latest month's
+    # CNY per US dollar.
+    units_per_usd = {"USD": 1.0}
+    for rate in ExchangeRate.objects.order_by("month"):
+        units_per_usd[rate.currency] = float(rate.units_per_usd)
+    prices = {
+        slug: float(price or 0) / units_per_usd[currency]
+        for slug, price, currency in Pool.objects.values_list(
+            "slug", "effective_price_per_gpu_hour_usd", "currency"
+        )
+    }
+    return max(idle_hours, key=lambda slug: prices[slug] * idle_hours[slug])
 
 
 def _usd(text: str) -> Decimal:

@@ -13,7 +13,7 @@ from apps.core.jobs import FAILED, INTERRUPTED, RUNNING, Job
 from apps.procurement.models import ComparisonExport, Scenario
 from apps.reports.models import RecomputeJob
 from apps.telemetry.models import ImportRun
-from tests.old_graph import old_graph_executor, old_leaf_nodes
+from tests.old_graph import migrate_to_head, old_graph_executor, old_leaf_nodes
 from tests.waiting import wait_until
 
 JOB_MODELS = (ImportRun, ComparisonExport, RecomputeJob)
@@ -217,6 +217,7 @@ def test_the_migration_gives_existing_recomputes_the_progress_their_days_showed(
     finally:
         executor = old_graph_executor(connection)
         executor.migrate(old_leaf_nodes(executor))
+        migrate_to_head(connection)
 
 
 def test_every_job_says_its_failure_with_the_error_in_it():

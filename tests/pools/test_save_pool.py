@@ -147,6 +147,9 @@ def test_no_caller_derives_the_price_by_hand():
         and ".refresh_effective_price()" in path.read_text(encoding="utf-8")
     )
     assert callers == [
+        # Replacing a month's typed price with the billed cost writes the month's price
+        # periods from an unsaved draft, not the pool.
+        "bills/reconciliation.py",
         # The demo's price cut writes two price periods of an unsaved price, not the pool.
         "demo/management/commands/seed_demo.py",
         "pools/prices.py",

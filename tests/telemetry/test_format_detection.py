@@ -31,6 +31,10 @@ TRUE_FORMATS = {
     DATA / "benchmarks" / "genai_perf_profile_export_genai_perf_cloudai_ai_dynamo.csv": "csv",
     **{path: None for path in (DATA / "network-rtt").glob("*.txt")},
     **{path: None for path in (DATA / "goodput-measure").glob("*.jsonl")},
+    # Cloud bills in FOCUS (tests/bills), read by the bill import: to the telemetry upload
+    # a CSV like any other, which asks for its column mapping.
+    **{path: "csv" for path in (DATA / "focus").glob("*.csv")},
+    DATA / "focus" / "README.md": None,
 }
 
 
