@@ -40,9 +40,14 @@ def _template_comment(cursor, template: str) -> str | None:
     return None if row is None else (row[0] or "")
 
 
+def template_of(test_database_name: str) -> str:
+    """The template a process's test database is copied from."""
+    return re.sub(r"_gw\d+$", "", test_database_name) + "_migrated"
+
+
 def create_test_db(self, verbosity=1, autoclobber=False, serialize=True, keepdb=False):
     name = self._get_test_db_name()
-    template = re.sub(r"_gw\d+$", "", name) + "_migrated"
+    template = template_of(name)
     if keepdb or serialize:
         return _create_test_db_by_migrating(self, verbosity, autoclobber, serialize, keepdb)
     quote = self.connection.ops.quote_name

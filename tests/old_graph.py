@@ -6,8 +6,13 @@ use this one: the old migrations, which a database made by the squashes has reco
 applied too (Django records what a squash replaces when it applies it).
 """
 
+import contextlib
+
+from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.loader import MigrationLoader
+
+from tests.migrated_template import template_of
 
 
 def old_graph_executor(connection) -> MigrationExecutor:
@@ -26,9 +31,28 @@ def old_leaf_nodes(executor: MigrationExecutor, app_label: str | None = None):
     ]
 
 
-def migrate_to_head(connection) -> None:
-    """As ``manage.py migrate`` does: the graph with the squashes, to every leaf. The old
-    graph moved back and forth unapplies what depends on the migrations it passes,
-    migrations written after the squashes included; this applies them again."""
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
+@contextlib.contextmanager
+def scratch_database(django_db_blocker):
+    """A copy of the migrated template in place of the test database while the block
+    runs, then dropped: moving the old graph back and forth unapplies and re-runs old
+    migrations, which would leave the test database of every later test on this process
+    short of what the migrations written since added."""
+    test_connection = connections["default"]
+    name = f"{test_connection.settings_dict['NAME']}_scratch"
+    template = template_of(test_connection.settings_dict["NAME"])
+    quote = test_connection.ops.quote_name
+    with django_db_blocker.unblock():
+        with test_connection._nodb_cursor() as cursor:
+            cursor.execute(f"DROP DATABASE IF EXISTS {quote(name)}")
+            cursor.execute(f"CREATE DATABASE {quote(name)} TEMPLATE {quote(template)}")
+        scratch = test_connection.__class__(
+            {**test_connection.settings_dict, "NAME": name}, alias="default"
+        )
+        connections["default"] = scratch
+        try:
+            yield scratch
+        finally:
+            scratch.close()
+            connections["default"] = test_connection
+            with test_connection._nodb_cursor() as cursor:
+                cursor.execute(f"DROP DATABASE IF EXISTS {quote(name)}")
