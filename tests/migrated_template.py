@@ -5,13 +5,15 @@ from nothing: the same minute of work repeated per process, while the processes 
 for the same two cores. Here the first process to ask migrates a template database
 (``test_<name>_migrated``) and every process's database is a copy of it (PostgreSQL's
 ``CREATE DATABASE … TEMPLATE``, a file copy). The template is kept between runs and
-migrated again only when the migrations differ from those it was built by: a digest of
-every migration file is its comment. An advisory lock makes the others wait while one
+migrated again only when the migrations differ from those it was built by, or on another
+UTC day (the migrations make the partitions of the days around it): a digest of every
+migration file and the day is its comment. An advisory lock makes the others wait while one
 builds it.
 """
 
 import hashlib
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 from django.apps import apps
@@ -23,6 +25,9 @@ _create_test_db_by_migrating = DatabaseCreation.create_test_db
 
 def _migrations_digest() -> str:
     digest = hashlib.sha256()
+    # The migrations make the telemetry partitions of the days around today: a template
+    # made on another day holds the wrong days, so it is made again each UTC day.
+    digest.update(f"{datetime.now(UTC):%Y-%m-%d}\n".encode())
     for app in sorted(apps.get_app_configs(), key=lambda app: app.label):
         folder = Path(app.path) / "migrations"
         for path in sorted(folder.glob("*.py")) if folder.is_dir() else ():

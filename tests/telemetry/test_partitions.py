@@ -585,8 +585,11 @@ def test_a_failed_purge_says_what_to_do(monkeypatch):
 @pytest.mark.django_db
 def test_the_storage_page_shows_the_partitions_with_their_estimates(client, make_user, pool):
     device = _device(pool, "GPU-part-page")
+    # Thirty minutes of today's, even in the first half hour after midnight (UTC).
+    midnight = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    latest = max(timezone.now(), midnight + timedelta(minutes=30))
     GpuSample.objects.bulk_create(
-        GpuSample(device=device, timestamp=timezone.now() - timedelta(minutes=m)) for m in range(30)
+        GpuSample(device=device, timestamp=latest - timedelta(minutes=m)) for m in range(30)
     )
     today = partitions.partition_name(_today())
     _sql(f"ANALYZE {today}")
