@@ -76,7 +76,42 @@ def _own_redis_database_per_xdist_worker():
     assert not celery_app.configured, "the Celery app was configured before conftest"
 
 
+def _scan_each_static_root_once():
+    """WhiteNoise stats every file under STATIC_ROOT and builds its headers whenever a
+    middleware chain is built, and Django's test client builds a chain for every test:
+    about a third of a short page test's time went to reading the same directory again.
+    The scan is kept per directory (and its modification time) and per WhiteNoise
+    setting that shapes a file's headers; the responses are the ones a fresh scan gives."""
+    from whitenoise.base import WhiteNoise
+
+    scan = WhiteNoise.update_files_dictionary
+    scanned = {}
+
+    def update_files_dictionary(self, root, prefix):
+        key = (
+            root,
+            os.stat(root).st_mtime_ns,
+            prefix,
+            self.max_age,
+            self.allow_all_origins,
+            self.charset,
+            self.index_file,
+            self.add_headers_function,
+        )
+        if key not in scanned:
+            files, self.files = self.files, {}
+            try:
+                scan(self, root, prefix)
+                scanned[key] = self.files
+            finally:
+                self.files = files
+        self.files.update(scanned[key])
+
+    WhiteNoise.update_files_dictionary = update_files_dictionary
+
+
 _own_redis_database_per_xdist_worker()
+_scan_each_static_root_once()
 copy_test_databases_from_a_migrated_template()
 
 # The OpenID Connect provider of the SSO tests (tests/oidc_provider/).
