@@ -30,11 +30,18 @@ TEST_WORKERS ?= 2
 TEST_ENV := DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
 	CELERY_BROKER_URL=$(TEST_REDIS_URL) DJANGO_SETTINGS_MODULE=config.settings
 
+# The FinOps Foundation's focus-validator (scripts/ensure_focus_validator.sh) in the user's
+# cache, where a new clone finds it, for the script and the test that runs it.
+FOCUS_VALIDATOR_VERSION ?= 2.2.1
+export FOCUS_VALIDATOR_VERSION
+export FOCUS_VALIDATOR_VENV ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gpufleet/focus-validator-$(FOCUS_VALIDATOR_VERSION)
+
 # make run DEMO=no: your own fleet only, without the demo.
 DEMO ?= yes
 RUN_ARGS := --host $(HOST) --port $(PORT) $(if $(filter no,$(DEMO)),--without-demo)
 
-.PHONY: run dev test fuzz install lint format clean backup restore
+.PHONY: run dev test fuzz install lint format clean backup restore \
+	test-services test-lint test-django-checks test-static-and-docs
 
 # Python caches bytecode here even where the machine sets PYTHONDONTWRITEBYTECODE: every
 # process the suite and `make run` start (test workers, Celery, commands) would otherwise
@@ -61,7 +68,19 @@ run: $(INSTALLED)
 dev: $(INSTALLED)
 	@$(BIN)/python manage.py run --dev $(RUN_ARGS)
 
+# What must hold before pytest, side by side (make -j2): the services and the peers the
+# suite drives (installed once, then only checked), the linters, the Django checks (both
+# read every migration), and the static files with the docs site. Each group's output is
+# printed whole when it ends.
 test: $(INSTALLED)
+	@$(MAKE) --no-print-directory -j2 --output-sync=target \
+		test-services test-lint test-django-checks test-static-and-docs
+	@# The embedded servers ensure_services.sh started, if any, stop with the suite.
+	$(TEST_ENV) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS); \
+		status=$$?; $(BIN)/python scripts/embedded_test_services.py stop; exit $$status
+
+# One after another: apt and npm each take a lock of their own.
+test-services: $(INSTALLED)
 	PYTHON=$(BIN)/python DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
 		scripts/ensure_services.sh
 	scripts/ensure_chromium.sh
@@ -71,17 +90,19 @@ test: $(INSTALLED)
 	scripts/ensure_focus_validator.sh
 	scripts/ensure_gettext.sh
 	scripts/ensure_oidc_provider.sh
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
-	$(BIN)/lint-imports
+
+test-lint: lint
+
+# makemigrations --check compares the models with the migrations (and reads the database's
+# history of them): after the services.
+test-django-checks: $(INSTALLED) test-services
 	$(TEST_ENV) $(BIN)/python manage.py makemigrations --check --dry-run
 	$(TEST_ENV) $(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null
+
+# The docs site (docs/, mkdocs.yml): a broken link or a page left out of the nav fails.
+test-static-and-docs: $(INSTALLED)
 	$(TEST_ENV) $(BIN)/python manage.py collectstatic --noinput --verbosity 0
-	@# The docs site (docs/, mkdocs.yml): a broken link or a page left out of the nav fails.
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir var/docs-site
-	@# The embedded servers ensure_services.sh started, if any, stop with the suite.
-	$(TEST_ENV) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS); \
-		status=$$?; $(BIN)/python scripts/embedded_test_services.py stop; exit $$status
 
 # Schemathesis, every check, on every API operation as every role, FUZZ_EXAMPLES cases
 # each plus the examples and coverage phases (make test runs a smoke sample of the same

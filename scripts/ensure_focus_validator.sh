@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
 # The FOCUS conformance test runs the FinOps Foundation's focus-validator on an export.
-# It needs Python 3.12 or newer, so it lives in a virtual environment of its own under
-# var/, apart from the project's. Installed once; a later run only checks it answers.
+# It needs Python 3.12 or newer, so it lives in a virtual environment of its own, apart
+# from the project's, in the user's cache (as pip keeps its wheels there): a new clone finds
+# it installed instead of building it again. Installed once per version; a later run only
+# checks it answers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VERSION="${FOCUS_VALIDATOR_VERSION:-2.2.1}"
-VENV="${FOCUS_VALIDATOR_VENV:-var/focus-validator}"
+VENV="${FOCUS_VALIDATOR_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/gpufleet/focus-validator-$VERSION}"
 STAMP="$VENV/.installed-$VERSION"
 
 # The validator writes focus_validator_detailed.log into the directory it runs in: its own.
 answers() { (cd "$VENV" && bin/focus-validator --help >/dev/null 2>&1); }
 
+if [ -f "$STAMP" ] && answers; then
+  echo "focus-validator: $VERSION in $VENV"
+  exit 0
+fi
+
+# Two checkouts' `make test` may start at once: one installs, the other waits for it.
+mkdir -p "$(dirname "$VENV")"
+exec 9>"$VENV.lock"
+flock 9
 if [ -f "$STAMP" ] && answers; then
   echo "focus-validator: $VERSION in $VENV"
   exit 0

@@ -36,8 +36,11 @@ def _sign_in(page, live_server, user):
 
 
 @pytest.mark.browser
-# The demo's roles (lead, ops, procurement, finance, admin) walk every page in Chromium in
-# tests/journey/test_newcomer.py; the read-only role is not among them.
+# In tests/journey/test_newcomer.py the demo's administrator, technical lead and serving
+# lead walk every page in Chromium on `make run`; the other roles' pages are the same
+# templates with fewer buttons, and what each role gets from every page and fragment is
+# tests/test_urls_roles.py's walk. Here the read-only role, which the demo lacks, and the
+# administrator walk on the suite's own server.
 @pytest.mark.parametrize("role_key", ["reader", "admin"])
 def test_each_role_signs_in_navigates_and_sees_the_chart(
     page, live_server, make_user, demo_fleet, role_key, screenshot_dir

@@ -2,9 +2,13 @@
 (embedded PostgreSQL and Redis, gunicorn, a Celery worker and beat, the demo), then driven
 in Chromium as each demo user, and stopped with Ctrl-C.
 
-- Every demo user signs in and opens every page of the navigation and of the user menu
-  (read from the page, so a new page is walked without an edit here) and a pool page;
-  the administrator and the technical lead open every pool page; lazy panels loaded.
+- The administrator, the technical lead and the serving team's lead open every page of
+  the navigation and of the user menu (read from the page, so a new page is walked without
+  an edit here) and the pool pages, lazy panels loaded: the administrator sees every page
+  there is, the technical lead after the imports, the serving lead through a team's scope.
+  The other demo users sign in and land on the Overview; which pages each role may open
+  is tests/test_urls_roles.py's walk, and the browser walk of each role's navigation
+  tests/browser/test_shell.py's.
 - The technical lead uploads a real dcgm-exporter scrape and a real nvidia-smi CSV into a
   pool, and a scrape without one; the worker imports them; the triage page assigns the
   waiting GPU to its suggested pool, whose hourly utilisation then shows that GPU's.
@@ -293,10 +297,14 @@ def test_a_newcomer_runs_the_demo_signs_in_as_everyone_imports_and_is_alerted(
         lead.context.close()
         seconds_at["lead"] = time.monotonic() - started
 
-        for user in ("ops", "procurement", "finance", "lead-serving"):
+        for user in ("ops", "procurement", "finance"):
             other = Session.sign_in(browser, stack, user, problems)
-            other.walk_every_page(every_pool=False)
+            other.settle()
+            expect(other.page.locator("#kpi-gpus")).to_be_visible()
             other.context.close()
+        serving = Session.sign_in(browser, stack, "lead-serving", problems)
+        serving.walk_every_page(every_pool=False)
+        serving.context.close()
         seconds_at["others"] = time.monotonic() - started
 
         # No command typed: beat evaluates the rule each minute, the worker posts; within

@@ -35,8 +35,13 @@ from apps.showback.periods import close_month
 from tests.factories import PoolFactory, UserFactory, WorkloadFactory
 from tests.showback.fleet import MONTH_END, MONTH_START, make_fleet
 
-ROOT = Path(__file__).resolve().parents[2]
-VENV = Path(os.environ.get("FOCUS_VALIDATOR_VENV", ROOT / "var" / "focus-validator"))
+# Where scripts/ensure_focus_validator.sh installs it (the Makefile passes the same path).
+VALIDATOR_VERSION = os.environ.get("FOCUS_VALIDATOR_VERSION", "2.2.1")
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+VENV = Path(
+    os.environ.get("FOCUS_VALIDATOR_VENV")
+    or CACHE / "gpufleet" / f"focus-validator-{VALIDATOR_VERSION}"
+)
 VALIDATOR = VENV / "bin" / "focus-validator"
 # What gpufleet's data has, so the validator checks the columns that carry it.
 FEBRUARY = datetime(2026, 2, 1, tzinfo=UTC)
