@@ -1,4 +1,3 @@
-from django.db.models import Count
 from rest_framework import viewsets
 
 from apps.clusters.models import Cluster
@@ -11,7 +10,7 @@ class ClusterViewSet(viewsets.ModelViewSet):
     lead role. A cluster that still owns pools, pull sources or Slurm jobs cannot be
     deleted (409)."""
 
-    queryset = Cluster.objects.annotate(pool_count=Count("pools")).order_by("name")
+    queryset = Cluster.objects.order_by("name")
     serializer_class = ClusterSerializer
     lookup_field = "slug"
     lookup_value_regex = "[-a-zA-Z0-9_]+"

@@ -1,12 +1,8 @@
-from rest_framework import serializers
-
 from apps.clusters.models import Cluster
 from apps.core.serializers import StrictModelSerializer
 
 
 class ClusterSerializer(StrictModelSerializer):
-    pool_count = serializers.IntegerField(read_only=True, help_text="Pools in the cluster.")
-
     class Meta:
         model = Cluster
         fields = [
@@ -17,7 +13,6 @@ class ClusterSerializer(StrictModelSerializer):
             "timezone",
             "description",
             "archived_at",
-            "pool_count",
             "created_at",
             "updated_at",
         ]

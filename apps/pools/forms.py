@@ -5,7 +5,7 @@ from django.utils import timezone as django_timezone
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from apps.clusters.models import Cluster, default_cluster_pk
+from apps.clusters.forms import ClusterFieldMixin
 from apps.core.forms import SectionedFormMixin, SlugFromNameMixin, TablerFormMixin
 from apps.currencies.codes import USD, currency_choices
 from apps.pools.models import (
@@ -108,7 +108,9 @@ REQUIRED_COST_FIELDS = {
 }
 
 
-class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.ModelForm):
+class PoolForm(
+    ClusterFieldMixin, TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.ModelForm
+):
     sections = POOL_SECTIONS
 
     price_effective_from = forms.DateTimeField(
@@ -161,14 +163,6 @@ class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.Mod
             # A new pool's prices run from its service start.
             del self.fields["price_effective_from"]
         limit_team_field(self.fields["team"], scope, empty_label=gettext("Shared (no team)"))
-        # Left out of a post: the pool stays in its cluster (a new one joins ``default``).
-        cluster = self.fields["cluster"]
-        cluster.required = False
-        cluster.queryset = Cluster.objects.filter(
-            Q(archived_at__isnull=True)
-            | Q(pk=self.instance.cluster_id if self.instance.pk else None)
-        ).order_by("name")
-        cluster.empty_label = None
         self.fields["currency"] = forms.TypedChoiceField(
             label=self.fields["currency"].label,
             choices=currency_choices(),
@@ -194,14 +188,6 @@ class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.Mod
                 "help": self.fields[name].help_text,
                 "zone": zone,
             }
-
-    def clean_cluster(self):
-        cluster = self.cleaned_data.get("cluster")
-        if cluster is not None:
-            return cluster
-        if self.instance.pk:
-            return self.instance.cluster
-        return Cluster.objects.get(pk=default_cluster_pk())
 
     def clean_currency(self):
         return self.cleaned_data.get("currency") or self.instance.currency or USD

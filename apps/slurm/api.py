@@ -80,7 +80,7 @@ class SlurmImportSerializer(serializers.Serializer):
     )
 
 
-class LineErrorSerializer(serializers.Serializer):
+class SlurmLineErrorSerializer(serializers.Serializer):
     line = serializers.IntegerField()
     message = serializers.CharField()
 
@@ -91,7 +91,7 @@ class SlurmImportResultSerializer(serializers.Serializer):
     updated = serializers.IntegerField(help_text="Jobs stored before that changed (ended…).")
     rejected = serializers.IntegerField(help_text="Lines refused; see errors.")
     steps = serializers.IntegerField(help_text="Step rows read (they add no GPU-hours).")
-    errors = LineErrorSerializer(many=True)
+    errors = SlurmLineErrorSerializer(many=True)
 
 
 class SlurmJobFilter(django_filters.FilterSet):

@@ -49,8 +49,8 @@ def slurm_import(request):
         messages.success(
             request,
             gettext(
-                "%(accepted)s jobs added, %(updated)s updated, %(duplicates)s duplicates, "
-                "%(rejected)s lines refused."
+                "Jobs added: %(accepted)s; updated: %(updated)s; duplicates: %(duplicates)s; "
+                "lines refused: %(rejected)s."
             )
             % {
                 "accepted": result.accepted,

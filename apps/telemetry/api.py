@@ -538,7 +538,7 @@ class PullSourceViewSet(ScopedQuerysetMixin, viewsets.ModelViewSet):
     each enabled source every ``interval_seconds``; a deleted source's device-hours stay.
     The caller sees the sources of the pools in their scope and those of no pool."""
 
-    queryset = PullSource.objects.select_related("pool").order_by("name")
+    queryset = PullSource.objects.select_related("pool", "cluster").order_by("name")
     serializer_class = PullSourceSerializer
     filterset_class = PullSourceFilter
     lookup_field = "slug"
