@@ -124,3 +124,5 @@ def test_the_pool_form_moves_a_pool_and_keeps_it_when_the_field_is_left_out(clie
     assert client.post(url, data).status_code == 302
     pool.refresh_from_db()
     assert pool.cluster == target
+    detail = client.get(pool.get_absolute_url()).content.decode()
+    assert f'<a href="{target.get_absolute_url()}">Target</a>' in detail
