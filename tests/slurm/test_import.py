@@ -258,3 +258,10 @@ def test_the_upload_page_refuses_text_that_is_not_utf8_and_both_inputs(client, c
     both = client.post(reverse("slurm:import"), {"cluster": "hopper", "file": upload, "text": TEXT})
     assert "Upload a file or paste text, not both." in both.content.decode()
     assert not SlurmImport.objects.exists()
+
+
+def test_the_admin_lists_clusters_imports_and_jobs(client, cluster):
+    import_sacct(cluster, TEXT, now=NOW)
+    client.force_login(UserFactory(role="admin"))
+    for name in ("clusters_cluster", "slurm_slurmimport", "slurm_slurmjob"):
+        assert client.get(reverse(f"admin:{name}_changelist")).status_code == 200
