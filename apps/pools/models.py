@@ -17,6 +17,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
+from apps.clusters.models import default_cluster_pk
 from apps.core import money
 from apps.currencies.codes import USD, currency_symbol, validate_currency
 from apps.pools import costing
@@ -79,6 +80,15 @@ class Pool(models.Model):
     name = models.CharField(_("name"), max_length=100, unique=True)
     slug = models.SlugField(
         _("slug"), max_length=100, unique=True, help_text=_("Stable id used by the API.")
+    )
+    # Blank: saved without one, it joins the ``default`` cluster (``save``). No field
+    # default, which would ask the database each time an unsaved one is built.
+    cluster = models.ForeignKey(
+        "clusters.Cluster",
+        on_delete=models.PROTECT,
+        blank=True,
+        related_name="pools",
+        verbose_name=_("cluster"),
     )
     purpose = models.CharField(_("purpose"), max_length=20, choices=Purpose.choices)
     deployment = models.CharField(_("deployment"), max_length=20, choices=Deployment.choices)
@@ -253,6 +263,11 @@ class Pool(models.Model):
 
     def __str__(self):
         return self.name
+
+    def save(self, *args, **kwargs):
+        if self.cluster_id is None:
+            self.cluster_id = default_cluster_pk()
+        super().save(*args, **kwargs)
 
     def get_absolute_url(self):
         return reverse("pools:pool_detail", kwargs={"slug": self.slug})

@@ -17,6 +17,7 @@ from django.utils.translation import gettext, gettext_noop, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.scope import Scope
+from apps.clusters.models import default_cluster_pk
 from apps.core.jobs import Job
 from apps.core.sentences import Sentence, to_data
 from apps.core.texts import translated_data
@@ -595,6 +596,15 @@ class PullSource(models.Model):
         verbose_name=_("pool"),
         help_text=_("Devices first seen through this source join this pool."),
     )
+    # Blank: saved without one, it joins the ``default`` cluster (``save``). No field
+    # default, which would ask the database each time an unsaved one is built.
+    cluster = models.ForeignKey(
+        "clusters.Cluster",
+        on_delete=models.PROTECT,
+        blank=True,
+        related_name="pull_sources",
+        verbose_name=_("cluster"),
+    )
     # PromQL label matchers added to every selector of an hourly pull, e.g.
     # cluster="a",namespace=~"ml-.*" (checked by apps/telemetry/pull/promql.py).
     label_filters = models.CharField(
@@ -640,6 +650,11 @@ class PullSource(models.Model):
 
     def __str__(self):
         return self.name
+
+    def save(self, *args, **kwargs):
+        if self.cluster_id is None:
+            self.cluster_id = default_cluster_pk()
+        super().save(*args, **kwargs)
 
     @property
     def pull_scope(self) -> Scope:
