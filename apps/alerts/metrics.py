@@ -210,7 +210,10 @@ def team_budgets(now) -> Iterable[Metric]:
         labels=["team"],
     )
     for item in budget_burndowns(budgets, now):
-        used.add_metric([item.budget.team.slug], item.figures.spent_usd / item.figures.amount_usd)
+        # Both in the reporting currency; a budget without the rate to convert its
+        # amount has no ratio, and no sample rather than a wrong one.
+        if item.figures.amount is not None:
+            used.add_metric([item.budget.team.slug], item.figures.spent / item.figures.amount)
     yield used
 
 

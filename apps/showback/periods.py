@@ -60,21 +60,31 @@ def can_reopen(user) -> bool:
 
 
 def _frozen_budgets(figures, month_start: datetime) -> list[dict]:
-    from apps.showback.selectors import _spent
+    """Each budget as the month closes: its amount in its own currency, and the amount
+    and the spend in the reporting currency (the amount null without the month's rate),
+    with the spend in US dollars."""
+    from apps.showback.selectors import _spent, _spent_usd, budget_amounts
 
-    budgets = []
-    for budget in Budget.objects.select_related("team", "pool"):
-        budgets.append(
+    budgets = list(Budget.objects.select_related("team", "pool"))
+    amounts = budget_amounts(budgets, month_start)
+    frozen = []
+    for budget in budgets:
+        amount, _missing = amounts[budget.pk]
+        frozen.append(
             {
                 "id": budget.pk,
                 "owner": budget.owner_name,
                 "team_id": budget.team_id,
                 "pool_id": budget.pool_id,
-                "amount_usd": str(budget.amount_usd_per_month),
-                "spent_usd": str(_spent(figures, budget)),
+                "amount_per_month": str(budget.amount_per_month),
+                "currency": budget.currency,
+                "amount": None if amount is None else str(amount),
+                "spent": str(_spent(figures, budget)),
+                "reporting_currency": figures.currency,
+                "spent_usd": str(_spent_usd(figures, budget)),
             }
         )
-    return budgets
+    return frozen
 
 
 @transaction.atomic
