@@ -9,6 +9,7 @@ from apps.accounts.models import Team
 from apps.accounts.scope import scope_of
 from apps.core.money import rounding_difference
 from apps.core.schema import ErrorSerializer
+from apps.currencies.codes import reporting_currency
 from apps.reports.cost.rates import missing_text
 from apps.showback import audit, periods, selectors
 from apps.showback.models import Budget
@@ -196,6 +197,9 @@ def _period_data(period) -> dict:
         "closed_at": period.closed_at,
         "closed_by": period.closed_by or None,
         "cost_usd": period.cost_usd,
+        "cost": period.cost,
+        "currency": reporting_currency(),
+        "missing_rates": missing_text(period.missing_rates),
     }
 
 

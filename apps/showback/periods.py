@@ -10,7 +10,7 @@ make every cached report unreachable (apps/reports/cache.py), as the figures the
 change.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
@@ -194,6 +194,13 @@ class Period:
     closed_by: str = ""
     reopenings: list = None
     has_ended: bool = True
+    # The cost in the reporting currency, and the rates missing to convert some of it.
+    cost: Decimal = Decimal(0)
+    missing_rates: set = field(default_factory=set)
+
+    @property
+    def missing_rates_sorted(self) -> list[tuple]:
+        return sorted(self.missing_rates, key=lambda item: (item[1], item[0]))
 
     @property
     def label(self) -> str:
@@ -205,15 +212,23 @@ class Period:
 
 
 def _period(start: datetime, record, now: datetime) -> Period:
-    from apps.showback.selectors import cached_showback
+    from apps.showback.selectors import cached_showback, frozen_total
 
     closed = record is not None and record.is_closed
+    missing = set()
     if closed:
         cost = record.cost_usd
+        reporting_cost, missing = frozen_total(record)
     else:
         end = min(periods.next_month_start(start), now)
-        cost = Decimal(str(round(cached_showback(start, end).total_usd, 6))) if end > start else 0
+        cost, reporting_cost = Decimal(0), Decimal(0)
+        if end > start:
+            figures = cached_showback(start, end)
+            cost = Decimal(str(round(figures.total_usd, 6)))
+            reporting_cost, missing = figures.total, set(figures.missing_rates)
     return Period(
+        cost=reporting_cost,
+        missing_rates=missing,
         month=start.date(),
         state=CLOSED if closed else OPEN,
         cost_usd=Decimal(cost),

@@ -263,6 +263,18 @@ def _frozen_conversion(month, stored: dict) -> _FrozenConversion:
     return _FrozenConversion(False, Decimal(text))
 
 
+def frozen_total(month) -> tuple[Decimal, set]:
+    """A closed month's fleet cost in the reporting currency, from what it stored (no
+    query), and the (currency, month) of the rate missing to read it, if any."""
+    stored = month.showback or {}
+    converted = _frozen_conversion(month, stored)
+    if converted.stored:
+        parts = [*stored.get("teams", {}).values(), stored.get("unattributed", {})]
+        return sum((as_decimal(part.get("cost", "0")) for part in parts), Decimal(0)), set()
+    missing = {converted.missing} if converted.missing is not None else set()
+    return converted.of(as_decimal(month.cost_usd)), missing
+
+
 def showback_as_data(figures: Showback) -> dict:
     """What a closed month stores of its showback: decimal strings, in US dollars and in
     the reporting currency it closes in (``currency``), and the rates it missed."""

@@ -14,7 +14,7 @@ from apps.core.serializers import (
     StrictModelSerializer,
     UnitPriceField,
 )
-from apps.currencies.codes import USD, currency_codes
+from apps.currencies.codes import USD, currency_problem
 from apps.currencies.serializers import MissingRateSerializer
 from apps.pools.models import Pool
 from apps.reports.cost.rates import missing_text
@@ -57,9 +57,9 @@ class BudgetSerializer(StrictModelSerializer):
         allow_null=True,
         help_text="The pool's slug (its whole cost counts); null for a team's budget.",
     )
-    currency = serializers.ChoiceField(
-        choices=sorted(currency_codes()),
+    currency = serializers.CharField(
         required=False,
+        max_length=3,
         help_text="ISO 4217 code of amount_per_month; default: the reporting currency. A "
         "budget keeps it: the burn-down converts the amount to the reporting currency at "
         "the month's exchange rate.",
@@ -151,6 +151,12 @@ class BudgetSerializer(StrictModelSerializer):
                 "help_text": "The monthly amount, in currency. Give it or amount_usd_per_month.",
             }
         }
+
+    def validate_currency(self, value):
+        problem = currency_problem(value)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return value
 
     def validate(self, attrs):
         attrs = super().validate(attrs)
@@ -284,6 +290,7 @@ class AuditPoolSerializer(serializers.Serializer):
     )
     name = serializers.CharField()
     cost_usd = MoneyField(help_text="The team's showback share of the pool, USD.")
+    cost = MoneyField(help_text="cost_usd in the reporting currency (the bundle's currency).")
 
 
 class AuditWorkloadSerializer(serializers.Serializer):
@@ -293,6 +300,7 @@ class AuditWorkloadSerializer(serializers.Serializer):
     kind = serializers.CharField()
     is_training = serializers.BooleanField()
     cost_usd = MoneyField(help_text="The cost report's row for the workload, USD.")
+    cost = MoneyField(help_text="cost_usd in the reporting currency (the bundle's currency).")
     requests = serializers.IntegerField()
     tokens = serializers.IntegerField()
     cost_per_1k_requests_usd = UnitPriceField(
@@ -333,6 +341,7 @@ class AuditDrillSerializer(serializers.Serializer):
 
 class AuditTotalsSerializer(serializers.Serializer):
     cost_usd = MoneyField(help_text="The team's showback total for the month.")
+    cost = MoneyField(help_text="cost_usd in the reporting currency (the bundle's currency).")
     workloads_usd = MoneyField(help_text="Sum of the workloads' costs.")
     not_in_a_workload_usd = MoneyField(
         help_text="The team's share of its pools that no workload's usage accounts for."
@@ -350,13 +359,24 @@ class AuditBundleSerializer(serializers.Serializer):
     pools = AuditPoolSerializer(many=True)
     workloads = AuditWorkloadSerializer(many=True)
     drills = AuditDrillSerializer(many=True)
+    currency = serializers.CharField(
+        help_text="ISO 4217 code of every `cost`: the installation's REPORTING_CURRENCY."
+    )
+    missing_rates = serializers.SerializerMethodField()
     totals = serializers.SerializerMethodField()
+
+    @extend_schema_field(MissingRateSerializer(many=True))
+    def get_missing_rates(self, bundle) -> list[dict]:
+        """The exchange rates missing to convert some of the month's costs: their amounts
+        are left out of every figure."""
+        return missing_text(bundle.missing_rates)
 
     @extend_schema_field(AuditTotalsSerializer)
     def get_totals(self, bundle) -> dict:
         return AuditTotalsSerializer(
             {
                 "cost_usd": bundle.total_usd,
+                "cost": bundle.total,
                 "workloads_usd": bundle.workloads_usd,
                 "not_in_a_workload_usd": bundle.not_in_a_workload_usd,
                 "drills": len(bundle.drills),
@@ -377,6 +397,15 @@ class PeriodSerializer(serializers.Serializer):
         decimal_places=2,
         help_text="The fleet's cost of the month: as frozen for a closed month, computed "
         "for an open one (the current one to date, with the adjustments booked in it).",
+    )
+    cost = MoneyField(
+        help_text="cost_usd in the reporting currency (currency); a closed month read in "
+        "another reporting currency than it closed in converts its dollars at the rate it "
+        "closed with."
+    )
+    currency = serializers.CharField(help_text="ISO 4217 code of cost: REPORTING_CURRENCY.")
+    missing_rates = MissingRateSerializer(
+        many=True, help_text="Exchange rates missing: their amounts are left out of cost."
     )
 
 

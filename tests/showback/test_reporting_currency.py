@@ -16,6 +16,7 @@ from decimal import Decimal
 import pytest
 from django.test import override_settings
 from django.urls import reverse
+from openpyxl import load_workbook
 from rest_framework.test import APIClient
 
 from apps.alerts.models import Alert
@@ -157,16 +158,58 @@ def test_the_page_and_the_export_speak_euros(client, fleet):
     assert 'id="missing-rates"' in page and "CNY 2026-03" in page
 
 
+@EUR
+def test_the_audit_bundle_adds_euros_beside_its_dollars(client, fleet):
+    _teams, pools, _workloads = fleet
+    api = APIClient()
+    api.force_authenticate(UserFactory(role="finance"))
+    body = api.get("/api/v1/teams/serving/audit/", {"month": "2026-03"}).json()
+    serving = hand_split()["serving"]
+    assert body["currency"] == "EUR" and body["missing_rates"] == []
+    assert body["totals"]["cost_usd"] == cents(serving)
+    assert body["totals"]["cost"] == cents(_in_eur(serving))
+    pool_c = next(pool for pool in body["pools"] if pool["slug"] == pools["pool-c"].slug)
+    assert pool_c["cost"] == cents(_in_eur(2 * MONTH_HOURS))  # 2 GPUs × 744 h × $1.00
+    # The XLSX's summary names the total in euros.
+    client.force_login(UserFactory(role="finance"))
+    response = client.get(
+        reverse("showback:team_audit", args=["serving"]), {"month": "2026-03", "format": "xlsx"}
+    )
+    summary = load_workbook(io.BytesIO(response.content)).worksheets[0]
+    lines = {row[0]: row[1] for row in summary.iter_rows(values_only=True)}
+    total = lines["Team total in the reporting currency (EUR)"]
+    assert cents(total) == cents(_in_eur(serving))
+
+
+def test_a_month_closed_in_euros_is_served_as_stored(fleet):
+    teams, _pools, _workloads = fleet
+    with EUR:
+        periods.close_month(MARCH, UserFactory(role="finance"))
+        ExchangeRate.objects.filter(currency="EUR").update(units_per_usd=Decimal("0.99"))
+        figures = showback(MONTH_START, MONTH_END)
+    hand = hand_split()
+    assert cents(figures.teams[teams["research"].pk].cost) == cents(_in_eur(hand["research"]))
+    # Read in dollars after the setting changed back: its dollars, as frozen.
+    figures = showback(MONTH_START, MONTH_END)
+    assert cents(figures.total) == cents(figures.total_usd) == cents(_fleet_total_usd())
+
+
 def test_a_month_closed_in_dollars_reads_in_euros_at_the_rate_it_closed_with(fleet):
     teams, _pools, _workloads = fleet
     periods.close_month(MARCH, UserFactory(role="finance"))
     # A rate edited after the close does not move the closed month.
     ExchangeRate.objects.filter(currency="EUR").update(units_per_usd=Decimal("0.99"))
     hand = hand_split()
+    api = APIClient()
+    api.force_authenticate(UserFactory(role="finance"))
     with EUR:
         figures = showback(MONTH_START, MONTH_END)
+        listed = api.get("/api/v1/periods/").json()
     assert cents(figures.teams[teams["serving"].pk].cost) == cents(_in_eur(hand["serving"]))
     assert cents(figures.total) == cents(_in_eur(_fleet_total_usd()))
+    (march,) = [period for period in listed if period["month"] == "2026-03"]
+    assert march["cost"] == cents(_in_eur(_fleet_total_usd())) and march["currency"] == "EUR"
+    assert march["cost_usd"] == cents(_fleet_total_usd())
     with override_settings(REPORTING_CURRENCY="JPY"):
         figures = showback(MONTH_START, MONTH_END)
     # No yen rate was recorded when March closed: its amounts are left out, named.
@@ -245,6 +288,32 @@ def test_the_budget_api_states_currencies(fleet):
         format="json",
     )
     assert both.status_code == 400 and "amount_usd_per_month" in both.json()
+    wrong = api.post(
+        "/api/v1/budgets/",
+        {"team": "serving", "amount_per_month": "1", "currency": "XYZ"},
+        format="json",
+    )
+    assert wrong.status_code == 400 and "currency" in wrong.json()
+
+
+@EUR
+def test_the_budget_form_takes_a_currency_and_defaults_to_the_reporting_one(client, fleet):
+    teams, _pools, _workloads = fleet
+    client.force_login(UserFactory(role="admin"))
+    form = client.get(reverse("showback:budget_create")).content.decode()
+    assert '<option value="EUR" selected>' in form
+    client.post(
+        reverse("showback:budget_create"),
+        {"team": teams["serving"].pk, "amount_per_month": "7000", "currency": "CNY"},
+    )
+    client.post(
+        reverse("showback:budget_create"),
+        {"team": teams["research"].pk, "amount_per_month": "900"},
+    )
+    assert dict(Budget.objects.values_list("team__slug", "currency")) == {
+        "serving": "CNY",
+        "research": "EUR",
+    }
 
 
 # --- alerts -----------------------------------------------------------------------------
