@@ -16,7 +16,8 @@ gpufleet's own gauges, computed at each scrape in a dozen SQL aggregates.
   its last pull failed;
 - ``gpufleet_alerts_firing{kind}``: firing alerts per rule kind, 0 for the quiet ones;
 - ``gpufleet_team_budget_used_ratio{team}``: per team with a budget, spent this month ÷
-  the budget (the showback's spend; above 1 when over budget, never clamped);
+  the budget (the showback's spend; above 1 when over budget, never clamped), both in
+  the reporting currency; none for a budget whose exchange rate is missing;
 - ``gpufleet_worker_queue_depth{queue}``: tasks waiting in the Celery queue on the
   broker (Redis ``LLEN`` over its priority lists) and, as ``queue="outbox"``, tasks
   kept in the database for a broker that was unreachable.

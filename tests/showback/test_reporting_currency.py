@@ -19,6 +19,7 @@ from django.urls import reverse
 from openpyxl import load_workbook
 from rest_framework.test import APIClient
 
+from apps.alerts.metrics import team_budgets
 from apps.alerts.models import Alert
 from apps.alerts.services import evaluate_rule
 from apps.currencies.models import ExchangeRate
@@ -257,6 +258,10 @@ def test_a_budget_stated_in_dollars_keeps_its_meaning_in_euros(fleet):
     assert item.figures.amount == Decimal("920.00")
     assert item.figures.used_pct == pytest.approx(float(spent / Decimal("920") * 100))
     assert item.figures.state == "over"
+    (family,) = team_budgets(NOW)
+    assert [float(sample.value) for sample in family.samples] == [
+        pytest.approx(float(spent / Decimal("920")))
+    ]
 
     # Without March's euro rate the budget cannot be converted: unknown, and named.
     ExchangeRate.objects.filter(currency="EUR").delete()
@@ -264,6 +269,8 @@ def test_a_budget_stated_in_dollars_keeps_its_meaning_in_euros(fleet):
     assert item.figures.amount is None and item.figures.used_pct is None
     assert item.figures.state == "unknown"
     assert ("EUR", MARCH) in item.figures.missing_rates
+    (family,) = team_budgets(NOW)
+    assert family.samples == []  # no ratio rather than a wrong one
 
 
 @EUR
