@@ -68,3 +68,9 @@ def test_showback_and_budgets_speak_euros_in_both_languages(
         expect(serving_row.locator(".budget-missing-rates")).to_contain_text("CNY")
         expect(page.locator("#chart-budgets svg.main-svg").first).to_be_attached()
         page.screenshot(path=screenshot_dir / f"budgets-eur-{language}.png", full_page=True)
+
+        page.goto(f"{live_server.url}/periods/")
+        march = page.locator('#period-table tr[data-month="2026-03"] .period-cost')
+        expect(march).to_contain_text("€")
+        expect(march).to_contain_text("$")  # the dollars beneath
+        page.screenshot(path=screenshot_dir / f"periods-eur-{language}.png", full_page=True)
