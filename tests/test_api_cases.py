@@ -134,7 +134,7 @@ CASES = [
     Case(
         "budget",
         lambda team: Budget.objects.create(
-            team=team or TeamFactory(), amount_usd_per_month=Decimal("1000")
+            team=team or TeamFactory(), amount_per_month=Decimal("1000")
         ),
         reader="finance",
         lookup=lambda obj: obj.pk,

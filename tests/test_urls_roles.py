@@ -445,7 +445,7 @@ def _url(name, kind, *, pool, workload, user):
         from apps.showback.models import Budget
 
         budget, _ = Budget.objects.get_or_create(
-            pool=pool, defaults={"amount_usd_per_month": "1000.00"}
+            pool=pool, defaults={"amount_per_month": "1000.00"}
         )
         return reverse(name, kwargs={"pk": budget.pk})
     if kind == "own_token":

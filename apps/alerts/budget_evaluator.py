@@ -6,14 +6,20 @@ showback spend or a pool's whole cost, month to date, from the cost report. A te
 rule watches its team's budget and the budgets of pools it sees (its own and the shared
 ones); a pool's rule (or a workload's: its pool) that pool's budget; a fleet-wide rule
 every budget.
+
+The amounts are in the reporting currency (the budget's own amount converted at the
+month's rate), written with its sign or code. A budget whose amount has no rate to
+convert it has no share used: it cannot reach a threshold, and its page says which rate
+is missing.
 """
 
 from django.urls import reverse
 
 from apps.alerts import registry
-from apps.alerts.evaluators import money, rule_scope
+from apps.alerts.evaluators import rule_scope
 from apps.alerts.registry import Subject, register
 from apps.core.sentences import gettext_noop, sentence
+from apps.currencies.templatetags.currency import money_in
 from apps.showback.selectors import budget_burndowns, budgets_in_scope
 
 
@@ -38,14 +44,14 @@ def budget_used(rule, now) -> list[Subject]:
     subjects = []
     for item in budget_burndowns(rule_budgets(rule), now):
         budget, figures = item.budget, item.figures
-        if figures.used_pct < threshold:
+        if figures.used_pct is None or figures.used_pct < threshold:
             continue
         values = {
             "owner": budget.owner_name,
             "used": f"{figures.used_pct:.1f}",
             "threshold": f"{threshold:g}",
-            "spent": money(figures.spent_usd),
-            "amount": money(figures.amount_usd),
+            "spent": money_in(figures.spent, figures.currency),
+            "amount": money_in(figures.amount, figures.currency),
             "month": f"{now:%Y-%m}",
         }
         subjects.append(

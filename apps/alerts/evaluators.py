@@ -21,7 +21,8 @@ A team's rule reads what the team sees (its pools and workloads and the shared o
 Exports and recomputes belong to no team yet: only fleet-wide rules watch them.
 """
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 from django.db.models import Count, Max, Q
 from django.urls import reverse
@@ -32,13 +33,17 @@ from apps.alerts import registry
 from apps.alerts.registry import Subject, register
 from apps.backups.at_risk import at_risk_by_workload, watched_workloads
 from apps.backups.models import BackupPolicy
-from apps.core.money import to_cents
+from apps.core.money import as_decimal, to_cents
 from apps.core.sentences import Sentence, from_data, gettext_noop, sentence
+from apps.currencies.codes import USD, reporting_currency
+from apps.currencies.rates import month_of
+from apps.currencies.templatetags.currency import money_in
 from apps.pools.models import Pool, Workload
 from apps.pools.querysets import workload_scope_filter
 from apps.procurement.models import ComparisonExport
 from apps.reports.cost import costmodel
 from apps.reports.cost.pool_usage import UsageTotals, pool_usage_totals
+from apps.reports.cost.rates import conversion_for
 from apps.reports.models import RecomputeJob
 from apps.reports.span import Span
 from apps.telemetry.models import ImportRun, PoolHourFlag
@@ -86,6 +91,38 @@ def money(usd) -> str:
     return f"${to_cents(usd):,.2f}"
 
 
+def money_in_reporting(amount) -> str:
+    """An amount in the reporting currency with its sign or code, to the cent, as the
+    pages write it ("€276.30", "$300.00", "1,000.00 CHF")."""
+    return money_in(amount, reporting_currency())
+
+
+def usd_to_reporting(now) -> Decimal:
+    """Units of the reporting currency one US dollar buys in ``now``'s month: what a
+    threshold stated in USD (``threshold_usd``) is multiplied by to compare it with costs
+    in the reporting currency. 1 for a reporting currency of USD. A missing rate is an
+    error the rule's page names (the evaluation fails, its alerts kept as they were),
+    never a rate of 1."""
+    currency = reporting_currency()
+    if currency == USD:
+        return Decimal(1)
+    month = month_of(now)
+    start = datetime(month.year, month.month, 1, tzinfo=UTC)
+    conversion = conversion_for(Span(start, start + timedelta(days=1)), {USD})
+    rate = conversion.units_per_usd(currency, month) if conversion else None
+    if rate is None:
+        # In English, as every rule error is kept (with the sentence around it).
+        raise MissingRateError(
+            f"no {currency} exchange rate for {month:%Y-%m}: the threshold in USD cannot be "
+            f"compared with costs in {currency}; add the rate on the exchange rates page"
+        )
+    return rate
+
+
+class MissingRateError(Exception):
+    """The exchange rate a rule needs to compare its threshold is missing."""
+
+
 def _pool_subject(pool, summary: Sentence, description: Sentence, url: str = "") -> Subject:
     return Subject(
         labels={"pool": pool.slug},
@@ -106,19 +143,21 @@ def window_usage(rule, now) -> list[tuple[Pool, UsageTotals]]:
 
 @register(registry.IDLE_COST, thresholds=("threshold_usd", "window_hours"))
 def idle_cost(rule, now) -> list[Subject]:
-    threshold = rule.threshold_usd
+    """The idle cost in the reporting currency (the cost engine's ``measured_cost``)
+    against the rule's threshold, stated in USD, at the month's rate."""
+    threshold = rule.threshold_usd * usd_to_reporting(now)
     subjects = []
     for pool, usage in window_usage(rule, now):
         idle = costmodel.idle_cost_usd(
-            usage.measured_cost_usd, usage.busy_gpu_hours, usage.measured_capacity_gpu_hours
+            usage.measured_cost, usage.busy_gpu_hours, usage.measured_capacity_gpu_hours
         )
         if idle <= threshold:
             continue
         values = {
             "pool": pool.name,
-            "idle": money(idle),
+            "idle": money_in_reporting(idle),
             "hours": rule.window_hours,
-            "threshold": money(threshold),
+            "threshold": money_in_reporting(threshold),
         }
         subjects.append(
             _pool_subject(
@@ -134,7 +173,7 @@ def idle_cost(rule, now) -> list[Subject]:
                         "÷ %(capacity)s measured GPU-h)."
                     ),
                     **values,
-                    cost=money(usage.measured_cost_usd),
+                    cost=money_in_reporting(usage.measured_cost),
                     busy=f"{usage.busy_gpu_hours:,.1f}",
                     capacity=f"{usage.measured_capacity_gpu_hours:,.1f}",
                 ),
@@ -476,20 +515,26 @@ def _pulled_import_subjects(imports) -> list[Subject]:
 
 @register(registry.DOLLARS_AT_RISK, thresholds=("threshold_usd",))
 def dollars_at_risk(rule, now) -> list[Subject]:
-    threshold = float(rule.threshold_usd)
+    """The workloads' dollars at risk, in the reporting currency at the month's rate,
+    against the rule's threshold, stated in USD, at the same rate."""
+    rate = usd_to_reporting(now)
+    threshold = rule.threshold_usd * rate
     workloads = watched_workloads(rule_scope(rule)).filter(rule_workloads(rule))
     subjects = []
     for item in at_risk_by_workload(workloads, now).values():
-        if item.usd_at_risk is None or float(item.usd_at_risk) <= threshold:
+        if item.usd_at_risk is None:
+            continue
+        at_risk = as_decimal(item.usd_at_risk) * rate
+        if at_risk <= threshold:
             continue
         workload = item.workload
         values = {
             "workload": workload.name,
-            "usd": money(float(item.usd_at_risk)),
+            "usd": money_in_reporting(at_risk),
             "hours": f"{item.hours_at_risk:,.1f}",
             "gpus": workload.gpu_count,
-            "price": money(float(item.price_per_gpu_hour_usd)),
-            "threshold": money(threshold),
+            "price": money_in_reporting(as_decimal(item.price_per_gpu_hour_usd) * rate),
+            "threshold": money_in_reporting(threshold),
         }
         if item.proven_step is not None:
             description = sentence(

@@ -16,7 +16,8 @@ gpufleet's own gauges, computed at each scrape in a dozen SQL aggregates.
   its last pull failed;
 - ``gpufleet_alerts_firing{kind}``: firing alerts per rule kind, 0 for the quiet ones;
 - ``gpufleet_team_budget_used_ratio{team}``: per team with a budget, spent this month ÷
-  the budget (the showback's spend; above 1 when over budget, never clamped);
+  the budget (the showback's spend; above 1 when over budget, never clamped), both in
+  the reporting currency; none for a budget whose exchange rate is missing;
 - ``gpufleet_worker_queue_depth{queue}``: tasks waiting in the Celery queue on the
   broker (Redis ``LLEN`` over its priority lists) and, as ``queue="outbox"``, tasks
   kept in the database for a broker that was unreachable.
@@ -210,7 +211,10 @@ def team_budgets(now) -> Iterable[Metric]:
         labels=["team"],
     )
     for item in budget_burndowns(budgets, now):
-        used.add_metric([item.budget.team.slug], item.figures.spent_usd / item.figures.amount_usd)
+        # Both in the reporting currency; a budget without the rate to convert its
+        # amount has no ratio, and no sample rather than a wrong one.
+        if item.figures.amount is not None:
+            used.add_metric([item.budget.team.slug], item.figures.spent / item.figures.amount)
     yield used
 
 

@@ -281,11 +281,11 @@ BOUNDS: dict[str, Bound] = {
     "cold_price_per_gb_month_usd": STORAGE_PRICE,
     "gray_ratio_percent": PERCENT,
     # Budgets (apps/showback)
-    "amount_usd_per_month": Bound(
+    "amount_per_month": Bound(
         _d("0"),
         _d("100000000"),
-        gettext_noop("USD per month"),
-        gettext_noop("a budget is above 0, and 100 million USD a month is more than any fleet"),
+        gettext_noop("per month, in the budget's currency"),
+        gettext_noop("a budget is above 0, and 100 million a month is more than any fleet"),
         above_minimum=True,
     ),
     # Alert rules

@@ -9,6 +9,8 @@ from apps.accounts.models import Team
 from apps.accounts.scope import scope_of
 from apps.core.money import rounding_difference
 from apps.core.schema import ErrorSerializer
+from apps.currencies.codes import reporting_currency
+from apps.reports.cost.rates import missing_text
 from apps.showback import audit, periods, selectors
 from apps.showback.models import Budget
 from apps.showback.months import month_span, parse_month
@@ -43,9 +45,13 @@ class TeamViewSet(viewsets.ModelViewSet):
 
 
 class BudgetViewSet(viewsets.ModelViewSet):
-    """Monthly budgets of a team or a pool (``team``/``pool`` as slugs, exactly one), with
-    this month's burn-down: ``spent_usd``, ``used_pct``, ``forecast_usd`` and ``state``
-    (ok, 50, 75, 90, over). Read as the budget's team or pool is; only superusers write."""
+    """Monthly budgets of a team or a pool (``team``/``pool`` as slugs, exactly one), each
+    stated in its ``currency`` (default: the reporting currency), with this month's
+    burn-down in the reporting currency (``amount``, ``spent``, ``forecast``,
+    ``reporting_currency``) and in USD (``spent_usd``, ``forecast_usd``), ``used_pct`` and
+    ``state`` (ok, 50, 75, 90, over; unknown when the amount's exchange rate is missing,
+    named in ``missing_rates``). Read as the budget's team or pool is; only superusers
+    write."""
 
     queryset = Budget.objects.select_related("team", "pool__team").order_by("pk")
     serializer_class = BudgetSerializer
@@ -63,15 +69,14 @@ class BudgetViewSet(viewsets.ModelViewSet):
         """The answer to a write carries the burn-down figures as a read does."""
         budget = serializer.save()
         serializer.context["burndowns"] = {
-            item.budget.pk: item.figures
-            for item in selectors.budget_burndowns([budget], timezone.now())
+            item.budget.pk: item for item in selectors.budget_burndowns([budget], timezone.now())
         }
 
     def get_serializer_context(self):
         context = super().get_serializer_context()
         if self.request.method == "GET":
             context["burndowns"] = {
-                item.budget.pk: item.figures
+                item.budget.pk: item
                 for item in selectors.budget_burndowns(
                     self.filter_queryset(self.get_queryset()), timezone.now()
                 )
@@ -82,8 +87,10 @@ class BudgetViewSet(viewsets.ModelViewSet):
 class ShowbackView(APIView):
     """Each team's spend for a month (``?month=YYYY-MM``, UTC; default this month so far; a
     month yet to come spends nothing),
-    split as the showback page splits it, from the cost report. A caller who is not
-    fleet-wide gets their teams' rows only and no total."""
+    split as the showback page splits it, from the cost report: in USD (the ``_usd``
+    fields) and in the reporting currency (``cost``, ``unallocated``, ``total``, named by
+    ``currency``), the exchange rates missing named in ``missing_rates``. A caller who is
+    not fleet-wide gets their teams' rows only and no total."""
 
     @extend_schema(parameters=[ShowbackQuerySerializer], responses=ShowbackSerializer)
     def get(self, request):
@@ -96,28 +103,15 @@ class ShowbackView(APIView):
         begin, end = month_span(start, now)
         figures = selectors.showback(begin, end)
         scope = scope_of(request.user)
+        currency = figures.currency
         rows = []
         for team_id, spend in figures.teams.items():
             if scope.everything or team_id in scope.team_ids:
-                rows.append(
-                    {
-                        "team": spend.team.slug,
-                        "name": spend.team.name,
-                        "cost_usd": spend.cost_usd,
-                        "unallocated_usd": spend.unallocated_usd,
-                    }
-                )
-                rows.extend(_adjustment_rows(spend, spend.team.slug, spend.team.name))
+                rows.append(_spend_row(spend, spend.team.slug, spend.team.name, currency))
+                rows.extend(_adjustment_rows(spend, spend.team.slug, spend.team.name, currency))
         if scope.everything:
-            rows.append(
-                {
-                    "team": None,
-                    "name": "Unattributed",
-                    "cost_usd": figures.unattributed.cost_usd,
-                    "unallocated_usd": figures.unattributed.unallocated_usd,
-                }
-            )
-            rows.extend(_adjustment_rows(figures.unattributed, None, "Unattributed"))
+            rows.append(_spend_row(figures.unattributed, None, "Unattributed", currency))
+            rows.extend(_adjustment_rows(figures.unattributed, None, "Unattributed", currency))
         data = {
             "month": f"{start:%Y-%m}",
             "start": begin,
@@ -129,16 +123,38 @@ class ShowbackView(APIView):
                 if scope.everything
                 else None
             ),
+            "total": figures.total if scope.everything else None,
+            "rounding": (
+                rounding_difference((row["cost"] for row in rows), figures.total)
+                if scope.everything
+                else None
+            ),
+            "currency": currency,
+            "missing_rates": missing_text(figures.missing_rates),
         }
         return Response(ShowbackSerializer(data).data)
 
 
-def _adjustment_rows(spend, slug, name) -> list[dict]:
+def _spend_row(spend, slug, name, currency) -> dict:
+    return {
+        "team": slug,
+        "name": name,
+        "cost_usd": spend.cost_usd,
+        "unallocated_usd": spend.unallocated_usd,
+        "cost": spend.cost,
+        "unallocated": spend.unallocated,
+        "currency": currency,
+    }
+
+
+def _adjustment_rows(spend, slug, name, currency) -> list[dict]:
     return [
         {
             "team": slug,
             "name": f"Adjustment to {month} · {name}",
             "cost_usd": usd,
+            "cost": spend.adjustments.get(month, 0 * usd),
+            "currency": currency,
             "adjusts_month": month,
         }
         for month, usd in sorted(spend.adjustments_usd.items())
@@ -181,6 +197,9 @@ def _period_data(period) -> dict:
         "closed_at": period.closed_at,
         "closed_by": period.closed_by or None,
         "cost_usd": period.cost_usd,
+        "cost": period.cost,
+        "currency": reporting_currency(),
+        "missing_rates": missing_text(period.missing_rates),
     }
 
 

@@ -3,7 +3,8 @@ API all show, so a chargeback or DR review reads the same numbers wherever it lo
 
 Every figure is read from the module that owns it, never recomputed here:
 
-- the team's cost per pool is its showback (``selectors.showback``: ``TeamSpend``);
+- the team's cost per pool is its showback (``selectors.showback``: ``TeamSpend``), in
+  US dollars and in the reporting currency;
 - each workload's cost, requests, tokens, cost per 1k requests and per 1M tokens and its
   effective training GPU-hours (measured from the event logs, or the interruption
   estimate) are its row of ``cost_report(start, end, "workload")``;
@@ -36,6 +37,7 @@ class PoolCost:
     slug: str | None  # None: another team's pool, whose name the reader may not see
     name: str
     cost_usd: Decimal
+    cost: Decimal = Decimal(0)  # in the reporting currency
 
 
 @dataclass
@@ -54,6 +56,7 @@ class WorkloadFigures:
     # "measured" (training event logs), "estimate" (busy − lost GPU-hours) or None
     effective_training_source: str | None
     goodput_pct: float | None
+    cost: Decimal = Decimal(0)  # in the reporting currency
 
 
 @dataclass
@@ -101,6 +104,11 @@ class AuditBundle:
     workloads: list[WorkloadFigures]
     drills: list[DrillFigures]
     total_usd: Decimal  # the team's showback total for the month
+    # The same in the reporting currency (``currency``), and the exchange rates missing
+    # to convert some of the month's costs (left out of both totals).
+    total: Decimal = Decimal(0)
+    currency: str = "USD"
+    missing_rates: frozenset = frozenset()
 
     @property
     def workloads_usd(self) -> Decimal:
@@ -151,9 +159,15 @@ def audit_bundle(team: Team, start: datetime, end: datetime, *, scope: Scope) ->
                 slug=figures.pools[pool_id].slug,
                 name=figures.pools[pool_id].name,
                 cost_usd=usd,
+                cost=spend.by_pool.get(pool_id, 0 * usd),
             )
             if scope.covers_team(figures.pools[pool_id].team_id)
-            else PoolCost(slug=None, name=gettext("Another team's pool"), cost_usd=usd)
+            else PoolCost(
+                slug=None,
+                name=gettext("Another team's pool"),
+                cost_usd=usd,
+                cost=spend.by_pool.get(pool_id, 0 * usd),
+            )
             for pool_id, usd in spend.by_pool_usd.items()
         ),
         key=lambda pool: (-pool.cost_usd, pool.name),
@@ -186,6 +200,7 @@ def audit_bundle(team: Team, start: datetime, end: datetime, *, scope: Scope) ->
                 effective_training_gpu_hours=row.effective_training_gpu_hours,
                 effective_training_source=row.effective_training_source,
                 goodput_pct=goodput_pct,
+                cost=row.cost,
             )
         )
     drills = [
@@ -223,4 +238,7 @@ def audit_bundle(team: Team, start: datetime, end: datetime, *, scope: Scope) ->
         workloads=workloads,
         drills=drills,
         total_usd=spend.cost_usd,
+        total=spend.cost,
+        currency=figures.currency,
+        missing_rates=frozenset(figures.missing_rates),
     )

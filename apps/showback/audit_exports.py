@@ -37,6 +37,7 @@ from apps.core.exports import (
     xlsx_table,
 )
 from apps.core.texts import rounding_label
+from apps.reports.cost.rates import missing_text
 from apps.showback.audit import AuditBundle
 
 FORMATS = ("xlsx", "pdf")
@@ -218,9 +219,29 @@ def summary_lines(bundle: AuditBundle) -> list[tuple[str, object, str | None]]:
             USD_FORMAT,
         ),
         *rounding,
+        *_reporting_lines(bundle),
         (gettext("Restore drills (count)"), len(bundle.drills), COUNT_FORMAT),
         (gettext("Restore drills passed (count)"), bundle.drills_passed, COUNT_FORMAT),
     ]
+
+
+def _reporting_lines(bundle: AuditBundle) -> list[tuple[str, object, str | None]]:
+    """The team's total in the reporting currency (the tables below stay in USD), and the
+    exchange rates missing, whose amounts both totals leave out."""
+    lines = [
+        (
+            gettext("Team total in the reporting currency (%(currency)s)")
+            % {"currency": bundle.currency},
+            money.to_cents(bundle.total),
+            USD_FORMAT,
+        )
+    ]
+    if bundle.missing_rates:
+        missing = ", ".join(
+            f"{item['currency']} {item['month']}" for item in missing_text(bundle.missing_rates)
+        )
+        lines.append((gettext("Missing exchange rates"), missing, None))
+    return lines
 
 
 def no_cost_sentence() -> str:

@@ -8,6 +8,11 @@ are when the month has fewer, and days left run from the end of the current hour
 month's end. Before the month's first complete day there is no rate to project: no
 forecast.
 
+Every amount is in one currency, the reporting currency the spend is read in (the
+budget's own amount converted to it by the caller). A budget whose amount could not be
+converted (its month's exchange rate is missing) has no amount: its share used, state and
+forecast's share are unknown (``UNKNOWN``), never computed as if the rate were 1.
+
 Money in, money out: amounts given as ``Decimal`` give a ``Decimal`` spend and forecast,
 the days left read exactly through their decimal text (apps/core/money.py); floats give
 floats. Shares (%) are floats either way.
@@ -24,7 +29,8 @@ FORECAST_DAYS = 7
 THRESHOLDS_PCT = (50, 75, 90, 100)
 OK = "ok"
 OVER = "over"
-STATES = (OK, "50", "75", "90", OVER)
+UNKNOWN = "unknown"
+STATES = (OK, "50", "75", "90", OVER, UNKNOWN)
 
 
 def month_start(day: date) -> datetime:
@@ -75,41 +81,53 @@ def days_left(now: datetime) -> float:
 
 @dataclass(frozen=True)
 class Burndown:
-    amount_usd: float | Decimal
-    spent_usd: float | Decimal
-    window_spent_usd: float | Decimal  # spent over the forecast window's complete days
+    # The budget's amount in ``currency``; None when it could not be converted to it.
+    amount: float | Decimal | None
+    spent: float | Decimal
+    window_spent: float | Decimal  # spent over the forecast window's complete days
     window_days: int
     days_left: float
+    currency: str = "USD"
+    # (currency, month) of the exchange rates missing: to convert the budget's amount
+    # (then ``amount`` is None), or some of the spend (then it is incomplete).
+    missing_rates: frozenset = frozenset()
 
     @property
-    def used_pct(self) -> float:
-        return float(100 * as_decimal(self.spent_usd) / as_decimal(self.amount_usd))
+    def used_pct(self) -> float | None:
+        if self.amount is None:
+            return None
+        return float(100 * as_decimal(self.spent) / as_decimal(self.amount))
 
     @property
     def state(self) -> str:
-        return state_of(self.used_pct)
+        used = self.used_pct
+        return UNKNOWN if used is None else state_of(used)
 
     @property
-    def mean_daily_usd(self) -> float | Decimal | None:
+    def mean_daily(self) -> float | Decimal | None:
         if not self.window_days:
             return None
-        return self.window_spent_usd / self.window_days
+        return self.window_spent / self.window_days
 
     @property
-    def forecast_usd(self) -> float | Decimal | None:
+    def forecast(self) -> float | Decimal | None:
         """spent so far + mean daily spend × days left (None before a complete day)."""
-        if self.mean_daily_usd is None:
+        if self.mean_daily is None:
             return None
-        if isinstance(self.spent_usd, Decimal):
-            return self.spent_usd + as_decimal(self.mean_daily_usd) * as_decimal(self.days_left)
-        return self.spent_usd + self.mean_daily_usd * self.days_left
+        if isinstance(self.spent, Decimal):
+            return self.spent + as_decimal(self.mean_daily) * as_decimal(self.days_left)
+        return self.spent + self.mean_daily * self.days_left
 
     @property
     def forecast_pct(self) -> float | None:
-        forecast = self.forecast_usd
-        if forecast is None:
+        forecast = self.forecast
+        if forecast is None or self.amount is None:
             return None
-        return float(100 * as_decimal(forecast) / as_decimal(self.amount_usd))
+        return float(100 * as_decimal(forecast) / as_decimal(self.amount))
+
+    @property
+    def missing_rates_sorted(self) -> list[tuple]:
+        return sorted(self.missing_rates, key=lambda item: (item[1], item[0]))
 
     @property
     def short_window(self) -> bool:

@@ -1,11 +1,13 @@
 """The budgets' burn-down chart: per budget, what is spent and the forecast at the
-month's end, in USD, against the budget's amount. Nothing is clamped: a budget spent
+month's end, in the reporting currency, against the budget's amount converted to it
+(none drawn for a budget whose amount has no rate to convert it). Nothing is clamped: a budget spent
 past its amount draws past its marker."""
 
 import plotly.graph_objects as go
 from django.utils.translation import gettext as _
 
 from apps.core.charts import BASE_LAYOUT, short_label
+from apps.currencies.codes import reporting_currency
 
 SPENT_COLOUR = "#206bc4"
 FORECAST_COLOUR = "rgba(32, 107, 196, 0.30)"
@@ -14,14 +16,16 @@ BUDGET_COLOUR = "#1d273b"
 
 
 def build_burndown_figure(burndowns) -> go.Figure | None:
-    """Horizontal bars per budget: spent so far, forecast at month end (USD), and a
-    marker at the budget's amount."""
+    """Horizontal bars per budget: spent so far, forecast at month end (in the reporting
+    currency), and a marker at the budget's amount."""
     if not burndowns:
         return None
+    currency = reporting_currency()
+    amount = "%{x:,.0f} " + currency
     names = [short_label(item.budget.owner_name) for item in burndowns]
-    spent = [item.figures.spent_usd for item in burndowns]
-    forecast = [item.figures.forecast_usd or 0.0 for item in burndowns]
-    amounts = [item.figures.amount_usd for item in burndowns]
+    spent = [item.figures.spent for item in burndowns]
+    forecast = [item.figures.forecast or 0.0 for item in burndowns]
+    amounts = [item.figures.amount for item in burndowns]
     figure = go.Figure()
     figure.add_trace(
         go.Bar(
@@ -30,7 +34,7 @@ def build_burndown_figure(burndowns) -> go.Figure | None:
             x=forecast,
             orientation="h",
             marker={"color": FORECAST_COLOUR},
-            hovertemplate="%{y}: $%{x:,.0f} " + _("forecast") + "<extra></extra>",
+            hovertemplate="%{y}: " + amount + " " + _("forecast") + "<extra></extra>",
         )
     )
     figure.add_trace(
@@ -45,7 +49,7 @@ def build_burndown_figure(burndowns) -> go.Figure | None:
                     for item in burndowns
                 ]
             },
-            hovertemplate="%{y}: $%{x:,.0f} " + _("spent") + "<extra></extra>",
+            hovertemplate="%{y}: " + amount + " " + _("spent") + "<extra></extra>",
         )
     )
     figure.add_trace(
@@ -60,13 +64,13 @@ def build_burndown_figure(burndowns) -> go.Figure | None:
                 "color": BUDGET_COLOUR,
                 "line": {"width": 3},
             },
-            hovertemplate="%{y}: $%{x:,.0f} " + _("budget") + "<extra></extra>",
+            hovertemplate="%{y}: " + amount + " " + _("budget") + "<extra></extra>",
         )
     )
     figure.update_layout(
-        title=_("Budgets this month: spent and forecast (USD)"),
+        title=_("Budgets this month: spent and forecast (%(currency)s)") % {"currency": currency},
         barmode="overlay",
-        xaxis_title=_("USD this month"),
+        xaxis_title=_("%(currency)s this month") % {"currency": currency},
         yaxis={"autorange": "reversed"},
         height=max(220, 90 + 40 * len(burndowns)),
         **BASE_LAYOUT,

@@ -17,6 +17,7 @@ already has a budget of the user's keeps it alone.
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
+from apps.currencies.codes import USD
 from apps.showback import burndown
 from apps.showback.models import Budget
 from apps.showback.selectors import showback
@@ -108,7 +109,11 @@ def _seed_budgets(teams, pools, budgets, now) -> dict[str, Budget]:
         # A budget of the user's on a demo team or pool stays the only one.
         if Budget.objects.filter(**values).exists():
             continue
-        missing[key] = Budget(amount_usd_per_month=Decimal("1"), note=BUDGET_NOTE, **values)
+        # Sized from the showback's dollars (``expected_month_usd``): stated in USD, so
+        # an installation reporting in another currency converts them.
+        missing[key] = Budget(
+            amount_per_month=Decimal("1"), currency=USD, note=BUDGET_NOTE, **values
+        )
     size_budgets(missing, now)
     return missing
 
@@ -121,7 +126,7 @@ def size_budgets(budgets: dict[str, Budget], now) -> None:
     expected = expected_month_usd(list(budgets.values()), now)
     for key, budget in budgets.items():
         amount = expected[id(budget)] / BUDGET_FORECAST_SHARES[key]
-        budget.amount_usd_per_month = max(Decimal("1.00"), _round_figure(amount))
+        budget.amount_per_month = max(Decimal("1.00"), _round_figure(amount))
         budget.save()
 
 

@@ -1,9 +1,11 @@
 from django import forms
 from django.contrib.auth import get_user_model
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import Team
 from apps.core.forms import SlugFromNameMixin, TablerFormMixin
+from apps.currencies.codes import currency_choices, reporting_currency
 from apps.pools.models import Pool
 from apps.showback.models import Budget
 
@@ -28,11 +30,12 @@ class TeamForm(SlugFromNameMixin, TablerFormMixin, forms.ModelForm):
 class BudgetForm(TablerFormMixin, forms.ModelForm):
     class Meta:
         model = Budget
-        fields = ["team", "pool", "amount_usd_per_month", "note"]
+        fields = ["team", "pool", "amount_per_month", "currency", "note"]
         labels = {
             "team": _("Team"),
             "pool": _("Pool"),
-            "amount_usd_per_month": _("Amount (USD per month)"),
+            "amount_per_month": _("Amount per month"),
+            "currency": _("Currency"),
             "note": _("Note"),
         }
         help_texts = {
@@ -45,3 +48,21 @@ class BudgetForm(TablerFormMixin, forms.ModelForm):
         self.fields["team"].queryset = Team.objects.order_by("name")
         self.fields["pool"].queryset = Pool.objects.active().order_by("name")
         self.fields["team"].required = self.fields["pool"].required = False
+        # A budget keeps the currency it is stated in; a new one is in the reporting
+        # currency unless its author picks another.
+        self.fields["currency"] = forms.ChoiceField(
+            choices=currency_choices(),
+            initial=self.instance.currency or reporting_currency(),
+            label=_("Currency"),
+            # Left out of a post: the budget keeps its currency (a new one: the reporting
+            # currency's).
+            required=False,
+            help_text=gettext(
+                "The amount's currency. The burn-down converts it to the reporting "
+                "currency, %(code)s, at the month's exchange rate."
+            )
+            % {"code": reporting_currency()},
+        )
+
+    def clean_currency(self):
+        return self.cleaned_data.get("currency") or self.instance.currency or reporting_currency()

@@ -1,4 +1,11 @@
-"""Budgets: a monthly amount in USD for one team or one pool.
+"""Budgets: a monthly amount, in a currency of its own, for one team or one pool.
+
+A budget is stated in the currency it is made in (``currency``: the reporting currency
+unless told otherwise) and keeps it: an installation whose reporting currency changes
+later does not read a budget of 1,000 USD as 1,000 EUR. Its burn-down converts the
+amount to the reporting currency at the month's exchange rate, the spend's
+(apps/showback/selectors.py); without that rate the burn-down is unknown and names the
+rate, never taken as 1.
 
 A budget belongs to exactly one of a team or a pool (a check constraint says so); its
 changes are kept (django-simple-history), so a raised budget still shows what it was.
@@ -14,6 +21,8 @@ from django.urls import reverse
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
+
+from apps.currencies.codes import reporting_currency, validate_currency
 
 
 class BudgetQuerySet(models.QuerySet):
@@ -47,11 +56,22 @@ class Budget(models.Model):
         related_name="budgets",
         verbose_name=_("pool"),
     )
-    amount_usd_per_month = models.DecimalField(
-        _("amount (USD per month)"),
+    amount_per_month = models.DecimalField(
+        _("amount per month"),
         max_digits=14,
         decimal_places=2,
         validators=[MinValueValidator(Decimal("0.01"))],
+        help_text=_("In the budget's currency."),
+    )
+    currency = models.CharField(
+        _("currency"),
+        max_length=3,
+        default=reporting_currency,
+        validators=[validate_currency],
+        help_text=_(
+            "ISO 4217 code of the amount; the reporting currency unless the budget was "
+            "stated in another. Its burn-down converts it at the month's exchange rate."
+        ),
     )
     note = models.CharField(_("note"), max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -74,7 +94,7 @@ class Budget(models.Model):
                 ),
             ),
             models.CheckConstraint(
-                condition=Q(amount_usd_per_month__gt=0), name="budget_amount_positive"
+                condition=Q(amount_per_month__gt=0), name="budget_amount_positive"
             ),
             models.UniqueConstraint(
                 fields=["team"], condition=Q(team__isnull=False), name="budget_one_per_team"

@@ -10,7 +10,7 @@ make every cached report unreachable (apps/reports/cache.py), as the figures the
 change.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
@@ -60,21 +60,31 @@ def can_reopen(user) -> bool:
 
 
 def _frozen_budgets(figures, month_start: datetime) -> list[dict]:
-    from apps.showback.selectors import _spent
+    """Each budget as the month closes: its amount in its own currency, and the amount
+    and the spend in the reporting currency (the amount null without the month's rate),
+    with the spend in US dollars."""
+    from apps.showback.selectors import _spent, _spent_usd, budget_amounts
 
-    budgets = []
-    for budget in Budget.objects.select_related("team", "pool"):
-        budgets.append(
+    budgets = list(Budget.objects.select_related("team", "pool"))
+    amounts = budget_amounts(budgets, month_start)
+    frozen = []
+    for budget in budgets:
+        amount, _missing = amounts[budget.pk]
+        frozen.append(
             {
                 "id": budget.pk,
                 "owner": budget.owner_name,
                 "team_id": budget.team_id,
                 "pool_id": budget.pool_id,
-                "amount_usd": str(budget.amount_usd_per_month),
-                "spent_usd": str(_spent(figures, budget)),
+                "amount_per_month": str(budget.amount_per_month),
+                "currency": budget.currency,
+                "amount": None if amount is None else str(amount),
+                "spent": str(_spent(figures, budget)),
+                "reporting_currency": figures.currency,
+                "spent_usd": str(_spent_usd(figures, budget)),
             }
         )
-    return budgets
+    return frozen
 
 
 @transaction.atomic
@@ -184,6 +194,13 @@ class Period:
     closed_by: str = ""
     reopenings: list = None
     has_ended: bool = True
+    # The cost in the reporting currency, and the rates missing to convert some of it.
+    cost: Decimal = Decimal(0)
+    missing_rates: set = field(default_factory=set)
+
+    @property
+    def missing_rates_sorted(self) -> list[tuple]:
+        return sorted(self.missing_rates, key=lambda item: (item[1], item[0]))
 
     @property
     def label(self) -> str:
@@ -195,15 +212,23 @@ class Period:
 
 
 def _period(start: datetime, record, now: datetime) -> Period:
-    from apps.showback.selectors import cached_showback
+    from apps.showback.selectors import cached_showback, frozen_total
 
     closed = record is not None and record.is_closed
+    missing = set()
     if closed:
         cost = record.cost_usd
+        reporting_cost, missing = frozen_total(record)
     else:
         end = min(periods.next_month_start(start), now)
-        cost = Decimal(str(round(cached_showback(start, end).total_usd, 6))) if end > start else 0
+        cost, reporting_cost = Decimal(0), Decimal(0)
+        if end > start:
+            figures = cached_showback(start, end)
+            cost = Decimal(str(round(figures.total_usd, 6)))
+            reporting_cost, missing = figures.total, set(figures.missing_rates)
     return Period(
+        cost=reporting_cost,
+        missing_rates=missing,
         month=start.date(),
         state=CLOSED if closed else OPEN,
         cost_usd=Decimal(cost),

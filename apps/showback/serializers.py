@@ -1,3 +1,5 @@
+from decimal import Decimal
+
 from django.contrib.auth import get_user_model
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -12,7 +14,10 @@ from apps.core.serializers import (
     StrictModelSerializer,
     UnitPriceField,
 )
+from apps.currencies.codes import USD, currency_problem
+from apps.currencies.serializers import MissingRateSerializer
 from apps.pools.models import Pool
+from apps.reports.cost.rates import missing_text
 from apps.showback.models import Budget
 
 
@@ -52,9 +57,53 @@ class BudgetSerializer(StrictModelSerializer):
         allow_null=True,
         help_text="The pool's slug (its whole cost counts); null for a team's budget.",
     )
+    currency = serializers.CharField(
+        required=False,
+        max_length=3,
+        help_text="ISO 4217 code of amount_per_month; default: the reporting currency. A "
+        "budget keeps it: the burn-down converts the amount to the reporting currency at "
+        "the month's exchange rate.",
+    )
+    amount_usd_per_month = MoneyField(
+        required=False,
+        allow_null=True,
+        min_value=Decimal("0.01"),
+        help_text="Written instead of amount_per_month: the budget is stated in USD (its "
+        "currency is then USD). Read: the amount in USD at this month's exchange rate; null "
+        "when that rate is missing.",
+    )
+    amount = MoneyField(
+        read_only=True,
+        allow_null=True,
+        help_text="The amount in the reporting currency (reporting_currency) at this "
+        "month's exchange rate; null when that rate is missing (missing_rates).",
+    )
+    spent = MoneyField(
+        read_only=True, help_text="Spent this month so far, in the reporting currency."
+    )
+    forecast = MoneyField(
+        read_only=True,
+        allow_null=True,
+        help_text="forecast_usd in the reporting currency.",
+    )
+    reporting_currency = serializers.CharField(
+        read_only=True,
+        help_text="ISO 4217 code of amount, spent and forecast: the installation's "
+        "REPORTING_CURRENCY.",
+    )
+    missing_rates = MissingRateSerializer(
+        many=True,
+        read_only=True,
+        help_text="Exchange rates missing this month: to convert the amount (then amount, "
+        "used_pct and the forecast's share are null and state is unknown) or some of the "
+        "spend (then it is incomplete).",
+    )
     spent_usd = MoneyField(read_only=True, help_text="Spent this month so far, USD.")
     used_pct = serializers.FloatField(
-        read_only=True, help_text="spent ÷ amount × 100; above 100 when over budget."
+        read_only=True,
+        allow_null=True,
+        help_text="spent ÷ amount × 100, in the reporting currency; above 100 when over "
+        "budget; null when the amount's exchange rate is missing.",
     )
     forecast_usd = MoneyField(
         read_only=True,
@@ -67,8 +116,9 @@ class BudgetSerializer(StrictModelSerializer):
     )
     state = serializers.ChoiceField(
         read_only=True,
-        choices=["ok", "50", "75", "90", "over"],
-        help_text="ok below 50 % used, then 50, 75, 90, and over from 100 %.",
+        choices=["ok", "50", "75", "90", "over", "unknown"],
+        help_text="ok below 50 % used, then 50, 75, 90, and over from 100 %; unknown when "
+        "the amount's exchange rate is missing.",
     )
 
     class Meta:
@@ -77,8 +127,15 @@ class BudgetSerializer(StrictModelSerializer):
             "id",
             "team",
             "pool",
+            "amount_per_month",
+            "currency",
             "amount_usd_per_month",
             "note",
+            "amount",
+            "spent",
+            "forecast",
+            "reporting_currency",
+            "missing_rates",
             "spent_usd",
             "used_pct",
             "forecast_usd",
@@ -88,6 +145,18 @@ class BudgetSerializer(StrictModelSerializer):
             "updated_at",
         ]
         read_only_fields = ["created_at", "updated_at"]
+        extra_kwargs = {
+            "amount_per_month": {
+                "required": False,
+                "help_text": "The monthly amount, in currency. Give it or amount_usd_per_month.",
+            }
+        }
+
+    def validate_currency(self, value):
+        problem = currency_problem(value)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return value
 
     def validate(self, attrs):
         attrs = super().validate(attrs)
@@ -97,16 +166,43 @@ class BudgetSerializer(StrictModelSerializer):
             raise serializers.ValidationError(
                 {"team": ["A budget is for one team or one pool: give exactly one of the two."]}
             )
+        usd = attrs.pop("amount_usd_per_month", None)
+        if usd is not None:
+            if "amount_per_month" in attrs:
+                raise serializers.ValidationError(
+                    {
+                        "amount_usd_per_month": [
+                            "Give amount_per_month (with currency) or amount_usd_per_month, "
+                            "not both."
+                        ]
+                    }
+                )
+            if attrs.get("currency", USD) != USD:
+                raise serializers.ValidationError(
+                    {"currency": ["amount_usd_per_month states the budget in USD."]}
+                )
+            attrs["amount_per_month"], attrs["currency"] = usd, USD
+        if self.instance is None and "amount_per_month" not in attrs:
+            raise serializers.ValidationError(
+                {"amount_per_month": ["A budget needs its monthly amount."]}
+            )
         return attrs
 
     def to_representation(self, instance):
         data = super().to_representation(instance)
-        figures = self.context.get("burndowns", {}).get(instance.pk)
-        if figures is not None:
+        item = self.context.get("burndowns", {}).get(instance.pk)
+        if item is not None:
+            figures, usd = item.figures, item.figures_usd
             data.update(
-                spent_usd=money_text(figures.spent_usd),
+                amount_usd_per_month=money_text(usd.amount),
+                amount=money_text(figures.amount),
+                spent=money_text(figures.spent),
+                forecast=money_text(figures.forecast),
+                reporting_currency=figures.currency,
+                missing_rates=missing_text(figures.missing_rates),
+                spent_usd=money_text(usd.spent),
                 used_pct=figures.used_pct,
-                forecast_usd=money_text(figures.forecast_usd),
+                forecast_usd=money_text(usd.forecast),
                 forecast_days=figures.window_days,
                 state=figures.state,
             )
@@ -146,6 +242,16 @@ class ShowbackRowSerializer(serializers.Serializer):
         "the team's own pools (unattributed row: of shared pools, and pools without "
         "workloads); 0 on an adjustment line.",
     )
+    cost = MoneyField(
+        help_text="cost_usd in the reporting currency (currency): the cost report's cost of "
+        "the same shares, each month's hours at that month's exchange rates."
+    )
+    unallocated = MoneyField(
+        default=0, help_text="unallocated_usd in the reporting currency (currency)."
+    )
+    currency = serializers.CharField(
+        help_text="ISO 4217 code of cost and unallocated: the installation's REPORTING_CURRENCY."
+    )
 
 
 class ShowbackSerializer(serializers.Serializer):
@@ -161,6 +267,21 @@ class ShowbackSerializer(serializers.Serializer):
         help_text="total_usd − the sum of the rows' cost_usd, each to the cent: what a "
         "rounding line shows (0.00 when the rows add up); null without a total.",
     )
+    total = MoneyField(
+        allow_null=True,
+        help_text="total_usd in the reporting currency (currency); it equals the cost "
+        "report's total cost in that currency. Null for a caller who sees only their teams.",
+    )
+    rounding = MoneyField(allow_null=True, help_text="rounding_usd for total and the rows' cost.")
+    currency = serializers.CharField(
+        help_text="ISO 4217 code of total, rounding and the rows' cost: REPORTING_CURRENCY."
+    )
+    missing_rates = MissingRateSerializer(
+        many=True,
+        help_text="Exchange rates missing to convert some pools' costs: the amounts they "
+        "would convert are left out of every figure (USD and reporting currency), which "
+        "is then incomplete.",
+    )
 
 
 class AuditPoolSerializer(serializers.Serializer):
@@ -169,6 +290,7 @@ class AuditPoolSerializer(serializers.Serializer):
     )
     name = serializers.CharField()
     cost_usd = MoneyField(help_text="The team's showback share of the pool, USD.")
+    cost = MoneyField(help_text="cost_usd in the reporting currency (the bundle's currency).")
 
 
 class AuditWorkloadSerializer(serializers.Serializer):
@@ -178,6 +300,7 @@ class AuditWorkloadSerializer(serializers.Serializer):
     kind = serializers.CharField()
     is_training = serializers.BooleanField()
     cost_usd = MoneyField(help_text="The cost report's row for the workload, USD.")
+    cost = MoneyField(help_text="cost_usd in the reporting currency (the bundle's currency).")
     requests = serializers.IntegerField()
     tokens = serializers.IntegerField()
     cost_per_1k_requests_usd = UnitPriceField(
@@ -218,6 +341,7 @@ class AuditDrillSerializer(serializers.Serializer):
 
 class AuditTotalsSerializer(serializers.Serializer):
     cost_usd = MoneyField(help_text="The team's showback total for the month.")
+    cost = MoneyField(help_text="cost_usd in the reporting currency (the bundle's currency).")
     workloads_usd = MoneyField(help_text="Sum of the workloads' costs.")
     not_in_a_workload_usd = MoneyField(
         help_text="The team's share of its pools that no workload's usage accounts for."
@@ -235,13 +359,24 @@ class AuditBundleSerializer(serializers.Serializer):
     pools = AuditPoolSerializer(many=True)
     workloads = AuditWorkloadSerializer(many=True)
     drills = AuditDrillSerializer(many=True)
+    currency = serializers.CharField(
+        help_text="ISO 4217 code of every `cost`: the installation's REPORTING_CURRENCY."
+    )
+    missing_rates = serializers.SerializerMethodField()
     totals = serializers.SerializerMethodField()
+
+    @extend_schema_field(MissingRateSerializer(many=True))
+    def get_missing_rates(self, bundle) -> list[dict]:
+        """The exchange rates missing to convert some of the month's costs: their amounts
+        are left out of every figure."""
+        return missing_text(bundle.missing_rates)
 
     @extend_schema_field(AuditTotalsSerializer)
     def get_totals(self, bundle) -> dict:
         return AuditTotalsSerializer(
             {
                 "cost_usd": bundle.total_usd,
+                "cost": bundle.total,
                 "workloads_usd": bundle.workloads_usd,
                 "not_in_a_workload_usd": bundle.not_in_a_workload_usd,
                 "drills": len(bundle.drills),
@@ -262,6 +397,15 @@ class PeriodSerializer(serializers.Serializer):
         decimal_places=2,
         help_text="The fleet's cost of the month: as frozen for a closed month, computed "
         "for an open one (the current one to date, with the adjustments booked in it).",
+    )
+    cost = MoneyField(
+        help_text="cost_usd in the reporting currency (currency); a closed month read in "
+        "another reporting currency than it closed in converts its dollars at the rate it "
+        "closed with."
+    )
+    currency = serializers.CharField(help_text="ISO 4217 code of cost: REPORTING_CURRENCY.")
+    missing_rates = MissingRateSerializer(
+        many=True, help_text="Exchange rates missing: their amounts are left out of cost."
     )
 
 

@@ -88,13 +88,26 @@ def showback_rows(figures: selectors.Showback, scope) -> list[dict]:
     for team_id, spend in figures.teams.items():
         if scope.everything or team_id in scope.team_ids:
             rows.append(
-                {"name": spend.team.name, "slug": spend.team.slug, "cost_usd": spend.cost_usd}
+                {
+                    "name": spend.team.name,
+                    "slug": spend.team.slug,
+                    "cost_usd": spend.cost_usd,
+                    "cost": spend.cost,
+                }
             )
             rows.extend(_adjustment_rows(spend, spend.team.name, spend.team.slug))
     if scope.everything:
         name = gettext("Unattributed (shared pools' rest)")
-        rows.append({"name": name, "slug": None, "cost_usd": figures.unattributed.cost_usd})
-        rows.extend(_adjustment_rows(figures.unattributed, name, None))
+        unattributed = figures.unattributed
+        rows.append(
+            {
+                "name": name,
+                "slug": None,
+                "cost_usd": unattributed.cost_usd,
+                "cost": unattributed.cost,
+            }
+        )
+        rows.extend(_adjustment_rows(unattributed, name, None))
     return rows
 
 
@@ -104,6 +117,7 @@ def _adjustment_rows(spend, name: str, slug) -> list[dict]:
             "name": gettext("Adjustment to %(month)s · %(row)s") % {"month": month, "row": name},
             "slug": slug,
             "cost_usd": usd,
+            "cost": spend.adjustments.get(month, 0 * usd),
             "adjusts_month": month,
         }
         for month, usd in sorted(spend.adjustments_usd.items())
@@ -121,11 +135,11 @@ def team_list(request):
     figures = selectors.showback(start, end)
     teams = list(selectors.team_list_rows(scope))
     for team in teams:
-        team.month_cost_usd = figures.teams[team.pk].charged_usd
+        team.month_cost = figures.teams[team.pk].charged
     return render_page(
         request,
         "showback/team_list.html",
-        {"teams": teams, "month_start": start},
+        {"teams": teams, "month_start": start, "total": figures},
         fragments={"teams": "teams"},
     )
 
@@ -148,10 +162,11 @@ def _team_page(request, team, *, audit_month: str = "", audit_error: str = "", s
             {
                 "pool": figures.pools[pool_id] if pool_id in visible_pools else None,
                 "cost_usd": usd,
+                "cost": spend.by_pool.get(pool_id, 0 * usd),
             }
             for pool_id, usd in spend.by_pool_usd.items()
         ),
-        key=lambda row: -row["cost_usd"],
+        key=lambda row: -row["cost"],
     )
     burndowns = selectors.budget_burndowns(selectors.budgets_in_scope(scope).filter(team=team), now)
     return render_page(
@@ -165,6 +180,7 @@ def _team_page(request, team, *, audit_month: str = "", audit_error: str = "", s
             "month_start": start,
             "spend": spend,
             "by_pool": by_pool,
+            "total": figures,
             "burndowns": burndowns,
             "burndown_figure": build_burndown_figure(burndowns),
             "history": history_rows(burndowns[0].budget) if burndowns else [],
@@ -247,6 +263,8 @@ def showback_page(request):
             "rows": rows,
             "month": f"{start:%Y-%m}",
             "error": error,
+            # The fleet's total in the reporting currency, for the fleet-wide only.
+            "fleet_total": figures.total if scope.everything else None,
             "total_usd": figures.total_usd if scope.everything else None,
             # A missing exchange rate leaves amounts out: the page says which.
             "total": figures,
@@ -269,6 +287,8 @@ def showback_export(request):
         month=f"{start:%Y-%m}",
         extension=extension,
         total_usd=figures.total_usd if scope.everything else None,
+        total=figures.total if scope.everything else None,
+        missing_rates=figures.missing_rates,
     )
 
 

@@ -46,7 +46,7 @@ def test_a_budget_crossing_the_threshold_fires_once_and_resolves_once(
     assert spent > 0
     # 95 % used: over the rule's 90 %.
     budget = Budget.objects.create(
-        team=spending_team, amount_usd_per_month=Decimal(f"{float(spent) / 0.95:.2f}")
+        team=spending_team, amount_per_month=Decimal(f"{float(spent) / 0.95:.2f}")
     )
     channel = make_channel("Finance hook", kind="webhook", url=receiver.url("/webhook"))
     make_rule("Budgets at 90", kind="budget", channel=channel, team=spending_team, threshold_pct=90)
@@ -58,7 +58,7 @@ def test_a_budget_crossing_the_threshold_fires_once_and_resolves_once(
     assert labels["team"] == "serving" and labels["budget"] == "team/serving"
     assert Alert.objects.get().status == "firing"
 
-    budget.amount_usd_per_month = Decimal(f"{spent * 4:.2f}")
+    budget.amount_per_month = Decimal(f"{spent * 4:.2f}")
     budget.save()
     call_command("evaluate_alerts")
     call_command("evaluate_alerts")
@@ -70,9 +70,9 @@ def test_a_budget_crossing_the_threshold_fires_once_and_resolves_once(
 @pytest.mark.django_db
 def test_the_team_budget_gauge_says_spent_over_budget(client, settings, spending_team, hour_end):
     settings.METRICS_TOKEN, settings.METRICS_ALLOWED_ADDRESSES = TOKEN, []
-    Budget.objects.create(team=spending_team, amount_usd_per_month=Decimal("100.00"))
+    Budget.objects.create(team=spending_team, amount_per_month=Decimal("100.00"))
     Budget.objects.create(  # a pool's budget: not a team's ratio
-        pool=PoolFactory(slug="other"), amount_usd_per_month=Decimal("100.00")
+        pool=PoolFactory(slug="other"), amount_per_month=Decimal("100.00")
     )
     spent = _spent_usd(spending_team, hour_end)
     values = samples(

@@ -11,10 +11,13 @@ from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
+from django.test import override_settings
 from django.utils import timezone
 
 from apps.alerts import evaluators
 from apps.alerts.models import Alert
+from apps.currencies.models import ExchangeRate
+from apps.currencies.rates import month_of
 from tests.alerts.factories import make_channel, make_rule
 from tests.backups.test_at_risk import checkpoint, now, training  # noqa: F401 - fixtures
 from tests.factories import TeamFactory
@@ -52,3 +55,16 @@ def test_a_rule_of_another_team_does_not_see_the_workload(training):  # noqa: F8
         "risky-run"
     ]
     assert evaluators.dollars_at_risk(theirs, timezone.now()) == []
+
+
+@pytest.mark.django_db
+@override_settings(REPORTING_CURRENCY="EUR")
+def test_in_euros_the_amounts_are_the_dollars_at_the_months_rate(training, now):  # noqa: F811
+    # 200 USD × 0.92 = 184.00 EUR at risk, 2.50 USD × 0.92 = 2.30 EUR per GPU-hour, above
+    # the rule's 150 USD × 0.92 = 138.00 EUR.
+    ExchangeRate.objects.create(month=month_of(now), currency="EUR", units_per_usd="0.92")
+    rule = make_rule("At risk in euros", kind="dollars_at_risk", threshold_usd=150)
+    (subject,) = evaluators.dollars_at_risk(rule, now)
+    assert "€184.00" in str(subject.summary)
+    assert "€2.30 per GPU-hour" in str(subject.description)
+    assert "€138.00" in str(subject.description)

@@ -29,7 +29,7 @@ def test_a_superuser_creates_a_team_budget_and_sees_its_state(
     expect(page.locator("#team-budgets")).to_contain_text("No budgets yet.")
     page.click("#add-budget")
     expect(page.locator("#id_team")).to_have_value(str(team.pk))
-    page.fill("#id_amount_usd_per_month", "1")  # far below what the pool has cost
+    page.fill("#id_amount_per_month", "1")  # far below what the pool has cost
     page.fill("#id_note", "Launch month")
     page.click("#save-budget")
 

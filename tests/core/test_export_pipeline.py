@@ -111,10 +111,10 @@ def _lendable(name):
 def _showback(name):
     from apps.showback import exports
 
-    rows = [{"name": name, "slug": "team", "cost_usd": Decimal("1.25")}]
+    rows = [{"name": name, "slug": "team", "cost_usd": Decimal("1.25"), "cost": Decimal("1.25")}]
     return {
-        "csv": exports.showback_csv(rows, Decimal("1.25")),
-        "xlsx": exports.showback_xlsx(rows, Decimal("1.25")),
+        "csv": exports.showback_csv(rows, Decimal("1.25"), Decimal("1.25")),
+        "xlsx": exports.showback_xlsx(rows, Decimal("1.25"), Decimal("1.25")),
     }
 
 

@@ -31,8 +31,9 @@ def thirds(db, monkeypatch):
     figures = Showback(
         start=start,
         end=end,
-        teams={team.pk: TeamSpend(team=team, cost_usd=THIRD_USD) for team in teams},
-        unattributed=TeamSpend(team=None, cost_usd=THIRD_USD),
+        # At a reporting currency of USD the amounts in it are the dollars.
+        teams={team.pk: TeamSpend(team=team, cost_usd=THIRD_USD, cost=THIRD_USD) for team in teams},
+        unattributed=TeamSpend(team=None, cost_usd=THIRD_USD, cost=THIRD_USD),
         pools={},
         pool_cost_usd={},
     )
@@ -57,17 +58,17 @@ def test_the_showback_csv_and_xlsx_end_with_the_rounding_line_and_the_total(clie
     text = client.get(url, {"format": "csv", "month": "2026-03"}).content.decode()
     rows = list(csv.reader(io.StringIO(text)))
     assert rows[1:] == [
-        ["Alpha", "alpha", "0.33"],
-        ["Beta", "beta", "0.33"],
-        ["Unattributed (shared pools' rest)", "", "0.33"],
-        ["Rounding", "", "0.01"],
-        ["Fleet total", "", "1.00"],
+        ["Alpha", "alpha", "0.33", "0.33", "USD", ""],
+        ["Beta", "beta", "0.33", "0.33", "USD", ""],
+        ["Unattributed (shared pools' rest)", "", "0.33", "0.33", "USD", ""],
+        ["Rounding", "", "0.01", "0.01", "USD", ""],
+        ["Fleet total", "", "1.00", "1.00", "USD", ""],
     ]
     # What finance does with the file: the lines above the total add up to it.
     assert sum(Decimal(row[2]) for row in rows[1:-1]) == Decimal(rows[-1][2])
     workbook = load_workbook(io.BytesIO(client.get(url, {"format": "xlsx"}).content))
     values = [row for row in workbook.active.iter_rows(min_row=2, values_only=True)]
-    assert [(name, Decimal(str(cost))) for name, _slug, cost in values[-2:]] == [
+    assert [(name, Decimal(str(cost))) for name, _slug, cost, *_rest in values[-2:]] == [
         ("Rounding", Decimal("0.01")),
         ("Fleet total", Decimal("1.00")),
     ]
@@ -78,7 +79,9 @@ def test_a_team_member_gets_no_total_and_no_rounding_line(client, thirds):
     text = client.get(
         reverse("showback:showback_export"), {"format": "csv", "month": "2026-03"}
     ).content.decode()
-    assert list(csv.reader(io.StringIO(text)))[1:] == [["Alpha", "alpha", "0.33"]]
+    assert list(csv.reader(io.StringIO(text)))[1:] == [
+        ["Alpha", "alpha", "0.33", "0.33", "USD", ""]
+    ]
 
 
 def _third_rows():

@@ -115,8 +115,8 @@ def _user_fleet(start):
     call_command("rollup_usage", "--all", stdout=io.StringIO())
     admin = UserFactory(role="admin", username="admin", first_name="Our", email="it@ours.example")
     budgets = [
-        Budget.objects.create(team=team, amount_usd_per_month="5000"),
-        Budget.objects.create(pool=ours, amount_usd_per_month="4000"),
+        Budget.objects.create(team=team, amount_per_month="5000"),
+        Budget.objects.create(pool=ours, amount_per_month="4000"),
     ]
     return {
         "pools": [ours, empty, clash],
@@ -275,10 +275,10 @@ def test_a_fleet_seeded_before_the_marks_is_refreshed_not_doubled(role_groups):
     PoolFactory(name="Our pool", slug="our-pool")
     # The earlier seed sized its budgets from the month's first days: far too small.
     # Stores' was edited since (a second history entry): the user's figure stays.
-    amounts = dict(Budget.objects.values_list("pk", "amount_usd_per_month"))
-    Budget.objects.update(amount_usd_per_month=Decimal("100.00"))
+    amounts = dict(Budget.objects.values_list("pk", "amount_per_month"))
+    Budget.objects.update(amount_per_month=Decimal("100.00"))
     edited = Budget.objects.get(team__slug="stores")
-    edited.amount_usd_per_month = Decimal("123.00")
+    edited.amount_per_month = Decimal("123.00")
     edited.save()
 
     out = io.StringIO()
@@ -290,6 +290,6 @@ def test_a_fleet_seeded_before_the_marks_is_refreshed_not_doubled(role_groups):
         model: count for model, count in counts.items() if model is not Pool
     }
     assert "our-pool" not in {pool.slug for pool in DemoRegistry.load().all_of(Pool).values()}
-    assert dict(Budget.objects.values_list("pk", "amount_usd_per_month")) == (
+    assert dict(Budget.objects.values_list("pk", "amount_per_month")) == (
         amounts | {edited.pk: Decimal("123.00")}
     )

@@ -75,14 +75,14 @@ def test_a_decimal_burndown_forecasts_to_the_cent():
     """$250.10 spent; $70.07 over 7 days = $10.01 a day; 10.5 days left:
     $250.10 + $10.01 × 10.5 = $355.205, shown $355.21 (half up); used 25.01 %."""
     figures = Burndown(
-        amount_usd=Decimal("1000"),
-        spent_usd=Decimal("250.10"),
-        window_spent_usd=Decimal("70.07"),
+        amount=Decimal("1000"),
+        spent=Decimal("250.10"),
+        window_spent=Decimal("70.07"),
         window_days=7,
         days_left=10.5,
     )
-    assert figures.forecast_usd == Decimal("355.205")
-    assert money.to_cents(figures.forecast_usd) == Decimal("355.21")
+    assert figures.forecast == Decimal("355.205")
+    assert money.to_cents(figures.forecast) == Decimal("355.21")
     assert figures.used_pct == 25.01
     assert figures.forecast_pct == 35.5205
     # Float amounts keep working: 50 of 100 is 50 %.

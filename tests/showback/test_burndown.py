@@ -36,17 +36,17 @@ def test_forecast_mid_month_uses_the_last_seven_complete_days():
     # From 13:00 on the 15th to 1 April: 16 days and 11 hours.
     assert burndown.days_left(now) == pytest.approx(16 + 11 / 24)
     figures = burndown.Burndown(
-        amount_usd=1000,
-        spent_usd=600,
-        window_spent_usd=280,
+        amount=1000,
+        spent=600,
+        window_spent=280,
         window_days=7,
         days_left=burndown.days_left(now),
     )
     assert figures.used_pct == pytest.approx(60)
     assert figures.state == "50"
-    assert figures.mean_daily_usd == pytest.approx(40)
-    assert figures.forecast_usd == pytest.approx(600 + 40 * (16 + 11 / 24))
-    assert figures.forecast_pct == pytest.approx(figures.forecast_usd / 10)
+    assert figures.mean_daily == pytest.approx(40)
+    assert figures.forecast == pytest.approx(600 + 40 * (16 + 11 / 24))
+    assert figures.forecast_pct == pytest.approx(figures.forecast / 10)
     assert not figures.short_window
 
 
@@ -55,14 +55,14 @@ def test_early_in_the_month_the_mean_takes_the_days_there_are():
     window = burndown.forecast_window(now)
     assert window.days == 2 and window.start == datetime(2026, 3, 1, tzinfo=UTC)
     figures = burndown.Burndown(1000, 150, 120, window.days, burndown.days_left(now))
-    assert figures.short_window and figures.mean_daily_usd == pytest.approx(60)
+    assert figures.short_window and figures.mean_daily == pytest.approx(60)
 
 
 def test_no_complete_day_no_forecast_and_over_is_not_clamped():
     now = datetime(2026, 3, 1, 5, tzinfo=UTC)
     assert burndown.forecast_window(now).days == 0
     figures = burndown.Burndown(100, 130, 0, 0, burndown.days_left(now))
-    assert figures.forecast_usd is None
+    assert figures.forecast is None
     assert figures.used_pct == pytest.approx(130) and figures.state == "over"
 
 

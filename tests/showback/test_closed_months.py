@@ -87,7 +87,7 @@ def _cost(rows) -> float:
 
 @pytest.mark.django_db
 def test_a_closed_month_does_not_move_and_the_next_month_carries_the_adjustment(pool, team):
-    Budget.objects.create(team=team, amount_usd_per_month=Decimal("10000"))
+    Budget.objects.create(team=team, amount_per_month=Decimal("10000"))
     finance = UserFactory(role="finance")
     closed = periods.close_month(OCTOBER.date(), finance)
     assert float(closed.cost_usd) == pytest.approx(OCTOBER_AS_CLOSED_USD)

@@ -49,12 +49,9 @@ def test_the_demo_has_teams_and_a_shared_pool(client, role_groups):
     assert [row["team"] for row in rows] == ["research", "serving", "stores", None]
 
     # A second run changes no budget.
-    amounts = list(Budget.objects.order_by("pk").values_list("amount_usd_per_month", flat=True))
+    amounts = list(Budget.objects.order_by("pk").values_list("amount_per_month", flat=True))
     call_command("seed_demo", verbosity=0)
-    assert (
-        list(Budget.objects.order_by("pk").values_list("amount_usd_per_month", flat=True))
-        == amounts
-    )
+    assert list(Budget.objects.order_by("pk").values_list("amount_per_month", flat=True)) == amounts
 
 
 @pytest.mark.django_db
@@ -77,7 +74,7 @@ def test_the_demo_budgets_forecast_a_believable_month(client, role_groups, now):
         assert low <= forecasts[key] <= high, (key, forecasts)
     # Whole dollars, three significant figures: budgets as people set them.
     for item in burndowns:
-        amount = item.budget.amount_usd_per_month
+        amount = item.budget.amount_per_month
         assert amount == amount.quantize(1) and len(str(int(amount)).rstrip("0")) <= 3
 
 
@@ -92,11 +89,11 @@ def test_a_forecast_over_budget_is_marked_before_the_budget_is_spent(rf, make_us
     from tests.factories import PoolFactory
 
     def rendered(spent_usd, window_spent_usd):
-        budget = Budget(pk=7, pool=PoolFactory.build(slug="p"), amount_usd_per_month=100)
+        budget = Budget(pk=7, pool=PoolFactory.build(slug="p"), amount_per_month=100)
         figures = Burndown(
-            amount_usd=100.0,
-            spent_usd=spent_usd,
-            window_spent_usd=window_spent_usd,
+            amount=100.0,
+            spent=spent_usd,
+            window_spent=window_spent_usd,
             window_days=7,
             days_left=10.0,
         )

@@ -106,7 +106,14 @@ def test_exports_write_names_as_data(client, role):
     url = reverse("showback:showback_export")
     text = client.get(url, {"format": "csv", "month": "2026-03"}).content.decode()
     rows = list(csv.reader(io.StringIO(text)))
-    assert rows[0] == ["Team", "Slug", "Cost (USD)"]
+    assert rows[0] == [
+        "Team",
+        "Slug",
+        "Cost (USD)",
+        "Cost in the reporting currency (USD)",
+        "Currency",
+        "Missing exchange rates",
+    ]
     names = [row[0] for row in rows[1:]]
     assert '\'=HYPERLINK("http://evil")' in names and "'@SUM(1)" in names
     workbook = load_workbook(io.BytesIO(client.get(url, {"format": "xlsx"}).content))
