@@ -68,6 +68,7 @@ test: $(INSTALLED)
 	scripts/ensure_poppler.sh
 	scripts/ensure_prometheus.sh
 	scripts/ensure_victoria_metrics.sh
+	scripts/ensure_slurm.sh
 	scripts/ensure_focus_validator.sh
 	scripts/ensure_gettext.sh
 	scripts/ensure_oidc_provider.sh
