@@ -14,6 +14,7 @@ from apps.backups.api import (
 )
 from apps.bills.api import BillDetailView, BillListView, BillReconciliationView
 from apps.catalog.api import GpuModelViewSet, ModelArchitectureViewSet
+from apps.clusters.api import ClusterViewSet
 from apps.currencies.api import ExchangeRateViewSet
 from apps.pilots.api import PilotResultViewSet
 from apps.pools.api import MemoryEstimateView, PoolViewSet, WorkloadViewSet
@@ -35,6 +36,7 @@ from apps.showback.api import (
     TeamViewSet,
 )
 from apps.showback.focus.api import FocusExportView
+from apps.slurm.api import SlurmJobsView
 from apps.telemetry.api import (
     GpuIngestView,
     PoolHourlyUsageView,
@@ -46,6 +48,7 @@ from apps.telemetry.api import (
 from apps.training.api import TrainingEventIngestView, WorkloadGoodputView
 
 router = DefaultRouter()
+router.register("clusters", ClusterViewSet, basename="cluster")
 router.register("pools", PoolViewSet, basename="pool")
 router.register("workloads", WorkloadViewSet, basename="workload")
 router.register("gpu-models", GpuModelViewSet, basename="gpu-model")
@@ -105,6 +108,7 @@ urlpatterns = [
     path("bills/<int:pk>/", BillDetailView.as_view(), name="api-bill-detail"),
     path("telemetry/gpu/", GpuIngestView.as_view(), name="api-ingest-gpu"),
     path("telemetry/requests/", RequestIngestView.as_view(), name="api-ingest-requests"),
+    path("slurm/jobs/", SlurmJobsView.as_view(), name="api-slurm-jobs"),
     path("training-events/", TrainingEventIngestView.as_view(), name="api-ingest-training-events"),
     path("workloads/<str:slug>/goodput/", WorkloadGoodputView.as_view(), name="workload-goodput"),
     path("workloads/<str:slug>/at-risk/", WorkloadAtRiskView.as_view(), name="workload-at-risk"),

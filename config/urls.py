@@ -15,6 +15,8 @@ urlpatterns = [
     path("", include("apps.pools.urls")),
     path("", include("apps.pilots.urls")),
     path("catalog/", include("apps.catalog.urls")),
+    path("clusters/", include("apps.clusters.urls")),
+    path("slurm/", include("apps.slurm.urls")),
     path("exchange-rates/", include("apps.currencies.urls")),
     path("telemetry/", include("apps.telemetry.urls")),
     path("training/", include("apps.training.urls")),

@@ -24,6 +24,7 @@ from apps.accounts.models import Team
 from apps.backups import services as backup_services
 from apps.backups.models import BackupPolicy, BackupVersion, RestoreDrill, VersionKind
 from apps.catalog.models import GpuModel, ModelArchitecture
+from apps.clusters.models import Cluster
 from apps.core.roles import FINANCE, OPS, PROCUREMENT, TECHNICAL_LEAD
 from apps.pilots.models import PilotResult
 from apps.pools.models import Deployment, Pool, Purpose, Workload, WorkloadKind
@@ -99,6 +100,16 @@ class TeamFactory(factory.django.DjangoModelFactory):
 
 
 # --- Catalog ----------------------------------------------------------------------------
+
+
+class ClusterFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Cluster
+
+    slug = factory.Sequence(lambda n: f"test-cluster-{n}")
+    name = factory.LazyAttribute(lambda cluster: cluster.slug.upper())
+    kind = Cluster.Kind.SLURM
+    timezone = "UTC"
 
 
 class GpuModelFactory(factory.django.DjangoModelFactory):

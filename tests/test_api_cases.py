@@ -29,6 +29,7 @@ from tests.alerts.factories import make_alert, make_channel, make_rule, make_sil
 from tests.factories import (
     BackupPolicyFactory,
     BackupVersionFactory,
+    ClusterFactory,
     GpuModelFactory,
     ModelArchitectureFactory,
     PilotResultFactory,
@@ -96,6 +97,7 @@ CASES = [
     Case("pool", lambda team: PoolFactory(team=team)),
     Case("workload", _workload),
     Case("gpu-model", lambda team: GpuModelFactory(), scoped=False),
+    Case("cluster", lambda team: ClusterFactory(), scoped=False),
     Case("exchange-rate", _exchange_rate, scoped=False, lookup=lambda obj: obj.pk),
     Case("model-architecture", lambda team: ModelArchitectureFactory(), scoped=False),
     Case("scenario", lambda team: ScenarioFactory(demand_pool=PoolFactory(team=team), team=team)),

@@ -97,6 +97,14 @@ ROUTES = {
     "catalog:gpu_model_create": (None, "catalog.add_gpumodel"),
     "catalog:gpu_model_edit": ("gpu_model", "catalog.change_gpumodel"),
     "catalog:gpu_model_delete": ("gpu_model", "catalog.delete_gpumodel"),
+    "clusters:cluster_list": (None, EVERYONE),
+    "clusters:cluster_detail": ("cluster", EVERYONE),
+    "clusters:cluster_create": (None, "clusters.add_cluster"),
+    "clusters:cluster_edit": ("cluster", "clusters.change_cluster"),
+    "clusters:cluster_delete": ("cluster", "clusters.delete_cluster"),
+    "slurm:job_list": (None, EVERYONE),
+    "slurm:import": (None, "slurm.add_slurmimport"),
+    "slurm:import_detail": ("slurm_import", EVERYONE),
     "catalog:architecture_list": (None, EVERYONE),
     "catalog:architecture_detail": ("architecture", EVERYONE),
     "catalog:architecture_create": (None, "catalog.add_modelarchitecture"),
@@ -177,6 +185,9 @@ API_ROUTES = {
     "workload-at-risk": "workload",
     "gpu-model-list": None,
     "gpu-model-detail": "gpu_model",
+    "cluster-list": None,
+    "cluster-detail": "cluster",
+    "api-slurm-jobs": None,
     "model-architecture-list": None,
     "model-architecture-detail": "architecture",
     "interruption-list": None,
@@ -259,6 +270,8 @@ EXCLUDED = {
     "currencies:exchangerate_import": "POST-only; covered by tests/currencies/test_views.py",
     "telemetry:device_assign": "POST-only; covered by tests/telemetry/test_views.py",
     "pools:pool_archive": "POST-only; every role covered by tests/pools/test_archive.py",
+    "clusters:cluster_archive": "POST-only; covered by tests/clusters/test_clusters.py",
+    "clusters:cluster_restore": "POST-only; covered by tests/clusters/test_clusters.py",
     "pools:pool_restore": "POST-only; every role covered by tests/pools/test_archive.py",
     "pools:workload_archive": "POST-only; every role covered by tests/pools/test_archive.py",
     "pools:workload_restore": "POST-only; every role covered by tests/pools/test_archive.py",
@@ -377,6 +390,15 @@ def _url(name, kind, *, pool, workload, user):
         return reverse(name, kwargs={"slug": source.slug})
     if kind == "gpu_model":
         return reverse(name, kwargs={"slug": pool.gpu_model.slug})
+    if kind == "cluster":
+        return reverse(name, kwargs={"slug": pool.cluster.slug})
+    if kind == "slurm_import":
+        from apps.slurm.models import SlurmImport
+
+        run = SlurmImport.objects.create(
+            cluster=pool.cluster, imported_at=timezone.now(), source="command"
+        )
+        return reverse(name, kwargs={"pk": run.pk})
     if kind in ("exchange_rate", "exchange_rate_api"):
         from apps.currencies.models import ExchangeRate
 

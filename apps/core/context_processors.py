@@ -10,6 +10,7 @@ NAVIGATION = (
     (_("Pools"), "pools:pool_list", ("pools:pool_",)),
     (_("Workloads"), "pools:workload_list", ("pools:workload_", "pools:calculator")),
     (_("Catalog"), "catalog:gpu_model_list", ("catalog:",)),
+    (_("Clusters"), "clusters:cluster_list", ("clusters:", "slurm:")),
     (_("Telemetry"), "telemetry:import_list", ("telemetry:",)),
     (_("Backups"), "backups:policy_list", ("backups:",)),
     (_("Reports"), "reports:report", ("reports:",)),

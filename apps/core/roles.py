@@ -28,6 +28,9 @@ TECHNICAL_LEAD = Role(
     permissions=(
         "catalog.add_gpumodel",
         "catalog.change_gpumodel",
+        "clusters.add_cluster",
+        "clusters.change_cluster",
+        "clusters.delete_cluster",
         "catalog.delete_gpumodel",
         "catalog.add_modelarchitecture",
         "catalog.change_modelarchitecture",
@@ -43,6 +46,7 @@ TECHNICAL_LEAD = Role(
         "pools.delete_interruption",
         "reports.add_recomputejob",
         "telemetry.add_importrun",
+        "slurm.add_slurmimport",
         "telemetry.change_gpudevice",
         "telemetry.add_hostnamerule",
         "telemetry.change_hostnamerule",
@@ -69,6 +73,7 @@ OPS = Role(
     ),
     permissions=(
         "telemetry.add_importrun",
+        "slurm.add_slurmimport",
         "telemetry.view_purgerun",
         "pilots.add_pilotresult",
         "pilots.delete_pilotresult",

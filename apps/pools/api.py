@@ -93,7 +93,7 @@ class PoolViewSet(ScopedQuerysetMixin, ArchivableViewSet):
     fleet-wide caller's: all). ``team`` is the owning team's slug (null: shared);
     ``?team=shared`` lists the shared pools. Writes need the Technical lead role."""
 
-    queryset = Pool.objects.select_related("owner", "gpu_model", "team").order_by("name")
+    queryset = Pool.objects.select_related("owner", "gpu_model", "team", "cluster").order_by("name")
     filterset_class = PoolApiFilter
     serializer_class = PoolSerializer
     lookup_field = "slug"

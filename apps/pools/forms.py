@@ -5,6 +5,7 @@ from django.utils import timezone as django_timezone
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
+from apps.clusters.forms import ClusterFieldMixin
 from apps.core.forms import SectionedFormMixin, SlugFromNameMixin, TablerFormMixin
 from apps.currencies.codes import USD, currency_choices
 from apps.pools.models import (
@@ -53,6 +54,7 @@ POOL_SECTIONS = (
             "currency",
             "provider",
             "region",
+            "cluster",
             "compliance_zone",
             "owner",
             "team",
@@ -106,7 +108,9 @@ REQUIRED_COST_FIELDS = {
 }
 
 
-class PoolForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.ModelForm):
+class PoolForm(
+    ClusterFieldMixin, TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.ModelForm
+):
     sections = POOL_SECTIONS
 
     price_effective_from = forms.DateTimeField(

@@ -17,6 +17,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
+from apps.clusters.models import default_cluster_pk
 from apps.core import money
 from apps.currencies.codes import USD, currency_symbol, validate_currency
 from apps.pools import costing
@@ -79,6 +80,13 @@ class Pool(models.Model):
     name = models.CharField(_("name"), max_length=100, unique=True)
     slug = models.SlugField(
         _("slug"), max_length=100, unique=True, help_text=_("Stable id used by the API.")
+    )
+    cluster = models.ForeignKey(
+        "clusters.Cluster",
+        on_delete=models.PROTECT,
+        default=default_cluster_pk,
+        related_name="pools",
+        verbose_name=_("cluster"),
     )
     purpose = models.CharField(_("purpose"), max_length=20, choices=Purpose.choices)
     deployment = models.CharField(_("deployment"), max_length=20, choices=Deployment.choices)

@@ -3,6 +3,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.catalog.models import GpuModel, ModelArchitecture
+from apps.clusters.models import Cluster
 from apps.core.money import UNIT_PRICE_PLACES, money_text
 from apps.core.serializers import SlugReferenceField, StrictModelSerializer, UnitPriceField
 from apps.currencies.rates import UsdPrice, missing_rate_data, usd_price, usd_rates_at
@@ -35,6 +36,12 @@ class PriceLineSerializer(serializers.Serializer):
 
 class PoolSerializer(StrictModelSerializer):
     gpu_model = SlugReferenceField(slug_field="slug", queryset=GpuModel.objects.all())
+    cluster = SlugReferenceField(
+        slug_field="slug",
+        queryset=Cluster.objects.all(),
+        required=False,
+        help_text="The cluster's slug; left out of a create: the `default` cluster.",
+    )
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     team = TeamSlugField(help_text="The owning team's slug; null: shared by every team.")
     price_per_hour_usd = serializers.DecimalField(
@@ -74,6 +81,7 @@ class PoolSerializer(StrictModelSerializer):
             "deployment",
             "provider",
             "region",
+            "cluster",
             "compliance_zone",
             "needs_icp_filing",
             "gpu_model",

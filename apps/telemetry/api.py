@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.scope import scope_of
+from apps.clusters.models import Cluster
 from apps.core.pagination import StrictLimitOffsetPagination
 from apps.core.parsers import BoundedJSONParser
 from apps.core.schema import ErrorSerializer
@@ -475,6 +476,12 @@ class PullSourceSerializer(ScopedReferencesMixin, StrictModelSerializer):
     pool = _NullableSlugReferenceField(
         slug_field="slug", queryset=Pool.objects.all(), required=False, allow_null=True
     )
+    cluster = SlugReferenceField(
+        slug_field="slug",
+        queryset=Cluster.objects.all(),
+        required=False,
+        help_text="The cluster's slug; left out of a create: the `default` cluster.",
+    )
 
     class Meta:
         model = PullSource
@@ -484,6 +491,7 @@ class PullSourceSerializer(ScopedReferencesMixin, StrictModelSerializer):
             "kind",
             "url",
             "pool",
+            "cluster",
             "label_filters",
             "interval_seconds",
             "enabled",
@@ -530,7 +538,7 @@ class PullSourceViewSet(ScopedQuerysetMixin, viewsets.ModelViewSet):
     each enabled source every ``interval_seconds``; a deleted source's device-hours stay.
     The caller sees the sources of the pools in their scope and those of no pool."""
 
-    queryset = PullSource.objects.select_related("pool").order_by("name")
+    queryset = PullSource.objects.select_related("pool", "cluster").order_by("name")
     serializer_class = PullSourceSerializer
     filterset_class = PullSourceFilter
     lookup_field = "slug"

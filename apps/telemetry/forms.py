@@ -23,6 +23,7 @@ from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.scope import scope_of
 from apps.catalog.models import GpuModel
+from apps.clusters.forms import ClusterFieldMixin
 from apps.core.forms import SectionedFormMixin, SlugFromNameMixin, TablerFormMixin
 from apps.core.texts import translated
 from apps.pools.models import Pool, Purpose, Workload
@@ -537,7 +538,10 @@ class HostnameRuleForm(TablerFormMixin, forms.ModelForm):
 
 
 PULL_SOURCE_SECTIONS = (
-    (_("Source"), ["name", "slug", "kind", "url", "pool", "interval_seconds", "enabled"]),
+    (
+        _("Source"),
+        ["name", "slug", "kind", "url", "pool", "cluster", "interval_seconds", "enabled"],
+    ),
     (_("Credentials"), ["username", "password", "bearer_token", "forget_secrets"]),
     (_("Hourly aggregates"), ["label_filters"]),
 )
@@ -545,7 +549,9 @@ PULL_SOURCE_SECTIONS = (
 PULL_SOURCE_SECRETS = ("password", "bearer_token")
 
 
-class PullSourceForm(TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.ModelForm):
+class PullSourceForm(
+    ClusterFieldMixin, TablerFormMixin, SlugFromNameMixin, SectionedFormMixin, forms.ModelForm
+):
     """A pull source; its label filters are asked for, and checked, for the hourly kind
     only (apps/telemetry/pull/promql.py)."""
 

@@ -17,6 +17,7 @@ from django.utils.translation import gettext, gettext_noop, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.scope import Scope
+from apps.clusters.models import default_cluster_pk
 from apps.core.jobs import Job
 from apps.core.sentences import Sentence, to_data
 from apps.core.texts import translated_data
@@ -594,6 +595,13 @@ class PullSource(models.Model):
         on_delete=models.SET_NULL,
         verbose_name=_("pool"),
         help_text=_("Devices first seen through this source join this pool."),
+    )
+    cluster = models.ForeignKey(
+        "clusters.Cluster",
+        on_delete=models.PROTECT,
+        default=default_cluster_pk,
+        related_name="pull_sources",
+        verbose_name=_("cluster"),
     )
     # PromQL label matchers added to every selector of an hourly pull, e.g.
     # cluster="a",namespace=~"ml-.*" (checked by apps/telemetry/pull/promql.py).

@@ -1,0 +1,162 @@
+"""``/api/v1/slurm/jobs/``: GET lists a fleet's Slurm jobs, POST imports sacct text."""
+
+import django_filters
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import generics, serializers
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+
+from apps.accounts.permissions import ReadOnlyTokenPermission
+from apps.clusters.models import Cluster
+from apps.core.serializers import SlugReferenceField
+from apps.slurm.models import SlurmImport, SlurmJob
+from apps.slurm.services import import_sacct
+
+# A month of a large cluster's sacct output fits; more is split by the sender.
+MAX_TEXT_CHARACTERS = 20_000_000
+
+
+class SlurmJobSerializer(serializers.ModelSerializer):
+    cluster = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    gpu_hours = serializers.DecimalField(
+        max_digits=18, decimal_places=6, read_only=True, help_text="GPUs × elapsed ÷ 3600, GPU-h."
+    )
+    elapsed_seconds = serializers.DecimalField(
+        max_digits=14,
+        decimal_places=3,
+        read_only=True,
+        help_text="Seconds; a running job's are counted to its last import.",
+    )
+    end = serializers.DateTimeField(
+        read_only=True, allow_null=True, help_text="Null while running."
+    )
+    workload = serializers.SerializerMethodField(help_text="Not mapped yet: always null.")
+    team = serializers.SerializerMethodField(help_text="Not mapped yet: always null.")
+
+    class Meta:
+        model = SlurmJob
+        fields = [
+            "cluster",
+            "job_id",
+            "user",
+            "account",
+            "partition",
+            "qos",
+            "job_name",
+            "state",
+            "state_raw",
+            "start",
+            "end",
+            "elapsed_seconds",
+            "gpus",
+            "gpu_type",
+            "gpu_hours",
+            "nodes",
+            "node_list",
+            "billing",
+            "workload",
+            "team",
+        ]
+        read_only_fields = fields
+
+    def get_workload(self, job) -> str | None:
+        return None
+
+    def get_team(self, job) -> str | None:
+        return None
+
+
+class SlurmImportSerializer(serializers.Serializer):
+    cluster = SlugReferenceField(
+        slug_field="slug",
+        queryset=Cluster.objects.filter(archived_at__isnull=True),
+        help_text="The cluster's slug (an archived cluster takes no imports).",
+    )
+    text = serializers.CharField(
+        max_length=MAX_TEXT_CHARACTERS,
+        trim_whitespace=False,
+        help_text="`sacct --parsable2` output with its header line, columns in any order.",
+    )
+
+
+class SlurmLineErrorSerializer(serializers.Serializer):
+    line = serializers.IntegerField()
+    message = serializers.CharField()
+
+
+class SlurmImportResultSerializer(serializers.Serializer):
+    accepted = serializers.IntegerField(help_text="Jobs added.")
+    duplicates = serializers.IntegerField(help_text="Jobs already stored as they are.")
+    updated = serializers.IntegerField(help_text="Jobs stored before that changed (ended…).")
+    rejected = serializers.IntegerField(help_text="Lines refused; see errors.")
+    steps = serializers.IntegerField(help_text="Step rows read (they add no GPU-hours).")
+    errors = SlurmLineErrorSerializer(many=True)
+
+
+class SlurmJobFilter(django_filters.FilterSet):
+    cluster = django_filters.ModelChoiceFilter(
+        queryset=Cluster.objects.all(), to_field_name="slug", help_text="The cluster's slug."
+    )
+    user = django_filters.CharFilter(help_text="Slurm user name.")
+    account = django_filters.CharFilter(help_text="Slurm account.")
+    start = django_filters.IsoDateTimeFilter(
+        method="ending_after", help_text="Jobs running at or after this time (ISO 8601)."
+    )
+    end = django_filters.IsoDateTimeFilter(
+        method="starting_before", help_text="Jobs that started before this time (ISO 8601)."
+    )
+
+    class Meta:
+        model = SlurmJob
+        fields = ["cluster", "user", "account", "start", "end"]
+
+    def ending_after(self, queryset, name, value):
+        return queryset.exclude(end__lte=value)
+
+    def starting_before(self, queryset, name, value):
+        return queryset.filter(start__lt=value)
+
+
+@extend_schema_view(
+    get=extend_schema(responses=SlurmJobSerializer(many=True)),
+    post=extend_schema(
+        request=SlurmImportSerializer,
+        responses={201: SlurmImportResultSerializer, 422: SlurmImportResultSerializer},
+    ),
+)
+class SlurmJobsView(generics.ListAPIView):
+    """Slurm jobs imported from `sacct --parsable2` output, newest first. POST imports a
+    cluster's text (needs the Technical lead or Ops role): idempotent by cluster and job
+    id, a running job (End `Unknown`) is counted to the import's time and completed by a
+    later import; each line that cannot be read is refused with its number and why. 422
+    when no line could be read."""
+
+    permission_classes = [IsAuthenticated, ReadOnlyTokenPermission]
+    queryset = SlurmJob.objects.select_related("cluster").order_by("-start", "job_id")
+    serializer_class = SlurmJobSerializer
+    filterset_class = SlurmJobFilter
+
+    def post(self, request):
+        if not request.user.has_perm("slurm.add_slurmimport"):
+            raise PermissionDenied(
+                "Importing Slurm accounting needs the Technical lead or Ops role."
+            )
+        serializer = SlurmImportSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        result = import_sacct(
+            serializer.validated_data["cluster"],
+            serializer.validated_data["text"],
+            user=request.user,
+            source=SlurmImport.Source.API,
+        )
+        body = {
+            "accepted": result.accepted,
+            "duplicates": result.duplicates,
+            "updated": result.updated,
+            "rejected": result.rejected,
+            "steps": result.steps,
+            "errors": result.error_data(),
+        }
+        read = result.accepted + result.duplicates + result.updated + result.steps
+        return Response(body, status=422 if result.errors and not read else 201)

@@ -1,0 +1,70 @@
+from django import forms
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
+from apps.clusters.models import Cluster
+from apps.core.forms import TablerFormMixin
+
+# What a page upload may hold (the API and the command take more).
+MAX_UPLOAD_BYTES = 20 * 1024 * 1024
+
+
+class SlurmImportForm(TablerFormMixin, forms.Form):
+    cluster = forms.ModelChoiceField(
+        label=_("Cluster"),
+        queryset=Cluster.objects.filter(archived_at__isnull=True).order_by("name"),
+        to_field_name="slug",
+    )
+    file = forms.FileField(
+        label=_("sacct output file"),
+        required=False,
+        help_text=_("sacct --parsable2 output with its header line; or paste it below."),
+    )
+    text = forms.CharField(
+        label=_("Or paste the text"),
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 10, "class": "font-monospace"}),
+    )
+
+    def clean(self):
+        cleaned = super().clean()
+        upload, text = cleaned.get("file"), cleaned.get("text") or ""
+        if upload is not None and text.strip():
+            raise forms.ValidationError(gettext("Upload a file or paste text, not both."))
+        if upload is not None:
+            if upload.size > MAX_UPLOAD_BYTES:
+                raise forms.ValidationError(
+                    gettext("The file is larger than %(size)s MB: import it with the command.")
+                    % {"size": MAX_UPLOAD_BYTES // (1024 * 1024)}
+                )
+            try:
+                text = upload.read().decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise forms.ValidationError(
+                    gettext("The file is not UTF-8 text (byte %(byte)s).") % {"byte": error.start}
+                ) from None
+        if not text.strip():
+            raise forms.ValidationError(gettext("Upload a file or paste sacct's output."))
+        cleaned["sacct_text"] = text
+        cleaned["file_name"] = upload.name if upload is not None else ""
+        return cleaned
+
+
+class SlurmJobFilterForm(forms.Form):
+    cluster = forms.ModelChoiceField(
+        label=_("Cluster"),
+        queryset=Cluster.objects.order_by("name"),
+        to_field_name="slug",
+        required=False,
+        empty_label=_("All clusters"),
+    )
+    user = forms.CharField(label=_("User"), required=False)
+    account = forms.CharField(label=_("Account"), required=False)
+    state = forms.CharField(label=_("State"), required=False)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            select = isinstance(field.widget, forms.Select)
+            field.widget.attrs["class"] = "form-select" if select else "form-control"

@@ -1,0 +1,127 @@
+"""Slurm jobs as the cluster's accounting (``sacct``) printed them, and the imports that
+brought them in (apps/slurm/services.py)."""
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+# GPU-hours are kept to the micro-GPU-hour: a 1-GPU job of one second is 0.000278.
+GPU_HOURS_PLACES = 6
+
+
+class SlurmImport(models.Model):
+    """One import of ``sacct --parsable2`` text: who, when, and what became of each line."""
+
+    class Source(models.TextChoices):
+        UPLOAD = "upload", _("upload page")
+        API = "api", _("API")
+        COMMAND = "command", _("command")
+
+    cluster = models.ForeignKey(
+        "clusters.Cluster",
+        on_delete=models.PROTECT,
+        related_name="slurm_imports",
+        verbose_name=_("cluster"),
+    )
+    imported_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("imported by"),
+    )
+    imported_at = models.DateTimeField(_("imported at"))
+    source = models.CharField(_("source"), max_length=20, choices=Source.choices)
+    file_name = models.CharField(_("file name"), max_length=255, blank=True)
+    accepted = models.PositiveIntegerField(_("accepted"), default=0)
+    duplicates = models.PositiveIntegerField(_("duplicates"), default=0)
+    updated = models.PositiveIntegerField(_("updated"), default=0)
+    rejected = models.PositiveIntegerField(_("rejected"), default=0)
+    steps = models.PositiveIntegerField(_("step rows"), default=0)
+    # [{"line": 7, "message": "…"}], in the order of the text's lines.
+    errors = models.JSONField(_("errors"), default=list, blank=True)
+
+    class Meta:
+        ordering = ["-imported_at", "-pk"]
+        verbose_name = _("Slurm import")
+        verbose_name_plural = _("Slurm imports")
+
+    def __str__(self):
+        return f"{self.cluster} {self.imported_at:%Y-%m-%d %H:%M}"
+
+
+class SlurmJobQuerySet(models.QuerySet):
+    def gpu_hours_total(self):
+        return self.aggregate(total=models.Sum("gpu_hours"))["total"]
+
+
+class SlurmJob(models.Model):
+    """A job (an array task and a heterogeneous component are jobs of their own), never
+    a step: steps add no GPU-hours and are not kept."""
+
+    cluster = models.ForeignKey(
+        "clusters.Cluster",
+        on_delete=models.PROTECT,
+        related_name="slurm_jobs",
+        verbose_name=_("cluster"),
+    )
+    job_id = models.CharField(_("job id"), max_length=100, help_text=_("As sacct prints JobID."))
+    job_id_raw = models.CharField(_("raw job id"), max_length=100, blank=True)
+    user = models.CharField(_("user"), max_length=100, blank=True)
+    account = models.CharField(_("account"), max_length=100, blank=True)
+    partition = models.CharField(_("partition"), max_length=200, blank=True)
+    qos = models.CharField("QOS", max_length=100, blank=True)
+    job_name = models.CharField(_("job name"), max_length=500, blank=True)
+    state = models.CharField(_("state"), max_length=40)
+    state_raw = models.CharField(_("state as printed"), max_length=100, blank=True)
+    start = models.DateTimeField(_("start"), null=True, blank=True)
+    end = models.DateTimeField(_("end"), null=True, blank=True, help_text=_("Empty while running."))
+    elapsed_seconds = models.DecimalField(_("elapsed (s)"), max_digits=14, decimal_places=3)
+    gpus = models.PositiveIntegerField(_("GPUs"), default=0)
+    gpu_type = models.CharField(_("GPU type"), max_length=100, blank=True)
+    gpu_hours = models.DecimalField(
+        _("GPU-hours"), max_digits=18, decimal_places=GPU_HOURS_PLACES, default=0
+    )
+    nodes = models.PositiveIntegerField(_("nodes"), default=0)
+    node_list = models.TextField(_("node list"), blank=True)
+    node_names = ArrayField(models.CharField(max_length=255), default=list, blank=True)
+    alloc_tres = models.TextField("AllocTRES", blank=True)
+    req_tres = models.TextField("ReqTRES", blank=True)
+    billing = models.CharField(_("billing"), max_length=50, blank=True)
+    tres_usage_in_tot = models.TextField("TRESUsageInTot", blank=True)
+    admin_comment = models.TextField("AdminComment", blank=True)
+    # The row's columns as sacct printed them: an import of the same row is a duplicate.
+    fields = models.JSONField(default=dict)
+    first_imported_at = models.DateTimeField(_("first imported at"))
+    last_import = models.ForeignKey(
+        SlurmImport,
+        on_delete=models.PROTECT,
+        related_name="jobs",
+        verbose_name=_("last import"),
+    )
+
+    objects = SlurmJobQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-start", "job_id"]
+        verbose_name = _("Slurm job")
+        verbose_name_plural = _("Slurm jobs")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "job_id"], name="slurm_job_unique_per_cluster"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["cluster", "start"], name="slurm_job_cluster_start"),
+            models.Index(fields=["user"], name="slurm_job_user"),
+            models.Index(fields=["account"], name="slurm_job_account"),
+        ]
+
+    def __str__(self):
+        return f"{self.job_id} ({self.cluster})"
+
+    @property
+    def is_running(self) -> bool:
+        return self.end is None and self.start is not None

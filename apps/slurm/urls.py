@@ -1,0 +1,10 @@
+from django.urls import path
+
+from apps.slurm import views
+
+app_name = "slurm"
+urlpatterns = [
+    path("jobs/", views.job_list, name="job_list"),
+    path("import/", views.slurm_import, name="import"),
+    path("imports/<int:pk>/", views.slurm_import_detail, name="import_detail"),
+]

@@ -1,0 +1,125 @@
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db.models import Count, F, Sum
+from django.shortcuts import get_object_or_404, redirect
+from django.utils.translation import gettext
+from django.views.decorators.http import require_GET, require_http_methods
+
+from apps.core.htmx import render_page
+from apps.core.sentences import from_data
+from apps.core.texts import translated
+from apps.slurm.forms import SlurmImportForm, SlurmJobFilterForm
+from apps.slurm.models import SlurmImport, SlurmJob
+from apps.slurm.services import import_sacct
+
+PAGE_SIZE = 50
+# ?sort= names: the column a page header sorts by.
+SORTS = {
+    "job": "job_id",
+    "user": "user",
+    "account": "account",
+    "partition": "partition",
+    "state": "state",
+    "start": "start",
+    "elapsed": "elapsed_seconds",
+    "gpus": "gpus",
+    "gpu_hours": "gpu_hours",
+}
+
+
+def _require_import(request):
+    if not request.user.has_perm("slurm.add_slurmimport"):
+        raise PermissionDenied
+
+
+@require_http_methods(["GET", "POST"])
+def slurm_import(request):
+    _require_import(request)
+    initial = {"cluster": request.GET.get("cluster")} if request.GET.get("cluster") else None
+    form = SlurmImportForm(request.POST or None, request.FILES or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        result = import_sacct(
+            form.cleaned_data["cluster"],
+            form.cleaned_data["sacct_text"],
+            user=request.user,
+            source=SlurmImport.Source.UPLOAD,
+            file_name=form.cleaned_data["file_name"],
+        )
+        messages.success(
+            request,
+            gettext(
+                "Jobs added: %(accepted)s; updated: %(updated)s; duplicates: %(duplicates)s; "
+                "lines refused: %(rejected)s."
+            )
+            % {
+                "accepted": result.accepted,
+                "updated": result.updated,
+                "duplicates": result.duplicates,
+                "rejected": result.rejected,
+            },
+        )
+        return redirect("slurm:import_detail", pk=result.record.pk)
+    recent = SlurmImport.objects.select_related("cluster", "imported_by")[:10]
+    return render_page(request, "slurm/import.html", {"form": form, "recent": recent})
+
+
+@require_GET
+def slurm_import_detail(request, pk):
+    record = get_object_or_404(SlurmImport.objects.select_related("cluster", "imported_by"), pk=pk)
+    errors = [
+        {
+            "line": error["line"],
+            "message": translated(from_data(error["parts"])[0])
+            if error.get("parts")
+            else error["message"],
+        }
+        for error in record.errors
+    ]
+    totals = record.jobs.aggregate(count=Count("pk"), gpu_hours=Sum("gpu_hours"))
+    return render_page(
+        request,
+        "slurm/import_detail.html",
+        {"record": record, "errors": errors, "totals": totals},
+    )
+
+
+@require_GET
+def job_list(request):
+    form = SlurmJobFilterForm(request.GET or None)
+    jobs = SlurmJob.objects.select_related("cluster")
+    if form.is_valid():
+        data = form.cleaned_data
+        if data["cluster"]:
+            jobs = jobs.filter(cluster=data["cluster"])
+        for name in ("user", "account"):
+            if data[name]:
+                jobs = jobs.filter(**{name: data[name].strip()})
+        if data["state"]:
+            jobs = jobs.filter(state=data["state"].strip().upper())
+    sort = request.GET.get("sort", "-start")
+    field = SORTS.get(sort.removeprefix("-"))
+    if field is None:
+        sort, field = "-start", "start"
+    ordering = (
+        F(field).desc(nulls_last=True) if sort.startswith("-") else F(field).asc(nulls_last=True)
+    )
+    jobs = jobs.order_by(ordering, "job_id")
+    totals = jobs.aggregate(count=Count("pk"), gpu_hours=Sum("gpu_hours"))
+    page = Paginator(jobs, PAGE_SIZE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    sort_query = request.GET.copy()
+    sort_query.pop("page", None)
+    sort_query.pop("sort", None)
+    context = {
+        "form": form,
+        "page": page,
+        "jobs": page.object_list,
+        "totals": totals,
+        "sort": sort,
+        "query_without_page": query.urlencode(),
+        "query_without_sort": sort_query.urlencode(),
+        "has_jobs": SlurmJob.objects.exists(),
+    }
+    return render_page(request, "slurm/job_list.html", context)
