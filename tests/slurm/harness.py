@@ -28,7 +28,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from string import Template
 
@@ -70,6 +70,19 @@ TERMINAL_STATES = {
 ABORT = threading.Event()
 
 
+# A capture of this harness kept as test data (tests/data/slurm/README.md), with the job
+# ids sbatch printed in that run.
+KEPT_PATH = CONF_DIR.parent.parent / "data" / "slurm" / "real-one-node-cluster.sacct"
+KEPT_JOB_IDS = {
+    "timeout": "1",
+    "requeued": "2",
+    "completed": "3",
+    "failed": "4",
+    "array": "5",
+    "cancelled": "6",
+}
+
+
 class SlurmHarnessError(RuntimeError):
     """The cluster did not start or a job did not do what the run asked of it."""
 
@@ -80,7 +93,8 @@ class SacctCapture:
 
     ``job_ids`` maps a purpose (``completed``, ``failed``, ``timeout``, ``requeued``,
     ``cancelled``, ``array``) to the job id ``sbatch`` printed; the array's tasks are
-    ``<id>_0`` and ``<id>_1`` in the text.
+    ``<id>_0`` and ``<id>_1`` in the text. ``text_without_duplicates`` is the same query
+    without ``--duplicates``: a requeued job's last run only, as sacct prints by default.
     """
 
     text: str
@@ -89,8 +103,8 @@ class SacctCapture:
     slurm_version: str
     seconds_to_ready: float
     seconds_to_jobs_ended: float
+    text_without_duplicates: str = ""
     seconds_in_all: float = 0.0
-    notes: list[str] = field(default_factory=list)
 
 
 def _binary(name: str) -> str:
@@ -141,6 +155,18 @@ class MySQL:
         )
         if result.returncode != 0:
             raise SlurmHarnessError(f"MariaDB refused {statement!r}: {result.stderr.strip()}")
+
+
+def kept_capture() -> SacctCapture:
+    """The kept capture, as the tests read a fresh one (its timings are not kept)."""
+    return SacctCapture(
+        text=KEPT_PATH.read_text(),
+        cluster="kept",
+        job_ids=KEPT_JOB_IDS,
+        slurm_version="slurm-wlm 22.05.8",
+        seconds_to_ready=0.0,
+        seconds_to_jobs_ended=0.0,
+    )
 
 
 class OneNodeSlurm:
@@ -267,18 +293,13 @@ class OneNodeSlurm:
             on_timeout=self.logs,
         )
 
-    def sacct(self, since: str, *arguments: str, fields: str = SACCT_FORMAT) -> str:
-        return self.run(
-            [
-                "sacct",
-                "--parsable2",
-                "--allusers",
-                "--duplicates",
-                f"--starttime={since}",
-                f"--format={fields}",
-                *arguments,
-            ]
-        )
+    def sacct(
+        self, since: str, *arguments: str, fields: str = SACCT_FORMAT, duplicates: bool = True
+    ) -> str:
+        command = ["sacct", "--parsable2", "--allusers", f"--starttime={since}"]
+        if duplicates:
+            command.append("--duplicates")
+        return self.run([*command, f"--format={fields}", *arguments])
 
     def all_ended(self, since: str) -> bool:
         """Every job left the controller and every row in slurmdbd has its end."""
@@ -477,6 +498,7 @@ def capture(workdir: Path) -> SacctCapture:
         jobs, since = run_the_jobs(slurm)
         ended = time.monotonic()
         text = slurm.sacct(since)
+        text_without_duplicates = slurm.sacct(since, duplicates=False)
         version = slurm.run(["sacct", "--version"]).strip()
     finally:
         slurm.stop()
@@ -487,6 +509,7 @@ def capture(workdir: Path) -> SacctCapture:
         slurm_version=version,
         seconds_to_ready=round(ready - began, 1),
         seconds_to_jobs_ended=round(ended - began, 1),
+        text_without_duplicates=text_without_duplicates,
         seconds_in_all=round(time.monotonic() - began, 1),
     )
 

@@ -7,25 +7,13 @@ as far as a test needs to name them (split at ``|`` under the header); reading s
 gpufleet is the importer's work.
 """
 
-from pathlib import Path
-
 import pytest
 
-from tests.slurm.harness import SACCT_FORMAT, SacctCapture
+from tests.slurm.harness import SACCT_FORMAT, SacctCapture, kept_capture
 
 # The kept file's tests too: a run that leaves Slurm out (-m "not slurm") leaves them out.
 pytestmark = pytest.mark.slurm
 
-KEPT = Path(__file__).resolve().parent.parent / "data" / "slurm" / "real-one-node-cluster.sacct"
-# The job ids sbatch printed in the run that made the kept file (its README says so).
-KEPT_JOB_IDS = {
-    "timeout": "1",
-    "requeued": "2",
-    "completed": "3",
-    "failed": "4",
-    "array": "5",
-    "cancelled": "6",
-}
 # What each job asked for (harness.run_the_jobs): --gres=gpu:2 for one, one GPU for the rest.
 GPUS = {"completed": 2, "failed": 1, "timeout": 1, "requeued": 1, "cancelled": 1, "array": 1}
 
@@ -33,14 +21,7 @@ GPUS = {"completed": 2, "failed": 1, "timeout": 1, "requeued": 1, "cancelled": 1
 @pytest.fixture(params=["this run", "kept file"])
 def capture(request) -> SacctCapture:
     if request.param == "kept file":
-        return SacctCapture(
-            text=KEPT.read_text(),
-            cluster="kept",
-            job_ids=KEPT_JOB_IDS,
-            slurm_version="slurm-wlm 22.05.8",
-            seconds_to_ready=0.0,
-            seconds_to_jobs_ended=0.0,
-        )
+        return kept_capture()
     return request.getfixturevalue("slurm_sacct_output")
 
 
