@@ -16,9 +16,7 @@ for binary in "${binaries[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "Slurm: $(PATH="$PATH:/usr/sbin:/sbin" slurmctld -V 2>&1 | head -n 1)"
-  exit 0
-fi
-if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+elif [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "Slurm: missing ${missing[*]}; installing Debian's slurm-wlm and slurmdbd packages"
   # Debian's maintainer scripts start services through invoke-rc.d / deb-systemd-invoke,
   # both of which obey /usr/sbin/policy-rc.d: exit 101 means "do not start". Docker
@@ -50,6 +48,32 @@ error: the Slurm tests need Slurm's daemons and clients (${missing[*]} missing).
   Debian/Ubuntu: sudo apt-get install --no-install-recommends slurm-wlm slurmdbd
 They also need a MariaDB or MySQL server on 127.0.0.1:3306 (see docs/development).
 The tests run their own cluster on free 127.0.0.1 ports; no service needs to be running.
+MSG
+  exit 1
+fi
+
+# slurmdbd keeps the accounting in MariaDB (or MySQL): the tests need one answering on
+# SLURM_TEST_MYSQL_HOST:PORT (127.0.0.1:3306 as root, no password, unless set otherwise).
+MYSQL_HOST="${SLURM_TEST_MYSQL_HOST:-127.0.0.1}"
+MYSQL_PORT="${SLURM_TEST_MYSQL_PORT:-3306}"
+MYSQL_USER="${SLURM_TEST_MYSQL_USER:-root}"
+mysql_answers() {
+  local client
+  client="$(command -v mariadb || command -v mysql)" || return 1
+  MYSQL_PWD="${SLURM_TEST_MYSQL_PASSWORD:-}" "$client" -h "$MYSQL_HOST" -P "$MYSQL_PORT" \
+    -u "$MYSQL_USER" -e 'SELECT 1' >/dev/null 2>&1
+}
+if ! mysql_answers && [ "$(id -u)" -eq 0 ] && [ -x /etc/init.d/mariadb ]; then
+  echo "MariaDB: not answering on $MYSQL_HOST:$MYSQL_PORT; starting the installed server"
+  /etc/init.d/mariadb start >/dev/null
+fi
+if mysql_answers; then
+  echo "MariaDB: answering on $MYSQL_HOST:$MYSQL_PORT"
+else
+  cat >&2 <<MSG
+error: the Slurm tests need MariaDB or MySQL on $MYSQL_HOST:$MYSQL_PORT for slurmdbd
+(user $MYSQL_USER; SLURM_TEST_MYSQL_HOST, _PORT, _USER and _PASSWORD say otherwise).
+  Debian/Ubuntu: sudo apt-get install mariadb-server
 MSG
   exit 1
 fi

@@ -204,6 +204,10 @@ class OneNodeSlurm:
     # Starting and stopping
 
     def start(self) -> None:
+        if os.geteuid() != 0:
+            # slurmd starts each job as its user, and the configuration runs every
+            # daemon as root (SlurmUser=root): no unprivileged cluster without a second user.
+            raise SlurmHarnessError("the one-node Slurm runs as root: run the Slurm tests as root")
         for directory in ("etc", "log", "run", "state", "spool", "jobs", "munge"):
             (self.workdir / directory).mkdir(parents=True, exist_ok=True)
         self._write_configuration()
