@@ -72,11 +72,15 @@ def parse_args(argv=None):
 
 
 def create_sources(nodes) -> list:
+    from apps.clusters.models import default_cluster_pk
     from apps.telemetry.models import PullSource
 
     PullSource.objects.all().delete()
+    # bulk_create skips PullSource.save, which would put each in the default cluster.
+    cluster_id = default_cluster_pk()
     PullSource.objects.bulk_create(
         PullSource(
+            cluster_id=cluster_id,
             name=node[0].hostname,
             slug=node[0].hostname,
             kind=PullSource.Kind.DCGM_EXPORTER,

@@ -81,10 +81,12 @@ class Pool(models.Model):
     slug = models.SlugField(
         _("slug"), max_length=100, unique=True, help_text=_("Stable id used by the API.")
     )
+    # Blank: saved without one, it joins the ``default`` cluster (``save``). No field
+    # default, which would ask the database each time an unsaved one is built.
     cluster = models.ForeignKey(
         "clusters.Cluster",
         on_delete=models.PROTECT,
-        default=default_cluster_pk,
+        blank=True,
         related_name="pools",
         verbose_name=_("cluster"),
     )
@@ -261,6 +263,11 @@ class Pool(models.Model):
 
     def __str__(self):
         return self.name
+
+    def save(self, *args, **kwargs):
+        if self.cluster_id is None:
+            self.cluster_id = default_cluster_pk()
+        super().save(*args, **kwargs)
 
     def get_absolute_url(self):
         return reverse("pools:pool_detail", kwargs={"slug": self.slug})

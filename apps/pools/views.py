@@ -130,7 +130,7 @@ def pool_list(request):
     )
 
 
-@pool_views.object_view(related=("owner", "gpu_model", "team"))
+@pool_views.object_view(related=("owner", "gpu_model", "team", "cluster"))
 @require_GET
 def pool_detail(request, pool):
     # A shared pool may run other teams' workloads: only those in scope are listed.

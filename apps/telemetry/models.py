@@ -596,10 +596,12 @@ class PullSource(models.Model):
         verbose_name=_("pool"),
         help_text=_("Devices first seen through this source join this pool."),
     )
+    # Blank: saved without one, it joins the ``default`` cluster (``save``). No field
+    # default, which would ask the database each time an unsaved one is built.
     cluster = models.ForeignKey(
         "clusters.Cluster",
         on_delete=models.PROTECT,
-        default=default_cluster_pk,
+        blank=True,
         related_name="pull_sources",
         verbose_name=_("cluster"),
     )
@@ -648,6 +650,11 @@ class PullSource(models.Model):
 
     def __str__(self):
         return self.name
+
+    def save(self, *args, **kwargs):
+        if self.cluster_id is None:
+            self.cluster_id = default_cluster_pk()
+        super().save(*args, **kwargs)
 
     @property
     def pull_scope(self) -> Scope:

@@ -124,3 +124,35 @@ def test_the_pool_form_moves_a_pool_and_keeps_it_when_the_field_is_left_out(clie
     assert client.post(url, data).status_code == 302
     pool.refresh_from_db()
     assert pool.cluster == target
+    detail = client.get(pool.get_absolute_url()).content.decode()
+    assert f'<a href="{target.get_absolute_url()}">Target</a>' in detail
+
+
+def test_a_pull_source_names_its_cluster_in_the_api():
+    client = APIClient()
+    client.force_authenticate(UserFactory(role="lead"))
+    ClusterFactory(slug="east")
+    created = client.post(
+        reverse("pull-source-list"),
+        {
+            "name": "East Prometheus",
+            "slug": "east-prom",
+            "kind": "prometheus",
+            "url": "http://prometheus.example:9090",
+        },
+        format="json",
+    )
+    assert created.status_code == 201, created.content
+    assert created.json()["cluster"] == DEFAULT_CLUSTER_SLUG
+    url = reverse("pull-source-detail", kwargs={"slug": "east-prom"})
+    moved = client.patch(url, {"cluster": "east"}, format="json")
+    assert moved.json()["cluster"] == "east"
+
+
+def test_an_archived_cluster_takes_no_import():
+    client = APIClient()
+    client.force_authenticate(UserFactory(role="ops"))
+    ClusterFactory(slug="old", archived_at=datetime(2026, 11, 1, tzinfo=UTC))
+    body = {"cluster": "old", "text": SACCT}
+    response = client.post(reverse("api-slurm-jobs"), body, format="json")
+    assert response.status_code == 400 and "cluster" in response.json()

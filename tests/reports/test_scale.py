@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from apps.clusters.models import default_cluster_pk
 from apps.pools.models import (
     Deployment,
     Pool,
@@ -40,8 +41,11 @@ def _grow_fleet(gpu_model, upto: int) -> None:
     now = timezone.now().replace(minute=0, second=0, microsecond=0)
     first = Pool.objects.count()
     pools = []
+    # bulk_create skips Pool.save, which would put each pool in the default cluster.
+    cluster_id = default_cluster_pk()
     for index in range(first, upto):
         pool = Pool(
+            cluster_id=cluster_id,
             name=f"Scale pool {index:04d}",
             slug=f"scale-{index:04d}",
             purpose=list(Purpose)[index % 3],

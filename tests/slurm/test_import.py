@@ -243,3 +243,25 @@ def test_the_jobs_page_lists_sorts_filters_and_has_an_empty_state(client, cluste
     assert "0.50 GPU-h" in filtered
     none = client.get(reverse("slurm:job_list"), {"user": "nobody"}).content.decode()
     assert "No job matches" in none
+
+
+def test_the_upload_page_refuses_text_that_is_not_utf8_and_both_inputs(client, cluster):
+    client.force_login(UserFactory(role="ops"))
+    readable = b"JobID|AllocTRES|Elapsed\n1|gres/gpu=1|"
+    upload = io.BytesIO(readable + b"\xff\n")
+    upload.name = "latin1.txt"
+    response = client.post(reverse("slurm:import"), {"cluster": "hopper", "file": upload})
+    # The first byte that is not UTF-8 is the one after the readable ones (24 + 13 = 37).
+    assert len(readable) == 37
+    assert "The file is not UTF-8 text (byte 37)." in response.content.decode()
+    upload.seek(0)
+    both = client.post(reverse("slurm:import"), {"cluster": "hopper", "file": upload, "text": TEXT})
+    assert "Upload a file or paste text, not both." in both.content.decode()
+    assert not SlurmImport.objects.exists()
+
+
+def test_the_admin_lists_clusters_imports_and_jobs(client, cluster):
+    import_sacct(cluster, TEXT, now=NOW)
+    client.force_login(UserFactory(role="admin"))
+    for name in ("clusters_cluster", "slurm_slurmimport", "slurm_slurmjob"):
+        assert client.get(reverse(f"admin:{name}_changelist")).status_code == 200

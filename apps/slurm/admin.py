@@ -1,0 +1,33 @@
+from django.contrib import admin
+
+from apps.slurm.models import SlurmImport, SlurmJob
+
+
+@admin.register(SlurmImport)
+class SlurmImportAdmin(admin.ModelAdmin):
+    """Read-only: an import's record is what it did."""
+
+    list_display = ["__str__", "source", "imported_by", "accepted", "updated", "rejected"]
+    list_select_related = ["cluster", "imported_by"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(SlurmJob)
+class SlurmJobAdmin(admin.ModelAdmin):
+    """Read-only: jobs change only through imports (apps/slurm/services.py)."""
+
+    list_display = ["job_id", "cluster", "user", "account", "state", "start", "gpus", "gpu_hours"]
+    list_filter = ["cluster", "state"]
+    search_fields = ["job_id", "user", "account", "job_name"]
+    list_select_related = ["cluster"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
