@@ -14,7 +14,7 @@ completes; they ask for GPUs as ``--gres=gpu:N`` and ``--gpus=N``. Once all have
 
 The timeout costs a minute and more (Slurm counts limits in whole minutes and checks them
 every 30 s), so the run starts in a background thread as soon as the tests that need it
-are collected (``start_in_background``) and the tests collect its result at the end.
+are collected (``BackgroundCapture``, tests/slurm/conftest.py) and those tests run last.
 """
 
 import contextlib
@@ -197,7 +197,8 @@ class OneNodeSlurm:
             SLURM_TIME_FORMAT="standard",
         )
         for name in list(self.environment):
-            # A developer's own SLURM_* or SBATCH_* settings would change the jobs.
+            # A developer's own SBATCH_*, SACCT_* or SQUEUE_* settings would change the
+            # jobs or what the clients print.
             if name.startswith(("SBATCH_", "SACCT_", "SQUEUE_")):
                 del self.environment[name]
 
