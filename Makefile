@@ -87,6 +87,7 @@ test-services: $(INSTALLED)
 	scripts/ensure_poppler.sh
 	scripts/ensure_prometheus.sh
 	scripts/ensure_victoria_metrics.sh
+	scripts/ensure_slurm.sh
 	scripts/ensure_focus_validator.sh
 	scripts/ensure_gettext.sh
 	scripts/ensure_oidc_provider.sh

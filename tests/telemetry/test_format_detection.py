@@ -35,6 +35,9 @@ TRUE_FORMATS = {
     # a CSV like any other, which asks for its column mapping.
     **{path: "csv" for path in (DATA / "focus").glob("*.csv")},
     DATA / "focus" / "README.md": None,
+    # Slurm accounting (sacct --parsable2, tests/slurm), read by the Slurm import: the
+    # telemetry upload must not take it for one of its formats.
+    **{path: None for path in (DATA / "slurm").glob("*")},
 }
 
 
