@@ -31,8 +31,18 @@ class SlurmJobSerializer(serializers.ModelSerializer):
     end = serializers.DateTimeField(
         read_only=True, allow_null=True, help_text="Null while running."
     )
-    workload = serializers.SerializerMethodField(help_text="Not mapped yet: always null.")
-    team = serializers.SerializerMethodField(help_text="Not mapped yet: always null.")
+    workload = serializers.SlugRelatedField(
+        slug_field="slug",
+        read_only=True,
+        allow_null=True,
+        help_text="The workload's slug, as the mapping rules say; null when none matches.",
+    )
+    team = serializers.SlugRelatedField(
+        slug_field="slug",
+        read_only=True,
+        allow_null=True,
+        help_text="The team's slug, as the mapping rules say; null when none matches.",
+    )
 
     class Meta:
         model = SlurmJob
@@ -59,12 +69,6 @@ class SlurmJobSerializer(serializers.ModelSerializer):
             "team",
         ]
         read_only_fields = fields
-
-    def get_workload(self, job) -> str | None:
-        return None
-
-    def get_team(self, job) -> str | None:
-        return None
 
 
 class SlurmImportSerializer(serializers.Serializer):
@@ -133,7 +137,9 @@ class SlurmJobsView(generics.ListAPIView):
     when no line could be read."""
 
     permission_classes = [IsAuthenticated, ReadOnlyTokenPermission]
-    queryset = SlurmJob.objects.select_related("cluster").order_by("-start", "job_id")
+    queryset = SlurmJob.objects.select_related("cluster", "workload", "team").order_by(
+        "-start", "job_id"
+    )
     serializer_class = SlurmJobSerializer
     filterset_class = SlurmJobFilter
 

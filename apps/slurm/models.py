@@ -92,6 +92,23 @@ class SlurmJob(models.Model):
     billing = models.CharField(_("billing"), max_length=50, blank=True)
     tres_usage_in_tot = models.TextField("TRESUsageInTot", blank=True)
     admin_comment = models.TextField("AdminComment", blank=True)
+    # Who the job's GPUs count for, as the mapping rules say (empty until a rule matches).
+    workload = models.ForeignKey(
+        "pools.Workload",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="slurm_jobs",
+        verbose_name=_("workload"),
+    )
+    team = models.ForeignKey(
+        "accounts.Team",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="slurm_jobs",
+        verbose_name=_("team"),
+    )
     # The row's columns as sacct printed them: an import of the same row is a duplicate.
     fields = models.JSONField(default=dict)
     first_imported_at = models.DateTimeField(_("first imported at"))
