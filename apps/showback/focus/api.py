@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 from apps.accounts.scope import scope_of
 from apps.core.schema import VALIDATION_ERROR
 from apps.showback.focus.exports import FOCUS_VERSION, focus_response
-from apps.showback.focus.rows import focus_rows
+from apps.showback.focus.rows import MissingReportingRate, focus_rows
 
 # Each day is a charge period computed from the cost report: a year at most per file.
 MAX_DAYS = 366
@@ -83,5 +83,8 @@ class FocusExportView(APIView):
         query.is_valid(raise_exception=True)
         start = day_start(query.validated_data["start"])
         end = day_start(query.validated_data["end"])
-        rows = focus_rows(start, end, scope=scope_of(request.user))
+        try:
+            rows = focus_rows(start, end, scope=scope_of(request.user))
+        except MissingReportingRate as missing:
+            raise serializers.ValidationError({"detail": [str(missing)]}) from None
         return focus_response(rows, start, end)

@@ -14,7 +14,7 @@ from apps.reports.cost.periods import month_bounds
 from apps.reports.span import ONE_DAY
 from apps.showback.focus.api import MAX_DAYS, day_start
 from apps.showback.focus.exports import focus_response
-from apps.showback.focus.rows import focus_rows
+from apps.showback.focus.rows import MissingReportingRate, focus_rows
 from apps.showback.months import not_a_month_sentence, parse_month
 
 
@@ -57,4 +57,9 @@ def focus_export(request):
         messages.error(request, error)
         return redirect("showback:showback")
     start, end = found
-    return focus_response(focus_rows(start, end, scope=scope_of(request.user)), start, end)
+    try:
+        rows = focus_rows(start, end, scope=scope_of(request.user))
+    except MissingReportingRate as missing:
+        messages.error(request, str(missing))
+        return redirect("showback:showback")
+    return focus_response(rows, start, end)
