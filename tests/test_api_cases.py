@@ -71,7 +71,7 @@ def _slurm_rule(team):
     from apps.slurm.models import SlurmMappingRule
 
     return SlurmMappingRule.objects.create(
-        field="account", pattern="proj-*", workload=_workload(None)
+        field="account", pattern="proj-*", workload=_workload(team)
     )
 
 
@@ -106,8 +106,7 @@ CASES = [
     Case("workload", _workload),
     Case("gpu-model", lambda team: GpuModelFactory(), scoped=False),
     Case("cluster", lambda team: ClusterFactory(), scoped=False),
-    # Fleet-wide: every caller reads the rules that map Slurm jobs.
-    Case("slurm-rule", _slurm_rule, scoped=False, lookup=lambda obj: obj.pk),
+    Case("slurm-rule", _slurm_rule, lookup=lambda obj: obj.pk),
     Case("exchange-rate", _exchange_rate, scoped=False, lookup=lambda obj: obj.pk),
     Case("model-architecture", lambda team: ModelArchitectureFactory(), scoped=False),
     Case("scenario", lambda team: ScenarioFactory(demand_pool=PoolFactory(team=team), team=team)),

@@ -11,12 +11,13 @@ from rest_framework.response import Response
 
 from apps.accounts.models import Team
 from apps.accounts.permissions import ReadOnlyTokenPermission
+from apps.accounts.scope import scope_of
 from apps.clusters.models import Cluster
 from apps.core.serializers import SlugReferenceField, StrictBooleanFilter, StrictModelSerializer
 from apps.pools.models import Workload
 from apps.pools.scoped import ScopedReferencesMixin
 from apps.slurm.forms import clean_rule_pattern, rule_target_errors
-from apps.slurm.mapping import remap_jobs
+from apps.slurm.mapping import remap_jobs, rules_in
 from apps.slurm.models import SlurmImport, SlurmJob, SlurmMappingRule
 from apps.slurm.services import import_sacct
 
@@ -248,6 +249,16 @@ class SlurmMappingRuleViewSet(viewsets.ModelViewSet):
     )
     serializer_class = SlurmMappingRuleSerializer
     filterset_fields = ["field"]
+
+    def get_queryset(self):
+        # Rules naming another team's workload or team are not shown (404, as if absent).
+        if getattr(self, "swagger_fake_view", False):  # drf-spectacular reading the schema
+            return self.queryset
+        return (
+            rules_in(scope_of(self.request.user))
+            .select_related("cluster", "workload", "team")
+            .order_by("priority", "id")
+        )
 
     def perform_create(self, serializer):
         with transaction.atomic():

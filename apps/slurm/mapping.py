@@ -7,13 +7,26 @@ Imports map the jobs they write (apps/slurm/services.py); a change of the rules 
 every stored job in one transaction (``remap_jobs``)."""
 
 from django.db import transaction
+from django.db.models import Q
 
+from apps.pools.querysets import workload_scope_filter
 from apps.slurm.interruptions import sync_interruptions
 from apps.slurm.models import SlurmJob, SlurmMappingRule
 from apps.slurm.signals import jobs_changed_on_commit
 
 # Jobs read and written per round of a re-map.
 REMAP_BATCH = 2000
+
+
+def rules_in(scope):
+    """The rules a user of ``scope`` sees: those naming no workload or team outside it
+    (another team's workload or team is not shown, as everywhere)."""
+    rules = SlurmMappingRule.objects.all()
+    if scope.everything:
+        return rules
+    return rules.filter(
+        Q(workload__isnull=True) | workload_scope_filter(scope, "workload__")
+    ).filter(scope.team_filter("team"))
 
 
 def mapping_rules() -> list[SlurmMappingRule]:

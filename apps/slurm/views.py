@@ -14,7 +14,7 @@ from apps.core.htmx import render_page
 from apps.core.sentences import from_data
 from apps.core.texts import translated
 from apps.slurm.forms import SlurmImportForm, SlurmJobFilterForm, SlurmMappingRuleForm
-from apps.slurm.mapping import remap_jobs
+from apps.slurm.mapping import remap_jobs, rules_in
 from apps.slurm.models import SlurmImport, SlurmJob, SlurmMappingRule
 from apps.slurm.services import import_sacct
 
@@ -92,7 +92,7 @@ def slurm_import_detail(request, pk):
 @require_GET
 def job_list(request):
     form = SlurmJobFilterForm(request.GET or None)
-    jobs = SlurmJob.objects.select_related("cluster", "workload", "team")
+    jobs = SlurmJob.objects.select_related("cluster", "workload__pool", "team")
     if form.is_valid():
         data = form.cleaned_data
         if data["cluster"]:
@@ -120,6 +120,13 @@ def job_list(request):
         unmapped=Count("pk", filter=Q(workload__isnull=True)),
     )
     page = Paginator(jobs, PAGE_SIZE).get_page(request.GET.get("page"))
+    scope = scope_of(request.user)
+    for job in page.object_list:
+        # Another team's workload and team are not named, as in the cost report.
+        job.workload_visible = job.workload is not None and scope.covers_team(
+            job.workload.effective_team_id
+        )
+        job.team_visible = job.team_id is not None and scope.covers_team(job.team_id)
     query = request.GET.copy()
     query.pop("page", None)
     sort_query = request.GET.copy()
@@ -170,6 +177,9 @@ class SlurmMappingRuleViews(ObjectViews):
     list_url = "slurm:rule_list"
     pretitle = gettext_lazy("Slurm mapping rules")
 
+    def objects(self, request):
+        return rules_in(scope_of(request.user))
+
     def form_response(self, request, obj, parent):
         form = SlurmMappingRuleForm(
             request.POST or None, instance=obj, scope=scope_of(request.user)
@@ -201,8 +211,10 @@ rule_delete = rule_views.delete_view()
 
 @require_GET
 def rule_list(request):
-    rules = SlurmMappingRule.objects.select_related("cluster", "workload", "team").order_by(
-        "priority", "id"
+    rules = (
+        rules_in(scope_of(request.user))
+        .select_related("cluster", "workload", "team")
+        .order_by("priority", "id")
     )
     jobs = SlurmJob.objects.aggregate(
         count=Count("pk"), unmapped=Count("pk", filter=Q(workload__isnull=True))

@@ -135,6 +135,10 @@ def test_the_job_list_shows_the_mapping_and_filters_the_unmapped(setup, client):
     SlurmMappingRule.objects.create(field="account", pattern="proj-llm", workload=setup["llm"])
     import_sacct(cluster, TEXT, now=NOW)
     client.force_login(UserFactory(role="reader"))
+    # The LLM workload is its team's: a reader of another team sees that much only.
+    page = client.get(reverse("slurm:job_list")).content.decode()
+    assert "Another team" in page and ">LLM</a>" not in page
+    client.force_login(UserFactory(role="reader", teams=[setup["team"]]))
     page = client.get(reverse("slurm:job_list")).content.decode()
     assert "2 no rule maps" in page and ">LLM</a>" in page
     unmapped = client.get(reverse("slurm:job_list"), {"mapping": "unmapped"}).content.decode()
