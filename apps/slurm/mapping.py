@@ -6,16 +6,32 @@ team (its own, else its pool's); one that names only a team gives no workload.
 Imports map the jobs they write (apps/slurm/services.py); a change of the rules re-maps
 every stored job in one transaction (``remap_jobs``)."""
 
+from collections import defaultdict
+from types import SimpleNamespace
+
 from django.db import transaction
 from django.db.models import Q
 
 from apps.pools.querysets import workload_scope_filter
-from apps.slurm.interruptions import sync_interruptions
+from apps.slurm.interruptions import INTERRUPTING_STATES, sync_interruptions
 from apps.slurm.models import SlurmJob, SlurmMappingRule
 from apps.slurm.signals import jobs_changed_on_commit
 
-# Jobs read and written per round of a re-map.
+# Jobs read, and ids written, per round of a re-map.
 REMAP_BATCH = 2000
+# What a re-map reads of a job: the fields rules match, and whether it may be interrupted.
+REMAP_FIELDS = (
+    "cluster_id",
+    "account",
+    "partition",
+    "qos",
+    "user",
+    "job_name",
+    "state",
+    "workload_id",
+    "team_id",
+    "interruption_id",
+)
 
 
 def rules_in(scope):
@@ -59,25 +75,36 @@ def remap_jobs() -> int:
     """Map every stored job again by the rules as they are now, in one transaction;
     returns how many jobs changed workload or team. Their interruptions follow."""
     rules = mapping_rules()
-    changed_count = 0
+    # (workload id, team id) → the ids of the jobs that now map to it: one UPDATE per
+    # target, not one per job.
+    moved: dict[tuple, list[int]] = defaultdict(list)
+    interrupted = []
     with transaction.atomic():
         # The rules as read stay the rules of the whole re-map.
         list(SlurmMappingRule.objects.select_for_update().values_list("pk", flat=True))
-        last_pk = 0
-        while True:
-            batch = list(
-                SlurmJob.objects.filter(pk__gt=last_pk)
-                .select_for_update()
-                .order_by("pk")[:REMAP_BATCH]
-            )
-            if not batch:
-                break
-            last_pk = batch[-1].pk
-            changed = [job for job in batch if apply_mapping(job, rules)]
-            if changed:
-                SlurmJob.objects.bulk_update(changed, ["workload", "team"])
-                sync_interruptions(changed)
-                changed_count += len(changed)
+        # Plain rows, not model instances: a re-map reads every job.
+        rows = (
+            SlurmJob.objects.select_for_update()
+            .order_by("pk")
+            .values_list("pk", *REMAP_FIELDS)
+            .iterator(chunk_size=REMAP_BATCH)
+        )
+        for pk, *values in rows:
+            job = SimpleNamespace(**dict(zip(REMAP_FIELDS, values, strict=True)))
+            if not apply_mapping(job, rules):
+                continue
+            moved[(job.workload_id, job.team_id)].append(pk)
+            if job.state in INTERRUPTING_STATES or job.interruption_id:
+                interrupted.append(pk)
+        for (workload_id, team_id), ids in moved.items():
+            for start in range(0, len(ids), REMAP_BATCH):
+                SlurmJob.objects.filter(pk__in=ids[start : start + REMAP_BATCH]).update(
+                    workload_id=workload_id, team_id=team_id
+                )
+        sync_interruptions(
+            SlurmJob.objects.filter(pk__in=interrupted).select_related("workload", "cluster")
+        )
+        changed_count = sum(len(ids) for ids in moved.values())
         if changed_count:
             jobs_changed_on_commit()
     return changed_count

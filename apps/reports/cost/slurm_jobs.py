@@ -53,7 +53,7 @@ def hourly_job_gpu_hours(span, pools) -> dict:
     clusters = {pool.cluster_id for pool in pools}
     if not pools_by_id:
         return {}
-    rules = hostname_rules_by_cluster()
+    rules = None  # read at the first job: a fleet without Slurm jobs pays no query
     jobs = (
         SlurmJob.objects.filter(
             cluster_id__in=clusters, gpus__gt=0, start__isnull=False, start__lt=span.end
@@ -67,6 +67,8 @@ def hourly_job_gpu_hours(span, pools) -> dict:
         begin, stop = max(job.start, span.start), min(job_stop(job), span.end)
         if stop <= begin:
             continue
+        if rules is None:
+            rules = hostname_rules_by_cluster()
         gpus_of_pool, _unplaced = job_pool_gpus(job, rules)
         placed = {pool_id: gpus for pool_id, gpus in gpus_of_pool.items() if pool_id in pools_by_id}
         if not placed:
