@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from apps.pools.models import Purpose, WorkloadKind, WorkloadStatus
-from apps.reports.cost import periods
+from apps.reports.cost import explain, periods
 from apps.reports.cost.report import cost_report
 from apps.showback.periods import close_month
 from apps.slurm.mapping import remap_jobs
@@ -129,6 +129,17 @@ def test_jobs_split_the_pools_hours_ahead_of_declared_shares(fleet):
     assert sum(row.cost_usd for row in rows.values()) == Decimal("32.00") + other_pool
     assert "measured: Slurm jobs, 2 GPU-h" in rows["chat"].split_rule_text
     assert rows["chat"].capacity_gpu_hours == pytest.approx(2 + 4 * 2 / 8)
+    # The explanation names the jobs' part, then the declared share, then their sum.
+    jobs, declared, summed = explain.explain_figure(rows["chat"], "cost_usd")
+    assert jobs.expression.startswith("measured: Slurm jobs: 2 GPU-h of jobs")
+    assert jobs.value == pytest.approx(4.0)
+    assert declared.value == pytest.approx(2.0) and summed.value == pytest.approx(6.0)
+    unmapped = [
+        step
+        for step in explain.explain_figure(rows["unattributed"], "cost_usd")
+        if "Slurm" in step.expression
+    ]
+    assert [step.value for step in unmapped] == [pytest.approx(4.0)]
 
 
 def test_jobs_claiming_more_than_the_pool_are_scaled_down_and_flagged(fleet):
