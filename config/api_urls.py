@@ -36,7 +36,7 @@ from apps.showback.api import (
     TeamViewSet,
 )
 from apps.showback.focus.api import FocusExportView
-from apps.slurm.api import SlurmJobsView
+from apps.slurm.api import SlurmJobsView, SlurmMappingRuleViewSet
 from apps.telemetry.api import (
     GpuIngestView,
     PoolHourlyUsageView,
@@ -49,6 +49,7 @@ from apps.training.api import TrainingEventIngestView, WorkloadGoodputView
 
 router = DefaultRouter()
 router.register("clusters", ClusterViewSet, basename="cluster")
+router.register("slurm/rules", SlurmMappingRuleViewSet, basename="slurm-rule")
 router.register("pools", PoolViewSet, basename="pool")
 router.register("workloads", WorkloadViewSet, basename="workload")
 router.register("gpu-models", GpuModelViewSet, basename="gpu-model")

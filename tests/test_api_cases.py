@@ -67,6 +67,14 @@ def _exchange_rate(team):
     )
 
 
+def _slurm_rule(team):
+    from apps.slurm.models import SlurmMappingRule
+
+    return SlurmMappingRule.objects.create(
+        field="account", pattern="proj-*", workload=_workload(team)
+    )
+
+
 def _audit_event(team):
     from apps.accounts.models import AuditEvent
 
@@ -98,6 +106,7 @@ CASES = [
     Case("workload", _workload),
     Case("gpu-model", lambda team: GpuModelFactory(), scoped=False),
     Case("cluster", lambda team: ClusterFactory(), scoped=False),
+    Case("slurm-rule", _slurm_rule, lookup=lambda obj: obj.pk),
     Case("exchange-rate", _exchange_rate, scoped=False, lookup=lambda obj: obj.pk),
     Case("model-architecture", lambda team: ModelArchitectureFactory(), scoped=False),
     Case("scenario", lambda team: ScenarioFactory(demand_pool=PoolFactory(team=team), team=team)),

@@ -105,6 +105,10 @@ ROUTES = {
     "slurm:job_list": (None, EVERYONE),
     "slurm:import": (None, "slurm.add_slurmimport"),
     "slurm:import_detail": ("slurm_import", EVERYONE),
+    "slurm:rule_list": (None, EVERYONE),
+    "slurm:rule_create": (None, "slurm.add_slurmmappingrule"),
+    "slurm:rule_edit": ("slurm_rule", "slurm.change_slurmmappingrule"),
+    "slurm:rule_delete": ("slurm_rule", "slurm.delete_slurmmappingrule"),
     "catalog:architecture_list": (None, EVERYONE),
     "catalog:architecture_detail": ("architecture", EVERYONE),
     "catalog:architecture_create": (None, "catalog.add_modelarchitecture"),
@@ -188,6 +192,8 @@ API_ROUTES = {
     "cluster-list": None,
     "cluster-detail": "cluster",
     "api-slurm-jobs": None,
+    "slurm-rule-list": None,
+    "slurm-rule-detail": "slurm_rule",
     "model-architecture-list": None,
     "model-architecture-detail": "architecture",
     "interruption-list": None,
@@ -399,6 +405,11 @@ def _url(name, kind, *, pool, workload, user):
             cluster=pool.cluster, imported_at=timezone.now(), source="command"
         )
         return reverse(name, kwargs={"pk": run.pk})
+    if kind == "slurm_rule":
+        from apps.slurm.models import SlurmMappingRule
+
+        rule = SlurmMappingRule.objects.create(field="user", pattern="walk", workload=workload)
+        return reverse(name, kwargs={"pk": rule.pk})
     if kind in ("exchange_rate", "exchange_rate_api"):
         from apps.currencies.models import ExchangeRate
 

@@ -21,11 +21,16 @@ def connect():
     from apps.catalog.models import GpuModel
     from apps.currencies.models import ExchangeRate
     from apps.pools.models import Interruption, Pool, Workload
+    from apps.slurm.signals import jobs_changed
+    from apps.telemetry.models import HostnameRule
     from apps.telemetry.signals import usage_changed
 
     usage_changed.connect(_usage_changed, dispatch_uid="reports-usage-changed")
+    # Sent after the commit already (apps/slurm/signals.py): jobs split pools' costs.
+    jobs_changed.connect(_usage_changed, dispatch_uid="reports-slurm-jobs-changed")
 
-    for model in (Pool, Workload, Interruption, GpuModel, ExchangeRate):
+    # Hostname rules place Slurm jobs' nodes in pools.
+    for model in (Pool, Workload, Interruption, GpuModel, ExchangeRate, HostnameRule):
         post_save.connect(_bump_after_commit, sender=model, dispatch_uid=f"reports-{model}-save")
         post_delete.connect(
             _bump_after_commit, sender=model, dispatch_uid=f"reports-{model}-delete"

@@ -1,6 +1,7 @@
 from django.contrib import admin
+from simple_history.admin import SimpleHistoryAdmin
 
-from apps.slurm.models import SlurmImport, SlurmJob
+from apps.slurm.models import SlurmImport, SlurmJob, SlurmMappingRule
 
 
 @admin.register(SlurmImport)
@@ -25,6 +26,20 @@ class SlurmJobAdmin(admin.ModelAdmin):
     list_filter = ["cluster", "state"]
     search_fields = ["job_id", "user", "account", "job_name"]
     list_select_related = ["cluster"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(SlurmMappingRule)
+class SlurmMappingRuleAdmin(SimpleHistoryAdmin):
+    """Read-only: a rule changes through its pages or the API, which re-map the jobs."""
+
+    list_display = ["priority", "field", "pattern", "cluster", "workload", "team"]
+    list_select_related = ["cluster", "workload", "team"]
 
     def has_add_permission(self, request):
         return False

@@ -1,16 +1,24 @@
 """``/api/v1/slurm/jobs/``: GET lists a fleet's Slurm jobs, POST imports sacct text."""
 
 import django_filters
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
 from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import generics, serializers
+from rest_framework import generics, serializers, viewsets
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
+from apps.accounts.models import Team
 from apps.accounts.permissions import ReadOnlyTokenPermission
+from apps.accounts.scope import scope_of
 from apps.clusters.models import Cluster
-from apps.core.serializers import SlugReferenceField
-from apps.slurm.models import SlurmImport, SlurmJob
+from apps.core.serializers import SlugReferenceField, StrictBooleanFilter, StrictModelSerializer
+from apps.pools.models import Workload
+from apps.pools.scoped import ScopedReferencesMixin
+from apps.slurm.forms import clean_rule_pattern, rule_target_errors
+from apps.slurm.mapping import remap_jobs, rules_in
+from apps.slurm.models import SlurmImport, SlurmJob, SlurmMappingRule
 from apps.slurm.services import import_sacct
 
 # A month of a large cluster's sacct output fits; more is split by the sender.
@@ -110,10 +118,19 @@ class SlurmJobFilter(django_filters.FilterSet):
     end = django_filters.IsoDateTimeFilter(
         method="starting_before", help_text="Jobs that started before this time (ISO 8601)."
     )
+    mapped = StrictBooleanFilter(
+        method="mapped_to_workload",
+        help_text="true: jobs a rule maps to a workload; false: jobs no rule maps.",
+    )
 
     class Meta:
         model = SlurmJob
-        fields = ["cluster", "user", "account", "start", "end"]
+        fields = ["cluster", "user", "account", "start", "end", "mapped"]
+
+    def mapped_to_workload(self, queryset, name, value):
+        if value is None:
+            return queryset
+        return queryset.filter(workload__isnull=not value)
 
     def ending_after(self, queryset, name, value):
         return queryset.exclude(end__lte=value)
@@ -166,3 +183,94 @@ class SlurmJobsView(generics.ListAPIView):
         }
         read = result.accepted + result.duplicates + result.updated + result.steps
         return Response(body, status=422 if result.errors and not read else 201)
+
+
+class SlurmMappingRuleSerializer(ScopedReferencesMixin, StrictModelSerializer):
+    id = serializers.IntegerField(read_only=True)
+    cluster = SlugReferenceField(
+        slug_field="slug",
+        queryset=Cluster.objects.all(),
+        allow_null=True,
+        required=False,
+        help_text="The cluster's slug; null: the jobs of every cluster.",
+    )
+    field = serializers.ChoiceField(
+        choices=SlurmMappingRule.Field.choices,
+        help_text="The job's field the pattern is matched against.",
+    )
+    pattern = serializers.CharField(
+        max_length=255,
+        help_text="Shell-style (`proj-*`, `gpu?`, `[ab]*`); without wildcards an exact "
+        "match. Letter case counts.",
+    )
+    workload = SlugReferenceField(
+        slug_field="slug",
+        queryset=Workload.objects.all(),
+        allow_null=True,
+        required=False,
+        help_text="The workload's slug the matched jobs count for.",
+    )
+    team = SlugReferenceField(
+        slug_field="slug",
+        queryset=Team.objects.all(),
+        allow_null=True,
+        required=False,
+        help_text="The team's slug; null: the workload's team (its own, else its pool's).",
+    )
+    scoped_references = {"workload": lambda scope: Workload.objects.in_scope(scope)}
+
+    class Meta:
+        model = SlurmMappingRule
+        fields = ["id", "cluster", "field", "pattern", "workload", "team", "priority"]
+
+    def validate_pattern(self, value):
+        try:
+            return clean_rule_pattern(value)
+        except DjangoValidationError as error:
+            raise serializers.ValidationError(error.messages) from None
+
+    def validate(self, attrs):
+        workload = attrs.get("workload", getattr(self.instance, "workload", None))
+        team = attrs.get("team", getattr(self.instance, "team", None))
+        errors = rule_target_errors(workload, team)
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+
+class SlurmMappingRuleViewSet(viewsets.ModelViewSet):
+    """Rules mapping Slurm jobs to workloads and teams: a job counts for the first rule,
+    by priority (lower first, then the oldest), whose pattern matches its account,
+    partition, QOS, user or job name. Every caller reads them; writes need the Technical
+    lead role, and each write re-maps the stored jobs in the same transaction."""
+
+    queryset = SlurmMappingRule.objects.select_related("cluster", "workload", "team").order_by(
+        "priority", "id"
+    )
+    serializer_class = SlurmMappingRuleSerializer
+    filterset_fields = ["field"]
+
+    def get_queryset(self):
+        # Rules naming another team's workload or team are not shown (404, as if absent).
+        if getattr(self, "swagger_fake_view", False):  # drf-spectacular reading the schema
+            return self.queryset
+        return (
+            rules_in(scope_of(self.request.user))
+            .select_related("cluster", "workload", "team")
+            .order_by("priority", "id")
+        )
+
+    def perform_create(self, serializer):
+        with transaction.atomic():
+            serializer.save()
+            remap_jobs()
+
+    def perform_update(self, serializer):
+        with transaction.atomic():
+            serializer.save()
+            remap_jobs()
+
+    def perform_destroy(self, instance):
+        with transaction.atomic():
+            instance.delete()
+            remap_jobs()

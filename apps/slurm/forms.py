@@ -2,8 +2,12 @@ from django import forms
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from apps.accounts.models import Team
 from apps.clusters.models import Cluster
 from apps.core.forms import TablerFormMixin
+from apps.pools.models import Workload
+from apps.pools.scoped import SHARED_ONLY
+from apps.slurm.models import SlurmMappingRule
 
 # What a page upload may hold (the API and the command take more).
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
@@ -62,9 +66,61 @@ class SlurmJobFilterForm(forms.Form):
     user = forms.CharField(label=_("User"), required=False)
     account = forms.CharField(label=_("Account"), required=False)
     state = forms.CharField(label=_("State"), required=False)
+    mapping = forms.ChoiceField(
+        label=_("Mapping"),
+        required=False,
+        choices=[
+            ("", _("All jobs")),
+            ("mapped", _("Mapped to a workload")),
+            ("unmapped", _("No rule maps")),
+        ],
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         for field in self.fields.values():
             select = isinstance(field.widget, forms.Select)
             field.widget.attrs["class"] = "form-select" if select else "form-control"
+
+
+def rule_target_errors(workload, team) -> dict[str, str]:
+    """What a mapping rule's form and the API refuse, by field: a rule that maps to
+    nothing."""
+    if workload is None and team is None:
+        return {"workload": gettext("Name a workload, a team, or both.")}
+    return {}
+
+
+def clean_rule_pattern(pattern: str) -> str:
+    pattern = (pattern or "").strip()
+    if not pattern:
+        raise forms.ValidationError(gettext("Enter a value or a pattern such as proj-*."))
+    return pattern
+
+
+class SlurmMappingRuleForm(TablerFormMixin, forms.ModelForm):
+    class Meta:
+        model = SlurmMappingRule
+        fields = ["cluster", "field", "pattern", "workload", "team", "priority"]
+
+    def __init__(self, *args, scope=SHARED_ONLY, **kwargs):
+        """``scope``: the user's (apps/accounts/scope.py); a rule names one of its
+        workloads."""
+        super().__init__(*args, **kwargs)
+        self.fields["cluster"].queryset = Cluster.objects.order_by("name")
+        self.fields["cluster"].empty_label = gettext("All clusters")
+        self.fields["workload"].queryset = Workload.objects.in_scope(scope).order_by("name")
+        self.fields["team"].queryset = Team.objects.order_by("name")
+
+    def clean_pattern(self):
+        return clean_rule_pattern(self.cleaned_data["pattern"])
+
+    def clean(self):
+        cleaned = super().clean()
+        if "workload" in self.errors or "team" in self.errors:
+            return cleaned
+        for name, message in rule_target_errors(
+            cleaned.get("workload"), cleaned.get("team")
+        ).items():
+            self.add_error(name, message)
+        return cleaned

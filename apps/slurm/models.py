@@ -1,10 +1,14 @@
 """Slurm jobs as the cluster's accounting (``sacct``) printed them, and the imports that
 brought them in (apps/slurm/services.py)."""
 
+import fnmatch
+
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
+from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
+from simple_history.models import HistoricalRecords
 
 # GPU-hours are kept to the micro-GPU-hour: a 1-GPU job of one second is 0.000278.
 GPU_HOURS_PLACES = 6
@@ -109,6 +113,16 @@ class SlurmJob(models.Model):
         related_name="slurm_jobs",
         verbose_name=_("team"),
     )
+    # The interruption the job's ending state recorded (apps/slurm/interruptions.py):
+    # kept so a re-import updates it rather than adding another.
+    interruption = models.OneToOneField(
+        "pools.Interruption",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="slurm_job",
+        verbose_name=_("interruption"),
+    )
     # The row's columns as sacct printed them: an import of the same row is a duplicate.
     fields = models.JSONField(default=dict)
     first_imported_at = models.DateTimeField(_("first imported at"))
@@ -142,3 +156,89 @@ class SlurmJob(models.Model):
     @property
     def is_running(self) -> bool:
         return self.end is None and self.start is not None
+
+
+class SlurmMappingRule(models.Model):
+    """Jobs whose account, partition, QOS, user or job name matches ``pattern`` count for
+    the rule's workload and team. Rules are tried by priority (lower first, then the
+    oldest); the first that matches a job maps it (apps/slurm/mapping.py)."""
+
+    class Field(models.TextChoices):
+        ACCOUNT = "account", _("account")
+        PARTITION = "partition", _("partition")
+        QOS = "qos", "QOS"
+        USER = "user", _("user")
+        JOB_NAME = "job_name", _("job name")
+
+    cluster = models.ForeignKey(
+        "clusters.Cluster",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="slurm_rules",
+        verbose_name=_("cluster"),
+        help_text=_("Blank: the jobs of every cluster."),
+    )
+    field = models.CharField(_("job field"), max_length=20, choices=Field.choices)
+    pattern = models.CharField(
+        _("pattern"),
+        max_length=255,
+        help_text=_(
+            "Shell-style: proj-* matches proj-llm; gpu? matches gpu1; without * ? or [ ] "
+            "the value must be equal. Letter case counts."
+        ),
+    )
+    workload = models.ForeignKey(
+        "pools.Workload",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="slurm_rules",
+        verbose_name=_("workload"),
+    )
+    team = models.ForeignKey(
+        "accounts.Team",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="slurm_rules",
+        verbose_name=_("team"),
+        help_text=_("Blank: the workload's team (its own, else its pool's)."),
+    )
+    priority = models.PositiveIntegerField(
+        _("priority"),
+        default=100,
+        help_text=_("Lower numbers are tried first; the first matching rule wins."),
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    history = HistoricalRecords(excluded_fields=["updated_at"])
+
+    class Meta:
+        ordering = ["priority", "id"]
+        verbose_name = _("Slurm mapping rule")
+        verbose_name_plural = _("Slurm mapping rules")
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(workload__isnull=False) | models.Q(team__isnull=False),
+                name="slurm_rule_maps_to_something",
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.get_field_display()} {self.pattern}"
+
+    def get_absolute_url(self):
+        return reverse("slurm:rule_edit", kwargs={"pk": self.pk})
+
+    @property
+    def name(self) -> str:
+        """What confirmation pages call it."""
+        return str(self)
+
+    def matches(self, job) -> bool:
+        if self.cluster_id is not None and self.cluster_id != job.cluster_id:
+            return False
+        value = getattr(job, self.field) or ""
+        return bool(value) and fnmatch.fnmatchcase(value, self.pattern)

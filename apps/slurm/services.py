@@ -11,8 +11,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.core.sentences import Sentence, gettext_noop, to_data
+from apps.slurm.interruptions import sync_interruptions
+from apps.slurm.mapping import apply_mapping, mapping_rules
 from apps.slurm.models import GPU_HOURS_PLACES, SlurmImport, SlurmJob
 from apps.slurm.sacct import LineError, SacctRow, parse_sacct
+from apps.slurm.signals import jobs_changed_on_commit
 
 SECONDS_PER_HOUR = Decimal(3600)
 GPU_HOURS_QUANTUM = Decimal(1).scaleb(-GPU_HOURS_PLACES)
@@ -161,6 +164,7 @@ def import_sacct(
                 cluster=cluster, job_id__in=list(rows)
             )
         }
+        rules = mapping_rules()
         new, changed = [], []
         for job_id, row in rows.items():
             job = stored.get(job_id)
@@ -183,9 +187,16 @@ def import_sacct(
                     setattr(job, name, value)
                 job.last_import = record
                 changed.append(job)
+        for job in (*new, *changed):
+            apply_mapping(job, rules)
         SlurmJob.objects.bulk_create(new, batch_size=1000)
         if changed:
-            SlurmJob.objects.bulk_update(changed, [*JOB_FIELDS, "last_import"], batch_size=1000)
+            SlurmJob.objects.bulk_update(
+                changed, [*JOB_FIELDS, "workload", "team", "last_import"], batch_size=1000
+            )
+        sync_interruptions([*new, *changed])
+        if new or changed:
+            jobs_changed_on_commit()
         result.accepted, result.updated = len(new), len(changed)
         record.accepted, record.updated = result.accepted, result.updated
         record.duplicates, record.rejected = result.duplicates, result.rejected

@@ -117,6 +117,18 @@ class DeclaredPart:
 
 
 @dataclass(frozen=True)
+class SlurmPart:
+    """The GPU-hours Slurm jobs held in a shared pool and the pool's figures they carry
+    (apps/reports/cost/split.py, rule 1b): a workload's, or the unmapped jobs'."""
+
+    pool_name: str
+    label: str
+    gpu_hours: float
+    values: dict
+    counts_as: str
+
+
+@dataclass(frozen=True)
 class UnallocatedPart:
     """A pool's figures that no running workload holds (apps/reports/cost/split.py)."""
 
@@ -492,7 +504,23 @@ def _unallocated_line(part: UnallocatedPart, figure: str):
     return expression, part.values.get(name, 0.0), ""
 
 
+def _slurm_line(part: SlurmPart, figure: str):
+    name = _shared_figure(part, figure)
+    if name is None:
+        return None
+    expression = _(
+        "measured: Slurm jobs: %(hours)s GPU-h of jobs ÷ the pool's GPU-h × its figure "
+        "in those hours, less labelled GPU-h"
+    ) % {"hours": quantity(part.gpu_hours)}
+    return expression, part.values.get(name, 0.0), ""
+
+
 def _part_label(part) -> str:
+    if isinstance(part, SlurmPart):
+        return _("%(label)s's Slurm jobs in %(pool)s") % {
+            "label": part.label,
+            "pool": part.pool_name,
+        }
     if isinstance(part, DeclaredPart):
         values = {"workload": part.workload_label, "pool": part.pool_name}
         return _("%(workload)s's share of %(pool)s") % values
@@ -509,6 +537,8 @@ def _part_label(part) -> str:
 
 
 def _line(part, figure: str):
+    if isinstance(part, SlurmPart):
+        return _slurm_line(part, figure)
     if isinstance(part, DeclaredPart):
         return _declared_line(part, figure)
     if isinstance(part, UnallocatedPart):

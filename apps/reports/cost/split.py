@@ -5,6 +5,11 @@ For each pool-hour:
 
 1. **measured: pod labels.** The GPU-hours a workload's labelled samples hold
    (``WorkloadHourlyUsage``) go to it at the pool's measured cost per GPU-hour.
+1b. **measured: Slurm jobs.** Of the rest, the GPU-hours the pool's Slurm jobs held
+   (apps/reports/cost/slurm_jobs.py) go to each job's mapped workload, as that fraction
+   of the rest's GPU-hours; the hours of jobs no rule maps to one of the pool's
+   workloads go to **unattributed**. Jobs never take more than the rest: claims beyond
+   it are scaled down, and the rows say so.
 2. **declared.** Of the rest, each workload *running* in the hour (the fraction of the
    hour it ran, ``apps.pools.running``) gets its declared ``gpu_count`` ÷ the pool's GPUs.
    When the running workloads declare more GPUs than the pool has, every share is scaled
@@ -53,6 +58,7 @@ from apps.reports.cost.rows import (
     total_row,
 )
 from apps.reports.cost.service import pool_paid_hours
+from apps.reports.cost.slurm_jobs import job_hours_by_segment
 from apps.reports.cost.workloads import RequestTotals
 from apps.reports.span import Span
 
@@ -148,6 +154,10 @@ class _WorkloadShare:
     running_hours: float = 0.0
     scaled_down: bool = False
     declared_gpus_at_most: float = 0.0  # the most GPUs the running workloads declared
+    # Rule 1b: the GPU-hours its Slurm jobs held and the pool's figures they carry.
+    slurm_gpu_hours: Decimal = Decimal(0)
+    slurm_values: dict = field(default_factory=dict)
+    slurm_scaled_down: bool = False
 
 
 def _segments(span: Span, intervals_of_pool) -> list:
@@ -249,7 +259,9 @@ def workload_rows(span, figures, workloads, requests, lost, measured, scope) -> 
     workloads_by_pool = defaultdict(list)
     for workload in workloads:
         workloads_by_pool[workload.pool_id].append(workload)
-    shares, unallocated_of_pool = _share_pools(span, figures_of_pool, workloads_by_pool, workloads)
+    shares, unallocated_of_pool, unmapped_of_pool = _share_pools(
+        span, figures_of_pool, workloads_by_pool, workloads
+    )
     rows, others = [], []
     other_label = gettext("Other teams' workloads")
     unattributed, unallocated_row = _unattributed_row(), _unallocated_row()
@@ -261,6 +273,7 @@ def workload_rows(span, figures, workloads, requests, lost, measured, scope) -> 
             continue
         _add_unallocated(unallocated_row, pool, unallocated_of_pool[pool.id])
         unallocated_row.missing_rates |= pool_figures.missing_rates
+        _add_unmapped_jobs(unattributed, pool, unmapped_of_pool.get(pool.id))
         for workload in pool_workloads:
             visible = scope.covers_team(workload.effective_team_id)
             name = workload.name if visible else other_label
@@ -282,10 +295,11 @@ def workload_rows(span, figures, workloads, requests, lost, measured, scope) -> 
     return rows
 
 
-def _share_pools(span, figures_of_pool, workloads_by_pool, workloads) -> tuple[dict, dict]:
-    """(workload id → its ``_WorkloadShare``, pool id → its unallocated figures): each
-    pool with workloads shared segment by segment, by labels first, then by the
-    declared GPUs of the workloads running."""
+def _share_pools(span, figures_of_pool, workloads_by_pool, workloads) -> tuple[dict, dict, dict]:
+    """(workload id → its ``_WorkloadShare``, pool id → its unallocated figures, pool id
+    → the figures of its Slurm jobs no rule maps): each pool with workloads shared
+    segment by segment, by labels first, then by Slurm jobs, then by the declared GPUs
+    of the workloads running."""
     intervals = running_intervals(workloads, span.start, span.end)
     segments_of_pool = {
         pool_id: _segments(
@@ -295,20 +309,79 @@ def _share_pools(span, figures_of_pool, workloads_by_pool, workloads) -> tuple[d
     }
     segment_figures = _segment_figures(span, figures_of_pool, segments_of_pool)
     labelled = _labelled_by_segment(span, workloads_by_pool, segments_of_pool)
+    shared_pools = [
+        figures_of_pool[pool_id].pool for pool_id in figures_of_pool if workloads_by_pool[pool_id]
+    ]
+    job_hours = job_hours_by_segment(span, shared_pools, segments_of_pool)
     shares = {workload.id: _WorkloadShare() for workload in workloads}
-    unallocated_of_pool = {}
+    unallocated_of_pool, unmapped_of_pool = {}, {}
     for pool_id, segments in segments_of_pool.items():
         pool_workloads = workloads_by_pool[pool_id]
         if not pool_workloads:
             continue
-        unallocated = {}
+        unallocated, unmapped = {}, {}
         for begin, finish in segments:
             seg = segment_figures[(pool_id, begin)]
             rest = _share_labelled(seg, pool_workloads, labelled, begin, shares)
+            _share_slurm(job_hours.get((pool_id, begin)), rest, shares, unmapped)
             held = _share_declared(seg, pool_workloads, intervals, (begin, finish), rest, shares)
             _add_vector(unallocated, rest, max(Decimal(0), 1 - held))
         unallocated_of_pool[pool_id] = unallocated
-    return shares, unallocated_of_pool
+        if unmapped:
+            unmapped_of_pool[pool_id] = unmapped
+    return shares, unallocated_of_pool, unmapped_of_pool
+
+
+def _share_slurm(job_hours, rest, shares, unmapped) -> None:
+    """Rule 1b: each workload's Slurm GPU-hours in the segment as that fraction of the
+    ``rest``'s GPU-hours, into its share, and the unmapped jobs' into ``unmapped``;
+    ``rest`` loses both. Jobs claiming more than the rest are scaled down to it."""
+    if job_hours is None or not job_hours.total:
+        return
+    capacity = as_decimal(rest.get("capacity_gpu_hours", 0.0))
+    if capacity <= 0:
+        return
+    total = job_hours.total
+    scale = capacity / total if total > capacity else Decimal(1)
+    base = dict(rest)
+    unmapped_hours = job_hours.unattributed
+    for workload_id, gpu_hours in job_hours.by_workload.items():
+        share = shares.get(workload_id)
+        if share is None:  # a workload the report leaves out: its jobs are nobody's here
+            unmapped_hours += gpu_hours
+            continue
+        fraction = gpu_hours * scale / capacity
+        _add_vector(share.slurm_values, base, fraction)
+        share.slurm_gpu_hours += gpu_hours * scale
+        share.slurm_scaled_down |= scale < 1 or job_hours.scaled_down_hours > 0
+        _add_vector(rest, base, -fraction)
+    if unmapped_hours:
+        fraction = unmapped_hours * scale / capacity
+        _add_vector(unmapped, base, fraction)
+        unmapped["slurm_gpu_hours"] = unmapped.get("slurm_gpu_hours", Decimal(0)) + (
+            unmapped_hours * scale
+        )
+        _add_vector(rest, base, -fraction)
+
+
+def _add_unmapped_jobs(row: CostRow, pool, vector: dict | None) -> None:
+    """Add the figures of a shared pool's Slurm jobs that no rule maps to one of its
+    workloads to the unattributed row."""
+    if not vector:
+        return
+    _add_to_row(row, vector, pool.purpose)
+    row.pool_count += 1
+    row.members.append(pool.slug)
+    row.label = gettext("Unattributed (pools without workloads, unmapped Slurm jobs)")
+    row.parts.append(
+        explain.SlurmPart(
+            pool.name,
+            gettext("Slurm jobs no rule maps"),
+            float(vector["slurm_gpu_hours"]),
+            vector,
+            pool.purpose,
+        )
+    )
 
 
 def _share_labelled(seg, pool_workloads, labelled, begin, shares) -> dict:
@@ -456,6 +529,25 @@ def _fill_workload_row(row, workload, pool_figures, share: _WorkloadShare, name:
             )
         )
         rules.append((MEASURED, gettext("measured: pod labels")))
+    if share.slurm_gpu_hours:
+        _add_to_row(row, share.slurm_values, counts_as)
+        words = {"hours": quantity(float(share.slurm_gpu_hours))}
+        text = gettext("measured: Slurm jobs, %(hours)s GPU-h") % words
+        if share.slurm_scaled_down:
+            text = (
+                gettext(
+                    "measured: Slurm jobs, %(hours)s GPU-h, scaled down where the jobs claimed "
+                    "more GPU-hours than the pool had"
+                )
+                % words
+            )
+        rules.append((MEASURED, text))
+        row.split_scaled_down = row.split_scaled_down or share.slurm_scaled_down
+        row.parts.append(
+            explain.SlurmPart(
+                pool.name, name, float(share.slurm_gpu_hours), share.slurm_values, counts_as
+            )
+        )
     values = {}
     if share.running_hours:
         ratio = Decimal(workload.gpu_count) / pool.gpu_count if pool.gpu_count else Decimal(0)
@@ -478,7 +570,7 @@ def _fill_workload_row(row, workload, pool_figures, share: _WorkloadShare, name:
         else:
             text = gettext("declared: %(gpus)s of %(pool_gpus)s GPUs while running (%(hours)s h)")
             rules.append((DECLARED, text % words))
-        row.split_scaled_down = share.scaled_down
+        row.split_scaled_down = row.split_scaled_down or share.scaled_down
         row.parts.append(
             explain.DeclaredPart(
                 pool.name,

@@ -23,7 +23,9 @@ from apps.telemetry.models import (
 )
 
 
-def _match_rule(hostname: str, rules) -> object | None:
+def match_hostname_rule(hostname: str, rules) -> object | None:
+    """The pool of the first of ``rules`` (in priority order) whose pattern matches
+    ``hostname``: where a new GPU goes, and the pool a Slurm job's node is in."""
     for rule in rules:
         if hostname and fnmatch.fnmatchcase(hostname, rule.hostname_pattern):
             return rule.pool
@@ -176,7 +178,7 @@ class DeviceRegistry:
                             pool_scope_filter(self.scope, "pool__")
                         ).select_related("pool")
                     )
-                assigned_pool = pool or _match_rule(row.hostname, self._rules)
+                assigned_pool = pool or match_hostname_rule(row.hostname, self._rules)
                 assignment = (
                     GpuDevice.Assignment.IMPORT
                     if pool
