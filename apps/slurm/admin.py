@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from apps.slurm.models import SlurmImport, SlurmJob
+from apps.slurm.models import SlurmImport, SlurmJob, SlurmPull
 
 
 @admin.register(SlurmImport)
@@ -24,6 +24,21 @@ class SlurmJobAdmin(admin.ModelAdmin):
     list_display = ["job_id", "cluster", "user", "account", "state", "start", "gpus", "gpu_hours"]
     list_filter = ["cluster", "state"]
     search_fields = ["job_id", "user", "account", "job_name"]
+    list_select_related = ["cluster"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(SlurmPull)
+class SlurmPullAdmin(admin.ModelAdmin):
+    """Read-only: a pull's record is what sacct answered."""
+
+    list_display = ["__str__", "status", "since", "until", "exit_code"]
+    list_filter = ["cluster", "status"]
     list_select_related = ["cluster"]
 
     def has_add_permission(self, request):

@@ -17,6 +17,7 @@ class SlurmImport(models.Model):
         UPLOAD = "upload", _("upload page")
         API = "api", _("API")
         COMMAND = "command", _("command")
+        PULL = "pull", _("scheduled sacct pull")
 
     cluster = models.ForeignKey(
         "clusters.Cluster",
@@ -142,3 +143,50 @@ class SlurmJob(models.Model):
     @property
     def is_running(self) -> bool:
         return self.end is None and self.start is not None
+
+
+class SlurmPull(models.Model):
+    """One run of ``sacct`` for a cluster (apps/slurm/pull.py): the window it asked for,
+    how it ended, and the import it made. A failed run says why in a sentence a person
+    can act on; the next run asks again from the last successful one's end."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running", _("running")
+        SUCCEEDED = "succeeded", _("succeeded")
+        FAILED = "failed", _("failed")
+
+    cluster = models.ForeignKey(
+        "clusters.Cluster",
+        on_delete=models.CASCADE,
+        related_name="slurm_pulls",
+        verbose_name=_("cluster"),
+    )
+    started_at = models.DateTimeField(_("started at"))
+    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
+    status = models.CharField(
+        _("status"), max_length=10, choices=Status.choices, default=Status.RUNNING
+    )
+    since = models.DateTimeField(_("jobs since"))
+    until = models.DateTimeField(_("jobs until"))
+    command = models.TextField(_("command"), blank=True)
+    exit_code = models.IntegerField(_("exit code"), null=True, blank=True)
+    stderr = models.TextField(_("standard error"), blank=True)
+    error = models.TextField(_("error"), blank=True)
+    error_parts = models.JSONField(default=list, blank=True)
+    slurm_import = models.OneToOneField(
+        SlurmImport,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="pull",
+        verbose_name=_("import"),
+    )
+
+    class Meta:
+        ordering = ["-started_at", "-pk"]
+        verbose_name = _("Slurm pull")
+        verbose_name_plural = _("Slurm pulls")
+        indexes = [models.Index(fields=["cluster", "status", "started_at"], name="slurm_pull_last")]
+
+    def __str__(self):
+        return f"{self.cluster} {self.started_at:%Y-%m-%d %H:%M} {self.status}"
