@@ -6,6 +6,8 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from apps.core.texts import translated_data
+
 # GPU-hours are kept to the micro-GPU-hour: a 1-GPU job of one second is 0.000278.
 GPU_HOURS_PLACES = 6
 
@@ -190,3 +192,8 @@ class SlurmPull(models.Model):
 
     def __str__(self):
         return f"{self.cluster} {self.started_at:%Y-%m-%d %H:%M} {self.status}"
+
+    @property
+    def error_in_language(self) -> str:
+        """Why it failed, in the active language."""
+        return translated_data(self.error_parts, self.error)

@@ -13,7 +13,7 @@ from django.test import override_settings
 from apps.slurm.models import SlurmImport, SlurmJob, SlurmPull
 from apps.slurm.pull import SACCT_FIELDS, due_clusters
 from apps.slurm.tasks import pull_due_clusters_task
-from tests.factories import ClusterFactory
+from tests.factories import ClusterFactory, UserFactory
 from tests.slurm.harness import KEPT_PATH
 
 pytestmark = pytest.mark.django_db
@@ -97,7 +97,7 @@ def test_pulls_ask_from_the_last_success_and_import_idempotently(tmp_path):
     assert SlurmJob.objects.filter(cluster=cluster).count() == len(jobs)
 
 
-def test_a_failed_pull_says_what_to_do_and_keeps_the_window(tmp_path):
+def test_a_failed_pull_says_what_to_do_and_keeps_the_window(tmp_path, client):
     cluster = ClusterFactory(name="Hopper", slug="hopper")
     missing = tmp_path / "no-such-sacct"
     with pytest.raises(CommandError, match="sacct was not found at .*no-such-sacct.*SLURM_SACCT"):
@@ -119,6 +119,9 @@ def test_a_failed_pull_says_what_to_do_and_keeps_the_window(tmp_path):
     assert [pull.status for pull in pulls] == [SlurmPull.Status.FAILED] * 2
     assert (pulls[1].exit_code, pulls[1].slurm_import) == (1, None)
     assert "Connection refused" in pulls[1].stderr
+    client.force_login(UserFactory())
+    page = client.get(cluster.get_absolute_url()).content.decode()
+    assert "Problem talking to the database: Connection refused. Check that slurmdbd" in page
     with pytest.raises(CommandError, match="No cluster is named 'nowhere'. Known clusters: "):
         call_command("pull_slurm", "--cluster", "nowhere")
 
