@@ -2,9 +2,13 @@
 firing, a delivery per alert, channel and event; a delivery is claimed before it is
 sent), so acknowledged late."""
 
+import logging
+
 from celery import shared_task
 
 from apps.alerts import services
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(
@@ -52,4 +56,6 @@ def send_slurm_efficiency_task() -> int:
     from apps.alerts.slurm_reports import last_week, send_weekly_efficiency
 
     delivery = send_weekly_efficiency(last_week(timezone.now().date()))
+    for failure in delivery.failed:
+        logger.warning("Slurm efficiency report not sent to %s", failure)
     return len(delivery.sent)
