@@ -78,7 +78,7 @@ def _job_lines(jobs: list[JobEfficiency]) -> list[str]:
         return []
     lines = ["", gettext("Largest idle allocations:")]
     for job in ranked:
-        unused = " " + gettext("(under 1 % all along)") if job.stayed_unused else ""
+        unused = " " + gettext("(under 1 percent all along)") if job.stayed_unused else ""
         lines.append(
             f"- {job.job_id} ({job.cluster}, {job.job_name or '—'}, {job.gpus} GPU): "
             + gettext("idle %(hours)s, %(cost)s")

@@ -45,7 +45,7 @@ def test_users_and_team_channels_get_the_week(mailbox, receiver, settings):
     assert "- 500 (Hopper, —, 2 GPU): idle 1.45 GPU-h" in body
     assert "How it is computed" in body and "/slurm/efficiency/?week=2026-11-30" in body
     bob = by_address["bob@hpc.example"].get_content()
-    assert f"${bob_cost}" in bob and "(under 1 % all along)" in bob
+    assert f"${bob_cost}" in bob and "(under 1 percent all along)" in bob
 
     chat = receiver.received("/chat")
     assert len(chat) == 1
