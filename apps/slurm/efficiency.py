@@ -31,7 +31,7 @@ and team and converts the idle cost's currencies (one query for the rates)."""
 
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
 from django.db import connection
 
@@ -195,7 +195,7 @@ class Figures:
         the cent, the busy ratio unrounded."""
 
         def hours(value):
-            return value.quantize(GPU_HOURS_QUANTUM)
+            return value.quantize(GPU_HOURS_QUANTUM, rounding=ROUND_HALF_UP)
 
         return {
             "jobs": self.jobs,
