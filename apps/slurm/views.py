@@ -157,6 +157,14 @@ def _sorted_rows(rows, sort: str):
     return present + blank
 
 
+def _week_query(request, day) -> str:
+    """The page's query for another week: the same cluster, grouping and sort."""
+    query = request.GET.copy()
+    query.pop("format", None)
+    query["week"] = day.isoformat()
+    return query.urlencode()
+
+
 @require_GET
 def slurm_efficiency(request):
     form = EfficiencyFilterForm(request.GET or None)
@@ -193,8 +201,8 @@ def slurm_efficiency(request):
         "rows": rows,
         "start": start,
         "last_day": end - timedelta(days=1),
-        "previous_week": (start_day - timedelta(days=7)).isoformat(),
-        "next_week": (start_day + timedelta(days=7)).isoformat(),
+        "previous_week": _week_query(request, start_day - timedelta(days=7)),
+        "next_week": _week_query(request, start_day + timedelta(days=7)),
         "total": report.total.shown(),
         "ranked": [job.row() for job in report.ranked_jobs()[:RANKED_JOBS] if job.figures.idle],
         "unused": [job.row() for job in report.unused_jobs],

@@ -89,6 +89,7 @@ def test_the_page_ranks_idle_allocations_and_exports_the_same_figures(week, clie
     assert "2026-11-30" in page and "2026-12-06" in page
     assert f"${alice_cost + bob_cost:,}" in page
     assert "How these figures are computed" in page
+    assert 'href="?week=2026-11-23&amp;group=team" id="efficiency-previous-week"' in page
     ranked = page[page.index('id="efficiency-ranked"') :]
     assert ranked.index("500") < ranked.index("501_2")
     unused = page[page.index('id="efficiency-unused"') :]
