@@ -2,12 +2,13 @@
 email per Slurm user with an address, a message per team channel. Figures from
 tests/slurm/efficiency_data.py, by hand."""
 
-from datetime import date
+from datetime import UTC, date, datetime
 from decimal import Decimal
 
 import pytest
 
 from apps.alerts.slurm_reports import WEBHOOK_KIND, last_week, send_weekly_efficiency
+from apps.alerts.tasks import send_slurm_efficiency_task
 from tests.alerts.factories import make_channel
 from tests.factories import UserFactory
 from tests.slurm.efficiency_data import build_week
@@ -72,11 +73,19 @@ def test_users_and_team_channels_get_the_week(mailbox, receiver, settings):
     )
 
 
-def test_without_a_domain_a_user_unknown_to_gpufleet_gets_no_email(mailbox, settings):
+def test_without_a_domain_a_user_unknown_to_gpufleet_gets_no_email(mailbox, settings, monkeypatch):
     build_week()
     settings.SLURM_EMAIL_DOMAIN = ""
     delivery = send_weekly_efficiency(date(2026, 11, 30))
     assert sorted(delivery.no_address) == ["alice", "bob"]
     assert mailbox.messages == []
     assert last_week(date(2026, 12, 7)) == date(2026, 11, 30)
+    # Beat's Monday task sends last week: with alice a gpufleet user now, one email.
+    UserFactory(username="alice", email="alice@lab.example")
+    monday = datetime(2026, 12, 7, 6, tzinfo=UTC)
+    monkeypatch.setattr("django.utils.timezone.now", lambda: monday)
+    entry = settings.CELERY_BEAT_SCHEDULE["send-slurm-efficiency-reports"]
+    assert entry["task"] == send_slurm_efficiency_task.name
+    assert send_slurm_efficiency_task() == 1
+    assert mailbox.envelopes[0][1] == ["alice@lab.example"]
     assert last_week(date(2026, 12, 13)) == date(2026, 11, 30)

@@ -126,7 +126,7 @@ def test_a_failed_pull_says_what_to_do_and_keeps_the_window(tmp_path, client):
         call_command("pull_slurm", "--cluster", "nowhere")
 
 
-def test_beat_pulls_the_clusters_whose_interval_has_passed(monkeypatch):
+def test_beat_pulls_the_clusters_whose_interval_has_passed(monkeypatch, settings):
     now = datetime(2026, 12, 7, 2, 0, tzinfo=UTC)
     never = ClusterFactory(slurm_pull_enabled=True)
     recent = ClusterFactory(slurm_pull_enabled=True, slurm_pull_interval_minutes=60)
@@ -146,4 +146,6 @@ def test_beat_pulls_the_clusters_whose_interval_has_passed(monkeypatch):
     monkeypatch.setattr("apps.slurm.tasks.pull_cluster_task.delay", queued.append)
     monkeypatch.setattr("apps.slurm.tasks.timezone.now", lambda: now)
     assert pull_due_clusters_task() == 2
+    entry = settings.CELERY_BEAT_SCHEDULE["pull-slurm-accounting"]
+    assert entry["task"] == pull_due_clusters_task.name
     assert sorted(queued) == sorted([never.pk, old.pk])
