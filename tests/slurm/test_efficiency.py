@@ -2,6 +2,7 @@
 
 import csv
 import io
+from datetime import date
 from decimal import Decimal
 
 import pytest
@@ -108,3 +109,23 @@ def test_the_page_ranks_idle_allocations_and_exports_the_same_figures(week, clie
     table = response.content.decode()
     table = table[table.index('id="efficiency-table"') :]
     assert table.index(">bob<") < table.index(">alice<")
+
+
+def test_an_idle_cost_in_another_currency_is_converted_at_its_month_s_rate(week):
+    from apps.currencies.models import ExchangeRate
+    from apps.pools.models import Pool, PoolPricePeriod
+
+    # The spare pool (job 501_2, on 2026-12-06) prices in euros.
+    spare = Pool.objects.get(name="Hopper spare")
+    Pool.objects.filter(pk=spare.pk).update(currency="EUR")
+    PoolPricePeriod.objects.filter(pool=spare).update(currency="EUR")
+    report = job_efficiency(WEEK_START, WEEK_END)
+    assert report.missing_rates == {("EUR", date(2026, 12, 1))}
+    jobs = {job.job_id: job.row() for job in report.jobs}
+    assert jobs["501_2"]["idle_cost_usd"] == 0  # left out, and the page says why
+    ExchangeRate.objects.create(month=date(2026, 12, 1), currency="EUR", units_per_usd="0.8")
+    report = job_efficiency(WEEK_START, WEEK_END)
+    assert report.missing_rates == set()
+    jobs = {job.job_id: job.row() for job in report.jobs}
+    expected = Decimal("0.995") * week["price_spare"] / Decimal("0.8")
+    assert jobs["501_2"]["idle_cost_usd"] == expected.quantize(CENT)
