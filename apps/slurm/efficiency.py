@@ -99,14 +99,24 @@ device_hour AS (
     FROM (SELECT * FROM raw UNION ALL SELECT * FROM stored) AS both_channels
     WHERE utilization_pct IS NOT NULL
 ),
-share AS (
-    SELECT job_hour.job_id, job_hour.hour, device.pool_id, device_hour.utilization_pct,
-           job_hour.allocated
-               / COUNT(*) OVER (PARTITION BY job_hour.job_id, job_hour.hour) AS gpu_hours
+-- Each job-hour's GPUs on its nodes, before their telemetry: built on its own so that the
+-- planner joins the device-hours by (device, hour), never the job-hours by hour alone.
+job_device AS MATERIALIZED (
+    SELECT job_hour.job_id, job_hour.hour, job_hour.allocated, device.id AS device_id,
+           device.pool_id
     FROM job_hour
-    JOIN device ON device.node = ANY(job_hour.node_names)
+    CROSS JOIN LATERAL unnest(job_hour.node_names) AS job_node(name)
+    JOIN device ON device.node = job_node.name
                AND (device.cluster_id IS NULL OR device.cluster_id = job_hour.cluster_id)
-    JOIN device_hour ON device_hour.device_id = device.id AND device_hour.hour = job_hour.hour
+),
+share AS (
+    SELECT job_device.job_id, job_device.hour, job_device.pool_id,
+           device_hour.utilization_pct,
+           job_device.allocated
+               / COUNT(*) OVER (PARTITION BY job_device.job_id, job_device.hour) AS gpu_hours
+    FROM job_device
+    JOIN device_hour ON device_hour.device_id = job_device.device_id
+                    AND device_hour.hour = job_device.hour
 ),
 priced AS (
     SELECT share.*,
@@ -195,7 +205,8 @@ class Figures:
         the cent, the busy ratio unrounded."""
 
         def hours(value):
-            return value.quantize(GPU_HOURS_QUANTUM, rounding=ROUND_HALF_UP)
+            # + 0 turns the -0 of a difference that rounds to nothing into 0.
+            return value.quantize(GPU_HOURS_QUANTUM, rounding=ROUND_HALF_UP) + 0
 
         return {
             "jobs": self.jobs,
