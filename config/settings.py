@@ -506,6 +506,28 @@ CELERY_BEAT_SCHEDULE["reap-stalled-runs"] = {
     "schedule": timedelta(seconds=60),
     "options": {"expires": 55},
 }
+CELERY_BEAT_SCHEDULE["pull-slurm-accounting"] = {
+    # Clusters with slurm_pull_enabled are pulled once their interval (at least 5 min)
+    # has passed since their last pull (apps/slurm/pull.py).
+    "task": "slurm.pull_due_clusters",
+    "schedule": timedelta(minutes=1),
+    "options": {"expires": 55},
+}
+CELERY_BEAT_SCHEDULE["send-slurm-efficiency-reports"] = {
+    # Monday morning UTC: the week that ended at midnight (apps/alerts/slurm_reports.py).
+    "task": "alerts.send_slurm_efficiency",
+    "schedule": crontab(day_of_week="mon", hour=6, minute=0),
+}
+# sacct as the pulls run it: a name on PATH or a path; SLURM_CONF, when set, is passed to
+# it (else sacct reads its default configuration or the environment's SLURM_CONF).
+SLURM_SACCT = env.str("SLURM_SACCT", default="sacct")
+SLURM_CONF = env.str("SLURM_CONF", default="")
+SLURM_SACCT_TIMEOUT_SECONDS = env.int("SLURM_SACCT_TIMEOUT_SECONDS", default=300)
+SLURM_PULL_OVERLAP_MINUTES = env.int("SLURM_PULL_OVERLAP_MINUTES", default=60)
+SLURM_PULL_FIRST_DAYS = env.int("SLURM_PULL_FIRST_DAYS", default=7)
+# A Slurm user name is a gpufleet user's username, else <name>@SLURM_EMAIL_DOMAIN is their
+# address (the weekly efficiency email; blank: usernames only).
+SLURM_EMAIL_DOMAIN = env.str("SLURM_EMAIL_DOMAIN", default="")
 # A background run writes its heartbeat at least this often while it runs; one not heard
 # from for STALLED_RUN_AFTER_SECONDS is marked interrupted and retried, up to
 # RUN_MAX_ATTEMPTS attempts in all (apps/core/runs.py).

@@ -103,6 +103,7 @@ ROUTES = {
     "clusters:cluster_edit": ("cluster", "clusters.change_cluster"),
     "clusters:cluster_delete": ("cluster", "clusters.delete_cluster"),
     "slurm:job_list": (None, EVERYONE),
+    "slurm:efficiency": (None, EVERYONE),
     "slurm:import": (None, "slurm.add_slurmimport"),
     "slurm:import_detail": ("slurm_import", EVERYONE),
     "slurm:rule_list": (None, EVERYONE),

@@ -2,9 +2,13 @@
 firing, a delivery per alert, channel and event; a delivery is claimed before it is
 sent), so acknowledged late."""
 
+import logging
+
 from celery import shared_task
 
 from apps.alerts import services
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(
@@ -42,3 +46,16 @@ def deliver_alerts_task() -> dict:
     notifications whose next attempt has come."""
     summary = services.deliver_due()
     return {"sent": summary.sent, "retrying": summary.retrying, "failed": summary.failed}
+
+
+@shared_task(name="alerts.send_slurm_efficiency", ignore_result=True, time_limit=30 * 60)
+def send_slurm_efficiency_task() -> int:
+    """Last week's Slurm GPU efficiency report, to its users and teams."""
+    from django.utils import timezone
+
+    from apps.alerts.slurm_reports import last_week, send_weekly_efficiency
+
+    delivery = send_weekly_efficiency(last_week(timezone.now().date()))
+    for failure in delivery.failed:
+        logger.warning("Slurm efficiency report not sent to %s", failure)
+    return len(delivery.sent)

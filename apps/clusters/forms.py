@@ -8,8 +8,28 @@ from apps.core.forms import SlugFromNameMixin, TablerFormMixin
 class ClusterForm(TablerFormMixin, SlugFromNameMixin, forms.ModelForm):
     class Meta:
         model = Cluster
-        fields = ["name", "slug", "kind", "region", "timezone", "description"]
+        fields = [
+            "name",
+            "slug",
+            "kind",
+            "region",
+            "timezone",
+            "description",
+            "slurm_pull_enabled",
+            "slurm_pull_interval_minutes",
+        ]
         widgets = {"description": forms.Textarea(attrs={"rows": 3})}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # A cluster that does not pull Slurm accounting need not name an interval.
+        self.fields["slurm_pull_interval_minutes"].required = False
+
+    def clean_slurm_pull_interval_minutes(self):
+        value = self.cleaned_data.get("slurm_pull_interval_minutes")
+        if value is None:
+            return Cluster._meta.get_field("slurm_pull_interval_minutes").default
+        return value
 
 
 class ClusterFieldMixin:

@@ -6,6 +6,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.urls import reverse
 from django.utils.translation import gettext
@@ -52,6 +53,18 @@ class Cluster(models.Model):
         help_text=_("The zone sacct prints its times in (IANA name, e.g. Asia/Shanghai)."),
     )
     description = models.TextField(_("description"), blank=True)
+    # Pulled by the workers' beat with ``sacct`` (apps/slurm/pull.py). The path of sacct
+    # is a setting, never a field: a path typed on a page would be run by the workers.
+    slurm_pull_enabled = models.BooleanField(
+        _("pull Slurm accounting"),
+        default=False,
+        help_text=_("Run sacct on a schedule on the workers' machine and import its jobs."),
+    )
+    slurm_pull_interval_minutes = models.PositiveIntegerField(
+        _("Slurm pull interval (minutes)"),
+        default=60,
+        validators=[MinValueValidator(5), MaxValueValidator(7 * 24 * 60)],
+    )
     archived_at = models.DateTimeField(
         _("Archived at"),
         null=True,

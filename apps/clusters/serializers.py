@@ -12,6 +12,8 @@ class ClusterSerializer(StrictModelSerializer):
             "region",
             "timezone",
             "description",
+            "slurm_pull_enabled",
+            "slurm_pull_interval_minutes",
             "archived_at",
             "created_at",
             "updated_at",

@@ -96,6 +96,7 @@ def cluster_detail(request, cluster):
         "pools": pools.order_by("name"),
         "pull_sources": cluster.pull_sources.order_by("name"),
         "imports": cluster.slurm_imports.select_related("imported_by")[:10],
+        "last_pull": cluster.slurm_pulls.select_related("slurm_import").first(),
         "job_count": totals["job_count"],
         "gpu_hours": totals["gpu_hours"],
         "history": history_rows(cluster),

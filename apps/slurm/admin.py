@@ -1,7 +1,7 @@
 from django.contrib import admin
 from simple_history.admin import SimpleHistoryAdmin
 
-from apps.slurm.models import SlurmImport, SlurmJob, SlurmMappingRule
+from apps.slurm.models import SlurmImport, SlurmJob, SlurmMappingRule, SlurmPull
 
 
 @admin.register(SlurmImport)
@@ -40,6 +40,21 @@ class SlurmMappingRuleAdmin(SimpleHistoryAdmin):
 
     list_display = ["priority", "field", "pattern", "cluster", "workload", "team"]
     list_select_related = ["cluster", "workload", "team"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(SlurmPull)
+class SlurmPullAdmin(admin.ModelAdmin):
+    """Read-only: a pull's record is what sacct answered."""
+
+    list_display = ["__str__", "status", "since", "until", "exit_code"]
+    list_filter = ["cluster", "status"]
+    list_select_related = ["cluster"]
 
     def has_add_permission(self, request):
         return False

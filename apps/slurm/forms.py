@@ -55,14 +55,26 @@ class SlurmImportForm(TablerFormMixin, forms.Form):
         return cleaned
 
 
-class SlurmJobFilterForm(forms.Form):
-    cluster = forms.ModelChoiceField(
+def _cluster_filter():
+    return forms.ModelChoiceField(
         label=_("Cluster"),
         queryset=Cluster.objects.order_by("name"),
         to_field_name="slug",
         required=False,
         empty_label=_("All clusters"),
     )
+
+
+class _FilterForm(forms.Form):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            select = isinstance(field.widget, forms.Select)
+            field.widget.attrs["class"] = "form-select" if select else "form-control"
+
+
+class SlurmJobFilterForm(_FilterForm):
+    cluster = _cluster_filter()
     user = forms.CharField(label=_("User"), required=False)
     account = forms.CharField(label=_("Account"), required=False)
     state = forms.CharField(label=_("State"), required=False)
@@ -76,11 +88,25 @@ class SlurmJobFilterForm(forms.Form):
         ],
     )
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        for field in self.fields.values():
-            select = isinstance(field.widget, forms.Select)
-            field.widget.attrs["class"] = "form-select" if select else "form-control"
+
+class EfficiencyFilterForm(_FilterForm):
+    week = forms.DateField(
+        label=_("Week of"),
+        required=False,
+        widget=forms.DateInput(attrs={"type": "date"}),
+        help_text=_("Any day of the week (Monday to Sunday, UTC)."),
+    )
+    cluster = _cluster_filter()
+    group = forms.ChoiceField(
+        label=_("Per"),
+        required=False,
+        choices=[
+            ("user", _("User")),
+            ("team", _("Team")),
+            ("account", _("Account")),
+            ("job", _("Job")),
+        ],
+    )
 
 
 def rule_target_errors(workload, team) -> dict[str, str]:

@@ -10,6 +10,8 @@ from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
+from apps.core.texts import translated_data
+
 # GPU-hours are kept to the micro-GPU-hour: a 1-GPU job of one second is 0.000278.
 GPU_HOURS_PLACES = 6
 
@@ -21,6 +23,7 @@ class SlurmImport(models.Model):
         UPLOAD = "upload", _("upload page")
         API = "api", _("API")
         COMMAND = "command", _("command")
+        PULL = "pull", _("scheduled sacct pull")
 
     cluster = models.ForeignKey(
         "clusters.Cluster",
@@ -242,3 +245,55 @@ class SlurmMappingRule(models.Model):
             return False
         value = getattr(job, self.field) or ""
         return bool(value) and fnmatch.fnmatchcase(value, self.pattern)
+
+
+class SlurmPull(models.Model):
+    """One run of ``sacct`` for a cluster (apps/slurm/pull.py): the window it asked for,
+    how it ended, and the import it made. A failed run says why in a sentence a person
+    can act on; the next run asks again from the last successful one's end."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running", _("running")
+        SUCCEEDED = "succeeded", _("succeeded")
+        FAILED = "failed", _("failed")
+
+    cluster = models.ForeignKey(
+        "clusters.Cluster",
+        on_delete=models.CASCADE,
+        related_name="slurm_pulls",
+        verbose_name=_("cluster"),
+    )
+    started_at = models.DateTimeField(_("started at"))
+    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
+    status = models.CharField(
+        _("status"), max_length=10, choices=Status.choices, default=Status.RUNNING
+    )
+    since = models.DateTimeField(_("jobs since"))
+    until = models.DateTimeField(_("jobs until"))
+    command = models.TextField(_("command"), blank=True)
+    exit_code = models.IntegerField(_("exit code"), null=True, blank=True)
+    stderr = models.TextField(_("standard error"), blank=True)
+    error = models.TextField(_("error"), blank=True)
+    error_parts = models.JSONField(default=list, blank=True)
+    slurm_import = models.OneToOneField(
+        SlurmImport,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="pull",
+        verbose_name=_("import"),
+    )
+
+    class Meta:
+        ordering = ["-started_at", "-pk"]
+        verbose_name = _("Slurm pull")
+        verbose_name_plural = _("Slurm pulls")
+        indexes = [models.Index(fields=["cluster", "status", "started_at"], name="slurm_pull_last")]
+
+    def __str__(self):
+        return f"{self.cluster} {self.started_at:%Y-%m-%d %H:%M} {self.status}"
+
+    @property
+    def error_in_language(self) -> str:
+        """Why it failed, in the active language."""
+        return translated_data(self.error_parts, self.error)

@@ -5,6 +5,7 @@ from apps.slurm import views
 app_name = "slurm"
 urlpatterns = [
     path("jobs/", views.job_list, name="job_list"),
+    path("efficiency/", views.slurm_efficiency, name="efficiency"),
     path("import/", views.slurm_import, name="import"),
     path("imports/<int:pk>/", views.slurm_import_detail, name="import_detail"),
     path("rules/", views.rule_list, name="rule_list"),

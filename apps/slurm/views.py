@@ -1,3 +1,5 @@
+from datetime import UTC, datetime, time, timedelta
+
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
@@ -5,6 +7,7 @@ from django.db import transaction
 from django.db.models import Count, F, Q, Sum
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse_lazy
+from django.utils import timezone
 from django.utils.translation import gettext, gettext_lazy, ngettext
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -13,7 +16,14 @@ from apps.core.crud import ObjectViews
 from apps.core.htmx import render_page
 from apps.core.sentences import from_data
 from apps.core.texts import translated
-from apps.slurm.forms import SlurmImportForm, SlurmJobFilterForm, SlurmMappingRuleForm
+from apps.slurm.efficiency import UNUSED_UTILISATION_PCT, grouped, job_efficiency, week_start
+from apps.slurm.exports import efficiency_response
+from apps.slurm.forms import (
+    EfficiencyFilterForm,
+    SlurmImportForm,
+    SlurmJobFilterForm,
+    SlurmMappingRuleForm,
+)
 from apps.slurm.mapping import remap_jobs, rules_in
 from apps.slurm.models import SlurmImport, SlurmJob, SlurmMappingRule
 from apps.slurm.services import import_sacct
@@ -220,3 +230,88 @@ def rule_list(request):
         count=Count("pk"), unmapped=Count("pk", filter=Q(workload__isnull=True))
     )
     return render_page(request, "slurm/rule_list.html", {"rules": rules, "jobs": jobs})
+
+
+# ?sort= names of the efficiency table: the figure each sorts by.
+EFFICIENCY_SORTS = {
+    "name": "name",
+    "jobs": "jobs",
+    "allocated": "allocated_gpu_hours",
+    "busy": "busy_gpu_hours",
+    "idle": "idle_gpu_hours",
+    "unmeasured": "unmeasured_gpu_hours",
+    "ratio": "busy_ratio",
+    "cost": "idle_cost_usd",
+}
+# The largest idle allocations the page ranks, and the jobs under 1 % it lists.
+RANKED_JOBS = 20
+
+
+def _sorted_rows(rows, sort: str):
+    """The rows by ``sort`` (a ``-`` prefix: descending), blanks last either way."""
+    key = EFFICIENCY_SORTS[sort.removeprefix("-")]
+    present = [row for row in rows if row[key] is not None]
+    blank = [row for row in rows if row[key] is None]
+    present.sort(
+        key=lambda row: str(row[key]).casefold() if key == "name" else row[key],
+        reverse=sort.startswith("-"),
+    )
+    return present + blank
+
+
+def _week_query(request, day) -> str:
+    """The page's query for another week: the same cluster, grouping and sort."""
+    query = request.GET.copy()
+    query.pop("format", None)
+    query["week"] = day.isoformat()
+    return query.urlencode()
+
+
+@require_GET
+def slurm_efficiency(request):
+    form = EfficiencyFilterForm(request.GET or None)
+    data = form.cleaned_data if form.is_valid() else {}
+    day = data.get("week") or (timezone.now().date() - timedelta(days=7))
+    start_day = week_start(day)
+    start = datetime.combine(start_day, time(0), tzinfo=UTC)
+    end = start + timedelta(days=7)
+    group = data.get("group") or "user"
+    report = job_efficiency(start, end, cluster=data.get("cluster"))
+    if group == "job":
+        rows = [{"name": job.job_id, **job.row()} for job in report.ranked_jobs()]
+    else:
+        figures = {"user": report.by_user, "account": report.by_account, "team": report.by_team}
+        names = report.team_names if group == "team" else None
+        rows = grouped(figures[group], names)
+        if group == "team":
+            for row in rows:
+                row["name"] = row["name"] or gettext("no team")
+    sort = request.GET.get("sort", "-cost")
+    if sort.removeprefix("-") not in EFFICIENCY_SORTS:
+        sort = "-cost"
+    rows = _sorted_rows(rows, sort)
+    if request.GET.get("format") == "csv":
+        return efficiency_response(rows, group=group, week=start_day.isoformat())
+    sort_query = request.GET.copy()
+    sort_query.pop("sort", None)
+    sort_query.pop("format", None)
+    csv_query = request.GET.copy()
+    csv_query["format"] = "csv"
+    context = {
+        "form": form,
+        "group": group,
+        "rows": rows,
+        "start": start,
+        "last_day": end - timedelta(days=1),
+        "previous_week": _week_query(request, start_day - timedelta(days=7)),
+        "next_week": _week_query(request, start_day + timedelta(days=7)),
+        "total": report.total.shown(),
+        "ranked": [job.row() for job in report.ranked_jobs()[:RANKED_JOBS] if job.figures.idle],
+        "unused": [job.row() for job in report.unused_jobs],
+        "missing_rates": sorted(report.missing_rates),
+        "sort": sort,
+        "query_without_sort": sort_query.urlencode(),
+        "csv_query": csv_query.urlencode(),
+        "unused_pct": UNUSED_UTILISATION_PCT,
+    }
+    return render_page(request, "slurm/efficiency.html", context)

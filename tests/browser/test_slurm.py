@@ -60,3 +60,38 @@ def test_a_lead_imports_sacct_output_and_reads_the_jobs(
     page.screenshot(path=screenshot_dir / "clusters-zh.png", full_page=True)
     page.goto(f"{live_server.url}/slurm/jobs/")
     page.screenshot(path=screenshot_dir / "slurm-jobs-zh.png", full_page=True)
+
+
+@pytest.mark.browser
+def test_a_user_reads_the_week_s_gpu_efficiency(
+    page, live_server, make_user, transactional_db, screenshot_dir
+):
+    from tests.slurm.efficiency_data import build_week
+
+    build_week()
+    viewer = make_user("reader")
+    page.goto(f"{live_server.url}/login/")
+    page.fill("#id_username", viewer.username)
+    page.fill("#id_password", TEST_PASSWORD)
+    page.click("form button[type=submit]")
+    expect(page.locator("#current-user")).to_be_visible()
+
+    page.goto(f"{live_server.url}/slurm/jobs/")
+    page.get_by_role("link", name="Slurm GPU efficiency").click()
+    page.fill("#id_week", "2026-12-02")
+    page.select_option("#id_group", "team")
+    page.locator("#efficiency-filter button[type=submit]").click()
+    expect(page.locator("#efficiency-week")).to_contain_text("2026-11-30 to 2026-12-06")
+    # 1 GPU-h unmeasured for each of alice's jobs 500 and 502 (tests/slurm/efficiency_data.py).
+    expect(page.locator("#efficiency-totals")).to_contain_text("2.00 GPU-h")
+    expect(page.locator("#efficiency-table")).to_contain_text("Vision")
+    expect(page.locator("#efficiency-table")).to_contain_text("no team")
+    expect(page.locator("#efficiency-unused")).to_contain_text("501_2")
+    page.screenshot(path=screenshot_dir / "slurm-efficiency.png", full_page=True)
+
+    page.context.add_cookies(
+        [{"name": "django_language", "value": "zh-hans", "url": live_server.url}]
+    )
+    page.reload()
+    expect(page.locator("#efficiency-ranked")).to_contain_text("500")
+    page.screenshot(path=screenshot_dir / "slurm-efficiency-zh.png", full_page=True)

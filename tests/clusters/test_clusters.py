@@ -98,6 +98,21 @@ def test_the_api_creates_without_a_slug_and_pools_name_their_cluster(gpu_model):
     )
     assert response.status_code == 201, response.content
     assert response.json()["slug"] == "east-k8s"
+    assert (
+        response.json()["slurm_pull_enabled"],
+        response.json()["slurm_pull_interval_minutes"],
+    ) == (
+        False,
+        60,
+    )
+    url = reverse("cluster-detail", kwargs={"slug": "east-k8s"})
+    pulls = client.patch(
+        url, {"slurm_pull_enabled": True, "slurm_pull_interval_minutes": 15}, format="json"
+    )
+    assert pulls.json()["slurm_pull_interval_minutes"] == 15, pulls.content
+    too_often = client.patch(url, {"slurm_pull_interval_minutes": 1}, format="json")
+    assert too_often.status_code == 400
+    assert "slurm_pull_interval_minutes" in too_often.json()
     pool = PoolFactory()
     url = reverse("pool-detail", kwargs={"slug": pool.slug})
     assert client.get(url).json()["cluster"] == DEFAULT_CLUSTER_SLUG

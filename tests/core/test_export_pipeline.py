@@ -177,6 +177,18 @@ def _focus(name):
     return {"csv": content}
 
 
+def _slurm_efficiency(name):
+    from apps.slurm.efficiency import Figures
+    from apps.slurm.exports import efficiency_csv
+
+    row = {"key": name, "name": name, **Figures(jobs=1).shown()}
+    job = {**row, "job_id": name, "cluster": name, "user": name, "account": name}
+    job.update(team=name, start=None, end=None, gpus=1)
+    content = efficiency_csv([row], "user")
+    assert efficiency_csv([job], "job").count("'" + name) == 5
+    return {"csv": content}
+
+
 HOSTILE_FILES = {
     "reports.cost": _cost_report,
     "reports.lendable": _lendable,
@@ -184,6 +196,7 @@ HOSTILE_FILES = {
     "showback.audit_bundle": _audit_bundle,
     "procurement.comparison": _procurement,
     "showback.focus": _focus,
+    "slurm-efficiency": _slurm_efficiency,
 }
 
 

@@ -29,9 +29,11 @@ import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
 from string import Template
 
+from apps.slurm.pull import sacct_arguments
 from tests.telemetry.tsdb_servers import free_port
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"
@@ -105,6 +107,9 @@ class SacctCapture:
     seconds_to_jobs_ended: float
     text_without_duplicates: str = ""
     seconds_in_all: float = 0.0
+    # What ``manage.py pull_slurm``'s own sacct command line (apps/slurm/pull.py) printed
+    # on the live cluster, from the same start.
+    pull_text: str = ""
 
 
 def _binary(name: str) -> str:
@@ -504,6 +509,9 @@ def capture(workdir: Path) -> SacctCapture:
         ended = time.monotonic()
         text = slurm.sacct(since)
         text_without_duplicates = slurm.sacct(since, duplicates=False)
+        pull_text = slurm.run(
+            sacct_arguments("sacct", datetime.strptime(since, "%Y-%m-%dT%H:%M:%S"))
+        )
         version = slurm.run(["sacct", "--version"]).strip()
     finally:
         slurm.stop()
@@ -516,6 +524,7 @@ def capture(workdir: Path) -> SacctCapture:
         seconds_to_jobs_ended=round(ended - began, 1),
         text_without_duplicates=text_without_duplicates,
         seconds_in_all=round(time.monotonic() - began, 1),
+        pull_text=pull_text,
     )
 
 

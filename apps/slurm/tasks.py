@@ -1,0 +1,24 @@
+from celery import shared_task
+from django.utils import timezone
+
+from apps.clusters.models import Cluster
+
+
+@shared_task(name="slurm.pull_cluster", ignore_result=True, time_limit=15 * 60)
+def pull_cluster_task(cluster_id: int) -> str:
+    from apps.slurm.pull import pull_cluster
+
+    cluster = Cluster.objects.filter(pk=cluster_id).first()
+    if cluster is None:
+        return "gone"
+    return pull_cluster(cluster).status
+
+
+@shared_task(name="slurm.pull_due_clusters", ignore_result=True, time_limit=60)
+def pull_due_clusters_task() -> int:
+    from apps.slurm.pull import due_clusters
+
+    due = due_clusters(timezone.now())
+    for cluster in due:
+        pull_cluster_task.delay(cluster.pk)
+    return len(due)
