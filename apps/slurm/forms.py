@@ -31,6 +31,13 @@ class SlurmImportForm(TablerFormMixin, forms.Form):
         widget=forms.Textarea(attrs={"rows": 10, "class": "font-monospace"}),
     )
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # An installation with one cluster has nothing to choose.
+        clusters = list(self.fields["cluster"].queryset[:2])
+        if len(clusters) == 1:
+            self.fields["cluster"].initial = clusters[0].slug
+
     def clean(self):
         cleaned = super().clean()
         upload, text = cleaned.get("file"), cleaned.get("text") or ""
