@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.scope import scope_of
+from apps.clusters.models import Cluster
 from apps.core.schema import ErrorSerializer
 from apps.core.serializers import (
     MoneyField,
@@ -47,7 +48,7 @@ class ReportRangeSerializer(NoBlankQueryMixin, serializers.Serializer):
         required=False, help_text="ISO 8601, exclusive; default: now. Clipped to now."
     )
 
-    not_blank = ("start", "end", "pool", "tz", "purpose", "group_by")
+    not_blank = ("start", "end", "pool", "tz", "purpose", "group_by", "cluster")
 
     def validate(self, attrs):
         attrs = super().validate(attrs)
@@ -62,6 +63,10 @@ class CostQuerySerializer(ReportRangeSerializer):
     group_by = serializers.ChoiceField(choices=GROUP_BY_CHOICES, default="pool")
     purpose = serializers.ChoiceField(choices=Purpose.choices, required=False)
     pool = serializers.SlugField(required=False, help_text="Only this pool.")
+    cluster = serializers.SlugField(
+        required=False,
+        help_text="Only the pools of this cluster (its slug); group_by=cluster: a row per cluster.",
+    )
     explain = QueryBooleanField(
         required=False,
         default=False,
@@ -92,6 +97,11 @@ class CostRowSerializer(serializers.Serializer):
         "workloads of teams outside the caller's scope on a shared pool, unnamed."
     )
     label = serializers.CharField()
+    cluster = serializers.CharField(
+        allow_null=True,
+        help_text="The slug of the cluster the row's pools are in; null when they span "
+        "several (a purpose's row, the unallocated rest).",
+    )
     capacity_gpu_hours = serializers.FloatField(help_text="GPUs × hours paid for in the range.")
     measured_capacity_gpu_hours = serializers.FloatField(help_text="Of those, with telemetry.")
     unmeasured_gpu_hours = serializers.FloatField(help_text="GPU-hours without telemetry.")
@@ -174,13 +184,23 @@ def _pool_or_404(slug: str, scope) -> Pool:
     return pool
 
 
+def _cluster_or_404(slug: str) -> Cluster:
+    cluster = Cluster.objects.filter(slug=slug).first()
+    if cluster is None:
+        raise NotFound(f"No cluster with slug “{slug}”.")
+    return cluster
+
+
 class CostReportView(APIView):
     """Cost, idle cost and unit costs over a range, grouped by pool, purpose or workload
     (definitions in apps/reports/cost/costmodel.py). Undefined ratios are null."""
 
     @extend_schema(
         parameters=[CostQuerySerializer],
-        responses={200: CostRowSerializer(many=True), 404: NOT_FOUND},
+        responses={
+            200: CostRowSerializer(many=True),
+            404: OpenApiResponse(ErrorSerializer, description="No pool or cluster with that slug."),
+        },
     )
     def get(self, request):
         query = CostQuerySerializer(data=request.query_params)
@@ -190,12 +210,15 @@ class CostReportView(APIView):
         if params.get("pool"):
             # Not an empty report that reads as "cost nothing".
             _pool_or_404(params["pool"], scope)
+        if params.get("cluster"):
+            _cluster_or_404(params["cluster"])
         rows = periods.cost_report(
             params["start"],
             params["end"],
             params["group_by"],
             purpose=params.get("purpose"),
             pool_slug=params.get("pool"),
+            cluster_slug=params.get("cluster"),
             scope=scope,
         )
         data = [row.as_dict() for row in rows]

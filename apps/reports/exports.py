@@ -65,6 +65,8 @@ def _cost_in_reporting_currency() -> str:
 COLUMNS = (
     _text(_("Key"), "key"),
     _text(pgettext_lazy("a report row", "Name"), "label"),
+    # The slug of the row's cluster; empty for a row across clusters.
+    _text(_("Cluster"), "cluster"),
     _hours(_("Capacity (GPU-hours)"), "capacity_gpu_hours"),
     _hours(_("Measured capacity (GPU-hours)"), "measured_capacity_gpu_hours"),
     _hours(_("Unmeasured (GPU-hours)"), "unmeasured_gpu_hours"),
@@ -243,6 +245,8 @@ def cost_report_xlsx(rows, filters, total=None) -> bytes:
             }
         ],
     )
+    if filters.get("cluster"):
+        sheet["A1"].value += gettext(", cluster %(cluster)s") % {"cluster": filters["cluster"]}
     sheet["A1"].font = Font(bold=True, size=12)
     xlsx_header(sheet, headers(COLUMNS), font=Font(bold=True))
     for row, values in _lines(rows, total):
