@@ -63,7 +63,15 @@ def _overview_month(now, scope: Scope, cluster: str | None) -> dict:
 def cluster_rows(now, scope: Scope, month_start: datetime) -> list[dict]:
     """Per cluster with pools in ``scope``: its GPUs in service now, its utilisation over
     the last 24 hours and its cost and idle cost of the month to date, each the sum over
-    its pools (the cost report grouped by cluster); the rows add up to the fleet's KPIs."""
+    its pools (the cost report grouped by cluster); the rows add up to the fleet's KPIs.
+    Empty with a single cluster: the KPIs are its figures already."""
+    clusters = list(
+        Cluster.objects.filter(pk__in=Pool.objects.in_scope(scope).values("cluster")).order_by(
+            "name"
+        )
+    )
+    if len(clusters) < 2:
+        return []
     month = {row.key: row for row in periods.cost_report(month_start, now, "cluster", scope=scope)}
     gpus = dict(
         Pool.objects.in_scope(scope)
@@ -75,9 +83,6 @@ def cluster_rows(now, scope: Scope, month_start: datetime) -> list[dict]:
     )
     day = Span.last_hours(now, 24)
     usage = usage_sums_by_cluster(day.start, day.end, scope)
-    clusters = Cluster.objects.filter(
-        pk__in=Pool.objects.in_scope(scope).values("cluster")
-    ).order_by("name")
     return [
         {
             "slug": cluster.slug,
