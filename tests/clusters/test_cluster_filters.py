@@ -181,6 +181,16 @@ def test_the_overview_filters_by_cluster_and_lists_the_clusters(client, make_use
         assert f'data-figure="utilization_24h_pct">{utilization:.1f}' in row
     fleet_kpi = page.split('id="kpi-gpus"')[1].split("</div></div></div>")[0]
     assert f">{fleet['gpus']}<" in fleet_kpi
+    # A KPI's explanation is of the cluster the Overview shows.
+    assert "kpi=gpus&amp;cluster=north" in client.get(url, {"cluster": "north"}).content.decode()
+    explain_url = reverse("dashboard:overview_explain")
+    explained = client.get(explain_url, {"kpi": "gpus", "cluster": "north"}).content.decode()
+    # Σ by purpose, in the Overview's order of purposes: north's pools only.
+    terms = " + ".join(
+        str(sum(spec[1] for spec in POOLS.values() if spec[0] == "north" and spec[3] == purpose))
+        for purpose in Purpose
+    )
+    assert terms in explained
     assert client.get(url, {"cluster": "nowhere"}).status_code == 404
 
 
