@@ -38,6 +38,9 @@ DEFAULT_RANGE = timedelta(days=30)
 # Listed in the schema, so a client (and schemathesis) knows which names are valid.
 TIME_ZONES = sorted(available_timezones())
 NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No pool with that slug.")
+POOL_OR_CLUSTER_NOT_FOUND = OpenApiResponse(
+    ErrorSerializer, description="No pool or cluster with that slug."
+)
 
 
 class ReportRangeSerializer(NoBlankQueryMixin, serializers.Serializer):
@@ -197,10 +200,7 @@ class CostReportView(APIView):
 
     @extend_schema(
         parameters=[CostQuerySerializer],
-        responses={
-            200: CostRowSerializer(many=True),
-            404: OpenApiResponse(ErrorSerializer, description="No pool or cluster with that slug."),
-        },
+        responses={200: CostRowSerializer(many=True), 404: POOL_OR_CLUSTER_NOT_FOUND},
     )
     def get(self, request):
         query = CostQuerySerializer(data=request.query_params)
@@ -234,6 +234,9 @@ class CostReportView(APIView):
 class ProfileQuerySerializer(ReportRangeSerializer):
     pool = serializers.SlugField(required=False, help_text="One pool (or use purpose).")
     purpose = serializers.ChoiceField(choices=Purpose.choices, required=False)
+    cluster = serializers.SlugField(
+        required=False, help_text="Only the pools of this cluster (its slug)."
+    )
     tz = serializers.ChoiceField(
         choices=TIME_ZONES, required=False, default="UTC", help_text="IANA time zone."
     )
@@ -255,12 +258,12 @@ class HourOfDaySerializer(serializers.Serializer):
 
 
 class UsageProfileView(APIView):
-    """The hour-of-day curve, 24 rows in the given time zone: a pool's, a purpose's, or
-    the whole fleet's when neither is given."""
+    """The hour-of-day curve, 24 rows in the given time zone: a pool's, a purpose's, a
+    cluster's, or the whole fleet's when none is given."""
 
     @extend_schema(
         parameters=[ProfileQuerySerializer],
-        responses={200: HourOfDaySerializer(many=True), 404: NOT_FOUND},
+        responses={200: HourOfDaySerializer(many=True), 404: POOL_OR_CLUSTER_NOT_FOUND},
     )
     def get(self, request):
         query = ProfileQuerySerializer(data=request.query_params)
@@ -268,6 +271,8 @@ class UsageProfileView(APIView):
         params = query.validated_data
         scope = scope_of(request.user)
         pool = _pool_or_404(params["pool"], scope) if params.get("pool") else None
+        if params.get("cluster"):
+            _cluster_or_404(params["cluster"])
         zone: ZoneInfo = params["tz"]
         rows = usage_profile(
             params["start"],
@@ -275,6 +280,7 @@ class UsageProfileView(APIView):
             zone,
             pool=pool,
             purpose=params.get("purpose"),
+            cluster=params.get("cluster"),
             scope=scope,
         )
         return Response(HourOfDaySerializer([vars(row) for row in rows], many=True).data)

@@ -139,6 +139,15 @@ def test_the_cost_api_filters_and_groups_by_cluster(client, make_user):
     missing = client.get(url, {**API_RANGE, "cluster": "nowhere"})
     assert missing.status_code == 404 and "nowhere" in missing.json()["detail"]
 
+    # The hour-of-day curve of one cluster: at each UTC hour, 100 × Σ busy ÷ Σ reporting
+    # GPUs of its pools.
+    profile = client.get(reverse("api-usage-profile"), {**API_RANGE, "cluster": "south"}).json()
+    by_hour = {row["hour_of_day"]: row["avg_utilization_pct"] for row in profile}
+    index = list(POOLS).index("south-train")
+    for step in range(HOURS):
+        hour = (START + timedelta(hours=step)).hour
+        assert by_hour[hour] == pytest.approx(_utilization(index, step))
+
 
 def test_the_report_page_and_csv_name_the_cluster(client, make_user):
     _make_fleet(START)
