@@ -37,6 +37,12 @@ OVERVIEW_CURVE_DAYS = 28
 OVERVIEW_RANKED_POOLS = 10
 
 
+def cache_parameters(scope: Scope, cluster: str | None) -> dict:
+    """The cache parameters of the Overview's figures: the whole fleet's keep the keys
+    they had before clusters, a cluster's add its slug."""
+    return {"scope": scope.cache_key, **({"cluster": cluster} if cluster else {})}
+
+
 def overview_month_start(now) -> datetime:
     return now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
 
@@ -48,7 +54,7 @@ def overview_month(now, scope: Scope = EVERYTHING, *, cluster: str | None = None
     the data changes."""
     return cached(
         "overview-month",
-        {"scope": scope.cache_key, "cluster": cluster or ""},
+        cache_parameters(scope, cluster),
         lambda: _overview_month(now, scope, cluster),
     )
 
@@ -172,7 +178,7 @@ def overview_figures(now, scope: Scope = EVERYTHING, *, cluster: str | None = No
     cluster of slug ``cluster`` (None: the whole fleet); cached until the data changes."""
     return cached(
         "overview",
-        {"scope": scope.cache_key, "cluster": cluster or ""},
+        cache_parameters(scope, cluster),
         lambda: _overview_context(now, scope, cluster),
     )
 

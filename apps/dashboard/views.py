@@ -91,8 +91,7 @@ def overview_html(now, live: dict, scope: Scope = EVERYTHING) -> str:
     cluster = live.get("cluster")
     slug = cluster.slug if cluster is not None else None
     parameters = {
-        "scope": scope.cache_key,
-        "cluster": slug or "",
+        **selectors.cache_parameters(scope, slug),
         "pool_count": live["pool_count"],
         "drills": live["drills"],
     }

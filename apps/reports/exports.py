@@ -65,8 +65,6 @@ def _cost_in_reporting_currency() -> str:
 COLUMNS = (
     _text(_("Key"), "key"),
     _text(pgettext_lazy("a report row", "Name"), "label"),
-    # The slug of the row's cluster; empty for a row across clusters.
-    _text(_("Cluster"), "cluster"),
     _hours(_("Capacity (GPU-hours)"), "capacity_gpu_hours"),
     _hours(_("Measured capacity (GPU-hours)"), "measured_capacity_gpu_hours"),
     _hours(_("Unmeasured (GPU-hours)"), "unmeasured_gpu_hours"),
@@ -93,6 +91,9 @@ COLUMNS = (
     _amount(lazy(_cost_in_reporting_currency, str)(), "cost"),
     _text(_("Currency"), "currency"),
     _text(_("Missing exchange rates"), "missing_exchange_rates"),
+    # The slug of the row's cluster; empty for a row across clusters. Last, so that the
+    # columns files had before clusters keep their places.
+    _text(_("Cluster"), "cluster"),
 )
 
 
