@@ -23,7 +23,7 @@ from django.db.backends.postgresql.creation import DatabaseCreation
 _create_test_db_by_migrating = DatabaseCreation.create_test_db
 
 
-def _migrations_digest() -> str:
+def migrations_digest() -> str:
     digest = hashlib.sha256()
     # The migrations make the telemetry partitions of the days around today: a template
     # made on another day holds the wrong days, so it is made again each UTC day.
@@ -36,7 +36,7 @@ def _migrations_digest() -> str:
     return digest.hexdigest()
 
 
-def _template_comment(cursor, template: str) -> str | None:
+def template_comment(cursor, template: str) -> str | None:
     cursor.execute(
         "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s",
         [template],
@@ -56,11 +56,11 @@ def create_test_db(self, verbosity=1, autoclobber=False, serialize=True, keepdb=
     if keepdb or serialize:
         return _create_test_db_by_migrating(self, verbosity, autoclobber, serialize, keepdb)
     quote = self.connection.ops.quote_name
-    digest = _migrations_digest()
+    digest = migrations_digest()
     with self._nodb_cursor() as cursor:
         cursor.execute("SELECT pg_advisory_lock(hashtext(%s))", [template])
         try:
-            if _template_comment(cursor, template) != digest:
+            if template_comment(cursor, template) != digest:
                 test_settings = self.connection.settings_dict["TEST"]
                 test_settings["NAME"], original_name = template, test_settings["NAME"]
                 try:

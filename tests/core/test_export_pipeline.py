@@ -169,7 +169,7 @@ def _focus(name):
         unit_price_usd=Decimal("2.5"),
         label=name,
         team=Team(name=name, slug="team"),
-        billed_usd=Decimal("-5.00"),
+        billed=Decimal("-5.00"),
     )
     content = focus_csv([row])
     # Amounts stay numbers: a negative adjustment is -5.00, never text with a quote.

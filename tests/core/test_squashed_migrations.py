@@ -2,9 +2,9 @@
 
 Each app's migrations are squashed into one that ``replaces`` the old ones: a new
 database runs the squash, and a database made by the old migrations goes on from where
-it stands. This test makes such a database for real: a database of its own, migrated by
-the old graph (the squashes ignored) to just before the pools' price periods, with a
-pool in it; then migrated to head as ``manage.py migrate`` would. The old migrations
+it stands. This test makes such a database for real: a database migrated by the old
+graph (the squashes ignored) to just before the pools' price periods, with a pool in it;
+then a copy of it migrated to head as ``manage.py migrate`` would. The old migrations
 still on the path run on the row, and the squashes count as applied afterwards.
 """
 
@@ -17,9 +17,13 @@ from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
 
+from tests.migrated_template import migrations_digest, template_comment, template_of
+
 # The last old migration of pools applied before the data goes in: 0012 gives every pool
 # its first price period, from the pool's prices.
 BEFORE_PRICE_PERIODS = ("pools", "0011_workload_reference_step_seconds")
+OLD_POOL_SLUG = "old-pool"
+OLD_POOL_IN_SERVICE_FROM = datetime(2024, 3, 1, 9, 30, tzinfo=UTC)
 
 
 def _old_graph_targets(loader):
@@ -44,34 +48,10 @@ def _old_graph_targets(loader):
     return sorted(last.items())
 
 
-@pytest.fixture
-def own_database(django_db_blocker):
-    """A new, empty database beside the test database, in place of the default one while
-    the test runs: the migrations' data steps write through the default alias."""
-    test_connection = connections["default"]
-    settings_dict = {
-        **test_connection.settings_dict,
-        "NAME": f"{test_connection.settings_dict['NAME']}_squash",
-    }
-    name = test_connection.ops.quote_name(settings_dict["NAME"])
-    with django_db_blocker.unblock():
-        with test_connection._nodb_cursor() as cursor:
-            cursor.execute(f"DROP DATABASE IF EXISTS {name}")
-            cursor.execute(f"CREATE DATABASE {name}")
-        own = test_connection.__class__(settings_dict, alias="default")
-        connections["default"] = own
-        try:
-            yield own
-        finally:
-            own.close()
-            connections["default"] = test_connection
-            with test_connection._nodb_cursor() as cursor:
-                cursor.execute(f"DROP DATABASE IF EXISTS {name}")
-
-
-def test_a_database_from_before_the_squash_migrates_to_head_with_its_rows(own_database):
-    old = MigrationExecutor(own_database)
-    old.loader = MigrationLoader(own_database, replace_migrations=False)
+def _migrate_by_the_old_graph_and_add_a_pool(connection) -> None:
+    """The old graph (the squashes ignored) to just before pools' 0012, then a pool."""
+    old = MigrationExecutor(connection)
+    old.loader = MigrationLoader(connection, replace_migrations=False)
     targets = _old_graph_targets(old.loader)
     plan = old.migration_plan(targets)
     assert plan and not any("_squashed_" in migration.name for migration, _ in plan)
@@ -79,22 +59,76 @@ def test_a_database_from_before_the_squash_migrates_to_head_with_its_rows(own_da
 
     historical = state.apps
     gpu_model = historical.get_model("catalog", "GpuModel").objects.get(slug="h100-sxm")
-    in_service_from = datetime(2024, 3, 1, 9, 30, tzinfo=UTC)
-    pool = historical.get_model("pools", "Pool").objects.create(
+    historical.get_model("pools", "Pool").objects.create(
         name="Old pool",
-        slug="old-pool",
+        slug=OLD_POOL_SLUG,
         purpose="training",
         deployment="cloud_on_demand",
         gpu_model=gpu_model,
         gpu_count=16,
         on_demand_price_per_gpu_hour_usd=Decimal("2.99"),
         effective_price_per_gpu_hour_usd=Decimal("2.99"),
-        in_service_from=in_service_from,
+        in_service_from=OLD_POOL_IN_SERVICE_FROM,
     )
 
+
+@pytest.fixture
+def database_from_before_the_squash(django_db_blocker):
+    """A copy of an installation from before the squash, with a pool, in place of the
+    default database while the test runs: the migrations' data steps write through the
+    default alias.
+
+    The installation is made for real by the old graph, once for the migration files and
+    the day the suite's migrated template is made for (tests/migrated_template.py), and
+    kept as a template of its own: the old migrations take most of a minute, and what each
+    run tests is the copy's way from there to head."""
+    test_connection = connections["default"]
+    quote = test_connection.ops.quote_name
+    name = f"{test_connection.settings_dict['NAME']}_squash"
+    template = f"{template_of(test_connection.settings_dict['NAME'])}_before_squash"
+    digest = migrations_digest()
+
+    def connect(database_name):
+        return test_connection.__class__(
+            {**test_connection.settings_dict, "NAME": database_name}, alias="default"
+        )
+
+    with django_db_blocker.unblock():
+        with test_connection._nodb_cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(hashtext(%s))", [template])
+            try:
+                if template_comment(cursor, template) != digest:
+                    cursor.execute(f"DROP DATABASE IF EXISTS {quote(template)}")
+                    cursor.execute(f"CREATE DATABASE {quote(template)}")
+                    building = connections["default"] = connect(template)
+                    try:
+                        _migrate_by_the_old_graph_and_add_a_pool(building)
+                    finally:
+                        building.close()
+                        connections["default"] = test_connection
+                    cursor.execute(f"COMMENT ON DATABASE {quote(template)} IS %s", [digest])
+                cursor.execute(f"DROP DATABASE IF EXISTS {quote(name)}")
+                cursor.execute(f"CREATE DATABASE {quote(name)} TEMPLATE {quote(template)}")
+            finally:
+                cursor.execute("SELECT pg_advisory_unlock(hashtext(%s))", [template])
+        own = connections["default"] = connect(name)
+        try:
+            yield own
+        finally:
+            own.close()
+            connections["default"] = test_connection
+            with test_connection._nodb_cursor() as cursor:
+                cursor.execute(f"DROP DATABASE IF EXISTS {quote(name)}")
+
+
+def test_a_database_from_before_the_squash_migrates_to_head_with_its_rows(
+    database_from_before_the_squash,
+):
+    own_database = database_from_before_the_squash
     # As `manage.py migrate` does: the graph with the squashes, to every leaf.
     new = MigrationExecutor(own_database)
     assert new.loader.replace_migrations
+    assert ("pools", BEFORE_PRICE_PERIODS[1]) in new.loader.applied_migrations
     leaves = new.loader.graph.leaf_nodes()
     new.migrate(leaves)
 
@@ -102,8 +136,8 @@ def test_a_database_from_before_the_squash_migrates_to_head_with_its_rows(own_da
         cursor.execute(
             "SELECT p.name, p.gpu_count, pp.effective_from, pp.on_demand_price_per_gpu_hour_usd "
             "FROM pools_pool p JOIN pools_poolpriceperiod pp ON pp.pool_id = p.id "
-            "WHERE p.id = %s",
-            [pool.pk],
+            "WHERE p.slug = %s",
+            [OLD_POOL_SLUG],
         )
         rows = cursor.fetchall()
     # 0012, run from the old graph, gave the pool its first period from its prices.

@@ -162,6 +162,35 @@ def test_a_closed_month_keeps_the_rates_it_closed_with(gpu_model):
     assert to_cents(served.cost_usd) == expected
 
 
+@pytest.mark.django_db
+def test_a_rate_recorded_after_the_close_converts_what_the_month_closed_without(gpu_model):
+    """March closes without a CNY rate: its figures leave the yuan pool out ($0.00,
+    incomplete). The rate recorded afterwards (7.1) never moves what was frozen: the
+    month's live figures take it, and the difference, ¥63,984 ÷ 7.1 = $9,011.83, is the
+    month's adjustment."""
+    from apps.reports.cost import periods
+    from apps.showback.periods import close_month
+    from tests.factories import UserFactory
+
+    pool = _pool(gpu_model, "CNY", CNY_PRICE)
+    _telemetry(pool, START, END)
+    closed = close_month(MARCH, UserFactory(is_superuser=True))
+    assert closed.exchange_rates == {}
+    month_start, month_end = periods.month_bounds(MARCH)
+    (before,) = cost_report(month_start, month_end)
+    assert (before.cost_usd, before.missing_rates) == (Decimal(0), {("CNY", MARCH)})
+
+    _rate(MARCH, "CNY", "7.1")
+    (live,) = cost_report(month_start, month_end)
+    expected = to_cents(Decimal(4 * 744) * CNY_PRICE / Decimal("7.1"))
+    assert to_cents(live.cost_usd) == expected == Decimal("9011.83")
+    assert live.missing_rates == set()
+    (served,) = periods.cost_report(month_start, month_end)
+    assert to_cents(served.cost_usd) == Decimal(0)
+    (adjustment,) = periods.adjustment_rows(closed, "pool")
+    assert to_cents(adjustment.cost_usd) == expected
+
+
 def _superuser():
     from tests.factories import UserFactory
 

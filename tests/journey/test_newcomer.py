@@ -4,11 +4,12 @@ in Chromium as each demo user, and stopped with Ctrl-C.
 
 - The administrator, the technical lead and the serving team's lead open every page of
   the navigation and of the user menu (read from the page, so a new page is walked without
-  an edit here) and the pool pages, lazy panels loaded: the administrator sees every page
-  there is, the technical lead after the imports, the serving lead through a team's scope.
-  The other demo users sign in and land on the Overview; which pages each role may open
-  is tests/test_urls_roles.py's walk, and the browser walk of each role's navigation
-  tests/browser/test_shell.py's.
+  an edit here), lazy panels loaded: the administrator every pool page too, the technical
+  lead after the imports with the pool they went into, the serving lead through a team's
+  scope. The other demo users sign in and land on the Overview: their pages are the same
+  templates with fewer buttons, and what each role gets from every page and fragment is
+  tests/test_urls_roles.py's walk (tests/browser/test_shell.py walks the read-only role's
+  navigation in Chromium).
 - The technical lead uploads a real dcgm-exporter scrape and a real nvidia-smi CSV into a
   pool, and a scrape without one; the worker imports them; the triage page assigns the
   waiting GPU to its suggested pool, whose hourly utilisation then shows that GPU's.
@@ -260,7 +261,10 @@ def test_a_newcomer_runs_the_demo_signs_in_as_everyone_imports_and_is_alerted(
             lead.upload(L40S_NVIDIA_SMI, pool_name=L40S_POOL[1]),
             lead.upload(fresh_copy(T4_SCRAPE, tmp_path), pool_name=None),
         ]
-        lead.walk_every_page()
+        # Every page after the imports, and the pool they went into (the administrator
+        # opened every pool before them).
+        lead.walk_every_page(every_pool=False)
+        lead.visit(f"/pools/{L40S_POOL[0]}/")
         for url, expected_format, accepted in [
             (imports[0], "dcgm-exporter scrape", len(expected_gpus(L40S_SCRAPE))),
             (imports[1], "nvidia-smi CSV", 1),

@@ -21,11 +21,12 @@ from rest_framework.test import APIClient
 
 from apps.accounts.scope import EVERYTHING, Scope
 from apps.core.money import to_cents
+from apps.currencies.models import ExchangeRate
 from apps.pools.prices import record_prices
 from apps.reports.cost import periods as report_periods
 from apps.showback import periods
 from apps.showback.focus.exports import FOCUS_VERSION, focus_csv, metadata
-from apps.showback.focus.rows import focus_rows
+from apps.showback.focus.rows import MissingReportingRate, focus_rows
 from tests.factories import UserFactory
 from tests.showback.fleet import MONTH_END, MONTH_HOURS, MONTH_START, hand_split, make_fleet
 
@@ -53,32 +54,32 @@ def test_a_day_has_one_row_per_pool_and_allocation_at_the_split_rule(fleet):
     rows = focus_rows(LABELLED_DAY, LABELLED_DAY + DAY)
     found = {(row.pool.slug, row.kind, row.label): row for row in rows}
     # A: 4 GPUs × $2 × 24 h = $192; a1 labels 2 GPU-h/h for 10 h, a2 1 GPU-h/h.
-    assert found[("pool-a", "workload", "a1")].billed_usd == _cents(2 * 10 * 2)
-    assert found[("pool-a", "workload", "a2")].billed_usd == _cents(1 * 10 * 2)
-    assert found[("pool-a", "unallocated", "Unallocated capacity")].billed_usd == _cents(
+    assert found[("pool-a", "workload", "a1")].billed == _cents(2 * 10 * 2)
+    assert found[("pool-a", "workload", "a2")].billed == _cents(1 * 10 * 2)
+    assert found[("pool-a", "unallocated", "Unallocated capacity")].billed == _cents(
         4 * 2 * 24 - 60
     )
     # B: 8 GPUs × $3; b1 2, b2 3, b3 1 labelled GPU-h/h for 10 h.
     b1 = found[("pool-b", "workload", "b1")]
-    assert b1.billed_usd == _cents(2 * 10 * 3)
+    assert b1.billed == _cents(2 * 10 * 3)
     assert b1.split_rule == "measured"
     assert b1.team.slug == "research"
     assert found[("pool-b", "workload", "b3")].team is None  # shared pool, no team
     # C: no workload, 2 GPUs × $1 × 24 h, unattributed, charged to its pool's team.
     rest_c = found[("pool-c", "unattributed", "Unattributed (pools without workloads)")]
-    assert rest_c.billed_usd == _cents(48)
+    assert rest_c.billed == _cents(48)
     assert rest_c.gpu_hours == pytest.approx(48)
     assert rest_c.team.slug == "serving"
     # D: d1 declares its pool's only GPU: 1 × 24 h × $5.
     d1 = found[("pool-d", "workload", "d1")]
-    assert (d1.billed_usd, d1.gpu_hours, d1.split_rule) == (_cents(120), 24, "declared")
+    assert (d1.billed, d1.gpu_hours, d1.split_rule) == (_cents(120), 24, "declared")
     assert d1.unit_price_usd == Decimal(5)
     for row in rows:
         assert (row.charge_start, row.charge_end) == (LABELLED_DAY, LABELLED_DAY + DAY)
         assert (row.billing_start, row.billing_end) == (MONTH_START, MONTH_END)
     hand_day = sum(gpus * price * 24 for gpus, price in PRICES.values())
-    assert sum(row.billed_usd for row in rows) == _cents(hand_day)
-    assert sum(row.billed_usd for row in rows) == _report_total(LABELLED_DAY, LABELLED_DAY + DAY)
+    assert sum(row.billed for row in rows) == _cents(hand_day)
+    assert sum(row.billed for row in rows) == _report_total(LABELLED_DAY, LABELLED_DAY + DAY)
 
 
 def test_a_range_sums_to_the_cost_report_and_to_each_teams_showback(fleet):
@@ -86,15 +87,62 @@ def test_a_range_sums_to_the_cost_report_and_to_each_teams_showback(fleet):
     start, end = LABELLED_DAY - DAY, LABELLED_DAY + 2 * DAY
     rows = focus_rows(start, end)
     hand_total = sum(gpus * price * 72 for gpus, price in PRICES.values())
-    assert sum(row.billed_usd for row in rows) == _cents(hand_total)
-    assert sum(row.billed_usd for row in rows) == _report_total(start, end)
+    assert sum(row.billed for row in rows) == _cents(hand_total)
+    assert sum(row.billed for row in rows) == _report_total(start, end)
     by_team = defaultdict(Decimal)
     for row in rows:
-        by_team[row.team.slug if row.team else "unattributed"] += row.billed_usd
+        by_team[row.team.slug if row.team else "unattributed"] += row.billed
     hand = hand_split(hours_a=72, hours_b=72, hours_c=72, hours_d=72)
     assert dict(by_team) == {team: _cents(usd) for team, usd in hand.items()}
     # One row per pool, day and allocation: C has one a day.
     assert len([row for row in rows if row.pool.slug == "pool-c"]) == 3
+
+
+EUR_PER_USD = Decimal("0.92")
+
+
+def test_in_euros_every_amount_is_its_dollars_at_the_months_rate(fleet, settings):
+    settings.REPORTING_CURRENCY = "EUR"
+    ExchangeRate.objects.create(month=date(2026, 3, 1), currency="EUR", units_per_usd=EUR_PER_USD)
+    rows = focus_rows(LABELLED_DAY, LABELLED_DAY + DAY)
+    found = {(row.pool.slug, row.kind, row.label): row for row in rows}
+    # D: d1 declares its pool's only GPU: 1 × 24 h × $5 = $120 = €110.40 at 0.92.
+    d1 = found[("pool-d", "workload", "d1")]
+    assert d1.billed == Decimal("110.40")
+    assert d1.unit_price == Decimal(5) * EUR_PER_USD
+    hand_day_eur = sum(gpus * price * 24 for gpus, price in PRICES.values()) * EUR_PER_USD
+    assert sum(row.billed for row in rows) == _cents(hand_day_eur)
+    report = report_periods.cost_report(LABELLED_DAY, LABELLED_DAY + DAY, "pool")
+    assert sum(row.billed for row in rows) == to_cents(sum((row.cost for row in report), 0))
+
+    written = list(csv.DictReader(io.StringIO(focus_csv(rows))))
+    assert {line["BillingCurrency"] for line in written} == {"EUR"}
+    (d1_line,) = [line for line in written if line["x_Workload"] == "d1"]
+    assert d1_line["BilledCost"] == "110.40"
+    # Unit prices and list costs keep the rate's places: FOCUS asks ListCost to be the
+    # unit price times the quantity exactly.
+    assert Decimal(d1_line["ListUnitPrice"]) == Decimal("4.6")
+    assert Decimal(d1_line["ListCost"]) == Decimal("110.4")
+
+
+def test_in_euros_a_month_without_its_rate_is_refused_by_name(fleet, settings, tmp_path):
+    settings.REPORTING_CURRENCY = "EUR"
+    with pytest.raises(MissingReportingRate, match="No EUR exchange rate for 2026-03"):
+        focus_rows(LABELLED_DAY, LABELLED_DAY + DAY)
+    user = UserFactory(role="reader")
+    api = APIClient()
+    api.force_authenticate(user)
+    answer = api.get(reverse("api-export-focus"), {"start": "2026-03-10", "end": "2026-03-11"})
+    assert answer.status_code == 400
+    assert "No EUR exchange rate for 2026-03" in answer.json()["detail"][0]
+    with pytest.raises(CommandError, match="No EUR exchange rate for 2026-03"):
+        call_command(
+            "export_focus",
+            start="2026-03-10",
+            end="2026-03-11",
+            output=str(tmp_path / "march.csv"),
+        )
+    assert not (tmp_path / "march.csv").exists()
 
 
 def test_a_teams_export_sums_to_its_cost_report_and_names_no_other_teams_workload(fleet):
@@ -106,13 +154,11 @@ def test_a_teams_export_sums_to_its_cost_report_and_names_no_other_teams_workloa
     labels = {row.label for row in rows}
     assert not labels & {"a2", "b2"}  # Serving's workloads, summed without their names
     others = {row.pool.slug: row for row in rows if row.kind == "other_teams"}
-    assert others["pool-a"].billed_usd == _cents(1 * 10 * 2)
-    assert others["pool-b"].billed_usd == _cents(3 * 10 * 3)
+    assert others["pool-a"].billed == _cents(1 * 10 * 2)
+    assert others["pool-b"].billed == _cents(3 * 10 * 3)
     hand = 4 * 2 * 24 + 8 * 3 * 24 + 1 * 5 * 24
-    assert sum(row.billed_usd for row in rows) == _cents(hand)
-    assert sum(row.billed_usd for row in rows) == _report_total(
-        LABELLED_DAY, LABELLED_DAY + DAY, scope
-    )
+    assert sum(row.billed for row in rows) == _cents(hand)
+    assert sum(row.billed for row in rows) == _report_total(LABELLED_DAY, LABELLED_DAY + DAY, scope)
 
 
 def test_a_closed_month_exports_its_frozen_figures_and_its_adjustment_later(fleet):
@@ -125,22 +171,22 @@ def test_a_closed_month_exports_its_frozen_figures_and_its_adjustment_later(flee
     march = focus_rows(MONTH_START, MONTH_END)
     c_rows = [row for row in march if row.pool.slug == "pool-c"]
     assert len(c_rows) == 1  # the month, one charge period, as frozen
-    assert c_rows[0].billed_usd == _cents(2 * 1 * MONTH_HOURS)
+    assert c_rows[0].billed == _cents(2 * 1 * MONTH_HOURS)
     assert (c_rows[0].charge_start, c_rows[0].charge_end) == (MONTH_START, MONTH_END)
     assert {row.closed_month for row in march} == {"2026-03"}
-    assert sum(row.billed_usd for row in march) == _report_total(MONTH_START, MONTH_END)
+    assert sum(row.billed for row in march) == _report_total(MONTH_START, MONTH_END)
     # April's first two days book the adjustment: 2 GPUs × 12 days × 24 h × ($2 − $1).
     april = datetime(2026, 4, 1, tzinfo=UTC)
     later = focus_rows(april, april + 2 * DAY)
     adjustments = [row for row in later if row.kind == "adjustment"]
-    assert [(row.pool.slug, row.billed_usd) for row in adjustments] == [
+    assert [(row.pool.slug, row.billed) for row in adjustments] == [
         ("pool-c", _cents(2 * 12 * 24 * 1))
     ]
     assert adjustments[0].adjusted_month == "2026-03"
     assert (adjustments[0].billing_start, adjustments[0].charge_start) == (april, MONTH_START)
     hand_days = sum(gpus * price * 48 for gpus, price in PRICES.values()) + 2 * 48 * 1
-    assert sum(row.billed_usd for row in later) == _cents(hand_days + 2 * 12 * 24)
-    assert sum(row.billed_usd for row in later) == _report_total(april, april + 2 * DAY)
+    assert sum(row.billed for row in later) == _cents(hand_days + 2 * 12 * 24)
+    assert sum(row.billed for row in later) == _report_total(april, april + 2 * DAY)
 
 
 def test_the_csv_is_machine_readable_focus(fleet):

@@ -93,7 +93,12 @@ def needs_conversion(currencies) -> bool:
 def conversion_for(span: Span, currencies) -> Conversion | None:
     """The conversion of ``span``'s figures in ``currencies``; None when every amount is
     USD and so is the reporting currency (no query then). Two queries otherwise: the
-    months' rates, and the rates closed months froze."""
+    months' rates, and the rates closed months froze.
+
+    A closed month converts at the rates it closed with. A currency it closed without a
+    rate for (a rate recorded since, or a reporting currency chosen since) takes the rate
+    recorded now: no figure of the month was signed in it, and what it converts of the
+    month's live figures is booked as an adjustment, never into the frozen ones."""
     currencies = set(currencies)
     if not needs_conversion(currencies):
         return None
@@ -103,8 +108,6 @@ def conversion_for(span: Span, currencies) -> Conversion | None:
     for closed in ClosedMonth.objects.filter(is_closed=True, month__in=months).only(
         "month", "exchange_rates"
     ):
-        for key in [key for key in rates if key[1] == closed.month]:
-            del rates[key]
         for currency, text in (closed.exchange_rates or {}).items():
             rates[(currency, closed.month)] = Decimal(text)
     return Conversion(reporting_currency(), rates)

@@ -14,7 +14,7 @@ from apps.accounts.scope import scope_of
 from apps.clusters.models import Cluster
 from apps.core.schema import VALIDATION_ERROR, ErrorSerializer
 from apps.showback.focus.exports import FOCUS_VERSION, focus_response
-from apps.showback.focus.rows import focus_rows
+from apps.showback.focus.rows import MissingReportingRate, focus_rows
 
 # Each day is a charge period computed from the cost report: a year at most per file.
 MAX_DAYS = 366
@@ -93,5 +93,8 @@ class FocusExportView(APIView):
         cluster = query.validated_data.get("cluster")
         if cluster and not Cluster.objects.filter(slug=cluster).exists():
             raise NotFound(f"No cluster with slug “{cluster}”.")
-        rows = focus_rows(start, end, scope=scope_of(request.user), cluster=cluster)
+        try:
+            rows = focus_rows(start, end, scope=scope_of(request.user), cluster=cluster)
+        except MissingReportingRate as missing:
+            raise serializers.ValidationError({"detail": [str(missing)]}) from None
         return focus_response(rows, start, end)

@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from apps.core.exports import CellType, Column, CsvFile, register, values
 from apps.core.money import rounded
+from apps.currencies.codes import reporting_currency
 from apps.pools.models import Pool
 from apps.reports.cost.rows import cluster_slug_of
 from apps.showback.focus.rows import ADJUSTMENT, FocusRow
@@ -41,8 +42,9 @@ SERVICE_SUBCATEGORY = "AI Platforms"
 
 
 def focus_billing_currency() -> str:
-    """The ISO 4217 currency every amount of the dataset is in: the one place it is read."""
-    return "USD"
+    """The ISO 4217 currency every amount of the dataset is in (the reporting currency):
+    the one place it is read."""
+    return reporting_currency()
 
 
 def timestamp(moment: datetime | None) -> str | None:
@@ -89,17 +91,17 @@ def _quantity(row: FocusRow):
 
 
 def _unit_price(row: FocusRow):
-    return row.unit_price_usd if _is_usage(row) else None
+    return row.unit_price if _is_usage(row) else None
 
 
 def _list_cost(row: FocusRow):
     """The GPU-hours at the price in force: unit price × pricing quantity, exactly, as
     FOCUS requires of ListCost and ContractedCost. An adjustment's is its amount."""
     if not _is_usage(row):
-        return row.billed_usd
-    if row.unit_price_usd is None:
+        return row.billed
+    if row.unit_price is None:
         return None
-    return row.unit_price_usd * _quantity(row)
+    return row.unit_price * _quantity(row)
 
 
 def _missing_rate(row: FocusRow):
@@ -146,7 +148,7 @@ def columns() -> list[Column]:
     """The dataset's columns: FOCUS's, in alphabetical order, then gpufleet's ``x_``."""
     money, decimal, moment = CellType.MONEY, CellType.DECIMAL, "Date/Time"
     return [
-        _column("BilledCost", lambda row: row.billed_usd, money, 2, "Decimal"),
+        _column("BilledCost", lambda row: row.billed, money, 2, "Decimal"),
         _column("BillingAccountId", lambda row: DATA_GENERATOR),
         _column("BillingAccountName", lambda row: DATA_GENERATOR),
         _column("BillingCurrency", lambda row: focus_billing_currency()),
@@ -164,7 +166,7 @@ def columns() -> list[Column]:
         _column("ConsumedUnit", lambda row: GPU_HOURS if _is_usage(row) else None),
         _column("ContractedCost", _list_cost, money, 2, "Decimal"),
         _column("ContractedUnitPrice", _unit_price, money, 4, "Decimal"),
-        _column("EffectiveCost", lambda row: row.billed_usd, money, 2, "Decimal"),
+        _column("EffectiveCost", lambda row: row.billed, money, 2, "Decimal"),
         # No invoice: the figures are computed, not invoiced.
         _column("InvoiceId", lambda row: None),
         _column("InvoiceIssuerName", lambda row: _provider(row.pool)),

@@ -17,6 +17,12 @@ figures frozen when it closed (``FrozenCostRow``), never recomputed. The adjustm
 range books (what a closed month's figures moved by since it closed) are rows of their own,
 per pool, whose charge period is the month they correct.
 
+The engine's figures are US dollars; the dataset speaks the installation's reporting
+currency (``REPORTING_CURRENCY``): each row's cost and unit price are converted at the rate
+of the month its charge period is in, the rate a closed month froze for its figures
+(``in_reporting_currency``). A month without that rate stops the export with its name
+(``MissingReportingRate``): FOCUS has no way to leave a row's cost out.
+
 So the rows add up to the cost report of the same range and scope: ``allocate_cents``
 rounds each row's cost to the cent so that the rounded rows add up to the rounded total.
 """
@@ -31,7 +37,7 @@ from django.utils.translation import gettext
 from apps.accounts.models import Team
 from apps.accounts.scope import EVERYTHING, Scope
 from apps.core.money import CENT, as_decimal, to_cents
-from apps.currencies.codes import USD
+from apps.currencies.codes import USD, reporting_currency
 from apps.pools.models import Pool, Workload
 from apps.reports.cost import periods, report
 from apps.reports.cost.prices import in_force_at, pool_full_price, price_periods_of
@@ -69,8 +75,11 @@ class FocusRow:
     adjusted_month: str = ""  # "2026-10": the closed month an adjustment corrects
     billing_start: datetime | None = None
     billing_end: datetime | None = None
-    # cost_usd to the cent, the rounded rows adding up to the rounded total
-    billed_usd: Decimal = Decimal(0)
+    # cost_usd and unit_price_usd in the reporting currency (in_reporting_currency)
+    cost: Decimal = Decimal(0)
+    unit_price: Decimal | None = None
+    # cost to the cent, the rounded rows adding up to the rounded total
+    billed: Decimal = Decimal(0)
 
     def __post_init__(self):
         if self.billing_start is None:
@@ -302,10 +311,10 @@ def focus_rows(
     start: datetime, end: datetime, *, scope: Scope = EVERYTHING, cluster: str | None = None
 ) -> list[FocusRow]:
     """The rows of [start, end) for ``scope``: each open day's, each closed month's, and
-    the adjustments the range books; their ``billed_usd`` add up to the cost report's
-    total of the same range and scope, to the cent. ``cluster`` (a slug) keeps the rows
-    of that cluster's pools, before the cents are allocated: they then add up to the
-    cost report filtered by that cluster."""
+    the adjustments the range books, in the reporting currency; their ``billed`` add up to
+    the cost report's total of the same range and scope, to the cent. ``cluster`` (a slug)
+    keeps the rows of that cluster's pools, before the cents are allocated: they then add
+    up to the cost report filtered by that cluster."""
     fleet = _Fleet(scope)
     closed = periods.closed_months()
     # No figures past the current hour: the days after it cost nothing yet.
@@ -325,8 +334,52 @@ def focus_rows(
     if cluster:
         rows = [row for row in rows if cluster_slug_of(row.pool) == cluster]
     rows.sort(key=lambda row: (row.charge_start, row.pool.name, row.kind != WORKLOAD, row.label))
+    in_reporting_currency(rows)
     allocate_cents(rows)
     return rows
+
+
+class MissingReportingRate(Exception):
+    """The reporting currency has no exchange rate for months the rows are in."""
+
+    def __init__(self, currency: str, months: list):
+        self.currency = currency
+        self.months = months
+        named = ", ".join(f"{month:%Y-%m}" for month in months)
+        super().__init__(
+            gettext(
+                "No %(currency)s exchange rate for %(months)s: add it on the exchange rates "
+                "page, then export again."
+            )
+            % {"currency": currency, "months": named}
+        )
+
+
+def in_reporting_currency(rows: list[FocusRow]) -> None:
+    """Set each row's ``cost`` and ``unit_price``: its dollars at the reporting currency's
+    rate of the month its charge period is in (an adjustment's, the month it corrects),
+    as the cost engine converts that month (a closed month at the rates it froze)."""
+    currency = reporting_currency()
+    if currency == USD or not rows:
+        for row in rows:
+            row.cost, row.unit_price = row.cost_usd, row.unit_price_usd
+        return
+    span = Span(
+        min(row.charge_start for row in rows),
+        max(row.charge_end for row in rows),
+    )
+    conversion = conversion_for(span, {USD})
+    missing = set()
+    for row in rows:
+        month = month_of(row.charge_start)
+        units = conversion.units_per_usd(currency, month)
+        if units is None:
+            missing.add(month)
+            continue
+        row.cost = row.cost_usd * units
+        row.unit_price = None if row.unit_price_usd is None else row.unit_price_usd * units
+    if missing:
+        raise MissingReportingRate(currency, sorted(missing))
 
 
 def periods_day_end(moment: datetime) -> datetime:
@@ -336,22 +389,22 @@ def periods_day_end(moment: datetime) -> datetime:
 
 
 def allocate_cents(rows: list[FocusRow]) -> Decimal:
-    """Set each row's ``billed_usd``: its cost to the cent, the cents the rounding loses or
+    """Set each row's ``billed``: its cost to the cent, the cents the rounding loses or
     gains given to the rows whose cost it rounded most (largest remainder), so that the
     rows add up to their total to the cent. Returns that total."""
-    total = to_cents(sum((row.cost_usd for row in rows), Decimal(0))) or Decimal(0)
+    total = to_cents(sum((row.cost for row in rows), Decimal(0))) or Decimal(0)
     for row in rows:
-        row.billed_usd = to_cents(row.cost_usd) or Decimal(0)
-    missing = total - sum((row.billed_usd for row in rows), Decimal(0))
+        row.billed = to_cents(row.cost) or Decimal(0)
+    missing = total - sum((row.billed for row in rows), Decimal(0))
     steps = int((abs(missing) / CENT).to_integral_value())
     if steps:
         step = CENT if missing > 0 else -CENT
         # The rows the rounding moved furthest from their cost, in the direction missing.
         order = sorted(
             rows,
-            key=lambda row: (row.cost_usd - row.billed_usd) * (1 if missing > 0 else -1),
+            key=lambda row: (row.cost - row.billed) * (1 if missing > 0 else -1),
             reverse=True,
         )
         for row in order[:steps]:
-            row.billed_usd += step
+            row.billed += step
     return total

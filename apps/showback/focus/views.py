@@ -15,7 +15,7 @@ from apps.reports.cost.periods import month_bounds
 from apps.reports.span import ONE_DAY
 from apps.showback.focus.api import MAX_DAYS, day_start
 from apps.showback.focus.exports import focus_response
-from apps.showback.focus.rows import focus_rows
+from apps.showback.focus.rows import MissingReportingRate, focus_rows
 from apps.showback.months import not_a_month_sentence, parse_month
 
 
@@ -61,5 +61,9 @@ def focus_export(request):
     cluster = request.GET.get("cluster") or None
     if cluster:
         get_object_or_404(Cluster, slug=cluster)
-    rows = focus_rows(start, end, scope=scope_of(request.user), cluster=cluster)
+    try:
+        rows = focus_rows(start, end, scope=scope_of(request.user), cluster=cluster)
+    except MissingReportingRate as missing:
+        messages.error(request, str(missing))
+        return redirect("showback:showback")
     return focus_response(rows, start, end)

@@ -10,8 +10,13 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.core.money import to_cents
 from apps.showback.focus.api import day_start, range_problem
-from apps.showback.focus.exports import FOCUS_VERSION, focus_csv, metadata
-from apps.showback.focus.rows import focus_rows
+from apps.showback.focus.exports import (
+    FOCUS_VERSION,
+    focus_billing_currency,
+    focus_csv,
+    metadata,
+)
+from apps.showback.focus.rows import MissingReportingRate, focus_rows
 
 METADATA_SUFFIX = ".focus-metadata.json"
 
@@ -37,7 +42,10 @@ class Command(BaseCommand):
         if problem:
             field, messages = next(iter(problem.items()))
             raise CommandError(f"--{field}: {messages[0]}")
-        rows = focus_rows(day_start(start), day_start(end))
+        try:
+            rows = focus_rows(day_start(start), day_start(end))
+        except MissingReportingRate as missing:
+            raise CommandError(str(missing)) from None
         output = Path(options["output"])
         # Written whole, then moved in place: a failed run leaves no half file.
         partial = output.with_name(output.name + ".partial")
@@ -45,8 +53,9 @@ class Command(BaseCommand):
         partial.replace(output)
         sidecar = output.with_name(output.name + METADATA_SUFFIX)
         sidecar.write_text(json.dumps(metadata(), indent=2) + "\n", encoding="utf-8")
-        total = sum((row.billed_usd for row in rows), to_cents(0))
+        total = sum((row.billed for row in rows), to_cents(0))
         self.stdout.write(
-            f"{output}: {len(rows)} rows, FOCUS {FOCUS_VERSION}, BilledCost {total} USD; "
+            f"{output}: {len(rows)} rows, FOCUS {FOCUS_VERSION}, BilledCost {total} "
+            f"{focus_billing_currency()}; "
             f"metadata in {sidecar}"
         )
