@@ -1,18 +1,22 @@
 """``/metrics``: django-prometheus's request, latency and database metrics, then
 gpufleet's own gauges, computed at each scrape in a dozen SQL aggregates.
 
-- ``gpufleet_pool_utilisation_ratio{pool}``: busy ÷ measured GPU-hours over the last
+Every pool series carries its pool's ``cluster`` (slug) beside ``pool``, and every pull
+source series its source's: a query by ``pool`` alone reads them as before, and
+``sum by (cluster)`` adds a cluster's pools up.
+
+- ``gpufleet_pool_utilisation_ratio{pool,cluster}``: busy ÷ measured GPU-hours over the last
   24 h, the report's figure (no series for a pool without telemetry in those hours);
-- ``gpufleet_pool_idle_cost_usd{pool,window}``: idle cost over the last 24 h, 7 d and
+- ``gpufleet_pool_idle_cost_usd{pool,cluster,window}``: idle cost over the last 24 h, 7 d and
   30 d, as the Reports page and the pool list compute it;
-- ``gpufleet_pool_idle_cost{pool,window,currency}``: the same in the reporting currency
+- ``gpufleet_pool_idle_cost{pool,cluster,window,currency}``: the same in the reporting currency
   (``REPORTING_CURRENCY``), each month's hours at that month's exchange rates; an hour
   whose rate is missing is left out of both (never converted at 1);
 - ``gpufleet_drills_overdue`` and ``gpufleet_drills_failing``: backup policies whose
   restore drill is overdue, or whose latest drill failed;
-- ``gpufleet_telemetry_lag_seconds{source}``: per enabled pull source, the age of the
+- ``gpufleet_telemetry_lag_seconds{source,cluster}``: per enabled pull source, the age of the
   newest data it delivered (Prometheus and TSDB sources: where their pull has reached;
-  dcgm-exporter: the last pull), and ``gpufleet_telemetry_source_up{source}``: 0 when
+  dcgm-exporter: the last pull), and ``gpufleet_telemetry_source_up{source,cluster}``: 0 when
   its last pull failed;
 - ``gpufleet_alerts_firing{kind}``: firing alerts per rule kind, 0 for the quiet ones;
 - ``gpufleet_team_budget_used_ratio{team}``: per team with a budget, spent this month ÷
@@ -96,30 +100,37 @@ class GpufleetCollector:
 
 @family
 def pool_figures(now) -> Iterable[Metric]:
-    pools = list(Pool.objects.active().in_service(now).order_by("slug").only("pk", "slug"))
+    pools = list(
+        Pool.objects.active()
+        .in_service(now)
+        .select_related("cluster")
+        .order_by("slug")
+        .only("pk", "slug", "cluster__slug")
+    )
     ids = [pool.pk for pool in pools]
     utilisation = GaugeMetricFamily(
         "gpufleet_pool_utilisation_ratio",
         "Busy ÷ measured GPU-hours of the pool over the last 24 h (hours with telemetry).",
-        labels=["pool"],
+        labels=["pool", "cluster"],
     )
     day = pool_usage_totals(Span.last_hours(now, UTILISATION_WINDOW_HOURS), ids)
     for pool in pools:
         usage = day.get(pool.pk)
         if usage and usage.measured_capacity_gpu_hours > 0:
             utilisation.add_metric(
-                [pool.slug], usage.busy_gpu_hours / usage.measured_capacity_gpu_hours
+                [pool.slug, pool.cluster.slug],
+                usage.busy_gpu_hours / usage.measured_capacity_gpu_hours,
             )
     yield utilisation
     idle = GaugeMetricFamily(
         "gpufleet_pool_idle_cost_usd",
         "Idle cost of the pool over the window, USD: measured cost × (1 − busy ÷ measured).",
-        labels=["pool", "window"],
+        labels=["pool", "cluster", "window"],
     )
     reporting = GaugeMetricFamily(
         "gpufleet_pool_idle_cost",
         "Idle cost of the pool over the window in the reporting currency (label currency).",
-        labels=["pool", "window", "currency"],
+        labels=["pool", "cluster", "window", "currency"],
     )
     currency = reporting_currency()
     for window, length in IDLE_COST_WINDOWS:
@@ -131,8 +142,12 @@ def pool_figures(now) -> Iterable[Metric]:
         for pool in pools:
             usage = totals.get(pool.pk, UsageTotals())
             for family_, labels, cost in (
-                (idle, [pool.slug, window], usage.measured_cost_usd),
-                (reporting, [pool.slug, window, currency], usage.measured_cost),
+                (idle, [pool.slug, pool.cluster.slug, window], usage.measured_cost_usd),
+                (
+                    reporting,
+                    [pool.slug, pool.cluster.slug, window, currency],
+                    usage.measured_cost,
+                ),
             ):
                 family_.add_metric(
                     labels,
@@ -167,21 +182,26 @@ def telemetry_lag(now) -> Iterable[Metric]:
     lag = GaugeMetricFamily(
         "gpufleet_telemetry_lag_seconds",
         "Age of the newest data the pull source delivered, seconds.",
-        labels=["source"],
+        labels=["source", "cluster"],
     )
     up = GaugeMetricFamily(
         "gpufleet_telemetry_source_up",
         "1 when the pull source's last pull succeeded, 0 when it failed.",
-        labels=["source"],
+        labels=["source", "cluster"],
     )
-    sources = PullSource.objects.filter(enabled=True).order_by("slug")
-    for source in sources.only("slug", "kind", "pulled_until", "last_pulled_at", "last_status"):
+    sources = PullSource.objects.filter(enabled=True).select_related("cluster").order_by("slug")
+    fields = ("slug", "kind", "pulled_until", "last_pulled_at", "last_status", "cluster__slug")
+    for source in sources.only(*fields):
         newest = source.pulled_until if source.kind != PullSource.Kind.DCGM_EXPORTER else None
         newest = newest or source.last_pulled_at
         if newest is not None:
-            lag.add_metric([source.slug], max(0.0, (now - newest).total_seconds()))
+            lag.add_metric(
+                [source.slug, source.cluster.slug], max(0.0, (now - newest).total_seconds())
+            )
         if source.last_status:
-            up.add_metric([source.slug], 0 if source.last_status == "error" else 1)
+            up.add_metric(
+                [source.slug, source.cluster.slug], 0 if source.last_status == "error" else 1
+            )
     yield lag
     yield up
 

@@ -2,6 +2,7 @@
 apps whose figures it shows (reports' cost and use, backups' overdue drills), so none of
 them imports another to draw it."""
 
+from django.shortcuts import get_object_or_404
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import dateformat, timezone
@@ -12,6 +13,7 @@ from django.views.decorators.http import require_GET
 
 from apps.accounts.scope import EVERYTHING, Scope, scope_of
 from apps.backups.services import overdue_and_failing_summary
+from apps.clusters.models import Cluster
 from apps.core.htmx import render_page
 from apps.dashboard import explain as overview_explanations
 from apps.dashboard import selectors
@@ -28,21 +30,39 @@ CLOSED_MONTHS_SHOWN = 6
 ATTENTION_PLACEHOLDER = mark_safe("<!-- gpufleet:attention -->")  # noqa: S308 - a constant
 
 
+def _cluster_of(request) -> Cluster | None:
+    """The cluster ``?cluster=`` names (None: the whole fleet); an unknown slug is a
+    404, not the fleet's figures under a cluster's name."""
+    slug = request.GET.get("cluster")
+    if not slug:
+        return None
+    return get_object_or_404(Cluster, slug=slug)
+
+
 @require_GET
 def overview(request):
     scope = scope_of(request.user)
-    remember_view("overview", scope_key=scope.cache_key)
+    cluster = _cluster_of(request)
+    if cluster is None:
+        remember_view("overview", scope_key=scope.cache_key)
     now = timezone.now()
-    context = _live_context(now, scope)
+    context = _live_context(now, scope, cluster)
+    context["clusters"] = Cluster.objects.filter(
+        pk__in=Pool.objects.in_scope(scope).values("cluster")
+    ).order_by("name")
     if context["pool_count"]:
         context["overview_html"] = overview_html(now, context, scope)
     return render_page(request, "dashboard/overview.html", context)
 
 
-def _live_context(now, scope: Scope) -> dict:
-    """What the Overview reads at each visit, of the pools and workloads in ``scope``:
-    the pool count and, with pools, the drills and what needs a person."""
-    context = {"pool_count": Pool.objects.in_scope(scope).count()}
+def _live_context(now, scope: Scope, cluster: Cluster | None = None) -> dict:
+    """What the Overview reads at each visit, of the pools and workloads in ``scope``
+    (of ``cluster``'s pools when given): the pool count and, with pools, the drills and
+    what needs a person."""
+    pools = Pool.objects.in_scope(scope)
+    if cluster is not None:
+        pools = pools.filter(cluster=cluster)
+    context = {"pool_count": pools.count(), "cluster": cluster}
     if context["pool_count"]:
         # The months finance has closed, the latest first: served as they were frozen.
         context["closed_months"] = list(
@@ -68,8 +88,10 @@ def overview_html(now, live: dict, scope: Scope = EVERYTHING) -> str:
     so a drill recorded shows at once. The "Needs a person" list is rendered at each visit
     into its place in the cached string: its sentences carry amounts that grow by the
     minute (dollars at risk), which in the key would make every visit a miss."""
+    cluster = live.get("cluster")
+    slug = cluster.slug if cluster is not None else None
     parameters = {
-        "scope": scope.cache_key,
+        **selectors.cache_parameters(scope, slug),
         "pool_count": live["pool_count"],
         "drills": live["drills"],
     }
@@ -79,8 +101,8 @@ def overview_html(now, live: dict, scope: Scope = EVERYTHING) -> str:
         lambda: render_to_string(
             "dashboard/overview.html#figures",
             {
-                **selectors.overview_figures(now, scope),
-                **live,
+                **selectors.overview_figures(now, scope, cluster=slug),
+                **{name: value for name, value in live.items() if name != "clusters"},
                 "attention_list_html": ATTENTION_PLACEHOLDER,
             },
         ),
@@ -116,7 +138,9 @@ def overview_explain(request):
         return explain_page(request, {"error": error}, 404)
     now = timezone.now()
     scope = scope_of(request.user)
-    figures = selectors.overview_figures(now, scope)
+    cluster = _cluster_of(request)
+    slug = cluster.slug if cluster is not None else None
+    figures = selectors.overview_figures(now, scope, cluster=slug)
     # "1 Dec 2026" in English; the format is translated with the month's name.
     day_month_year = gettext("j M Y")
     period = gettext("Month to date: since %(date)s 00:00 UTC") % {
@@ -125,7 +149,7 @@ def overview_explain(request):
     if kpi in OVERVIEW_MONTH_KPIS:
         title, names = OVERVIEW_MONTH_KPIS[kpi]
         # The page's figures keep no per-pool parts; the explanation reads them.
-        month = selectors.overview_month(now, scope)["total"]
+        month = selectors.overview_month(now, scope, cluster=slug)["total"]
         sections = [
             (explain.FIGURES[name][0], explain.explain_figure(month, name)) for name in names
         ]

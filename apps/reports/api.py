@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.scope import scope_of
+from apps.clusters.models import Cluster
 from apps.core.schema import ErrorSerializer
 from apps.core.serializers import (
     MoneyField,
@@ -37,6 +38,9 @@ DEFAULT_RANGE = timedelta(days=30)
 # Listed in the schema, so a client (and schemathesis) knows which names are valid.
 TIME_ZONES = sorted(available_timezones())
 NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No pool with that slug.")
+POOL_OR_CLUSTER_NOT_FOUND = OpenApiResponse(
+    ErrorSerializer, description="No pool or cluster with that slug."
+)
 
 
 class ReportRangeSerializer(NoBlankQueryMixin, serializers.Serializer):
@@ -47,7 +51,7 @@ class ReportRangeSerializer(NoBlankQueryMixin, serializers.Serializer):
         required=False, help_text="ISO 8601, exclusive; default: now. Clipped to now."
     )
 
-    not_blank = ("start", "end", "pool", "tz", "purpose", "group_by")
+    not_blank = ("start", "end", "pool", "tz", "purpose", "group_by", "cluster")
 
     def validate(self, attrs):
         attrs = super().validate(attrs)
@@ -62,6 +66,10 @@ class CostQuerySerializer(ReportRangeSerializer):
     group_by = serializers.ChoiceField(choices=GROUP_BY_CHOICES, default="pool")
     purpose = serializers.ChoiceField(choices=Purpose.choices, required=False)
     pool = serializers.SlugField(required=False, help_text="Only this pool.")
+    cluster = serializers.SlugField(
+        required=False,
+        help_text="Only the pools of this cluster (its slug); group_by=cluster: a row per cluster.",
+    )
     explain = QueryBooleanField(
         required=False,
         default=False,
@@ -92,6 +100,11 @@ class CostRowSerializer(serializers.Serializer):
         "workloads of teams outside the caller's scope on a shared pool, unnamed."
     )
     label = serializers.CharField()
+    cluster = serializers.CharField(
+        allow_null=True,
+        help_text="The slug of the cluster the row's pools are in; null when they span "
+        "several (a purpose's row, the unallocated rest).",
+    )
     capacity_gpu_hours = serializers.FloatField(help_text="GPUs × hours paid for in the range.")
     measured_capacity_gpu_hours = serializers.FloatField(help_text="Of those, with telemetry.")
     unmeasured_gpu_hours = serializers.FloatField(help_text="GPU-hours without telemetry.")
@@ -174,13 +187,20 @@ def _pool_or_404(slug: str, scope) -> Pool:
     return pool
 
 
+def _cluster_or_404(slug: str) -> Cluster:
+    cluster = Cluster.objects.filter(slug=slug).first()
+    if cluster is None:
+        raise NotFound(f"No cluster with slug “{slug}”.")
+    return cluster
+
+
 class CostReportView(APIView):
     """Cost, idle cost and unit costs over a range, grouped by pool, purpose or workload
     (definitions in apps/reports/cost/costmodel.py). Undefined ratios are null."""
 
     @extend_schema(
         parameters=[CostQuerySerializer],
-        responses={200: CostRowSerializer(many=True), 404: NOT_FOUND},
+        responses={200: CostRowSerializer(many=True), 404: POOL_OR_CLUSTER_NOT_FOUND},
     )
     def get(self, request):
         query = CostQuerySerializer(data=request.query_params)
@@ -190,12 +210,15 @@ class CostReportView(APIView):
         if params.get("pool"):
             # Not an empty report that reads as "cost nothing".
             _pool_or_404(params["pool"], scope)
+        if params.get("cluster"):
+            _cluster_or_404(params["cluster"])
         rows = periods.cost_report(
             params["start"],
             params["end"],
             params["group_by"],
             purpose=params.get("purpose"),
             pool_slug=params.get("pool"),
+            cluster_slug=params.get("cluster"),
             scope=scope,
         )
         data = [row.as_dict() for row in rows]
@@ -211,6 +234,9 @@ class CostReportView(APIView):
 class ProfileQuerySerializer(ReportRangeSerializer):
     pool = serializers.SlugField(required=False, help_text="One pool (or use purpose).")
     purpose = serializers.ChoiceField(choices=Purpose.choices, required=False)
+    cluster = serializers.SlugField(
+        required=False, help_text="Only the pools of this cluster (its slug)."
+    )
     tz = serializers.ChoiceField(
         choices=TIME_ZONES, required=False, default="UTC", help_text="IANA time zone."
     )
@@ -232,12 +258,12 @@ class HourOfDaySerializer(serializers.Serializer):
 
 
 class UsageProfileView(APIView):
-    """The hour-of-day curve, 24 rows in the given time zone: a pool's, a purpose's, or
-    the whole fleet's when neither is given."""
+    """The hour-of-day curve, 24 rows in the given time zone: a pool's, a purpose's, a
+    cluster's, or the whole fleet's when none is given."""
 
     @extend_schema(
         parameters=[ProfileQuerySerializer],
-        responses={200: HourOfDaySerializer(many=True), 404: NOT_FOUND},
+        responses={200: HourOfDaySerializer(many=True), 404: POOL_OR_CLUSTER_NOT_FOUND},
     )
     def get(self, request):
         query = ProfileQuerySerializer(data=request.query_params)
@@ -245,6 +271,8 @@ class UsageProfileView(APIView):
         params = query.validated_data
         scope = scope_of(request.user)
         pool = _pool_or_404(params["pool"], scope) if params.get("pool") else None
+        if params.get("cluster"):
+            _cluster_or_404(params["cluster"])
         zone: ZoneInfo = params["tz"]
         rows = usage_profile(
             params["start"],
@@ -252,6 +280,7 @@ class UsageProfileView(APIView):
             zone,
             pool=pool,
             purpose=params.get("purpose"),
+            cluster=params.get("cluster"),
             scope=scope,
         )
         return Response(HourOfDaySerializer([vars(row) for row in rows], many=True).data)

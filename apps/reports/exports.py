@@ -91,6 +91,9 @@ COLUMNS = (
     _amount(lazy(_cost_in_reporting_currency, str)(), "cost"),
     _text(_("Currency"), "currency"),
     _text(_("Missing exchange rates"), "missing_exchange_rates"),
+    # The slug of the row's cluster; empty for a row across clusters. Last, so that the
+    # columns files had before clusters keep their places.
+    _text(_("Cluster"), "cluster"),
 )
 
 
@@ -243,6 +246,8 @@ def cost_report_xlsx(rows, filters, total=None) -> bytes:
             }
         ],
     )
+    if filters.get("cluster"):
+        sheet["A1"].value += gettext(", cluster %(cluster)s") % {"cluster": filters["cluster"]}
     sheet["A1"].font = Font(bold=True, size=12)
     xlsx_header(sheet, headers(COLUMNS), font=Font(bold=True))
     for row, values in _lines(rows, total):

@@ -5,6 +5,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.scope import EVERYTHING, Scope
+from apps.clusters.models import Cluster
 from apps.core.forms import TablerFormMixin
 from apps.pools.hours import zone_or_error
 from apps.pools.models import TRAINING_KINDS, Interruption, Pool, Purpose, Workload
@@ -16,8 +17,25 @@ MAX_REPORT_DAYS = 3 * 366
 SYNC_RECOMPUTE_DAYS = 31
 # What a report groups by: the filter's choice, and the noun of the table's title ("Cost
 # by pool").
-GROUP_BY_LABELS = {"pool": _("Pool"), "purpose": _("Purpose"), "workload": _("Workload")}
-GROUP_BY_NOUNS = {"pool": _("pool"), "purpose": _("purpose"), "workload": _("workload")}
+_GROUPINGS = (
+    ("pool", _("Pool"), _("pool")),
+    ("purpose", _("Purpose"), _("purpose")),
+    ("workload", _("Workload"), _("workload")),
+    ("cluster", _("Cluster"), _("cluster")),
+)
+GROUP_BY_LABELS = {value: label for value, label, _noun in _GROUPINGS}
+GROUP_BY_NOUNS = {value: noun for value, _label, noun in _GROUPINGS}
+
+
+def _by_slug(queryset, label, empty_label) -> forms.ModelChoiceField:
+    """An optional choice of one object, named by its slug in the query string."""
+    return forms.ModelChoiceField(
+        queryset=queryset,
+        to_field_name="slug",
+        required=False,
+        label=label,
+        empty_label=empty_label,
+    )
 
 
 class ReportFilterForm(TablerFormMixin, forms.Form):
@@ -43,13 +61,8 @@ class ReportFilterForm(TablerFormMixin, forms.Form):
     purpose = forms.ChoiceField(
         label=_("Purpose"), choices=[("", _("All purposes")), *Purpose.choices], required=False
     )
-    pool = forms.ModelChoiceField(
-        queryset=Pool.objects.order_by("name"),
-        to_field_name="slug",
-        required=False,
-        label=_("Pool"),
-        empty_label=_("All pools"),
-    )
+    pool = _by_slug(Pool.objects.order_by("name"), _("Pool"), _("All pools"))
+    cluster = _by_slug(Cluster.objects.order_by("name"), _("Cluster"), _("All clusters"))
     tz = forms.CharField(
         label=_("Time zone for curves"),
         required=False,

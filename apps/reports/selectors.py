@@ -130,6 +130,7 @@ def _report_figures(data: dict, progress, scope: Scope) -> dict:
     progress = progress or (lambda done, step: None)
     start, end = report_span(data)
     pool = data.get("pool")
+    cluster = data["cluster"].slug if data.get("cluster") else None
     zone_name = data["tz"]
     zone = ZoneInfo(zone_name)
     # Closed months as they were frozen, with the adjustments booked in the range.
@@ -139,6 +140,7 @@ def _report_figures(data: dict, progress, scope: Scope) -> dict:
         data["group_by"],
         purpose=data.get("purpose") or None,
         pool_slug=pool.slug if pool else None,
+        cluster_slug=cluster,
         scope=scope,
     )
     progress(1, REPORT_STEPS[1])
@@ -148,12 +150,20 @@ def _report_figures(data: dict, progress, scope: Scope) -> dict:
         zone,
         pool=pool,
         purpose=None if pool else (data.get("purpose") or None),
+        cluster=cluster,
         scope=scope,
     )
     progress(2, REPORT_STEPS[2])
-    peak_rows = peak_split(start, end, purpose=data.get("purpose") or None, pool=pool, scope=scope)
+    peak_rows = peak_split(
+        start,
+        end,
+        purpose=data.get("purpose") or None,
+        pool=pool,
+        cluster=cluster,
+        scope=scope,
+    )
     progress(3, REPORT_STEPS[3])
-    split = daily_split(start, end, pool=pool, scope=scope)
+    split = daily_split(start, end, pool=pool, cluster=cluster, scope=scope)
     progress(4, REPORT_STEPS[4])
     return {
         "rows": rows,

@@ -1,5 +1,5 @@
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import viewsets
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.response import Response
@@ -7,6 +7,7 @@ from rest_framework.views import APIView
 
 from apps.accounts.models import Team
 from apps.accounts.scope import scope_of
+from apps.clusters.models import Cluster
 from apps.core.money import rounding_difference
 from apps.core.schema import ErrorSerializer
 from apps.currencies.codes import reporting_currency
@@ -18,9 +19,9 @@ from apps.showback.serializers import (
     AuditBundleSerializer,
     AuditQuerySerializer,
     BudgetSerializer,
+    ClusterShowbackQuerySerializer,
     PeriodSerializer,
     ReopenSerializer,
-    ShowbackQuerySerializer,
     ShowbackSerializer,
     TeamSerializer,
 )
@@ -92,16 +93,25 @@ class ShowbackView(APIView):
     ``currency``), the exchange rates missing named in ``missing_rates``. A caller who is
     not fleet-wide gets their teams' rows only and no total."""
 
-    @extend_schema(parameters=[ShowbackQuerySerializer], responses=ShowbackSerializer)
+    @extend_schema(
+        parameters=[ClusterShowbackQuerySerializer],
+        responses={
+            200: ShowbackSerializer,
+            404: OpenApiResponse(ErrorSerializer, description="No cluster with that slug."),
+        },
+    )
     def get(self, request):
-        query = ShowbackQuerySerializer(data=request.query_params)
+        query = ClusterShowbackQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         now = timezone.now()
         start = parse_month(query.validated_data.get("month"), now)
         if start is None:
             raise ValidationError({"month": ["A month from 2000-01 on, as YYYY-MM."]})
         begin, end = month_span(start, now)
-        figures = selectors.showback(begin, end)
+        cluster = query.validated_data.get("cluster")
+        if cluster and not Cluster.objects.filter(slug=cluster).exists():
+            raise NotFound(f"No cluster with slug “{cluster}”.")
+        figures = selectors.showback(begin, end, cluster=cluster)
         scope = scope_of(request.user)
         currency = figures.currency
         rows = []

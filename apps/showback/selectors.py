@@ -155,31 +155,32 @@ class Showback:
                 self.workload_rows[key] = row
 
 
-def showback(start: datetime, end: datetime) -> Showback:
+def showback(start: datetime, end: datetime, *, cluster: str | None = None) -> Showback:
     """Every team's spend over [start, end), and the unattributed rest: the closed months
     the span covers whole as they were frozen, the rest live, and the adjustments booked
-    in the span (apps/reports/cost/periods.py)."""
+    in the span (apps/reports/cost/periods.py). ``cluster``: a cluster's slug, the spend
+    on its pools only (a closed month's pools counted in the cluster they are in now)."""
     closed = periods.closed_months()
     pieces = periods.split_span(start, end, closed)
     if len(pieces) == 1 and pieces[0][2] is None and not closed:
-        return live_showback(start, end)
+        return live_showback(start, end, cluster=cluster)
     result = Showback(
         start,
         end,
         {team.id: TeamSpend(team) for team in Team.objects.order_by("name")},
         TeamSpend(None),
-        {pool.id: pool for pool in Pool.objects.select_related("team")},
+        {pool.id: pool for pool in _pools_of(cluster)},
         {},
     )
     for piece_start, piece_end, month in pieces:
         if month is None:
-            result.add(live_showback(piece_start, piece_end))
+            result.add(live_showback(piece_start, piece_end, cluster=cluster))
         else:
-            result.add(frozen_showback(month, result.pools))
+            result.add(frozen_showback(month, result.pools, cluster=cluster))
     for month in periods.adjusted_months(start, end, closed):
         month_begin, month_end = periods.month_bounds(month.month)
-        now = live_showback(month_begin, month_end)
-        then = frozen_showback(month, result.pools)
+        now = live_showback(month_begin, month_end, cluster=cluster)
+        then = frozen_showback(month, result.pools, cluster=cluster)
         label = periods.month_label(month)
         for team_id in set(now.teams) | set(then.teams) | {None}:
             now_spend, then_spend = now.spend_of(team_id), then.spend_of(team_id)
@@ -192,9 +193,19 @@ def showback(start: datetime, end: datetime) -> Showback:
     return result
 
 
-def frozen_showback(month, pools: dict) -> Showback:
-    """``month``'s showback as it was frozen when it closed (apps/showback/periods.py)."""
+def _pools_of(cluster: str | None):
+    pools = Pool.objects.select_related("team")
+    return pools.filter(cluster__slug=cluster) if cluster else pools
+
+
+def frozen_showback(month, pools: dict, *, cluster: str | None = None) -> Showback:
+    """``month``'s showback as it was frozen when it closed (apps/showback/periods.py);
+    with ``cluster``, of the pools in ``pools`` only (those of that cluster)."""
     start, end = periods.month_bounds(month.month)
+
+    def kept(pool_id) -> bool:
+        return not cluster or int(pool_id) in pools
+
     stored = month.showback or {}
     result = Showback(start, end, {}, TeamSpend(None), pools, {})
     converted = _frozen_conversion(month, stored)
@@ -209,6 +220,8 @@ def frozen_showback(month, pools: dict) -> Showback:
         spent = TeamSpend(team)
         amounts = data.get("by_pool", {}) if converted.stored else {}
         for pool_id, usd in data.get("by_pool_usd", {}).items():
+            if not kept(pool_id):
+                continue
             usd = as_decimal(usd)
             amount = as_decimal(amounts[pool_id]) if pool_id in amounts else converted.of(usd)
             spent.add(int(pool_id), usd, amount)
@@ -223,7 +236,9 @@ def frozen_showback(month, pools: dict) -> Showback:
         else:
             result.teams[team.id] = spend(data, team)
     result.pool_cost_usd = {
-        int(pool_id): as_decimal(usd) for pool_id, usd in stored.get("pool_cost_usd", {}).items()
+        int(pool_id): as_decimal(usd)
+        for pool_id, usd in stored.get("pool_cost_usd", {}).items()
+        if kept(pool_id)
     }
     stored_costs = stored.get("pool_cost", {}) if converted.stored else {}
     result.pool_cost = {
@@ -231,8 +246,11 @@ def frozen_showback(month, pools: dict) -> Showback:
         if pool_id in stored_costs
         else converted.of(as_decimal(usd))
         for pool_id, usd in stored.get("pool_cost_usd", {}).items()
+        if kept(pool_id)
     }
-    result.workload_rows = {row.key: row for row in periods.frozen_cost_report(month, "workload")}
+    result.workload_rows = {
+        row.key: row for row in periods.frozen_cost_report(month, "workload", cluster_slug=cluster)
+    }
     return result
 
 
@@ -297,12 +315,14 @@ def showback_as_data(figures: Showback) -> dict:
     }
 
 
-def live_showback(start: datetime, end: datetime) -> Showback:
+def live_showback(start: datetime, end: datetime, *, cluster: str | None = None) -> Showback:
     """Every team's spend over [start, end) as the data says today, and the unattributed
-    rest (two cost reports)."""
-    pool_rows = {row.key: row for row in cost_report(start, end, "pool")}
-    workload_rows = {row.key: row for row in cost_report(start, end, "workload")}
-    pools = {pool.id: pool for pool in Pool.objects.select_related("team")}
+    rest (two cost reports); with ``cluster`` (a slug), the spend on its pools only."""
+    pool_rows = {row.key: row for row in cost_report(start, end, "pool", cluster_slug=cluster)}
+    workload_rows = {
+        row.key: row for row in cost_report(start, end, "workload", cluster_slug=cluster)
+    }
+    pools = {pool.id: pool for pool in _pools_of(cluster)}
     teams = {team.id: TeamSpend(team) for team in Team.objects.order_by("name")}
     unattributed = TeamSpend(None)
 
@@ -317,7 +337,8 @@ def live_showback(start: datetime, end: datetime) -> Showback:
         pool_cost[pool.id] = row.cost if row else Decimal(0)
         rest_usd[pool.id] = pool_cost_usd[pool.id]
         rest[pool.id] = pool_cost[pool.id]
-    for workload in Workload.objects.only("slug", "team_id", "pool_id").order_by("pk"):
+    workloads = Workload.objects.filter(pool_id__in=list(pools))
+    for workload in workloads.only("slug", "team_id", "pool_id").order_by("pk"):
         row = workload_rows.get(workload.slug)
         if row is None or not (row.cost_usd or row.cost):
             continue
@@ -455,7 +476,7 @@ def budgets_in_scope(scope):
     return Budget.objects.in_scope(scope).select_related("team", "pool__team")
 
 
-def cached_showback(start: datetime, end: datetime) -> Showback:
+def cached_showback(start: datetime, end: datetime, *, cluster: str | None = None) -> Showback:
     """``showback(start, end)`` from the reports cache (apps/reports/cache.py): kept until
     a rollup, a pool or a workload changes, and for the current hour at most, so a span
     that ends now is computed once an hour, not at every visit. The figures are every
@@ -463,7 +484,9 @@ def cached_showback(start: datetime, end: datetime) -> Showback:
     hour = floor_hour(end)
     # A span to now (inside an hour) never shares a key with one ending on the hour.
     key = {"start": start, "end_hour": hour, "partial_hour": end != hour}
-    return cached("showback", key, lambda: showback(start, end))
+    if cluster:
+        key["cluster"] = cluster
+    return cached("showback", key, lambda: showback(start, end, cluster=cluster))
 
 
 def scope_burndowns(scope, now: datetime) -> list[BudgetBurndown]:

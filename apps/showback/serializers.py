@@ -218,6 +218,14 @@ class ShowbackQuerySerializer(NoBlankQueryMixin, serializers.Serializer):
     )
 
 
+class ClusterShowbackQuerySerializer(ShowbackQuerySerializer):
+    not_blank = ("month", "cluster")
+    cluster = serializers.SlugField(
+        required=False,
+        help_text="A cluster's slug: the spend on that cluster's pools only.",
+    )
+
+
 class AuditQuerySerializer(ShowbackQuerySerializer):
     month = serializers.RegexField(
         r"^2\d{3}-(0[1-9]|1[0-2])$",

@@ -6,7 +6,7 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.http import Http404
-from django.shortcuts import redirect
+from django.shortcuts import get_object_or_404, redirect
 from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from apps.accounts.models import Team
 from apps.accounts.scope import scope_of
+from apps.clusters.models import Cluster
 from apps.core.crud import ObjectViews
 from apps.core.guard import superuser_only
 from apps.core.history import history_rows
@@ -235,7 +236,14 @@ def team_blockers(team) -> list:
 # --- Showback ---------------------------------------------------------------------------
 
 
+def _cluster_of(request) -> Cluster | None:
+    """The cluster ``?cluster=`` names (None: every cluster); an unknown slug is a 404."""
+    slug = request.GET.get("cluster")
+    return get_object_or_404(Cluster, slug=slug) if slug else None
+
+
 def _month_figures(request):
+    cluster = _cluster_of(request)
     now = timezone.now()
     start = parse_month(request.GET.get("month"), now)
     error = ""
@@ -248,7 +256,8 @@ def _month_figures(request):
         }
         start = parse_month(None, now)
     begin, end = month_span(start, now)
-    return start, error, selectors.showback(begin, end)
+    slug = cluster.slug if cluster is not None else None
+    return start, error, selectors.showback(begin, end, cluster=slug)
 
 
 @require_GET
@@ -263,6 +272,8 @@ def showback_page(request):
             "rows": rows,
             "month": f"{start:%Y-%m}",
             "error": error,
+            "clusters": Cluster.objects.order_by("name"),
+            "cluster": _cluster_of(request),
             # The fleet's total in the reporting currency, for the fleet-wide only.
             "fleet_total": figures.total if scope.everything else None,
             "total_usd": figures.total_usd if scope.everything else None,

@@ -143,6 +143,9 @@ def test_the_gauges_say_what_a_hand_computation_says(client, metrics_token, flee
     values = samples(_get(client, Authorization=f"Bearer {TOKEN}").content.decode())
 
     def gauge(name, **labels):
+        # Pool and pull source series name their cluster: here every one's is ``default``.
+        if name.startswith(("gpufleet_pool_", "gpufleet_telemetry_")):
+            labels = {"cluster": "default", **labels}
         return values[(name, tuple(sorted(labels.items())))]
 
     for pool, gpus, price, busy, hours in (("idle", 8, 3.0, 0.25, 240), ("busy", 4, 2.0, 0.75, 48)):
@@ -152,7 +155,10 @@ def test_the_gauges_say_what_a_hand_computation_says(client, metrics_token, flee
                 hand_idle_usd(gpus, price, busy, hours, window_hours)
             ), (pool, window)
     # No telemetry: no utilisation, and no idle cost to speak of.
-    assert ("gpufleet_pool_utilisation_ratio", (("pool", "silent"),)) not in values
+    assert (
+        "gpufleet_pool_utilisation_ratio",
+        (("cluster", "default"), ("pool", "silent")),
+    ) not in values
     assert gauge("gpufleet_pool_idle_cost_usd", pool="silent", window="30d") == 0
     assert gauge("gpufleet_drills_overdue") == 1
     assert gauge("gpufleet_drills_failing") == 0

@@ -120,9 +120,10 @@ def test_the_last_24_hours_are_24_hours_everywhere():
         for family in metrics.pool_figures(now)
         for sample in family.samples
     }
-    idle_key = (("pool", pool.slug), ("window", "24h"))
+    idle_key = (("cluster", "default"), ("pool", pool.slug), ("window", "24h"))
     assert gauges[("gpufleet_pool_idle_cost_usd", idle_key)] == pytest.approx(108.0)
-    assert gauges[("gpufleet_pool_utilisation_ratio", (("pool", newcomer.slug),))] == 1.0
+    newcomer_key = (("cluster", "default"), ("pool", newcomer.slug))
+    assert gauges[("gpufleet_pool_utilisation_ratio", newcomer_key)] == 1.0
 
     # The Overview's 24-hour utilisation: (48 + 4) busy ÷ (192 + 4) measured GPU-h.
     context = overview_selectors._overview_context(now, overview_selectors.EVERYTHING)

@@ -42,13 +42,19 @@ class DailySplit:
 
 
 def daily_split(
-    start: datetime, end: datetime, *, pool: Pool | None = None, scope: Scope = EVERYTHING
+    start: datetime,
+    end: datetime,
+    *,
+    pool: Pool | None = None,
+    cluster: str | None = None,
+    scope: Scope = EVERYTHING,
 ) -> DailySplit:
     """Busy GPU-hours and the cost of measured hours per UTC day and pool purpose, of the
     pools in ``scope``, at the prices in force. Four queries: the price periods, the
     service periods, the daily rows, and the hourly rows of the days a price changed, or
     a service period started or ended, after midnight (an hour the service period starts
-    or ends inside of counts for its fraction in service, as the report counts it)."""
+    or ends inside of counts for its fraction in service, as the report counts it).
+    ``cluster``: a cluster's slug, its pools only."""
     span = Span.of(start, end)
     first, last = span.start.date(), (span.end - ONE_HOUR).date()
     days = [first + timedelta(days=n) for n in range((last - first).days + 1)]
@@ -77,6 +83,9 @@ def daily_split(
     if pool is not None:
         rows = rows.filter(pool=pool)
         hourly = hourly.filter(pool=pool)
+    if cluster:
+        rows = rows.filter(pool__cluster__slug=cluster)
+        hourly = hourly.filter(pool__cluster__slug=cluster)
     tdp_kw = F("pool__gpu_model__tdp_watts") / 1000.0
     daily_cost = price_case("fixed_price_per_gpu_hour_usd", span, periods, day_on_or_after) * F(
         "measured_capacity_gpu_hours"

@@ -145,6 +145,7 @@ def add_figures(target: CostRow, row: CostRow, *, over_time=False) -> None:
             setattr(target, name, getattr(target, name) + getattr(row, name))
     target.parts.extend(row.parts)
     target.missing_rates |= row.missing_rates
+    target.clusters |= row.clusters
 
 
 def _frozen_sentence(month: ClosedMonth) -> str:
@@ -155,8 +156,10 @@ def _frozen_sentence(month: ClosedMonth) -> str:
     }
 
 
-def _rebuilt(stored: FrozenCostRow, month: ClosedMonth) -> CostRow:
+def _rebuilt(stored: FrozenCostRow, month: ClosedMonth, cluster_of_pool: dict) -> CostRow:
     row = CostRow(key=stored.key, label=stored.label, purpose=stored.purpose)
+    if stored.pool_id in cluster_of_pool:
+        row.clusters.add(cluster_of_pool[stored.pool_id][0])
     for name, text in stored.figures.items():
         if hasattr(row, name):
             setattr(row, name, _read(text, getattr(row, name)))
@@ -281,15 +284,31 @@ def frozen_cost_report(
     *,
     purpose: str | None = None,
     pool_slug: str | None = None,
+    cluster_slug: str | None = None,
     scope: Scope = EVERYTHING,
 ) -> list[CostRow]:
     """``month``'s rows as they were frozen, for the scope and filters a live report
-    takes (``report.cost_report``'s)."""
+    takes (``report.cost_report``'s). A pool's rows count for the cluster the pool is in
+    now: a month froze figures, not the fleet's layout."""
     stored = FrozenCostRow.objects.filter(
-        closed_month=month, group_by="pool" if group_by == "purpose" else group_by
+        closed_month=month,
+        group_by="pool" if group_by in ("purpose", "cluster") else group_by,
     )
     if pool_slug:
         stored = stored.filter(pool_slug=pool_slug)
+    # Pool id → (cluster slug, cluster name), of the pools that still exist.
+    cluster_of_pool = {
+        pool_id: (slug, name)
+        for pool_id, slug, name in Pool.objects.values_list("pk", "cluster__slug", "cluster__name")
+    }
+    if cluster_slug:
+        stored = stored.filter(
+            pool_id__in=[
+                pool_id
+                for pool_id, (slug, _name) in cluster_of_pool.items()
+                if slug == cluster_slug
+            ]
+        )
     if purpose:
         # By the pool's purpose, as the live report filters its pools: a workload row's
         # purpose is its pool's, the unattributed rest has none of its own.
@@ -299,7 +318,15 @@ def frozen_cost_report(
         stored = stored.filter(pool_id__in=list(pool_ids))
     stored = [row for row in stored if scope.covers_team(row.pool_team_id)]
     if group_by == "pool":
-        return [_rebuilt(row, month) for row in stored]
+        return [_rebuilt(row, month, cluster_of_pool) for row in stored]
+    if group_by == "cluster":
+        by_cluster = {}
+        for row in stored:
+            slug, name = cluster_of_pool.get(row.pool_id, ("", gettext("Deleted pools")))
+            if slug not in by_cluster:
+                by_cluster[slug] = CostRow(key=slug, label=name)
+            add_figures(by_cluster[slug], _rebuilt(row, month, cluster_of_pool))
+        return sorted(by_cluster.values(), key=lambda row: row.label)
     if group_by == "purpose":
         rows = {
             value: CostRow(key=value, label=str(label), purpose=value)
@@ -308,7 +335,7 @@ def frozen_cost_report(
         }
         for row in stored:
             if row.purpose in rows:
-                add_figures(rows[row.purpose], _rebuilt(row, month))
+                add_figures(rows[row.purpose], _rebuilt(row, month, cluster_of_pool))
         return list(rows.values())
     # By workload: the visible workloads' rows, the others' summed into one row that names
     # none of them, and the rows that are no workload's (the unattributed rest) merged.
@@ -316,7 +343,7 @@ def frozen_cost_report(
     rest = {}
     others = []
     for row in stored:
-        rebuilt = _rebuilt(row, month)
+        rebuilt = _rebuilt(row, month, cluster_of_pool)
         if row.is_workload and not scope.covers_team(row.workload_team_id):
             rebuilt.parts = []
             others.append(rebuilt)
@@ -362,6 +389,7 @@ def adjustment_rows(month: ClosedMonth, group_by: str, **filters) -> list[CostRo
         row = CostRow(
             key=f"{ADJUSTMENT_PREFIX}{month_label(month)}-{key}", label=label, purpose=base.purpose
         )
+        row.clusters = set(base.clusters)
         for name in names:
             if name in COUNTS:
                 continue  # what a row is made of, not a figure that moves: stays 0
@@ -394,11 +422,17 @@ def cost_report(
     *,
     purpose: str | None = None,
     pool_slug: str | None = None,
+    cluster_slug: str | None = None,
     scope: Scope = EVERYTHING,
 ) -> list[CostRow]:
     """``report.cost_report``'s rows, with the closed months the range covers whole as
     they were frozen and the adjustments booked in the range (module docstring)."""
-    filters = {"purpose": purpose, "pool_slug": pool_slug, "scope": scope}
+    filters = {
+        "purpose": purpose,
+        "pool_slug": pool_slug,
+        "cluster_slug": cluster_slug,
+        "scope": scope,
+    }
     closed = closed_months()
     if not closed:
         return report.cost_report(start, end, group_by, **filters)

@@ -19,7 +19,7 @@ from apps.reports.cost.workloads import (
 )
 from apps.reports.span import Span
 
-GROUP_BY_CHOICES = ("pool", "purpose", "workload")
+GROUP_BY_CHOICES = ("pool", "purpose", "workload", "cluster")
 
 
 def cost_report(
@@ -29,9 +29,13 @@ def cost_report(
     *,
     purpose: str | None = None,
     pool_slug: str | None = None,
+    cluster_slug: str | None = None,
     scope: Scope = EVERYTHING,
 ) -> list[CostRow]:
-    """Rows of the cost report, one per pool, purpose or workload.
+    """Rows of the cost report, one per pool, purpose, workload or cluster.
+
+    ``cluster_slug`` keeps the pools of that cluster only: every figure is then the sum
+    over its pools, and the clusters' reports add up to the unfiltered one.
 
     Grouped by workload, each pool's hours are split by the rule of apps/reports/cost/split.py:
     pod labels first, then each running workload's declared GPUs ÷ the pool's GPUs; what
@@ -46,11 +50,17 @@ def cost_report(
     if group_by not in GROUP_BY_CHOICES:
         raise ValueError(f"group_by must be one of {', '.join(GROUP_BY_CHOICES)}")
     span = Span.of(start, end)
-    pools = Pool.objects.select_related("gpu_model").filter(scope.team_filter()).order_by("name")
+    pools = (
+        Pool.objects.select_related("gpu_model", "cluster")
+        .filter(scope.team_filter())
+        .order_by("name")
+    )
     if purpose:
         pools = pools.filter(purpose=purpose)
     if pool_slug:
         pools = pools.filter(slug=pool_slug)
+    if cluster_slug:
+        pools = pools.filter(cluster__slug=cluster_slug)
     pools = list(pools)
     # The workloads, their requests and their lost GPU-hours, read once for every grouping.
     workloads = list(
@@ -72,6 +82,14 @@ def cost_report(
             _add_pool_figures(row, found, training)
             rows.append(row)
         return rows
+    if group_by == "cluster":
+        by_cluster = {}
+        for found in figures:
+            cluster = found.pool.cluster
+            if cluster.slug not in by_cluster:
+                by_cluster[cluster.slug] = CostRow(key=cluster.slug, label=cluster.name)
+            _add_pool_figures(by_cluster[cluster.slug], found, training)
+        return sorted(by_cluster.values(), key=lambda row: row.label)
     by_purpose = {
         value: CostRow(key=value, label=str(label), purpose=value)
         for value, label in Purpose.choices

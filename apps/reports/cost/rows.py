@@ -74,6 +74,9 @@ class CostRow:
     measured_parts: int = 0
     estimated_parts: int = 0
     members: list = field(default_factory=list, repr=False)
+    # The slugs of the clusters whose pools the row adds up: a row of one cluster names
+    # it (``cluster``), a row across clusters (a purpose's, the unallocated rest) none.
+    clusters: set = field(default_factory=set, repr=False)
     # Grouped by workload, the rule that gave the row its share of its pool
     # (apps/reports/cost/split.py), the sentence that names it, and whether the running
     # workloads declared more GPUs than the pool has.
@@ -89,6 +92,12 @@ class CostRow:
     @property
     def currency(self) -> str:
         return reporting_currency()
+
+    @property
+    def cluster(self) -> str:
+        """The slug of the one cluster the row's pools are in; empty across clusters."""
+        known = self.clusters - {""}
+        return next(iter(known)) if len(known) == 1 else ""
 
     @property
     def incomplete(self) -> bool:
@@ -167,6 +176,7 @@ class CostRow:
         return {
             "key": self.key,
             "label": self.label,
+            "cluster": self.cluster or None,
             "capacity_gpu_hours": self.capacity_gpu_hours,
             "measured_capacity_gpu_hours": self.measured_capacity_gpu_hours,
             "unmeasured_gpu_hours": self.unmeasured_gpu_hours,
@@ -354,6 +364,7 @@ def add_pool(row: CostRow, figures: PoolFigures, share: float = 1.0):
     elif pool.purpose == Purpose.INFERENCE:
         row.inference_cost_usd += figures.cost_usd * money_share
     row.members.append(pool.slug)
+    row.clusters.add(cluster_slug_of(pool))
     row.parts.append(explain.PoolPart(figures, counts_as=pool.purpose, share=share))
 
 
@@ -397,4 +408,12 @@ def total_row(rows: list[CostRow], *, key: str = "total", label: str | None = No
             setattr(total, name, getattr(total, name) + getattr(row, name))
         total.parts.extend(row.parts)
         total.missing_rates |= row.missing_rates
+        total.clusters |= row.clusters
     return total
+
+
+def cluster_slug_of(pool: Pool) -> str:
+    """The slug of the pool's cluster; a pool that stands in for a deleted one (no
+    cluster loaded) is of none."""
+    cluster = pool.cluster if pool.cluster_id else None
+    return cluster.slug if cluster is not None else ""

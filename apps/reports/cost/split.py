@@ -55,6 +55,7 @@ from apps.reports.cost.rows import (
     PoolFigures,
     add_pool,
     add_requests,
+    cluster_slug_of,
     total_row,
 )
 from apps.reports.cost.service import pool_paid_hours
@@ -281,6 +282,7 @@ def workload_rows(span, figures, workloads, requests, lost, measured, scope) -> 
                 key=workload.slug if visible else OTHER_TEAMS, label=name, purpose=pool.purpose
             )
             _fill_workload_row(row, workload, pool_figures, shares[workload.id], name)
+            row.clusters.add(cluster_slug_of(pool))
             row.missing_rates |= pool_figures.missing_rates
             _add_own_figures(row, workload, pool_figures, name, lost, measured, requests)
             (rows if visible else others).append(row)
@@ -480,6 +482,7 @@ def _add_unallocated(row: CostRow, pool, vector: dict) -> None:
         _add_to_row(row, vector, pool.purpose)
         row.pool_count += 1
         row.members.append(pool.slug)
+        row.clusters.add(cluster_slug_of(pool))
         row.parts.append(explain.UnallocatedPart(pool.name, vector, pool.purpose))
 
 

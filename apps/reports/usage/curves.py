@@ -48,10 +48,12 @@ def usage_profile(
     *,
     pool: Pool | None = None,
     purpose: str | None = None,
+    cluster: str | None = None,
     scope: Scope = EVERYTHING,
 ) -> list[HourOfDay]:
     """The hour-of-day curve of a pool (or of every pool of a purpose, or of the fleet),
-    over the pools in ``scope``: ``/api/v1/usage/profile/``. Two queries."""
+    over the pools in ``scope`` (and of the cluster of slug ``cluster``):
+    ``/api/v1/usage/profile/``. Two queries."""
     span = Span.of(start, end)
     hourly = PoolHourlyUsage.objects.filter(
         scope.team_filter("pool__team"),
@@ -69,6 +71,9 @@ def usage_profile(
     if purpose:  # with a pool too: that pool if it has this purpose, else nothing
         hourly = hourly.filter(pool__purpose=purpose)
         requests = requests.filter(workload__pool__purpose=purpose)
+    if cluster:
+        hourly = hourly.filter(pool__cluster__slug=cluster)
+        requests = requests.filter(workload__pool__cluster__slug=cluster)
     by_hour = hourly.annotate(
         local_hour=local_hour_expression(PoolHourlyUsage._meta.db_table, span, zone)
     ).values("local_hour")
@@ -119,7 +124,13 @@ def usage_profile(
 
 
 def weekday_hour_heatmap(
-    start: datetime, end: datetime, zone: ZoneInfo, *, purpose=None, scope: Scope = EVERYTHING
+    start: datetime,
+    end: datetime,
+    zone: ZoneInfo,
+    *,
+    purpose=None,
+    cluster: str | None = None,
+    scope: Scope = EVERYTHING,
 ):
     """Mean utilisation (%) by ISO weekday (1 = Monday) × local hour of the pools in
     ``scope``: 7 × 24 values, None where no hour has telemetry. One query."""
@@ -132,6 +143,8 @@ def weekday_hour_heatmap(
     )
     if purpose:
         hourly = hourly.filter(pool__purpose=purpose)
+    if cluster:
+        hourly = hourly.filter(pool__cluster__slug=cluster)
     grid: list[list[float | None]] = [[None] * 24 for _ in range(7)]
     rows = (
         hourly.annotate(

@@ -12,20 +12,43 @@ from apps.telemetry.models import PoolHourlyUsage
 from apps.telemetry.rollups.days import in_service_q
 
 
-def fleet_usage_sums(
-    start: datetime, end: datetime, scope: Scope = EVERYTHING
-) -> tuple[float, float]:
-    """(Σ busy, Σ capacity) GPU-hours of the hours with telemetry inside their pool's
-    service period, every pool in ``scope``: the same hours for both. One query."""
+def _measured_hours(start: datetime, end: datetime, scope: Scope, cluster: str | None):
     span = Span.of(start, end)
-    sums = PoolHourlyUsage.objects.filter(
+    hourly = PoolHourlyUsage.objects.filter(
         scope.team_filter("pool__team"),
         in_service_q(),
         hour__gte=span.start,
         hour__lt=span.end,
         reporting_gpus__gt=0,
-    ).aggregate(busy=Sum("busy_gpu_hours"), capacity=Sum("capacity_gpu_hours"))
+    )
+    return hourly.filter(pool__cluster__slug=cluster) if cluster else hourly
+
+
+def fleet_usage_sums(
+    start: datetime, end: datetime, scope: Scope = EVERYTHING, *, cluster: str | None = None
+) -> tuple[float, float]:
+    """(Σ busy, Σ capacity) GPU-hours of the hours with telemetry inside their pool's
+    service period, every pool in ``scope`` (of the cluster of slug ``cluster``): the
+    same hours for both. One query."""
+    sums = _measured_hours(start, end, scope, cluster).aggregate(
+        busy=Sum("busy_gpu_hours"), capacity=Sum("capacity_gpu_hours")
+    )
     return sums["busy"] or 0.0, sums["capacity"] or 0.0
+
+
+def usage_sums_by_cluster(
+    start: datetime, end: datetime, scope: Scope = EVERYTHING
+) -> dict[str, tuple[float, float]]:
+    """Cluster slug → ``fleet_usage_sums`` of its pools: they add up to the fleet's.
+    One query."""
+    rows = (
+        _measured_hours(start, end, scope, None)
+        .values("pool__cluster__slug")
+        .annotate(busy=Sum("busy_gpu_hours"), capacity=Sum("capacity_gpu_hours"))
+    )
+    return {
+        row["pool__cluster__slug"]: (row["busy"] or 0.0, row["capacity"] or 0.0) for row in rows
+    }
 
 
 def fleet_utilization_pct(

@@ -69,14 +69,20 @@ class PeakSplitRow:
 
 
 def peak_split(
-    start: datetime, end: datetime, *, purpose=None, pool=None, scope: Scope = EVERYTHING
+    start: datetime,
+    end: datetime,
+    *,
+    purpose=None,
+    pool=None,
+    cluster: str | None = None,
+    scope: Scope = EVERYTHING,
 ) -> list[PeakSplitRow]:
     """Cost of measured hours and requests in each pool's peak and off-peak local hours,
         for the pools in ``scope`` that serve requests. Peak hours are the pool's own, else
         the hours whose mean requests are above the daily mean. Five queries with every pool in
     USD; with another currency, the month's rates and two per month of the span."""
     span = Span.of(start, end)
-    pools = _serving_pools(span, scope, pool=pool, purpose=purpose)
+    pools = _serving_pools(span, scope, pool=pool, purpose=purpose, cluster=cluster)
     ids = [found.id for found in pools]
     zone_of_pool = {found.id: found.timezone or "UTC" for found in pools}
     pool_of_workload = dict(Workload.objects.filter(pool_id__in=ids).values_list("id", "pool_id"))
@@ -118,7 +124,7 @@ def _usd_cost_by_local_hour(span: Span, ids: list, zone_of_pool: dict, currency_
     return total, missing
 
 
-def _serving_pools(span: Span, scope: Scope, *, pool, purpose) -> list[Pool]:
+def _serving_pools(span: Span, scope: Scope, *, pool, purpose, cluster=None) -> list[Pool]:
     """The pools in ``scope`` with a workload that logged requests in the span, by name:
     an index probe per workload on (workload, hour), not a join over every
     request-hour."""
@@ -131,6 +137,8 @@ def _serving_pools(span: Span, scope: Scope, *, pool, purpose) -> list[Pool]:
         pools = pools.filter(pk=pool.pk)
     if purpose:
         pools = pools.filter(purpose=purpose)
+    if cluster:
+        pools = pools.filter(cluster__slug=cluster)
     return list(pools.order_by("name"))
 
 

@@ -6,11 +6,13 @@ from datetime import UTC, datetime, time, timedelta
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
+from rest_framework.exceptions import NotFound
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.views import APIView
 
 from apps.accounts.scope import scope_of
-from apps.core.schema import VALIDATION_ERROR
+from apps.clusters.models import Cluster
+from apps.core.schema import VALIDATION_ERROR, ErrorSerializer
 from apps.showback.focus.exports import FOCUS_VERSION, focus_response
 from apps.showback.focus.rows import MissingReportingRate, focus_rows
 
@@ -39,6 +41,10 @@ class FocusQuerySerializer(serializers.Serializer):
         help_text="UTC day after the range, YYYY-MM-DD (not included); at most 366 days "
         "after the start.",
         input_formats=["iso-8601"],
+    )
+    cluster = serializers.SlugField(
+        required=False,
+        help_text="A cluster's slug: the rows of that cluster's pools only (x_Cluster).",
     )
 
     def validate(self, attrs):
@@ -76,6 +82,7 @@ class FocusExportView(APIView):
                 "version.",
             ),
             400: VALIDATION_ERROR,
+            404: OpenApiResponse(ErrorSerializer, description="No cluster with that slug."),
         },
     )
     def get(self, request):
@@ -83,8 +90,11 @@ class FocusExportView(APIView):
         query.is_valid(raise_exception=True)
         start = day_start(query.validated_data["start"])
         end = day_start(query.validated_data["end"])
+        cluster = query.validated_data.get("cluster")
+        if cluster and not Cluster.objects.filter(slug=cluster).exists():
+            raise NotFound(f"No cluster with slug “{cluster}”.")
         try:
-            rows = focus_rows(start, end, scope=scope_of(request.user))
+            rows = focus_rows(start, end, scope=scope_of(request.user), cluster=cluster)
         except MissingReportingRate as missing:
             raise serializers.ValidationError({"detail": [str(missing)]}) from None
         return focus_response(rows, start, end)

@@ -26,6 +26,7 @@ from apps.core.exports import CellType, Column, CsvFile, register, values
 from apps.core.money import rounded
 from apps.currencies.codes import reporting_currency
 from apps.pools.models import Pool
+from apps.reports.cost.rows import cluster_slug_of
 from apps.showback.focus.rows import ADJUSTMENT, FocusRow
 
 FOCUS_VERSION = "1.2"
@@ -191,6 +192,11 @@ def columns() -> list[Column]:
         _column("Tags", _tags, data_type="JSON"),
         _column("x_PoolSlug", lambda row: row.pool.slug),
         _column("x_PoolName", lambda row: row.pool.name),
+        # FOCUS has no cluster column: the pool's cluster, by slug and by name.
+        _column("x_Cluster", lambda row: _text(cluster_slug_of(row.pool))),
+        _column(
+            "x_ClusterName", lambda row: row.pool.cluster.name if row.pool.cluster_id else None
+        ),
         _column("x_Deployment", lambda row: _text(row.pool.deployment)),
         _column("x_AllocationKind", lambda row: row.kind),
         _column("x_Workload", lambda row: row.workload.slug if row.workload else None),

@@ -42,7 +42,7 @@ from apps.pools.models import Pool, Workload
 from apps.reports.cost import periods, report
 from apps.reports.cost.prices import in_force_at, pool_full_price, price_periods_of
 from apps.reports.cost.rates import conversion_for, month_of
-from apps.reports.cost.rows import UNATTRIBUTED
+from apps.reports.cost.rows import UNATTRIBUTED, cluster_slug_of
 from apps.reports.cost.split import UNALLOCATED
 from apps.reports.span import ONE_DAY, Span
 
@@ -98,7 +98,7 @@ class _Fleet:
 
     def __init__(self, scope: Scope):
         self.scope = scope
-        everything = Pool.objects.select_related("gpu_model", "team")
+        everything = Pool.objects.select_related("gpu_model", "team", "cluster")
         self.pools = {pool.id: pool for pool in everything}
         self.pools_by_slug = {pool.slug: pool for pool in self.pools.values()}
         self.in_scope = set(Pool.objects.filter(scope.team_filter()).values_list("id", flat=True))
@@ -307,10 +307,14 @@ def adjustment_rows(month, fleet: _Fleet, closed) -> list[FocusRow]:
     return rows
 
 
-def focus_rows(start: datetime, end: datetime, *, scope: Scope = EVERYTHING) -> list[FocusRow]:
+def focus_rows(
+    start: datetime, end: datetime, *, scope: Scope = EVERYTHING, cluster: str | None = None
+) -> list[FocusRow]:
     """The rows of [start, end) for ``scope``: each open day's, each closed month's, and
     the adjustments the range books, in the reporting currency; their ``billed`` add up to
-    the cost report's total of the same range and scope, to the cent."""
+    the cost report's total of the same range and scope, to the cent. ``cluster`` (a slug)
+    keeps the rows of that cluster's pools, before the cents are allocated: they then add
+    up to the cost report filtered by that cluster."""
     fleet = _Fleet(scope)
     closed = periods.closed_months()
     # No figures past the current hour: the days after it cost nothing yet.
@@ -327,6 +331,8 @@ def focus_rows(start: datetime, end: datetime, *, scope: Scope = EVERYTHING) -> 
             day = day_end
     for month in periods.adjusted_months(start, end, closed):
         rows.extend(adjustment_rows(month, fleet, closed))
+    if cluster:
+        rows = [row for row in rows if cluster_slug_of(row.pool) == cluster]
     rows.sort(key=lambda row: (row.charge_start, row.pool.name, row.kind != WORKLOAD, row.label))
     in_reporting_currency(rows)
     allocate_cents(rows)

@@ -4,12 +4,13 @@ shows, scoped to the reader's teams, as the API's ``/api/v1/exports/focus/`` wri
 from datetime import date
 
 from django.contrib import messages
-from django.shortcuts import redirect
+from django.shortcuts import get_object_or_404, redirect
 from django.utils import timezone
 from django.utils.translation import gettext
 from django.views.decorators.http import require_GET
 
 from apps.accounts.scope import scope_of
+from apps.clusters.models import Cluster
 from apps.reports.cost.periods import month_bounds
 from apps.reports.span import ONE_DAY
 from apps.showback.focus.api import MAX_DAYS, day_start
@@ -57,8 +58,11 @@ def focus_export(request):
         messages.error(request, error)
         return redirect("showback:showback")
     start, end = found
+    cluster = request.GET.get("cluster") or None
+    if cluster:
+        get_object_or_404(Cluster, slug=cluster)
     try:
-        rows = focus_rows(start, end, scope=scope_of(request.user))
+        rows = focus_rows(start, end, scope=scope_of(request.user), cluster=cluster)
     except MissingReportingRate as missing:
         messages.error(request, str(missing))
         return redirect("showback:showback")

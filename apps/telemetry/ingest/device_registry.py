@@ -1,6 +1,13 @@
 """The GpuDevices an import's rows name: known ones found by key, unknown ones created at
 once and placed in a pool (the import's, else the first hostname rule that matches, else
-none: they wait on the unassigned-GPUs page)."""
+none: they wait on the unassigned-GPUs page).
+
+A GPU is one device across the fleet, keyed by its UUID (and MIG instance): the same UUID
+pulled from two clusters' sources is the same GPU, counted once, in the pool it is in.
+Hostnames are not unique across clusters (two clusters may both have a ``gpu-001``), so a
+pull source of a cluster places new GPUs by the hostname rules of that cluster's pools
+only. A source of the ``default`` cluster (every source made before clusters existed)
+places them by every rule, as it always did."""
 
 import fnmatch
 from datetime import UTC, datetime
@@ -8,6 +15,7 @@ from datetime import UTC, datetime
 from django.db import connection
 
 from apps.accounts.scope import EVERYTHING
+from apps.clusters.models import default_cluster_pk
 from apps.core.sentences import gettext_noop, sentence
 from apps.pools.models import Pool
 from apps.pools.querysets import pool_scope_filter
@@ -23,10 +31,13 @@ from apps.telemetry.models import (
 )
 
 
-def match_hostname_rule(hostname: str, rules) -> object | None:
+def match_hostname_rule(hostname: str, rules, cluster_id: int | None = None) -> object | None:
     """The pool of the first of ``rules`` (in priority order) whose pattern matches
-    ``hostname``: where a new GPU goes, and the pool a Slurm job's node is in."""
+    ``hostname``: where a new GPU goes, and the pool a Slurm job's node is in; with
+    ``cluster_id``, among the rules of that cluster's pools only."""
     for rule in rules:
+        if cluster_id is not None and rule.pool.cluster_id != cluster_id:
+            continue
         if hostname and fnmatch.fnmatchcase(hostname, rule.hostname_pattern):
             return rule.pool
     return None
@@ -47,9 +58,13 @@ class DeviceRegistry:
     outside it is left as it is (``out_of_scope``), its rows refused by the caller.
     """
 
-    def __init__(self, *, pool=None, scope=EVERYTHING):
+    def __init__(self, *, pool=None, scope=EVERYTHING, cluster_id: int | None = None):
+        """``cluster_id``: the cluster of the import's pull source; its new GPUs are
+        placed by the hostname rules of that cluster's pools only (None: every rule)."""
         self.pool = pool
         self.scope = scope
+        self.cluster_id = cluster_id
+        self._default_cluster_id = None
         # None: every pool is in scope (the fleet-wide, pulls, the command line).
         self._pool_ids_in_scope = (
             None
@@ -80,10 +95,14 @@ class DeviceRegistry:
         )
         self._looked_up.update(wanted)
 
-    def register(self, rows: list[GpuSampleRow], *, pool=None) -> dict[str, GpuDevice]:
-        """``pool``: the pool of these rows' import when it differs from the registry's
-        (one batch holds the scrapes of sources of several pools)."""
+    def register(
+        self, rows: list[GpuSampleRow], *, pool=None, cluster_id: int | None = None
+    ) -> dict[str, GpuDevice]:
+        """``pool``, ``cluster_id``: the pool and cluster of these rows' import when they
+        differ from the registry's (one batch holds the scrapes of sources of several
+        pools and clusters)."""
         pool = pool if pool is not None else self.pool
+        cluster_id = cluster_id if cluster_id is not None else self.cluster_id
         # First per DeviceKey object (an int hash; the parsers share one per device), as
         # in ``_sample_values``, then per device key: a row's own key is built once per
         # DeviceKey, not once per row.
@@ -107,7 +126,7 @@ class DeviceRegistry:
             if key not in first_seen or first < first_seen[key]:
                 first_seen[key] = first
         unknown = [key for key in latest if key not in self.devices]
-        created = self._add(unknown, latest, first_seen, pool) if unknown else set()
+        created = self._add(unknown, latest, first_seen, pool, cluster_id) if unknown else set()
         for key, row in latest.items():
             if key in created:
                 continue  # created from these very rows
@@ -158,7 +177,7 @@ class DeviceRegistry:
             )
         return kept, errors
 
-    def _add(self, keys, latest, first_seen, pool) -> set[str]:
+    def _add(self, keys, latest, first_seen, pool, cluster_id=None) -> set[str]:
         """Look the devices of ``keys`` up, creating the unknown ones; returns the keys
         created."""
         existing = {key: self._preloaded.pop(key) for key in keys if key in self._preloaded}
@@ -178,7 +197,9 @@ class DeviceRegistry:
                             pool_scope_filter(self.scope, "pool__")
                         ).select_related("pool")
                     )
-                assigned_pool = pool or match_hostname_rule(row.hostname, self._rules)
+                assigned_pool = pool or match_hostname_rule(
+                    row.hostname, self._rules, self._rules_cluster(cluster_id)
+                )
                 assignment = (
                     GpuDevice.Assignment.IMPORT
                     if pool
@@ -207,6 +228,15 @@ class DeviceRegistry:
         GpuDevice.objects.bulk_create(new_devices)
         self.new_count += len(new_devices)
         return {device.key for device in new_devices}
+
+    def _rules_cluster(self, cluster_id: int | None) -> int | None:
+        """The cluster whose hostname rules place a new GPU of a source of
+        ``cluster_id``: None (every rule) for the ``default`` cluster's sources."""
+        if cluster_id is None:
+            return None
+        if self._default_cluster_id is None:
+            self._default_cluster_id = default_cluster_pk()
+        return None if cluster_id == self._default_cluster_id else cluster_id
 
     def save(self) -> None:
         if self._changed:

@@ -340,6 +340,7 @@ def import_gpu_samples(
     received_at: datetime | None = None,
     after_chunk=None,
     scope=EVERYTHING,
+    cluster_id: int | None = None,
 ) -> ImportSummary:
     """Store the parsed rows once each; the summary names the pool-hours they touched.
 
@@ -372,14 +373,17 @@ def import_gpu_samples(
             received_at=received_at,
             after_chunk=after_chunk,
             scope=scope,
+            cluster_id=cluster_id,
         )
     finally:
         inserts.close()
 
 
-def _import_gpu_chunks(result, inserts, *, pool, skip_bad_rows, received_at, after_chunk, scope):
+def _import_gpu_chunks(
+    result, inserts, *, pool, skip_bad_rows, received_at, after_chunk, scope, cluster_id=None
+):
     tally = _Tally()
-    registry = DeviceRegistry(pool=pool, scope=scope)
+    registry = DeviceRegistry(pool=pool, scope=scope, cluster_id=cluster_id)
     touched: set[tuple[int, datetime]] = set()  # (pool id, hour)
     outside_service = OutsideServiceCount()
     clock_skew = ClockSkewCount(received_at or timezone.now())
@@ -445,6 +449,8 @@ class BatchedImport:
     result: ParseResult
     pool: Pool | None = None
     received_at: datetime | None = None
+    # The cluster of the scrape's source: its new GPUs follow that cluster's hostname rules.
+    cluster_id: int | None = None
 
 
 @transaction.atomic
@@ -481,7 +487,7 @@ def import_gpu_batch(imports: list[BatchedImport], *, scope=EVERYTHING) -> list[
         tally.rows_total = len(chunk.rows) + len(chunk.errors)
         tally.add_errors(chunk.errors)
         new_before = registry.new_count
-        devices = registry.register(chunk.rows, pool=item.pool)
+        devices = registry.register(chunk.rows, pool=item.pool, cluster_id=item.cluster_id)
         kept, refused = registry.refuse_out_of_scope(chunk.rows, devices)
         tally.add_errors(refused)
         kept, refused = refuse_final_hours(kept, devices)

@@ -260,6 +260,7 @@ def record_pull(
                 skip_bad_rows=True,
                 received_at=now,
                 scope=source.pull_scope,
+                cluster_id=source.cluster_id,
             ),
         )
     except PullError as error:

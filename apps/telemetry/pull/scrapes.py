@@ -194,7 +194,10 @@ def _store_and_record(scrapes: list[Scrape]) -> list[ImportRun]:
     for scope_key, of_scope in by_scope.items():
         batch = [
             storage.BatchedImport(
-                scrape.result, pool=scrape.source.pool, received_at=scrape.scraped_at
+                scrape.result,
+                pool=scrape.source.pool,
+                received_at=scrape.scraped_at,
+                cluster_id=scrape.source.cluster_id,
             )
             for scrape in of_scope
         ]

@@ -292,7 +292,9 @@ def _devices_of(source: PullSource, rows: list[DeviceHourRow]) -> dict[str, tupl
         known = {key: (pk, pool_id) for key, pk, pool_id in cursor.fetchall()}
     unknown = [row for key, row in latest.items() if key not in known]
     if unknown:
-        registry = DeviceRegistry(pool=source.pool, scope=source.pull_scope)
+        registry = DeviceRegistry(
+            pool=source.pool, scope=source.pull_scope, cluster_id=source.cluster_id
+        )
         for key, device in registry.register(_registry_rows(unknown)).items():
             known[key] = (device.pk, device.pool_id)
         registry.save()
