@@ -17,6 +17,7 @@ import shlex
 import subprocess
 from datetime import datetime, timedelta
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.utils import timezone
 
@@ -165,9 +166,24 @@ def pull_cluster(
             exit_code=completed.returncode,
             stderr=stderr,
         )
-    result = import_sacct(
-        cluster, completed.stdout, source=SlurmImport.Source.PULL, file_name="sacct", now=now
-    )
+    try:
+        result = import_sacct(
+            cluster, completed.stdout, source=SlurmImport.Source.PULL, file_name="sacct", now=now
+        )
+    except SoftTimeLimitExceeded:
+        # The import is one transaction: nothing of it was kept.
+        return _fail(
+            pull,
+            Sentence(
+                gettext_noop(
+                    "Importing sacct's answer ran past the task's time limit and was undone: "
+                    "lower SLURM_PULL_FIRST_DAYS for a first pull, or import the file with "
+                    "manage.py import_slurm."
+                )
+            ),
+            exit_code=0,
+            stderr=stderr,
+        )
     pull.exit_code, pull.stderr, pull.slurm_import = 0, stderr, result.record
     if result.errors and not (result.accepted + result.updated + result.duplicates):
         first = result.errors[0]

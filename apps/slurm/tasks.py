@@ -4,7 +4,9 @@ from django.utils import timezone
 from apps.clusters.models import Cluster
 
 
-@shared_task(name="slurm.pull_cluster", ignore_result=True, time_limit=15 * 60)
+@shared_task(
+    name="slurm.pull_cluster", ignore_result=True, time_limit=15 * 60, soft_time_limit=14 * 60
+)
 def pull_cluster_task(cluster_id: int) -> str:
     from apps.slurm.pull import pull_cluster
 
@@ -14,7 +16,7 @@ def pull_cluster_task(cluster_id: int) -> str:
     return pull_cluster(cluster).status
 
 
-@shared_task(name="slurm.pull_due_clusters", ignore_result=True, time_limit=60)
+@shared_task(name="slurm.pull_due_clusters", ignore_result=True, time_limit=60, soft_time_limit=50)
 def pull_due_clusters_task() -> int:
     from apps.slurm.pull import due_clusters
 

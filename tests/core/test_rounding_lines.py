@@ -38,7 +38,7 @@ def thirds(db, monkeypatch):
         pool_cost_usd={},
     )
     assert to_cents(figures.total_usd) == Decimal("1.00")
-    monkeypatch.setattr(showback_selectors, "showback", lambda _start, _end: figures)
+    monkeypatch.setattr(showback_selectors, "showback", lambda _start, _end, **_filters: figures)
     return teams
 
 

@@ -7,11 +7,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from celery.exceptions import SoftTimeLimitExceeded
 from django.core.management import CommandError, call_command
 from django.test import override_settings
 
 from apps.slurm.models import SlurmImport, SlurmJob, SlurmPull
-from apps.slurm.pull import SACCT_FIELDS, due_clusters
+from apps.slurm.pull import SACCT_FIELDS, due_clusters, pull_cluster
 from apps.slurm.tasks import pull_due_clusters_task
 from tests.factories import ClusterFactory, UserFactory
 from tests.slurm.harness import KEPT_PATH
@@ -124,6 +125,20 @@ def test_a_failed_pull_says_what_to_do_and_keeps_the_window(tmp_path, client):
     assert "Problem talking to the database: Connection refused. Check that slurmdbd" in page
     with pytest.raises(CommandError, match="No cluster is named 'nowhere'. Known clusters: "):
         call_command("pull_slurm", "--cluster", "nowhere")
+
+
+def test_a_pull_cut_by_its_time_limit_ends_failed_and_keeps_nothing(tmp_path, monkeypatch):
+    cluster = ClusterFactory(name="Hopper", slug="hopper")
+    text = KEPT_PATH.read_text()
+
+    def out_of_time(*_arguments, **_keywords):
+        raise SoftTimeLimitExceeded
+
+    monkeypatch.setattr("apps.slurm.pull.import_sacct", out_of_time)
+    pull = pull_cluster(cluster, sacct=str(fake_sacct(tmp_path, text)))
+    assert pull.status == SlurmPull.Status.FAILED
+    assert pull.error.startswith("Importing sacct's answer ran past the task's time limit")
+    assert not SlurmJob.objects.filter(cluster=cluster).exists()
 
 
 def test_beat_pulls_the_clusters_whose_interval_has_passed(monkeypatch, settings):
