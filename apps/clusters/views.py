@@ -1,4 +1,6 @@
+from django.contrib import messages
 from django.db.models import Count, Sum
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_GET
@@ -25,6 +27,18 @@ class ClusterViews(ObjectViews):
         cancel_url = obj.get_absolute_url() if obj is not None else reverse(self.list_url)
         return {"cancel_url": cancel_url}
 
+    def delete_response(self, request, cluster):
+        if cluster.is_default:
+            messages.error(request, default_cluster_stays())
+            return redirect(cluster)
+        return super().delete_response(request, cluster)
+
+    def archive_response(self, request, cluster, archived: bool):
+        if archived and cluster.is_default:
+            messages.error(request, default_cluster_stays())
+            return redirect(cluster)
+        return super().archive_response(request, cluster, archived)
+
     def delete_options(self, request, cluster):
         # Pools and pull sources hold the cluster (PROTECT): they move or go first. Slurm
         # jobs are its history: a cluster with any is archived, never deleted.
@@ -40,10 +54,18 @@ class ClusterViews(ObjectViews):
         }
 
 
+def default_cluster_stays() -> str:
+    return gettext(
+        "The default cluster stays: new pools and pull sources join it when no cluster is named."
+    )
+
+
 def usage_history(cluster) -> list[tuple[str, int]]:
     counts = [
         (gettext("Slurm jobs"), cluster.slurm_jobs.count()),
         (gettext("Slurm imports"), cluster.slurm_imports.count()),
+        (gettext("Slurm pulls"), cluster.slurm_pulls.count()),
+        (gettext("Slurm mapping rules"), cluster.slurm_rules.count()),
     ]
     return [(label, count) for label, count in counts if count]
 

@@ -17,6 +17,9 @@ class SlurmImportAdmin(admin.ModelAdmin):
     def has_change_permission(self, request, obj=None):
         return False
 
+    def has_delete_permission(self, request, obj=None):
+        return False
+
 
 @admin.register(SlurmJob)
 class SlurmJobAdmin(admin.ModelAdmin):
@@ -33,6 +36,9 @@ class SlurmJobAdmin(admin.ModelAdmin):
     def has_change_permission(self, request, obj=None):
         return False
 
+    def has_delete_permission(self, request, obj=None):
+        return False
+
 
 @admin.register(SlurmMappingRule)
 class SlurmMappingRuleAdmin(SimpleHistoryAdmin):
@@ -45,6 +51,9 @@ class SlurmMappingRuleAdmin(SimpleHistoryAdmin):
         return False
 
     def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
         return False
 
 
@@ -60,4 +69,7 @@ class SlurmPullAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
         return False

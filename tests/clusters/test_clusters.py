@@ -72,6 +72,32 @@ def test_pools_block_the_delete_and_slurm_jobs_turn_it_into_an_archive(client):
     assert not Cluster.objects.filter(pk=empty.pk).exists()
 
 
+def test_the_default_cluster_and_a_cluster_with_pulls_are_never_deleted(client):
+    from apps.slurm.models import SlurmPull
+
+    lead = UserFactory(role="lead")
+    client.force_login(lead)
+    default = Cluster.objects.get(slug=DEFAULT_CLUSTER_SLUG)
+    client.post(reverse("clusters:cluster_delete", kwargs={"slug": default.slug}))
+    client.post(reverse("clusters:cluster_archive", kwargs={"slug": default.slug}))
+    default.refresh_from_db()
+    assert default.archived_at is None
+    api = APIClient()
+    api.force_authenticate(lead)
+    answer = api.delete(reverse("cluster-detail", kwargs={"slug": default.slug}))
+    assert answer.status_code == 409
+    assert "default cluster stays" in answer.json()["detail"]
+
+    pulled = ClusterFactory(name="Pulled")
+    now = datetime(2026, 11, 3, tzinfo=UTC)
+    SlurmPull.objects.create(cluster=pulled, started_at=now, since=now, until=now)
+    answer = api.delete(reverse("cluster-detail", kwargs={"slug": pulled.slug}))
+    assert answer.status_code == 409
+    assert "1 Slurm pulls" in answer.json()["detail"]
+    client.post(reverse("clusters:cluster_delete", kwargs={"slug": pulled.slug}))
+    assert SlurmPull.objects.filter(cluster=pulled).count() == 1
+
+
 def test_a_reader_may_not_archive(client):
     client.force_login(UserFactory(role="reader"))
     cluster = ClusterFactory()
