@@ -191,6 +191,37 @@ def test_a_rate_recorded_after_the_close_converts_what_the_month_closed_without(
     assert to_cents(adjustment.cost_usd) == expected
 
 
+@pytest.mark.django_db
+def test_a_month_frozen_without_the_reporting_currency_reads_its_dollars_at_the_rate(
+    gpu_model, settings
+):
+    """March closes in US dollars, its rows frozen without a cost in another currency;
+    the installation then reports in euros. The frozen month reads its dollars at March's
+    EUR rate (¥63,984 ÷ 7.1 = $9,011.83 × 0.92 = €8,290.88), not €0, and books no
+    adjustment: nothing moved."""
+    from apps.reports.cost import periods
+    from apps.reports.models import FrozenCostRow
+    from apps.showback.periods import close_month
+    from tests.factories import UserFactory
+
+    pool = _pool(gpu_model, "CNY", CNY_PRICE)
+    _telemetry(pool, START, END)
+    _rate(MARCH, "CNY", "7.1")
+    closed = close_month(MARCH, UserFactory(is_superuser=True))
+    for stored in FrozenCostRow.objects.filter(closed_month=closed):
+        stored.figures.pop("cost", None)
+        stored.save(update_fields=["figures"])
+
+    settings.REPORTING_CURRENCY = "EUR"
+    _rate(MARCH, "EUR", "0.92")
+    month_start, month_end = periods.month_bounds(MARCH)
+    (served,) = periods.cost_report(month_start, month_end)
+    dollars = Decimal(4 * 744) * CNY_PRICE / Decimal("7.1")
+    assert to_cents(served.cost_usd) == Decimal("9011.83")
+    assert to_cents(served.cost) == to_cents(dollars * Decimal("0.92")) == Decimal("8290.88")
+    assert periods.adjustment_rows(closed, "pool") == []
+
+
 def _superuser():
     from tests.factories import UserFactory
 

@@ -25,11 +25,14 @@ from decimal import Decimal
 from django.utils.translation import gettext
 
 from apps.accounts.scope import EVERYTHING, Scope
+from apps.currencies.codes import USD, reporting_currency
 from apps.pools.models import Pool, Purpose, Workload
 from apps.reports.cost import explain, report
+from apps.reports.cost.rates import conversion_for
 from apps.reports.cost.rows import OTHER_TEAMS, UNATTRIBUTED, CostRow, total_row
 from apps.reports.cost.split import UNALLOCATED
 from apps.reports.models import ClosedMonth, FrozenCostRow
+from apps.reports.span import Span
 
 # Differences smaller than this are the float sums' own noise, not an adjustment.
 NOISE = 1e-6
@@ -156,13 +159,33 @@ def _frozen_sentence(month: ClosedMonth) -> str:
     }
 
 
-def _rebuilt(stored: FrozenCostRow, month: ClosedMonth, cluster_of_pool: dict) -> CostRow:
+def reporting_units_per_usd(month: ClosedMonth) -> Decimal | None:
+    """Units of the reporting currency per US dollar for a closed month, as the cost
+    engine converts it (the rate the month froze, else the one recorded since); None
+    while the month has none."""
+    if reporting_currency() == USD:
+        return Decimal(1)
+    conversion = conversion_for(Span(*month_bounds(month.month)), {USD})
+    return conversion.units_per_usd(reporting_currency(), month.month)
+
+
+def _rebuilt(
+    stored: FrozenCostRow, month: ClosedMonth, cluster_of_pool: dict, units_per_usd
+) -> CostRow:
     row = CostRow(key=stored.key, label=stored.label, purpose=stored.purpose)
     if stored.pool_id in cluster_of_pool:
         row.clusters.add(cluster_of_pool[stored.pool_id][0])
     for name, text in stored.figures.items():
         if hasattr(row, name):
             setattr(row, name, _read(text, getattr(row, name)))
+    # The frozen dollars in today's reporting currency: within a month converting is one
+    # multiplication, so a month frozen before the reporting currency existed, or in
+    # another one, reads as it would have frozen in this one.
+    if units_per_usd is None:
+        row.cost = Decimal(0)
+        row.missing_rates.add((reporting_currency(), month.month))
+    else:
+        row.cost = row.cost_usd * units_per_usd
     values = {name: getattr(row, name) for name in additive_fields()}
     row.parts.append(
         explain.StoredPart(
@@ -301,6 +324,7 @@ def frozen_cost_report(
         pool_id: (slug, name)
         for pool_id, slug, name in Pool.objects.values_list("pk", "cluster__slug", "cluster__name")
     }
+    units_per_usd = reporting_units_per_usd(month)
     if cluster_slug:
         stored = stored.filter(
             pool_id__in=[
@@ -318,14 +342,14 @@ def frozen_cost_report(
         stored = stored.filter(pool_id__in=list(pool_ids))
     stored = [row for row in stored if scope.covers_team(row.pool_team_id)]
     if group_by == "pool":
-        return [_rebuilt(row, month, cluster_of_pool) for row in stored]
+        return [_rebuilt(row, month, cluster_of_pool, units_per_usd) for row in stored]
     if group_by == "cluster":
         by_cluster = {}
         for row in stored:
             slug, name = cluster_of_pool.get(row.pool_id, ("", gettext("Deleted pools")))
             if slug not in by_cluster:
                 by_cluster[slug] = CostRow(key=slug, label=name)
-            add_figures(by_cluster[slug], _rebuilt(row, month, cluster_of_pool))
+            add_figures(by_cluster[slug], _rebuilt(row, month, cluster_of_pool, units_per_usd))
         return sorted(by_cluster.values(), key=lambda row: row.label)
     if group_by == "purpose":
         rows = {
@@ -335,7 +359,7 @@ def frozen_cost_report(
         }
         for row in stored:
             if row.purpose in rows:
-                add_figures(rows[row.purpose], _rebuilt(row, month, cluster_of_pool))
+                add_figures(rows[row.purpose], _rebuilt(row, month, cluster_of_pool, units_per_usd))
         return list(rows.values())
     # By workload: the visible workloads' rows, the others' summed into one row that names
     # none of them, and the rows that are no workload's (the unattributed rest) merged.
@@ -343,7 +367,7 @@ def frozen_cost_report(
     rest = {}
     others = []
     for row in stored:
-        rebuilt = _rebuilt(row, month, cluster_of_pool)
+        rebuilt = _rebuilt(row, month, cluster_of_pool, units_per_usd)
         if row.is_workload and not scope.covers_team(row.workload_team_id):
             rebuilt.parts = []
             others.append(rebuilt)
