@@ -53,7 +53,7 @@ def _usd(value) -> str:
 
 def _ratio(figures: Figures) -> str:
     ratio = figures.busy_ratio
-    return "—" if ratio is None else f"{float(ratio) * 100:.1f} %"
+    return "—" if ratio is None else f"{ratio * 100:.1f} %"
 
 
 def report_url(week: date, **query) -> str:

@@ -217,7 +217,10 @@ class SlurmMappingRuleSerializer(ScopedReferencesMixin, StrictModelSerializer):
         required=False,
         help_text="The team's slug; null: the workload's team (its own, else its pool's).",
     )
-    scoped_references = {"workload": lambda scope: Workload.objects.in_scope(scope)}
+    scoped_references = {
+        "workload": lambda scope: Workload.objects.in_scope(scope),
+        "team": lambda scope: Team.objects.filter(scope.team_filter("pk")),
+    }
 
     class Meta:
         model = SlurmMappingRule

@@ -143,7 +143,7 @@ class SlurmMappingRuleForm(TablerFormMixin, forms.ModelForm):
         self.fields["cluster"].queryset = Cluster.objects.order_by("name")
         self.fields["cluster"].empty_label = gettext("All clusters")
         self.fields["workload"].queryset = Workload.objects.in_scope(scope).order_by("name")
-        self.fields["team"].queryset = Team.objects.order_by("name")
+        self.fields["team"].queryset = Team.objects.filter(scope.team_filter("pk")).order_by("name")
 
     def clean_pattern(self):
         return clean_rule_pattern(self.cleaned_data["pattern"])

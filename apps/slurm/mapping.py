@@ -102,14 +102,11 @@ def remap_jobs() -> int:
                     workload_id=workload_id, team_id=team_id
                 )
         sync_interruptions(
-            SlurmJob.objects.filter(pk__in=interrupted).select_related("workload", "cluster")
+            SlurmJob.objects.filter(pk__in=interrupted).select_related(
+                "workload", "cluster", "interruption"
+            )
         )
         changed_count = sum(len(ids) for ids in moved.values())
         if changed_count:
             jobs_changed_on_commit()
     return changed_count
-
-
-def unmapped_jobs(queryset=None):
-    """The jobs no rule maps to a workload (a team-only rule leaves the workload empty)."""
-    return (SlurmJob.objects.all() if queryset is None else queryset).filter(workload__isnull=True)

@@ -34,8 +34,3 @@ def job_pool_gpus(job, rules_by_cluster) -> tuple[dict[int, Decimal], Decimal]:
         else:
             pools[pool.pk] += per_node
     return dict(pools), unplaced
-
-
-def job_pools(job, rules_by_cluster) -> list[int]:
-    """The ids of the pools the job's nodes are in."""
-    return sorted(job_pool_gpus(job, rules_by_cluster)[0])

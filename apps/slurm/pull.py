@@ -19,6 +19,8 @@ from datetime import datetime, timedelta
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
+from django.db import IntegrityError
+from django.db.models import Max
 from django.utils import timezone
 
 from apps.core.sentences import Sentence, gettext_noop, to_data
@@ -170,6 +172,20 @@ def pull_cluster(
         result = import_sacct(
             cluster, completed.stdout, source=SlurmImport.Source.PULL, file_name="sacct", now=now
         )
+    except IntegrityError:
+        # Another pull of the cluster stored the same jobs meanwhile; the import is one
+        # transaction, so nothing of this one was kept.
+        return _fail(
+            pull,
+            Sentence(
+                gettext_noop(
+                    "Another pull of this cluster imported the same jobs at the same time; "
+                    "nothing of this one was kept, and the next pull asks again."
+                )
+            ),
+            exit_code=0,
+            stderr=stderr,
+        )
     except SoftTimeLimitExceeded:
         # The import is one transaction: nothing of it was kept.
         return _fail(
@@ -208,10 +224,10 @@ def due_clusters(now: datetime) -> list:
     """The clusters that pull whose last pull started an interval or more ago (or never)."""
     from apps.clusters.models import Cluster
 
-    due = []
-    for cluster in Cluster.objects.filter(slurm_pull_enabled=True, archived_at__isnull=True):
-        last = cluster.slurm_pulls.order_by("-started_at").values_list("started_at", flat=True)
-        last = last.first()
-        if last is None or now - last >= timedelta(minutes=cluster.slurm_pull_interval_minutes):
-            due.append(cluster)
-    return due
+    clusters = Cluster.objects.filter(slurm_pull_enabled=True, archived_at__isnull=True)
+    return [
+        cluster
+        for cluster in clusters.annotate(last_started=Max("slurm_pulls__started_at"))
+        if cluster.last_started is None
+        or now - cluster.last_started >= timedelta(minutes=cluster.slurm_pull_interval_minutes)
+    ]

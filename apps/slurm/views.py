@@ -277,11 +277,22 @@ def slurm_efficiency(request):
     end = start + timedelta(days=7)
     group = data.get("group") or "user"
     report = job_efficiency(start, end, cluster=data.get("cluster"))
+    # Another team's name is not shown, as on the jobs list; its figures still count.
+    scope = scope_of(request.user)
+    team_names = {
+        team_id: name if scope.covers_team(team_id) else gettext("Another team")
+        for team_id, name in report.team_names.items()
+        if team_id is not None
+    }
+
+    def job_row(job) -> dict:
+        return {**job.row(), "team": team_names.get(job.team_id, "")}
+
     if group == "job":
-        rows = [{"name": job.job_id, **job.row()} for job in report.ranked_jobs()]
+        rows = [{"name": job.job_id, **job_row(job)} for job in report.ranked_jobs()]
     else:
         figures = {"user": report.by_user, "account": report.by_account, "team": report.by_team}
-        names = report.team_names if group == "team" else None
+        names = team_names if group == "team" else None
         rows = grouped(figures[group], names)
         if group == "team":
             for row in rows:
@@ -306,8 +317,8 @@ def slurm_efficiency(request):
         "previous_week": _week_query(request, start_day - timedelta(days=7)),
         "next_week": _week_query(request, start_day + timedelta(days=7)),
         "total": report.total.shown(),
-        "ranked": [job.row() for job in report.ranked_jobs()[:RANKED_JOBS] if job.figures.idle],
-        "unused": [job.row() for job in report.unused_jobs],
+        "ranked": [job_row(job) for job in report.ranked_jobs()[:RANKED_JOBS] if job.figures.idle],
+        "unused": [job_row(job) for job in report.unused_jobs[:RANKED_JOBS]],
         "missing_rates": sorted(report.missing_rates),
         "sort": sort,
         "query_without_sort": sort_query.urlencode(),
