@@ -73,13 +73,15 @@ dev: $(INSTALLED)
 # read every migration), and the static files with the docs site. Each group's output is
 # printed whole when it ends.
 test: $(INSTALLED)
+	@# The embedded servers ensure_services.sh started, if any, stop with the suite, or
+	@# with the first check that fails.
 	@$(MAKE) --no-print-directory -j2 --output-sync=target \
-		test-services test-lint test-django-checks test-static-and-docs
-	@# The embedded servers ensure_services.sh started, if any, stop with the suite.
+		test-services test-lint test-django-checks test-static-and-docs \
+		|| { $(BIN)/python scripts/embedded_test_services.py stop; exit 1; }
 	$(TEST_ENV) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS); \
 		status=$$?; $(BIN)/python scripts/embedded_test_services.py stop; exit $$status
 
-# One after another: apt and npm each take a lock of their own.
+# One after another: several install with apt, which one process at a time may run.
 test-services: $(INSTALLED)
 	PYTHON=$(BIN)/python DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
 		scripts/ensure_services.sh

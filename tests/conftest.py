@@ -78,10 +78,12 @@ def _own_redis_database_per_xdist_worker():
 
 def _scan_each_static_root_once():
     """WhiteNoise stats every file under STATIC_ROOT and builds its headers whenever a
-    middleware chain is built, and Django's test client builds a chain for every test:
-    about a third of a short page test's time went to reading the same directory again.
-    The scan is kept per directory (and its modification time) and per WhiteNoise
-    setting that shapes a file's headers; the responses are the ones a fresh scan gives."""
+    middleware chain is built, and Django's test client builds a chain for every test, so
+    a short page test would spend much of its time reading the same directory again.
+    The scan is kept per directory and per WhiteNoise setting that shapes a file's
+    headers (media types and the immutable-file test included). The static root is written
+    once, by collectstatic before the suite; a test that writes static files does so into
+    a directory of its own, which gets a scan of its own."""
     from whitenoise.base import WhiteNoise
 
     scan = WhiteNoise.update_files_dictionary
@@ -97,6 +99,9 @@ def _scan_each_static_root_once():
             self.charset,
             self.index_file,
             self.add_headers_function,
+            # A method of the middleware, bound to each new instance: its function.
+            getattr(self.immutable_file_test, "__func__", self.immutable_file_test),
+            tuple(sorted(self.media_types.types_map.items())),
         )
         if key not in scanned:
             files, self.files = self.files, {}

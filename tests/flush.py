@@ -1,9 +1,9 @@
 """After every transactional test, the database as the migrations left it, fast.
 
 A transactional test commits what it writes. Django's answer is ``flush``: TRUNCATE every
-table, which gives each table, index and telemetry partition new files (over a second per
-test, whatever the test wrote), then its serialized copy of the migrated rows read back
-through the ORM (about another). Here a transactional test ends instead by
+table, which gives each table, index and telemetry partition new files whatever the test
+wrote, then reads its serialized copy of the migrated rows back through the ORM. Here a
+transactional test ends instead by
 
 - deleting the rows of every table that holds rows the migrations did not leave there,
 - and copying the migrated rows (role groups, permissions, the catalog) back with COPY,

@@ -1,8 +1,8 @@
 """Each pytest-xdist process's test database, copied from one migrated template.
 
 pytest-django gives every xdist process a test database of its own and migrates each
-from nothing: the same minute of work repeated per process, while the processes compete
-for the same two cores. Here the first process to ask migrates a template database
+from nothing: the same work repeated per process, while the processes compete for the
+same cores. Here the first process to ask migrates a template database
 (``test_<name>_migrated``) and every process's database is a copy of it (PostgreSQL's
 ``CREATE DATABASE … TEMPLATE``, a file copy). The template is kept between runs and
 migrated again only when the migrations differ from those it was built by, or on another
@@ -23,7 +23,14 @@ from django.db.backends.postgresql.creation import DatabaseCreation
 _create_test_db_by_migrating = DatabaseCreation.create_test_db
 
 
-def migrations_digest() -> str:
+# What the migrations read besides themselves: the role table they grant and the catalog
+# they seed.
+MIGRATIONS_READ = ("apps/core/roles.py", "apps/catalog/seed.py", "apps/catalog/data/*.csv")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def migrations_digest(*extra: Path) -> str:
+    """A digest of the migrations, what they read, the UTC day and ``extra`` files."""
     digest = hashlib.sha256()
     # The migrations make the telemetry partitions of the days around today: a template
     # made on another day holds the wrong days, so it is made again each UTC day.
@@ -33,6 +40,10 @@ def migrations_digest() -> str:
         for path in sorted(folder.glob("*.py")) if folder.is_dir() else ():
             digest.update(f"{app.label}/{path.name}\n".encode())
             digest.update(path.read_bytes())
+    read = [path for pattern in MIGRATIONS_READ for path in sorted(REPO_ROOT.glob(pattern))]
+    for path in [*read, *extra]:
+        digest.update(f"{path.name}\n".encode())
+        digest.update(path.read_bytes())
     return digest.hexdigest()
 
 

@@ -10,6 +10,7 @@ still on the path run on the row, and the squashes count as applied afterwards.
 
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from django.db import connections
@@ -79,14 +80,15 @@ def database_from_before_the_squash(django_db_blocker):
     default alias.
 
     The installation is made for real by the old graph, once for the migration files and
-    the day the suite's migrated template is made for (tests/migrated_template.py), and
-    kept as a template of its own: the old migrations take most of a minute, and what each
-    run tests is the copy's way from there to head."""
+    the day the suite's migrated template is made for (tests/migrated_template.py) and for
+    this file, and kept as a template of its own: running the whole old graph is the
+    slowest migration there is, and what each run tests is the copy's way to head."""
     test_connection = connections["default"]
     quote = test_connection.ops.quote_name
     name = f"{test_connection.settings_dict['NAME']}_squash"
     template = f"{template_of(test_connection.settings_dict['NAME'])}_before_squash"
-    digest = migrations_digest()
+    # This file says what the installation holds: a change to it builds it again.
+    digest = migrations_digest(Path(__file__))
 
     def connect(database_name):
         return test_connection.__class__(

@@ -1,6 +1,7 @@
 """The real one-node Slurm (tests/slurm/harness.py): its capture starts as soon as tests
 marked ``slurm`` are collected, in a background thread, and those tests run last, so that
-the minute and a half its jobs take overlaps the rest of the suite."""
+the wait for its jobs (a time-out job cannot end sooner than Slurm's one-minute limit)
+overlaps the rest of the suite."""
 
 import pytest
 
