@@ -211,10 +211,7 @@ def frozen_showback(month, pools: dict, *, cluster: str | None = None) -> Showba
     converted = _frozen_conversion(month, stored)
     if converted.missing is not None:
         result.missing_rates.add(converted.missing)
-    result.missing_rates |= {
-        (item["currency"], date.fromisoformat(f"{item['month']}-01"))
-        for item in stored.get("missing_rates", [])
-    }
+    result.missing_rates |= stored_missing_rates(stored)
 
     def spend(data, team):
         spent = TeamSpend(team)
@@ -281,6 +278,14 @@ def _frozen_conversion(month, stored: dict) -> _FrozenConversion:
     return _FrozenConversion(False, Decimal(text))
 
 
+def stored_missing_rates(stored: dict) -> set:
+    """The (currency, month) rates a closed month's stored showback missed."""
+    return {
+        (item["currency"], date.fromisoformat(f"{item['month']}-01"))
+        for item in stored.get("missing_rates", [])
+    }
+
+
 def frozen_total(month) -> tuple[Decimal, set]:
     """A closed month's fleet cost in the reporting currency, from what it stored (no
     query), and the (currency, month) of the rate missing to read it, if any."""
@@ -288,7 +293,8 @@ def frozen_total(month) -> tuple[Decimal, set]:
     converted = _frozen_conversion(month, stored)
     if converted.stored:
         parts = [*stored.get("teams", {}).values(), stored.get("unattributed", {})]
-        return sum((as_decimal(part.get("cost", "0")) for part in parts), Decimal(0)), set()
+        total = sum((as_decimal(part.get("cost", "0")) for part in parts), Decimal(0))
+        return total, stored_missing_rates(stored)
     missing = {converted.missing} if converted.missing is not None else set()
     return converted.of(as_decimal(month.cost_usd)), missing
 

@@ -222,6 +222,21 @@ def test_a_month_frozen_without_the_reporting_currency_reads_its_dollars_at_the_
     assert periods.adjustment_rows(closed, "pool") == []
 
 
+@pytest.mark.django_db
+def test_a_month_closed_without_a_rate_stays_incomplete_on_the_closed_months_page(gpu_model):
+    """March closes without its CNY rate: the yuan pool's cost is left out ($0.00), and the
+    closed month keeps saying so."""
+    from apps.showback.periods import close_month
+    from apps.showback.selectors import frozen_total
+    from tests.factories import UserFactory
+
+    pool = _pool(gpu_model, "CNY", CNY_PRICE)
+    _telemetry(pool, START, END)
+    closed = close_month(MARCH, UserFactory(is_superuser=True))
+    total, missing = frozen_total(closed)
+    assert (total, missing) == (Decimal(0), {("CNY", MARCH)})
+
+
 def _superuser():
     from tests.factories import UserFactory
 
