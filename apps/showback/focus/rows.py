@@ -96,8 +96,10 @@ class _Fleet:
     """What every charge period's rows read: the pools in scope, the workloads, the teams
     and the price periods, each read once."""
 
-    def __init__(self, scope: Scope):
+    def __init__(self, scope: Scope, cluster: str | None = None):
         self.scope = scope
+        # A cluster's slug: the live reports read that cluster's pools only.
+        self.cluster = cluster
         everything = Pool.objects.select_related("gpu_model", "team", "cluster")
         self.pools = {pool.id: pool for pool in everything}
         self.pools_by_slug = {pool.slug: pool for pool in self.pools.values()}
@@ -158,11 +160,13 @@ def live_rows(start: datetime, end: datetime, fleet: _Fleet) -> list[FocusRow]:
     """The rows of [start, end) from the live cost report: two reports (by pool, by
     workload), taken apart by pool."""
     scope = fleet.scope
-    pool_rows = report.cost_report(start, end, "pool", scope=scope)
+    pool_rows = report.cost_report(start, end, "pool", scope=scope, cluster_slug=fleet.cluster)
     # Every workload's share, other teams' too: a pool in scope is split whole.
     shares = defaultdict(list)
     rest_texts = {}
-    for row in report.cost_report(start, end, "workload", scope=EVERYTHING):
+    for row in report.cost_report(
+        start, end, "workload", scope=EVERYTHING, cluster_slug=fleet.cluster
+    ):
         workload = fleet.workloads.get(row.key)
         if row.key in (UNALLOCATED, UNATTRIBUTED):
             rest_texts[row.key] = (row.split_rule, row.split_rule_text)
@@ -315,7 +319,7 @@ def focus_rows(
     the cost report's total of the same range and scope, to the cent. ``cluster`` (a slug)
     keeps the rows of that cluster's pools, before the cents are allocated: they then add
     up to the cost report filtered by that cluster."""
-    fleet = _Fleet(scope)
+    fleet = _Fleet(scope, cluster)
     closed = periods.closed_months()
     # No figures past the current hour: the days after it cost nothing yet.
     last = Span.of(start, end).end
@@ -332,6 +336,7 @@ def focus_rows(
     for month in periods.adjusted_months(start, end, closed):
         rows.extend(adjustment_rows(month, fleet, closed))
     if cluster:
+        # The closed months' and the adjustments' rows, read for every pool.
         rows = [row for row in rows if cluster_slug_of(row.pool) == cluster]
     rows.sort(key=lambda row: (row.charge_start, row.pool.name, row.kind != WORKLOAD, row.label))
     in_reporting_currency(rows)
