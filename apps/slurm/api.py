@@ -151,7 +151,7 @@ class SlurmJobsView(generics.ListAPIView):
     cluster's text (needs the Technical lead or Ops role): idempotent by cluster and job
     id, a running job (End `Unknown`) is counted to the import's time and completed by a
     later import; each line that cannot be read is refused with its number and why. 422
-    when no line could be read."""
+    when lines were refused and no job row could be read (step rows alone are no job)."""
 
     permission_classes = [IsAuthenticated, ReadOnlyTokenPermission]
     queryset = SlurmJob.objects.select_related("cluster", "workload", "team").order_by(
@@ -181,8 +181,7 @@ class SlurmJobsView(generics.ListAPIView):
             "steps": result.steps,
             "errors": result.error_data(),
         }
-        read = result.accepted + result.duplicates + result.updated + result.steps
-        return Response(body, status=422 if result.errors and not read else 201)
+        return Response(body, status=422 if result.nothing_read else 201)
 
 
 class SlurmMappingRuleSerializer(ScopedReferencesMixin, StrictModelSerializer):

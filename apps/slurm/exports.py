@@ -5,7 +5,7 @@ to the cent in US dollars, the busy ratio as a ratio (0.42)."""
 from django.http import HttpResponse
 from django.utils.translation import gettext
 
-from apps.core.exports import CellType, Column, csv_table, register
+from apps.core.exports import CellType, Column, csv_table, register, rows_of
 
 FORMATS = ("csv",)
 GROUPS = ("user", "account", "team", "job")
@@ -46,7 +46,7 @@ def group_columns(group: str) -> list[Column]:
 
 def efficiency_csv(rows, group: str) -> str:
     specs = group_columns(group)
-    return csv_table(specs, [[column.value(row) for column in specs] for row in rows])
+    return csv_table(specs, rows_of(specs, rows))
 
 
 def efficiency_response(rows, *, group: str, week: str) -> HttpResponse:

@@ -201,7 +201,7 @@ def pull_cluster(
             stderr=stderr,
         )
     pull.exit_code, pull.stderr, pull.slurm_import = 0, stderr, result.record
-    if result.errors and not (result.accepted + result.updated + result.duplicates):
+    if result.nothing_read:
         first = result.errors[0]
         return _fail(
             pull,

@@ -72,6 +72,12 @@ class ImportResult:
     errors: list[LineError] = field(default_factory=list)
     record: SlurmImport | None = None
 
+    @property
+    def nothing_read(self) -> bool:
+        """Lines were refused and none was read as a job: the text is not what sacct
+        prints (step rows alone say nothing of a job's GPUs)."""
+        return bool(self.errors) and not (self.accepted + self.updated + self.duplicates)
+
     def error_data(self) -> list[dict]:
         return [{"line": error.line, "message": str(error.message)} for error in self.errors]
 

@@ -59,7 +59,7 @@ class Command(BaseCommand):
             f"{result.duplicates} duplicates, {result.rejected} refused, "
             f"{result.steps} step rows (no GPU-hours)."
         )
-        if result.errors and not (result.accepted + result.updated + result.duplicates):
+        if result.nothing_read:
             raise CommandError("No job could be read.")
 
     def _read(self, file: str) -> str:
