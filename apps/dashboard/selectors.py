@@ -38,8 +38,8 @@ OVERVIEW_RANKED_POOLS = 10
 
 
 def cache_parameters(scope: Scope, cluster: str | None) -> dict:
-    """The cache parameters of the Overview's figures: the whole fleet's keep the keys
-    they had before clusters, a cluster's add its slug."""
+    """The cache parameters of the Overview's figures: the whole fleet's have no cluster
+    part, a cluster's add its slug."""
     return {"scope": scope.cache_key, **({"cluster": cluster} if cluster else {})}
 
 

@@ -6,8 +6,8 @@ A GPU is one device across the fleet, keyed by its UUID (and MIG instance): the 
 pulled from two clusters' sources is the same GPU, counted once, in the pool it is in.
 Hostnames are not unique across clusters (two clusters may both have a ``gpu-001``), so a
 pull source of a cluster places new GPUs by the hostname rules of that cluster's pools
-only. A source of the ``default`` cluster (every source made before clusters existed)
-places them by every rule, as it always did."""
+only. A source of the ``default`` cluster, where sources go when no cluster is named,
+places them by every rule: an installation of one cluster has no rule of another."""
 
 import fnmatch
 from datetime import UTC, datetime
