@@ -27,12 +27,6 @@ class ClusterViews(ObjectViews):
         cancel_url = obj.get_absolute_url() if obj is not None else reverse(self.list_url)
         return {"cancel_url": cancel_url}
 
-    def delete_response(self, request, cluster):
-        if cluster.is_default:
-            messages.error(request, default_cluster_stays())
-            return redirect(cluster)
-        return super().delete_response(request, cluster)
-
     def archive_response(self, request, cluster, archived: bool):
         if archived and cluster.is_default:
             messages.error(request, default_cluster_stays())
@@ -40,6 +34,8 @@ class ClusterViews(ObjectViews):
         return super().archive_response(request, cluster, archived)
 
     def delete_options(self, request, cluster):
+        if cluster.is_default:
+            return {"refusal": default_cluster_stays()}
         # Pools and pull sources hold the cluster (PROTECT): they move or go first. Slurm
         # jobs are its history: a cluster with any is archived, never deleted.
         blocking = [

@@ -285,13 +285,15 @@ def delete_page(
     delete=None,
     usage_history=(),
     archive_url="",
+    refusal="",
 ):
     """GET asks for confirmation, listing what the delete removes with the object (or
     what blocks it); POST deletes, with ``delete()`` when the object's service must do
     more than ``obj.delete()`` (e.g. recompute what depended on it), then goes to
     ``list_url``. An object with ``usage_history`` ((what, count) pairs) is never
-    deleted: the page offers to archive it at ``archive_url`` instead."""
-    if request.method == "POST" and not blocking and not usage_history:
+    deleted: the page offers to archive it at ``archive_url`` instead. ``refusal``, a
+    sentence, says why the object is never deleted nor archived (the page only says so)."""
+    if request.method == "POST" and not blocking and not usage_history and not refusal:
         try:
             (delete or obj.delete)()
         except (ProtectedError, RestrictedError) as error:  # used since the page was shown
@@ -313,7 +315,8 @@ def delete_page(
             "pretitle": pretitle,
             "usage_history": usage_history,
             "archive_url": archive_url,
-            "removed": [] if blocking or usage_history else what_a_delete_removes(obj),
+            "refusal": refusal,
+            "removed": [] if blocking or usage_history or refusal else what_a_delete_removes(obj),
         },
     )
 

@@ -68,8 +68,10 @@ def test_a_user_reads_the_week_s_gpu_efficiency(
 ):
     from tests.slurm.efficiency_data import build_week
 
-    build_week()
+    week = build_week()
     viewer = make_user("reader")
+    # A member of Vision reads its name; other teams' are not named to others.
+    viewer.teams.add(week["team"])
     page.goto(f"{live_server.url}/login/")
     page.fill("#id_username", viewer.username)
     page.fill("#id_password", TEST_PASSWORD)
