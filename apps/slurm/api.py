@@ -17,7 +17,7 @@ from apps.core.serializers import SlugReferenceField, StrictBooleanFilter, Stric
 from apps.pools.models import Workload
 from apps.pools.scoped import ScopedReferencesMixin
 from apps.slurm.forms import clean_rule_pattern, rule_target_errors
-from apps.slurm.mapping import remap_jobs, rules_in
+from apps.slurm.mapping import remap_jobs, rules_in, shown_mapping
 from apps.slurm.models import SlurmImport, SlurmJob, SlurmMappingRule
 from apps.slurm.services import import_sacct
 
@@ -43,13 +43,20 @@ class SlurmJobSerializer(serializers.ModelSerializer):
         slug_field="slug",
         read_only=True,
         allow_null=True,
-        help_text="The workload's slug, as the mapping rules say; null when none matches.",
+        help_text="The workload's slug, as the mapping rules say; null when no rule maps "
+        "the job to a workload, and when the workload belongs to a team outside the "
+        "caller's (`mapped` is then true): another team's workload is not named.",
     )
     team = serializers.SlugRelatedField(
         slug_field="slug",
         read_only=True,
         allow_null=True,
-        help_text="The team's slug, as the mapping rules say; null when none matches.",
+        help_text="The team's slug, as the mapping rules say; null when no rule gives "
+        "one, and when it is a team outside the caller's: another team is not named.",
+    )
+    mapped = serializers.SerializerMethodField(
+        help_text="Whether a rule maps the job to a workload, named or not (as "
+        "`?mapped=true` keeps it)."
     )
 
     class Meta:
@@ -75,8 +82,21 @@ class SlurmJobSerializer(serializers.ModelSerializer):
             "billing",
             "workload",
             "team",
+            "mapped",
         ]
         read_only_fields = fields
+
+    def get_mapped(self, job) -> bool:
+        return job.workload_id is not None
+
+    def to_representation(self, job):
+        data = super().to_representation(job)
+        workload_shown, team_shown = shown_mapping(job, self.context["scope"])
+        if not workload_shown:
+            data["workload"] = None
+        if not team_shown:
+            data["team"] = None
+        return data
 
 
 class SlurmImportSerializer(serializers.Serializer):
@@ -147,18 +167,24 @@ class SlurmJobFilter(django_filters.FilterSet):
     ),
 )
 class SlurmJobsView(generics.ListAPIView):
-    """Slurm jobs imported from `sacct --parsable2` output, newest first. POST imports a
+    """Slurm jobs imported from `sacct --parsable2` output, newest first; every caller
+    lists every cluster's jobs, a workload or team outside the caller's teams given as
+    null. POST imports a
     cluster's text (needs the Technical lead or Ops role): idempotent by cluster and job
     id, a running job (End `Unknown`) is counted to the import's time and completed by a
     later import; each line that cannot be read is refused with its number and why. 422
     when lines were refused and no job row could be read (step rows alone are no job)."""
 
     permission_classes = [IsAuthenticated, ReadOnlyTokenPermission]
-    queryset = SlurmJob.objects.select_related("cluster", "workload", "team").order_by(
+    queryset = SlurmJob.objects.select_related("cluster", "workload__pool", "team").order_by(
         "-start", "job_id"
     )
     serializer_class = SlurmJobSerializer
     filterset_class = SlurmJobFilter
+
+    def get_serializer_context(self):
+        # Every reader lists every job; another team's workload and team are not named.
+        return {**super().get_serializer_context(), "scope": scope_of(self.request.user)}
 
     def post(self, request):
         if not request.user.has_perm("slurm.add_slurmimport"):

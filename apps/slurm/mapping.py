@@ -45,6 +45,19 @@ def rules_in(scope):
     ).filter(scope.team_filter("team"))
 
 
+def shown_mapping(job, scope) -> tuple[bool, bool]:
+    """(the job's workload may be named, its team may be named) to a reader of ``scope``:
+    another team's workload or team is not named (the page says "Another team's
+    workload", the API gives null), while the job itself, its GPU-hours and whether a rule
+    maps it stay visible, as every reader reads every cluster's jobs. ``job.workload``
+    must come with its pool (a workload without a team is its pool's team's)."""
+    workload_shown = job.workload_id is not None and scope.covers_team(
+        job.workload.effective_team_id
+    )
+    team_shown = job.team_id is not None and scope.covers_team(job.team_id)
+    return workload_shown, team_shown
+
+
 def mapping_rules() -> list[SlurmMappingRule]:
     return list(
         SlurmMappingRule.objects.select_related("workload__pool", "team").order_by("priority", "id")

@@ -24,7 +24,7 @@ from apps.slurm.forms import (
     SlurmJobFilterForm,
     SlurmMappingRuleForm,
 )
-from apps.slurm.mapping import remap_jobs, rules_in
+from apps.slurm.mapping import remap_jobs, rules_in, shown_mapping
 from apps.slurm.models import SlurmImport, SlurmJob, SlurmMappingRule
 from apps.slurm.services import import_sacct
 
@@ -132,11 +132,7 @@ def job_list(request):
     page = Paginator(jobs, PAGE_SIZE).get_page(request.GET.get("page"))
     scope = scope_of(request.user)
     for job in page.object_list:
-        # Another team's workload and team are not named, as in the cost report.
-        job.workload_visible = job.workload is not None and scope.covers_team(
-            job.workload.effective_team_id
-        )
-        job.team_visible = job.team_id is not None and scope.covers_team(job.team_id)
+        job.workload_visible, job.team_visible = shown_mapping(job, scope)
     query = request.GET.copy()
     query.pop("page", None)
     sort_query = request.GET.copy()
