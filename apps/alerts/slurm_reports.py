@@ -1,9 +1,11 @@
 """The weekly Slurm GPU efficiency report (apps/slurm/efficiency.py) sent through the
-alert channels: an email to each Slurm user with an address, and a message to each team's
-channels.
+alert channels: an email to each Slurm user of each cluster with an address, and a
+message to each team's channels.
 
-A Slurm user name is a gpufleet user's ``username`` (their ``email`` is used when set),
-else, with ``SLURM_EMAIL_DOMAIN``, ``<name>@<domain>``; a user with neither gets no email.
+A Slurm user is a cluster's: ``alice`` of two clusters gets an email per cluster, each
+with that cluster's figures. The address is the name's: a gpufleet user's ``username``
+(their ``email`` is used when set), else, with ``SLURM_EMAIL_DOMAIN``, ``<name>@<domain>``;
+a user with neither gets no email.
 A team's message goes to every enabled channel of the team: chat (``slack``) gets its
 text, a webhook a JSON document of the figures, an email channel the text by email.
 Sending never raises: ``Delivery`` lists what was sent and what failed, and why."""
@@ -105,17 +107,21 @@ def _week_text(report: Efficiency) -> str:
     return f"{report.start:%Y-%m-%d} – {last:%Y-%m-%d}"
 
 
-def user_message(report: Efficiency, user: str) -> tuple[str, str]:
-    """(subject, body) of ``user``'s email."""
-    figures = report.by_user[user]
-    jobs = [job for job in report.ranked_jobs() if job.user == user]
-    subject = gettext("Your Slurm GPU efficiency, week of %(week)s: %(idle)s idle") % {
+def user_message(report: Efficiency, user_key: tuple[int, str]) -> tuple[str, str]:
+    """(subject, body) of the email of the Slurm user ``user_key``: (cluster id, name)."""
+    figures = report.by_user[user_key]
+    cluster = report.cluster_names[user_key[0]]
+    jobs = [job for job in report.ranked_jobs() if job.user_key == user_key]
+    subject = gettext(
+        "Your Slurm GPU efficiency on %(cluster)s, week of %(week)s: %(idle)s idle"
+    ) % {
+        "cluster": cluster,
         "week": f"{report.start:%Y-%m-%d}",
         "idle": _hours(figures.idle),
     }
     lines = [
-        gettext("Slurm user %(user)s, week %(week)s (UTC):")
-        % {"user": user, "week": _week_text(report)},
+        gettext("Slurm user %(user)s of cluster %(cluster)s, week %(week)s (UTC):")
+        % {"user": user_key[1], "cluster": cluster, "week": _week_text(report)},
         "",
         *_summary_lines(figures),
         *_job_lines(jobs),
@@ -132,10 +138,14 @@ def user_message(report: Efficiency, user: str) -> tuple[str, str]:
 def team_message(report: Efficiency, team) -> tuple[str, str]:
     figures = report.by_team[team.pk]
     jobs = [job for job in report.ranked_jobs() if job.team_id == team.pk]
-    users = sorted(
-        {job.user for job in jobs},
-        key=lambda name: -report.by_user[name].idle_cost_usd,
-    )
+    # The cluster after each name: a name of two clusters is two users.
+    users = [
+        f"{name} ({report.cluster_names[cluster_id]})"
+        for cluster_id, name in sorted(
+            {job.user_key for job in jobs},
+            key=lambda key: (-report.by_user[key].idle_cost_usd, key[1], key[0]),
+        )
+    ]
     subject = gettext("Slurm GPU efficiency of %(team)s, week of %(week)s: %(idle)s idle") % {
         "team": team.name,
         "week": f"{report.start:%Y-%m-%d}",
@@ -203,17 +213,22 @@ def send_weekly_efficiency(week: date) -> Delivery:
     start = datetime.combine(week_start(week), time(0), tzinfo=UTC)
     report = job_efficiency(start, start + timedelta(days=7))
     delivery = Delivery()
-    names = [name for name in report.by_user if name]
+    keys = sorted(
+        (key for key in report.by_user if key[1]),
+        key=lambda key: (key[1], report.cluster_names[key[0]]),
+    )
+    names = {name for _, name in keys}
     users_by_name = {
         user.username: user for user in get_user_model().objects.filter(username__in=names)
     }
     with translation.override(settings.LANGUAGE_CODE):
-        for name in sorted(names):
-            address = address_of(name, users_by_name)
+        for key in keys:
+            address = address_of(key[1], users_by_name)
             if not address:
-                delivery.no_address.append(name)
+                if key[1] not in delivery.no_address:
+                    delivery.no_address.append(key[1])
                 continue
-            subject, body = user_message(report, name)
+            subject, body = user_message(report, key)
             payload = {"to": [address], "subject": subject, "body": body}
             _outcome(delivery, address, send_email(payload))
     teams = Team.objects.filter(pk__in=[key for key in report.by_team if key is not None])

@@ -7,16 +7,19 @@ For a job j and a UTC hour h of the span:
   job's end is its start + the elapsed seconds of its last import);
 - the job's **reporting GPUs** D(j, h): the whole GPUs (no MIG slice) whose device
   hostname, or its first label (``gpu01`` of ``gpu01.cluster.local``), is one of the job's
-  nodes, of a pool of the job's cluster or of no pool, with a measured utilisation u_d in h
-  (the mean of its raw samples in h; else the samples-weighted mean of the device-hours a
-  TSDB pull stored, as the pool rollup reads them); u_d is clamped to [0, 100] %;
+  nodes, of a pool of the job's cluster (hostnames repeat across clusters, and nothing
+  records the cluster of a GPU of no pool: those are not joined), with a measured
+  utilisation u_d in h (the mean of its raw samples in h; else the samples-weighted mean
+  of the device-hours a TSDB pull stored, as the pool rollup reads them); u_d is clamped
+  to [0, 100] %;
 - when D(j, h) is empty the hour is **unmeasured**: its a(j, h) is neither busy nor idle;
 - otherwise each reporting GPU holds an equal share a(j, h) ÷ |D(j, h)| of the hour, and
   **busy** b(j, h) = Σ_d a(j, h) ÷ |D| × u_d ÷ 100, **idle** = a(j, h) − b(j, h);
 - the **idle cost** = Σ_d a(j, h) ÷ |D| × (1 − u_d ÷ 100) × p_d, p_d the effective price per
   GPU-hour of d's pool in force at h (its price period, else its current price), in the
-  period's currency, converted to US dollars at h's month's rate; a device without a pool
-  has no price: its idle GPU-hours are counted as **unpriced**.
+  period's currency, converted to US dollars at h's month's rate. A GPU without a price
+  would have its idle GPU-hours counted as **unpriced**; every reporting GPU is in a pool,
+  which always has a price, so the figure stays 0 (the CSV and the webhook keep it).
 
 The **busy ratio** of a job, a user, an account or a team is Σ busy ÷ Σ measured over the
 same measured hours (measured = allocated − unmeasured). Slurm does not say which of a
@@ -25,6 +28,9 @@ of all the node's reporting GPUs.
 
 A job **stayed under 1 %** when it has measured hours and no reporting GPU of it reached
 1 % utilisation in any of them.
+
+A user and an account are a cluster's: ``alice`` of one cluster and ``alice`` of another
+are summed apart (a team's sum holds the jobs of every cluster).
 
 The hour-by-hour work is one SQL statement; Python adds the jobs' rows up by user, account
 and team and converts the idle cost's currencies (one query for the rates)."""
@@ -64,12 +70,14 @@ job_hour AS (
                                        interval '1 hour') AS hour
     WHERE job.high > job.low
 ),
+-- A hostname is unique within a cluster only: a node meets the GPUs of its own cluster's
+-- pools. Nothing records the cluster of a GPU of no pool, so those are not joined.
 device AS (
-    SELECT device.id, device.pool_id, node.name AS node, pool.cluster_id
-    FROM (SELECT DISTINCT unnest(node_names) AS name FROM job) AS node
+    SELECT device.id, device.pool_id, node.name AS node, node.cluster_id
+    FROM (SELECT DISTINCT cluster_id, unnest(node_names) AS name FROM job) AS node
     JOIN telemetry_gpudevice AS device
       ON device.hostname = node.name OR split_part(device.hostname, '.', 1) = node.name
-    LEFT JOIN pools_pool AS pool ON pool.id = device.pool_id
+    JOIN pools_pool AS pool ON pool.id = device.pool_id AND pool.cluster_id = node.cluster_id
     WHERE device.gpu_instance_id IS NULL
 ),
 raw AS (
@@ -106,8 +114,7 @@ job_device AS MATERIALIZED (
            device.pool_id
     FROM job_hour
     CROSS JOIN LATERAL unnest(job_hour.node_names) AS job_node(name)
-    JOIN device ON device.node = job_node.name
-               AND (device.cluster_id IS NULL OR device.cluster_id = job_hour.cluster_id)
+    JOIN device ON device.node = job_node.name AND device.cluster_id = job_hour.cluster_id
 ),
 share AS (
     SELECT job_device.job_id, job_device.hour, job_device.pool_id,
@@ -158,7 +165,8 @@ allocated AS (
 SELECT job.id, job.job_id, cluster.name, job.user, job.account, team.id, team.name,
        job.job_name, job.state, job.start, job."end", job.gpus, job.node_list,
        allocated.allocated, COALESCE(measured.measured, 0), COALESCE(measured.busy, 0),
-       measured.max_utilization_pct, COALESCE(measured.unpriced_idle, 0), cost.amounts
+       measured.max_utilization_pct, COALESCE(measured.unpriced_idle, 0), cost.amounts,
+       job.cluster_id
 FROM allocated
 JOIN slurm_slurmjob AS job ON job.id = allocated.job_id
 JOIN clusters_cluster AS cluster ON cluster.id = job.cluster_id
@@ -238,6 +246,13 @@ class JobEfficiency:
     node_list: str
     max_utilization_pct: Decimal | None
     figures: Figures
+    cluster_id: int
+
+    @property
+    def user_key(self) -> tuple[int, str]:
+        """The job's user as ``Efficiency.by_user`` keys it: Slurm user names are a
+        cluster's own."""
+        return (self.cluster_id, self.user)
 
     @property
     def stayed_unused(self) -> bool:
@@ -266,16 +281,18 @@ class JobEfficiency:
 
 @dataclass
 class Efficiency:
-    """A span's jobs and their sums by user, account and team (the team's key: its id,
-    None for the jobs of no team), each group's name in ``names``."""
+    """A span's jobs and their sums by user and account, keyed by (cluster id, name) as
+    Slurm names them per cluster, and by team (its id, None for the jobs of no team);
+    the clusters' and teams' names in ``cluster_names`` and ``team_names``."""
 
     start: datetime
     end: datetime
     jobs: list[JobEfficiency] = field(default_factory=list)
-    by_user: dict[str, Figures] = field(default_factory=dict)
-    by_account: dict[str, Figures] = field(default_factory=dict)
+    by_user: dict[tuple[int, str], Figures] = field(default_factory=dict)
+    by_account: dict[tuple[int, str], Figures] = field(default_factory=dict)
     by_team: dict[int | None, Figures] = field(default_factory=dict)
     team_names: dict[int | None, str] = field(default_factory=dict)
+    cluster_names: dict[int, str] = field(default_factory=dict)
     total: Figures = field(default_factory=Figures)
     # (currency, month) whose rate is missing: those amounts are left out of the cost.
     missing_rates: set[tuple[str, date]] = field(default_factory=set)
@@ -365,13 +382,15 @@ def job_efficiency(
             *described,
             max_utilization_pct=row[16],
             figures=figures,
+            cluster_id=row[19],
         )
         report.jobs.append(job)
         report.total.add(figures)
         report.team_names[job.team_id] = job.team
+        report.cluster_names[job.cluster_id] = job.cluster
         for groups, key in (
-            (report.by_user, job.user),
-            (report.by_account, job.account),
+            (report.by_user, job.user_key),
+            (report.by_account, (job.cluster_id, job.account)),
             (report.by_team, job.team_id),
         ):
             groups.setdefault(key, Figures()).add(figures)
@@ -383,13 +402,24 @@ def week_start(day: date) -> date:
     return day - timedelta(days=day.weekday())
 
 
-def grouped(figures: dict, names=None) -> list[dict]:
-    """A row per group (its ``key`` and ``name``), the largest idle cost first."""
+def grouped(figures: dict, names=None, *, clusters=None) -> list[dict]:
+    """A row per group (its ``key`` and ``name``), the largest idle cost first. With
+    ``clusters`` (cluster id → name) the keys are (cluster id, name), as users and
+    accounts are, and each row says its ``cluster``."""
     rows = []
     for key, sums in figures.items():
+        if clusters is not None:
+            cluster_id, name = key
+            rows.append({"key": key, "name": name, "cluster": clusters[cluster_id], **sums.shown()})
+            continue
         name = names.get(key, key) if names is not None else key
         rows.append({"key": key, "name": name, **sums.shown()})
     return sorted(
         rows,
-        key=lambda row: (-row["idle_cost_usd"], -row["idle_gpu_hours"], str(row["name"])),
+        key=lambda row: (
+            -row["idle_cost_usd"],
+            -row["idle_gpu_hours"],
+            str(row["name"]),
+            row.get("cluster", ""),
+        ),
     )

@@ -40,8 +40,15 @@ def group_columns(group: str) -> list[Column]:
             Column.keyed(gettext("GPUs"), "gpus", CellType.INTEGER),
             *_figure_columns(),
         ]
-    header = {"user": gettext("User"), "account": gettext("Account"), "team": gettext("Team")}
-    return [Column.keyed(header[group], "name"), *_figure_columns()]
+    if group == "team":
+        return [Column.keyed(gettext("Team"), "name"), *_figure_columns()]
+    header = {"user": gettext("User"), "account": gettext("Account")}
+    # A Slurm user or account is its cluster's: the cluster tells two alices apart.
+    return [
+        Column.keyed(header[group], "name"),
+        Column.keyed(gettext("Cluster"), "cluster"),
+        *_figure_columns(),
+    ]
 
 
 def efficiency_csv(rows, group: str) -> str:

@@ -287,12 +287,14 @@ def slurm_efficiency(request):
     if group == "job":
         rows = [{"name": job.job_id, **job_row(job)} for job in report.ranked_jobs()]
     else:
-        figures = {"user": report.by_user, "account": report.by_account, "team": report.by_team}
-        names = team_names if group == "team" else None
-        rows = grouped(figures[group], names)
         if group == "team":
+            rows = grouped(report.by_team, team_names)
             for row in rows:
                 row["name"] = row["name"] or gettext("no team")
+        else:
+            # A Slurm user or account is its cluster's: one row per cluster and name.
+            figures = report.by_user if group == "user" else report.by_account
+            rows = grouped(figures, clusters=report.cluster_names)
     sort = request.GET.get("sort", "-cost")
     if sort.removeprefix("-") not in EFFICIENCY_SORTS:
         sort = "-cost"

@@ -181,7 +181,7 @@ def _slurm_efficiency(name):
     from apps.slurm.efficiency import Figures
     from apps.slurm.exports import efficiency_csv
 
-    row = {"key": name, "name": name, **Figures(jobs=1).shown()}
+    row = {"key": name, "name": name, "cluster": name, **Figures(jobs=1).shown()}
     job = {**row, "job_id": name, "cluster": name, "user": name, "account": name}
     job.update(team=name, start=None, end=None, gpus=1)
     content = efficiency_csv([row], "user")

@@ -24,8 +24,9 @@ allocated 1, unmeasured 1.
 Job 503 (carol, 0 GPUs) adds nothing; job 504 (dave) ran the week before.
 """
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from types import SimpleNamespace
 
 from apps.slurm.models import SlurmImport, SlurmJob
 from apps.telemetry.models import GpuDeviceHour, GpuSample
@@ -128,3 +129,72 @@ def build_week():
         "price_a": pool_a.effective_price_per_gpu_hour_usd,
         "price_spare": spare.effective_price_per_gpu_hour_usd,
     }
+
+
+HOUR = datetime(2026, 11, 30, 10, tzinfo=UTC)
+
+
+def build_two_clusters() -> SimpleNamespace:
+    """Clusters Hopper and Ampere each have a node ``gpu01``, a pool with its GPU, and a
+    Slurm user ``alice``; a GPU of no pool also reports as ``gpu01``; cluster Volta has no
+    pool. In the hour 2026-11-30 10:00 UTC, raw samples: Hopper's GPU 60 %, Ampere's 10 %,
+    the GPU of no pool 100 %.
+
+    - Hopper job 1 (alice, team Vision, 1 GPU, 10:00–11:00): allocated 1; its reporting GPU
+      is Hopper's only: busy 0.6, idle 0.4, idle cost 0.4 × Hopper's price.
+    - Ampere job 1 (alice, team Vision, 2 GPUs, 10:00–10:30): allocated 2 × 0.5 = 1; busy
+      1 × 0.10 = 0.1, idle 0.9, idle cost 0.9 × Ampere's price.
+    - Ampere job 2 (bob, no team, 1 GPU, 10:00–11:00): allocated 1, busy 0.1, idle 0.9, idle
+      cost 0.9 × Ampere's price.
+    - Volta job 1 (carol, 1 GPU, 10:00–11:00): no GPU of a Volta pool reports, and the GPU of
+      no pool is not joined: allocated 1, unmeasured 1.
+
+    Had the GPU of no pool been joined, Hopper's job 1 would read (60 + 100) ÷ 2 = 80 % busy.
+    """
+    half_past, eleven = HOUR + timedelta(minutes=30), HOUR + timedelta(hours=1)
+    hopper = ClusterFactory(name="Hopper", slug="hopper")
+    ampere = ClusterFactory(name="Ampere", slug="ampere")
+    volta = ClusterFactory(name="Volta", slug="volta")
+    hopper_pool = PoolFactory(
+        name="Hopper nodes", cluster=hopper, on_demand_price_per_gpu_hour_usd=Decimal("3.00")
+    )
+    ampere_pool = PoolFactory(
+        name="Ampere nodes", cluster=ampere, on_demand_price_per_gpu_hour_usd=Decimal("1.50")
+    )
+    on_hopper = GpuDeviceFactory(hostname="gpu01", gpu_index=0, pool=hopper_pool)
+    on_ampere = GpuDeviceFactory(hostname="gpu01.ampere.local", gpu_index=0, pool=ampere_pool)
+    of_no_pool = GpuDeviceFactory(hostname="gpu01", gpu_index=1, pool=None)
+    GpuSample.objects.bulk_create(
+        [
+            GpuSample(device=on_hopper, timestamp=HOUR, utilization_pct=60),
+            GpuSample(device=on_ampere, timestamp=HOUR, utilization_pct=10),
+            GpuSample(device=of_no_pool, timestamp=HOUR, utilization_pct=100),
+        ]
+    )
+    vision = TeamFactory(name="Vision")
+    jobs = [
+        (hopper, "1", "alice", 1, eleven, vision),
+        (ampere, "1", "alice", 2, half_past, vision),
+        (ampere, "2", "bob", 1, eleven, None),
+        (volta, "1", "carol", 1, eleven, None),
+    ]
+    for cluster, job_id, user, gpus, end, team in jobs:
+        record = SlurmImport.objects.create(
+            cluster=cluster, imported_at=WEEK_END, source=SlurmImport.Source.COMMAND
+        )
+        make_job(
+            cluster, record, job_id, user=user, gpus=gpus, nodes=["gpu01"], start=HOUR, end=end,
+            team=team,
+        )  # fmt: skip
+    hopper_pool.refresh_from_db()
+    ampere_pool.refresh_from_db()
+    return SimpleNamespace(
+        hopper=hopper,
+        ampere=ampere,
+        volta=volta,
+        hopper_pool=hopper_pool,
+        ampere_pool=ampere_pool,
+        team=vision,
+        hopper_price=hopper_pool.effective_price_per_gpu_hour_usd,
+        ampere_price=ampere_pool.effective_price_per_gpu_hour_usd,
+    )

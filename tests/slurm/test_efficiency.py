@@ -54,7 +54,8 @@ def test_each_job_is_allocated_busy_idle_and_unmeasured_hour_by_hour(week):
 
 def test_users_and_teams_add_their_jobs_up(week):
     report = job_efficiency(WEEK_START, WEEK_END)
-    users = {row["name"]: row for row in grouped(report.by_user)}
+    users = {row["name"]: row for row in grouped(report.by_user, clusters=report.cluster_names)}
+    assert {row["cluster"] for row in users.values()} == {"Hopper"}
     alice_cost = Decimal("1.45") * week["price_a"]
     bob_cost = Decimal("0.995") * week["price_spare"]
     assert users["alice"]["allocated_gpu_hours"] == Decimal(5)
@@ -99,11 +100,11 @@ def test_the_page_ranks_idle_allocations_and_exports_the_same_figures(week, clie
     response = client.get(url, {"week": "2026-12-06", "group": "user", "format": "csv"})
     assert response["Content-Disposition"].endswith('-user-2026-11-30.csv"')
     lines = list(csv.reader(io.StringIO(response.content.decode())))
-    assert lines[0][:3] == ["User", "Jobs", "Allocated (GPU-h)"]
+    assert lines[0][:4] == ["User", "Cluster", "Jobs", "Allocated (GPU-h)"]
     by_name = {line[0]: line for line in lines[1:]}
-    assert by_name["alice"][1:3] == ["2", "5.000000"]
-    assert by_name["alice"][8] == str(alice_cost)
-    assert by_name["bob"][5] == "0.995000"
+    assert by_name["alice"][1:4] == ["Hopper", "2", "5.000000"]
+    assert by_name["alice"][9] == str(alice_cost)
+    assert by_name["bob"][6] == "0.995000"
     # Sorted by allocated GPU-hours, ascending.
     response = client.get(url, {"week": "2026-12-01", "sort": "allocated"})
     table = response.content.decode()
