@@ -34,6 +34,7 @@ from pathlib import Path
 from string import Template
 
 from apps.slurm.pull import sacct_arguments
+from tests.slurm.sigterm import StopOnSigterm
 from tests.telemetry.tsdb_servers import free_port
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"
@@ -70,6 +71,9 @@ TERMINAL_STATES = {
 
 # Set when the test run is interrupted: every wait gives up, and the cluster stops.
 ABORT = threading.Event()
+# The clusters started and not yet stopped, which a SIGTERM stops (``STOP_ON_SIGTERM``).
+RUNNING: set["OneNodeSlurm"] = set()
+RUNNING_LOCK = threading.Lock()
 
 
 # A capture of this harness kept as test data (tests/data/slurm/README.md), with the job
@@ -214,6 +218,8 @@ class OneNodeSlurm:
             # slurmd starts each job as its user, and the configuration runs every
             # daemon as root (SlurmUser=root): no unprivileged cluster without a second user.
             raise SlurmHarnessError("the one-node Slurm runs as root: run the Slurm tests as root")
+        with RUNNING_LOCK:
+            RUNNING.add(self)
         for directory in ("etc", "log", "run", "state", "spool", "jobs", "munge"):
             (self.workdir / directory).mkdir(parents=True, exist_ok=True)
         self._write_configuration()
@@ -263,6 +269,8 @@ class OneNodeSlurm:
         if self.database_created:
             self.mysql.run(f"DROP DATABASE IF EXISTS `{self.database}`")
             self.database_created = False
+        with RUNNING_LOCK:
+            RUNNING.discard(self)
 
     def logs(self) -> str:
         """The last lines of each daemon's log, for an error message."""
@@ -353,6 +361,9 @@ class OneNodeSlurm:
         return result.returncode == 0
 
     def _start(self, name: str, command: list[str]) -> None:
+        if ABORT.is_set():
+            # A stop may already have run: a daemon started now would outlive the run.
+            raise SlurmHarnessError(f"the test run was stopped before {name} started")
         with (self.log_dir / f"{name}.out").open("ab") as output:
             self.processes[name] = subprocess.Popen(  # noqa: S603 - our own arguments
                 command,
@@ -449,6 +460,21 @@ class OneNodeSlurm:
             with contextlib.suppress(OSError):
                 if marker in (entry / "environ").read_bytes().split(b"\0"):
                     os.kill(int(entry.name), signal.SIGKILL)
+
+
+def stop_running_clusters() -> None:
+    """What a SIGTERM does before it ends the run: every wait gives up and every cluster
+    still running stops (``OneNodeSlurm.stop``, as the end of a capture does)."""
+    ABORT.set()
+    with RUNNING_LOCK:
+        clusters = list(RUNNING)
+    for slurm in clusters:
+        slurm.stop()
+
+
+# Installed while a capture runs (``BackgroundCapture``): the daemons run in sessions of
+# their own, so without it a SIGTERM to pytest would leave them running.
+STOP_ON_SIGTERM = StopOnSigterm(stop_running_clusters)
 
 
 def run_the_jobs(slurm: OneNodeSlurm) -> tuple[dict[str, str], str]:
@@ -561,6 +587,8 @@ class BackgroundCapture:
             if old.stat().st_mtime < time.time() - 3600:
                 shutil.rmtree(old, ignore_errors=True)
         self.result_dir.mkdir(parents=True, exist_ok=True)
+        # From the main thread (a collection hook): only it can set a signal handler.
+        STOP_ON_SIGTERM.install()
         self.thread = threading.Thread(target=self._run, name="slurm-capture", daemon=True)
         self.thread.start()
 
@@ -598,5 +626,6 @@ class BackgroundCapture:
             ABORT.set()
         if self.thread is not None:
             self.thread.join()
+        STOP_ON_SIGTERM.restore()
         if self.alone:
             shutil.rmtree(self.result_dir, ignore_errors=True)
