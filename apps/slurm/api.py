@@ -169,11 +169,11 @@ class SlurmJobFilter(django_filters.FilterSet):
 class SlurmJobsView(generics.ListAPIView):
     """Slurm jobs imported from `sacct --parsable2` output, newest first; every caller
     lists every cluster's jobs, a workload or team outside the caller's teams given as
-    null. POST imports a
-    cluster's text (needs the Technical lead or Ops role): idempotent by cluster and job
-    id, a running job (End `Unknown`) is counted to the import's time and completed by a
-    later import; each line that cannot be read is refused with its number and why. 422
-    when lines were refused and no job row could be read (step rows alone are no job)."""
+    null. POST imports a cluster's text (needs the Technical lead or Ops role):
+    idempotent by cluster and job id, a running job (End `Unknown`) is counted to the
+    import's time and completed by a later import; each line that cannot be read is
+    refused with its number and why. 422 when lines were refused and no job row could be
+    read (step rows alone are no job)."""
 
     permission_classes = [IsAuthenticated, ReadOnlyTokenPermission]
     queryset = SlurmJob.objects.select_related("cluster", "workload__pool", "team").order_by(
