@@ -52,7 +52,8 @@ def test_failed_jobs_become_interruptions_once_with_the_work_since_the_checkpoin
     """Job 20: a checkpoint saved at 09:30 (and one at 07:00, before the job: not its);
     lost 10:00 − 09:30 = 30 min. Job 21: no checkpoint during it: lost from its start,
     45 min. The ledger counts lost minutes ÷ 60 × the job's own 4 GPUs (the workload
-    declares 8): 2 + 3 = 5 GPU-h. Job 22 completed; job 23 maps to nothing: neither is an interruption."""
+    declares 8): 2 + 3 = 5 GPU-h. Job 22 completed; job 23 maps to nothing: neither is an
+    interruption."""
     for when in (START - timedelta(hours=1), START + timedelta(minutes=90)):
         TrainingEvent.objects.create(
             workload=llm, job_name="run", event_type=EventType.CHECKPOINT_SAVED, timestamp=when
