@@ -274,6 +274,7 @@ EXCLUDED = {
     "favicon": "a public redirect to the site's icon; covered by tests/core/test_favicon.py",
     "set_language": "public POST that sets the language cookie; covered by tests/core/test_i18n.py",
     "reports:recompute_create": "POST-only; covered by tests/reports/test_views.py",
+    "slurm:rule_remap": "POST-only; every role covered by tests/slurm/test_remap.py",
     "currencies:exchangerate_import": "POST-only; covered by tests/currencies/test_views.py",
     "telemetry:device_assign": "POST-only; covered by tests/telemetry/test_views.py",
     "pools:pool_archive": "POST-only; every role covered by tests/pools/test_archive.py",
