@@ -147,6 +147,7 @@ ROUTES = {
     "accounts:group_mapping_edit": ("group_mapping", SUPERUSER),
     "accounts:group_mapping_delete": ("group_mapping", SUPERUSER),
     "accounts:audit_list": (None, SUPERUSER),
+    "alerts:slurm_report_list": (None, "alerts.change_alertchannel"),
     "alerts:alert_list": (None, EVERYONE),
     "alerts:alert_detail": ("alert", EVERYONE),
     "alerts:rule_list": (None, EVERYONE),

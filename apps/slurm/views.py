@@ -177,9 +177,7 @@ def _remap_message(remap: SlurmRemap) -> str:
             "%(count)s jobs re-mapped by the rules as they are now.",
             remap.jobs_changed,
         ) % {"count": remap.jobs_changed}
-    return gettext(
-        "The stored jobs are re-mapped by a worker: this page shows how far it got."
-    )
+    return gettext("The stored jobs are re-mapped by a worker: this page shows how far it got.")
 
 
 class SlurmMappingRuleViews(ObjectViews):

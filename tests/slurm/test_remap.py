@@ -61,7 +61,9 @@ def test_a_few_jobs_are_remapped_in_the_request_and_recorded(setup, client):
 @pytest.mark.django_db
 def test_a_change_while_a_remap_waits_joins_it(setup, settings):
     settings.SLURM_REMAP_INLINE_MAX_JOBS = 2  # 3 jobs stored: to a worker
-    rule = SlurmMappingRule.objects.create(field="account", pattern="proj-llm", workload=setup["llm"])
+    rule = SlurmMappingRule.objects.create(
+        field="account", pattern="proj-llm", workload=setup["llm"]
+    )
     first = request_remap()
     rule.pattern = "proj-*"
     rule.save()
