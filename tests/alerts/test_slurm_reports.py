@@ -6,7 +6,6 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 
 import pytest
-
 from django.urls import reverse
 
 from apps.alerts.models import SlurmReportDelivery
