@@ -24,7 +24,8 @@ def request_remap(*, user=None, inline: bool | None = None) -> SlurmRemap:
     """A re-map of the stored jobs, in the caller's transaction (the rule's change): run
     now when ``inline`` (None: when the jobs are at most SLURM_REMAP_INLINE_MAX_JOBS),
     else queued for a worker after the commit. A re-map already waiting for a worker is
-    returned instead of a new one: it reads the rules once the change is committed."""
+    returned instead of a new one, as it reads the rules once the change is committed
+    (run now when ``inline`` is True)."""
     with transaction.atomic():
         # Locked, so a worker cannot claim it (and read the rules) before this commits.
         waiting = (
@@ -34,6 +35,9 @@ def request_remap(*, user=None, inline: bool | None = None) -> SlurmRemap:
             .first()
         )
         if waiting is not None:
+            if inline:  # the caller answers after the re-map: the worker's task finds it done
+                run_remap(waiting.pk)
+                waiting.refresh_from_db()
             return waiting
         if inline is None:
             inline = SlurmJob.objects.count() <= settings.SLURM_REMAP_INLINE_MAX_JOBS

@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from django.urls import reverse
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from apps.core.models import OutboxTask
 from apps.slurm.models import SlurmJob, SlurmMappingRule, SlurmRemap
@@ -75,6 +76,25 @@ def test_a_change_while_a_remap_waits_joins_it(setup, settings):
     assert run_remap(first.pk) == 2
     assert _workloads() == {"10": "llm", "11": "llm", "12": None}
     assert run_remap(first.pk) == 0  # a redelivered task finds it finished
+
+
+@pytest.mark.django_db
+def test_an_api_write_runs_a_waiting_remap_before_it_answers(setup, settings):
+    settings.SLURM_REMAP_INLINE_MAX_JOBS = 2
+    waiting = request_remap()
+    api = APIClient()
+    api.force_authenticate(UserFactory(role="lead", teams=[setup["team"]]))
+    created = api.post(
+        "/api/v1/slurm/rules/",
+        {"field": "account", "pattern": "proj-*", "workload": "llm"},
+        format="json",
+    )
+    assert created.status_code == 201, created.json()
+    assert _workloads() == {"10": "llm", "11": "llm", "12": None}
+    waiting.refresh_from_db()
+    assert (waiting.status, waiting.jobs_changed) == (SlurmRemap.Status.SUCCEEDED, 2)
+    assert SlurmRemap.objects.count() == 1
+    assert run_remap(waiting.pk) == 0  # the worker's task, later
 
 
 @pytest.mark.django_db
