@@ -528,6 +528,9 @@ SLURM_PULL_FIRST_DAYS = env.int("SLURM_PULL_FIRST_DAYS", default=7)
 # A Slurm user name is a gpufleet user's username, else <name>@SLURM_EMAIL_DOMAIN is their
 # address (the weekly efficiency email; blank: usernames only).
 SLURM_EMAIL_DOMAIN = env.str("SLURM_EMAIL_DOMAIN", default="")
+# A change of the Slurm mapping rules re-maps the stored jobs in the request when there are
+# at most this many, else on a worker with its progress on the rules page (apps/slurm/remap.py).
+SLURM_REMAP_INLINE_MAX_JOBS = env.int("SLURM_REMAP_INLINE_MAX_JOBS", default=5000)
 # A background run writes its heartbeat at least this often while it runs; one not heard
 # from for STALLED_RUN_AFTER_SECONDS is marked interrupted and retried, up to
 # RUN_MAX_ATTEMPTS attempts in all (apps/core/runs.py).
@@ -539,6 +542,7 @@ STALLED_RUN_REAPERS = [
     "apps.reports.recompute.reap_stalled_recomputes",
     "apps.procurement.exports.jobs.reap_stalled_exports",
     "apps.telemetry.rollups.retention.reap_stalled_purges",
+    "apps.slurm.remap.reap_stalled_remaps",
 ]
 # Recompute the report pages people viewed lately right after the data under them changes
 # (apps/reports/cache.py); off, the first visitor after a change computes them.

@@ -1,6 +1,13 @@
 from django.contrib import admin
 
-from apps.alerts.models import Alert, AlertChannel, AlertRule, Delivery, Silence
+from apps.alerts.models import (
+    Alert,
+    AlertChannel,
+    AlertRule,
+    Delivery,
+    Silence,
+    SlurmReportDelivery,
+)
 
 
 @admin.register(AlertChannel)
@@ -42,3 +49,15 @@ class DeliveryAdmin(admin.ModelAdmin):
 @admin.register(Silence)
 class SilenceAdmin(admin.ModelAdmin):
     list_display = ["pk", "rule", "team", "starts_at", "ends_at", "created_by"]
+
+
+@admin.register(SlurmReportDelivery)
+class SlurmReportDeliveryAdmin(admin.ModelAdmin):
+    """Recorded by the weekly report's sends; deleting a failed one is the way to forget it."""
+
+    list_display = ["week_start", "recipient", "channel", "status", "attempts", "sent_at"]
+    list_filter = ["status", "week_start"]
+    readonly_fields = [field.name for field in SlurmReportDelivery._meta.fields]
+
+    def has_add_permission(self, request):
+        return False

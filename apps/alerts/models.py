@@ -25,6 +25,7 @@ from django.utils.translation import gettext_lazy as _
 
 from apps.alerts import registry
 from apps.alerts.notify import shown_address
+from apps.core.sentences import Sentence, to_data
 from apps.core.texts import translated_data
 
 KIND_CHOICES = [(value, _(label)) for value, label in registry.KINDS]
@@ -595,3 +596,90 @@ def silence_errors(*, rule, matchers, team, starts_at, ends_at, now=None) -> dic
     elif now is not None and ends_at and ends_at <= now:
         errors["ends_at"] = gettext("A new silence ends in the future.")
     return errors
+
+
+class SlurmReportDelivery(models.Model):
+    """One send of the weekly Slurm efficiency report (apps/alerts/slurm_reports.py): to a
+    Slurm user's email address (no channel) or to a team's channel, unique per week,
+    channel, recipient and the Slurm user's cluster, so a retried or re-run task sends
+    each once: one ``sent`` is skipped, one ``failed`` is tried again by the next run for
+    that week."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", _("Being sent")
+        SENT = "sent", _("Sent")
+        FAILED = "failed", _("Failed")
+
+    week_start = models.DateField(_("week of"), help_text=_("The week's Monday (UTC)."))
+    channel = models.ForeignKey(
+        AlertChannel,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="slurm_report_deliveries",
+        verbose_name=_("channel"),
+        help_text=_("Blank: the Slurm user's own email."),
+    )
+    # The email address of a Slurm user's report; a channel's slug for a team's.
+    recipient = models.CharField(_("recipient"), max_length=255)
+    team = models.ForeignKey(
+        "accounts.Team",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("team"),
+    )
+    slurm_user = models.CharField(_("Slurm user"), max_length=100, blank=True)
+    # A Slurm user is a cluster's: alice of two clusters gets two emails at one address.
+    cluster = models.ForeignKey(
+        "clusters.Cluster",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        verbose_name=_("cluster"),
+        help_text=_("The Slurm user's cluster; blank for a team's channel."),
+    )
+    status = models.CharField(
+        _("status"), max_length=10, choices=Status.choices, default=Status.PENDING
+    )
+    attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
+    # Why the last attempt failed: English, with its sentence parts.
+    error = models.TextField(_("error"), blank=True)
+    error_parts = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_attempt_at = models.DateTimeField(_("last attempt"), null=True, blank=True)
+    sent_at = models.DateTimeField(_("sent at"), null=True, blank=True)
+
+    class Meta:
+        ordering = ["-week_start", "channel_id", "recipient"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["week_start", "channel", "recipient", "cluster"],
+                nulls_distinct=False,
+                name="slurm_report_once_per_week_channel_recipient",
+            )
+        ]
+        verbose_name = _("Slurm report delivery")
+        verbose_name_plural = _("Slurm report deliveries")
+
+    def __str__(self):
+        return f"{self.week_start} {self.recipient} ({self.status})"
+
+    def record(self, outcome) -> None:
+        """Save how an attempt went (an ``apps.alerts.notify.Outcome``)."""
+        now = timezone.now()
+        self.attempts += 1
+        self.last_attempt_at = now
+        if outcome.sent:
+            self.status, self.sent_at = self.Status.SENT, now
+            self.error, self.error_parts = "", []
+        else:
+            self.status = self.Status.FAILED
+            self.error = str(outcome.error or "")
+            self.error_parts = to_data(outcome.error) if isinstance(outcome.error, Sentence) else []
+        self.save()
+
+    def error_in_language(self) -> str:
+        return translated_data(self.error_parts, self.error)

@@ -8,20 +8,26 @@ with that cluster's figures. The address is the name's: a gpufleet user's ``user
 a user with neither gets no email.
 A team's message goes to every enabled channel of the team: chat (``slack``) gets its
 text, a webhook a JSON document of the figures, an email channel the text by email.
-Sending never raises: ``Delivery`` lists what was sent and what failed, and why."""
+Sending never raises: ``Delivery`` lists what was sent and what failed, and why.
 
+Each send is recorded (``SlurmReportDelivery``, unique per week, channel and recipient)
+before it goes, and locked while it goes: a retried or re-run task for the same week
+skips what was sent and what another run is sending, and tries again what failed."""
+
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import transaction
 from django.urls import reverse
 from django.utils import translation
 from django.utils.http import urlencode
 from django.utils.translation import gettext
 
-from apps.alerts.models import AlertChannel
-from apps.alerts.notify import post_json, send_email, site_url
+from apps.alerts.models import AlertChannel, SlurmReportDelivery
+from apps.alerts.notify import Outcome, post_json, send_email, site_url
 from apps.core.money import to_cents
 from apps.slurm.efficiency import Efficiency, Figures, JobEfficiency, job_efficiency
 
@@ -35,6 +41,10 @@ class Delivery:
     sent: list[str] = field(default_factory=list)  # "alice@example.com", "channel ops"
     failed: list[str] = field(default_factory=list)  # "… : why"
     no_address: list[str] = field(default_factory=list)  # Slurm users without one
+    # Sent by an earlier run for the week, or being sent by another run now.
+    skipped: list[str] = field(default_factory=list)
+    # A failure that a later attempt may mend (a receiver or mail server not answering).
+    retryable: bool = False
 
 
 def address_of(slurm_user: str, users_by_name: dict) -> str:
@@ -203,14 +213,69 @@ def _outcome(delivery: Delivery, what: str, outcome) -> None:
         delivery.sent.append(what)
     else:
         delivery.failed.append(f"{what}: {outcome.error}")
+        delivery.retryable = delivery.retryable or outcome.retry
+
+
+def _send_once(
+    delivery: Delivery,
+    what: str,
+    send: Callable[[], Outcome],
+    *,
+    week: date,
+    channel=None,
+    recipient: str,
+    team=None,
+    slurm_user: str = "",
+    cluster_id: int | None = None,
+) -> None:
+    """``send()`` unless this week's send to ``channel`` and ``recipient`` (of the Slurm
+    user's cluster) was made, or is being made by another run; recorded either way."""
+    record, _ = SlurmReportDelivery.objects.get_or_create(
+        week_start=week,
+        channel=channel,
+        recipient=recipient,
+        cluster_id=cluster_id,
+        defaults={"team": team, "slurm_user": slurm_user},
+    )
+    with transaction.atomic():
+        # Held while it is sent: a run at the same time skips it rather than send it too.
+        record = (
+            SlurmReportDelivery.objects.select_for_update(skip_locked=True)
+            .filter(pk=record.pk)
+            .first()
+        )
+        if record is None or record.status == SlurmReportDelivery.Status.SENT:
+            delivery.skipped.append(what)
+            return
+        outcome = send()
+        record.record(outcome)
+    _outcome(delivery, what, outcome)
+
+
+def _channel_outcome(channel, report: Efficiency) -> Outcome:
+    with translation.override(channel.language):
+        subject, body = team_message(report, channel.team)
+        if channel.kind == AlertChannel.Kind.SLACK:
+            return post_json(channel.url, {"text": f"*{subject}*\n{body}"})
+        if channel.kind == AlertChannel.Kind.WEBHOOK:
+            return post_json(channel.url, webhook_document(report, channel.team))
+        return send_email({"to": channel.addresses, "subject": subject, "body": body})
+
+
+def _user_outcome(report: Efficiency, user_key: tuple[int, str], address: str) -> Outcome:
+    with translation.override(settings.LANGUAGE_CODE):
+        subject, body = user_message(report, user_key)
+    return send_email({"to": [address], "subject": subject, "body": body})
 
 
 def send_weekly_efficiency(week: date) -> Delivery:
-    """Send the report of the week that starts on ``week``'s Monday (UTC)."""
+    """Send the report of the week that starts on ``week``'s Monday (UTC): what this
+    week's earlier runs sent is not sent again."""
     from apps.accounts.models import Team
     from apps.slurm.efficiency import week_start
 
-    start = datetime.combine(week_start(week), time(0), tzinfo=UTC)
+    monday = week_start(week)
+    start = datetime.combine(monday, time(0), tzinfo=UTC)
     report = job_efficiency(start, start + timedelta(days=7))
     delivery = Delivery()
     keys = sorted(
@@ -221,29 +286,33 @@ def send_weekly_efficiency(week: date) -> Delivery:
     users_by_name = {
         user.username: user for user in get_user_model().objects.filter(username__in=names)
     }
-    with translation.override(settings.LANGUAGE_CODE):
-        for key in keys:
-            address = address_of(key[1], users_by_name)
-            if not address:
-                if key[1] not in delivery.no_address:
-                    delivery.no_address.append(key[1])
-                continue
-            subject, body = user_message(report, key)
-            payload = {"to": [address], "subject": subject, "body": body}
-            _outcome(delivery, address, send_email(payload))
+    for cluster_id, name in keys:
+        address = address_of(name, users_by_name)
+        if not address:
+            if name not in delivery.no_address:
+                delivery.no_address.append(name)
+            continue
+        _send_once(
+            delivery,
+            address,
+            lambda key=(cluster_id, name), address=address: _user_outcome(report, key, address),
+            week=monday,
+            recipient=address,
+            slurm_user=name,
+            cluster_id=cluster_id,
+        )
     teams = Team.objects.filter(pk__in=[key for key in report.by_team if key is not None])
     channels = AlertChannel.objects.filter(team__in=teams, enabled=True).select_related("team")
     for channel in channels:
-        with translation.override(channel.language):
-            subject, body = team_message(report, channel.team)
-            if channel.kind == AlertChannel.Kind.SLACK:
-                outcome = post_json(channel.url, {"text": f"*{subject}*\n{body}"})
-            elif channel.kind == AlertChannel.Kind.WEBHOOK:
-                outcome = post_json(channel.url, webhook_document(report, channel.team))
-            else:
-                payload = {"to": channel.addresses, "subject": subject, "body": body}
-                outcome = send_email(payload)
-        _outcome(delivery, gettext("channel %(name)s") % {"name": channel.name}, outcome)
+        _send_once(
+            delivery,
+            gettext("channel %(name)s") % {"name": channel.name},
+            lambda channel=channel: _channel_outcome(channel, report),
+            week=monday,
+            channel=channel,
+            recipient=channel.slug,
+            team=channel.team,
+        )
     return delivery
 
 

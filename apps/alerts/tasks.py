@@ -48,14 +48,36 @@ def deliver_alerts_task() -> dict:
     return {"sent": summary.sent, "retrying": summary.retrying, "failed": summary.failed}
 
 
-@shared_task(name="alerts.send_slurm_efficiency", ignore_result=True, time_limit=30 * 60)
-def send_slurm_efficiency_task() -> int:
-    """Last week's Slurm GPU efficiency report, to its users and teams."""
+# A weekly report whose receiver did not answer is tried again this often, this many times.
+SLURM_REPORT_RETRY_SECONDS = 15 * 60
+SLURM_REPORT_MAX_RETRIES = 4
+
+
+@shared_task(
+    bind=True,
+    name="alerts.send_slurm_efficiency",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+    time_limit=30 * 60,
+    max_retries=SLURM_REPORT_MAX_RETRIES,
+)
+def send_slurm_efficiency_task(self, week: str | None = None) -> int:
+    """The Slurm GPU efficiency report of ``week``'s week (an ISO date; None: last week),
+    to its users and teams. Idempotent: each send is recorded once per week, channel and
+    recipient, so a redelivered or retried task sends only what was not sent; one whose
+    receiver did not answer is retried in 15 minutes."""
+    from datetime import date
+
     from django.utils import timezone
 
     from apps.alerts.slurm_reports import last_week, send_weekly_efficiency
 
-    delivery = send_weekly_efficiency(last_week(timezone.now().date()))
+    day = date.fromisoformat(week) if week else last_week(timezone.now().date())
+    delivery = send_weekly_efficiency(day)
     for failure in delivery.failed:
         logger.warning("Slurm efficiency report not sent to %s", failure)
+    retries_left = self.request.retries < SLURM_REPORT_MAX_RETRIES
+    if delivery.retryable and retries_left and not self.request.called_directly:
+        raise self.retry(kwargs={"week": day.isoformat()}, countdown=SLURM_REPORT_RETRY_SECONDS)
     return len(delivery.sent)

@@ -23,6 +23,7 @@ urlpatterns = [
         views.delivery_send_again,
         name="delivery_send_again",
     ),
+    path("slurm-reports/", views.slurm_report_list, name="slurm_report_list"),
     path("silences/", views.silence_list, name="silence_list"),
     path("silences/new/", views.silence_create, name="silence_create"),
     path("silences/<int:pk>/expire/", views.silence_expire, name="silence_expire"),

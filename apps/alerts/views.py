@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required, permission_required
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.db.models import Case, Count, IntegerField, Max, Q, Value, When
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
@@ -33,7 +34,15 @@ from apps.alerts.forms import (
     may_manage_fleet_wide,
 )
 from apps.alerts.metrics import access_status, exposition
-from apps.alerts.models import KIND_CHOICES, Alert, AlertChannel, AlertRule, Delivery, Silence
+from apps.alerts.models import (
+    KIND_CHOICES,
+    Alert,
+    AlertChannel,
+    AlertRule,
+    Delivery,
+    Silence,
+    SlurmReportDelivery,
+)
 from apps.alerts.tables import AlertTable, ChannelTable, DeliveryTable, RuleTable, SilenceTable
 from apps.core.crud import ObjectViews
 from apps.core.htmx import render_page
@@ -41,6 +50,7 @@ from apps.core.tables import configure_table
 from apps.core.texts import translated
 
 RECENT_DELIVERIES = 20
+SLURM_SENDS_PER_PAGE = 50
 
 
 def _scope(request):
@@ -361,6 +371,30 @@ def delivery_send_again(request, delivery):
             % {"channel": delivery.channel.name},
         )
     return redirect("alerts:delivery_list")
+
+
+@permission_required("alerts.change_alertchannel", raise_exception=True)
+@require_GET
+def slurm_report_list(request):
+    """The sends of the weekly Slurm efficiency report, newest week first: to whom, about
+    whom, and how each went. Those who manage the channels read it (it names the users'
+    addresses); ``?status=`` filters."""
+    sends = SlurmReportDelivery.objects.select_related("channel", "team", "cluster")
+    status = request.GET.get("status") or ""
+    if status in SlurmReportDelivery.Status.values:
+        sends = sends.filter(status=status)
+    else:
+        status = ""
+    page = Paginator(
+        sends.order_by("-week_start", "channel__name", "recipient", "pk"), SLURM_SENDS_PER_PAGE
+    ).get_page(request.GET.get("page"))
+    context = {
+        "page": page,
+        "status": status,
+        "statuses": SlurmReportDelivery.Status.choices,
+        "query_without_page": urlencode({"status": status}) if status else "",
+    }
+    return render_page(request, "alerts/slurm_report_list.html", context)
 
 
 # --- Silences ---------------------------------------------------------------------------

@@ -725,6 +725,9 @@ class Interruption(models.Model):
     is not recorded, half the checkpoint interval is used: the expected loss when failures
     fall uniformly between checkpoints (Young, "A first order approximation to the optimum
     checkpoint interval", CACM 17(9), 1974).
+
+    Lost GPU-hours = lost time × the GPUs that lost it: ``gpus`` when recorded (a Slurm
+    job's own), else the workload's.
     """
 
     # History: a workload with interruptions is archived, never deleted.
@@ -744,6 +747,15 @@ class Interruption(models.Model):
         null=True,
         blank=True,
         help_text=_("Blank: half the workload's checkpoint interval is counted as lost."),
+    )
+    # A Slurm job knows how many GPUs it held (apps/slurm/interruptions.py); a workload
+    # spread over several jobs loses only the stopped job's share.
+    gpus = models.PositiveIntegerField(
+        _("GPUs"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text=_("GPUs that lost the work; blank: the workload's GPUs."),
     )
     notes = models.TextField(_("notes"), blank=True)
     recorded_by = models.ForeignKey(
@@ -806,6 +818,11 @@ class Interruption(models.Model):
         return max(since_checkpoint, 0) + self.restart_minutes
 
     @property
+    def lost_gpus(self) -> int:
+        """The GPUs whose work was lost: the interruption's own count, else the workload's."""
+        return self.gpus if self.gpus is not None else self.workload.gpu_count
+
+    @property
     def lost_gpu_hours(self) -> float | None:
         lost = self.lost_minutes
-        return None if lost is None else lost / 60 * self.workload.gpu_count
+        return None if lost is None else lost / 60 * self.lost_gpus

@@ -292,7 +292,15 @@ class InterruptionSerializer(ScopedReferencesMixin, StrictModelSerializer):
     lost_minutes = serializers.FloatField(
         read_only=True, allow_null=True, help_text="Work since the checkpoint + restart."
     )
-    lost_gpu_hours = serializers.FloatField(read_only=True, allow_null=True)
+    gpus = serializers.IntegerField(
+        min_value=1,
+        allow_null=True,
+        required=False,
+        help_text="GPUs that lost the work (a Slurm job's own); null: the workload's GPUs.",
+    )
+    lost_gpu_hours = serializers.FloatField(
+        read_only=True, allow_null=True, help_text="lost_minutes ÷ 60 × gpus (else the workload's)."
+    )
     recorded_by = serializers.SlugRelatedField(
         slug_field="username", read_only=True, allow_null=True
     )
@@ -306,6 +314,7 @@ class InterruptionSerializer(ScopedReferencesMixin, StrictModelSerializer):
             "cause",
             "restart_minutes",
             "last_checkpoint_at",
+            "gpus",
             "notes",
             "lost_minutes",
             "lost_gpu_hours",

@@ -130,6 +130,7 @@ class InterruptionForm(TablerFormMixin, forms.ModelForm):
             "cause",
             "restart_minutes",
             "last_checkpoint_at",
+            "gpus",
             "notes",
         ]
         widgets = {

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from simple_history.admin import SimpleHistoryAdmin
 
-from apps.slurm.models import SlurmImport, SlurmJob, SlurmMappingRule, SlurmPull
+from apps.slurm.models import SlurmImport, SlurmJob, SlurmMappingRule, SlurmPull, SlurmRemap
 
 
 @admin.register(SlurmImport)
@@ -72,4 +72,18 @@ class SlurmPullAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(SlurmRemap)
+class SlurmRemapAdmin(admin.ModelAdmin):
+    """Read-only: a re-map's record is what it did (apps/slurm/remap.py)."""
+
+    list_display = ["pk", "status", "jobs_total", "jobs_changed", "requested_by", "created_at"]
+    list_filter = ["status"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
         return False

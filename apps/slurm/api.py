@@ -17,8 +17,9 @@ from apps.core.serializers import SlugReferenceField, StrictBooleanFilter, Stric
 from apps.pools.models import Workload
 from apps.pools.scoped import ScopedReferencesMixin
 from apps.slurm.forms import clean_rule_pattern, rule_target_errors
-from apps.slurm.mapping import remap_jobs, rules_in, shown_mapping
+from apps.slurm.mapping import rules_in, shown_mapping
 from apps.slurm.models import SlurmImport, SlurmJob, SlurmMappingRule
+from apps.slurm.remap import request_remap
 from apps.slurm.services import import_sacct
 
 # A month of a large cluster's sacct output fits; more is split by the sender.
@@ -270,7 +271,10 @@ class SlurmMappingRuleViewSet(viewsets.ModelViewSet):
     """Rules mapping Slurm jobs to workloads and teams: a job counts for the first rule,
     by priority (lower first, then the oldest), whose pattern matches its account,
     partition, QOS, user or job name. Every caller reads them; writes need the Technical
-    lead role, and each write re-maps the stored jobs in the same transaction."""
+    lead role. Each write re-maps the stored jobs before it answers, in the same
+    transaction, however many they are (as an import does): the jobs the API lists next
+    are mapped by the rules as they now are. The re-map is recorded, and shown on the
+    rules page, as the pages' re-maps are; the pages hand a large one to a worker."""
 
     queryset = SlurmMappingRule.objects.select_related("cluster", "workload", "team").order_by(
         "priority", "id"
@@ -291,14 +295,14 @@ class SlurmMappingRuleViewSet(viewsets.ModelViewSet):
     def perform_create(self, serializer):
         with transaction.atomic():
             serializer.save()
-            remap_jobs()
+            request_remap(user=self.request.user, inline=True)
 
     def perform_update(self, serializer):
         with transaction.atomic():
             serializer.save()
-            remap_jobs()
+            request_remap(user=self.request.user, inline=True)
 
     def perform_destroy(self, instance):
         with transaction.atomic():
             instance.delete()
-            remap_jobs()
+            request_remap(user=self.request.user, inline=True)

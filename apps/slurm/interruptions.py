@@ -8,7 +8,9 @@ workload changed) has it removed.
 
 The work lost is counted from the latest checkpoint the workload's training events saved
 during the job, else from the job's start: ``last_checkpoint_at``, with no restart time
-(the next job's own wait is its own). A row without a start (Slurm 22.05 prints
+(the next job's own wait is its own), on the job's own GPUs (``Interruption.gpus``): a
+workload spread over several jobs loses only the stopped job's share, and a job that held
+no GPU lost no GPU work, so it is no interruption. A row without a start (Slurm 22.05 prints
 ``Start=None`` and 0 s for the REQUEUED record of a job requeued before its run was
 accounted) counts no lost time: sacct does not say how long it ran."""
 
@@ -31,6 +33,7 @@ def is_interruption(job) -> bool:
     return (
         job.state in INTERRUPTING_STATES
         and job.end is not None
+        and job.gpus > 0
         and job.workload_id is not None
         and job.workload.is_training
     )
@@ -88,6 +91,7 @@ def sync_interruptions(jobs) -> int:
                 "restart_minutes": 0,
                 # No start: the failure's own time, so nothing is counted as lost.
                 "last_checkpoint_at": checkpoint if checkpoint is not None else job.end,
+                "gpus": job.gpus,
                 "notes": _notes(job),
             }
             if current is None:

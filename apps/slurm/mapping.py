@@ -4,9 +4,10 @@ priority, whose pattern matches the job's account, partition, QOS, user or job n
 team (its own, else its pool's); one that names only a team gives no workload.
 
 Imports map the jobs they write (apps/slurm/services.py); a change of the rules re-maps
-every stored job in one transaction (``remap_jobs``)."""
+every stored job in one transaction (``remap_jobs``), as a re-map job (apps/slurm/remap.py)."""
 
 from collections import defaultdict
+from collections.abc import Callable
 from types import SimpleNamespace
 
 from django.db import transaction
@@ -84,9 +85,14 @@ def apply_mapping(job, rules) -> bool:
     return True
 
 
-def remap_jobs() -> int:
+# The share of a re-map's progress its reading of the jobs stands for; the writes the rest.
+READ_SHARE_PCT = 80
+
+
+def remap_jobs(progress: Callable[[int], None] | None = None) -> int:
     """Map every stored job again by the rules as they are now, in one transaction;
-    returns how many jobs changed workload or team. Their interruptions follow."""
+    returns how many jobs changed workload or team. Their interruptions follow.
+    ``progress(percent)`` hears how far it got after each batch of jobs read."""
     rules = mapping_rules()
     # (workload id, team id) → the ids of the jobs that now map to it: one UPDATE per
     # target, not one per job.
@@ -95,6 +101,7 @@ def remap_jobs() -> int:
     with transaction.atomic():
         # The rules as read stay the rules of the whole re-map.
         list(SlurmMappingRule.objects.select_for_update().values_list("pk", flat=True))
+        total = SlurmJob.objects.count() if progress is not None else 0
         # Plain rows, not model instances: a re-map reads every job.
         rows = (
             SlurmJob.objects.select_for_update()
@@ -102,13 +109,17 @@ def remap_jobs() -> int:
             .values_list("pk", *REMAP_FIELDS)
             .iterator(chunk_size=REMAP_BATCH)
         )
-        for pk, *values in rows:
+        for seen, (pk, *values) in enumerate(rows, start=1):
+            if progress is not None and seen % REMAP_BATCH == 0:
+                progress(READ_SHARE_PCT * seen // max(total, 1))
             job = SimpleNamespace(**dict(zip(REMAP_FIELDS, values, strict=True)))
             if not apply_mapping(job, rules):
                 continue
             moved[(job.workload_id, job.team_id)].append(pk)
             if job.state in INTERRUPTING_STATES or job.interruption_id:
                 interrupted.append(pk)
+        if progress is not None:
+            progress(READ_SHARE_PCT)
         for (workload_id, team_id), ids in moved.items():
             for start in range(0, len(ids), REMAP_BATCH):
                 SlurmJob.objects.filter(pk__in=ids[start : start + REMAP_BATCH]).update(

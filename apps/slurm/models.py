@@ -8,8 +8,10 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
 from simple_history.models import HistoricalRecords
 
+from apps.core.jobs import Job
 from apps.core.texts import translated_data
 
 # GPU-hours are kept to the micro-GPU-hour: a 1-GPU job of one second is 0.000278.
@@ -297,3 +299,48 @@ class SlurmPull(models.Model):
     def error_in_language(self) -> str:
         """Why it failed, in the active language."""
         return translated_data(self.error_parts, self.error)
+
+
+class SlurmRemap(Job):
+    """Mapping every stored job again by the rules as they are (apps/slurm/remap.py),
+    after a rule was added, changed or deleted: inline when the jobs are few, else on a
+    worker, with its progress for the rules page."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", _("Queued")
+        RUNNING = "running", _("Running")
+        SUCCEEDED = "succeeded", _("Done")
+        FAILED = "failed", _("Failed")
+        INTERRUPTED = "interrupted", _("Interrupted")
+
+    not_started_status = Status.QUEUED
+    succeeded_status = Status.SUCCEEDED
+    finished_statuses = (Status.SUCCEEDED, Status.FAILED, Status.INTERRUPTED)
+    job_noun = _("re-map")
+    # A re-map is one transaction: a failed one leaves every job as it was.
+    failure_sentence_template = gettext_noop(
+        "The re-map stopped with an error (%(error)s); the jobs keep their earlier mapping. "
+        "Re-map them again from this page; the server log has the details."
+    )
+
+    status = models.CharField(
+        _("status"), max_length=12, choices=Status.choices, default=Status.QUEUED
+    )
+    jobs_total = models.PositiveIntegerField(_("jobs read"), default=0)
+    jobs_changed = models.PositiveIntegerField(_("jobs re-mapped"), default=0)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("requested by"),
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        verbose_name = _("Slurm re-map")
+        verbose_name_plural = _("Slurm re-maps")
+
+    def __str__(self):
+        return f"re-map {self.pk} {self.status}"

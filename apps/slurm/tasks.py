@@ -24,3 +24,20 @@ def pull_due_clusters_task() -> int:
     for cluster in due:
         pull_cluster_task.delay(cluster.pk)
     return len(due)
+
+
+@shared_task(
+    name="slurm.remap_jobs",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    time_limit=60 * 60,
+    soft_time_limit=58 * 60,
+    ignore_result=True,
+)
+def remap_jobs_task(remap_id: int) -> int:
+    """Re-map the stored jobs after a change of the rules (apps/slurm/remap.py).
+    Idempotent: one transaction maps every job by the rules as they are, so a redelivered
+    task writes the same mapping again (its claim lets one attempt run at a time)."""
+    from apps.slurm.remap import run_remap
+
+    return run_remap(remap_id)

@@ -10,6 +10,7 @@ urlpatterns = [
     path("imports/<int:pk>/", views.slurm_import_detail, name="import_detail"),
     path("rules/", views.rule_list, name="rule_list"),
     path("rules/new/", views.rule_create, name="rule_create"),
+    path("rules/remap/", views.rule_remap, name="rule_remap"),
     path("rules/<int:pk>/edit/", views.rule_edit, name="rule_edit"),
     path("rules/<int:pk>/delete/", views.rule_delete, name="rule_delete"),
 ]

@@ -9,11 +9,12 @@ from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse_lazy
 from django.utils import timezone
 from django.utils.translation import gettext, gettext_lazy, ngettext
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.accounts.scope import scope_of
 from apps.core.crud import ObjectViews
 from apps.core.htmx import render_page
+from apps.core.outbox import mark_waiting
 from apps.core.sentences import from_data
 from apps.core.texts import translated
 from apps.slurm.efficiency import UNUSED_UTILISATION_PCT, grouped, job_efficiency, week_start
@@ -24,9 +25,11 @@ from apps.slurm.forms import (
     SlurmJobFilterForm,
     SlurmMappingRuleForm,
 )
-from apps.slurm.mapping import remap_jobs, rules_in, shown_mapping
-from apps.slurm.models import SlurmImport, SlurmJob, SlurmMappingRule
+from apps.slurm.mapping import rules_in, shown_mapping
+from apps.slurm.models import SlurmImport, SlurmJob, SlurmMappingRule, SlurmRemap
+from apps.slurm.remap import latest_remap, request_remap
 from apps.slurm.services import import_sacct
+from apps.slurm.tasks import remap_jobs_task
 
 PAGE_SIZE = 50
 # ?sort= names: the column a page header sorts by.
@@ -162,17 +165,21 @@ def _with_mapping(request, value: str) -> str:
 # --- mapping rules ----------------------------------------------------------------------
 
 
-def _remapped_message(count: int) -> str:
-    return ngettext(
-        "%(count)s job re-mapped by the rules as they are now.",
-        "%(count)s jobs re-mapped by the rules as they are now.",
-        count,
-    ) % {"count": count}
+def _remap_message(remap: SlurmRemap) -> str:
+    """What the page says of the re-map a change started: done inline, or on its way."""
+    if remap.status == SlurmRemap.Status.SUCCEEDED:
+        return ngettext(
+            "%(count)s job re-mapped by the rules as they are now.",
+            "%(count)s jobs re-mapped by the rules as they are now.",
+            remap.jobs_changed,
+        ) % {"count": remap.jobs_changed}
+    return gettext("The stored jobs are re-mapped by a worker: this page shows how far it got.")
 
 
 class SlurmMappingRuleViews(ObjectViews):
     """Rules are fleet-wide (they decide whose costs jobs are): the Technical lead role
-    edits them; every change re-maps the stored jobs in the same transaction."""
+    edits them; every change re-maps the stored jobs (apps/slurm/remap.py), in the same
+    transaction when they are few, else on a worker."""
 
     model = SlurmMappingRule
     name = "rule"
@@ -193,9 +200,9 @@ class SlurmMappingRuleViews(ObjectViews):
         if request.method == "POST" and form.is_valid():
             with transaction.atomic():
                 rule = form.save()
-                count = remap_jobs()
+                remap = request_remap(user=request.user)
             saved = gettext("Rule %(rule)s saved.") % {"rule": rule}
-            messages.success(request, f"{saved} {_remapped_message(count)}")
+            messages.success(request, f"{saved} {_remap_message(remap)}")
             return redirect("slurm:rule_list")
         return render_page(request, self.template, {"form": form, "object": obj})
 
@@ -203,8 +210,8 @@ class SlurmMappingRuleViews(ObjectViews):
         def delete():
             with transaction.atomic():
                 rule.delete()
-                count = remap_jobs()
-            messages.info(request, _remapped_message(count))
+                remap = request_remap(user=request.user)
+            messages.info(request, _remap_message(remap))
 
         return {"delete": delete, "cancel_url": reverse_lazy("slurm:rule_list")}
 
@@ -213,6 +220,12 @@ rule_views = SlurmMappingRuleViews()
 rule_create = rule_views.create_view()
 rule_edit = rule_views.edit_view()
 rule_delete = rule_views.delete_view()
+
+
+def _may_remap(user) -> bool:
+    return any(
+        user.has_perm(f"slurm.{action}_slurmmappingrule") for action in ("add", "change", "delete")
+    )
 
 
 @require_GET
@@ -225,7 +238,30 @@ def rule_list(request):
     jobs = SlurmJob.objects.aggregate(
         count=Count("pk"), unmapped=Count("pk", filter=Q(workload__isnull=True))
     )
-    return render_page(request, "slurm/rule_list.html", {"rules": rules, "jobs": jobs})
+    remap = latest_remap()
+    if remap is not None:
+        mark_waiting([remap], remap_jobs_task, not_started=SlurmRemap.Status.QUEUED)
+    context = {
+        "rules": rules,
+        "jobs": jobs,
+        "remap": remap,
+        "may_remap": _may_remap(request.user),
+    }
+    return render_page(
+        request, "slurm/rule_list.html", context, fragments={"remap-progress": "remap-progress"}
+    )
+
+
+@require_POST
+def rule_remap(request):
+    """Re-map the stored jobs again (after a failed or interrupted re-map), as a change of
+    the rules does."""
+    if not _may_remap(request.user):
+        raise PermissionDenied
+    with transaction.atomic():
+        remap = request_remap(user=request.user)
+    messages.info(request, _remap_message(remap))
+    return redirect("slurm:rule_list")
 
 
 # ?sort= names of the efficiency table: the figure each sorts by.

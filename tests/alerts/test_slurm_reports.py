@@ -6,7 +6,9 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 
 import pytest
+from django.urls import reverse
 
+from apps.alerts.models import SlurmReportDelivery
 from apps.alerts.slurm_reports import WEBHOOK_KIND, last_week, send_weekly_efficiency
 from apps.alerts.tasks import send_slurm_efficiency_task
 from tests.alerts.factories import make_channel
@@ -126,3 +128,123 @@ def test_each_cluster_s_alice_gets_her_own_email(mailbox, receiver, settings):
     assert costs["alice (Hopper)"] != costs["alice (Ampere)"]
     users = ", ".join(sorted(costs, key=lambda name: -costs[name]))
     assert f"Users: {users}" in chat["text"]
+    # One address, two clusters: two sends recorded, and neither made twice by a re-run.
+    alice_sends = SlurmReportDelivery.objects.filter(recipient="alice@hpc.example")
+    assert sorted(alice_sends.values_list("cluster__name", "status")) == [
+        ("Ampere", "sent"),
+        ("Hopper", "sent"),
+    ]
+    again = send_weekly_efficiency(date(2026, 11, 30))
+    assert again.sent == [] and len(mailbox.messages) == len(sent)
+
+
+def _sends():
+    return {
+        (send.channel.slug if send.channel else send.recipient): (
+            send.status,
+            send.attempts,
+            send.slurm_user,
+            send.team.name if send.team else None,
+        )
+        for send in SlurmReportDelivery.objects.select_related("channel", "team")
+    }
+
+
+def test_running_the_same_week_again_sends_nothing_twice(mailbox, receiver, settings):
+    week = build_week()
+    settings.SLURM_EMAIL_DOMAIN = "hpc.example"
+    UserFactory(username="alice", email="alice@lab.example")
+    make_channel("vision-chat", kind="slack", url=receiver.url("/chat"), team=week["team"])
+    make_channel("vision-hook", kind="webhook", url=receiver.url("/hook"), team=week["team"])
+
+    first = send_weekly_efficiency(date(2026, 12, 3))
+    again = send_weekly_efficiency(date(2026, 11, 30))  # another day of the same week
+
+    assert len(first.sent) == 4 and first.skipped == []
+    assert again.sent == [] and again.failed == []
+    assert sorted(again.skipped) == sorted(first.sent)
+    assert len(mailbox.messages) == 2
+    assert (len(receiver.received("/chat")), len(receiver.received("/hook"))) == (1, 1)
+    assert _sends() == {
+        "alice@lab.example": ("sent", 1, "alice", None),
+        "bob@hpc.example": ("sent", 1, "bob", None),
+        "vision-chat": ("sent", 1, "", "Vision"),
+        "vision-hook": ("sent", 1, "", "Vision"),
+    }
+    assert set(SlurmReportDelivery.objects.values_list("week_start", flat=True)) == {
+        date(2026, 11, 30)
+    }
+    # The next week is another week: sent again.
+    assert send_weekly_efficiency(date(2026, 12, 7)).skipped == []
+
+
+def test_a_failed_send_is_recorded_with_its_sentence_and_tried_again_by_the_next_run(
+    mailbox, receiver, settings, client, make_user
+):
+    week = build_week()
+    settings.SLURM_EMAIL_DOMAIN = "hpc.example"
+    make_channel("vision-hook", kind="webhook", url=receiver.url("/hook"), team=week["team"])
+    receiver.answer("/hook", 503)
+    mailbox.refuse.add("bob@hpc.example")
+
+    first = send_weekly_efficiency(date(2026, 11, 30))
+
+    assert first.sent == ["alice@hpc.example"] and first.retryable
+    hook_sentence = f"{receiver.base_url} answered HTTP 503: receiver is down for maintenance"
+    assert sorted(first.failed) == sorted(
+        [
+            f"channel vision-hook: {hook_sentence}",
+            f"bob@hpc.example: the mail server 127.0.0.1:{settings.EMAIL_PORT} refused the "
+            "recipients bob@hpc.example: check the channel's addresses",
+        ]
+    )
+    hook = SlurmReportDelivery.objects.get(channel__slug="vision-hook")
+    assert (hook.status, hook.attempts, hook.error, hook.sent_at) == (
+        "failed",
+        1,
+        hook_sentence,
+        None,
+    )
+
+    client.force_login(make_user("ops"))
+    page = client.get(reverse("alerts:slurm_report_list")).content.decode()
+    assert hook_sentence in page and "alice@hpc.example" in page
+    failed_only = client.get(reverse("alerts:slurm_report_list"), {"status": "failed"})
+    assert "alice@hpc.example" not in failed_only.content.decode()
+
+    # The receiver is back (its queued 503 answered), bob's mailbox exists now.
+    mailbox.refuse.clear()
+    second = send_weekly_efficiency(date(2026, 11, 30))
+    assert sorted(second.sent) == ["bob@hpc.example", "channel vision-hook"]
+    assert second.skipped == ["alice@hpc.example"] and second.failed == []
+    assert [envelope[1] for envelope in mailbox.envelopes] == [
+        ["alice@hpc.example"],
+        ["bob@hpc.example"],
+    ]
+    assert [request.status for request in receiver.requests] == [503, 200]
+    hook.refresh_from_db()
+    assert (hook.status, hook.attempts, hook.error) == ("sent", 2, "")
+
+
+def test_the_task_retries_the_week_whose_receiver_did_not_answer(mailbox, receiver, settings):
+    """Run as a worker runs it (eagerly here): the retry, for the same week, sends only
+    the webhook that failed."""
+    week = build_week()
+    settings.SLURM_EMAIL_DOMAIN = "hpc.example"
+    make_channel("vision-hook", kind="webhook", url=receiver.url("/hook"), team=week["team"])
+    receiver.answer("/hook", 503)
+    send_slurm_efficiency_task.apply(kwargs={"week": "2026-12-02"}, throw=False)
+    assert [request.status for request in receiver.requests] == [503, 200]
+    assert len(mailbox.messages) == 2
+    assert SlurmReportDelivery.objects.get(channel__slug="vision-hook").attempts == 2
+
+
+def test_only_those_who_manage_channels_read_the_sends(client, make_user):
+    url = reverse("alerts:slurm_report_list")
+    client.force_login(make_user("reader"))
+    assert client.get(url).status_code == 403
+    client.force_login(make_user("ops"))
+    page = client.get(url).content.decode()
+    assert "No weekly report sent yet" in page
+    efficiency = client.get(reverse("slurm:efficiency")).content.decode()
+    assert 'id="efficiency-sends"' in efficiency
