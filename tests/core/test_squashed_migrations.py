@@ -2,15 +2,16 @@
 
 Each app's migrations are squashed into one that ``replaces`` the old ones: a new
 database runs the squash, and a database made by the old migrations goes on from where
-it stands. This test makes such a database for real: a database migrated by the old
-graph (the squashes ignored) to just before the pools' price periods, with a pool in it;
-then a copy of it migrated to head as ``manage.py migrate`` would. The old migrations
-still on the path run on the row, and the squashes count as applied afterwards.
+it stands. This test starts from such a database, made for real: migrated by the old
+graph (the squashes ignored) to just before the pools' price periods, with a pool in it
+(tests/old_graph.py); it migrates a copy of it to head as ``manage.py migrate`` would.
+The old migrations still on the path run on the row, and the squashes count as applied
+afterwards.
 """
 
+import gzip
 from datetime import UTC, datetime
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 from django.db import connections
@@ -18,59 +19,12 @@ from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
 
-from tests.migrated_template import migrations_digest, template_comment, template_of
-
-# The last old migration of pools applied before the data goes in: 0012 gives every pool
-# its first price period, from the pool's prices.
-BEFORE_PRICE_PERIODS = ("pools", "0011_workload_reference_step_seconds")
-OLD_POOL_SLUG = "old-pool"
-OLD_POOL_IN_SERVICE_FROM = datetime(2024, 3, 1, 9, 30, tzinfo=UTC)
-
-
-def _old_graph_targets(loader):
-    """Every app's last migration before the squash, pools' stopping short of 0012: the
-    last one a squash replaces, or the last of an app without a squash. Apps of this
-    project first written after the squashes (no squash, no migration it replaces) had
-    no tables then and are left out."""
-    last, squashed = {}, {}
-    for (app_label, name), migration in loader.disk_migrations.items():
-        if "_squashed_" in name:
-            squashed[app_label] = max(replaced for _app, replaced in migration.replaces)
-    for app_label, name in loader.graph.nodes:
-        if "_squashed_" not in name:
-            last[app_label] = max(last.get(app_label, name), name)
-    last.update(squashed)
-    for app_label in set(last) - set(squashed) - _UNSQUASHED:
-        if loader.migrations_module(app_label)[0].startswith("apps."):
-            del last[app_label]
-    # Training's first migration needs pools' last one: it waits with it.
-    last.pop("training")
-    last["pools"] = BEFORE_PRICE_PERIODS[1]
-    return sorted(last.items())
-
-
-def _migrate_by_the_old_graph_and_add_a_pool(connection) -> None:
-    """The old graph (the squashes ignored) to just before pools' 0012, then a pool."""
-    old = MigrationExecutor(connection)
-    old.loader = MigrationLoader(connection, replace_migrations=False)
-    targets = _old_graph_targets(old.loader)
-    plan = old.migration_plan(targets)
-    assert plan and not any("_squashed_" in migration.name for migration, _ in plan)
-    state = old.migrate(targets, plan=plan)
-
-    historical = state.apps
-    gpu_model = historical.get_model("catalog", "GpuModel").objects.get(slug="h100-sxm")
-    historical.get_model("pools", "Pool").objects.create(
-        name="Old pool",
-        slug=OLD_POOL_SLUG,
-        purpose="training",
-        deployment="cloud_on_demand",
-        gpu_model=gpu_model,
-        gpu_count=16,
-        on_demand_price_per_gpu_hour_usd=Decimal("2.99"),
-        effective_price_per_gpu_hour_usd=Decimal("2.99"),
-        in_service_from=OLD_POOL_IN_SERVICE_FROM,
-    )
+from tests.old_graph import (
+    BEFORE_PRICE_PERIODS,
+    BEFORE_SQUASH_DUMP,
+    OLD_POOL_SLUG,
+    UNSQUASHED,
+)
 
 
 @pytest.fixture
@@ -79,16 +33,13 @@ def database_from_before_the_squash(django_db_blocker):
     default database while the test runs: the migrations' data steps write through the
     default alias.
 
-    The installation is made for real by the old graph, once for the migration files and
-    the day the suite's migrated template is made for (tests/migrated_template.py) and for
-    this file, and kept as a template of its own: running the whole old graph is the
-    slowest migration there is, and what each run tests is the copy's way to head."""
+    The installation was made for real by the old graph and kept as a dump
+    (tests/data/migrations/, made by ``python -m tests.old_graph``): the old graph is
+    history, and running all of it is the slowest migration there is, where what each run
+    tests is the copy's way to head."""
     test_connection = connections["default"]
     quote = test_connection.ops.quote_name
     name = f"{test_connection.settings_dict['NAME']}_squash"
-    template = f"{template_of(test_connection.settings_dict['NAME'])}_before_squash"
-    # This file says what the installation holds: a change to it builds it again.
-    digest = migrations_digest(Path(__file__))
 
     def connect(database_name):
         return test_connection.__class__(
@@ -97,22 +48,16 @@ def database_from_before_the_squash(django_db_blocker):
 
     with django_db_blocker.unblock():
         with test_connection._nodb_cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_lock(hashtext(%s))", [template])
-            try:
-                if template_comment(cursor, template) != digest:
-                    cursor.execute(f"DROP DATABASE IF EXISTS {quote(template)}")
-                    cursor.execute(f"CREATE DATABASE {quote(template)}")
-                    building = connections["default"] = connect(template)
-                    try:
-                        _migrate_by_the_old_graph_and_add_a_pool(building)
-                    finally:
-                        building.close()
-                        connections["default"] = test_connection
-                    cursor.execute(f"COMMENT ON DATABASE {quote(template)} IS %s", [digest])
-                cursor.execute(f"DROP DATABASE IF EXISTS {quote(name)}")
-                cursor.execute(f"CREATE DATABASE {quote(name)} TEMPLATE {quote(template)}")
-            finally:
-                cursor.execute("SELECT pg_advisory_unlock(hashtext(%s))", [template])
+            cursor.execute(f"DROP DATABASE IF EXISTS {quote(name)}")
+            cursor.execute(f"CREATE DATABASE {quote(name)}")
+        loading = connect(name)
+        try:
+            with loading.cursor() as cursor:
+                # pg_dump's script, statements and settings of its own (search_path among
+                # them): on a connection closed after it.
+                cursor.execute(gzip.decompress(BEFORE_SQUASH_DUMP.read_bytes()).decode())
+        finally:
+            loading.close()
         own = connections["default"] = connect(name)
         try:
             yield own
@@ -170,7 +115,7 @@ def test_a_new_database_runs_only_the_squashes():
     assert own and all(
         "_squashed_" in name
         or name == "0001_initial"
-        or app in _UNSQUASHED
+        or app in UNSQUASHED
         or (app in squash_ends and name[:4] > squash_ends[app])
         for app, name in own
     ), sorted(own)
@@ -191,5 +136,3 @@ _OWN_APPS = {
     "telemetry",
     "training",
 }
-# Apps with one migration of their own, nothing to squash.
-_UNSQUASHED = {"demo", "showback"}
