@@ -41,7 +41,8 @@ DEMO ?= yes
 RUN_ARGS := --host $(HOST) --port $(PORT) $(if $(filter no,$(DEMO)),--without-demo)
 
 .PHONY: run dev test fuzz install lint format clean backup restore \
-	test-services test-lint test-django-checks test-static-and-docs
+	test-system-packages test-services test-peers test-lint test-django-checks \
+	test-static-and-docs
 
 # Python caches bytecode here even where the machine sets PYTHONDONTWRITEBYTECODE: every
 # process the suite and `make run` start (test workers, Celery, commands) would otherwise
@@ -68,23 +69,35 @@ run: $(INSTALLED)
 dev: $(INSTALLED)
 	@$(BIN)/python manage.py run --dev $(RUN_ARGS)
 
-# What must hold before pytest, side by side (make -j2): the services and the peers the
-# suite drives (installed once, then only checked), the linters, the Django checks (both
-# read every migration), and the static files with the docs site. Each group's output is
-# printed whole when it ends.
-test: $(INSTALLED)
+# What must hold before pytest, three at a time (make -j3): the venv's install beside the
+# machine's packages (apt-get and focus-validator download while pip does); once the venv
+# is there, the linters, the Django checks (both read every migration) and the static
+# files with the docs site; the peers the suite drives, checked once their packages are in.
+# Each step's output is printed whole when it ends.
+test:
 	@# The embedded servers ensure_services.sh started, if any, stop with the suite, or
 	@# with the first check that fails.
-	@$(MAKE) --no-print-directory -j2 --output-sync=target \
-		test-services test-lint test-django-checks test-static-and-docs \
-		|| { $(BIN)/python scripts/embedded_test_services.py stop; exit 1; }
+	@$(MAKE) --no-print-directory -j3 --output-sync=target \
+		test-peers test-lint test-django-checks test-static-and-docs \
+		|| { test ! -x $(BIN)/python || $(BIN)/python scripts/embedded_test_services.py stop; \
+			exit 1; }
 	$(TEST_ENV) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS); \
 		status=$$?; $(BIN)/python scripts/embedded_test_services.py stop; exit $$status
 
-# One after another: several install with apt, which one process at a time may run.
+# The Debian packages of the peers in one apt-get run, and focus-validator's own venv:
+# neither needs the project's venv.
+test-system-packages:
+	scripts/ensure_debian_packages.sh
+	scripts/ensure_focus_validator.sh
+
+# PostgreSQL and Redis answering on the test addresses (embedded ones started if none).
 test-services: $(INSTALLED)
 	PYTHON=$(BIN)/python DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
 		scripts/ensure_services.sh
+
+# Each peer checked (and installed, where test-system-packages could not), one after
+# another: apt-get runs one process at a time.
+test-peers: $(INSTALLED) test-system-packages test-services
 	scripts/ensure_chromium.sh
 	scripts/ensure_poppler.sh
 	scripts/ensure_prometheus.sh
