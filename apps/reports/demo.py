@@ -99,12 +99,17 @@ def _next_hours(model, owner_field: str, owners) -> dict[int, datetime]:
 
 
 @transaction.atomic
-def seed_usage_demo(*, pools: dict, workloads: dict, now=None) -> tuple[int, int]:
+def seed_usage_demo(
+    *, pools: dict, workloads: dict, now=None, measured=frozenset()
+) -> tuple[int, int]:
     """Extend the demo's hourly rows up to ``now``'s hour included (default: now), from
     each pool's and workload's last row on, or from the history's start (no earlier than
     the pool's service start) when it has none; the daily sums of those hours are rebuilt,
     theirs alone. ``pools`` and ``workloads`` map the demo's keys (its spec's slugs) to
-    the demo's objects. Returns (pool-hours, workload-hours) written."""
+    the demo's objects. The pools of ``measured`` (keys) get no hours and their workloads
+    no drawn interruptions: their GPUs' telemetry and their Slurm jobs give them
+    (apps/slurm/demo.py); their workloads' requests are written. Returns (pool-hours,
+    workload-hours) written."""
     now = now or timezone.now()
     end = _demo_end(now)
     start = demo_history_start(pools.values(), now)
@@ -114,7 +119,8 @@ def seed_usage_demo(*, pools: dict, workloads: dict, now=None) -> tuple[int, int
     workloads_of = defaultdict(list)
     for key, workload in workloads.items():
         workloads_of[workload.pool_id].append((key, workload))
-    interruptions = _seed_interruptions(pools, workloads_of, start, end)
+    drawn = {key: pool for key, pool in pools.items() if key not in measured}
+    interruptions = _seed_interruptions(drawn, workloads_of, start, end)
     failure_hours = defaultdict(list)
     for pool_id, occurred_at in interruptions:
         failure_hours[pool_id].append(occurred_at)
@@ -165,7 +171,7 @@ def seed_usage_demo(*, pools: dict, workloads: dict, now=None) -> tuple[int, int
                     if this_hour >= workload_from
                 ],
             )
-            if this_hour >= pool_from:
+            if this_hour >= pool_from and key not in measured:
                 usage_rows.append(hour_rows[0])
             request_rows.extend(hour_rows[1])
     PoolHourlyUsage.objects.bulk_create(usage_rows, batch_size=2000)

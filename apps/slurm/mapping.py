@@ -89,10 +89,11 @@ def apply_mapping(job, rules) -> bool:
 READ_SHARE_PCT = 80
 
 
-def remap_jobs(progress: Callable[[int], None] | None = None) -> int:
-    """Map every stored job again by the rules as they are now, in one transaction;
-    returns how many jobs changed workload or team. Their interruptions follow.
-    ``progress(percent)`` hears how far it got after each batch of jobs read."""
+def remap_jobs(progress: Callable[[int], None] | None = None, *, cluster=None) -> int:
+    """Map every stored job (of ``cluster`` only, when given) again by the rules as they
+    are now, in one transaction; returns how many jobs changed workload or team. Their
+    interruptions follow. ``progress(percent)`` hears how far it got after each batch of
+    jobs read."""
     rules = mapping_rules()
     # (workload id, team id) → the ids of the jobs that now map to it: one UPDATE per
     # target, not one per job.
@@ -101,10 +102,13 @@ def remap_jobs(progress: Callable[[int], None] | None = None) -> int:
     with transaction.atomic():
         # The rules as read stay the rules of the whole re-map.
         list(SlurmMappingRule.objects.select_for_update().values_list("pk", flat=True))
-        total = SlurmJob.objects.count() if progress is not None else 0
+        jobs = (
+            SlurmJob.objects.all() if cluster is None else SlurmJob.objects.filter(cluster=cluster)
+        )
+        total = jobs.count() if progress is not None else 0
         # Plain rows, not model instances: a re-map reads every job.
         rows = (
-            SlurmJob.objects.select_for_update()
+            jobs.select_for_update()
             .order_by("pk")
             .values_list("pk", *REMAP_FIELDS)
             .iterator(chunk_size=REMAP_BATCH)

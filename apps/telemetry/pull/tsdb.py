@@ -321,7 +321,8 @@ def _devices_of(source: PullSource, rows: list[DeviceHourRow]) -> dict[str, tupl
     return known
 
 
-_ROW_COLUMNS = (
+# A device-hour row's columns, in the order ``upsert_device_hours`` takes its tuples.
+DEVICE_HOUR_COLUMNS = (
     ("device_id", "int8"),
     ("hour", "timestamptz"),
     ("namespace", "text"),
@@ -338,25 +339,25 @@ _ROW_COLUMNS = (
 _KEY = ("device_id", "hour", "namespace", "pod", "container")
 
 
-def _upsert(values: list[tuple]) -> None:
-    """Insert the rows, replacing those with the same key: binary COPY into a staging
-    table, then one ``INSERT … ON CONFLICT DO UPDATE`` (as the sample imports:
-    apps/telemetry/ingest/storage.py): a whole chunk in two statements, where the ORM would
-    send a statement per row."""
-    names = [name for name, _type in _ROW_COLUMNS]
+def upsert_device_hours(values: list[tuple]) -> None:
+    """Insert the rows (tuples in ``DEVICE_HOUR_COLUMNS``' order), replacing those with
+    the same key: binary COPY into a staging table, then one ``INSERT … ON CONFLICT DO
+    UPDATE`` (as the sample imports: apps/telemetry/ingest/storage.py): a whole chunk in
+    two statements, where the ORM would send a statement per row."""
+    names = [name for name, _type in DEVICE_HOUR_COLUMNS]
     columns = ", ".join(names)
     updates = ", ".join(f"{name} = excluded.{name}" for name in names if name not in _KEY)
     with connection.cursor() as cursor:
         cursor.execute(
             "CREATE TEMP TABLE IF NOT EXISTS gpu_device_hour_staging ("
-            + ", ".join(f"{name} {sql_type}" for name, sql_type in _ROW_COLUMNS)
+            + ", ".join(f"{name} {sql_type}" for name, sql_type in DEVICE_HOUR_COLUMNS)
             + ") ON COMMIT DROP"
         )
         cursor.execute("TRUNCATE gpu_device_hour_staging")
         with cursor.cursor.copy(
             f"COPY gpu_device_hour_staging ({columns}) FROM STDIN (FORMAT BINARY)"
         ) as copy:
-            copy.set_types([sql_type for _name, sql_type in _ROW_COLUMNS])
+            copy.set_types([sql_type for _name, sql_type in DEVICE_HOUR_COLUMNS])
             for value in values:
                 copy.write_row(value)
         cursor.execute(
@@ -407,7 +408,7 @@ def store_device_hours(
         )
         if pool_id is not None:
             touched.add((pool_id, row.hour))
-    _upsert(values)
+    upsert_device_hours(values)
     if touched:
         queue_pool_hours(touched)
     return len(rows), replaced, len(devices)

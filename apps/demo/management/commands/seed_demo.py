@@ -29,6 +29,7 @@ from apps.backups.demo import seed_backups_demo
 from apps.bills.demo import seed_bills_demo
 from apps.catalog.models import GpuModel, ModelArchitecture
 from apps.catalog.seed import load_gpu_models, load_model_architectures
+from apps.clusters.models import Cluster
 from apps.core.roles import FINANCE, OPS, PROCUREMENT, TECHNICAL_LEAD
 from apps.currencies.models import ExchangeRate
 from apps.demo.fleet import (
@@ -54,12 +55,13 @@ from apps.pools.prices import PERIOD_FIELDS, ensure_first_period
 from apps.pools.services import save_pool
 from apps.procurement.demo import SCENARIO_NAME, SCENARIO_SLUG, seed_procurement_demo
 from apps.procurement.models import Scenario
-from apps.reports.demo import demo_history_start, seed_usage_demo
+from apps.reports.demo import demo_history_start, load_relative_demand, seed_usage_demo
 from apps.reports.models import ClosedMonth
 from apps.showback.demo import BUDGET_NOTE, TEAMS, seed_showback_demo, size_budgets
 from apps.showback.models import Budget
 from apps.showback.months import last_complete_month
 from apps.showback.periods import close_month
+from apps.slurm.demo import DEMO_CLUSTER, DEMO_CLUSTER_POOL, seed_slurm_demo, seed_slurm_teams
 
 DEMO_PASSWORD = "gpufleet-demo"  # noqa: S105 - printed for the demo on purpose
 # The cloud pool whose provider's bill for the last full month the demo imports.
@@ -108,10 +110,22 @@ class Command(BaseCommand):
             users = self.seed_users(registry)
             history_start = demo_history_start(registry.all_of(Pool).values(), now)
             seed_exchange_rates(history_start, now)
-            pools, workloads = self.seed_fleet(
+            cluster, pools, workloads = self.seed_fleet(
                 registry, owner=users["lead"], in_service_from=history_start, now=now
             )
-            pool_hours, workload_hours = seed_usage_demo(pools=pools, workloads=workloads, now=now)
+            pool_hours, workload_hours = seed_usage_demo(
+                pools=pools, workloads=workloads, now=now, measured={DEMO_CLUSTER_POOL}
+            )
+            # Before the teams: their budgets are sized from spend the jobs split.
+            slurm = seed_slurm_demo(
+                cluster=cluster,
+                pool=pools[DEMO_CLUSTER_POOL],
+                workloads=workloads,
+                user=users["ops"],
+                history_start=history_start,
+                now=now,
+                relative=load_relative_demand(),
+            )
             seed_backups_demo(workloads=workloads, ops=users["ops"], now=now)
             seed_training_demo(workloads.get(TRAINING_DEMO_WORKLOAD))
             seed_pilots_demo(workloads.get(PILOT_DEMO_WORKLOAD), user=users["lead"])
@@ -128,6 +142,7 @@ class Command(BaseCommand):
             budgets = {}
             if not options.get("without_teams"):
                 budgets = self.seed_teams(registry, users, pools, workloads, now)
+                seed_slurm_teams(cluster, pools[DEMO_CLUSTER_POOL], registry.all_of(Team))
             closed = self.seed_closed_month(registry, users["finance"], now)
             seed_bills_demo(pools.get(DEMO_BILLED_POOL), last_complete_month(now).date())
         untouched = _user_objects(registry)
@@ -136,8 +151,10 @@ class Command(BaseCommand):
             f"{len(workloads)} workloads, {len(users)} users"
             + (f", {len(budgets)} budgets" if budgets else "")
             + (f", {closed.month:%Y-%m} closed" if closed else "")
-            + f"; {pool_hours:,} pool-hours and {workload_hours:,} workload-hours of usage "
-            f"added (from {history_start:%Y-%m-%d %H:%M} UTC up to this hour). "
+            + f"; {pool_hours + slurm.pool_hours:,} pool-hours and {workload_hours:,} "
+            f"workload-hours of usage added (from {history_start:%Y-%m-%d %H:%M} UTC up to "
+            f"this hour); {cluster.name}: {slurm.jobs_added:,} Slurm jobs added and "
+            f"{slurm.jobs_updated:,} updated in {slurm.imports:,} imports. "
             + (
                 f"Left as they are: {untouched}, not the demo's."
                 if untouched
@@ -183,13 +200,16 @@ class Command(BaseCommand):
         return users
 
     def seed_fleet(self, registry, *, owner, in_service_from, now):
-        """The demo's pools and workloads, made or refreshed; (key → pool, key → workload)."""
+        """The demo's Slurm cluster, pools and workloads, made or refreshed; (cluster,
+        key → pool, key → workload)."""
         # The catalog arrives with its data migration; restore rows missing since (e.g.
         # deleted by hand, or flushed by a test) without touching edited ones.
         load_gpu_models(GpuModel, overwrite=False)
         load_model_architectures(ModelArchitecture, overwrite=False)
         gpu_models = {gpu.slug: gpu for gpu in GpuModel.objects.all()}
         architectures = {model.slug: model for model in ModelArchitecture.objects.all()}
+        # Made before the pools: its pool joins it when made, with one history record.
+        cluster = _save_demo_object(registry, Cluster, DEMO_CLUSTER)
         pools = {}
         for spec in DEMO_POOLS:
             values = {
@@ -199,6 +219,8 @@ class Command(BaseCommand):
                 # Charged from the first demo hour on, not from when the command ran.
                 "in_service_from": in_service_from,
             }
+            if spec["slug"] == DEMO_CLUSTER_POOL:
+                values["cluster"] = cluster
             pools[spec["slug"]] = _save_demo_object(registry, Pool, values, save=save_pool)
         if (pool := pools.get(PRICE_CUT_POOL)) is not None:
             seed_price_cut(pool, in_service_from, now)
@@ -208,7 +230,7 @@ class Command(BaseCommand):
             values["model_architecture"] = architectures[values.pop("model")]
             workloads[spec["slug"]] = _save_demo_object(registry, Workload, values)
         _date_back_first_records(workloads.values(), in_service_from)
-        return pools, workloads
+        return cluster, pools, workloads
 
     def seed_closed_month(self, registry, finance, now):
         """The previous full month, closed by the demo's Finance user: once, and only over
@@ -406,10 +428,18 @@ def _adopt_earlier_demo(registry) -> None:
     takes an object only when it is the demo's spec to the letter: a user with its
     username, full name and example.com address; a pool with its slug, name and
     description; a workload with its slug and name on such a pool; a team with its slug,
-    name and description; the scenario with its slug and name; a budget the demo noted
+    name and description; the Slurm cluster with its slug, name and description; the
+    scenario with its slug and name; a budget the demo noted
     as its own on such a team or pool (sized again when nobody edited it: the earlier
     seed_demo sized budgets from the month's first days, which forecast several times
     their amount)."""
+    cluster = Cluster.objects.filter(
+        slug=DEMO_CLUSTER["slug"],
+        name=DEMO_CLUSTER["name"],
+        description=DEMO_CLUSTER["description"],
+    ).first()
+    if cluster is not None:
+        registry.mark(cluster, DEMO_CLUSTER["slug"])
     user_model = get_user_model()
     for username, full_name, _role in DEMO_USERS:
         first_name, last_name = full_name.split(" ", 1)
