@@ -188,3 +188,25 @@ def test_a_closed_month_does_not_move_when_rules_change(fleet):
     SlurmMappingRule.objects.filter(pattern="chat").update(pattern="none")
     assert remap_jobs() == 1
     assert served()["chat"] == before["chat"]
+
+
+def test_a_month_closed_with_unmapped_jobs_freezes_them_as_unattributed(fleet):
+    """February: an unmapped job holds 2 of the shared pool's 8 GPUs for an hour. The
+    frozen month keeps its 2/8 of that hour's $16.00 = $4.00 unattributed, apart from the
+    pool's unallocated rest, as the live report has them: closing moves nothing."""
+    feb = datetime(2026, 2, 10, tzinfo=UTC)
+    text = "\n".join([HEADER, _line("1", "nobody", feb, feb + timedelta(hours=1), "a02", 2)])
+    import_sacct(fleet["cluster"], text, now=NOW)
+    month_start, month_end = datetime(2026, 2, 1, tzinfo=UTC), datetime(2026, 3, 1, tzinfo=UTC)
+    live = {row.key: row for row in cost_report(month_start, month_end, "workload")}
+    # The month's unattributed: the job's $4.00 and the other pool (no workloads) whole,
+    # 8 GPUs × $2.99 × its hours in February (in service from LONG_AGO, the 7th: 22 days).
+    assert (month_end - LONG_AGO).days == 22
+    other_pool = 8 * Decimal("2.99") * 22 * 24
+    assert live["unattributed"].cost_usd == Decimal("16.00") * 2 / 8 + other_pool
+
+    closed = close_month(month_start.date(), UserFactory(role="admin"), now=NOW)
+    frozen = {row.key: row for row in periods.frozen_cost_report(closed, "workload")}
+    assert frozen["unattributed"].cost_usd == live["unattributed"].cost_usd
+    assert frozen["unallocated"].cost_usd == live["unallocated"].cost_usd
+    assert periods.adjustment_rows(closed, "workload") == []

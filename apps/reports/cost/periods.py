@@ -30,7 +30,7 @@ from apps.pools.models import Pool, Purpose, Workload
 from apps.reports.cost import explain, report
 from apps.reports.cost.rates import conversion_for
 from apps.reports.cost.rows import OTHER_TEAMS, UNATTRIBUTED, CostRow, total_row
-from apps.reports.cost.split import UNALLOCATED
+from apps.reports.cost.split import UNALLOCATED, unmapped_jobs_rows
 from apps.reports.models import ClosedMonth, FrozenCostRow
 from apps.reports.span import Span
 
@@ -204,14 +204,18 @@ def freeze_cost_rows(month: ClosedMonth) -> Decimal:
     """Store ``month``'s cost report rows as they are; the fleet's cost of the month.
 
     Two reports, whatever the number of pools: by pool, and by workload. A workload
-    belongs to one pool, so each pool's rows by workload are its workloads' rows and the
-    rest of the pool (its row less theirs: the unallocated capacity, or the whole of a
-    pool without workloads), which the split makes add up to the pool's figures."""
+    belongs to one pool, so each pool's rows by workload are its workloads' rows, its
+    Slurm jobs that no rule maps (unattributed) and the rest of the pool (its row less
+    those: the unallocated capacity, or the whole of a pool without workloads,
+    unattributed), which the split makes add up to the pool's figures."""
     start, end = month_bounds(month.month)
     month.frozen_rows.all().delete()
     pools = {pool.slug: pool for pool in Pool.objects.all()}
     workloads = {workload.slug: workload for workload in Workload.objects.select_related("pool")}
     workload_rows = {row.key: row for row in report.cost_report(start, end, "workload")}
+    unmapped_jobs = (
+        unmapped_jobs_rows(workload_rows[UNATTRIBUTED]) if UNATTRIBUTED in workload_rows else {}
+    )
     rows_of_pool: dict[int, list] = {}
     for slug, row in workload_rows.items():
         if slug in workloads:
@@ -247,7 +251,22 @@ def freeze_cost_rows(month: ClosedMonth) -> Decimal:
                     figures=figures_of(row),
                 )
             )
-        rest = _rest_of_pool(pool_row, [row for _workload, row in own])
+        jobs_row = unmapped_jobs.get(pool.name) if own else None
+        if jobs_row is not None:
+            stored.append(
+                FrozenCostRow(
+                    **frozen,
+                    group_by="workload",
+                    is_workload=False,
+                    key=UNATTRIBUTED,
+                    label=jobs_row.label,
+                    purpose=pool_row.purpose,
+                    figures=figures_of(jobs_row),
+                )
+            )
+        rest = _rest_of_pool(
+            pool_row, [row for _workload, row in own] + ([jobs_row] if jobs_row else [])
+        )
         if rest is not None:
             key = UNALLOCATED if own else UNATTRIBUTED
             label = (

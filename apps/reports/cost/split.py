@@ -386,6 +386,20 @@ def _add_unmapped_jobs(row: CostRow, pool, vector: dict | None) -> None:
     )
 
 
+def unmapped_jobs_rows(unattributed: CostRow) -> dict[str, CostRow]:
+    """Pool name → the figures of its Slurm jobs no rule maps, each as a row of its own,
+    from the unattributed row of a report by workload, which holds them summed
+    (``_add_unmapped_jobs``)."""
+    rows = {}
+    for part in unattributed.parts:
+        if isinstance(part, explain.SlurmPart):
+            row = CostRow(key=unattributed.key, label=unattributed.label, purpose=part.counts_as)
+            _add_to_row(row, part.values, part.counts_as)
+            row.pool_count = 1
+            rows[part.pool_name] = row
+    return rows
+
+
 def _share_labelled(seg, pool_workloads, labelled, begin, shares) -> dict:
     """Rule 1: each workload's labelled GPU-hours in the segment, at the pool's measured
     cost per GPU-hour, into its share. Returns the segment's figures less theirs."""
