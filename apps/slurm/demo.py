@@ -4,8 +4,8 @@ eight A100s are the demo's shared on-premises pool, with jobs for the whole demo
 Everything goes through the paths a real cluster's data takes:
 
 - hostname rules place the nodes (``hz-a100-01``…``04``) in the pool, and mapping rules
-  give the Slurm accounts to the pool's workloads (with teams, the ``interactive``
-  partition to Research; the ad-hoc evaluations of ``ml-research`` stay unmapped);
+  give the Slurm accounts to the pool's workloads; the notebooks and ad-hoc evaluations
+  of ``ml-research`` stay unmapped, for the jobs page to count;
 - the nodes' 32 GPUs report what a Prometheus pull of their DCGM metrics stores, one
   ``GpuDeviceHour`` per GPU and hour: a GPU's utilisation is that of the jobs that held
   it during the hour, 0 % while none did, and nothing while its node is down; the pool's
@@ -43,7 +43,7 @@ from django.db.models import Max
 from apps.clusters.models import Cluster
 from apps.pools.hours import floor_hour
 from apps.slurm.mapping import remap_jobs
-from apps.slurm.models import SlurmImport, SlurmJob, SlurmMappingRule
+from apps.slurm.models import SlurmImport, SlurmMappingRule
 from apps.slurm.services import import_sacct
 from apps.telemetry.models import GpuDevice, GpuDeviceHour, HostnameRule
 from apps.telemetry.pull.tsdb import upsert_device_hours
@@ -53,7 +53,7 @@ TEMPLATE = Path(__file__).parent / "demo_data" / "real_job_and_steps.sacct"
 
 DEMO_CLUSTER = {
     "slug": "campus-slurm",
-    "name": "Campus Slurm · Hangzhou",
+    "name": "Campus Slurm",
     "kind": Cluster.Kind.SLURM,
     "region": "cn-hangzhou",
     "timezone": "Asia/Shanghai",
@@ -76,9 +76,6 @@ ACCOUNT_WORKLOADS = (
     ("stores-batch", "nightly-batch-summaries"),
     ("search", "search-rerank-online"),
 )
-# (partition, the demo team its jobs count for), tried before the accounts' rules.
-PARTITION_TEAMS = (("interactive", "research"),)
-PARTITION_RULE_PRIORITY = 50
 
 # Slurm user → uid, for "CANCELLED by <uid>".
 UIDS = {
@@ -703,27 +700,19 @@ def seed_demo_devices(pool, first_seen: datetime, now: datetime) -> dict:
     return {slot: by_key[key] for slot, key in keys.items() if key in by_key}
 
 
-def seed_demo_rules(cluster, pool, workloads: dict, teams: dict) -> int:
+def seed_demo_rules(cluster, pool, workloads: dict) -> int:
     """The hostname rule of the nodes and the mapping rules the demo knows by their
     pattern, made when missing; returns how many mapping rules were made."""
     if not pool.hostname_rules.filter(hostname_pattern=NODE_PATTERN).exists():
         HostnameRule.objects.create(pool=pool, hostname_pattern=NODE_PATTERN)
-    wanted = [
-        (SlurmMappingRule.Field.ACCOUNT, account, {"workload": workloads[key]}, 100)
-        for account, key in ACCOUNT_WORKLOADS
-        if key in workloads
-    ]
-    wanted += [
-        (SlurmMappingRule.Field.PARTITION, partition, {"team": teams[key]}, PARTITION_RULE_PRIORITY)
-        for partition, key in PARTITION_TEAMS
-        if key in teams
-    ]
+    wanted = [(account, workloads[key]) for account, key in ACCOUNT_WORKLOADS if key in workloads]
     made = 0
-    for field_name, pattern, target, priority in wanted:
-        rules = SlurmMappingRule.objects.filter(cluster=cluster, field=field_name, pattern=pattern)
+    account = SlurmMappingRule.Field.ACCOUNT
+    for pattern, workload in wanted:
+        rules = SlurmMappingRule.objects.filter(cluster=cluster, field=account, pattern=pattern)
         if not rules.exists():
             SlurmMappingRule.objects.create(
-                cluster=cluster, field=field_name, pattern=pattern, priority=priority, **target
+                cluster=cluster, field=account, pattern=pattern, workload=workload
             )
             made += 1
     return made
@@ -740,7 +729,7 @@ def seed_slurm_demo(
     result = SlurmDemoResult()
     if cluster.archived_at is not None:
         return result  # retired by hand: it takes no more imports
-    seed_demo_rules(cluster, pool, workloads, {})
+    seed_demo_rules(cluster, pool, workloads)
     devices = seed_demo_devices(pool, history_start, now)
     end = floor_hour(now) + ONE_HOUR
     jobs, outages = demo_timeline(history_start, end)
@@ -764,11 +753,10 @@ def seed_slurm_demo(
     return result
 
 
-def seed_slurm_teams(cluster, pool, teams: dict) -> int:
-    """With the demo's teams: the partition rules that name a team, and every job mapped
-    again (a job's team is its workload's when imported, before the teams existed).
-    Returns how many jobs changed."""
-    if cluster.archived_at is not None or not SlurmJob.objects.filter(cluster=cluster).exists():
+def seed_slurm_teams(cluster) -> int:
+    """Once the demo's workloads have their teams: the cluster's jobs mapped again (a
+    job's team is its workload's when it is imported, before the teams existed). Returns
+    how many jobs changed."""
+    if cluster.archived_at is not None:
         return 0
-    seed_demo_rules(cluster, pool, {}, teams)
     return remap_jobs(cluster=cluster)

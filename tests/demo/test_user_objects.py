@@ -259,7 +259,8 @@ def test_seeding_twice_beside_a_users_fleet_changes_none_of_its_rows(role_groups
     # The demo's objects are marked as such, the user's never.
     marked_pools = set(DemoRegistry.load().all_of(Pool).values())
     assert not marked_pools & set(fleet["pools"]) and len(marked_pools) == 8
-    assert DemoObject.objects.count() == 8 + 12 + 6 + 3 + 4 + 1  # … teams, budgets, scenario
+    # … teams, budgets, the scenario, the Slurm cluster
+    assert DemoObject.objects.count() == 8 + 12 + 6 + 3 + 4 + 1 + 1
 
 
 @pytest.mark.django_db

@@ -142,7 +142,7 @@ class Command(BaseCommand):
             budgets = {}
             if not options.get("without_teams"):
                 budgets = self.seed_teams(registry, users, pools, workloads, now)
-                seed_slurm_teams(cluster, pools[DEMO_CLUSTER_POOL], registry.all_of(Team))
+                seed_slurm_teams(cluster)
             closed = self.seed_closed_month(registry, users["finance"], now)
             seed_bills_demo(pools.get(DEMO_BILLED_POOL), last_complete_month(now).date())
         untouched = _user_objects(registry)
