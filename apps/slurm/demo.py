@@ -11,9 +11,10 @@ Everything goes through the paths a real cluster's data takes:
   it during the hour, 0 % while none did, and nothing while its node is down; the pool's
   hours are rolled up from them as a pulled pool's are (apps/telemetry/rollups/hourly.py);
 - the jobs are ``sacct --parsable2`` text in the shape of real Slurm 22.05 output
-  (demo_data/SOURCES.md), imported by the importer (apps/slurm/services.py) one local day
-  at a time, as a daily cron posting to the API would: a job still running when one day's
-  text is printed is completed by the next day's.
+  (demo_data/SOURCES.md), imported by the importer (apps/slurm/services.py): the history
+  up to a week before the first seed at once, then one local day at a time, as a daily
+  cron posting to the API would; a job still running when one day's text is printed is
+  completed by the next day's.
 
 The cluster's days (local time, Asia/Shanghai): the nightly batch fills two nodes from
 00:30 for about five hours; the search re-ranker holds a node all week, redeployed each
@@ -21,8 +22,8 @@ Monday at 04:00; on weekdays LoRA fine-tunes take those two nodes by day (one en
 ``NODE_FAIL``, its node down for two hours, and is resubmitted; one started late is
 ``PREEMPTED`` by the nightly batch), and the first node carries notebooks, mostly idle,
 and evaluations, some of them failing at once. Every Friday evening someone leaves a
-two-GPU notebook running, untouched, until its time limit on Monday morning: a week's
-largest idle allocation.
+two-GPU notebook running, untouched, until its time limit on Monday morning: the
+efficiency page's job whose GPUs stayed under 1 %.
 
 Deterministic: the jobs follow a timeline of the cluster's days drawn from seeds of each
 day, from the demo history's start on; a job's GPUs, id and figures depend only on the
@@ -62,7 +63,7 @@ DEMO_CLUSTER = {
         "fine-tunes by day, the nightly batch and the search re-ranker."
     ),
 }
-# The demo pools whose GPUs are the cluster's nodes (apps/demo/fleet.py's keys).
+# The demo pool whose GPUs are the cluster's nodes (its key in apps/demo/fleet.py).
 DEMO_CLUSTER_POOL = "mixed-a100-onprem"
 NODES = ("hz-a100-01", "hz-a100-02", "hz-a100-03", "hz-a100-04")
 NODE_PATTERN = "hz-a100-*"
@@ -95,7 +96,8 @@ BENCHMARKS = ("mmlu", "ceval", "gsm8k", "humaneval", "cmmlu")
 # What a job holds per GPU (sbatch --cpus-per-gpu, --mem-per-gpu) and the weight of a GPU in
 # its billing (TRESBillingWeights="CPU=1.0,GRES/gpu=16.0").
 CPUS_PER_GPU, MEMORY_GB_PER_GPU, BILLING_PER_GPU = 16, 120, 16
-# Job ids of the demo's first day: ids then rise with the days, as a real cluster's do.
+# The first job id of the demo history's first day is FIRST_JOB_ID + JOB_IDS_PER_DAY × its
+# days since JOB_ID_EPOCH: ids rise with the days, as a real cluster's do.
 FIRST_JOB_ID, JOB_IDS_PER_DAY = 2_400_000, 60
 JOB_ID_EPOCH = date(2024, 1, 1)
 
