@@ -645,9 +645,11 @@ def main(argv=None) -> int:
         with spawn.Pool(
             args.sources, initializer=start_worker, initargs=(args.database_url,)
         ) as workers:
-            ready = set(workers.map(worker_ready, range(args.sources), chunksize=1))
-            if len(ready) != args.sources:
-                log(f"only {len(ready)} of {args.sources} worker processes took a pull")
+            # Each worker sets Django up first: the pulls start once all have.
+            for _attempt in range(60):
+                ready = set(workers.map(worker_ready, range(args.sources), chunksize=1))
+                if len(ready) == args.sources:
+                    break
             for label, hour in (
                 ("first pull (every device registered)", first_hour),
                 ("the next hour (the hourly pull)", measured_hour),
