@@ -162,6 +162,24 @@ def start_victoria_metrics(directory: Path):
             time.sleep(0.2)
 
 
+def wait_until_settled(base_urls: list[str], *, timeout_seconds: float = 600) -> float:
+    """Wait until no VictoriaMetrics merges parts in the background (``vm_active_merges``
+    and ``vm_pending_rows`` at 0 on three polls in a row): the merges that follow a large
+    import take the same cores as the queries for minutes, and would be timed as part of
+    whichever measurement they overlap. Returns the seconds waited."""
+    started = time.perf_counter()
+    quiet_polls = 0
+    while quiet_polls < 3 and time.perf_counter() - started < timeout_seconds:
+        busy = 0.0
+        for base_url in base_urls:
+            for line in http(f"{base_url}/metrics", timeout=30).decode().splitlines():
+                if line.startswith(("vm_active_merges{", "vm_pending_rows{")):
+                    busy += float(line.rsplit(" ", 1)[1])
+        quiet_polls = quiet_polls + 1 if busy == 0 else 0
+        time.sleep(1)
+    return time.perf_counter() - started
+
+
 # --------------------------------------------------------------------------- the fleet
 
 
@@ -626,6 +644,8 @@ def main(argv=None) -> int:
             )
         load_seconds = time.perf_counter() - started
         log(f"loaded in {load_seconds:.1f} s ({samples / load_seconds:,.0f} samples/s)")
+        settle_seconds = wait_until_settled(base_urls)
+        log(f"background merges done {settle_seconds:.0f} s later")
 
         before = baselines(base_urls, measured_hour)
         before["load"] = machine_load()
@@ -682,7 +702,10 @@ def main(argv=None) -> int:
         f"GPUs {args.gpus:,} in {args.sources} VictoriaMetrics; {args.hours} h × 1-min samples "
         f"of 3 metrics = {samples:,} samples"
     )
-    print(f"load into VictoriaMetrics: {load_seconds:.1f} s ({samples / load_seconds:,.0f}/s)")
+    print(
+        f"load into VictoriaMetrics: {load_seconds:.1f} s ({samples / load_seconds:,.0f}/s); "
+        f"its background merges done {settle_seconds:.0f} s later"
+    )
     print(
         f"one hour: {rows:,} device-hours, {pool_hours} pool-hours, answers "
         f"{before['bytes'] / 2**20:.1f} MiB"
