@@ -6,7 +6,6 @@ nothing twice. Prometheus API reference:
 https://prometheus.io/docs/prometheus/latest/querying/api/ ("Range queries", "Format
 overview", "Expression query result formats")."""
 
-import json
 import logging
 import math
 from collections.abc import Iterable, Iterator
@@ -14,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
+import orjson
 from django.utils import timezone
 
 from apps.core.sentences import Sentence, gettext_noop, sentence
@@ -84,10 +84,11 @@ def is_dcgm_blank(value: float) -> bool:
 # --- Prometheus: series → rows (framework-free) -----------------------------------------
 
 
-def series_points(data: dict) -> Iterator[tuple[dict, list[tuple[int, str]]]]:
-    """``(labels, [(timestamp ms, value text)…])`` per series of a query result's ``data``:
-    a ``matrix`` (query_range: ``values``) or a ``vector`` (instant query: ``value``).
-    Prometheus writes timestamps as float seconds and values as strings ("NaN", "+Inf")."""
+def raw_series(data: dict) -> Iterator[tuple[dict, list]]:
+    """``(labels, [[timestamp, value text]…])`` per series of a query result's ``data``,
+    the points as the server wrote them: a ``matrix`` (query_range: ``values``) or a
+    ``vector`` (instant query: ``value``). Prometheus writes timestamps as float seconds
+    and values as strings ("NaN", "+Inf")."""
     result_type = data.get("resultType")
     if result_type not in ("matrix", "vector"):
         raise TelemetryFormatError(
@@ -98,10 +99,14 @@ def series_points(data: dict) -> Iterator[tuple[dict, list[tuple[int, str]]]]:
             points = series.get("values") or []
         else:
             points = [series["value"]] if series.get("value") else []
-        yield (
-            series.get("metric") or {},
-            [(round(float(timestamp) * 1000), value) for timestamp, value in points],
-        )
+        yield series.get("metric") or {}, points
+
+
+def series_points(data: dict) -> Iterator[tuple[dict, list[tuple[int, str]]]]:
+    """``(labels, [(timestamp ms, value text)…])`` per series of a query result's
+    ``data`` (``raw_series``), the timestamps in whole milliseconds."""
+    for labels, points in raw_series(data):
+        yield labels, [(round(float(timestamp) * 1000), value) for timestamp, value in points]
 
 
 def _host_of(instance: str) -> str:
@@ -434,8 +439,10 @@ def query_range_answer(
         url, accept="application/json", shown_as=shown_as, timeout_seconds=timeout, headers=headers
     )
     try:
-        payload = json.loads(response.body)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        # orjson: an hourly pull's answers are tens of MiB, which the standard library
+        # decodes several times slower. Invalid UTF-8 is its JSONDecodeError too.
+        payload = orjson.loads(response.body)
+    except orjson.JSONDecodeError:
         if response.status != 200:
             raise http_error(shown_as, response) from None
         raise PullError(

@@ -34,10 +34,12 @@ Guarantees:
   run failed with a sentence naming it; the chunks written before stay written.
 """
 
+import gc
 import logging
 import math
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -63,7 +65,7 @@ from apps.telemetry.pull.prometheus import (
     _device_context,
     is_dcgm_blank,
     query_range_answer,
-    series_points,
+    raw_series,
 )
 from apps.telemetry.rollups.hourly import MILLIJOULES_PER_KWH, queue_pool_hours
 
@@ -111,12 +113,23 @@ class DeviceHourRow:
     power_w: float | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Series:
+    """One label set (one device and pod) and its values, gathered over every query."""
+
+    labels: dict
     context: dict
     device: DeviceKey
-    described: str
     values: dict = field(default_factory=dict)  # hour → {query field: value}
+
+    def described(self) -> str:
+        """The labels that name the series in a problem: ``{UUID="…", Hostname="…"}``."""
+        shown = ", ".join(
+            f'{name}="{self.labels[name]}"'
+            for name in ("UUID", "GPU_I_ID", "Hostname", "pod")
+            if self.labels.get(name)
+        )
+        return f"{{{shown}}}"
 
 
 def _identity(labels: dict) -> dict:
@@ -128,6 +141,18 @@ def _identity(labels: dict) -> dict:
     return labels
 
 
+def _series_of(labels: dict, problems: list[str]) -> _Series | None:
+    """The series of a label set seen for the first time, or None (named in
+    ``problems``) when it names no device."""
+    labels = _identity(labels)
+    context = _device_context(labels)
+    if isinstance(context, str):
+        problems.append(f"a series {context}; left out")
+        return None
+    device, descriptive = context
+    return _Series(labels, descriptive, device)
+
+
 def device_hours_from_answers(
     answers: list[tuple[str, dict]],
 ) -> tuple[list[DeviceHourRow], list[str]]:
@@ -136,40 +161,45 @@ def device_hours_from_answers(
     Series of one exporter scraped twice (two jobs) give the same device, hour and pod
     twice: the one with more samples is kept, never both. A value out of its range (a
     DCGM blank among the samples, a broken counter) is left out and named in
-    ``problems``; the rest of the row is kept.
+    ``problems``; the rest of the row is kept. A series that names no device is named
+    once, whichever queries answered it.
+
+    Every query answers the same label sets (one per device and pod), so each set is read
+    into a device once, on its first answer, and found again by the set itself.
     """
-    by_labels: dict[frozenset, _Series] = {}
+    by_labels: dict[frozenset, _Series | None] = {}
     problems: list[str] = []
-    hours_of: dict[int, datetime] = {}
+    # The hour of each evaluation instant, by the timestamp as the server wrote it.
+    hours_of: dict[object, datetime] = {}
     for query_field, data in answers:
-        for labels, points in series_points(data):
-            labels = _identity({k: v for k, v in labels.items() if k != "__name__"})
+        for labels, points in raw_series(data):
+            if "__name__" in labels:  # aggregations drop it; a raw selector would not
+                labels = {k: v for k, v in labels.items() if k != "__name__"}
             key = frozenset(labels.items())
-            series = by_labels.get(key)
+            series = by_labels.get(key, _UNSEEN)
+            if series is _UNSEEN:
+                series = by_labels[key] = _series_of(labels, problems)
             if series is None:
-                context = _device_context(labels)
-                if isinstance(context, str):
-                    problems.append(f"a series {context}; left out")
-                    continue
-                device, descriptive = context
-                described = ", ".join(
-                    f'{name}="{labels[name]}"'
-                    for name in ("UUID", "GPU_I_ID", "Hostname", "pod")
-                    if labels.get(name)
-                )
-                series = by_labels[key] = _Series(descriptive, device, f"{{{described}}}")
-            for timestamp_ms, value_text in points:
+                continue
+            for timestamp, value_text in points:
                 try:
                     value = float(value_text)
                 except (TypeError, ValueError):
                     continue
-                hour = hours_of.get(timestamp_ms)
+                hour = hours_of.get(timestamp)
                 if hour is None:
-                    hour = hours_of[timestamp_ms] = promql.hour_of_instant(timestamp_ms)
-                series.values.setdefault(hour, {})[query_field] = value
+                    hour = hours_of[timestamp] = promql.hour_of_instant(
+                        round(float(timestamp) * 1000)
+                    )
+                values = series.values.get(hour)
+                if values is None:
+                    values = series.values[hour] = {}
+                values[query_field] = value
 
     rows: dict[tuple, DeviceHourRow] = {}
     for series in by_labels.values():
+        if series is None:
+            continue
         for hour, values in series.values.items():
             row = _row_of(series, hour, values, problems)
             key = (row.device, hour, row.namespace, row.pod, row.container)
@@ -177,6 +207,9 @@ def device_hours_from_answers(
             if kept is None or row.samples > kept.samples:
                 rows[key] = row
     return list(rows.values()), problems
+
+
+_UNSEEN = object()
 
 
 def _checked(value: float | None, low: float, high: float) -> float | None | str:
@@ -197,18 +230,21 @@ def _row_of(series: _Series, hour: datetime, values: dict, problems: list[str]):
         container=context["container"],
         context=context,
     )
-    at = f"{series.described} in the hour {hour:%Y-%m-%d %H:00} UTC"
+
+    def at() -> str:
+        return f"{series.described()} in the hour {hour:%Y-%m-%d %H:00} UTC"
+
     engine = _checked(values.get("engine_mean"), 0.0, 1.0 + 1e-9)
     util = _checked(values.get("util_mean"), 0.0, 100.0 + 1e-9)
     if isinstance(engine, str):
         problems.append(
-            f"{at}: mean engine activity {values['engine_mean']:g} is outside 0–1 "
+            f"{at()}: mean engine activity {values['engine_mean']:g} is outside 0–1 "
             "(a DCGM blank value among its samples?); left out"
         )
         engine = None
     if isinstance(util, str):
         problems.append(
-            f"{at}: mean GPU_UTIL {values['util_mean']:g} is outside 0–100 "
+            f"{at()}: mean GPU_UTIL {values['util_mean']:g} is outside 0–100 "
             "(a DCGM blank value among its samples?); left out"
         )
         util = None
@@ -228,12 +264,12 @@ def _row_of(series: _Series, hour: datetime, values: dict, problems: list[str]):
             row.energy_kwh = energy_kwh
         else:
             problems.append(
-                f"{at}: the energy counter rose {energy_kwh:g} kWh (more than "
+                f"{at()}: the energy counter rose {energy_kwh:g} kWh (more than "
                 f"{MAX_ENERGY_KWH:g} kWh is a broken counter); left out"
             )
     power = _checked(values.get("power_w"), 0.0, MAX_POWER_W)
     if isinstance(power, str):
-        problems.append(f"{at}: mean power {values['power_w']:g} W is out of range; left out")
+        problems.append(f"{at()}: mean power {values['power_w']:g} W is out of range; left out")
     elif power is not None:
         row.power_w = power
     return row
@@ -498,19 +534,43 @@ def pull_chunk(
 ) -> ChunkOutcome:
     """Fetch and store the hours [start, end) in one transaction; with ``advance_to`` and
     a whole answer, ``source.pulled_until`` becomes it in the same transaction."""
-    answers, warnings, partial = fetch_chunk(source, start, end, timeout_seconds=timeout_seconds)
-    partial = partial or bool(warnings)
-    rows, problems = device_hours_from_answers(answers)
-    outcome = ChunkOutcome(start, end, partial=partial, warnings=warnings, problems=problems)
-    with transaction.atomic():
-        outcome.rows_written, outcome.rows_replaced, outcome.devices = store_device_hours(
-            source, rows, pulled_at=pulled_at, problems=outcome.problems
+    with _cyclic_gc_paused():
+        answers, warnings, partial = fetch_chunk(
+            source, start, end, timeout_seconds=timeout_seconds
         )
-        if advance_to is not None and not partial:
-            source.pulled_until = advance_to
-            source.save(update_fields=["pulled_until"])
+        partial = partial or bool(warnings)
+        rows, problems = device_hours_from_answers(answers)
+        del answers  # the decoded answers are the bulk of the chunk's memory
+        outcome = ChunkOutcome(start, end, partial=partial, warnings=warnings, problems=problems)
+        with transaction.atomic():
+            outcome.rows_written, outcome.rows_replaced, outcome.devices = store_device_hours(
+                source, rows, pulled_at=pulled_at, problems=outcome.problems
+            )
+            if advance_to is not None and not partial:
+                source.pulled_until = advance_to
+                source.save(update_fields=["pulled_until"])
     _refresh_statistics(outcome.rows_written)
     return outcome
+
+
+@contextmanager
+def _cyclic_gc_paused():
+    """Python's cyclic garbage collector off for the block, back on after it.
+
+    A fleet's answers decode into millions of small dicts, lists and strings, and the
+    device-hours add as many again; none is in a reference cycle (decoded JSON cannot
+    form one), so reference counting frees them all. The collector, though, runs each
+    time enough objects have been allocated, and its fuller passes walk every object
+    still alive: with a whole fleet's answers alive, those passes cost more than the
+    decoding and the building together, and more the larger the fleet. What cycles the
+    block leaves are collected once it ends."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 # A chunk can be more than the planner believes the table holds (a fleet's first pull,

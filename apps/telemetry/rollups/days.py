@@ -184,7 +184,7 @@ WITH labelled AS (
            SUM(sample.utilization_pct) AS utilization_sum
     FROM telemetry_gpusample AS sample
     JOIN telemetry_gpudevice AS device ON device.id = sample.device_id
-    WHERE device.pool_id = %(pool)s AND sample.timestamp >= %(start)s
+    WHERE device.pool_id = ANY(%(pools)s) AND sample.timestamp >= %(start)s
       AND sample.timestamp < %(end)s AND sample.utilization_pct IS NOT NULL
     GROUP BY sample.device_id, date_trunc('hour', sample.timestamp), sample.namespace,
              sample.pod
@@ -200,7 +200,7 @@ WITH labelled AS (
           AND device_hour.hour < %(end)s
         OFFSET 0
     ) AS device_hour
-    WHERE device.pool_id = %(pool)s AND device_hour.utilization_pct IS NOT NULL
+    WHERE device.pool_id = ANY(%(pools)s) AND device_hour.utilization_pct IS NOT NULL
       AND device_hour.samples > 0
       AND NOT EXISTS (
           SELECT 1 FROM telemetry_gpusample AS held
@@ -280,17 +280,16 @@ def attribute_pool_hours(
     stale.filter(samples_held_q("workload__pool_id", released_device_ids)).delete()
     if not pools:
         return 0
-    written = 0
+    # Every pool in one statement: each device's rows are found through its own key and
+    # its workloads through its own pool, so the pools do not mix.
     with connection.cursor() as cursor:
-        for pool_id in pools:
-            cursor.execute(
-                ATTRIBUTION_SQL,
-                {
-                    "pool": pool_id,
-                    "start": start,
-                    "end": end,
-                    "default_slices": DEFAULT_MIG_COMPUTE_SLICES,
-                },
-            )
-            written += cursor.rowcount
-    return written
+        cursor.execute(
+            ATTRIBUTION_SQL,
+            {
+                "pools": pools,
+                "start": start,
+                "end": end,
+                "default_slices": DEFAULT_MIG_COMPUTE_SLICES,
+            },
+        )
+        return cursor.rowcount

@@ -300,6 +300,21 @@ def rollup_pool_hours(
 
 
 @transaction.atomic
+def rollup_pools_hours(pool_ids, start: datetime, end: datetime) -> int:
+    """``rollup_pool_hours`` for several pools at once: one statement for all of them,
+    where one per pool would plan and run the same statement again for each (an hourly
+    pull of a whole fleet queues every pool's hour). Waits for, and holds off, every other
+    rollup until its commit, as ``rollup_all_pool_hours``. Returns hourly rows written."""
+    pool_ids = sorted(set(pool_ids))
+    _serialize_rollups(None)
+    _delete_rebuildable_hours(pool_ids, start, end)
+    written = _insert_pool_hours("device.pool_id = ANY(%s)", [pool_ids, start, end])
+    attribute_pool_hours(pool_ids, start, end)
+    rollup_pool_days(pool_ids, start, end)
+    return written
+
+
+@transaction.atomic
 def rollup_all_pool_hours(start: datetime, end: datetime) -> int:
     """``rollup_pool_hours`` for every pool at once: one scan of the samples instead of
     one per pool (bench/telemetry.py: 0.9× a hand-written GROUP BY). Waits for, and holds
@@ -527,27 +542,43 @@ def rollup_pending() -> tuple[int, int]:
     hour is idempotent, and two drains at once compute the same rows (a pool's rollups
     wait for each other: ``_serialize_rollups``). Each owner's contiguous hours are one
     transaction that rolls them up and unqueues them, row by row in (owner, hour)
-    order, the order ``_queue`` locks them in.
+    order, the order ``_queue`` locks them in; pools queued for the very same hours are
+    one transaction and one statement together (``rollup_pools_hours``).
     """
-    pools = _drain(PendingRollup, "pool_id", rollup_pool_hours)
+    pools = _drain(PendingRollup, "pool_id", rollup_pool_hours, rollup_pools_hours)
     workloads = _drain(PendingWorkloadRollup, "workload_id", rollup_workload_hours)
     return pools[0] + workloads[0], pools[1] + workloads[1]
 
 
-def _drain(model, owner: str, rollup) -> tuple[int, int]:
+def _drain(model, owner: str, rollup, rollup_many=None) -> tuple[int, int]:
+    """Roll up and unqueue the queued hours of ``model``. With ``rollup_many``, the owners
+    queued for the very same hours (every pool of an hour a fleet's pull wrote) are rolled
+    up together, in one transaction, instead of one transaction per owner."""
     pending = list(model.objects.order_by(owner, "hour").values_list(owner, "hour", "token"))
     by_owner: dict[int, dict[datetime, uuid.UUID]] = {}
     for owner_id, hour, token in pending:
         by_owner.setdefault(owner_id, {})[hour] = token
-    written = 0
+    by_range: dict[tuple[datetime, datetime], list[int]] = {}
     for owner_id, tokens in by_owner.items():
         for start, end in hour_ranges(tokens):
+            by_range.setdefault((start, end), []).append(owner_id)
+    written = 0
+    for (start, end), owner_ids in sorted(by_range.items()):
+        if rollup_many is not None and len(owner_ids) > 1:
+            together = [owner_ids]
+        else:
+            together = [[owner_id] for owner_id in owner_ids]
+        for owners in together:
             with transaction.atomic():
-                written += rollup(owner_id, start, end)
-                hour = start
-                while hour < end:
-                    model.objects.filter(token=tokens[hour]).delete()
-                    hour += _ONE_HOUR
+                if len(owners) > 1:
+                    written += rollup_many(owners, start, end)
+                else:
+                    written += rollup(owners[0], start, end)
+                for owner_id in owners:
+                    hour = start
+                    while hour < end:
+                        model.objects.filter(token=by_owner[owner_id][hour]).delete()
+                        hour += _ONE_HOUR
     return len(pending), written
 
 
