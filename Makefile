@@ -42,7 +42,7 @@ RUN_ARGS := --host $(HOST) --port $(PORT) $(if $(filter no,$(DEMO)),--without-de
 
 .PHONY: run dev test fuzz install lint format clean backup restore \
 	test-system-packages test-services test-peers test-lint test-django-checks \
-	test-static-and-docs
+	test-static-and-docs test-database-template
 
 # Python caches bytecode here even where the machine sets PYTHONDONTWRITEBYTECODE: every
 # process the suite and `make run` start (test workers, Celery, commands) would otherwise
@@ -71,14 +71,15 @@ dev: $(INSTALLED)
 
 # What must hold before pytest, three at a time (make -j3): the venv's install beside the
 # machine's packages (apt-get and focus-validator download while pip does); once the venv
-# is there, the linters, the Django checks (both read every migration) and the static
-# files with the docs site; the peers the suite drives, checked once their packages are in.
-# Each step's output is printed whole when it ends.
+# is there, the linters, the Django checks (both read every migration), the test
+# databases' migrated template, the static files with the docs site, and the peers the
+# suite drives, checked once their packages are in. Each step's output is printed whole
+# when it ends.
 test:
 	@# The embedded servers ensure_services.sh started, if any, stop with the suite, or
 	@# with the first check that fails.
 	@$(MAKE) --no-print-directory -j3 --output-sync=target \
-		test-peers test-lint test-django-checks test-static-and-docs \
+		test-peers test-lint test-django-checks test-static-and-docs test-database-template \
 		|| { test ! -x $(BIN)/python || $(BIN)/python scripts/embedded_test_services.py stop; \
 			exit 1; }
 	$(TEST_ENV) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS); \
@@ -114,6 +115,12 @@ test-lint: lint
 test-django-checks: $(INSTALLED) test-services
 	$(TEST_ENV) $(BIN)/python manage.py makemigrations --check --dry-run
 	$(TEST_ENV) $(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null
+
+# The migrated template every pytest process copies its test database from
+# (tests/migrated_template.py), made now unless current: pytest's processes would otherwise
+# both wait while one of them migrates it.
+test-database-template: $(INSTALLED) test-services
+	$(TEST_ENV) $(BIN)/python -m tests.migrated_template
 
 # The docs site (docs/, mkdocs.yml): a broken link or a page left out of the nav fails.
 test-static-and-docs: $(INSTALLED)

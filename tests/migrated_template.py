@@ -61,25 +61,33 @@ def template_of(test_database_name: str) -> str:
     return re.sub(r"_gw\d+$", "", test_database_name) + "_migrated"
 
 
+def _migrate_template_unless_current(creation, template: str, cursor) -> None:
+    """Migrate ``template`` from nothing unless its comment is the current digest; the
+    caller holds the template's advisory lock."""
+    digest = migrations_digest()
+    if template_comment(cursor, template) == digest:
+        return
+    test_settings = creation.connection.settings_dict["TEST"]
+    test_settings["NAME"], original_name = template, test_settings["NAME"]
+    try:
+        _create_test_db_by_migrating(creation, 0, True, False, False)
+    finally:
+        test_settings["NAME"] = original_name
+    creation.connection.close()
+    quote = creation.connection.ops.quote_name
+    cursor.execute(f"COMMENT ON DATABASE {quote(template)} IS %s", [digest])
+
+
 def create_test_db(self, verbosity=1, autoclobber=False, serialize=True, keepdb=False):
     name = self._get_test_db_name()
     template = template_of(name)
     if keepdb or serialize:
         return _create_test_db_by_migrating(self, verbosity, autoclobber, serialize, keepdb)
     quote = self.connection.ops.quote_name
-    digest = migrations_digest()
     with self._nodb_cursor() as cursor:
         cursor.execute("SELECT pg_advisory_lock(hashtext(%s))", [template])
         try:
-            if template_comment(cursor, template) != digest:
-                test_settings = self.connection.settings_dict["TEST"]
-                test_settings["NAME"], original_name = template, test_settings["NAME"]
-                try:
-                    _create_test_db_by_migrating(self, verbosity, True, False, False)
-                finally:
-                    test_settings["NAME"] = original_name
-                self.connection.close()
-                cursor.execute(f"COMMENT ON DATABASE {quote(template)} IS %s", [digest])
+            _migrate_template_unless_current(self, template, cursor)
             cursor.execute(f"DROP DATABASE IF EXISTS {quote(name)}")
             cursor.execute(f"CREATE DATABASE {quote(name)} TEMPLATE {quote(template)}")
         finally:
@@ -93,3 +101,29 @@ def create_test_db(self, verbosity=1, autoclobber=False, serialize=True, keepdb=
 
 def copy_test_databases_from_a_migrated_template() -> None:
     DatabaseCreation.create_test_db = create_test_db
+
+
+def main() -> None:
+    """Make the migrated template the suite's processes copy, unless it is current:
+    ``make test`` runs this beside its other checks, so that pytest's processes find it
+    made instead of waiting, both, while one of them migrates it."""
+    import os
+
+    import django
+    from django.db import connection
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    django.setup()
+    creation = connection.creation
+    template = template_of(creation._get_test_db_name())
+    with creation._nodb_cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(hashtext(%s))", [template])
+        try:
+            _migrate_template_unless_current(creation, template, cursor)
+        finally:
+            cursor.execute("SELECT pg_advisory_unlock(hashtext(%s))", [template])
+    print(f"test database template: {template}, migrated")
+
+
+if __name__ == "__main__":
+    main()
