@@ -207,6 +207,10 @@ WITH labelled AS (
           WHERE held.device_id = device_hour.device_id
             AND held.timestamp >= device_hour.hour
             AND held.timestamp < device_hour.hour + interval '1 hour'
+            -- The window's own bounds too, as constants: the planner keeps only the
+            -- window's daily partitions, where the hour's bounds alone make every
+            -- partition be probed for every device-hour.
+            AND held.timestamp >= %(start)s AND held.timestamp < %(end)s + interval '1 hour'
       )
 ), device_hours AS (
     SELECT device_id, hour, SUM(samples) AS samples
@@ -219,7 +223,10 @@ WITH labelled AS (
     FROM device_hours
     JOIN telemetry_gpudevice AS slice ON slice.id = device_hours.device_id
     WHERE slice.gpu_instance_id IS NOT NULL
-), weighted AS (
+), weighted AS MATERIALIZED (
+    -- Materialized: every device-hour's weight in one pass of hash joins. Inlined, the
+    -- planner joins the pools last, on a misestimate of the matched rows, and filters
+    -- pools × device-hours pairs one by one.
     SELECT device_hours.device_id, device_hours.hour, device_hours.samples,
            CASE WHEN device.gpu_instance_id IS NOT NULL
                 THEN COALESCE(device.mig_compute_slices, 1)::float

@@ -168,6 +168,10 @@ STORED_DEVICE_HOURS_SQL = """
               SELECT 1 FROM telemetry_gpusample AS held
               WHERE held.device_id = device_hour.device_id
                 AND held.timestamp >= device_hour.hour AND held.timestamp < {hour_end}
+                -- The window's own bounds too, as constants: the planner keeps only the
+                -- window's daily partitions, where the hour's bounds alone make every
+                -- partition be probed for every device-hour.
+                AND held.timestamp >= %s AND held.timestamp < %s + interval '1 hour'
           )
         GROUP BY {hour}
     ) AS stored
@@ -343,8 +347,9 @@ def _insert_pool_hours(pool_filter: str, params: list) -> int:
         pool_filter=pool_filter,
         stored_device_hours=stored_device_hours,
     )
-    # The raw samples' filter, then the stored device-hours' same filter.
-    params = params + params
+    # The raw samples' filter, then the stored device-hours' same filter, then its window
+    # again for the held samples (``params`` ends with the window's start and end).
+    params = params + params + params[-2:]
     pool_rollup = POOL_ROLLUP_SQL.format(share=_GPU_SHARE)
     flag_sums = FLAG_SUMS_SQL.format(share=_GPU_SHARE, tolerance=_SHARE_TOLERANCE)
     with connection.cursor() as cursor:
