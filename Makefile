@@ -20,13 +20,14 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/gpufleet
-# xdist worker N uses this Redis database's number minus N (tests/conftest.py): 15, 14.
+# xdist worker N uses this Redis database's number minus N (tests/conftest.py): 15, 14, 13.
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
-# pytest-xdist processes. The suite waits on Celery workers, servers and browsers more
-# than it computes, so two overlap well even on two cores; 0 runs it in one process.
-# Work stealing: a process that runs out takes half of the other's queue, so a test
-# that waits a minute does not leave one process finishing the suite alone.
-TEST_WORKERS ?= 2
+# pytest-xdist processes. The suite waits on Celery workers, servers and browsers about
+# as much as it computes (a quiet run's processes use about one core of two), so three
+# keep two cores busier than two do; 0 runs it in one process. Work stealing: a process
+# that runs out takes half of another's queue, so a test that waits a minute does not
+# leave one process finishing the suite alone.
+TEST_WORKERS ?= 3
 TEST_ENV := DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
 	CELERY_BROKER_URL=$(TEST_REDIS_URL) DJANGO_SETTINGS_MODULE=config.settings
 
