@@ -632,11 +632,12 @@ class SlurmReportDelivery(models.Model):
     )
     slurm_user = models.CharField(_("Slurm user"), max_length=100, blank=True)
     # A Slurm user is a cluster's: alice of two clusters gets two emails at one address.
+    # A cluster with sends on record is kept (its delete page says why), with them.
     cluster = models.ForeignKey(
         "clusters.Cluster",
         null=True,
         blank=True,
-        on_delete=models.CASCADE,
+        on_delete=models.PROTECT,
         related_name="+",
         verbose_name=_("cluster"),
         help_text=_("The Slurm user's cluster; blank for a team's channel."),

@@ -29,7 +29,7 @@ class Migration(migrations.Migration):
                 ('last_attempt_at', models.DateTimeField(blank=True, null=True, verbose_name='last attempt')),
                 ('sent_at', models.DateTimeField(blank=True, null=True, verbose_name='sent at')),
                 ('channel', models.ForeignKey(blank=True, help_text="Blank: the Slurm user's own email.", null=True, on_delete=django.db.models.deletion.CASCADE, related_name='slurm_report_deliveries', to='alerts.alertchannel', verbose_name='channel')),
-                ('cluster', models.ForeignKey(blank=True, help_text="The Slurm user's cluster; blank for a team's channel.", null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='clusters.cluster', verbose_name='cluster')),
+                ('cluster', models.ForeignKey(blank=True, help_text="The Slurm user's cluster; blank for a team's channel.", null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='clusters.cluster', verbose_name='cluster')),
                 ('team', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='accounts.team', verbose_name='team')),
             ],
             options={
